@@ -1,0 +1,82 @@
+# gpuspy: `make` builds lib/libgpuspy.so and tools/gpuspy; `make test` runs
+# every test that needs no GPU; `make bench` measures the cost per call.
+CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+VERSION := 0.1.0
+SOVERSION := 0
+
+WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-sign-conversion
+CFLAGS ?= -O2 -g
+BASE_CFLAGS := -std=c11 $(WARN) -Iinclude -I$(CUDA_HOME)/include
+LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -mtls-dialect=gnu2
+CJSON_CFLAGS := $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/include/cjson)
+CJSON_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/hook_alloc.c \
+	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c
+LIB_OBJS := $(LIB_SRCS:.c=.o)
+LIB_REAL := lib/libgpuspy.so.$(VERSION)
+LIB_SONAME := libgpuspy.so.$(SOVERSION)
+
+TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c
+TOOL_OBJS := $(TOOL_SRCS:.c=.o)
+
+HEADERS := include/gpuspy/format.h lib/gs.h lib/cuda_api.h
+
+all: lib/libgpuspy.so tools/gpuspy
+
+lib/%.o: lib/%.c $(HEADERS)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+lib/mkmap: lib/mkmap.c include/gpuspy/format.h
+	$(Q)$(CC) $(BASE_CFLAGS) $< -o $@
+
+lib/libgpuspy.map: lib/mkmap
+	$(Q)./lib/mkmap > $@
+
+$(LIB_REAL): $(LIB_OBJS) lib/libgpuspy.map
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpuspy.map \
+		-Wl,-z,defs -Wl,--no-undefined-version -o $@ $(LIB_OBJS) -ldl -lpthread
+
+lib/libgpuspy.so: $(LIB_REAL)
+	$(Q)ln -sf libgpuspy.so.$(VERSION) lib/$(LIB_SONAME)
+	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
+
+tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE $(CJSON_CFLAGS) -c $< -o $@
+
+tools/gpuspy: $(TOOL_OBJS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(CJSON_LIBS) -lm
+
+include tests/tests.mk
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/include/gpuspy $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(LIB_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libgpuspy.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIB_SONAME)
+	ln -sf libgpuspy.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy.so
+	install -m 755 tools/gpuspy $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 include/gpuspy.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/gpuspy/format.h $(DESTDIR)$(PREFIX)/include/gpuspy/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' gpuspy.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuspy.pc
+
+clean:
+	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy.so* tools/*.o tools/gpuspy
+	rm -rf $(TEST_CLEAN)
+
+.PHONY: all install clean

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuspy on-disk trace format (.gspy), shared by the preload library (the
+ * writer) and the gpuspy command (the reader). This header is the single
+ * description of the format: the event kinds, the intercepted APIs and the
+ * record layout are each listed once here and every table in lib/ and tools/
+ * is generated from these lists.
+ *
+ * File layout (all little-endian, offsets from the start of the file):
+ *
+ *   [gspy_header, 4096 bytes]
+ *   [string table, strtab_size bytes]      entries: u32 length, bytes, NUL,
+ *                                          padded to 4; id = offset + 1
+ *   [chunk 0][chunk 1]...[chunk n-1]       each chunk_size bytes
+ *
+ * A chunk belongs to one thread: a gspy_chunk header followed by fixed-size
+ * gspy_record slots. Writers fill a slot, then store-release the chunk's
+ * `committed` count; readers load-acquire `committed` and trust only the
+ * slots below it. A chunk whose `tid` is still 0 was claimed but never
+ * initialised and is skipped.
+ */
+#ifndef GPUSPY_FORMAT_H
+#define GPUSPY_FORMAT_H
+
+#include <stdint.h>
+
+#define GSPY_MAGIC "GPUSPY\x01\x00" /* 8 bytes, NUL-terminated by C */
+#define GSPY_FORMAT_VERSION 1u
+#define GSPY_HEADER_SIZE 4096u
+#define GSPY_RECORD_SIZE 64u
+#define GSPY_CHUNK_HEADER_SIZE 64u
+
+/* Event kinds: X(name). The names are what `gpuspy dump` writes. */
+#define GSPY_KIND_LIST(X)                                                    \
+	X(none)   /* internal, never written */                              \
+	X(alloc)                                                             \
+	X(free)                                                              \
+	X(copy)                                                              \
+	X(memset)                                                            \
+	X(launch)                                                            \
+	X(sync)                                                              \
+	X(map)    /* VMM: physical memory mapped at an address */            \
+	X(unmap)
+
+enum gspy_kind {
+#define GSPY_X(n) GSPY_KIND_##n,
+	GSPY_KIND_LIST(GSPY_X)
+#undef GSPY_X
+	GSPY_KIND_COUNT
+};
+
+/* Memory kinds: allocations (`mem`) and the host side of copies
+ * (`host_mem`). */
+#define GSPY_MEM_LIST(X) X(unknown) X(device) X(pinned) X(managed) X(host) X(pageable)
+enum gspy_mem {
+#define GSPY_X(n) GSPY_MEM_##n,
+	GSPY_MEM_LIST(GSPY_X)
+#undef GSPY_X
+	GSPY_MEM_COUNT
+};
+
+/* Copy directions. */
+#define GSPY_DIR_LIST(X) X(unknown) X(h2d) X(d2h) X(d2d) X(p2p) X(h2h)
+enum gspy_dir {
+#define GSPY_X(n) GSPY_DIR_##n,
+	GSPY_DIR_LIST(GSPY_X)
+#undef GSPY_X
+	GSPY_DIR_COUNT
+};
+
+/*
+ * Every intercepted entry point: X(symbol, kind, version).
+ * `symbol` is the exported name; `version` is the CUDA version that
+ * introduced that ABI variant (from cudaTypedefs.h's PFN_* names), used to
+ * answer cuGetProcAddress(base, version, flags); 0 for runtime symbols.
+ * Symbols ending in _ptds/_ptsz are the per-thread-default-stream variants.
+ * Append only: the position is the api id stored in records.
+ */
+#define GSPY_DRIVER_API_LIST(X)                                              \
+	X(cuGetProcAddress, none, 11030)                                     \
+	X(cuGetProcAddress_v2, none, 12000)                                  \
+	X(cuCtxSetCurrent, none, 4000)                                       \
+	X(cuCtxPushCurrent_v2, none, 4000)                                   \
+	X(cuCtxPopCurrent_v2, none, 4000)                                    \
+	X(cuMemAlloc_v2, alloc, 3020)                                        \
+	X(cuMemAllocPitch_v2, alloc, 3020)                                   \
+	X(cuMemAllocManaged, alloc, 6000)                                    \
+	X(cuMemAllocAsync, alloc, 11020)                                     \
+	X(cuMemAllocAsync_ptsz, alloc, 11020)                                \
+	X(cuMemAllocFromPoolAsync, alloc, 11020)                             \
+	X(cuMemAllocFromPoolAsync_ptsz, alloc, 11020)                        \
+	X(cuMemFree_v2, free, 3020)                                          \
+	X(cuMemFreeAsync, free, 11020)                                       \
+	X(cuMemFreeAsync_ptsz, free, 11020)                                  \
+	X(cuMemCreate, alloc, 10020)                                         \
+	X(cuMemRelease, free, 10020)                                         \
+	X(cuMemMap, map, 10020)                                            \
+	X(cuMemUnmap, unmap, 10020)                                           \
+	X(cuMemHostAlloc, alloc, 2020)                                       \
+	X(cuMemAllocHost_v2, alloc, 3020)                                    \
+	X(cuMemHostRegister_v2, alloc, 6050)                                 \
+	X(cuMemHostUnregister, free, 4000)                                   \
+	X(cuMemFreeHost, free, 2000)                                         \
+	X(cuMemcpy, copy, 4000)                                              \
+	X(cuMemcpy_ptds, copy, 7000)                                         \
+	X(cuMemcpyAsync, copy, 4000)                                         \
+	X(cuMemcpyAsync_ptsz, copy, 7000)                                    \
+	X(cuMemcpyPeer, copy, 4000)                                          \
+	X(cuMemcpyPeer_ptds, copy, 7000)                                     \
+	X(cuMemcpyPeerAsync, copy, 4000)                                     \
+	X(cuMemcpyPeerAsync_ptsz, copy, 7000)                                \
+	X(cuMemcpyHtoD_v2, copy, 3020)                                       \
+	X(cuMemcpyHtoD_v2_ptds, copy, 7000)                                  \
+	X(cuMemcpyDtoH_v2, copy, 3020)                                       \
+	X(cuMemcpyDtoH_v2_ptds, copy, 7000)                                  \
+	X(cuMemcpyDtoD_v2, copy, 3020)                                       \
+	X(cuMemcpyDtoD_v2_ptds, copy, 7000)                                  \
+	X(cuMemcpyHtoDAsync_v2, copy, 3020)                                  \
+	X(cuMemcpyHtoDAsync_v2_ptsz, copy, 7000)                             \
+	X(cuMemcpyDtoHAsync_v2, copy, 3020)                                  \
+	X(cuMemcpyDtoHAsync_v2_ptsz, copy, 7000)                             \
+	X(cuMemcpyDtoDAsync_v2, copy, 3020)                                  \
+	X(cuMemcpyDtoDAsync_v2_ptsz, copy, 7000)                             \
+	X(cuMemcpy2D_v2, copy, 3020)                                         \
+	X(cuMemcpy2D_v2_ptds, copy, 7000)                                    \
+	X(cuMemcpy2DUnaligned_v2, copy, 3020)                                \
+	X(cuMemcpy2DUnaligned_v2_ptds, copy, 7000)                           \
+	X(cuMemcpy2DAsync_v2, copy, 3020)                                    \
+	X(cuMemcpy2DAsync_v2_ptsz, copy, 7000)                               \
+	X(cuMemcpy3D_v2, copy, 3020)                                         \
+	X(cuMemcpy3D_v2_ptds, copy, 7000)                                    \
+	X(cuMemcpy3DAsync_v2, copy, 3020)                                    \
+	X(cuMemcpy3DAsync_v2_ptsz, copy, 7000)                               \
+	X(cuMemcpy3DPeer, copy, 4000)                                        \
+	X(cuMemcpy3DPeer_ptds, copy, 7000)                                   \
+	X(cuMemcpy3DPeerAsync, copy, 4000)                                   \
+	X(cuMemcpy3DPeerAsync_ptsz, copy, 7000)                              \
+	X(cuMemcpyBatchAsync, copy, 12080)                                   \
+	X(cuMemcpyBatchAsync_ptsz, copy, 12080)                              \
+	X(cuMemcpyBatchAsync_v2, copy, 13000)                                \
+	X(cuMemcpyBatchAsync_v2_ptsz, copy, 13000)                           \
+	X(cuMemsetD8_v2, memset, 3020)                                       \
+	X(cuMemsetD8_v2_ptds, memset, 7000)                                  \
+	X(cuMemsetD16_v2, memset, 3020)                                      \
+	X(cuMemsetD16_v2_ptds, memset, 7000)                                 \
+	X(cuMemsetD32_v2, memset, 3020)                                      \
+	X(cuMemsetD32_v2_ptds, memset, 7000)                                 \
+	X(cuMemsetD2D8_v2, memset, 3020)                                     \
+	X(cuMemsetD2D8_v2_ptds, memset, 7000)                                \
+	X(cuMemsetD2D16_v2, memset, 3020)                                    \
+	X(cuMemsetD2D16_v2_ptds, memset, 7000)                               \
+	X(cuMemsetD2D32_v2, memset, 3020)                                    \
+	X(cuMemsetD2D32_v2_ptds, memset, 7000)                               \
+	X(cuMemsetD8Async, memset, 3020)                                     \
+	X(cuMemsetD8Async_ptsz, memset, 7000)                                \
+	X(cuMemsetD16Async, memset, 3020)                                    \
+	X(cuMemsetD16Async_ptsz, memset, 7000)                               \
+	X(cuMemsetD32Async, memset, 3020)                                    \
+	X(cuMemsetD32Async_ptsz, memset, 7000)                               \
+	X(cuMemsetD2D8Async, memset, 3020)                                   \
+	X(cuMemsetD2D8Async_ptsz, memset, 7000)                              \
+	X(cuMemsetD2D16Async, memset, 3020)                                  \
+	X(cuMemsetD2D16Async_ptsz, memset, 7000)                             \
+	X(cuMemsetD2D32Async, memset, 3020)                                  \
+	X(cuMemsetD2D32Async_ptsz, memset, 7000)                             \
+	X(cuLaunchKernel, launch, 4000)                                      \
+	X(cuLaunchKernel_ptsz, launch, 7000)                                 \
+	X(cuLaunchKernelEx, launch, 11060)                                   \
+	X(cuLaunchKernelEx_ptsz, launch, 11060)                              \
+	X(cuLaunchCooperativeKernel, launch, 9000)                           \
+	X(cuLaunchCooperativeKernel_ptsz, launch, 9000)                      \
+	X(cuLaunchHostFunc, launch, 10000)                                   \
+	X(cuLaunchHostFunc_ptsz, launch, 10000)                              \
+	X(cuGraphLaunch, launch, 10000)                                      \
+	X(cuGraphLaunch_ptsz, launch, 10000)                                 \
+	X(cuStreamSynchronize, sync, 2000)                                   \
+	X(cuStreamSynchronize_ptsz, sync, 7000)                              \
+	X(cuCtxSynchronize, sync, 2000)                                      \
+	X(cuCtxSynchronize_v2, sync, 13000)                                  \
+	X(cuEventSynchronize, sync, 2000)                                    \
+	X(cuStreamWaitEvent, sync, 3020)                                     \
+	X(cuStreamWaitEvent_ptsz, sync, 7000)
+
+#define GSPY_RUNTIME_API_LIST(X)                                             \
+	X(cudaGetDriverEntryPoint, none, 0)                                  \
+	X(cudaGetDriverEntryPointByVersion, none, 0)                         \
+	X(cudaMalloc, alloc, 0)                                              \
+	X(cudaMallocPitch, alloc, 0)                                         \
+	X(cudaMallocManaged, alloc, 0)                                       \
+	X(cudaMallocAsync, alloc, 0)                                         \
+	X(cudaMallocAsync_ptsz, alloc, 0)                                    \
+	X(cudaMallocFromPoolAsync, alloc, 0)                                 \
+	X(cudaMallocFromPoolAsync_ptsz, alloc, 0)                            \
+	X(cudaFree, free, 0)                                                 \
+	X(cudaFreeAsync, free, 0)                                            \
+	X(cudaFreeAsync_ptsz, free, 0)                                       \
+	X(cudaMallocHost, alloc, 0)                                          \
+	X(cudaHostAlloc, alloc, 0)                                           \
+	X(cudaHostRegister, alloc, 0)                                        \
+	X(cudaHostUnregister, free, 0)                                       \
+	X(cudaFreeHost, free, 0)                                             \
+	X(cudaMemcpy, copy, 0)                                               \
+	X(cudaMemcpy_ptds, copy, 0)                                          \
+	X(cudaMemcpyAsync, copy, 0)                                          \
+	X(cudaMemcpyAsync_ptsz, copy, 0)                                     \
+	X(cudaMemcpyPeer, copy, 0)                                           \
+	X(cudaMemcpyPeerAsync, copy, 0)                                      \
+	X(cudaMemcpy2D, copy, 0)                                             \
+	X(cudaMemcpy2D_ptds, copy, 0)                                        \
+	X(cudaMemcpy2DAsync, copy, 0)                                        \
+	X(cudaMemcpy2DAsync_ptsz, copy, 0)                                   \
+	X(cudaMemset, memset, 0)                                             \
+	X(cudaMemset_ptds, memset, 0)                                        \
+	X(cudaMemsetAsync, memset, 0)                                        \
+	X(cudaMemsetAsync_ptsz, memset, 0)                                   \
+	X(cudaLaunchKernel, launch, 0)                                       \
+	X(cudaLaunchKernel_ptsz, launch, 0)                                  \
+	X(__cudaLaunchKernel, launch, 0)                                     \
+	X(__cudaLaunchKernel_ptsz, launch, 0)                                \
+	X(cudaLaunchKernelExC, launch, 0)                                    \
+	X(cudaLaunchKernelExC_ptsz, launch, 0)                               \
+	X(cudaLaunchCooperativeKernel, launch, 0)                            \
+	X(cudaLaunchCooperativeKernel_ptsz, launch, 0)                       \
+	X(cudaLaunchHostFunc, launch, 0)                                     \
+	X(cudaLaunchHostFunc_ptsz, launch, 0)                                \
+	X(cudaGraphLaunch, launch, 0)                                        \
+	X(cudaGraphLaunch_ptsz, launch, 0)                                   \
+	X(cudaStreamSynchronize, sync, 0)                                    \
+	X(cudaStreamSynchronize_ptsz, sync, 0)                               \
+	X(cudaDeviceSynchronize, sync, 0)                                    \
+	X(cudaEventSynchronize, sync, 0)                                     \
+	X(cudaStreamWaitEvent, sync, 0)                                      \
+	X(cudaStreamWaitEvent_ptsz, sync, 0)
+
+#define GSPY_API_LIST(X) GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X)
+
+enum gspy_api {
+#define GSPY_X(sym, kind, ver) GSPY_API_##sym,
+	GSPY_API_LIST(GSPY_X)
+#undef GSPY_X
+	GSPY_API_COUNT
+};
+
+/* Clock of the raw timestamps in records. */
+enum gspy_clock {
+	GSPY_CLOCK_MONOTONIC = 0, /* raw value is CLOCK_MONOTONIC ns */
+	GSPY_CLOCK_TSC = 1        /* raw value is rdtsc ticks, see header pairs */
+};
+
+/* Process state, header.state. */
+enum gspy_state {
+	GSPY_STATE_RUNNING = 0, /* still running, or killed without warning */
+	GSPY_STATE_EXITED = 1,  /* ran its exit handlers */
+	GSPY_STATE_SIGNALED = 2 /* died of header.exit_signal */
+};
+
+/* Record flags. */
+#define GSPY_FLAG_RESERVED 0x01u
+#define GSPY_FLAG_ASYNC 0x02u  /* stream-ordered call (returns before done) */
+#define GSPY_FLAG_ENRICHED 0x04u /* a nested driver call filled in details */
+
+/*
+ * One event, 64 bytes. Timestamps are raw values of header.clock; readers
+ * convert them with gspy_header's clock pairs.
+ */
+struct gspy_record {
+	uint64_t start;  /* raw clock at entry */
+	uint64_t end;    /* raw clock at return */
+	uint64_t stream; /* CUstream/cudaStream_t handle value, 0 = default */
+	union {
+		struct {
+			uint64_t bytes; /* bytes allocated, freed, copied, set */
+			uint64_t addr;  /* allocation / copy destination */
+			uint64_t addr2; /* copy source */
+		} mem;
+		struct {
+			uint32_t grid[3];
+			uint32_t block[3];
+		} launch;
+	} u;
+	int32_t result;   /* CUresult or cudaError_t as returned */
+	uint32_t name_id; /* string table id of the kernel name, 0 = none */
+	uint16_t api;     /* enum gspy_api */
+	uint8_t kind;     /* enum gspy_kind */
+	uint8_t dir;      /* enum gspy_dir (copies) */
+	uint8_t mem;      /* enum gspy_mem: allocation kind, or host side of copy */
+	uint8_t flags;    /* GSPY_FLAG_* */
+	int16_t device;   /* device ordinal, -1 unknown */
+};
+
+/* Per-thread chunk header, 64 bytes, followed by records. */
+struct gspy_chunk {
+	uint32_t tid;       /* kernel thread id; written last (release) */
+	uint32_t seq;       /* this thread's chunk number, 0, 1, ... */
+	uint64_t committed; /* records committed (release-stored) */
+	uint64_t dropped;   /* events dropped by this thread after this chunk */
+	uint64_t reserved[5];
+};
+
+struct gspy_clock_pair {
+	uint64_t raw;  /* raw clock value */
+	uint64_t mono; /* CLOCK_MONOTONIC ns at the same instant */
+};
+
+/* File header, padded to GSPY_HEADER_SIZE. */
+struct gspy_header {
+	char magic[8];
+	uint32_t version;     /* GSPY_FORMAT_VERSION */
+	uint32_t header_size; /* GSPY_HEADER_SIZE */
+	uint32_t record_size; /* GSPY_RECORD_SIZE */
+	uint32_t clock;       /* enum gspy_clock */
+	uint64_t file_size;
+	uint64_t strtab_offset;
+	uint64_t strtab_size;
+	uint64_t chunk_offset;
+	uint32_t chunk_size;  /* bytes, header included */
+	uint32_t chunk_count; /* chunks available in the file */
+	uint32_t pid;
+	uint32_t ppid;
+	int32_t rank;       /* $RANK, -1 if unset */
+	int32_t local_rank; /* $LOCAL_RANK, -1 if unset */
+	uint64_t real_start_ns; /* CLOCK_REALTIME at start */
+	struct gspy_clock_pair clock_start; /* pair at start */
+	double tsc_hz;                      /* calibrated at start (TSC clock) */
+	uint64_t clock_seq;                 /* even: clock_last is stable */
+	struct gspy_clock_pair clock_last;  /* latest pair, refreshed */
+	/* Updated while running (atomically). */
+	uint32_t chunks_claimed;  /* may exceed chunk_count: those are drops */
+	uint32_t state;           /* enum gspy_state */
+	int32_t exit_signal;
+	int32_t exit_code;
+	uint64_t strtab_used;     /* bytes of string table committed */
+	uint64_t dropped_nochunk; /* events dropped by threads with no chunk */
+	char host[64];
+	char command[1024]; /* argv joined by spaces, truncated */
+};
+
+#endif /* GPUSPY_FORMAT_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Life cycle of libgpuspy: configuration from the environment (one table of
+ * options), lazy initialisation from any entry point, the clock, fork and
+ * exit handling, and the allocation-free warning path.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "gs.h"
+
+__thread struct gs_tls gs_tls = { .device = -1 };
+struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC };
+struct gs_config gs_cfg;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+uint64_t gs_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void gs_warn(const char *fmt, ...)
+{
+	char buf[512];
+	int e = errno;
+	if (gs_cfg.quiet)
+		return;
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "gpuspy: ");
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		n += (size_t)k < sizeof(buf) - n - 1 ? (size_t)k : sizeof(buf) - n - 2;
+	buf[n++] = '\n';
+	ssize_t w = write(2, buf, n);
+	(void)w;
+	errno = e;
+}
+
+static int env_flag(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The TSC is used only when the kernel itself trusts it as clocksource,
+ * which implies it is invariant and synchronised across CPUs. */
+static int tsc_usable(void)
+{
+#if defined(__x86_64__)
+	char buf[32] = { 0 };
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n >= 3 && strncmp(buf, "tsc", 3) == 0;
+#else
+	return 0;
+#endif
+}
+
+static void atfork_child(void)
+{
+	/* Only the forking thread exists in the child: reset its state and let
+	 * the next event open the child's own file. */
+	gs_writer_forked();
+	gs_names_forked();
+	gs_tls.chunk = NULL;
+	gs_tls.n = gs_tls.cap = 0;
+	gs_tls.seq = 0;
+	gs_tls.tid = 0;
+}
+
+static void init_real(void)
+{
+	const char *v;
+	gs_cfg.quiet = env_flag("GPUSPY_QUIET");
+	if (env_flag("GPUSPY_DISABLE") || getauxval(AT_SECURE)) {
+		gs_g.disabled = 1;
+		return;
+	}
+	v = getenv("GPUSPY_DIR");
+	if (!v || !*v)
+		v = ".";
+	if (strlen(v) >= sizeof(gs_cfg.dir)) {
+		gs_warn("GPUSPY_DIR is too long; tracing off");
+		gs_g.disabled = 1;
+		return;
+	}
+	strcpy(gs_cfg.dir, v);
+	gs_cfg.buffer_bytes = 256ull << 20;
+	v = getenv("GPUSPY_BUFFER_MB");
+	if (v && *v) {
+		char *end;
+		unsigned long long mb = strtoull(v, &end, 10);
+		if (*end || mb < 1 || mb > (1ull << 20))
+			gs_warn("GPUSPY_BUFFER_MB=%s is not a size in MiB (1..1048576); using 256", v);
+		else
+			gs_cfg.buffer_bytes = mb << 20;
+	}
+	v = getenv("GPUSPY_CLOCK");
+	if (v && strcmp(v, "mono") == 0)
+		gs_g.clock = GSPY_CLOCK_MONOTONIC;
+	else
+		gs_g.clock = tsc_usable() ? GSPY_CLOCK_TSC : GSPY_CLOCK_MONOTONIC;
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+void gs_init(void)
+{
+	pthread_once(&init_once, init_real);
+}
+
+__attribute__((constructor)) static void gs_ctor(void)
+{
+	gs_init();
+}
+
+__attribute__((destructor)) static void gs_dtor(void)
+{
+	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interface of libgpuspy: the per-thread state, the record path
+ * used by every hook (gs_begin / gs_end), the real-function table and the
+ * helpers the hook families share. Never installed.
+ *
+ * The hot path of an intercepted call is: gs_begin() (TLS depth check,
+ * enabled check, one clock read), the real call, gs_end() (one clock read,
+ * one 64-byte store into this thread's chunk, one store-release). No lock,
+ * no allocation, no system call.
+ */
+#ifndef GS_H
+#define GS_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuspy/format.h"
+
+#define GS_API __attribute__((visibility("default")))
+#define GS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Per-thread state. */
+struct gs_tls {
+	unsigned depth;          /* wrapped calls active on this thread */
+	int recording;           /* the outermost call is being recorded */
+	uint32_t tid;
+	uint32_t seq;            /* next chunk number */
+	uint64_t gen;            /* file generation the chunk belongs to */
+	struct gspy_chunk *chunk;
+	struct gspy_record *slots;
+	uint32_t n, cap;         /* records used / available in chunk */
+	int device;              /* cached current device, -1 unknown */
+	uint64_t ctx_gen;        /* gs_ctx_gen when device was cached */
+	struct gspy_record rec;  /* the record being built */
+};
+
+extern __thread struct gs_tls gs_tls;
+
+/* Global state (core.c). */
+struct gs_global {
+	int disabled;        /* GPUSPY_DISABLE or internal failure: pass through */
+	int clock;           /* enum gspy_clock */
+	uint64_t gen;        /* bumped when the trace file changes (fork) */
+	uint64_t ctx_gen;    /* bumped on every context switch hook */
+};
+extern struct gs_global gs_g;
+
+/* Configuration (core.c), read once from the environment. */
+struct gs_config {
+	char dir[512];        /* GPUSPY_DIR */
+	uint64_t buffer_bytes; /* GPUSPY_BUFFER_MB */
+	int clock;            /* GPUSPY_CLOCK: tsc|mono|auto */
+	int quiet;            /* GPUSPY_QUIET */
+};
+extern struct gs_config gs_cfg;
+
+void gs_init(void);               /* idempotent, cheap after the first call */
+void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t gs_mono_ns(void);
+
+static inline uint64_t gs_now(void)
+{
+	if (GS_LIKELY(gs_g.clock == GSPY_CLOCK_TSC))
+		return __builtin_ia32_rdtsc();
+	return gs_mono_ns();
+}
+
+/* Writer (writer.c). */
+int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
+void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r);
+uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
+void gs_writer_clock_pair(void);   /* refresh header.clock_last */
+void gs_writer_exit(int state, int code, int sig);
+void gs_writer_forked(void);
+
+static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
+{
+	if (GS_LIKELY(t->gen == gs_g.gen && t->n < t->cap)) {
+		memcpy(&t->slots[t->n], r, sizeof(*r));
+		t->n++;
+		/* Orders the record's bytes before the count readers trust. */
+		__atomic_store_n(&t->chunk->committed, t->n, __ATOMIC_RELEASE);
+		return;
+	}
+	gs_commit_slow(t, r);
+}
+
+/*
+ * Start a wrapped call. Returns the record to fill when this call is the
+ * outermost wrapped call on this thread and tracing is on, else NULL. Every
+ * gs_begin() is paired with exactly one gs_end().
+ */
+static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
+{
+	struct gs_tls *t = &gs_tls;
+	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled))
+		return NULL;
+	if (GS_UNLIKELY(gs_writer_ready() != 0))
+		return NULL;
+	struct gspy_record *r = &t->rec;
+	memset(r, 0, sizeof(*r));
+	r->api = (uint16_t)api;
+	r->kind = (uint8_t)kind;
+	r->device = -1;
+	t->recording = 1;
+	r->start = gs_now();
+	return r;
+}
+
+/* Finish a wrapped call; r is what gs_begin returned. Keeps errno. */
+static inline void gs_end(struct gspy_record *r, int result)
+{
+	struct gs_tls *t = &gs_tls;
+	if (r) {
+		int e = errno;
+		r->end = gs_now();
+		r->result = result;
+		t->recording = 0;
+		gs_commit(t, r);
+		errno = e;
+	}
+	t->depth--;
+}
+
+/* The record of the outermost call when this one is nested in it. */
+static inline struct gspy_record *gs_outer(unsigned kind)
+{
+	struct gs_tls *t = &gs_tls;
+	if (t->depth > 1 && t->recording && t->rec.kind == kind)
+		return &t->rec;
+	return NULL;
+}
+
+/* Real functions (symbols.c). */
+extern void *gs_real_tab[GSPY_API_COUNT];
+void *gs_real_resolve(unsigned api);
+static inline void *gs_real(unsigned api)
+{
+	void *p = __atomic_load_n(&gs_real_tab[api], __ATOMIC_RELAXED);
+	return GS_LIKELY(p != NULL) ? p : gs_real_resolve(api);
+}
+#define GS_REAL(sym) ((__typeof__(&sym))gs_real(GSPY_API_##sym))
+
+void *gs_real_dlsym(void *handle, const char *name);
+void *gs_driver_fn(const char *name); /* unwrapped libcuda function */
+
+/* Devices, contexts and names (symbols.c). */
+int gs_current_device(void);
+uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
+void gs_names_forked(void);
+
+/* Memory ranges (memmap.c): what we know of an address. */
+struct gs_range {
+	uint64_t base, size;
+	uint8_t mem;  /* enum gspy_mem */
+	int16_t device;
+};
+void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device);
+int gs_memmap_remove(uint64_t base, unsigned mem, struct gs_range *out);
+int gs_memmap_find(uint64_t addr, struct gs_range *out);
+/* Classify a pointer for a copy: GSPY_MEM_device/managed/pinned/pageable. */
+unsigned gs_classify(uint64_t addr, int *device);
+/* Fill rec->dir and rec->mem for a copy between two classified ends. */
+void gs_copy_dir(struct gspy_record *r, unsigned dst_mem, int dst_dev,
+		 unsigned src_mem, int src_dev);
+void gs_copy_unified(struct gspy_record *r, uint64_t dst, uint64_t src);
+
+#endif /* GS_H */

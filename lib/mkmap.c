@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Build helper: prints libgpuspy's version script, exporting exactly the
+ * intercepted entry points of GSPY_API_LIST plus dlsym and dlvsym. The
+ * script is anonymous so that the definitions interpose on versioned
+ * references (dlsym@GLIBC_2.34) as LD_PRELOAD requires. */
+#include <stdio.h>
+
+#include "gpuspy/format.h"
+
+int main(void)
+{
+	printf("{\n  global:\n    dlsym;\n    dlvsym;\n");
+#define GSPY_X(sym, k, v) printf("    %s;\n", #sym);
+	GSPY_API_LIST(GSPY_X)
+#undef GSPY_X
+	printf("  local:\n    *;\n};\n");
+	return 0;
+}

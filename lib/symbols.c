@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How calls reach gpuspy's wrappers (DESIGN.md section 1): exported symbols,
+ * dlsym/dlvsym on any handle, and cuGetProcAddress / cudaGetDriverEntryPoint
+ * including cuGetProcAddress's lookup of itself. Also the real functions
+ * behind each wrapper, and the small driver queries the hooks share
+ * (current device, kernel names, pointer kinds).
+ *
+ * The real dlsym and dlvsym are found by reading libc's dynamic symbol
+ * table, so that gpuspy's own lookups never pass through its own hooks.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_api.h"
+
+#include "gs.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+
+struct hook {
+	const char *name;
+	char base[48];   /* name without _ptds/_ptsz and _vN */
+	int version;
+	int ptds;
+	unsigned kind;
+	void *wrapper;   /* our exported definition */
+};
+
+static struct hook hooks[GSPY_API_COUNT] = {
+#define GSPY_X(sym, k, ver) { .name = #sym, .version = ver, .kind = GSPY_KIND_##k },
+	GSPY_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+
+void *gs_real_tab[GSPY_API_COUNT];
+static dlsym_fn real_dlsym;
+static dlvsym_fn real_dlvsym;
+static pthread_once_t sym_once = PTHREAD_ONCE_INIT;
+static uint64_t mismatches;
+
+/* ---- the real dlsym, from libc's own symbol table ---------------------- */
+
+struct elf_find {
+	const char *lib;
+	void *dlsym, *dlvsym;
+};
+
+static uintptr_t dyn_ptr(uintptr_t base, uintptr_t p)
+{
+	return p < base ? base + p : p; /* glibc relocates .dynamic in place */
+}
+
+static size_t gnu_hash_count(const uint32_t *h)
+{
+	uint32_t nb = h[0], off = h[1], bloom = h[2];
+	const uint32_t *buckets = (const uint32_t *)((const uint64_t *)(h + 4) + bloom);
+	const uint32_t *chain = buckets + nb;
+	uint32_t max = 0;
+	for (uint32_t i = 0; i < nb; i++)
+		if (buckets[i] > max)
+			max = buckets[i];
+	if (max < off)
+		return off;
+	while (!(chain[max - off] & 1))
+		max++;
+	return (size_t)max + 1;
+}
+
+static int elf_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct elf_find *f = arg;
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, f->lib))
+		return 0;
+	uintptr_t base = info->dlpi_addr;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 0;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Half) *versym = NULL;
+	size_t nsyms = 0;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t p = dyn_ptr(base, dyn->d_un.d_ptr);
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = (const ElfW(Sym) *)p; break;
+		case DT_STRTAB: strtab = (const char *)p; break;
+		case DT_VERSYM: versym = (const ElfW(Half) *)p; break;
+		case DT_HASH: nsyms = ((const uint32_t *)p)[1]; break;
+		case DT_GNU_HASH:
+			if (!nsyms)
+				nsyms = gnu_hash_count((const uint32_t *)p);
+			break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	for (size_t i = 0; i < nsyms; i++) {
+		const ElfW(Sym) *s = &symtab[i];
+		if (s->st_value == 0 || ELF64_ST_TYPE(s->st_info) != STT_FUNC)
+			continue;
+		int hidden = versym && (versym[i] & 0x8000);
+		void **slot = NULL;
+		if (strcmp(strtab + s->st_name, "dlsym") == 0)
+			slot = &f->dlsym;
+		else if (strcmp(strtab + s->st_name, "dlvsym") == 0)
+			slot = &f->dlvsym;
+		/* Prefer the default version; a compat one does as well. */
+		if (slot && (!*slot || !hidden))
+			*slot = (void *)(base + s->st_value);
+	}
+	return f->dlsym != NULL;
+}
+
+static void find_real_dl(void)
+{
+	static const char *const libs[] = { "libc.so.6", "libdl.so.2" };
+	for (size_t i = 0; i < 2 && !real_dlsym; i++) {
+		struct elf_find f = { .lib = libs[i] };
+		dl_iterate_phdr(elf_cb, &f);
+		real_dlsym = (dlsym_fn)f.dlsym;
+		real_dlvsym = (dlvsym_fn)f.dlvsym;
+	}
+}
+
+static void strip_suffix(char *s, const char *sfx)
+{
+	size_t n = strlen(s), k = strlen(sfx);
+	if (n > k && strcmp(s + n - k, sfx) == 0)
+		s[n - k] = 0;
+}
+
+static void sym_init(void)
+{
+	find_real_dl();
+	if (!real_dlsym) {
+		gs_warn("cannot find the real dlsym; tracing off");
+		gs_g.disabled = 1;
+		return;
+	}
+	Dl_info di;
+	void *self = NULL;
+	if (dladdr((void *)sym_init, &di) && di.dli_fname)
+		self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
+		struct hook *h = &hooks[i];
+		snprintf(h->base, sizeof(h->base), "%s", h->name);
+		size_t n = strlen(h->base);
+		h->ptds = n > 5 && (!strcmp(h->base + n - 5, "_ptds") || !strcmp(h->base + n - 5, "_ptsz"));
+		if (h->ptds)
+			h->base[n - 5] = 0;
+		strip_suffix(h->base, "_v2");
+		strip_suffix(h->base, "_v3");
+		h->wrapper = self ? real_dlsym(self, h->name) : NULL;
+	}
+}
+
+static void sym_ready(void)
+{
+	pthread_once(&sym_once, sym_init);
+}
+
+void *gs_real_dlsym(void *handle, const char *name)
+{
+	sym_ready();
+	return real_dlsym ? real_dlsym(handle, name) : NULL;
+}
+
+static void *libcuda(void)
+{
+	static void *h;
+	void *p = __atomic_load_n(&h, __ATOMIC_ACQUIRE);
+	if (!p) {
+		p = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (p)
+			__atomic_store_n(&h, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
+void *gs_driver_fn(const char *name)
+{
+	void *h = libcuda();
+	void *p = h ? gs_real_dlsym(h, name) : NULL;
+	return p ? p : gs_real_dlsym(RTLD_NEXT, name);
+}
+
+/* Stands in for a real function that cannot be found (no CUDA library):
+ * the caller gets CUDA_ERROR_UNKNOWN / cudaErrorUnknown (both 999). On
+ * x86-64 any arguments may be passed to it. */
+static int missing_real(void)
+{
+	return 999;
+}
+
+void *gs_real_resolve(unsigned api)
+{
+	sym_ready();
+	void *p = gs_real_dlsym(RTLD_NEXT, hooks[api].name);
+	if (!p && hooks[api].name[0] == 'c' && hooks[api].name[1] == 'u' &&
+	    hooks[api].name[2] != 'd' && libcuda())
+		p = gs_real_dlsym(libcuda(), hooks[api].name);
+	if (p == hooks[api].wrapper)
+		p = NULL;
+	if (p) {
+		void *expect = NULL;
+		__atomic_compare_exchange_n(&gs_real_tab[api], &expect, p, 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+	}
+	p = __atomic_load_n(&gs_real_tab[api], __ATOMIC_RELAXED);
+	return p ? p : (void *)missing_real;
+}
+
+/*
+ * Hand out the wrapper of hook i for the real function p. The first real
+ * pointer seen for a hook is the one its wrapper calls; a different one
+ * later (another copy of the library, an ABI we misjudged) passes through.
+ */
+static void *wrap(unsigned i, void *p)
+{
+	struct hook *h = &hooks[i];
+	if (!p || !h->wrapper || p == h->wrapper)
+		return p;
+	void *expect = NULL;
+	if (!__atomic_compare_exchange_n(&gs_real_tab[i], &expect, p, 0, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED) &&
+	    expect != p) {
+		__atomic_fetch_add(&mismatches, 1, __ATOMIC_RELAXED);
+		return p;
+	}
+	return h->wrapper;
+}
+
+static int by_name(const char *name)
+{
+	if (!name || !((name[0] == 'c' && name[1] == 'u') || name[0] == '_'))
+		return -1;
+	for (unsigned i = 0; i < GSPY_API_COUNT; i++)
+		if (strcmp(hooks[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* cuGetProcAddress semantics: the newest ABI variant not newer than
+ * `version`, the per-thread one when asked and when it exists. */
+static int by_proc(const char *symbol, long version, uint64_t flags)
+{
+	if (!symbol || symbol[0] != 'c' || symbol[1] != 'u')
+		return -1;
+	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	int best[2] = { -1, -1 };
+	for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
+		struct hook *h = &hooks[i];
+		if (h->version == 0 || h->version > version || strcmp(h->base, symbol) != 0)
+			continue;
+		if (best[h->ptds] < 0 || hooks[best[h->ptds]].version < h->version)
+			best[h->ptds] = (int)i;
+	}
+	return want && best[1] >= 0 ? best[1] : best[0];
+}
+
+/* ---- route 2: dlsym / dlvsym ------------------------------------------- */
+
+GS_API void *dlsym(void *handle, const char *name)
+{
+	sym_ready();
+	if (!real_dlsym)
+		return NULL;
+	int i = by_name(name);
+	if (i < 0) /* a sibling call keeps the caller's return address for RTLD_NEXT */
+		return real_dlsym(handle, name);
+	void *p = real_dlsym(handle, name);
+	return wrap((unsigned)i, p);
+}
+
+GS_API void *dlvsym(void *handle, const char *name, const char *version)
+{
+	sym_ready();
+	if (!real_dlvsym)
+		return NULL;
+	int i = by_name(name);
+	if (i < 0)
+		return real_dlvsym(handle, name, version);
+	void *p = real_dlvsym(handle, name, version);
+	return wrap((unsigned)i, p);
+}
+
+/* ---- route 3: cuGetProcAddress and cudaGetDriverEntryPoint ------------- */
+
+static void wrap_proc(const char *symbol, void **pfn, long version, uint64_t flags)
+{
+	if (!pfn || !*pfn)
+		return;
+	int i = by_proc(symbol, version, flags);
+	if (i >= 0)
+		*pfn = wrap((unsigned)i, *pfn);
+}
+
+GS_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+				 cuuint64_t flags)
+{
+	gs_init();
+	__typeof__(&cuGetProcAddress) real = GS_REAL(cuGetProcAddress);
+	CUresult rc = real(symbol, pfn, cudaVersion, flags);
+	if (rc == CUDA_SUCCESS)
+		wrap_proc(symbol, pfn, cudaVersion, flags);
+	return rc;
+}
+
+GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+				    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	gs_init();
+	__typeof__(&cuGetProcAddress_v2) real = GS_REAL(cuGetProcAddress_v2);
+	CUresult rc = real(symbol, pfn, cudaVersion, flags, status);
+	if (rc == CUDA_SUCCESS)
+		wrap_proc(symbol, pfn, cudaVersion, flags);
+	return rc;
+}
+
+static int is_wrapper(void *p)
+{
+	for (unsigned i = 0; i < GSPY_API_COUNT; i++)
+		if (hooks[i].wrapper == p)
+			return 1;
+	return 0;
+}
+
+static long runtime_version(void)
+{
+	int (*rv)(int *) = (int (*)(int *))gs_real_dlsym(RTLD_NEXT, "cudaRuntimeGetVersion");
+	int v = 0;
+	if (!rv || rv(&v) != 0 || v <= 0)
+		v = CUDA_VERSION;
+	return v;
+}
+
+/* The runtime answers these through its own cuGetProcAddress, which is
+ * usually ours already; anything that still comes back unwrapped is wrapped
+ * here. */
+GS_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+					   unsigned long long flags,
+					   enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	gs_init();
+	__typeof__(&cudaGetDriverEntryPoint) real = GS_REAL(cudaGetDriverEntryPoint);
+	cudaError_t rc = real(symbol, funcPtr, flags, driverStatus);
+	if (rc == 0 && funcPtr && *funcPtr && !is_wrapper(*funcPtr))
+		wrap_proc(symbol, funcPtr, runtime_version(), flags);
+	return rc;
+}
+
+GS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+						    unsigned int cudaVersion, unsigned long long flags,
+						    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	gs_init();
+	__typeof__(&cudaGetDriverEntryPointByVersion) real = GS_REAL(cudaGetDriverEntryPointByVersion);
+	cudaError_t rc = real(symbol, funcPtr, cudaVersion, flags, driverStatus);
+	if (rc == 0 && funcPtr && *funcPtr && !is_wrapper(*funcPtr))
+		wrap_proc(symbol, funcPtr, cudaVersion, flags);
+	return rc;
+}
+
+/* ---- contexts and the current device ------------------------------------ */
+
+GS_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	__atomic_fetch_add(&gs_g.ctx_gen, 1, __ATOMIC_RELAXED);
+	return GS_REAL(cuCtxSetCurrent)(ctx);
+}
+
+GS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	__atomic_fetch_add(&gs_g.ctx_gen, 1, __ATOMIC_RELAXED);
+	return GS_REAL(cuCtxPushCurrent_v2)(ctx);
+}
+
+GS_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	__atomic_fetch_add(&gs_g.ctx_gen, 1, __ATOMIC_RELAXED);
+	return GS_REAL(cuCtxPopCurrent_v2)(ctx);
+}
+
+int gs_current_device(void)
+{
+	struct gs_tls *t = &gs_tls;
+	uint64_t g = __atomic_load_n(&gs_g.ctx_gen, __ATOMIC_RELAXED);
+	if (GS_LIKELY(t->device >= 0 && t->ctx_gen == g))
+		return t->device;
+	static CUresult (*get)(CUdevice *);
+	if (!get)
+		get = (CUresult(*)(CUdevice *))gs_driver_fn("cuCtxGetDevice");
+	CUdevice d;
+	if (get && get(&d) == CUDA_SUCCESS) {
+		t->device = d;
+		t->ctx_gen = g;
+		return d;
+	}
+	return -1;
+}
+
+unsigned gs_classify(uint64_t addr, int *device)
+{
+	struct gs_range r;
+	if (gs_memmap_find(addr, &r)) {
+		*device = r.device;
+		return r.mem == GSPY_MEM_managed ? GSPY_MEM_device : r.mem;
+	}
+	static CUresult (*attr)(void *, CUpointer_attribute, CUdeviceptr);
+	if (!attr)
+		attr = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))gs_driver_fn(
+			"cuPointerGetAttribute");
+	unsigned type = 0;
+	if (attr && attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) == CUDA_SUCCESS) {
+		if (type == CU_MEMORYTYPE_DEVICE) {
+			int ord = -1;
+			if (attr(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, addr) != CUDA_SUCCESS)
+				ord = -1;
+			*device = ord;
+			return GSPY_MEM_device;
+		}
+		if (type == CU_MEMORYTYPE_HOST)
+			return GSPY_MEM_pinned; /* page-locked by someone we did not see */
+	}
+	return GSPY_MEM_pageable;
+}
+
+/* ---- kernel names, cached per function handle --------------------------- */
+
+#define NAME_CAP (1u << 14)
+static struct {
+	uint64_t key;
+	uint32_t id;
+} names[NAME_CAP];
+
+void gs_names_forked(void)
+{
+	memset(names, 0, sizeof(names)); /* ids belonged to the parent's file */
+}
+
+static uint32_t lookup_name(uint64_t func)
+{
+	static CUresult (*fget)(const char **, CUfunction);
+	static CUresult (*kget)(const char **, CUkernel);
+	if (!fget)
+		fget = (CUresult(*)(const char **, CUfunction))gs_driver_fn("cuFuncGetName");
+	if (!kget)
+		kget = (CUresult(*)(const char **, CUkernel))gs_driver_fn("cuKernelGetName");
+	const char *n = NULL;
+	if (!(fget && fget(&n, (CUfunction)func) == CUDA_SUCCESS && n) &&
+	    !(kget && kget(&n, (CUkernel)func) == CUDA_SUCCESS && n))
+		n = "(unknown)";
+	return gs_intern(n);
+}
+
+uint32_t gs_kernel_name(uint64_t func)
+{
+	if (!func)
+		return 0;
+	uint32_t i = (uint32_t)((func >> 4) * 0x9E3779B1u) & (NAME_CAP - 1);
+	for (uint32_t probe = 0; probe < 64; probe++, i = (i + 1) & (NAME_CAP - 1)) {
+		uint64_t k = __atomic_load_n(&names[i].key, __ATOMIC_ACQUIRE);
+		if (k == func) {
+			uint32_t id = __atomic_load_n(&names[i].id, __ATOMIC_ACQUIRE);
+			return id ? id : lookup_name(func);
+		}
+		if (k == 0) {
+			if (!__atomic_compare_exchange_n(&names[i].key, &k, func, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE)) {
+				if (k != func)
+					continue;
+				return lookup_name(func);
+			}
+			uint32_t id = lookup_name(func);
+			/* The id is published after the name is in the file. */
+			__atomic_store_n(&names[i].id, id, __ATOMIC_RELEASE);
+			return id;
+		}
+	}
+	return lookup_name(func);
+}
+
+uint64_t gs_symbol_mismatches(void);
+uint64_t gs_symbol_mismatches(void)
+{
+	return __atomic_load_n(&mismatches, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-process trace file: created on the first recorded event, sized
+ * once (fixed memory), mapped MAP_SHARED so that every committed record is
+ * in the page cache the moment it is committed and survives a SIGKILL.
+ * Threads claim fixed-size chunks with one atomic add; when none are left,
+ * events are counted as dropped, exactly, and the application never waits.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gs.h"
+
+#define STRTAB_SIZE (4u << 20)
+#define CHUNK_SIZE (64u << 10)
+
+enum { W_CLOSED = 0, W_OPEN = 1, W_FAILED = 2 };
+
+static struct {
+	int state;
+	pthread_mutex_t lock; /* file creation and string table appends */
+	struct gspy_header *hdr;
+	char *base;
+	size_t size;
+} w = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void read_cmdline(char *out, size_t cap)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	out[0] = 0;
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	for (ssize_t i = 0; i < n; i++)
+		if (out[i] == 0)
+			out[i] = ' ';
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = 0;
+}
+
+static int env_int(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return -1;
+	char *end;
+	long x = strtol(v, &end, 10);
+	return (*end || x < 0 || x > 1000000) ? -1 : (int)x;
+}
+
+static void clock_pair(struct gspy_clock_pair *p)
+{
+	/* Bracket the raw read with two monotonic reads to halve the error. */
+	uint64_t a = gs_mono_ns();
+	p->raw = gs_now();
+	uint64_t b = gs_mono_ns();
+	p->mono = a + (b - a) / 2;
+}
+
+static double calibrate_tsc(const struct gspy_clock_pair *p0)
+{
+	struct gspy_clock_pair p1;
+	do
+		clock_pair(&p1);
+	while (p1.mono - p0->mono < 2000000); /* 2 ms */
+	return (double)(p1.raw - p0->raw) * 1e9 / (double)(p1.mono - p0->mono);
+}
+
+static int create_file(int rank, char *path, size_t cap)
+{
+	char host[64] = "unknown";
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = 0;
+	for (char *c = host; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	char rk[16] = "";
+	if (rank >= 0)
+		snprintf(rk, sizeof(rk), "-r%d", rank);
+	for (int i = 0; i < 100; i++) {
+		char sfx[16] = "";
+		if (i)
+			snprintf(sfx, sizeof(sfx), "-%d", i);
+		int n = snprintf(path, cap, "%s/gpuspy-%s-%d%s%s.gspy", gs_cfg.dir, host,
+				 (int)getpid(), rk, sfx);
+		if (n < 0 || (size_t)n >= cap)
+			return -ENAMETOOLONG;
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int open_file(void)
+{
+	char path[700];
+	int rank = env_int("RANK");
+	int fd = create_file(rank, path, sizeof(path));
+	if (fd < 0) {
+		gs_warn("cannot create a trace file in %s: %s; tracing off", gs_cfg.dir,
+			strerror(-fd));
+		return fd;
+	}
+	uint64_t chunks = gs_cfg.buffer_bytes / CHUNK_SIZE;
+	if (chunks < 1)
+		chunks = 1;
+	size_t size = GSPY_HEADER_SIZE + STRTAB_SIZE + (size_t)chunks * CHUNK_SIZE;
+	/* Reserve the blocks now: a sparse file on a full disk would turn the
+	 * first store into a page into SIGBUS inside the application. */
+	int rc = fallocate(fd, 0, 0, (off_t)size);
+	if (rc != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+		rc = ftruncate(fd, (off_t)size);
+	if (rc != 0) {
+		int e = errno;
+		gs_warn("cannot size %s to %zu bytes: %s; tracing off", path, size, strerror(e));
+		unlink(path);
+		close(fd);
+		return -e;
+	}
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		gs_warn("cannot map %s: %s; tracing off", path, strerror(e));
+		unlink(path);
+		return -e;
+	}
+	struct gspy_header *h = p;
+	h->version = GSPY_FORMAT_VERSION;
+	h->header_size = GSPY_HEADER_SIZE;
+	h->record_size = GSPY_RECORD_SIZE;
+	h->clock = (uint32_t)gs_g.clock;
+	h->file_size = size;
+	h->strtab_offset = GSPY_HEADER_SIZE;
+	h->strtab_size = STRTAB_SIZE;
+	h->chunk_offset = GSPY_HEADER_SIZE + STRTAB_SIZE;
+	h->chunk_size = CHUNK_SIZE;
+	h->chunk_count = (uint32_t)chunks;
+	h->pid = (uint32_t)getpid();
+	h->ppid = (uint32_t)getppid();
+	h->rank = rank;
+	h->local_rank = env_int("LOCAL_RANK");
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	h->real_start_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	clock_pair(&h->clock_start);
+	h->tsc_hz = gs_g.clock == GSPY_CLOCK_TSC ? calibrate_tsc(&h->clock_start) : 1e9;
+	clock_pair(&h->clock_last);
+	h->state = GSPY_STATE_RUNNING;
+	gethostname(h->host, sizeof(h->host) - 1);
+	read_cmdline(h->command, sizeof(h->command));
+	/* Readers accept the file once the magic is there. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, GSPY_MAGIC, 8);
+	w.hdr = h;
+	w.base = p;
+	w.size = size;
+	return 0;
+}
+
+int gs_writer_ready(void)
+{
+	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
+	if (GS_LIKELY(s == W_OPEN))
+		return 0;
+	if (s == W_FAILED)
+		return -1;
+	int e = errno;
+	gs_init();
+	pthread_mutex_lock(&w.lock);
+	if (w.state == W_CLOSED) {
+		int rc = gs_g.disabled ? -1 : open_file();
+		/* Pairs with the acquire above: the mapping is set up before. */
+		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
+		if (rc != 0)
+			gs_g.disabled = 1;
+	}
+	s = w.state;
+	pthread_mutex_unlock(&w.lock);
+	errno = e;
+	return s == W_OPEN ? 0 : -1;
+}
+
+void gs_writer_clock_pair(void)
+{
+	struct gspy_header *h = w.hdr;
+	uint64_t seq = __atomic_load_n(&h->clock_seq, __ATOMIC_RELAXED);
+	/* One refresher at a time; losers skip, a pair is only a refinement. */
+	if ((seq & 1) || !__atomic_compare_exchange_n(&h->clock_seq, &seq, seq + 1, 0,
+						      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	struct gspy_clock_pair p;
+	clock_pair(&p);
+	__atomic_store_n(&h->clock_last.raw, p.raw, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->clock_last.mono, p.mono, __ATOMIC_RELAXED);
+	/* Publishes the pair: readers retry while the sequence is odd. */
+	__atomic_store_n(&h->clock_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r)
+{
+	struct gspy_header *h = w.hdr;
+	if (t->gen != gs_g.gen) {
+		t->gen = gs_g.gen;
+		t->chunk = NULL;
+		t->n = t->cap = 0;
+		t->seq = 0;
+	}
+	if (__atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < h->chunk_count) {
+		uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
+		if (idx < h->chunk_count) {
+			struct gspy_chunk *c =
+				(struct gspy_chunk *)(w.base + h->chunk_offset + (size_t)idx * h->chunk_size);
+			if (!t->tid)
+				t->tid = (uint32_t)syscall(SYS_gettid);
+			c->seq = t->seq++;
+			c->committed = 0;
+			c->dropped = 0;
+			/* The chunk is initialised before readers see its owner. */
+			__atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
+			t->chunk = c;
+			t->slots = (struct gspy_record *)((char *)c + GSPY_CHUNK_HEADER_SIZE);
+			t->n = 0;
+			t->cap = (h->chunk_size - GSPY_CHUNK_HEADER_SIZE) / GSPY_RECORD_SIZE;
+			gs_writer_clock_pair();
+			gs_commit(t, r);
+			return;
+		}
+	}
+	if (t->chunk)
+		__atomic_store_n(&t->chunk->dropped, t->chunk->dropped + 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&h->dropped_nochunk, 1, __ATOMIC_RELAXED);
+}
+
+uint32_t gs_intern(const char *s)
+{
+	if (gs_writer_ready() != 0)
+		return 0;
+	struct gspy_header *h = w.hdr;
+	size_t len = strnlen(s, 4096);
+	size_t need = (4 + len + 1 + 3) & ~(size_t)3;
+	uint32_t id = 0;
+	pthread_mutex_lock(&w.lock);
+	uint64_t used = h->strtab_used;
+	if (used + need <= h->strtab_size) {
+		char *p = w.base + h->strtab_offset + used;
+		uint32_t l = (uint32_t)len;
+		memcpy(p, &l, 4);
+		memcpy(p + 4, s, len);
+		memset(p + 4 + len, 0, need - 4 - len);
+		/* The bytes are in place before readers may look at them. */
+		__atomic_store_n(&h->strtab_used, used + need, __ATOMIC_RELEASE);
+		id = (uint32_t)used + 1;
+	}
+	pthread_mutex_unlock(&w.lock);
+	return id;
+}
+
+void gs_writer_exit(int state, int code, int sig)
+{
+	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != W_OPEN)
+		return;
+	struct gspy_header *h = w.hdr;
+	gs_writer_clock_pair();
+	h->exit_code = code;
+	h->exit_signal = sig;
+	__atomic_store_n(&h->state, (uint32_t)state, __ATOMIC_RELEASE);
+}
+
+void gs_writer_forked(void)
+{
+	if (w.state == W_OPEN)
+		munmap(w.base, w.size);
+	w.hdr = NULL;
+	w.base = NULL;
+	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
+	pthread_mutex_init(&w.lock, NULL);
+	gs_g.gen++;
+}

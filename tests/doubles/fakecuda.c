@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test double of libcuda.so.1: the driver entry points gpuspy intercepts,
+ * running without a GPU. Device memory is host memory that the double
+ * remembers as device memory (so cuPointerGetAttribute answers like the
+ * real driver); kernels are named functions that run on the host, or do
+ * nothing. cuGetProcAddress resolves (symbol, version, flags) to ABI
+ * variants like the real driver, including "cuGetProcAddress" itself.
+ *
+ * Fault injection: FAKECUDA_FAIL="cuMemAlloc_v2:2,cuLaunchKernel:98" makes
+ * the named entry points return the given CUresult without doing anything.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/cuda_api.h"
+#include "gpuspy/format.h"
+#include "fakecuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- fault injection ------------------------------------------------------- */
+
+static int fail(const char *name)
+{
+	const char *spec = getenv("FAKECUDA_FAIL");
+	if (!spec)
+		return 0;
+	size_t n = strlen(name);
+	for (const char *p = spec; p && *p;) {
+		if (strncmp(p, name, n) == 0 && p[n] == ':')
+			return atoi(p + n + 1);
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+#define FAIL_CHECK(name)                                                         \
+	do {                                                                     \
+		int f_ = fail(name);                                             \
+		if (f_)                                                          \
+			return (CUresult)f_;                                     \
+	} while (0)
+
+/* ---- memory the double knows ---------------------------------------------- */
+
+struct range { uintptr_t base; size_t size; int type; };
+static struct range ranges[65536];
+static int nranges;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remember(void *p, size_t size, int type)
+{
+	pthread_mutex_lock(&lock);
+	if (nranges < 65536)
+		ranges[nranges++] = (struct range){ (uintptr_t)p, size, type };
+	pthread_mutex_unlock(&lock);
+}
+
+static int forget(void *p, int type)
+{
+	int found = 0;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < nranges; i++)
+		if (ranges[i].base == (uintptr_t)p && ranges[i].type == type) {
+			ranges[i] = ranges[--nranges];
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+static int type_of(uintptr_t a)
+{
+	int t = 0;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < nranges; i++)
+		if (a >= ranges[i].base && a - ranges[i].base < ranges[i].size) {
+			t = ranges[i].type;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return t;
+}
+
+/* ---- kernels --------------------------------------------------------------- */
+
+struct CUfunc_st { char name[128]; fake_kernel_fn body; };
+static struct CUfunc_st funcs[256];
+static int nfuncs;
+
+EXPORT CUfunction fakecuda_function(const char *name, fake_kernel_fn body)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < nfuncs; i++)
+		if (strcmp(funcs[i].name, name) == 0) {
+			if (body)
+				funcs[i].body = body;
+			pthread_mutex_unlock(&lock);
+			return &funcs[i];
+		}
+	struct CUfunc_st *f = &funcs[nfuncs++];
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->body = body;
+	pthread_mutex_unlock(&lock);
+	return f;
+}
+
+static CUresult run(CUfunction f, void **params)
+{
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (f->body)
+		f->body(params);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	(void)m;
+	*f = fakecuda_function(name, NULL);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	if (!f || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	*name = f->name;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+{
+	return cuFuncGetName(name, (CUfunction)k);
+}
+
+/* ---- init, contexts, pointers ---------------------------------------------- */
+
+static __thread int cur_dev = -1;
+
+EXPORT CUresult cuInit(unsigned int flags) { (void)flags; FAIL_CHECK("cuInit"); return CUDA_SUCCESS; }
+EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	if (cur_dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = cur_dev;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxSetCurrent(CUcontext c) { cur_dev = c ? (int)((uintptr_t)c >> 4) - 1 : -1; return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) { return cuCtxSetCurrent(c); }
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c) { if (c) *c = NULL; cur_dev = -1; return CUDA_SUCCESS; }
+/* Contexts of the double are (device + 1) << 4. */
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcontext)(uintptr_t)((d + 1) << 4); return CUDA_SUCCESS; }
+
+EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
+{
+	int t = type_of(p);
+	if (!t)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+		*(unsigned *)data = t == 2 ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+	else if (a == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+		*(int *)data = cur_dev < 0 ? 0 : cur_dev;
+	else
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return CUDA_SUCCESS;
+}
+
+/* ---- allocation -------------------------------------------------------------- */
+
+enum { DEV = 1, PINNED = 2 };
+
+static CUresult dev_alloc(CUdeviceptr *p, size_t n)
+{
+	void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	remember(m, n, DEV);
+	*p = (CUdeviceptr)m;
+	return CUDA_SUCCESS;
+}
+
+static CUresult dev_free(CUdeviceptr p)
+{
+	if (!p)
+		return CUDA_SUCCESS;
+	if (!forget((void *)p, DEV))
+		return CUDA_ERROR_INVALID_VALUE;
+	free((void *)p);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { FAIL_CHECK("cuMemAlloc_v2"); return dev_alloc(p, n); }
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
+{
+	(void)e;
+	FAIL_CHECK("cuMemAllocPitch_v2");
+	*pitch = (w + 511) & ~(size_t)511;
+	return dev_alloc(p, *pitch * h);
+}
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) { (void)f; FAIL_CHECK("cuMemAllocManaged"); return dev_alloc(p, n); }
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { (void)s; FAIL_CHECK("cuMemAllocAsync"); return dev_alloc(p, n); }
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync(p, n, s); }
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)pool; (void)s; FAIL_CHECK("cuMemAllocFromPoolAsync"); return dev_alloc(p, n); }
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { return cuMemAllocFromPoolAsync(p, n, pool, s); }
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { FAIL_CHECK("cuMemFree_v2"); return dev_free(p); }
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; FAIL_CHECK("cuMemFreeAsync"); return dev_free(p); }
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { return cuMemFreeAsync(p, s); }
+
+struct vmm { size_t size; };
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop, unsigned long long f)
+{
+	(void)prop; (void)f;
+	FAIL_CHECK("cuMemCreate");
+	struct vmm *v = malloc(sizeof(*v));
+	v->size = n;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)v;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) { FAIL_CHECK("cuMemRelease"); free((void *)(uintptr_t)h); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr addr, unsigned long long f)
+{
+	(void)align; (void)addr; (void)f;
+	*p = (CUdeviceptr)aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t n) { (void)n; free((void *)p); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f)
+{
+	(void)off; (void)h; (void)f;
+	FAIL_CHECK("cuMemMap");
+	remember((void *)p, n, DEV);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n) { (void)n; FAIL_CHECK("cuMemUnmap"); forget((void *)p, DEV); return CUDA_SUCCESS; }
+
+static CUresult host_alloc(void **p, size_t n)
+{
+	*p = aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+	if (!*p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	remember(*p, n, PINNED);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) { (void)f; FAIL_CHECK("cuMemHostAlloc"); return host_alloc(p, n); }
+EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n) { FAIL_CHECK("cuMemAllocHost_v2"); return host_alloc(p, n); }
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned f) { (void)f; FAIL_CHECK("cuMemHostRegister_v2"); remember(p, n, PINNED); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemHostUnregister(void *p) { FAIL_CHECK("cuMemHostUnregister"); return forget(p, PINNED) ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; }
+EXPORT CUresult cuMemFreeHost(void *p) { FAIL_CHECK("cuMemFreeHost"); if (!forget(p, PINNED)) return CUDA_ERROR_INVALID_VALUE; free(p); return CUDA_SUCCESS; }
+
+/* ---- copies ------------------------------------------------------------------ */
+
+#define COPY1(name, dt, st, extra_params, extra_use)                                 \
+	EXPORT CUresult name(dt d, st s, size_t n extra_params)                       \
+	{                                                                            \
+		extra_use;                                                           \
+		FAIL_CHECK(#name);                                                   \
+		memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);        \
+		return CUDA_SUCCESS;                                                 \
+	}
+#define NOTHING
+#define COMMA_STREAM , CUstream hs __attribute__((unused))
+COPY1(cuMemcpy, CUdeviceptr, CUdeviceptr, NOTHING, (void)0)
+COPY1(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, NOTHING, (void)0)
+COPY1(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyHtoD_v2, CUdeviceptr, const void *, NOTHING, (void)0)
+COPY1(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, NOTHING, (void)0)
+COPY1(cuMemcpyDtoH_v2, void *, CUdeviceptr, NOTHING, (void)0)
+COPY1(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, NOTHING, (void)0)
+COPY1(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, NOTHING, (void)0)
+COPY1(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, NOTHING, (void)0)
+COPY1(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, COMMA_STREAM, (void)hs)
+COPY1(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, COMMA_STREAM, (void)hs)
+
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) { (void)dc; (void)sc; FAIL_CHECK("cuMemcpyPeer"); memmove((void *)d, (void *)s, n); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) { return cuMemcpyPeer(d, dc, s, sc, n); }
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs) { (void)hs; return cuMemcpyPeer(d, dc, s, sc, n); }
+EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs) { (void)hs; return cuMemcpyPeer(d, dc, s, sc, n); }
+
+static uintptr_t end2d(CUmemorytype t, const void *h, CUdeviceptr d) { return t == CU_MEMORYTYPE_HOST ? (uintptr_t)h : (uintptr_t)d; }
+
+EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{
+	FAIL_CHECK("cuMemcpy2D_v2");
+	char *d = (char *)end2d(p->dstMemoryType, p->dstHost, p->dstDevice);
+	const char *s = (const char *)end2d(p->srcMemoryType, p->srcHost, p->srcDevice);
+	for (size_t y = 0; y < p->Height; y++)
+		memmove(d + (p->dstY + y) * p->dstPitch + p->dstXInBytes,
+			s + (p->srcY + y) * p->srcPitch + p->srcXInBytes, p->WidthInBytes);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream hs) { (void)hs; return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream hs) { (void)hs; return cuMemcpy2D_v2(p); }
+
+static void copy3d(char *d, const char *s, size_t dp, size_t dh, size_t sp, size_t sh, size_t w, size_t h, size_t depth)
+{
+	for (size_t z = 0; z < (depth ? depth : 1); z++)
+		for (size_t y = 0; y < h; y++)
+			memmove(d + (z * dh + y) * dp, s + (z * sh + y) * sp, w);
+}
+EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+{
+	FAIL_CHECK("cuMemcpy3D_v2");
+	copy3d((char *)end2d(p->dstMemoryType, p->dstHost, p->dstDevice),
+	       (const char *)end2d(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstPitch,
+	       p->dstHeight, p->srcPitch, p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p) { return cuMemcpy3D_v2(p); }
+EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream hs) { (void)hs; return cuMemcpy3D_v2(p); }
+EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream hs) { (void)hs; return cuMemcpy3D_v2(p); }
+EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
+{
+	FAIL_CHECK("cuMemcpy3DPeer");
+	copy3d((char *)end2d(p->dstMemoryType, p->dstHost, p->dstDevice),
+	       (const char *)end2d(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstPitch,
+	       p->dstHeight, p->srcPitch, p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p) { return cuMemcpy3DPeer(p); }
+EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream hs) { (void)hs; return cuMemcpy3DPeer(p); }
+EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream hs) { (void)hs; return cuMemcpy3DPeer(p); }
+
+static CUresult batch(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c)
+{
+	for (size_t i = 0; i < c; i++)
+		memmove((void *)d[i], (void *)s[i], n[i]);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyBatchAsync(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *fi, CUstream hs)
+{ (void)a; (void)ai; (void)na; (void)hs; FAIL_CHECK("cuMemcpyBatchAsync"); if (fi) *fi = SIZE_MAX; return batch(d, s, n, c); }
+EXPORT CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *fi, CUstream hs)
+{ return cuMemcpyBatchAsync(d, s, n, c, a, ai, na, fi, hs); }
+EXPORT CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream hs)
+{ (void)a; (void)ai; (void)na; (void)hs; FAIL_CHECK("cuMemcpyBatchAsync_v2"); return batch(d, s, n, c); }
+EXPORT CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream hs)
+{ return cuMemcpyBatchAsync_v2(d, s, n, c, a, ai, na, hs); }
+
+/* ---- memsets ----------------------------------------------------------------- */
+
+#define SET1(name, T, async)                                                              \
+	EXPORT CUresult name(CUdeviceptr d, T v, size_t n async)                           \
+	{                                                                                 \
+		FAIL_CHECK(#name);                                                        \
+		for (size_t i = 0; i < n; i++)                                            \
+			((T *)d)[i] = v;                                                  \
+		return CUDA_SUCCESS;                                                      \
+	}
+#define SET2(name, T, async)                                                              \
+	EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h async)   \
+	{                                                                                 \
+		FAIL_CHECK(#name);                                                        \
+		for (size_t y = 0; y < h; y++)                                            \
+			for (size_t i = 0; i < w; i++)                                    \
+				((T *)(d + y * pitch))[i] = v;                            \
+		return CUDA_SUCCESS;                                                      \
+	}
+SET1(cuMemsetD8_v2, unsigned char, NOTHING)
+SET1(cuMemsetD8_v2_ptds, unsigned char, NOTHING)
+SET1(cuMemsetD16_v2, unsigned short, NOTHING)
+SET1(cuMemsetD16_v2_ptds, unsigned short, NOTHING)
+SET1(cuMemsetD32_v2, unsigned int, NOTHING)
+SET1(cuMemsetD32_v2_ptds, unsigned int, NOTHING)
+SET1(cuMemsetD8Async, unsigned char, COMMA_STREAM)
+SET1(cuMemsetD8Async_ptsz, unsigned char, COMMA_STREAM)
+SET1(cuMemsetD16Async, unsigned short, COMMA_STREAM)
+SET1(cuMemsetD16Async_ptsz, unsigned short, COMMA_STREAM)
+SET1(cuMemsetD32Async, unsigned int, COMMA_STREAM)
+SET1(cuMemsetD32Async_ptsz, unsigned int, COMMA_STREAM)
+SET2(cuMemsetD2D8_v2, unsigned char, NOTHING)
+SET2(cuMemsetD2D8_v2_ptds, unsigned char, NOTHING)
+SET2(cuMemsetD2D16_v2, unsigned short, NOTHING)
+SET2(cuMemsetD2D16_v2_ptds, unsigned short, NOTHING)
+SET2(cuMemsetD2D32_v2, unsigned int, NOTHING)
+SET2(cuMemsetD2D32_v2_ptds, unsigned int, NOTHING)
+SET2(cuMemsetD2D8Async, unsigned char, COMMA_STREAM)
+SET2(cuMemsetD2D8Async_ptsz, unsigned char, COMMA_STREAM)
+SET2(cuMemsetD2D16Async, unsigned short, COMMA_STREAM)
+SET2(cuMemsetD2D16Async_ptsz, unsigned short, COMMA_STREAM)
+SET2(cuMemsetD2D32Async, unsigned int, COMMA_STREAM)
+SET2(cuMemsetD2D32Async_ptsz, unsigned int, COMMA_STREAM)
+
+/* ---- launches ------------------------------------------------------------------ */
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params, void **extra)
+{ (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)hs; (void)extra; FAIL_CHECK("cuLaunchKernel"); return run(f, params); }
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params, void **extra)
+{ return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, hs, params, extra); }
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{ (void)c; (void)extra; FAIL_CHECK("cuLaunchKernelEx"); return run(f, params); }
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) { return cuLaunchKernelEx(c, f, params, extra); }
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params)
+{ (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)hs; FAIL_CHECK("cuLaunchCooperativeKernel"); return run(f, params); }
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params)
+{ return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, sm, hs, params); }
+EXPORT CUresult cuLaunchHostFunc(CUstream hs, CUhostFn fn, void *data) { (void)hs; FAIL_CHECK("cuLaunchHostFunc"); fn(data); return CUDA_SUCCESS; }
+EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hs, CUhostFn fn, void *data) { return cuLaunchHostFunc(hs, fn, data); }
+EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream hs) { (void)g; (void)hs; FAIL_CHECK("cuGraphLaunch"); return CUDA_SUCCESS; }
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream hs) { return cuGraphLaunch(g, hs); }
+
+/* ---- waits ------------------------------------------------------------------------ */
+
+EXPORT CUresult cuStreamSynchronize(CUstream hs) { (void)hs; FAIL_CHECK("cuStreamSynchronize"); return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hs) { return cuStreamSynchronize(hs); }
+EXPORT CUresult cuCtxSynchronize(void) { FAIL_CHECK("cuCtxSynchronize"); return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSynchronize_v2"); return CUDA_SUCCESS; }
+EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; FAIL_CHECK("cuEventSynchronize"); return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamWaitEvent(CUstream hs, CUevent e, unsigned f) { (void)hs; (void)e; (void)f; FAIL_CHECK("cuStreamWaitEvent"); return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hs, CUevent e, unsigned f) { return cuStreamWaitEvent(hs, e, f); }
+
+/* ---- cuGetProcAddress ------------------------------------------------------------- */
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status);
+
+/* Entry points by exported name, with the version that introduced each ABI
+ * variant (as the real driver's table has them). */
+static const struct { const char *name; int version; void *fn; } procs[] = {
+#define GSPY_X(sym, k, ver) { #sym, ver, (void *)&sym },
+	GSPY_DRIVER_API_LIST(GSPY_X)
+#undef GSPY_X
+	{ "cuInit", 2000, (void *)&cuInit },
+	{ "cuDriverGetVersion", 2020, (void *)&cuDriverGetVersion },
+	{ "cuCtxGetDevice", 2000, (void *)&cuCtxGetDevice },
+	{ "cuPointerGetAttribute", 4000, (void *)&cuPointerGetAttribute },
+	{ "cuFuncGetName", 12030, (void *)&cuFuncGetName },
+	{ "cuKernelGetName", 12030, (void *)&cuKernelGetName },
+	{ "cuModuleGetFunction", 2000, (void *)&cuModuleGetFunction },
+	{ "cuDevicePrimaryCtxRetain", 7000, (void *)&cuDevicePrimaryCtxRetain },
+	{ "cuMemAddressReserve", 10020, (void *)&cuMemAddressReserve },
+	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
+};
+
+static void base_of(const char *name, char *out, size_t cap, int *ptds)
+{
+	snprintf(out, cap, "%s", name);
+	size_t n = strlen(out);
+	*ptds = n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz"));
+	if (*ptds)
+		out[n -= 5] = 0;
+	if (n > 3 && (!strcmp(out + n - 3, "_v2") || !strcmp(out + n - 3, "_v3")))
+		out[n - 3] = 0;
+}
+
+static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags, int *found_any)
+{
+	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	int best[2] = { -1, -1 };
+	*found_any = 0;
+	for (int i = 0; i < (int)(sizeof(procs) / sizeof(procs[0])); i++) {
+		char b[64];
+		int ptds;
+		base_of(procs[i].name, b, sizeof(b), &ptds);
+		if (strcmp(b, symbol) != 0)
+			continue;
+		*found_any = 1;
+		if (procs[i].version > version)
+			continue;
+		if (best[ptds] < 0 || procs[best[ptds]].version < procs[i].version)
+			best[ptds] = i;
+	}
+	int pick = want && best[1] >= 0 ? best[1] : best[0];
+	*pfn = pick >= 0 ? procs[pick].fn : NULL;
+	return CUDA_SUCCESS; /* like the real driver: success with NULL when absent */
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	int any;
+	FAIL_CHECK("cuGetProcAddress");
+	return lookup(symbol, pfn, version, flags, &any);
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	int any;
+	FAIL_CHECK("cuGetProcAddress_v2");
+	CUresult rc = lookup(symbol, pfn, version, flags, &any);
+	if (status)
+		*status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
+			       : any ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+				     : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return rc;
+}
