@@ -53,7 +53,7 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) lib/$(LIB_SONAME)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
-tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h
+tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE $(CJSON_CFLAGS) -c $< -o $@
 

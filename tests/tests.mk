@@ -1,0 +1,60 @@
+# Test doubles and test programs; `make test` runs tests/run.py on them.
+TB := tests/bin
+TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+	-Iinclude -I$(CUDA_HOME)/include -Itests
+TEST_CLEAN := $(TB) tests/out
+DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h
+
+$(TB)/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
+	@mkdir -p $(TB)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+
+$(TB)/libcuda.so: $(TB)/libcuda.so.1
+	$(Q)ln -sf libcuda.so.1 $@
+
+$(TB)/libcudart.so.13: tests/doubles/fakecudart.c $(DOUBLE_HDRS)
+	@mkdir -p $(TB)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 -o $@ $< -ldl -lpthread
+
+$(TB)/fakecudart_static.o: tests/doubles/fakecudart.c $(DOUBLE_HDRS)
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -fvisibility=hidden -c -o $@ $<
+
+$(TB)/libfakecudart_static.a: $(TB)/fakecudart_static.o
+	$(Q)ar rcs $@ $<
+
+RT_DYN := -L$(TB) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
+DRV := -L$(TB) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+
+$(TB)/prog_rt_dyn: tests/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN)
+$(TB)/prog_rt_dyn_ptds: tests/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(RT_DYN)
+$(TB)/prog_rt_static: tests/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
+$(TB)/prog_rt_static_ptds: tests/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
+$(TB)/prog_drv: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+$(TB)/prog_drv_ptds: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
+$(TB)/prog_dlsym: tests/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN) -ldl
+$(TB)/prog_threads: tests/prog_threads.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+$(TB)/prog_kill: tests/prog_kill.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+$(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+
+TEST_PROGS := $(addprefix $(TB)/,prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
+	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork)
+
+test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
+
+test: test-build
+	python3 tests/run.py
+
+.PHONY: test test-build

@@ -10,7 +10,9 @@
  * Fault injection: FAKECUDA_FAIL="cuMemAlloc_v2:2,cuLaunchKernel:98" makes
  * the named entry points return the given CUresult without doing anything.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,4 +13,7 @@ CUfunction fakecuda_function(const char *name, fake_kernel_fn body);
  * generated __cudaRegisterFunction does. */
 void fakecudart_register(const void *stub, const char *name, fake_kernel_fn body);
 
+/* Runtime double: the kernel handle of a registered stub. */
+cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *stub);
+
 #endif

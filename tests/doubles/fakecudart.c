@@ -9,7 +9,9 @@
  * _ptds/_ptsz entry points. Built twice: as a shared library and as an
  * archive linked into the program (the stand-in for static cudart).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -60,6 +62,28 @@ static void base_of(const char *name, char *out, size_t cap)
 		out[n - 3] = 0;
 }
 
+static const struct { const char *name; int version; } abis[] = {
+#define GSPY_X(sym, k, ver) { #sym, ver },
+	GSPY_DRIVER_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+
+/* The runtime asks at its own version, except for an entry point whose ABI
+ * was later replaced (cuCtxSynchronize, the 12.8 batch copy): it asks for
+ * the old ABI at that ABI's version, as a runtime built for it would. */
+static int ask_version(const char *name, int ver, int rv)
+{
+	char b[64], o[64];
+	base_of(name, b, sizeof(b));
+	for (size_t i = 0; i < sizeof(abis) / sizeof(abis[0]); i++) {
+		base_of(abis[i].name, o, sizeof(o));
+		if (!strcmp(o, b) && abis[i].version > ver && abis[i].version <= rv &&
+		    !strstr(abis[i].name, "_pt"))
+			return ver;
+	}
+	return rv;
+}
+
 static void init(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -84,8 +108,6 @@ static void init(void)
 		init_error = cudaErrorInsufficientDriver;
 		return;
 	}
-	/* The runtime asks by base name at its own version; the ABI version of
-	 * 12.8 batches is asked for explicitly, as a 12.8 runtime would. */
 	const char *abi = getenv("FAKECUDART_VERSION");
 	int rv = abi ? atoi(abi) : 13000;
 	for (int t = 0; t < 2; t++) {
@@ -93,7 +115,7 @@ static void init(void)
 		char b[64];
 #define GSPY_X(sym, k, ver)                                                            \
 	base_of(#sym, b, sizeof(b));                                                   \
-	drv[t].sym = (__typeof__(drv[t].sym))proc(b, ver <= rv ? ver : rv, fl);
+	drv[t].sym = (__typeof__(drv[t].sym))proc(b, ask_version(#sym, ver, rv), fl);
 		GSPY_DRIVER_API_LIST(GSPY_X)
 #undef GSPY_X
 		drv[t].cuInit = (CUresult(*)(unsigned))proc("cuInit", rv, fl);
@@ -136,10 +158,18 @@ static cudaError_t err(CUresult r)
 static struct { const void *stub; CUfunction f; } kernels[256];
 static int nkernels;
 
+/* The runtime has no link-time dependency on the driver: the double's
+ * kernel registry is looked up in the loaded libcuda.so.1. */
 EXPORT void fakecudart_register(const void *stub, const char *name, fake_kernel_fn body)
 {
+	D(0);
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUfunction (*mk)(const char *, fake_kernel_fn) =
+		h ? (CUfunction(*)(const char *, fake_kernel_fn))dlsym(h, "fakecuda_function") : NULL;
+	if (!mk)
+		return;
 	kernels[nkernels].stub = stub;
-	kernels[nkernels].f = fakecuda_function(name, body);
+	kernels[nkernels].f = mk(name, body);
 	nkernels++;
 }
 

@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""gpuspy tests that need no GPU: the programs in tests/ run against the CUDA
+test doubles, with and without libgpuspy preloaded, and their traces (read
+back with `gpuspy dump`) must match what each program did, exactly.
+
+Usage: tests/run.py [NAME...]   (runs all tests, or those whose name contains NAME)
+Exit 0 when all pass; the last line is "N passed, N failed".
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "tests", "bin")
+LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
+GPUSPY = os.path.join(ROOT, "tools", "gpuspy")
+TIMEOUT = 60
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0):
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    e["LD_LIBRARY_PATH"] = BIN
+    e["GPUSPY_DIR"] = tmp
+    e["GPUSPY_QUIET"] = "1"
+    if preload:
+        e["LD_PRELOAD"] = LIB
+    e.update(env or {})
+    p = subprocess.run([os.path.join(BIN, prog), *args], env=e, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    if expect_rc is not None:
+        check(p.returncode == expect_rc,
+              f"{prog} exited {p.returncode}, expected {expect_rc}: {p.stderr.strip()}")
+    return p
+
+
+def traces(tmp):
+    return sorted(f for f in os.listdir(tmp) if f.endswith(".gspy"))
+
+
+def dump(path):
+    p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"gpuspy dump {path} failed: {p.stderr.strip()}")
+    lines = [json.loads(l) for l in p.stdout.splitlines()]
+    check(lines and lines[0]["type"] == "process", "first line is not the process line")
+    return lines[0], lines[1:]
+
+
+def only_trace(tmp):
+    t = traces(tmp)
+    check(len(t) == 1, f"expected one trace file, found {t}")
+    return dump(os.path.join(tmp, t[0]))
+
+
+FIELDS = ("kind", "api", "bytes", "dir", "host_mem", "mem", "name", "grid", "block")
+
+
+def shape(ev):
+    return tuple(ev.get(f) for f in FIELDS)
+
+
+def E(kind, api, bytes=None, dir=None, host_mem=None, mem=None, name=None, grid=None, block=None):
+    return (kind, api, bytes, dir, host_mem, mem, name, grid, block)
+
+
+def compare(events, expected):
+    got = [shape(e) for e in events]
+    for i, (g, x) in enumerate(zip(got, expected)):
+        check(g == x, f"event {i}: got {dict(zip(FIELDS, g))}\n      expected {dict(zip(FIELDS, x))}")
+    check(len(got) == len(expected), f"{len(got)} events, expected {len(expected)}")
+
+
+# ---- expected traces ---------------------------------------------------------
+
+def rt_expected(route, ptds):
+    """prog_rt's calls: route 'rt' records runtime names, 'drv' driver names."""
+    def S(n):
+        return n + "_ptsz" if ptds else n
+
+    def D(n):
+        return n + "_ptds" if ptds else n
+    if route == "rt":
+        a = dict(malloc="cudaMalloc", mallochost="cudaMallocHost", h2d=D("cudaMemcpy"),
+                 h2da=S("cudaMemcpyAsync"), d2h=D("cudaMemcpy"), d2ha=S("cudaMemcpyAsync"),
+                 d2d=D("cudaMemcpy"), uni=D("cudaMemcpy"), memset=D("cudaMemset"),
+                 lk=S("cudaLaunchKernel"), lk2=S("__cudaLaunchKernel"),
+                 lkex=S("cudaLaunchKernelExC"), ss=S("cudaStreamSynchronize"),
+                 ds="cudaDeviceSynchronize", free="cudaFree", freehost="cudaFreeHost")
+    else:
+        a = dict(malloc="cuMemAlloc_v2", mallochost="cuMemAllocHost_v2",
+                 h2d=D("cuMemcpyHtoD_v2"), h2da=S("cuMemcpyHtoDAsync_v2"),
+                 d2h=D("cuMemcpyDtoH_v2"), d2ha=S("cuMemcpyDtoHAsync_v2"),
+                 d2d=D("cuMemcpyDtoD_v2"), uni=D("cuMemcpy"), memset=D("cuMemsetD8_v2"),
+                 lk=S("cuLaunchKernel"), lk2=S("cuLaunchKernel"), lkex=S("cuLaunchKernelEx"),
+                 ss=S("cuStreamSynchronize"), ds="cuCtxSynchronize", free="cuMemFree_v2",
+                 freehost="cuMemFreeHost")
+    return [
+        E("alloc", a["malloc"], 1 << 20, mem="device"),
+        E("alloc", a["mallochost"], 4096, mem="pinned"),
+        E("copy", a["h2d"], 8192, "h2d", "pageable"),
+        E("copy", a["h2da"], 4096, "h2d", "pinned"),
+        E("copy", a["d2h"], 2048, "d2h", "pageable"),
+        E("copy", a["d2ha"], 1024, "d2h", "pinned"),
+        E("copy", a["d2d"], 512, "d2d"),
+        E("copy", a["uni"], 256, "h2d", "pageable"),
+        E("copy", a["uni"], 128, "d2h", "pinned"),
+        E("memset", a["memset"], 4096),
+        E("launch", a["lk"], name="scale_kernel", grid=[4, 2, 1], block=[128, 1, 1]),
+        E("launch", a["lk2"], name="scale_kernel", grid=[8, 1, 1], block=[64, 1, 1]),
+        E("launch", a["lkex"], name="add_kernel", grid=[2, 2, 2], block=[32, 4, 1]),
+        E("sync", a["ss"]),
+        E("sync", a["ds"]),
+        E("copy", a["d2h"], 16, "d2h", "pageable"),
+        E("free", a["free"], 1 << 20, mem="device"),
+        E("free", a["freehost"], 4096, mem="pinned"),
+    ]
+
+
+def drv_expected(ptds):
+    def S(n):
+        return n + "_ptsz" if ptds else n
+
+    def D(n):
+        return n + "_ptds" if ptds else n
+    return [
+        E("alloc", "cuMemAlloc_v2", 65536, mem="device"),
+        E("alloc", "cuMemAllocPitch_v2", 1024 * 10, mem="device"),
+        E("alloc", "cuMemAllocManaged", 8192, mem="managed"),
+        E("alloc", S("cuMemAllocAsync"), 32768, mem="device"),
+        E("alloc", S("cuMemAllocFromPoolAsync"), 16384, mem="device"),
+        E("alloc", "cuMemHostAlloc", 4096, mem="pinned"),
+        E("alloc", "cuMemAllocHost_v2", 2048, mem="pinned"),
+        E("alloc", "cuMemHostRegister_v2", 8192, mem="pinned"),
+        E("alloc", "cuMemCreate", 2 << 20, mem="device"),
+        E("map", "cuMemMap", 2 << 20, mem="device"),
+        E("copy", D("cuMemcpy"), 1000, "h2d", "pageable"),
+        E("copy", S("cuMemcpyAsync"), 500, "d2h", "pinned"),
+        E("copy", D("cuMemcpyPeer"), 300, "p2p"),
+        E("copy", S("cuMemcpyPeerAsync"), 200, "d2d"),
+        E("copy", D("cuMemcpyHtoD_v2"), 4096, "h2d", "pinned"),
+        E("copy", D("cuMemcpyDtoH_v2"), 2048, "d2h", "pageable"),
+        E("copy", D("cuMemcpyDtoD_v2"), 1024, "d2d"),
+        E("copy", S("cuMemcpyHtoDAsync_v2"), 2048, "h2d", "pinned"),
+        E("copy", S("cuMemcpyDtoHAsync_v2"), 512, "d2h", "pageable"),
+        E("copy", S("cuMemcpyDtoDAsync_v2"), 256, "d2d"),
+        E("copy", D("cuMemcpy2D_v2"), 1000, "h2d", "pageable"),
+        E("copy", D("cuMemcpy2DUnaligned_v2"), 1000, "h2d", "pageable"),
+        E("copy", S("cuMemcpy2DAsync_v2"), 1000, "h2d", "pinned"),
+        E("copy", D("cuMemcpy3D_v2"), 512, "d2h", "pageable"),
+        E("copy", S("cuMemcpy3DAsync_v2"), 512, "d2h", "pageable"),
+        E("copy", D("cuMemcpy3DPeer"), 64, "p2p"),
+        E("copy", S("cuMemcpy3DPeerAsync"), 64, "p2p"),
+        E("copy", S("cuMemcpyBatchAsync"), 128, "h2d", "pinned"),
+        E("copy", S("cuMemcpyBatchAsync_v2"), 128, "h2d", "pinned"),
+        E("memset", D("cuMemsetD8_v2"), 100),
+        E("memset", D("cuMemsetD16_v2"), 200),
+        E("memset", D("cuMemsetD32_v2"), 400),
+        E("memset", D("cuMemsetD2D8_v2"), 30),
+        E("memset", D("cuMemsetD2D16_v2"), 60),
+        E("memset", D("cuMemsetD2D32_v2"), 120),
+        E("memset", S("cuMemsetD8Async"), 7),
+        E("memset", S("cuMemsetD16Async"), 14),
+        E("memset", S("cuMemsetD32Async"), 28),
+        E("memset", S("cuMemsetD2D8Async"), 10),
+        E("memset", S("cuMemsetD2D16Async"), 20),
+        E("memset", S("cuMemsetD2D32Async"), 40),
+        E("launch", S("cuLaunchKernel"), name="gemm_kernel", grid=[10, 20, 1], block=[256, 1, 1]),
+        E("launch", S("cuLaunchKernelEx"), name="ex_kernel", grid=[3, 1, 1], block=[32, 8, 2]),
+        E("launch", S("cuLaunchCooperativeKernel"), name="coop_kernel", grid=[6, 1, 1], block=[64, 1, 1]),
+        E("launch", S("cuLaunchHostFunc"), name="(host function)"),
+        E("launch", S("cuGraphLaunch"), name="(graph)"),
+        E("sync", S("cuStreamSynchronize")),
+        E("sync", "cuCtxSynchronize"),
+        E("sync", "cuCtxSynchronize_v2"),
+        E("sync", "cuEventSynchronize"),
+        E("sync", S("cuStreamWaitEvent")),
+        E("unmap", "cuMemUnmap", 2 << 20, mem="device"),
+        E("free", "cuMemRelease", 2 << 20, mem="device"),
+        E("free", "cuMemHostUnregister", 8192, mem="pinned"),
+        E("free", "cuMemFreeHost", 2048, mem="pinned"),
+        E("free", "cuMemFreeHost", 4096, mem="pinned"),
+        E("free", S("cuMemFreeAsync"), 16384, mem="device"),
+        E("free", S("cuMemFreeAsync"), 32768, mem="device"),
+        E("free", "cuMemFree_v2", 8192, mem="managed"),
+        E("free", "cuMemFree_v2", 10240, mem="device"),
+        E("free", "cuMemFree_v2", 65536, mem="device"),
+    ]
+
+
+# ---- tests -------------------------------------------------------------------
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def same_output(prog, tmp, env=None):
+    """The traced program prints exactly what the untraced one prints."""
+    a = run(prog, env=env, preload=False, tmp=tmp)
+    b = run(prog, env=env, preload=True, tmp=tmp)
+    check(a.stdout == b.stdout, f"{prog}: output differs with gpuspy:\n{a.stdout}\n---\n{b.stdout}")
+    check(a.returncode == b.returncode, f"{prog}: exit code differs with gpuspy")
+    return b
+
+
+@test
+def route1_runtime_exported_symbols(tmp):
+    same_output("prog_rt_dyn", tmp)
+    proc, ev = only_trace(tmp)
+    compare(ev, rt_expected("rt", False))
+    check(all(e["result"] == 0 for e in ev), "a call failed")
+    check(proc["clean_exit"] is True and proc["dropped"] == 0, "process line wrong")
+
+
+@test
+def route1_runtime_per_thread_variants(tmp):
+    same_output("prog_rt_dyn_ptds", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("rt", True))
+    check(all(e.get("per_thread_stream") for e in ev if e["api"].endswith(("_ptsz", "_ptds"))),
+          "per_thread_stream flag missing")
+
+
+@test
+def nested_runtime_driver_calls_recorded_once(tmp):
+    # The runtime double calls the driver through wrappers it got from
+    # cuGetProcAddress: each runtime call must still be one event.
+    run("prog_rt_dyn", tmp=tmp)
+    _, ev = only_trace(tmp)
+    check(len(ev) == 18, f"{len(ev)} events for 18 runtime calls")
+    check(not any(e["api"].startswith("cu") and not e["api"].startswith("cuda") for e in ev),
+          "a nested driver call was recorded")
+
+
+@test
+def route3_static_runtime_get_proc_address_v12(tmp):
+    same_output("prog_rt_static", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("drv", False))
+
+
+@test
+def route3_static_runtime_get_proc_address_v11_abi(tmp):
+    same_output("prog_rt_static", tmp, env={"FAKECUDART_GPA_VERSION": "11030"})
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("drv", False))
+
+
+@test
+def route3_static_runtime_per_thread_flags(tmp):
+    same_output("prog_rt_static_ptds", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("drv", True))
+
+
+@test
+def route1_driver_every_family(tmp):
+    p = same_output("prog_drv", tmp)
+    check("host function ran 1 time(s)" in p.stdout, "host function did not run")
+    _, ev = only_trace(tmp)
+    compare(ev, drv_expected(False))
+
+
+@test
+def route1_driver_every_family_per_thread(tmp):
+    same_output("prog_drv_ptds", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, drv_expected(True))
+
+
+@test
+def route2_dlsym_and_self_lookup_abis(tmp):
+    p = same_output("prog_dlsym", tmp)
+    out = p.stdout
+    check("cuInit comes from libcuda.so.1" in out, "an unknown name did not pass through untouched")
+    check("cuModuleGetFunction comes from libcuda.so.1" in out,
+          "an unhooked cuGetProcAddress result was changed")
+    check("unknown rc=0 ptr=NULL status=1" in out, "a missing symbol did not come back as NULL")
+    _, ev = only_trace(tmp)
+    compare(ev, [
+        E("alloc", "cuMemAlloc_v2", 4096, mem="device"),
+        E("launch", "cuLaunchKernel", name="dl_kernel", grid=[2, 1, 1], block=[32, 1, 1]),
+        E("sync", "cuStreamSynchronize"),
+        E("memset", "cuMemsetD32_v2", 40),
+        E("copy", "cuMemcpyDtoH_v2_ptds", 64, "d2h", "pageable"),
+        E("copy", "cuMemcpyBatchAsync", 48, "h2d", "pageable"),
+        E("copy", "cuMemcpyBatchAsync_v2", 48, "h2d", "pageable"),
+        E("free", "cuMemFree_v2", 4096, mem="device"),  # via cudaGetDriverEntryPointByVersion
+    ])
+
+
+@test
+def injected_errors_come_back_unchanged(tmp):
+    env = {"FAKECUDA_FAIL": "cuMemcpyHtoD_v2:1,cuLaunchKernel:98,cuStreamSynchronize:700"}
+    p = same_output("prog_rt_static", tmp, env=env)
+    check("rc=98 errno=1234" in p.stdout and "rc=700 errno=1234" in p.stdout,
+          "injected errors not seen by the program")
+    _, ev = only_trace(tmp)
+    res = {(e["api"], e.get("bytes"), e.get("grid", [0])[0]): e["result"] for e in ev}
+    check(res[("cuMemcpyHtoD_v2", 8192, 0)] == 1, "HtoD result not recorded")
+    check(res[("cuLaunchKernel", None, 4)] == 98 and res[("cuLaunchKernel", None, 8)] == 98,
+          "launch result not recorded")
+    check(res[("cuStreamSynchronize", None, 0)] == 700, "sync result not recorded")
+    check(res[("cuMemcpyHtoDAsync_v2", 4096, 0)] == 0, "an uninjected call failed")
+
+
+@test
+def injected_out_of_memory(tmp):
+    env = {"FAKECUDA_FAIL": "cuMemAlloc_v2:2"}
+    p = same_output("prog_rt_dyn", tmp, env=env)
+    check("allocation failed" in p.stdout, "the program did not see the failure")
+    _, ev = only_trace(tmp)
+    check(ev[0]["api"] == "cudaMalloc" and ev[0]["result"] == 2 and ev[0]["addr"] == 0,
+          f"failed allocation recorded wrongly: {ev[0]}")
+
+
+@test
+def threads_8_recorded_plus_dropped_equals_issued(tmp):
+    run("prog_threads", ["8", "10000"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    proc, ev = only_trace(tmp)
+    check(proc["dropped"] > 0, "a 1 MiB buffer should have dropped events")
+    check(len(ev) + proc["dropped"] == 80000,
+          f"recorded {len(ev)} + dropped {proc['dropped']} != issued 80000")
+    check(proc["events"] == len(ev), "process line's event count is wrong")
+
+
+@test
+def threads_8_nothing_dropped_with_room(tmp):
+    run("prog_threads", ["8", "10000"], tmp=tmp)
+    proc, ev = only_trace(tmp)
+    check(proc["dropped"] == 0 and len(ev) == 80000, f"{len(ev)} events, {proc['dropped']} dropped")
+    check(proc["threads"] == 8, f"{proc['threads']} threads recorded")
+    per = {}
+    for e in ev:
+        per[e["tid"]] = per.get(e["tid"], 0) + 1
+    check(sorted(per.values()) == [10000] * 8, f"per-thread counts {sorted(per.values())}")
+    starts = [e["start_ns"] for e in ev]
+    check(starts == sorted(starts), "events are not in start-time order")
+
+
+@test
+def sigkill_keeps_every_committed_event(tmp):
+    run("prog_kill", ["5000"], tmp=tmp, expect_rc=-9)
+    proc, ev = only_trace(tmp)
+    check(proc["clean_exit"] is False and proc["state"] == "running or killed",
+          f"state {proc['state']}")
+    check(len(ev) == 5000, f"{len(ev)} of 5000 events survived SIGKILL")
+    check([e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(5000)],
+          "events out of order or altered")
+
+
+@test
+def fork_child_writes_its_own_file(tmp):
+    p = run("prog_fork", tmp=tmp)
+    parent, child = [int(x) for x in p.stdout.split()[1::2]]
+    files = traces(tmp)
+    check(len(files) == 2, f"expected two trace files, found {files}")
+    by_pid = {}
+    for f in files:
+        proc, ev = dump(os.path.join(tmp, f))
+        by_pid[proc["pid"]] = (proc, ev)
+    check(set(by_pid) == {parent, child}, f"pids {set(by_pid)} != {parent, child}")
+    pe = [e["kind"] for e in by_pid[parent][1]]
+    check(pe == ["alloc"] * 3 + ["memset"] * 2, f"parent events {pe}")
+    ce = by_pid[child][1]
+    check([e["name"] for e in ce] == ["child_kernel"] * 5, f"child events {ce}")
+    check(by_pid[child][0]["ppid"] == parent, "child's ppid is wrong")
+
+
+@test
+def disabled_records_nothing(tmp):
+    same_output("prog_rt_dyn", tmp, env={"GPUSPY_DISABLE": "1"})
+    check(traces(tmp) == [], "GPUSPY_DISABLE=1 still wrote a trace")
+
+
+@test
+def no_cuda_use_no_file(tmp):
+    e = dict(os.environ, LD_PRELOAD=LIB, GPUSPY_DIR=tmp)
+    p = subprocess.run(["/bin/sh", "-c", "echo hello"], env=e, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.stdout == "hello\n" and p.returncode == 0, "a non-CUDA program changed")
+    check(traces(tmp) == [], "a process without CUDA calls wrote a trace")
+
+
+@test
+def rank_in_file_name(tmp):
+    run("prog_dlsym", tmp=tmp, env={"RANK": "3", "LOCAL_RANK": "1"})
+    t = traces(tmp)
+    check(len(t) == 1 and t[0].endswith("-r3.gspy"), f"file name {t}")
+    proc, _ = dump(os.path.join(tmp, t[0]))
+    check(proc["rank"] == 3 and proc["local_rank"] == 1, "rank not in the header")
+
+
+@test
+def dump_format_types(tmp):
+    run("prog_drv", tmp=tmp)
+    t = traces(tmp)[0]
+    p = subprocess.run([GPUSPY, "dump", os.path.join(tmp, t)], capture_output=True, text=True)
+    first = json.loads(p.stdout.splitlines()[0])
+    for k in ("format_version", "pid", "host", "rank", "command", "dropped", "clean_exit"):
+        check(k in first, f"process line lacks {k}")
+    check(first["format_version"] == 1 and "prog_drv" in first["command"], "process line values")
+    for line in p.stdout.splitlines()[1:]:
+        e = json.loads(line)
+        for k in ("kind", "api", "tid", "start_ns", "end_ns", "result"):
+            check(k in e, f"event lacks {k}: {e}")
+        for k in ("start_ns", "end_ns", "result", "tid"):
+            check(isinstance(e[k], int), f"{k} is not an integer: {e}")
+        check(e["end_ns"] >= e["start_ns"], "end before start")
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+@test
+def reader_rejects_bad_files(tmp):
+    run("prog_dlsym", tmp=tmp)
+    good = open(os.path.join(tmp, traces(tmp)[0]), "rb").read()
+    cases = {
+        "empty": (b"", "empty file"),
+        "short": (good[:100], "truncated header"),
+        "magic": (b"NOTGSPY!" + good[8:8192], "bad magic"),
+        "newer": (good[:8] + (99).to_bytes(4, "little") + good[12:8192], "newer"),
+        "sizes": (good[:16] + (12345).to_bytes(4, "little") + good[20:8192], "corrupt header"),
+    }
+    for name, (data, what) in cases.items():
+        path = os.path.join(tmp, f"bad-{name}.gspy")
+        write(path, data)
+        p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=10)
+        err = p.stderr.strip()
+        check(p.returncode != 0, f"{name}: exit 0")
+        check(len(err.splitlines()) == 1 and err.startswith("gpuspy: error: ") and path in err
+              and what in err, f"{name}: message {err!r}")
+    # A file cut inside its records yields the complete ones and says so.
+    cut = os.path.join(tmp, "cut.gspy")
+    hdr_end = 4096 + (4 << 20)
+    write(cut, good[:hdr_end + 64 + 64 * 3 + 10])
+    p = subprocess.run([GPUSPY, "dump", cut], capture_output=True, text=True, timeout=10)
+    check(p.returncode == 0 and len(p.stdout.splitlines()) == 4, f"cut file: {p.stdout!r}")
+    check("truncated" in p.stderr, "cut file not reported as truncated")
+
+
+def main():
+    want = sys.argv[1:]
+    passed = failed = 0
+    for fn in TESTS:
+        if want and not any(w in fn.__name__ for w in want):
+            continue
+        tmp = tempfile.mkdtemp(prefix="gpuspy-test-")
+        try:
+            fn(tmp)
+            print(f"ok   {fn.__name__}")
+            passed += 1
+        except (Fail, subprocess.TimeoutExpired, KeyError, ValueError) as e:
+            print(f"FAIL {fn.__name__}: {e}")
+            failed += 1
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

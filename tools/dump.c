@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `gpuspy dump`: a trace as JSON Lines. The first line describes the
+ * process, then one line per event in start-time order. Integers that can
+ * exceed 2^53 (timestamps, addresses, handles) are written as exact
+ * integers, not through doubles.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "dump.h"
+#include "reader.h"
+
+static void add_u64(cJSON *o, const char *k, uint64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	cJSON_AddItemToObject(o, k, cJSON_CreateRaw(buf));
+}
+
+static void add_i64(cJSON *o, const char *k, int64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	cJSON_AddItemToObject(o, k, cJSON_CreateRaw(buf));
+}
+
+static int emit(FILE *out, cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return -1;
+	int rc = fprintf(out, "%s\n", s) < 0 ? -1 : 0;
+	cJSON_free(s);
+	return rc;
+}
+
+static void add_dims(cJSON *o, const char *k, const uint32_t *d)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, k);
+	for (int i = 0; i < 3; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(d[i]));
+}
+
+cJSON *gs_dump_process(const struct gs_trace *t)
+{
+	const struct gspy_header *h = t->h;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "type", "process");
+	cJSON_AddNumberToObject(o, "format_version", h->version);
+	cJSON_AddNumberToObject(o, "pid", h->pid);
+	cJSON_AddNumberToObject(o, "ppid", h->ppid);
+	char host[sizeof(h->host) + 1] = { 0 };
+	memcpy(host, h->host, sizeof(h->host));
+	cJSON_AddStringToObject(o, "host", host);
+	cJSON_AddNumberToObject(o, "rank", h->rank);
+	cJSON_AddNumberToObject(o, "local_rank", h->local_rank);
+	char cmd[sizeof(h->command) + 1] = { 0 };
+	memcpy(cmd, h->command, sizeof(h->command));
+	cJSON_AddStringToObject(o, "command", cmd);
+	add_u64(o, "events", t->events);
+	add_u64(o, "dropped", t->dropped);
+	cJSON_AddBoolToObject(o, "clean_exit", h->state == GSPY_STATE_EXITED);
+	cJSON_AddStringToObject(o, "state", gs_state_name(h->state));
+	if (h->state == GSPY_STATE_SIGNALED)
+		cJSON_AddNumberToObject(o, "exit_signal", h->exit_signal);
+	cJSON_AddBoolToObject(o, "truncated", t->truncated);
+	cJSON_AddNumberToObject(o, "threads", t->nthreads);
+	add_u64(o, "start_realtime_ns", h->real_start_ns);
+	add_u64(o, "start_ns", h->clock_start.mono);
+	cJSON_AddStringToObject(o, "clock", h->clock == GSPY_CLOCK_TSC ? "tsc" : "monotonic");
+	return o;
+}
+
+cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
+{
+	const struct gspy_record *r = ev->rec;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "type", "event");
+	cJSON_AddStringToObject(o, "kind", gs_kind_name(r->kind));
+	cJSON_AddStringToObject(o, "api", gs_api_name(r->api));
+	cJSON_AddNumberToObject(o, "tid", ev->tid);
+	add_u64(o, "start_ns", ev->start_ns);
+	add_u64(o, "end_ns", ev->end_ns);
+	add_i64(o, "result", r->result);
+	switch (r->kind) {
+	case GSPY_KIND_alloc:
+	case GSPY_KIND_free:
+	case GSPY_KIND_map:
+	case GSPY_KIND_unmap:
+		add_u64(o, "bytes", r->u.mem.bytes);
+		cJSON_AddStringToObject(o, "mem", gs_mem_name(r->mem));
+		add_u64(o, "addr", r->u.mem.addr);
+		break;
+	case GSPY_KIND_copy:
+		add_u64(o, "bytes", r->u.mem.bytes);
+		cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
+		if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
+			cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
+		break;
+	case GSPY_KIND_memset:
+		add_u64(o, "bytes", r->u.mem.bytes);
+		break;
+	case GSPY_KIND_launch:
+		if (r->api == GSPY_API_cuLaunchHostFunc || r->api == GSPY_API_cuLaunchHostFunc_ptsz ||
+		    r->api == GSPY_API_cudaLaunchHostFunc || r->api == GSPY_API_cudaLaunchHostFunc_ptsz) {
+			cJSON_AddStringToObject(o, "name", "(host function)");
+		} else if (r->api == GSPY_API_cuGraphLaunch || r->api == GSPY_API_cuGraphLaunch_ptsz ||
+			   r->api == GSPY_API_cudaGraphLaunch || r->api == GSPY_API_cudaGraphLaunch_ptsz) {
+			cJSON_AddStringToObject(o, "name", "(graph)");
+			add_u64(o, "graph", r->u.mem.addr);
+		} else {
+			const char *n = gs_trace_string(t, r->name_id);
+			cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
+			add_dims(o, "grid", r->u.launch.grid);
+			add_dims(o, "block", r->u.launch.block);
+		}
+		break;
+	default:
+		break;
+	}
+	cJSON_AddNumberToObject(o, "device", r->device);
+	if (r->stream || (r->flags & GSPY_FLAG_ASYNC) || r->kind == GSPY_KIND_sync)
+		add_u64(o, "stream", r->stream);
+	if (gs_api_is_ptds(r->api))
+		cJSON_AddBoolToObject(o, "per_thread_stream", 1);
+	return o;
+}
+
+int gs_dump(struct gs_trace *t, FILE *out)
+{
+	if (emit(out, gs_dump_process(t)) != 0)
+		return -1;
+	struct gs_event ev;
+	gs_trace_rewind(t);
+	while (gs_trace_next(t, &ev))
+		if (emit(out, gs_dump_event(t, &ev)) != 0)
+			return -1;
+	return 0;
+}

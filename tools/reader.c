@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * .gspy reader. A file may belong to a live process, a finished one or one
+ * that was killed: only committed records are trusted, every offset and
+ * count is checked against the file size, and a file cut short yields the
+ * complete records it still holds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader.h"
+
+static const char *const kind_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_KIND_LIST(GSPY_X)
+#undef GSPY_X
+};
+static const char *const mem_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_MEM_LIST(GSPY_X)
+#undef GSPY_X
+};
+static const char *const dir_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_DIR_LIST(GSPY_X)
+#undef GSPY_X
+};
+static const char *const api_names[] = {
+#define GSPY_X(sym, k, v) #sym,
+	GSPY_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+
+const char *gs_kind_name(unsigned k) { return k < GSPY_KIND_COUNT ? kind_names[k] : "?"; }
+const char *gs_mem_name(unsigned m) { return m < GSPY_MEM_COUNT ? mem_names[m] : "?"; }
+const char *gs_dir_name(unsigned d) { return d < GSPY_DIR_COUNT ? dir_names[d] : "?"; }
+const char *gs_api_name(unsigned a) { return a < GSPY_API_COUNT ? api_names[a] : "?"; }
+
+int gs_api_is_ptds(unsigned a)
+{
+	const char *n = gs_api_name(a);
+	size_t l = strlen(n);
+	return l > 5 && (!strcmp(n + l - 5, "_ptds") || !strcmp(n + l - 5, "_ptsz"));
+}
+
+const char *gs_state_name(unsigned s)
+{
+	switch (s) {
+	case GSPY_STATE_RUNNING: return "running or killed";
+	case GSPY_STATE_EXITED: return "exited";
+	case GSPY_STATE_SIGNALED: return "signaled";
+	}
+	return "?";
+}
+
+static int fail(char *err, size_t n, int code, const char *fmt, const char *a)
+{
+	snprintf(err, n, fmt, a);
+	return code;
+}
+
+static const struct gspy_chunk *chunk_at(const struct gs_trace *t, uint32_t i)
+{
+	return (const struct gspy_chunk *)(t->map + t->h->chunk_offset + (size_t)i * t->h->chunk_size);
+}
+
+/* Records of chunk i that are committed and lie inside the file. */
+static uint64_t chunk_records(const struct gs_trace *t, uint32_t i)
+{
+	const struct gspy_chunk *c = chunk_at(t, i);
+	uint64_t cap = (t->h->chunk_size - GSPY_CHUNK_HEADER_SIZE) / GSPY_RECORD_SIZE;
+	uint64_t n = __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE);
+	if (n > cap)
+		n = cap;
+	size_t start = t->h->chunk_offset + (size_t)i * t->h->chunk_size + GSPY_CHUNK_HEADER_SIZE;
+	size_t avail = t->size > start ? (t->size - start) / GSPY_RECORD_SIZE : 0;
+	return n < avail ? n : avail;
+}
+
+/* Orders (tid, seq, chunk) triples. */
+static int cmp_triple(const void *a, const void *b)
+{
+	const uint32_t *x = a, *y = b;
+	for (int i = 0; i < 3; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+static void setup_clock(struct gs_trace *t)
+{
+	const struct gspy_header *h = t->h;
+	t->raw0 = h->clock_start.raw;
+	t->mono0 = h->clock_start.mono;
+	t->ns_per_raw = 1.0;
+	if (h->clock != GSPY_CLOCK_TSC)
+		return;
+	t->ns_per_raw = h->tsc_hz > 1e6 ? 1e9 / h->tsc_hz : 1.0;
+	/* A later pair spanning at least 100 ms beats the start calibration. */
+	uint64_t seq = h->clock_seq;
+	struct gspy_clock_pair last = h->clock_last;
+	if (!(seq & 1) && last.mono > t->mono0 + 100000000ull && last.raw > t->raw0)
+		t->ns_per_raw = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0);
+}
+
+static uint64_t to_ns(const struct gs_trace *t, uint64_t raw)
+{
+	if (t->h->clock != GSPY_CLOCK_TSC)
+		return raw;
+	double d = ((double)(int64_t)(raw - t->raw0)) * t->ns_per_raw;
+	return (uint64_t)((int64_t)t->mono0 + (int64_t)d);
+}
+
+int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	t->path = path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "cannot open: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s", "not a regular file");
+	}
+	if ((size_t)st.st_size < sizeof(struct gspy_header)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s",
+			    st.st_size ? "too short to be a gpuspy trace (truncated header)"
+				       : "empty file, not a gpuspy trace");
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return fail(err, errlen, -errno, "cannot map: %s", strerror(errno));
+	t->map = m;
+	t->size = (size_t)st.st_size;
+	t->h = m;
+	const struct gspy_header *h = t->h;
+	int rc;
+	if (memcmp(h->magic, GSPY_MAGIC, 8) != 0) {
+		rc = fail(err, errlen, -EINVAL, "%s", "not a gpuspy trace (bad magic)");
+		goto bad;
+	}
+	if (h->version > GSPY_FORMAT_VERSION) {
+		char v[64];
+		snprintf(v, sizeof(v), "%u", h->version);
+		rc = fail(err, errlen, -ENOTSUP,
+			  "trace format version %s is newer than this gpuspy reads (1); upgrade gpuspy", v);
+		goto bad;
+	}
+	if (h->version < 1 || h->header_size != GSPY_HEADER_SIZE ||
+	    h->record_size != GSPY_RECORD_SIZE || h->chunk_size <= GSPY_CHUNK_HEADER_SIZE ||
+	    h->chunk_size % GSPY_RECORD_SIZE != 0 || h->strtab_offset < GSPY_HEADER_SIZE ||
+	    h->chunk_offset < h->strtab_offset + h->strtab_size || h->chunk_count > (1u << 26) ||
+	    h->file_size != h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size) {
+		rc = fail(err, errlen, -EINVAL, "%s", "corrupt header (inconsistent sizes)");
+		goto bad;
+	}
+	t->truncated = t->size < h->file_size;
+	setup_clock(t);
+	t->dropped = h->dropped_nochunk;
+	/* Threads: group initialised chunks by tid, ordered by seq. */
+	uint32_t claimed = h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count;
+	uint32_t *owner = calloc((size_t)claimed + 1, sizeof(uint32_t) * 3);
+	if (!owner) {
+		rc = fail(err, errlen, -ENOMEM, "%s", "out of memory");
+		goto bad;
+	}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < claimed; i++) {
+		if (h->chunk_offset + (uint64_t)i * h->chunk_size + GSPY_CHUNK_HEADER_SIZE > t->size)
+			break; /* cut off from here on */
+		const struct gspy_chunk *c = chunk_at(t, i);
+		uint32_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
+		if (!tid)
+			continue;
+		owner[3 * n] = tid;
+		owner[3 * n + 1] = c->seq;
+		owner[3 * n + 2] = i;
+		n++;
+	}
+	qsort(owner, n, sizeof(uint32_t) * 3, cmp_triple);
+	t->threads = calloc((size_t)n + 1, sizeof(*t->threads));
+	uint32_t *idx = t->chunk_idx = calloc((size_t)n + 1, sizeof(uint32_t));
+	if (!t->threads || !idx) {
+		free(owner);
+		rc = fail(err, errlen, -ENOMEM, "%s", "out of memory");
+		goto bad;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		idx[i] = owner[3 * i + 2];
+		struct gs_thread *th = t->nthreads ? &t->threads[t->nthreads - 1] : NULL;
+		if (!th || th->tid != owner[3 * i]) {
+			th = &t->threads[t->nthreads++];
+			th->tid = owner[3 * i];
+			th->chunks = &idx[i];
+		}
+		th->nchunks++;
+		const struct gspy_chunk *c = chunk_at(t, idx[i]);
+		th->events += chunk_records(t, idx[i]);
+		th->dropped += c->dropped;
+	}
+	free(owner);
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		t->events += t->threads[i].events;
+		t->dropped += t->threads[i].dropped;
+	}
+	return 0;
+bad:
+	gs_trace_close(t);
+	return rc;
+}
+
+void gs_trace_rewind(struct gs_trace *t)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		t->threads[i].ci = 0, t->threads[i].ri = 0;
+}
+
+static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
+{
+	while (th->ci < th->nchunks) {
+		uint32_t c = th->chunks[th->ci];
+		if (th->ri < chunk_records(t, c))
+			return (const struct gspy_record *)(t->map + t->h->chunk_offset +
+							    (size_t)c * t->h->chunk_size +
+							    GSPY_CHUNK_HEADER_SIZE) + th->ri;
+		th->ci++;
+		th->ri = 0;
+	}
+	return NULL;
+}
+
+int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
+{
+	struct gs_thread *best = NULL;
+	const struct gspy_record *br = NULL;
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		const struct gspy_record *r = peek(t, &t->threads[i]);
+		if (r && (!br || r->start < br->start)) {
+			br = r;
+			best = &t->threads[i];
+		}
+	}
+	if (!br)
+		return 0;
+	best->ri++;
+	ev->rec = br;
+	ev->tid = best->tid;
+	ev->start_ns = to_ns(t, br->start);
+	ev->end_ns = to_ns(t, br->end);
+	return 1;
+}
+
+const char *gs_trace_string(const struct gs_trace *t, uint32_t id)
+{
+	if (!id)
+		return "";
+	uint64_t used = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
+	if (used > t->h->strtab_size)
+		used = t->h->strtab_size;
+	uint64_t off = (uint64_t)id - 1;
+	if (off + 4 > used || t->h->strtab_offset + used > t->size)
+		return "";
+	const unsigned char *p = t->map + t->h->strtab_offset + off;
+	uint32_t len;
+	memcpy(&len, p, 4);
+	if (off + 4 + len + 1 > used || p[4 + len] != 0)
+		return "";
+	return (const char *)p + 4;
+}
+
+void gs_trace_close(struct gs_trace *t)
+{
+	free(t->chunk_idx);
+	free(t->threads);
+	if (t->map)
+		munmap((void *)t->map, t->size);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reader of .gspy trace files: validates the header, finds every thread's
+ * chunks and yields committed events merged in start-time order, with raw
+ * clock values converted to CLOCK_MONOTONIC ns. Memory is O(threads +
+ * chunks), never O(events). Functions return 0 or a negative errno and put
+ * a one-line reason in the caller's buffer; they never print.
+ */
+#ifndef GPUSPY_READER_H
+#define GPUSPY_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuspy/format.h"
+
+struct gs_event {
+	const struct gspy_record *rec; /* points into the mapped file */
+	uint32_t tid;
+	uint64_t start_ns, end_ns;     /* CLOCK_MONOTONIC */
+};
+
+struct gs_thread {
+	uint32_t tid;
+	uint32_t nchunks;
+	uint32_t *chunks;  /* chunk indices in seq order */
+	uint32_t ci;       /* current chunk (index into chunks) */
+	uint64_t ri;       /* next record in current chunk */
+	uint64_t events, dropped;
+};
+
+struct gs_trace {
+	const char *path;
+	const unsigned char *map;
+	size_t size;
+	const struct gspy_header *h;
+	struct gs_thread *threads;
+	uint32_t *chunk_idx; /* storage behind threads[].chunks */
+	uint32_t nthreads;
+	uint64_t events;   /* committed events in the file */
+	uint64_t dropped;  /* events the writer counted as dropped */
+	int truncated;     /* file shorter than its header says */
+	double ns_per_raw; /* clock conversion */
+	uint64_t raw0, mono0;
+};
+
+int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen);
+/* Next event in start-time order; 1 = got one, 0 = end. */
+int gs_trace_next(struct gs_trace *t, struct gs_event *ev);
+void gs_trace_rewind(struct gs_trace *t);
+/* A string of the string table; "" for 0 or an id out of range. */
+const char *gs_trace_string(const struct gs_trace *t, uint32_t id);
+void gs_trace_close(struct gs_trace *t);
+
+/* Names from format.h's lists; "?" when out of range. */
+const char *gs_kind_name(unsigned kind);
+const char *gs_api_name(unsigned api);
+const char *gs_mem_name(unsigned mem);
+const char *gs_dir_name(unsigned dir);
+int gs_api_is_ptds(unsigned api);
+const char *gs_state_name(unsigned state);
+
+#endif
