@@ -15,7 +15,7 @@
 
 #include "gs.h"
 
-__thread struct gs_tls gs_tls = { .device = -1 };
+__thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec"))) = { .device = -1 };
 struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC };
 struct gs_config gs_cfg;
 

@@ -35,11 +35,15 @@ struct gs_tls {
 	struct gspy_record *slots;
 	uint32_t n, cap;         /* records used / available in chunk */
 	int device;              /* cached current device, -1 unknown */
-	uint64_t ctx_gen;        /* gs_ctx_gen when device was cached */
+	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
+	uint32_t device_misses;  /* calls answered -1 from the cache */
 	struct gspy_record rec;  /* the record being built */
 };
 
-extern __thread struct gs_tls gs_tls;
+/* initial-exec: one %fs-relative access instead of a descriptor call. The
+ * block is small enough for glibc's static TLS surplus when the library is
+ * dlopen'ed (CUDA_INJECTION64_PATH) rather than preloaded. */
+extern __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec")));
 
 /* Global state (core.c). */
 struct gs_global {
@@ -112,17 +116,16 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	return r;
 }
 
-/* Finish a wrapped call; r is what gs_begin returned. Keeps errno. */
+/* Finish a wrapped call; r is what gs_begin returned. The fast path makes
+ * no call that could touch errno; gs_commit_slow keeps it. */
 static inline void gs_end(struct gspy_record *r, int result)
 {
 	struct gs_tls *t = &gs_tls;
 	if (r) {
-		int e = errno;
 		r->end = gs_now();
 		r->result = result;
 		t->recording = 0;
 		gs_commit(t, r);
-		errno = e;
 	}
 	t->depth--;
 }

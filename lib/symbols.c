@@ -401,13 +401,15 @@ int gs_current_device(void)
 	static CUresult (*get)(CUdevice *);
 	if (!get)
 		get = (CUresult(*)(CUdevice *))gs_driver_fn("cuCtxGetDevice");
+	/* Without a current context the answer is -1 until the next context
+	 * switch we see, re-asked every 256 calls in case a context appeared
+	 * in a way we did not see. */
+	if (t->device == -1 && t->ctx_gen == g && (++t->device_misses & 255) != 0)
+		return -1;
 	CUdevice d;
-	if (get && get(&d) == CUDA_SUCCESS) {
-		t->device = d;
-		t->ctx_gen = g;
-		return d;
-	}
-	return -1;
+	t->ctx_gen = g;
+	t->device = get && get(&d) == CUDA_SUCCESS ? d : -1;
+	return t->device;
 }
 
 unsigned gs_classify(uint64_t addr, int *device)

@@ -54,7 +54,20 @@ TEST_PROGS := $(addprefix $(TB)/,prog_rt_dyn prog_rt_dyn_ptds prog_rt_static pro
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
 
-test: test-build
+deps:
+	@sh scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory test-build
 	python3 tests/run.py
 
-.PHONY: test test-build
+.PHONY: test test-build deps
+
+$(TB)/bench_call: bench/bench_call.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(TB)/bench_call
+	python3 bench/run.py
+
+.PHONY: bench

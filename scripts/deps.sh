@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs what building and testing gpuspy needs, when it is missing, from
+# Debian's packages: a C compiler, make, pkg-config, cJSON, libunwind and
+# python3 (the test runner). The CUDA toolkit's headers are expected at
+# $CUDA_HOME (default /usr/local/cuda); no GPU or driver is needed.
+set -e
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+missing=""
+command -v cc >/dev/null 2>&1 || missing="$missing gcc"
+command -v make >/dev/null 2>&1 || missing="$missing make"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+[ -f /usr/include/cjson/cJSON.h ] || missing="$missing libcjson-dev"
+[ -f /usr/include/libunwind.h ] || [ -f /usr/include/x86_64-linux-gnu/libunwind.h ] || missing="$missing libunwind-dev"
+if [ -n "$missing" ]; then
+	echo "deps: installing$missing"
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+if [ ! -f "$CUDA_HOME/include/cuda.h" ]; then
+	echo "deps: error: $CUDA_HOME/include/cuda.h not found; install the CUDA toolkit or set CUDA_HOME" >&2
+	exit 1
+fi
