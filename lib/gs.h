@@ -156,6 +156,7 @@ void *gs_driver_fn(const char *name); /* unwrapped libcuda function */
 int gs_current_device(void);
 uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
 void gs_names_forked(void);
+uint64_t gs_symbol_mismatches(void);
 
 /* Memory ranges (memmap.c): what we know of an address. */
 struct gs_range {

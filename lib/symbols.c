@@ -493,7 +493,6 @@ uint32_t gs_kernel_name(uint64_t func)
 	return lookup_name(func);
 }
 
-uint64_t gs_symbol_mismatches(void);
 uint64_t gs_symbol_mismatches(void)
 {
 	return __atomic_load_n(&mismatches, __ATOMIC_RELAXED);

@@ -71,3 +71,11 @@ bench: deps
 	python3 bench/run.py
 
 .PHONY: bench
+
+# What tests/gpu/run.sh needs from this machine: the gpuspy command and the
+# cJSON library it links (the GPU image has no cJSON).
+gpu-carry: tools/gpuspy
+	@mkdir -p .gpu/lib
+	cp -L $$(ldconfig -p | awk '/libcjson.so.1 /{print $$NF; exit}') .gpu/lib/libcjson.so.1
+
+.PHONY: gpu-carry

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Independent ground truth for the GPU checks: a minimal CUPTI activity
+ * collector, loaded with CUDA_INJECTION64_PATH, that counts kernels, memcpys
+ * (by direction, bytes, pageable source) and memsets, and writes them as
+ * JSON to $CUPTI_COUNT_OUT at exit. It shares no code with gpuspy.
+ * Build: gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c \
+ *          -o libcupti_count.so -L/usr/local/cuda/lib64 -lcupti
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cupti.h>
+
+static unsigned long long kernels, memsets, copies[16], bytes[16], pageable_h2d, pinned_h2d;
+
+static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*size = 16 << 20;
+	*buffer = aligned_alloc(8, *size);
+	*max_records = 0;
+}
+
+static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+				  size_t valid)
+{
+	(void)ctx; (void)stream; (void)size;
+	CUpti_Activity *rec = NULL;
+	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		switch (rec->kind) {
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+			kernels++;
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY: {
+			CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
+			unsigned k = m->copyKind < 16 ? m->copyKind : 0;
+			copies[k]++;
+			bytes[k] += m->bytes;
+			if (k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) {
+				if (m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
+					pageable_h2d++;
+				else if (m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED)
+					pinned_h2d++;
+			}
+			break;
+		}
+		case CUPTI_ACTIVITY_KIND_MEMSET:
+			memsets++;
+			break;
+		default:
+			break;
+		}
+	}
+	free(buffer);
+}
+
+static void report(void)
+{
+	cuptiActivityFlushAll(1);
+	const char *path = getenv("CUPTI_COUNT_OUT");
+	FILE *f = path ? fopen(path, "w") : stderr;
+	if (!f)
+		return;
+	fprintf(f, "{\"kernels\": %llu, \"memsets\": %llu, \"h2d\": %llu, \"h2d_bytes\": %llu, "
+		   "\"h2d_pageable\": %llu, \"h2d_pinned\": %llu, \"d2h\": %llu, \"d2h_bytes\": %llu, "
+		   "\"d2d\": %llu, \"d2d_bytes\": %llu}\n",
+		kernels, memsets, copies[CUPTI_ACTIVITY_MEMCPY_KIND_HTOD],
+		bytes[CUPTI_ACTIVITY_MEMCPY_KIND_HTOD], pageable_h2d, pinned_h2d,
+		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOH], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOH],
+		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD]);
+	if (f != stderr)
+		fclose(f);
+}
+
+int InitializeInjection(void);
+int InitializeInjection(void)
+{
+	if (cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
+		return 0;
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+	atexit(report);
+	return 1;
+}

@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# GPU checks of the recording path (issue 2, point 9), run on the H200 via the
+# device tool from the repository root:
+#
+#   bash tests/gpu/run.sh            (results under $OUT, or /tmp/gpuspy-gpu)
+#
+# Builds libgpuspy there, builds an independent CUPTI counter and a static
+# nvcc program, then runs each case once with both gpuspy (LD_PRELOAD) and the
+# counter (CUDA_INJECTION64_PATH) in the same process and compares kernel
+# launches, H2D copies and bytes. tools/gpuspy comes prebuilt (the GPU image
+# has no cJSON): carry tools/gpuspy and .gpu (libcjson.so.1), made by
+# `make gpu-carry` on the CPU machine.
+set -u
+ROOT=$(pwd)
+OUT=${OUT:-/tmp/gpuspy-gpu}
+WORK=/tmp/gpuspy-gpu-work
+rm -rf "$WORK"; mkdir -p "$OUT" "$WORK"
+export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+{
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	python3 -c 'import torch, sys; print("torch", torch.__version__, "python", sys.version.split()[0])'
+	uname -r; ldd --version | head -1
+} > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+make -s lib/libgpuspy.so CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
+gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
+	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
+nvcc -O2 -o "$WORK/static_launches" examples/static_launches.cu || exit 1
+./tools/gpuspy --version || exit 1
+
+run_case() { # name command...
+	local name=$1; shift
+	local d="$WORK/$name"; mkdir -p "$d"
+	local t0=$(date +%s.%N)
+	GPUSPY_DIR="$d" CUPTI_COUNT_OUT="$d/cupti.json" CUDA_INJECTION64_PATH="$WORK/libcupti_count.so" \
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" GPUSPY_DEBUG=1 "$@" > "$d/stdout.txt" 2> "$d/stderr.txt"
+	local rc=$?
+	local t1=$(date +%s.%N)
+	echo "$name: exit $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(tail -1 "$d/stdout.txt")"
+	tail -3 "$d/stderr.txt"
+	for f in "$d"/*.gspy; do
+		[ -e "$f" ] && ./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl"
+	done
+	ls "$d"
+}
+
+run_case static "$WORK/static_launches"
+run_case mlp python3 tests/gpu/mlp.py 310
+
+python3 tests/gpu/summarize.py "$WORK" static mlp | tee "$OUT/summary.md"
+rc=${PIPESTATUS[0]}
+cp "$WORK/summary.json" "$OUT/"
+exit $rc
