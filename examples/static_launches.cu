@@ -5,7 +5,7 @@
 // kernel launches, one D2H copy.
 //
 // Build: nvcc -O2 -o static_launches examples/static_launches.cu
-// Run:   gpuspy run -- ./static_launches      (or LD_PRELOAD=lib/libgpuspy.so ./static_launches)
+// Run:   LD_PRELOAD=lib/libgpuspy.so ./static_launches && tools/gpuspy dump gpuspy-*.gspy
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

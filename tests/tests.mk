@@ -79,3 +79,8 @@ gpu-carry: tools/gpuspy
 	cp -L $$(ldconfig -p | awk '/libcjson.so.1 /{print $$NF; exit}') .gpu/lib/libcjson.so.1
 
 .PHONY: gpu-carry
+
+demo:
+	@sh scripts/demo.sh
+
+.PHONY: demo

@@ -1,0 +1,24 @@
+#!/bin/sh
+# `make demo`: installs what is missing, builds, runs an example under
+# gpuspy and prints what was recorded. On a machine with an NVIDIA GPU and
+# nvcc the example is examples/static_launches.cu (static cudart, like a
+# closed binary); elsewhere it is tests/prog_rt.c on the CUDA test doubles.
+set -e
+cd "$(dirname "$0")/.."
+sh scripts/deps.sh
+make -s all
+dir=$(mktemp -d /tmp/gpuspy-demo.XXXXXX)
+if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null 2>&1; then
+	echo "== GPU found: tracing examples/static_launches.cu (built by nvcc, static cudart)"
+	nvcc -O2 -o "$dir/static_launches" examples/static_launches.cu
+	GPUSPY_DIR="$dir" LD_PRELOAD="$PWD/lib/libgpuspy.so" "$dir/static_launches"
+else
+	echo "== no GPU here: tracing tests/prog_rt.c on the CUDA test doubles (tests/doubles)"
+	make -s test-build
+	GPUSPY_DIR="$dir" LD_LIBRARY_PATH="$PWD/tests/bin" LD_PRELOAD="$PWD/lib/libgpuspy.so" \
+		tests/bin/prog_rt_dyn > /dev/null
+fi
+for f in "$dir"/*.gspy; do
+	echo "== $f"
+	tools/gpuspy dump "$f"
+done
