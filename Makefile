@@ -22,7 +22,7 @@ Q := @
 endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/hook_alloc.c \
-	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c
+	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c lib/phase.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
@@ -30,7 +30,7 @@ LIB_SONAME := libgpuspy.so.$(SOVERSION)
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
-HEADERS := include/gpuspy/format.h lib/gs.h lib/cuda_api.h
+HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h
 
 all: lib/libgpuspy.so tools/gpuspy
 

@@ -8,7 +8,18 @@
  *
  * It writes one trace file per process, gpuspy-<host>-<pid>[-r<RANK>].gspy,
  * whose layout is described by <gpuspy/format.h>; the gpuspy command reads
- * it. Programs that want to read traces themselves include that header.
+ * it.
+ *
+ * Phases. A program may name the parts of its work:
+ *
+ *     gpuspy_phase_push("forward"); ... gpuspy_phase_pop();
+ *
+ * Phases are process-wide (a push on one thread and launches on another
+ * belong together), nestable, and safe to call from any thread. The
+ * functions are weak references: a program built with this header and not
+ * linked with libgpuspy runs unchanged when libgpuspy is not preloaded, and
+ * the GPUSPY_PHASE_PUSH/POP/MARK macros then cost one test of a null
+ * pointer. `name` is copied; the caller keeps ownership.
  */
 #ifndef GPUSPY_H
 #define GPUSPY_H
@@ -18,6 +29,32 @@
 #define GPUSPY_VERSION_PATCH 0
 #define GPUSPY_VERSION_STRING "0.1.0"
 
-#include <gpuspy/format.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void gpuspy_phase_push(const char *name) __attribute__((weak));
+void gpuspy_phase_pop(void) __attribute__((weak));
+void gpuspy_mark(const char *name) __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+
+#define GPUSPY_PHASE_PUSH(name)                                                  \
+	do {                                                                     \
+		if (gpuspy_phase_push)                                           \
+			gpuspy_phase_push(name);                                 \
+	} while (0)
+#define GPUSPY_PHASE_POP()                                                       \
+	do {                                                                     \
+		if (gpuspy_phase_pop)                                            \
+			gpuspy_phase_pop();                                      \
+	} while (0)
+#define GPUSPY_MARK(name)                                                        \
+	do {                                                                     \
+		if (gpuspy_mark)                                                 \
+			gpuspy_mark(name);                                       \
+	} while (0)
 
 #endif /* GPUSPY_H */

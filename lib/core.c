@@ -77,6 +77,7 @@ static void atfork_child(void)
 	 * the next event open the child's own file. */
 	gs_writer_forked();
 	gs_names_forked();
+	gs_phase_forked();
 	gs_tls.chunk = NULL;
 	gs_tls.n = gs_tls.cap = 0;
 	gs_tls.seq = 0;

@@ -81,6 +81,7 @@ uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
 void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
 void gs_writer_forked(void);
+void gs_writer_device_mem(int device, uint64_t bytes);
 
 static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
@@ -157,6 +158,10 @@ int gs_current_device(void);
 uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
 void gs_names_forked(void);
 uint64_t gs_symbol_mismatches(void);
+
+/* Phases (phase.c). */
+void gs_phase(unsigned api, unsigned kind, const char *name);
+void gs_phase_forked(void);
 
 /* Memory ranges (memmap.c): what we know of an address. */
 struct gs_range {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Build helper: prints libgpuspy's version script, exporting exactly the
- * intercepted entry points of GSPY_API_LIST plus dlsym and dlvsym. The
+ * intercepted CUDA entry points, dlsym, dlvsym and the public phase API. The
  * script is anonymous so that the definitions interpose on versioned
  * references (dlsym@GLIBC_2.34) as LD_PRELOAD requires. */
 #include <stdio.h>
@@ -11,8 +11,10 @@ int main(void)
 {
 	printf("{\n  global:\n    dlsym;\n    dlvsym;\n");
 #define GSPY_X(sym, k, v) printf("    %s;\n", #sym);
-	GSPY_API_LIST(GSPY_X)
+	GSPY_DRIVER_API_LIST(GSPY_X)
+	GSPY_RUNTIME_API_LIST(GSPY_X)
 #undef GSPY_X
+	printf("    gpuspy_phase_push;\n    gpuspy_phase_pop;\n    gpuspy_mark;\n");
 	printf("  local:\n    *;\n};\n");
 	return 0;
 }

@@ -392,6 +392,28 @@ GS_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
 	return GS_REAL(cuCtxPopCurrent_v2)(ctx);
 }
 
+/* The first time a device is seen, its memory size goes into the header
+ * (the report's out-of-memory diagnosis needs it). */
+static uint8_t devices_seen[8];
+
+static void gs_devices_forked(void)
+{
+	memset(devices_seen, 0, sizeof(devices_seen));
+}
+
+static void note_device(int d)
+{
+	uint8_t *seen = devices_seen;
+	if (d >= 8 || __atomic_exchange_n(&seen[d], 1, __ATOMIC_RELAXED))
+		return;
+	static CUresult (*total)(size_t *, CUdevice);
+	if (!total)
+		total = (CUresult(*)(size_t *, CUdevice))gs_driver_fn("cuDeviceTotalMem_v2");
+	size_t bytes = 0;
+	if (total && total(&bytes, d) == CUDA_SUCCESS)
+		gs_writer_device_mem(d, bytes);
+}
+
 int gs_current_device(void)
 {
 	struct gs_tls *t = &gs_tls;
@@ -409,6 +431,8 @@ int gs_current_device(void)
 	CUdevice d;
 	t->ctx_gen = g;
 	t->device = get && get(&d) == CUDA_SUCCESS ? d : -1;
+	if (t->device >= 0)
+		note_device(t->device);
 	return t->device;
 }
 
@@ -448,6 +472,7 @@ static struct {
 
 void gs_names_forked(void)
 {
+	gs_devices_forked();
 	memset(names, 0, sizeof(names)); /* ids belonged to the parent's file */
 }
 

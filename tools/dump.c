@@ -73,6 +73,12 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	cJSON_AddNumberToObject(o, "threads", t->nthreads);
 	add_u64(o, "start_realtime_ns", h->real_start_ns);
 	add_u64(o, "start_ns", h->clock_start.mono);
+	cJSON *dm = cJSON_AddArrayToObject(o, "device_mem");
+	int ndev = 8;
+	while (ndev > 0 && !h->device_mem[ndev - 1])
+		ndev--;
+	for (int i = 0; i < ndev; i++)
+		cJSON_AddItemToArray(dm, cJSON_CreateNumber((double)h->device_mem[i]));
 	cJSON_AddStringToObject(o, "clock", h->clock == GSPY_CLOCK_TSC ? "tsc" : "monotonic");
 	return o;
 }
@@ -121,12 +127,19 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 			add_dims(o, "block", r->u.launch.block);
 		}
 		break;
+	case GSPY_KIND_phase_begin:
+	case GSPY_KIND_phase_end:
+	case GSPY_KIND_mark:
+		cJSON_AddStringToObject(o, "name", gs_trace_string(t, r->name_id));
+		return o;
 	default:
 		break;
 	}
 	cJSON_AddNumberToObject(o, "device", r->device);
 	if (r->stream || (r->flags & GSPY_FLAG_ASYNC) || r->kind == GSPY_KIND_sync)
 		add_u64(o, "stream", r->stream);
+	if (r->flags & GSPY_FLAG_ASYNC)
+		cJSON_AddBoolToObject(o, "async", 1);
 	if (gs_api_is_ptds(r->api))
 		cJSON_AddBoolToObject(o, "per_thread_stream", 1);
 	return o;

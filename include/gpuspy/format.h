@@ -40,7 +40,10 @@
 	X(launch)                                                            \
 	X(sync)                                                              \
 	X(map)    /* VMM: physical memory mapped at an address */            \
-	X(unmap)
+	X(unmap)                                                             \
+	X(phase_begin) /* a named phase starts (name_id), process-wide */   \
+	X(phase_end)   /* the innermost open phase of that name ends */     \
+	X(mark)        /* an instant with a name */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -232,7 +235,22 @@ enum gspy_dir {
 	X(cudaStreamWaitEvent, sync, 0)                                      \
 	X(cudaStreamWaitEvent_ptsz, sync, 0)
 
-#define GSPY_API_LIST(X) GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X)
+/* Where phases come from: the public C API (exported), NVTX and the
+ * PyTorch hooks (neither exported under these names). */
+#define GSPY_PHASE_API_LIST(X)                                               \
+	X(gpuspy_phase_push, phase_begin, 0)                                 \
+	X(gpuspy_phase_pop, phase_end, 0)                                    \
+	X(gpuspy_mark, mark, 0)                                              \
+	X(nvtxRangePush, phase_begin, 0)                                     \
+	X(nvtxRangePop, phase_end, 0)                                        \
+	X(nvtxRangeStart, phase_begin, 0)                                    \
+	X(nvtxRangeEnd, phase_end, 0)                                        \
+	X(nvtxMark, mark, 0)                                                 \
+	X(torch_phase_begin, phase_begin, 0)                                 \
+	X(torch_phase_end, phase_end, 0)
+
+#define GSPY_API_LIST(X)                                                     \
+	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,
@@ -331,6 +349,7 @@ struct gspy_header {
 	int32_t exit_code;
 	uint64_t strtab_used;     /* bytes of string table committed */
 	uint64_t dropped_nochunk; /* events dropped by threads with no chunk */
+	uint64_t device_mem[8];   /* total memory of devices 0..7 seen, 0 unknown */
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
 };

@@ -148,6 +148,14 @@ static __thread int cur_dev = -1;
 
 EXPORT CUresult cuInit(unsigned int flags) { (void)flags; FAIL_CHECK("cuInit"); return CUDA_SUCCESS; }
 EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+/* Devices of the double have 80 GiB, or FAKECUDA_DEVICE_MEM_MB. */
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+	(void)d;
+	const char *v = getenv("FAKECUDA_DEVICE_MEM_MB");
+	*bytes = (v ? (size_t)atol(v) : 81920) << 20;
+	return CUDA_SUCCESS;
+}
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
 	if (cur_dev < 0)
@@ -445,6 +453,7 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	{ "cuKernelGetName", 12030, (void *)&cuKernelGetName },
 	{ "cuModuleGetFunction", 2000, (void *)&cuModuleGetFunction },
 	{ "cuDevicePrimaryCtxRetain", 7000, (void *)&cuDevicePrimaryCtxRetain },
+	{ "cuDeviceTotalMem", 3020, (void *)&cuDeviceTotalMem_v2 },
 	{ "cuMemAddressReserve", 10020, (void *)&cuMemAddressReserve },
 	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
 };

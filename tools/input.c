@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event sources for the report and the export: .gspy files and their JSON
+ * Lines dumps, decoded into the same struct gs_ev.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "input.h"
+
+static int lookup(const char *s, const char *(*name)(unsigned), unsigned n)
+{
+	if (!s)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(name(i), s))
+			return (int)i;
+	return -1;
+}
+
+int gs_kind_from_name(const char *s) { return lookup(s, gs_kind_name, GSPY_KIND_COUNT); }
+int gs_dir_from_name(const char *s) { return lookup(s, gs_dir_name, GSPY_DIR_COUNT); }
+int gs_mem_from_name(const char *s) { return lookup(s, gs_mem_name, GSPY_MEM_COUNT); }
+
+/* API names by hash: JSON Lines inputs look one up per event. */
+#define API_HASH 512
+static int api_hash[API_HASH];
+
+static unsigned hash(const char *s)
+{
+	unsigned h = 2166136261u;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+int gs_api_from_name(const char *s)
+{
+	if (!s)
+		return -1;
+	if (!api_hash[0] && !api_hash[1]) {
+		for (unsigned i = 0; i < API_HASH; i++)
+			api_hash[i] = -1;
+		for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
+			unsigned h = hash(gs_api_name(i)) & (API_HASH - 1);
+			while (api_hash[h] >= 0)
+				h = (h + 1) & (API_HASH - 1);
+			api_hash[h] = (int)i;
+		}
+	}
+	for (unsigned h = hash(s) & (API_HASH - 1); api_hash[h] >= 0; h = (h + 1) & (API_HASH - 1))
+		if (!strcmp(gs_api_name((unsigned)api_hash[h]), s))
+			return api_hash[h];
+	return -1;
+}
+
+static void proc_from_trace(struct gs_input *in)
+{
+	const struct gs_trace *t = &in->trace;
+	const struct gspy_header *h = t->h;
+	struct gs_proc *p = &in->proc;
+	p->pid = h->pid;
+	p->ppid = h->ppid;
+	p->rank = h->rank;
+	p->local_rank = h->local_rank;
+	memcpy(p->host, h->host, sizeof(h->host));
+	memcpy(p->command, h->command, sizeof(h->command));
+	p->events = t->events;
+	p->dropped = t->dropped;
+	p->state = h->state;
+	p->exit_signal = h->exit_signal;
+	p->truncated = t->truncated;
+	p->start_ns = h->clock_start.mono;
+	memcpy(p->device_mem, h->device_mem, sizeof(p->device_mem));
+}
+
+/* Reads one line; 1 = got one, 0 = end of file. */
+static int read_line(struct gs_input *in)
+{
+	ssize_t n = getline(&in->line, &in->cap, in->f);
+	if (n < 0)
+		return 0;
+	in->lineno++;
+	return 1;
+}
+
+static double num(const cJSON *o, const char *k, double dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* cJSON reads numbers as doubles: exact up to 2^53, which covers
+ * CLOCK_MONOTONIC ns for 104 days of uptime, sizes and addresses. */
+static uint64_t u64(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
+{
+	if (!read_line(in)) {
+		snprintf(err, errlen, "empty file, not a gpuspy trace");
+		return -EINVAL;
+	}
+	cJSON *o = cJSON_Parse(in->line);
+	const char *type = o ? str(o, "type") : NULL;
+	if (!type || strcmp(type, "process") != 0) {
+		snprintf(err, errlen, "line 1: not a gpuspy JSON Lines trace (no process line)");
+		cJSON_Delete(o);
+		return -EINVAL;
+	}
+	double v = num(o, "format_version", 0);
+	if (v > GSPY_FORMAT_VERSION) {
+		snprintf(err, errlen, "trace format version %.0f is newer than this gpuspy reads (%u); "
+			 "upgrade gpuspy", v, GSPY_FORMAT_VERSION);
+		cJSON_Delete(o);
+		return -ENOTSUP;
+	}
+	struct gs_proc *p = &in->proc;
+	p->pid = (uint32_t)num(o, "pid", 0);
+	p->ppid = (uint32_t)num(o, "ppid", 0);
+	p->rank = (int32_t)num(o, "rank", -1);
+	p->local_rank = (int32_t)num(o, "local_rank", -1);
+	snprintf(p->host, sizeof(p->host), "%s", str(o, "host") ? str(o, "host") : "");
+	snprintf(p->command, sizeof(p->command), "%s", str(o, "command") ? str(o, "command") : "");
+	p->events = u64(o, "events");
+	p->dropped = u64(o, "dropped");
+	const char *st = str(o, "state");
+	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
+		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;
+	p->exit_signal = (int)num(o, "exit_signal", 0);
+	p->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
+	p->start_ns = u64(o, "start_ns");
+	const cJSON *dm = cJSON_GetObjectItemCaseSensitive(o, "device_mem");
+	for (int i = 0; i < 8 && cJSON_IsArray(dm) && i < cJSON_GetArraySize(dm); i++) {
+		const cJSON *x = cJSON_GetArrayItem(dm, i);
+		p->device_mem[i] = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+	}
+	cJSON_Delete(o);
+	return 0;
+}
+
+int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errlen)
+{
+	memset(in, 0, sizeof(*in));
+	in->path = path;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return -errno;
+	}
+	int c = fgetc(f);
+	if (c == '{') {
+		ungetc(c, f);
+		in->is_jsonl = 1;
+		in->f = f;
+		int rc = open_jsonl(in, err, errlen);
+		if (rc)
+			gs_input_close(in);
+		return rc;
+	}
+	fclose(f);
+	int rc = gs_trace_open(path, &in->trace, err, errlen);
+	if (rc)
+		return rc;
+	proc_from_trace(in);
+	return 0;
+}
+
+static int next_gspy(struct gs_input *in, struct gs_ev *ev)
+{
+	struct gs_event e;
+	if (!gs_trace_next(&in->trace, &e))
+		return 0;
+	const struct gspy_record *r = e.rec;
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = r->kind;
+	ev->api = r->api;
+	ev->dir = r->dir;
+	ev->mem = r->mem;
+	ev->device = r->device;
+	ev->result = r->result;
+	ev->tid = e.tid;
+	ev->start_ns = e.start_ns;
+	ev->end_ns = e.end_ns;
+	ev->stream = r->stream;
+	ev->async = (r->flags & GSPY_FLAG_ASYNC) != 0;
+	if (r->kind == GSPY_KIND_launch) {
+		memcpy(ev->grid, r->u.launch.grid, sizeof(ev->grid));
+		memcpy(ev->block, r->u.launch.block, sizeof(ev->block));
+	} else {
+		ev->bytes = r->u.mem.bytes;
+		ev->addr = r->u.mem.addr;
+	}
+	ev->name = gs_trace_string(&in->trace, r->name_id);
+	return 1;
+}
+
+static void dims(const cJSON *o, const char *k, uint32_t *d)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
+	for (int i = 0; i < 3; i++) {
+		const cJSON *x = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, i) : NULL;
+		d[i] = cJSON_IsNumber(x) && x->valuedouble >= 0 ? (uint32_t)x->valuedouble : 0;
+	}
+}
+
+static int bad(struct gs_input *in, const char *what)
+{
+	snprintf(in->err, sizeof(in->err), "line %llu: %s", (unsigned long long)in->lineno, what);
+	in->error = 1;
+	return -1;
+}
+
+static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
+{
+	for (;;) {
+		if (!read_line(in))
+			return 0;
+		const char *p = in->line;
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (!*p)
+			continue;
+		cJSON *o = cJSON_Parse(in->line);
+		if (!o)
+			return bad(in, "not valid JSON");
+		const char *type = str(o, "type");
+		if (!type || strcmp(type, "event") != 0) {
+			cJSON_Delete(o);
+			return bad(in, type && !strcmp(type, "process")
+					       ? "a second process line (one process per file)"
+					       : "not an event line");
+		}
+		memset(ev, 0, sizeof(*ev));
+		int kind = gs_kind_from_name(str(o, "kind"));
+		int api = gs_api_from_name(str(o, "api"));
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "start_ns");
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "end_ns");
+		if (kind <= 0 || api < 0 || !cJSON_IsNumber(s) || !cJSON_IsNumber(e)) {
+			cJSON_Delete(o);
+			return bad(in, "event lacks a known kind, api, start_ns or end_ns");
+		}
+		ev->kind = (uint8_t)kind;
+		ev->api = (uint16_t)api;
+		ev->tid = (uint32_t)num(o, "tid", 0);
+		ev->start_ns = u64(o, "start_ns");
+		ev->end_ns = u64(o, "end_ns");
+		ev->result = (int32_t)num(o, "result", 0);
+		ev->bytes = u64(o, "bytes");
+		ev->addr = u64(o, "addr");
+		ev->stream = u64(o, "stream");
+		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
+		ev->device = (int16_t)num(o, "device", -1);
+		int d = gs_dir_from_name(str(o, "dir"));
+		ev->dir = (uint8_t)(d > 0 ? d : 0);
+		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy ? "host_mem" : "mem"));
+		ev->mem = (uint8_t)(m > 0 ? m : 0);
+		dims(o, "grid", ev->grid);
+		dims(o, "block", ev->block);
+		const char *n = str(o, "name");
+		snprintf(in->name, sizeof(in->name), "%s",
+			 n && !(kind == GSPY_KIND_launch && n[0] == '(') ? n : "");
+		ev->name = in->name;
+		cJSON_Delete(o);
+		if (ev->end_ns < ev->start_ns)
+			return bad(in, "end_ns before start_ns");
+		return 1;
+	}
+}
+
+int gs_input_next(struct gs_input *in, struct gs_ev *ev)
+{
+	return in->is_jsonl ? next_jsonl(in, ev) : next_gspy(in, ev);
+}
+
+void gs_input_close(struct gs_input *in)
+{
+	if (in->f)
+		fclose(in->f);
+	free(in->line);
+	if (!in->is_jsonl)
+		gs_trace_close(&in->trace);
+	in->f = NULL;
+	in->line = NULL;
+}

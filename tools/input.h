@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One stream of decoded events from either kind of trace: a .gspy file (via
+ * reader.c) or a JSON Lines dump (read line by line with cJSON, so memory
+ * does not grow with the file). The report and the export see no difference
+ * between the two. Returns 0 / negative errno with a one-line reason.
+ */
+#ifndef GPUSPY_INPUT_H
+#define GPUSPY_INPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "reader.h"
+
+struct gs_proc {
+	uint32_t pid, ppid;
+	int32_t rank, local_rank;
+	char host[65];
+	char command[1025];
+	uint64_t events, dropped;
+	unsigned state;  /* enum gspy_state */
+	int exit_signal;
+	int truncated;   /* the input ended early: events may be missing */
+	uint64_t start_ns;
+	uint64_t device_mem[8];
+};
+
+struct gs_ev {
+	uint8_t kind, dir, mem;
+	uint16_t api;
+	int16_t device;
+	int32_t result;
+	uint32_t tid;
+	uint64_t start_ns, end_ns, bytes, addr, stream;
+	uint32_t grid[3], block[3];
+	const char *name; /* valid until the next gs_input_next(); "" if none */
+	int async;
+};
+
+struct gs_input {
+	const char *path;
+	int is_jsonl;
+	struct gs_trace trace;
+	FILE *f;
+	char *line;
+	size_t cap;
+	uint64_t lineno;
+	char name[1024];
+	int error;       /* a JSON Lines line could not be read */
+	char err[256];
+	struct gs_proc proc;
+};
+
+int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errlen);
+/* 1 = an event, 0 = end, -1 = a malformed line (in->err says which). */
+int gs_input_next(struct gs_input *in, struct gs_ev *ev);
+void gs_input_close(struct gs_input *in);
+
+int gs_kind_from_name(const char *s);
+int gs_api_from_name(const char *s);
+int gs_dir_from_name(const char *s);
+int gs_mem_from_name(const char *s);
+
+#endif
