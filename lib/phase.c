@@ -78,6 +78,12 @@ void gs_phase(unsigned api, unsigned kind, const char *name)
 	gs_end(r, 0);
 }
 
+/* The public API (include/gpuspy.h declares these as weak references for
+ * programs; here they are plain definitions). */
+GS_API void gpuspy_phase_push(const char *name);
+GS_API void gpuspy_phase_pop(void);
+GS_API void gpuspy_mark(const char *name);
+
 GS_API void gpuspy_phase_push(const char *name)
 {
 	gs_phase(GSPY_API_gpuspy_phase_push, GSPY_KIND_phase_begin, name);
