@@ -27,7 +27,8 @@ LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
-TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c
+TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
+	tools/diagnose.c tools/report_print.c tools/units.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h
@@ -53,7 +54,8 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) lib/$(LIB_SONAME)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
-tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h
+tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
+		tools/report.h tools/units.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE $(CJSON_CFLAGS) -c $< -o $@
 

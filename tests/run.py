@@ -458,6 +458,153 @@ def reader_rejects_bad_files(tmp):
     check("truncated" in p.stderr, "cut file not reported as truncated")
 
 
+def report_json(*paths, expect_rc=0):
+    p = subprocess.run([GPUSPY, "report", "--json", *paths], capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=ROOT)
+    check(p.returncode == expect_rc, f"report exited {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+@test
+def golden_reports(tmp):
+    gold = os.path.join(ROOT, "tests", "golden")
+    for f in sorted(os.listdir(gold)):
+        if not f.endswith(".jsonl"):
+            continue
+        rel = os.path.join("tests", "golden", f)
+        for args, ext in ((["--color", "never"], ".report.txt"), (["--json"], ".report.json")):
+            p = subprocess.run([GPUSPY, "report", *args, rel], capture_output=True, text=True,
+                               timeout=TIMEOUT, cwd=ROOT)
+            check(p.returncode == 0, f"report {rel} failed: {p.stderr.strip()}")
+            want = os.path.join(gold, f[:-len(".jsonl")] + ext)
+            got = os.path.join(tmp, "got" + ext)
+            with open(got, "w") as g:
+                g.write(p.stdout)
+            d = subprocess.run(["diff", "-u", want, got], capture_output=True, text=True)
+            check(d.returncode == 0, f"{rel} {' '.join(args)} differs from {want}:\n{d.stdout[:3000]}")
+
+
+def strip_files(o):
+    for p in o["processes"]:
+        p.pop("file")
+    return o
+
+
+@test
+def report_of_jsonl_equals_report_of_gspy(tmp):
+    run("prog_train", ["5", "200"], tmp=tmp)
+    g = os.path.join(tmp, traces(tmp)[0])
+    j = os.path.join(tmp, "trace.jsonl")
+    subprocess.run([GPUSPY, "dump", g, "-o", j], check=True, timeout=TIMEOUT)
+    a, b = strip_files(report_json(g)), strip_files(report_json(j))
+    check(a == b, "report --json differs between the .gspy and its JSON Lines dump")
+    p = subprocess.run([GPUSPY, "report", "--color", "never", g], capture_output=True, text=True)
+    q = subprocess.run([GPUSPY, "report", "--color", "never", j], capture_output=True, text=True)
+    check(p.stdout == q.stdout, "human report differs between .gspy and JSON Lines")
+
+
+@test
+def report_phases_and_diagnoses(tmp):
+    run("prog_train", ["20", "2000"], tmp=tmp, env={"FAKECUDA_DEVICE_MEM_MB": "7"})
+    o = report_json(tmp)
+    ph = {p["name"]: p for p in o["phases"]}
+    check(list(ph) == ["(no phase)", "data", "forward", "backward", "optimizer"], f"phases {list(ph)}")
+    for n in ("data", "forward", "backward", "optimizer"):
+        check(ph[n]["count"] == 20, f"{n} occurred {ph[n]['count']} times")
+    check(ph["forward"]["launch"]["count"] == 200 and ph["backward"]["launch"]["count"] == 240
+          and ph["optimizer"]["launch"]["count"] == 20 and ph["data"]["launch"]["count"] == 0,
+          "launches attributed to the wrong phases")
+    h2d = ph["data"]["copy"]["h2d"]["pageable"]
+    check(h2d["count"] == 40 and h2d["bytes"] == 40 << 20, f"data phase copies {h2d}")
+    check(ph["optimizer"]["alloc"]["device"]["count"] == 20
+          and ph["optimizer"]["alloc"]["device"]["bytes"] == 80 << 20, "optimizer allocations")
+    check(ph["optimizer"]["sync"]["count"] == 20, "optimizer syncs")
+    check(ph["optimizer"]["copy"]["d2h"]["pageable"]["count"] == 20, "optimizer D2H")
+    check(ph["(no phase)"]["alloc"]["device"]["count"] == 2, "allocations outside phases")
+    t = o["totals"]
+    check(t["launch"]["count"] == 460 and t["free"]["count"] == 22 and
+          t["free"]["bytes"] == (80 << 20) + (2 << 20) + (512 << 10), f"totals {t['free']}")
+    check(t["launch"]["gpu_ns"] is None, "gpu_ns must be null without GPU timing")
+    check(o["memory"]["peak_reserved_bytes"] == (2 << 20) + (512 << 10) + (4 << 20), "peak")
+    ids = {d["id"] for d in o["diagnoses"]}
+    for want in ("pageable_copies", "data_starvation", "sync_stalls", "allocation_churn", "oom_risk"):
+        check(want in ids, f"diagnosis {want} missing from {ids}")
+    check("launch_bound" not in ids, "launch_bound on a data-bound loop")
+    k = {x["name"]: x["count"] for x in o["kernels"]}
+    check(k == {"fwd_gemm": 200, "bwd_gemm": 240, "sgd_update": 20}, f"kernels {k}")
+
+
+@test
+def report_launch_bound(tmp):
+    run("prog_threads", ["1", "5000"], tmp=tmp)
+    o = report_json(tmp)
+    ids = {d["id"] for d in o["diagnoses"]}
+    check("launch_bound" in ids, f"no launch_bound diagnosis in {ids}")
+    check(o["kernels"][0]["count"] == 5000, "kernel count")
+
+
+@test
+def report_several_processes(tmp):
+    p = run("prog_fork", tmp=tmp)
+    parent, child = [int(x) for x in p.stdout.split()[1::2]]
+    o = report_json(tmp)
+    pids = [x["pid"] for x in o["processes"]]
+    check(sorted(pids) == sorted([parent, child]), f"processes {pids}")
+    check(o["totals"]["launch"]["count"] == 5 and o["totals"]["alloc"]["device"]["count"] == 3
+          and o["totals"]["memset"]["count"] == 2, "whole-run totals are not the sum")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check(f"== pid {parent}" in h.stdout and f"== pid {child}" in h.stdout
+          and "== all 2 processes" in h.stdout, "human report lacks a process section")
+    check(all(len(l) <= 100 for l in h.stdout.splitlines()), "a line is wider than 100 columns")
+
+
+@test
+def report_killed_process_is_incomplete(tmp):
+    run("prog_kill", ["3000"], tmp=tmp, expect_rc=-9)
+    o = report_json(tmp)
+    check(o["processes"][0]["incomplete"] is True and o["events"] == 3000, "killed process report")
+    h = subprocess.run([GPUSPY, "report", tmp], capture_output=True, text=True)
+    check("trace incomplete" in h.stdout and "\033[" not in h.stdout, "incomplete not said, or colour off a TTY")
+
+
+@test
+def report_rejects_hostile_input(tmp):
+    run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    good = os.path.join(tmp, traces(tmp)[0])
+    data = open(good, "rb").read()
+    check(len(data) == 4096 + (4 << 20) + (1 << 20), f"file size {len(data)}")
+    jl = os.path.join(tmp, "good.jsonl")
+    subprocess.run([GPUSPY, "dump", good, "-o", jl], check=True)
+    lines = open(jl).read().splitlines()
+    cases = {
+        "empty.gspy": b"",
+        "random.gspy": os.urandom(5000),
+        "magic.gspy": b"XXXXXXXX" + data[8:8192],
+        "empty.jsonl": b"",
+        "noproc.jsonl": (lines[1] + "\n").encode(),
+        "newer.jsonl": lines[0].replace('"format_version":1', '"format_version":7').encode() + b"\n",
+        "badline.jsonl": ("\n".join(lines[:5] + ["{not json"] + lines[5:]) + "\n").encode(),
+        "twoproc.jsonl": ("\n".join(lines[:3] + [lines[0]] + lines[3:]) + "\n").encode(),
+        "badevent.jsonl": ("\n".join(lines[:2] + ['{"type":"event","kind":"warp"}']) + "\n").encode(),
+    }
+    for name, content in cases.items():
+        path = os.path.join(tmp, name)
+        write(path, content)
+        p = subprocess.run([GPUSPY, "report", path], capture_output=True, text=True, timeout=10)
+        err = p.stderr.strip().splitlines()
+        check(p.returncode == 1, f"{name}: exit {p.returncode}")
+        check(len(err) == 1 and err[0].startswith(f"gpuspy: error: {path}: "), f"{name}: {err}")
+    # Cut anywhere: never a crash, and every complete record up to the cut.
+    step = max(1, len(data) // 300)
+    cut = os.path.join(tmp, "cut.gspy")
+    for n in list(range(0, 8192, 97)) + list(range(8192, len(data), step)):
+        write(cut, data[:n])
+        p = subprocess.run([GPUSPY, "report", "--json", cut], capture_output=True, text=True, timeout=10)
+        check(p.returncode in (0, 1), f"cut at {n}: exit {p.returncode} {p.stderr[-300:]}")
+        if p.returncode == 1:
+            check(len(p.stderr.strip().splitlines()) == 1, f"cut at {n}: {p.stderr}")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = 0

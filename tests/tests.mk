@@ -50,7 +50,7 @@ $(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 TEST_PROGS := $(addprefix $(TB)/,prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
-	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork)
+	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
 
@@ -84,3 +84,16 @@ demo:
 	@sh scripts/demo.sh
 
 .PHONY: demo
+
+$(TB)/prog_train: tests/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+
+# Refreshes the expected reports of the golden traces (review the diff).
+golden-update: all
+	@for f in tests/golden/*.jsonl; do \
+		b=$${f%.jsonl}; \
+		tools/gpuspy report --color never $$f > $$b.report.txt; \
+		tools/gpuspy report --json $$f > $$b.report.json; \
+	done
+
+.PHONY: golden-update

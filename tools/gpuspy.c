@@ -2,25 +2,33 @@
 /*
  * The gpuspy command: reads traces written by libgpuspy.
  *
+ *   gpuspy report [--json] [--color WHEN] FILE|DIR...   per-phase breakdown and diagnoses
  *   gpuspy dump FILE [-o OUT]     the trace as JSON Lines
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dump.h"
 #include "reader.h"
+#include "report.h"
 
 #define GPUSPY_VERSION "0.1.0"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
-		   "       gpuspy --version\n");
+	fprintf(f, "usage: gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
+		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
+		   "       gpuspy --version\n"
+		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
+		   "(or, if it has none, its .jsonl files).\n");
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -70,6 +78,162 @@ static int cmd_dump(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+struct paths {
+	char **v;
+	size_t n, cap;
+};
+
+static void paths_add(struct paths *p, const char *s)
+{
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 16;
+		char **v = realloc(p->v, p->cap * sizeof(*v));
+		if (!v) {
+			fprintf(stderr, "gpuspy: error: out of memory\n");
+			exit(1);
+		}
+		p->v = v;
+	}
+	p->v[p->n++] = strdup(s);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int ends_with(const char *s, const char *sfx)
+{
+	size_t n = strlen(s), k = strlen(sfx);
+	return n >= k && !strcmp(s + n - k, sfx);
+}
+
+/* A directory stands for its .gspy files, or its .jsonl files if it has
+ * no .gspy (a dump next to its trace would count twice). */
+static int expand_dir(const char *dir, struct paths *out)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		DIR *d = opendir(dir);
+		if (!d)
+			return -errno;
+		size_t before = out->n;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (ends_with(e->d_name, pass ? ".jsonl" : ".gspy")) {
+				char p[4096];
+				snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+				paths_add(out, p);
+			}
+		closedir(d);
+		qsort(out->v + before, out->n - before, sizeof(char *), cmp_str);
+		if (out->n > before)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int cmp_report(const void *a, const void *b)
+{
+	const struct gs_report *x = *(struct gs_report *const *)a, *y = *(struct gs_report *const *)b;
+	if (x->proc.rank != y->proc.rank)
+		return x->proc.rank < y->proc.rank ? -1 : 1;
+	return x->proc.pid < y->proc.pid ? -1 : x->proc.pid > y->proc.pid;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	int json = 0, color = isatty(1) && !getenv("NO_COLOR");
+	struct paths in = { 0 };
+	int status = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--color") && i + 1 < argc) {
+			const char *w = argv[++i];
+			if (!strcmp(w, "always"))
+				color = 1;
+			else if (!strcmp(w, "never"))
+				color = 0;
+			else if (strcmp(w, "auto")) {
+				fprintf(stderr, "gpuspy: error: --color %s: use auto, always or never\n", w);
+				return 2;
+			}
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "gpuspy: error: report: unknown option %s, see gpuspy --help\n", argv[i]);
+			return 2;
+		} else {
+			struct stat st;
+			if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+				if (expand_dir(argv[i], &in) != 0) {
+					fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory\n",
+						argv[i]);
+					status = 1;
+				}
+			} else {
+				paths_add(&in, argv[i]);
+			}
+		}
+	}
+	if (!in.n) {
+		if (!status)
+			usage(stderr);
+		return status ? status : 2;
+	}
+	struct gs_report **procs = calloc(in.n, sizeof(*procs));
+	size_t n = 0;
+	for (size_t i = 0; procs && i < in.n; i++) {
+		char err[300];
+		struct gs_report *r = calloc(1, sizeof(*r));
+		if (!r || gs_report_file(in.v[i], r, err, sizeof(err)) != 0) {
+			fprintf(stderr, "gpuspy: error: %s: %s\n", in.v[i], r ? err : "out of memory");
+			free(r);
+			status = 1;
+			continue;
+		}
+		if (r->input_error[0]) {
+			fprintf(stderr, "gpuspy: error: %s: %s; reporting the events before it\n", in.v[i],
+				r->input_error);
+			status = 1;
+		}
+		procs[n++] = r;
+	}
+	if (n) {
+		qsort(procs, n, sizeof(*procs), cmp_report);
+		struct gs_report whole;
+		memset(&whole, 0, sizeof(whole));
+		for (size_t i = 0; i < n; i++)
+			gs_report_merge(&whole, procs[i]);
+		if (n == 1) {
+			whole.device_total = procs[0]->device_total;
+			whole.peak_reserved = procs[0]->peak_reserved;
+		}
+		if (json) {
+			cJSON *o = gs_report_json(procs, n, &whole);
+			char *s = cJSON_Print(o);
+			if (s)
+				printf("%s\n", s);
+			cJSON_free(s);
+			cJSON_Delete(o);
+		} else {
+			gs_report_print(stdout, procs, n, &whole, color);
+		}
+		gs_report_free(&whole);
+	}
+	for (size_t i = 0; i < n; i++) {
+		gs_report_free(procs[i]);
+		free(procs[i]);
+	}
+	free(procs);
+	for (size_t i = 0; i < in.n; i++)
+		free(in.v[i]);
+	free(in.v);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "gpuspy: error: stdout: write failed: %s\n", strerror(errno));
+		status = 1;
+	}
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -86,6 +250,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 2, argv + 2);
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A training loop on the driver double, annotated with the public phase API
+ * (include/gpuspy.h, weak symbols: it also runs without libgpuspy). Each of
+ * STEPS steps: "data" does host work and two pageable 1 MiB H2D copies,
+ * "forward" launches 10 kernels, "backward" 12, "optimizer" allocates and
+ * frees a 4 MiB buffer, launches one kernel, synchronizes and reads a loss
+ * back (4-byte D2H). Usage: prog_train [STEPS] [DATA_US]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../lib/cuda_api.h"
+#include "doubles/fakecuda.h"
+#include "gpuspy.h"
+
+static void host_work(long us)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 20;
+	long data_us = argc > 2 ? atol(argv[2]) : 2000;
+	CUcontext ctx;
+	cuInit(0);
+	cuDevicePrimaryCtxRetain(&ctx, 0);
+	cuCtxSetCurrent(ctx);
+	CUdeviceptr weights, x;
+	cuMemAlloc_v2(&weights, 512 << 10);
+	cuMemAlloc_v2(&x, 2 << 20);
+	char *batch = malloc(1 << 20);
+	float loss = 0;
+	CUfunction fwd = fakecuda_function("fwd_gemm", NULL);
+	CUfunction bwd = fakecuda_function("bwd_gemm", NULL);
+	CUfunction sgd = fakecuda_function("sgd_update", NULL);
+	for (int s = 0; s < steps; s++) {
+		GPUSPY_PHASE_PUSH("data");
+		host_work(data_us);
+		cuMemcpyHtoD_v2(x, batch, 1 << 20);
+		cuMemcpyHtoD_v2(x + (1 << 20), batch, 1 << 20);
+		GPUSPY_PHASE_POP();
+
+		GPUSPY_PHASE_PUSH("forward");
+		for (int i = 0; i < 10; i++)
+			cuLaunchKernel(fwd, 64, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+		GPUSPY_PHASE_POP();
+
+		GPUSPY_PHASE_PUSH("backward");
+		for (int i = 0; i < 12; i++)
+			cuLaunchKernel(bwd, 64, 2, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+		GPUSPY_PHASE_POP();
+
+		GPUSPY_PHASE_PUSH("optimizer");
+		CUdeviceptr tmp;
+		cuMemAlloc_v2(&tmp, 4 << 20);
+		cuLaunchKernel(sgd, 32, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL);
+		cuMemFree_v2(tmp);
+		cuStreamSynchronize(NULL);
+		cuMemcpyDtoH_v2(&loss, weights, sizeof(loss));
+		GPUSPY_PHASE_POP();
+		GPUSPY_MARK("step");
+	}
+	cuMemFree_v2(x);
+	cuMemFree_v2(weights);
+	free(batch);
+	printf("trained %d steps\n", steps);
+	return 0;
+}

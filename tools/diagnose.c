@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Diagnoses: each is the numbers from the trace plus the concrete change to
+ * make, in one or two lines. Until GPU timings are in the trace, the ones
+ * that need the GPU's side (starvation, launch-bound) are host-side
+ * estimates and say so.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "report.h"
+#include "units.h"
+
+static void add(struct gs_report *r, const char *id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add(struct gs_report *r, const char *id, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	struct gs_diag *d = realloc(r->diag, (r->ndiag + 1) * sizeof(*d));
+	char *t = strdup(buf);
+	if (!d || !t) {
+		free(t);
+		if (d)
+			r->diag = d;
+		return;
+	}
+	r->diag = d;
+	r->diag[r->ndiag].id = id;
+	r->diag[r->ndiag].text = t;
+	r->ndiag++;
+}
+
+static void pageable(struct gs_report *r)
+{
+	const struct gs_agg *h = &r->total.copy[GSPY_DIR_h2d][GS_PAGEABLE];
+	const struct gs_agg *d = &r->total.copy[GSPY_DIR_d2h][GS_PAGEABLE];
+	char b[32], t[32];
+	if (h->count)
+		add(r, "pageable_copies",
+		    "%llu host-to-device copies (%s, %s on the host) read pageable memory: the driver stages "
+		    "them through a bounce buffer and they cannot overlap compute.\n"
+		    "Pin the source: DataLoader(pin_memory=True) or tensor.pin_memory() (cudaHostAlloc in C), "
+		    "then copy with non_blocking=True.",
+		    (unsigned long long)h->count, gs_fmt_bytes(b, h->bytes), gs_fmt_ns(t, h->host_ns));
+	if (d->count >= 10)
+		add(r, "pageable_copies_d2h",
+		    "%llu device-to-host copies (%s) land in pageable memory; copy into a pinned buffer "
+		    "(torch.empty(..., pin_memory=True)) to make them asynchronous.",
+		    (unsigned long long)d->count, gs_fmt_bytes(b, d->bytes));
+}
+
+static uint64_t launches(const struct gs_cats *c)
+{
+	return c->launch.count;
+}
+
+static uint64_t sync_copies(const struct gs_cats *c)
+{
+	uint64_t n = 0;
+	for (int d = 0; d < GSPY_DIR_COUNT; d++)
+		n += c->copy_sync[d][0].count + c->copy_sync[d][1].count;
+	return n;
+}
+
+static void starvation(struct gs_report *r, uint64_t span)
+{
+	for (size_t i = 1; i < r->nphases; i++) {
+		const struct gs_phase_stat *p = &r->phases[i];
+		if (!strcasestr(p->name, "data") || p->count < 2 || !span)
+			continue;
+		double share = (double)p->wall_ns / (double)span;
+		if (share < 0.2 || launches(&p->c) > p->count)
+			continue;
+		char w[32];
+		add(r, "data_starvation",
+		    "Phase '%s' takes %.0f%% of the run (%s over %llu occurrences) and launches no GPU work: "
+		    "the GPU waits for data (host-side estimate).\n"
+		    "Load ahead: raise DataLoader num_workers, set prefetch_factor and persistent_workers=True, "
+		    "or move decoding/augmentation to the GPU.",
+		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count);
+	}
+}
+
+static void stalls(struct gs_report *r)
+{
+	for (size_t i = 1; i < r->nphases; i++) {
+		const struct gs_phase_stat *p = &r->phases[i];
+		uint64_t sc = sync_copies(&p->c);
+		if (p->count < 2 || p->c.sync.count + sc < p->count)
+			continue;
+		char t[32];
+		add(r, "sync_stalls",
+		    "Phase '%s' (%llu occurrences) synchronizes %llu times (%s waiting) and makes %llu "
+		    "synchronous copies: each one stops the host until the GPU drains its queue.\n"
+		    "Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy with "
+		    "non_blocking=True from pinned memory.",
+		    p->name, (unsigned long long)p->count, (unsigned long long)p->c.sync.count,
+		    gs_fmt_ns(t, p->c.sync.host_ns), (unsigned long long)sc);
+	}
+}
+
+static void launch_bound(struct gs_report *r, uint64_t span)
+{
+	const struct gs_agg *l = &r->total.launch;
+	if (l->count < 1000 || !span)
+		return;
+	double launch_share = (double)l->host_ns / (double)span;
+	double sync_share = (double)r->total.sync.host_ns / (double)span;
+	if (launch_share < 0.25 || sync_share > 0.10)
+		return;
+	char m[32];
+	add(r, "launch_bound",
+	    "%llu kernel launches take %.0f%% of the host's time (mean %s each) while it waits for the "
+	    "GPU only %.0f%%: the GPU finishes work faster than it is launched (host-side estimate).\n"
+	    "Launch less often: capture the step in a CUDA graph, or use "
+	    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
+	    (unsigned long long)l->count, 100 * launch_share,
+	    gs_fmt_ns(m, l->host_ns / l->count), 100 * sync_share);
+}
+
+static void churn(struct gs_report *r)
+{
+	uint64_t n = r->phases_repeat ? r->churn_phase : r->churn_events;
+	uint64_t bytes = r->phases_repeat ? r->churn_phase_bytes : r->churn_events_bytes;
+	if (n < 10)
+		return;
+	char b[32];
+	add(r, "allocation_churn",
+	    "%llu device allocations and frees (%s) after warm-up (%s): each cudaMalloc/cudaFree "
+	    "synchronizes the device.\n"
+	    "Allocate once and reuse: keep buffers across steps, avoid torch.cuda.empty_cache() in the "
+	    "loop, keep shapes stable, or use a stream-ordered pool (cudaMallocAsync).",
+	    (unsigned long long)n, gs_fmt_bytes(b, bytes),
+	    r->phases_repeat ? "after the first occurrence of a repeated phase"
+			     : "after the first fifth of the events");
+}
+
+static void oom(struct gs_report *r)
+{
+	if (!r->device_total || r->peak_reserved <= 0)
+		return;
+	double share = (double)r->peak_reserved / (double)r->device_total;
+	if (share < 0.9)
+		return;
+	char p[32], t[32];
+	add(r, "oom_risk",
+	    "Peak reserved device memory %s is %.0f%% of the device's %s: close to out-of-memory.\n"
+	    "Lower the batch size, use activation checkpointing or mixed precision, or set "
+	    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.",
+	    gs_fmt_bytes(p, (uint64_t)r->peak_reserved), 100 * share, gs_fmt_bytes(t, r->device_total));
+}
+
+void gs_report_diagnose(struct gs_report *r)
+{
+	uint64_t span = r->t_last - r->t_first;
+	pageable(r);
+	starvation(r, span);
+	stalls(r);
+	launch_bound(r, span);
+	churn(r);
+	oom(r);
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Aggregation for `gpuspy report`: per-phase and total counts, bytes and
+ * host time of every kind of call, kernel statistics, reserved device
+ * memory and its peak, and the evidence behind each diagnosis.
+ *
+ * Phases form one process-wide timeline: an event belongs to the innermost
+ * phase open when it started. A phase's wall time is the sum of its
+ * occurrences (nested phases count inside their parents); "(no phase)" gets
+ * the traced span not covered by any phase.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define STACK_MAX 64
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n);
+	if (!q) {
+		fprintf(stderr, "gpuspy: error: out of memory\n");
+		exit(1);
+	}
+	return q;
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xrealloc(NULL, n), s, n);
+}
+
+static void agg_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
+{
+	a->count++;
+	a->bytes += bytes;
+	a->host_ns += ns;
+}
+
+static void agg_merge(struct gs_agg *d, const struct gs_agg *s)
+{
+	d->count += s->count;
+	d->bytes += s->bytes;
+	d->host_ns += s->host_ns;
+}
+
+static void cats_merge(struct gs_cats *d, const struct gs_cats *s)
+{
+	const struct gs_agg *a = (const struct gs_agg *)s;
+	struct gs_agg *b = (struct gs_agg *)d;
+	for (size_t i = 0; i < sizeof(*s) / sizeof(struct gs_agg); i++)
+		agg_merge(&b[i], &a[i]);
+}
+
+static size_t phase_index(struct gs_report *r, const char *name)
+{
+	for (size_t i = 0; i < r->nphases; i++)
+		if (!strcmp(r->phases[i].name, name))
+			return i;
+	if (r->nphases == r->phases_cap) {
+		r->phases_cap = r->phases_cap ? 2 * r->phases_cap : 16;
+		r->phases = xrealloc(r->phases, r->phases_cap * sizeof(*r->phases));
+	}
+	struct gs_phase_stat *p = &r->phases[r->nphases];
+	memset(p, 0, sizeof(*p));
+	p->name = xstrdup(name);
+	return r->nphases++;
+}
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static struct gs_kernel_stat *kernel(struct gs_report *r, const char *name)
+{
+	if (2 * (r->nkernels + 1) > r->kernels_cap) {
+		size_t cap = r->kernels_cap ? 2 * r->kernels_cap : 64;
+		struct gs_kernel_stat *t = xrealloc(NULL, cap * sizeof(*t));
+		memset(t, 0, cap * sizeof(*t));
+		for (size_t i = 0; i < r->kernels_cap; i++) {
+			if (!r->kernels[i].name)
+				continue;
+			size_t j = hash(r->kernels[i].name) & (cap - 1);
+			while (t[j].name)
+				j = (j + 1) & (cap - 1);
+			t[j] = r->kernels[i];
+		}
+		free(r->kernels);
+		r->kernels = t;
+		r->kernels_cap = cap;
+	}
+	size_t j = hash(name) & (r->kernels_cap - 1);
+	while (r->kernels[j].name && strcmp(r->kernels[j].name, name))
+		j = (j + 1) & (r->kernels_cap - 1);
+	if (!r->kernels[j].name) {
+		r->kernels[j].name = xstrdup(name);
+		r->kernels[j].min_ns = UINT64_MAX;
+		r->nkernels++;
+	}
+	return &r->kernels[j];
+}
+
+static const char *launch_name(const struct gs_ev *ev)
+{
+	switch (ev->api) {
+	case GSPY_API_cuLaunchHostFunc:
+	case GSPY_API_cuLaunchHostFunc_ptsz:
+	case GSPY_API_cudaLaunchHostFunc:
+	case GSPY_API_cudaLaunchHostFunc_ptsz:
+		return "(host function)";
+	case GSPY_API_cuGraphLaunch:
+	case GSPY_API_cuGraphLaunch_ptsz:
+	case GSPY_API_cudaGraphLaunch:
+	case GSPY_API_cudaGraphLaunch_ptsz:
+		return "(graph)";
+	}
+	return ev->name && *ev->name ? ev->name : "(unknown)";
+}
+
+static int alloc_kind(unsigned mem)
+{
+	switch (mem) {
+	case GSPY_MEM_pinned: return GS_ALLOC_PINNED;
+	case GSPY_MEM_managed: return GS_ALLOC_MANAGED;
+	case GSPY_MEM_host: return GS_ALLOC_HOST;
+	}
+	return GS_ALLOC_DEVICE;
+}
+
+/* Device memory reserved by the process: device and managed allocations and
+ * VMM physical allocations, less their frees. */
+static int counts_as_reserved(const struct gs_ev *ev)
+{
+	return ev->mem == GSPY_MEM_device || ev->mem == GSPY_MEM_managed;
+}
+
+static void add_event(struct gs_report *r, struct gs_cats *c, const struct gs_ev *ev)
+{
+	uint64_t ns = ev->end_ns - ev->start_ns;
+	switch (ev->kind) {
+	case GSPY_KIND_launch: {
+		agg_add(&c->launch, 0, ns);
+		break;
+	}
+	case GSPY_KIND_copy: {
+		int pinned = ev->mem == GSPY_MEM_pinned;
+		unsigned d = ev->dir < GSPY_DIR_COUNT ? ev->dir : 0;
+		agg_add(&c->copy[d][pinned], ev->bytes, ns);
+		if (!ev->async)
+			agg_add(&c->copy_sync[d][pinned], ev->bytes, ns);
+		break;
+	}
+	case GSPY_KIND_memset:
+		agg_add(&c->memset, ev->bytes, ns);
+		break;
+	case GSPY_KIND_alloc:
+		agg_add(&c->alloc[alloc_kind(ev->mem)], ev->bytes, ns);
+		break;
+	case GSPY_KIND_free:
+		agg_add(&c->free, ev->bytes, ns);
+		break;
+	case GSPY_KIND_sync:
+		agg_add(&c->sync, 0, ns);
+		break;
+	default:
+		break;
+	}
+	(void)r;
+}
+
+static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t index)
+{
+	if (ev->result != 0 || !counts_as_reserved(ev))
+		return;
+	int is_alloc = ev->kind == GSPY_KIND_alloc;
+	if (!is_alloc && ev->kind != GSPY_KIND_free)
+		return;
+	if (ev->device >= 0 && ev->device < 8 && r->proc.device_mem[ev->device])
+		r->device_total = r->proc.device_mem[ev->device];
+	r->reserved += is_alloc ? (int64_t)ev->bytes : -(int64_t)ev->bytes;
+	if (r->reserved > r->peak_reserved) {
+		r->peak_reserved = r->reserved;
+		r->peak_t = ev->end_ns;
+	}
+	/* Allocation churn: device allocations and frees after warm-up, which
+	 * is the first occurrence of a repeated phase or, without one, the
+	 * first fifth of the events. */
+	if (r->phases_repeat) {
+		r->churn_phase++;
+		r->churn_phase_bytes += ev->bytes;
+	}
+	if (r->proc.events && index * 5 >= r->proc.events) {
+		r->churn_events++;
+		r->churn_events_bytes += ev->bytes;
+	}
+}
+
+struct open_phase {
+	size_t idx;
+	uint64_t begin;
+};
+
+int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen)
+{
+	struct gs_input in;
+	memset(r, 0, sizeof(*r));
+	int rc = gs_input_open(path, &in, err, errlen);
+	if (rc)
+		return rc;
+	r->path = path;
+	r->proc = in.proc;
+	r->nprocs = 1;
+	if (r->proc.rank >= 0)
+		snprintf(r->label, sizeof(r->label), "rank %d (pid %u)", r->proc.rank, r->proc.pid);
+	else
+		snprintf(r->label, sizeof(r->label), "pid %u", r->proc.pid);
+	phase_index(r, "(no phase)");
+	struct open_phase stack[STACK_MAX];
+	int depth = 0;
+	uint64_t top_begin = 0, covered = 0;
+	struct gs_ev ev;
+	int got;
+	while ((got = gs_input_next(&in, &ev)) == 1) {
+		if (!r->nevents++)
+			r->t_first = ev.start_ns;
+		if (ev.end_ns > r->t_last)
+			r->t_last = ev.end_ns;
+		if (ev.kind == GSPY_KIND_phase_begin) {
+			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
+			if (++r->phases[p].count == 2)
+				r->phases_repeat = 1;
+			if (depth == 0)
+				top_begin = ev.start_ns;
+			if (depth < STACK_MAX)
+				stack[depth++] = (struct open_phase){ p, ev.start_ns };
+			continue;
+		}
+		if (ev.kind == GSPY_KIND_phase_end) {
+			/* Close the innermost open phase of this name (or the
+			 * innermost one when the name is unknown). */
+			int i = depth - 1;
+			while (i >= 0 && ev.name && *ev.name && strcmp(r->phases[stack[i].idx].name, ev.name))
+				i--;
+			if (i < 0)
+				continue;
+			r->phases[stack[i].idx].wall_ns += ev.start_ns - stack[i].begin;
+			memmove(&stack[i], &stack[i + 1], (size_t)(depth - i - 1) * sizeof(stack[0]));
+			if (--depth == 0)
+				covered += ev.start_ns - top_begin;
+			continue;
+		}
+		if (ev.kind == GSPY_KIND_mark)
+			continue;
+		size_t cur = depth ? stack[depth - 1].idx : 0;
+		add_event(r, &r->total, &ev);
+		add_event(r, &r->phases[cur].c, &ev);
+		if (ev.kind == GSPY_KIND_launch) {
+			struct gs_kernel_stat *k = kernel(r, launch_name(&ev));
+			uint64_t ns = ev.end_ns - ev.start_ns;
+			k->count++;
+			k->total_ns += ns;
+			if (ns < k->min_ns)
+				k->min_ns = ns;
+			if (ns > k->max_ns)
+				k->max_ns = ns;
+		}
+		track_memory(r, &ev, r->nevents);
+	}
+	if (got < 0)
+		snprintf(r->input_error, sizeof(r->input_error), "%s", in.err);
+	/* Phases still open at the end run to the end of the trace. */
+	for (int i = 0; i < depth; i++)
+		r->phases[stack[i].idx].wall_ns += r->t_last - stack[i].begin;
+	if (depth)
+		covered += r->t_last - top_begin;
+	uint64_t span = r->t_last - r->t_first;
+	r->phases[0].wall_ns = span > covered ? span - covered : 0;
+	r->phases[0].count = 1;
+	gs_input_close(&in);
+	gs_report_diagnose(r);
+	return 0;
+}
+
+void gs_report_merge(struct gs_report *d, const struct gs_report *s)
+{
+	if (!d->nprocs) {
+		phase_index(d, "(no phase)");
+		d->t_first = s->t_first;
+		snprintf(d->label, sizeof(d->label), "all processes");
+	}
+	d->nprocs += s->nprocs;
+	if (s->nevents && (!d->nevents || s->t_first < d->t_first))
+		d->t_first = s->t_first;
+	if (s->t_last > d->t_last)
+		d->t_last = s->t_last;
+	d->nevents += s->nevents;
+	d->proc.events += s->proc.events;
+	d->proc.dropped += s->proc.dropped;
+	cats_merge(&d->total, &s->total);
+	for (size_t i = 0; i < s->nphases; i++) {
+		struct gs_phase_stat *p = &d->phases[phase_index(d, s->phases[i].name)];
+		p->count += s->phases[i].count;
+		p->wall_ns += s->phases[i].wall_ns;
+		cats_merge(&p->c, &s->phases[i].c);
+	}
+	for (size_t i = 0; i < s->kernels_cap; i++) {
+		const struct gs_kernel_stat *k = &s->kernels[i];
+		if (!k->name)
+			continue;
+		struct gs_kernel_stat *t = kernel(d, k->name);
+		t->count += k->count;
+		t->total_ns += k->total_ns;
+		if (k->min_ns < t->min_ns)
+			t->min_ns = k->min_ns;
+		if (k->max_ns > t->max_ns)
+			t->max_ns = k->max_ns;
+	}
+	d->peak_reserved += s->peak_reserved; /* an upper bound across processes */
+}
+
+void gs_report_free(struct gs_report *r)
+{
+	for (size_t i = 0; i < r->nphases; i++)
+		free(r->phases[i].name);
+	for (size_t i = 0; i < r->kernels_cap; i++)
+		free(r->kernels[i].name);
+	for (size_t i = 0; i < r->ndiag; i++)
+		free(r->diag[i].text);
+	free(r->phases);
+	free(r->kernels);
+	free(r->diag);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `gpuspy report` output: the human report (fits 100 columns, units scaled,
+ * colour only on a terminal) and the --json summary.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "units.h"
+
+static const char *const alloc_names[GS_ALLOC_KINDS] = { "device", "pinned", "managed", "host" };
+static const char *bold = "", *yellow = "", *reset = "";
+
+static uint64_t alloc_count(const struct gs_cats *c)
+{
+	uint64_t n = c->free.count;
+	for (int i = 0; i < GS_ALLOC_KINDS; i++)
+		n += c->alloc[i].count;
+	return n;
+}
+
+static uint64_t alloc_ns(const struct gs_cats *c)
+{
+	uint64_t n = c->free.host_ns;
+	for (int i = 0; i < GS_ALLOC_KINDS; i++)
+		n += c->alloc[i].host_ns;
+	return n;
+}
+
+static uint64_t alloc_bytes(const struct gs_cats *c)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < GS_ALLOC_KINDS; i++)
+		n += c->alloc[i].bytes;
+	return n;
+}
+
+static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, const struct gs_cats *c)
+{
+	char a[32], b[32], d[32], e[32], h[32], k[32], m[32];
+	fprintf(f, "  %-16.16s %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", name,
+		count ? gs_fmt_count(a, count) : "-",
+		gs_fmt_ns(b, wall), gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.host_ns),
+		gs_fmt_count(h, alloc_count(c)), gs_fmt_bytes(k, alloc_bytes(c)),
+		gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns((char[32]){ 0 }, c->sync.host_ns), "n/a");
+}
+
+static void phases_table(FILE *f, const struct gs_report *r)
+{
+	fprintf(f, "\n  %sPhases%s           %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", bold, reset,
+		"count", "wall", "kernels", "launch", "alloc", "allocated", "alloc t", "sync",
+		"GPU idle");
+	for (size_t i = 0; i < r->nphases; i++) {
+		const struct gs_phase_stat *p = &r->phases[i];
+		if (i == 0 && !p->wall_ns && !p->c.launch.count && !alloc_count(&p->c) &&
+		    !p->c.sync.count && r->nphases > 1)
+			continue; /* an empty "(no phase)" row says nothing */
+		phase_row(f, p->name, p->count, p->wall_ns, &p->c);
+	}
+	phase_row(f, "total", 0, r->t_last - r->t_first, &r->total);
+}
+
+static void copies_table(FILE *f, const struct gs_report *r)
+{
+	int header = 0;
+	for (size_t i = 0; i <= r->nphases; i++) {
+		const struct gs_cats *c = i < r->nphases ? &r->phases[i].c : &r->total;
+		const char *name = i < r->nphases ? r->phases[i].name : "total";
+		if (i == r->nphases && r->nphases == 1)
+			break; /* only "(no phase)": its rows are the totals */
+		for (int d = 1; d <= GSPY_DIR_COUNT; d++)
+			for (int p = 0; p < 2; p++) {
+				/* d == GSPY_DIR_COUNT is the memset row */
+				int ms = d == GSPY_DIR_COUNT;
+				if (ms && p)
+					continue;
+				const struct gs_agg *a = ms ? &c->memset : &c->copy[d][p];
+				const struct gs_agg *s = ms ? &c->memset : &c->copy_sync[d][p];
+				if (!a->count)
+					continue;
+				if (!header++)
+					fprintf(f, "\n  %sCopies and memsets%s %9s %7s %10s %10s %10s %9s\n", bold,
+						reset, "", "count", "bytes", "time", "sync GB/s", "async");
+				char kind[32], b1[32], b2[32], b3[32], b4[32];
+				int host = d == GSPY_DIR_h2d || d == GSPY_DIR_d2h || d == GSPY_DIR_h2h;
+				snprintf(kind, sizeof(kind), "%s %s", ms ? "memset" : gs_dir_name((unsigned)d),
+					 host ? (p ? "pinned" : "pageable") : "");
+				fprintf(f, "  %-14.14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
+					gs_fmt_count(b1, a->count), gs_fmt_bytes(b2, a->bytes),
+					gs_fmt_ns(b3, a->host_ns),
+					ms ? "-" : gs_fmt_rate(b4, s->bytes, s->host_ns),
+					ms ? "-" : gs_fmt_count((char[32]){ 0 }, a->count - s->count));
+			}
+	}
+	if (header)
+		fprintf(f, "  (GB/s over synchronous copies only: an asynchronous copy returns before it is done)\n");
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct gs_kernel_stat *x = *(const struct gs_kernel_stat *const *)a;
+	const struct gs_kernel_stat *y = *(const struct gs_kernel_stat *const *)b;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Kernels sorted by total time; the caller frees the array. */
+static const struct gs_kernel_stat **sorted_kernels(const struct gs_report *r)
+{
+	const struct gs_kernel_stat **v = calloc(r->nkernels + 1, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; v && i < r->kernels_cap; i++)
+		if (r->kernels[i].name)
+			v[n++] = &r->kernels[i];
+	if (v)
+		qsort(v, n, sizeof(*v), cmp_kernel);
+	return v;
+}
+
+static void kernels_table(FILE *f, const struct gs_report *r)
+{
+	if (!r->nkernels)
+		return;
+	const struct gs_kernel_stat **v = sorted_kernels(r);
+	if (!v)
+		return;
+	fprintf(f, "\n  %sTop kernels%s (launch time) %21s %8s %9s %9s %9s %9s\n", bold, reset, "",
+		"count", "total", "mean", "min", "max");
+	for (size_t i = 0; i < r->nkernels && i < 10; i++) {
+		char a[32], b[32], c[32], d[32], e[32];
+		const char *n = v[i]->name;
+		size_t len = strlen(n);
+		char shown[64];
+		if (len > 48)
+			snprintf(shown, sizeof(shown), "%.22s...%s", n, n + len - 23);
+		else
+			snprintf(shown, sizeof(shown), "%s", n);
+		fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->count),
+			gs_fmt_ns(b, v[i]->total_ns), gs_fmt_ns(c, v[i]->total_ns / v[i]->count),
+			gs_fmt_ns(d, v[i]->min_ns), gs_fmt_ns(e, v[i]->max_ns));
+	}
+	if (r->nkernels > 10)
+		fprintf(f, "  ... and %zu more\n", r->nkernels - 10);
+	free(v);
+}
+
+static void memory(FILE *f, const struct gs_report *r)
+{
+	char a[32], b[32];
+	fprintf(f, "\n  %sMemory%s\n  allocations:", bold, reset);
+	for (int i = 0; i < GS_ALLOC_KINDS; i++)
+		if (r->total.alloc[i].count || i < 3)
+			fprintf(f, " %s %llu (%s)%s", alloc_names[i],
+				(unsigned long long)r->total.alloc[i].count,
+				gs_fmt_bytes(a, r->total.alloc[i].bytes), i < 2 ? "," : "");
+	fprintf(f, "; frees %llu (%s)\n", (unsigned long long)r->total.free.count,
+		gs_fmt_bytes(b, r->total.free.bytes));
+	fprintf(f, "  peak reserved device memory: %s", gs_fmt_bytes(a, (uint64_t)(r->peak_reserved > 0 ? r->peak_reserved : 0)));
+	if (r->device_total)
+		fprintf(f, " of %s (%.1f%%)", gs_fmt_bytes(b, r->device_total),
+			100.0 * (double)r->peak_reserved / (double)r->device_total);
+	if (r->nprocs > 1)
+		fprintf(f, " (sum of the processes' peaks)");
+	fprintf(f, "\n");
+}
+
+static const char *state_text(const struct gs_proc *p)
+{
+	switch (p->state) {
+	case GSPY_STATE_EXITED: return "exited cleanly";
+	case GSPY_STATE_SIGNALED: return "died of a signal";
+	}
+	return "did not exit cleanly (killed, crashed or still running)";
+}
+
+static void process_section(FILE *f, const struct gs_report *r)
+{
+	char a[32], b[32], c[32];
+	fprintf(f, "\n%s== %s%s: %s\n", bold, r->label, reset, r->proc.command);
+	fprintf(f, "   host %s, %s, %s traced, %s events, %s dropped\n", r->proc.host, state_text(&r->proc),
+		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents),
+		gs_fmt_count(c, r->proc.dropped));
+	if (r->proc.state == GSPY_STATE_SIGNALED)
+		fprintf(f, "   signal %d\n", r->proc.exit_signal);
+	if (r->proc.state != GSPY_STATE_EXITED || r->proc.truncated || r->input_error[0])
+		fprintf(f, "   %strace incomplete%s: every complete event is included%s%s\n", yellow, reset,
+			r->input_error[0] ? "; input stopped at " : "", r->input_error);
+	if (r->proc.dropped)
+		fprintf(f, "   %s%llu events were dropped%s: the buffer was full; raise GPUSPY_BUFFER_MB\n",
+			yellow, (unsigned long long)r->proc.dropped, reset);
+	phases_table(f, r);
+	copies_table(f, r);
+	kernels_table(f, r);
+	memory(f, r);
+}
+
+/* Prints text wrapped at 100 columns, the first line after `first`, the
+ * others indented by `indent` spaces. */
+static void wrap(FILE *f, const char *first, int indent, const char *text, size_t len)
+{
+	int col = fprintf(f, "%s", first);
+	size_t i = 0;
+	while (i < len) {
+		size_t w = i;
+		while (w < len && text[w] != ' ')
+			w++;
+		int word = (int)(w - i);
+		if (col + word + 1 > 100 && col > indent) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent && i > 0) {
+			fputc(' ', f);
+			col++;
+		}
+		col += fprintf(f, "%.*s", word, text + i);
+		i = w;
+		while (i < len && text[i] == ' ')
+			i++;
+	}
+	fputc('\n', f);
+}
+
+static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += procs[i]->ndiag;
+	fprintf(f, "\n%sDiagnoses%s\n", bold, reset);
+	if (!total)
+		fprintf(f, "  none: nothing in this trace matches a known problem\n");
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < procs[i]->ndiag; j++) {
+			const char *t = procs[i]->diag[j].text;
+			const char *nl = strchr(t, '\n');
+			char first[96];
+			snprintf(first, sizeof(first), "  %s*%s %s%s", yellow, reset,
+				 n > 1 ? procs[i]->label : "", n > 1 ? ": " : "");
+			wrap(f, first, 4, t, nl ? (size_t)(nl - t) : strlen(t));
+			if (nl)
+				wrap(f, "    -> ", 7, nl + 1, strlen(nl + 1));
+		}
+}
+
+void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
+		     const struct gs_report *whole, int color)
+{
+	if (color) {
+		bold = "\033[1m";
+		yellow = "\033[33m";
+		reset = "\033[0m";
+	}
+	char a[32], b[32];
+	fprintf(f, "%sgpuspy report%s: %zu process%s, %s events, %s dropped\n", bold, reset, n,
+		n == 1 ? "" : "es", gs_fmt_count(a, whole->nevents), gs_fmt_count(b, whole->proc.dropped));
+	fprintf(f, "Times are host-side: when each call was made and how long it took to return. This trace\n"
+		   "has no GPU timestamps, so kernel time is launch time and GPU idle is unknown (n/a).\n");
+	for (size_t i = 0; i < n; i++)
+		process_section(f, procs[i]);
+	if (n > 1) {
+		fprintf(f, "\n%s== all %zu processes%s\n", bold, n, reset);
+		phases_table(f, whole);
+		copies_table(f, whole);
+		kernels_table(f, whole);
+		memory(f, whole);
+	}
+	diagnoses(f, procs, n);
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+static cJSON *agg_json(const struct gs_agg *a, int with_bytes)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "count", (double)a->count);
+	if (with_bytes)
+		cJSON_AddNumberToObject(o, "bytes", (double)a->bytes);
+	cJSON_AddNumberToObject(o, "host_ns", (double)a->host_ns);
+	cJSON_AddNullToObject(o, "gpu_ns");
+	return o;
+}
+
+static void cats_json(cJSON *o, const struct gs_cats *c)
+{
+	cJSON_AddItemToObject(o, "launch", agg_json(&c->launch, 0));
+	cJSON *copy = cJSON_AddObjectToObject(o, "copy");
+	for (int d = 1; d < GSPY_DIR_COUNT; d++) {
+		cJSON *dir = cJSON_AddObjectToObject(copy, gs_dir_name((unsigned)d));
+		cJSON_AddItemToObject(dir, "pageable", agg_json(&c->copy[d][GS_PAGEABLE], 1));
+		cJSON_AddItemToObject(dir, "pinned", agg_json(&c->copy[d][GS_PINNED], 1));
+	}
+	cJSON_AddItemToObject(o, "memset", agg_json(&c->memset, 1));
+	cJSON *alloc = cJSON_AddObjectToObject(o, "alloc");
+	for (int i = 0; i < GS_ALLOC_KINDS; i++)
+		cJSON_AddItemToObject(alloc, alloc_names[i], agg_json(&c->alloc[i], 1));
+	cJSON_AddItemToObject(o, "free", agg_json(&c->free, 1));
+	cJSON_AddItemToObject(o, "sync", agg_json(&c->sync, 0));
+}
+
+static cJSON *phases_json(const struct gs_report *r)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < r->nphases; i++) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "name", r->phases[i].name);
+		cJSON_AddNumberToObject(p, "count", (double)r->phases[i].count);
+		cJSON_AddNumberToObject(p, "wall_ns", (double)r->phases[i].wall_ns);
+		cJSON_AddNullToObject(p, "gpu_idle_ns");
+		cats_json(p, &r->phases[i].c);
+		cJSON_AddItemToArray(a, p);
+	}
+	return a;
+}
+
+static cJSON *kernels_json(const struct gs_report *r)
+{
+	cJSON *a = cJSON_CreateArray();
+	const struct gs_kernel_stat **v = sorted_kernels(r);
+	for (size_t i = 0; v && i < r->nkernels; i++) {
+		cJSON *k = cJSON_CreateObject();
+		cJSON_AddStringToObject(k, "name", v[i]->name);
+		cJSON_AddNumberToObject(k, "count", (double)v[i]->count);
+		cJSON_AddNumberToObject(k, "host_ns", (double)v[i]->total_ns);
+		cJSON_AddNumberToObject(k, "host_min_ns", (double)v[i]->min_ns);
+		cJSON_AddNumberToObject(k, "host_max_ns", (double)v[i]->max_ns);
+		cJSON_AddNullToObject(k, "gpu_ns");
+		cJSON_AddItemToArray(a, k);
+	}
+	free(v);
+	return a;
+}
+
+static cJSON *diag_json(struct gs_report *const *procs, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < procs[i]->ndiag; j++) {
+			cJSON *d = cJSON_CreateObject();
+			cJSON_AddStringToObject(d, "id", procs[i]->diag[j].id);
+			cJSON_AddNumberToObject(d, "pid", procs[i]->proc.pid);
+			cJSON_AddStringToObject(d, "text", procs[i]->diag[j].text);
+			cJSON_AddItemToArray(a, d);
+		}
+	return a;
+}
+
+static void summary_json(cJSON *o, const struct gs_report *r)
+{
+	cJSON_AddNumberToObject(o, "duration_ns", (double)(r->t_last - r->t_first));
+	cJSON_AddNumberToObject(o, "events", (double)r->nevents);
+	cJSON_AddNumberToObject(o, "dropped", (double)r->proc.dropped);
+	cJSON *t = cJSON_AddObjectToObject(o, "totals");
+	cats_json(t, &r->total);
+	cJSON_AddItemToObject(o, "phases", phases_json(r));
+	cJSON_AddItemToObject(o, "kernels", kernels_json(r));
+	cJSON *m = cJSON_AddObjectToObject(o, "memory");
+	cJSON_AddNumberToObject(m, "peak_reserved_bytes", (double)(r->peak_reserved > 0 ? r->peak_reserved : 0));
+	if (r->device_total)
+		cJSON_AddNumberToObject(m, "device_total_bytes", (double)r->device_total);
+	else
+		cJSON_AddNullToObject(m, "device_total_bytes");
+}
+
+cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_report *whole)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "timing", "host");
+	summary_json(o, whole);
+	cJSON_AddItemToObject(o, "diagnoses", diag_json(procs, n));
+	cJSON *ps = cJSON_AddArrayToObject(o, "processes");
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_report *r = procs[i];
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "file", r->path);
+		cJSON_AddNumberToObject(p, "pid", r->proc.pid);
+		cJSON_AddNumberToObject(p, "ppid", r->proc.ppid);
+		cJSON_AddStringToObject(p, "host", r->proc.host);
+		cJSON_AddNumberToObject(p, "rank", r->proc.rank);
+		cJSON_AddStringToObject(p, "label", r->label);
+		cJSON_AddStringToObject(p, "command", r->proc.command);
+		cJSON_AddStringToObject(p, "state", gs_state_name(r->proc.state));
+		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
+		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
+							 r->proc.truncated || r->input_error[0]);
+		summary_json(p, r);
+		cJSON_AddItemToObject(p, "diagnoses", diag_json(&procs[i], 1));
+		cJSON_AddItemToArray(ps, p);
+	}
+	return o;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Human units for the report: the buffer (at least 32 bytes) is returned. */
+#ifndef GPUSPY_UNITS_H
+#define GPUSPY_UNITS_H
+
+#include <stdint.h>
+
+char *gs_fmt_ns(char *buf, uint64_t ns);
+char *gs_fmt_bytes(char *buf, uint64_t bytes);
+char *gs_fmt_count(char *buf, uint64_t n);
+char *gs_fmt_rate(char *buf, uint64_t bytes, uint64_t ns); /* GB/s, "-" when unknown */
+
+#endif
