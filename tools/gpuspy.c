@@ -4,6 +4,7 @@
  *
  *   gpuspy report [--json] [--color WHEN] FILE|DIR...   per-phase breakdown and diagnoses
  *   gpuspy dump FILE [-o OUT]     the trace as JSON Lines
+ *   gpuspy export --format chrome FILE|DIR... -o OUT.json   timeline for Perfetto
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "dump.h"
+#include "export.h"
 #include "reader.h"
 #include "report.h"
 
@@ -26,6 +28,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
+		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
 		   "       gpuspy --version\n"
 		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
 		   "(or, if it has none, its .jsonl files).\n");
@@ -132,6 +135,67 @@ static int expand_dir(const char *dir, struct paths *out)
 	return -ENOENT;
 }
 
+static int collect(const char *arg, struct paths *in)
+{
+	struct stat st;
+	if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (expand_dir(arg, in) != 0) {
+			fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory\n", arg);
+			return 1;
+		}
+		return 0;
+	}
+	paths_add(in, arg);
+	return 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	const char *format = NULL, *outp = NULL;
+	struct paths in = { 0 };
+	int status = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--format") && i + 1 < argc)
+			format = argv[++i];
+		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			outp = argv[++i];
+		else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "gpuspy: error: export: unknown option %s, see gpuspy --help\n", argv[i]);
+			return 2;
+		} else
+			status |= collect(argv[i], &in);
+	}
+	if (!format || strcmp(format, "chrome") != 0) {
+		fprintf(stderr, "gpuspy: error: export: --format %s is not known; use --format chrome\n",
+			format ? format : "(missing)");
+		return 2;
+	}
+	if (!outp || !in.n) {
+		if (!status)
+			usage(stderr);
+		return status ? status : 2;
+	}
+	FILE *f = fopen(outp, "w");
+	if (!f) {
+		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", outp, strerror(errno));
+		return 1;
+	}
+	char err[300];
+	size_t bad;
+	if (gs_export_chrome(f, in.v, in.n, err, sizeof(err), &bad) != 0) {
+		fprintf(stderr, "gpuspy: error: %s: %s\n", in.v[bad], err);
+		status = 1;
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "gpuspy: error: %s: write failed: %s\n", outp, strerror(errno));
+		status = 1;
+	}
+	for (size_t i = 0; i < in.n; i++)
+		free(in.v[i]);
+	free(in.v);
+	return status;
+}
+
 static int cmp_report(const void *a, const void *b)
 {
 	const struct gs_report *x = *(struct gs_report *const *)a, *y = *(struct gs_report *const *)b;
@@ -162,16 +226,7 @@ static int cmd_report(int argc, char **argv)
 			fprintf(stderr, "gpuspy: error: report: unknown option %s, see gpuspy --help\n", argv[i]);
 			return 2;
 		} else {
-			struct stat st;
-			if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-				if (expand_dir(argv[i], &in) != 0) {
-					fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory\n",
-						argv[i]);
-					status = 1;
-				}
-			} else {
-				paths_add(&in, argv[i]);
-			}
+			status |= collect(argv[i], &in);
 		}
 	}
 	if (!in.n) {
@@ -252,6 +307,8 @@ int main(int argc, char **argv)
 		return cmd_dump(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "report"))
 		return cmd_report(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "export"))
+		return cmd_export(argc - 2, argv + 2);
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
 	return 2;
 }

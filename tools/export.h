@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* Timeline export for standard viewers. */
+#ifndef GPUSPY_EXPORT_H
+#define GPUSPY_EXPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Chrome Trace Event Format of the traces in paths. On a bad input returns
+ * -1 with err set and *bad its index (the output is still valid JSON). */
+int gs_export_chrome(FILE *f, char *const *paths, size_t n, char *err, size_t errlen,
+		     size_t *bad);
+
+#endif
