@@ -50,7 +50,7 @@ $(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 TEST_PROGS := $(addprefix $(TB)/,prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
-	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train)
+	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
 
@@ -97,3 +97,29 @@ golden-update: all
 	done
 
 .PHONY: golden-update
+
+$(TB)/mktrace: tests/mktrace.c include/gpuspy/format.h
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -O2 -o $@ $<
+
+# Reader speed: `gpuspy report` on a synthetic 10-million-event trace, one core.
+bench-report: all $(TB)/mktrace
+	python3 bench/report_speed.py
+.PHONY: bench-report
+
+# Fuzzing the trace parsers (libFuzzer, clang). New inputs go to a scratch
+# directory; the committed seed corpus is tests/fuzz/corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS := tests/fuzz/fuzz_trace.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
+	tools/diagnose.c tools/report_print.c tools/units.c
+$(TB)/fuzz_trace: $(FUZZ_SRCS) tools/reader.h tools/report.h include/gpuspy/format.h
+	@mkdir -p $(TB)
+	clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
+		-Itools $(CJSON_CFLAGS) -o $@ $(FUZZ_SRCS) $(CJSON_LIBS) -lm
+
+fuzz: $(TB)/fuzz_trace
+	@mkdir -p tests/out/fuzz-new
+	$(TB)/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+		tests/out/fuzz-new tests/fuzz/corpus
+
+.PHONY: fuzz

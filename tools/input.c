@@ -98,7 +98,20 @@ static double num(const cJSON *o, const char *k, double dflt)
 static uint64_t u64(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0))
+		return 0;
+	return v->valuedouble < 1.8e19 ? (uint64_t)v->valuedouble : UINT64_MAX;
+}
+
+/* An integer field clamped to [lo, hi]; dflt when absent. */
+static int64_t int_in(const cJSON *o, const char *k, int64_t lo, int64_t hi, int64_t dflt)
+{
+	double v = num(o, k, (double)dflt);
+	if (!(v >= (double)lo))
+		return lo;
+	if (v > (double)hi)
+		return hi;
+	return (int64_t)v;
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -121,17 +134,17 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	double v = num(o, "format_version", 0);
-	if (v > GSPY_FORMAT_VERSION) {
+	if (!(v <= GSPY_FORMAT_VERSION)) {
 		snprintf(err, errlen, "trace format version %.0f is newer than this gpuspy reads (%u); "
 			 "upgrade gpuspy", v, GSPY_FORMAT_VERSION);
 		cJSON_Delete(o);
 		return -ENOTSUP;
 	}
 	struct gs_proc *p = &in->proc;
-	p->pid = (uint32_t)num(o, "pid", 0);
-	p->ppid = (uint32_t)num(o, "ppid", 0);
-	p->rank = (int32_t)num(o, "rank", -1);
-	p->local_rank = (int32_t)num(o, "local_rank", -1);
+	p->pid = (uint32_t)int_in(o, "pid", 0, UINT32_MAX, 0);
+	p->ppid = (uint32_t)int_in(o, "ppid", 0, UINT32_MAX, 0);
+	p->rank = (int32_t)int_in(o, "rank", -1, INT32_MAX, -1);
+	p->local_rank = (int32_t)int_in(o, "local_rank", -1, INT32_MAX, -1);
 	snprintf(p->host, sizeof(p->host), "%s", str(o, "host") ? str(o, "host") : "");
 	snprintf(p->command, sizeof(p->command), "%s", str(o, "command") ? str(o, "command") : "");
 	p->events = u64(o, "events");
@@ -139,13 +152,14 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	const char *st = str(o, "state");
 	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
 		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;
-	p->exit_signal = (int)num(o, "exit_signal", 0);
+	p->exit_signal = (int)int_in(o, "exit_signal", 0, 255, 0);
 	p->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
 	p->start_ns = u64(o, "start_ns");
 	const cJSON *dm = cJSON_GetObjectItemCaseSensitive(o, "device_mem");
 	for (int i = 0; i < 8 && cJSON_IsArray(dm) && i < cJSON_GetArraySize(dm); i++) {
 		const cJSON *x = cJSON_GetArrayItem(dm, i);
-		p->device_mem[i] = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+		p->device_mem[i] = cJSON_IsNumber(x) && x->valuedouble > 0 && x->valuedouble < 1.8e19
+					   ? (uint64_t)x->valuedouble : 0;
 	}
 	cJSON_Delete(o);
 	return 0;
@@ -212,7 +226,8 @@ static void dims(const cJSON *o, const char *k, uint32_t *d)
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
 	for (int i = 0; i < 3; i++) {
 		const cJSON *x = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, i) : NULL;
-		d[i] = cJSON_IsNumber(x) && x->valuedouble >= 0 ? (uint32_t)x->valuedouble : 0;
+		d[i] = cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble <= UINT32_MAX
+			       ? (uint32_t)x->valuedouble : 0;
 	}
 }
 
@@ -238,10 +253,11 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 			return bad(in, "not valid JSON");
 		const char *type = str(o, "type");
 		if (!type || strcmp(type, "event") != 0) {
+			const char *why = type && !strcmp(type, "process")
+						  ? "a second process line (one process per file)"
+						  : "not an event line";
 			cJSON_Delete(o);
-			return bad(in, type && !strcmp(type, "process")
-					       ? "a second process line (one process per file)"
-					       : "not an event line");
+			return bad(in, why);
 		}
 		memset(ev, 0, sizeof(*ev));
 		int kind = gs_kind_from_name(str(o, "kind"));
@@ -254,15 +270,15 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		}
 		ev->kind = (uint8_t)kind;
 		ev->api = (uint16_t)api;
-		ev->tid = (uint32_t)num(o, "tid", 0);
+		ev->tid = (uint32_t)int_in(o, "tid", 0, UINT32_MAX, 0);
 		ev->start_ns = u64(o, "start_ns");
 		ev->end_ns = u64(o, "end_ns");
-		ev->result = (int32_t)num(o, "result", 0);
+		ev->result = (int32_t)int_in(o, "result", INT32_MIN, INT32_MAX, 0);
 		ev->bytes = u64(o, "bytes");
 		ev->addr = u64(o, "addr");
 		ev->stream = u64(o, "stream");
 		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
-		ev->device = (int16_t)num(o, "device", -1);
+		ev->device = (int16_t)int_in(o, "device", -1, INT16_MAX, -1);
 		int d = gs_dir_from_name(str(o, "dir"));
 		ev->dir = (uint8_t)(d > 0 ? d : 0);
 		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy ? "host_mem" : "mem"));

@@ -83,10 +83,10 @@ static uint64_t chunk_records(const struct gs_trace *t, uint32_t i)
 	return n < avail ? n : avail;
 }
 
-/* Orders (tid, seq, chunk) triples. */
-static int cmp_triple(const void *a, const void *b)
+/* Orders (tid, seq, chunk, ...) tuples. */
+static int cmp_tuple(const void *a, const void *b)
 {
-	const uint32_t *x = a, *y = b;
+	const uint64_t *x = a, *y = b;
 	for (int i = 0; i < 3; i++)
 		if (x[i] != y[i])
 			return x[i] < y[i] ? -1 : 1;
@@ -101,7 +101,7 @@ static void setup_clock(struct gs_trace *t)
 	t->ns_per_raw = 1.0;
 	if (h->clock != GSPY_CLOCK_TSC)
 		return;
-	t->ns_per_raw = h->tsc_hz > 1e6 ? 1e9 / h->tsc_hz : 1.0;
+	t->ns_per_raw = h->tsc_hz > 1e6 && h->tsc_hz < 1e11 ? 1e9 / h->tsc_hz : 1.0;
 	/* A later pair spanning at least 100 ms beats the start calibration. */
 	uint64_t seq = h->clock_seq;
 	struct gspy_clock_pair last = h->clock_last;
@@ -113,8 +113,10 @@ static uint64_t to_ns(const struct gs_trace *t, uint64_t raw)
 {
 	if (t->h->clock != GSPY_CLOCK_TSC)
 		return raw;
-	double d = ((double)(int64_t)(raw - t->raw0)) * t->ns_per_raw;
-	return (uint64_t)((int64_t)t->mono0 + (int64_t)d);
+	double d = ((double)(int64_t)(raw - t->raw0)) * t->ns_per_raw + (double)t->mono0;
+	if (!(d > 0))
+		return 0;
+	return d < 1.8e19 ? (uint64_t)d : UINT64_MAX;
 }
 
 int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen)
@@ -168,25 +170,39 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 	t->dropped = h->dropped_nochunk;
 	/* Threads: group initialised chunks by tid, ordered by seq. */
 	uint32_t claimed = h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count;
-	uint32_t *owner = calloc((size_t)claimed + 1, sizeof(uint32_t) * 3);
+	/* Chunks past the end of a cut file are not read: bound the work by
+	 * the file, not by what its header claims. */
+	uint64_t present = t->size > h->chunk_offset ? (t->size - h->chunk_offset) / h->chunk_size + 1 : 0;
+	if (claimed > present)
+		claimed = (uint32_t)present;
+	/* (tid, seq, chunk, records, dropped) of every initialised chunk. */
+	uint64_t (*owner)[5] = calloc((size_t)claimed + 1, sizeof(*owner));
 	if (!owner) {
 		rc = fail(err, errlen, -ENOMEM, "%s", "out of memory");
 		goto bad;
 	}
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < claimed; i++) {
+		/* Touching a chunk's header maps the whole chunk (fault-around):
+		 * drop the scanned ones every 64 chunks so that this scan does not
+		 * make the whole file resident. */
+		if (i && i % 64 == 0)
+			madvise((void *)(t->map + ((h->chunk_offset + (size_t)(i - 64) * h->chunk_size) & ~(size_t)4095)),
+				(size_t)64 * h->chunk_size, MADV_DONTNEED);
 		if (h->chunk_offset + (uint64_t)i * h->chunk_size + GSPY_CHUNK_HEADER_SIZE > t->size)
 			break; /* cut off from here on */
 		const struct gspy_chunk *c = chunk_at(t, i);
 		uint32_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
 		if (!tid)
 			continue;
-		owner[3 * n] = tid;
-		owner[3 * n + 1] = c->seq;
-		owner[3 * n + 2] = i;
+		owner[n][0] = tid;
+		owner[n][1] = c->seq;
+		owner[n][2] = i;
+		owner[n][3] = chunk_records(t, i);
+		owner[n][4] = c->dropped;
 		n++;
 	}
-	qsort(owner, n, sizeof(uint32_t) * 3, cmp_triple);
+	qsort(owner, n, sizeof(*owner), cmp_tuple);
 	t->threads = calloc((size_t)n + 1, sizeof(*t->threads));
 	uint32_t *idx = t->chunk_idx = calloc((size_t)n + 1, sizeof(uint32_t));
 	if (!t->threads || !idx) {
@@ -195,17 +211,16 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		goto bad;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		idx[i] = owner[3 * i + 2];
+		idx[i] = (uint32_t)owner[i][2];
 		struct gs_thread *th = t->nthreads ? &t->threads[t->nthreads - 1] : NULL;
-		if (!th || th->tid != owner[3 * i]) {
+		if (!th || th->tid != owner[i][0]) {
 			th = &t->threads[t->nthreads++];
-			th->tid = owner[3 * i];
+			th->tid = (uint32_t)owner[i][0];
 			th->chunks = &idx[i];
 		}
 		th->nchunks++;
-		const struct gspy_chunk *c = chunk_at(t, idx[i]);
-		th->events += chunk_records(t, idx[i]);
-		th->dropped += c->dropped;
+		th->events += owner[i][3];
+		th->dropped += owner[i][4];
 	}
 	free(owner);
 	for (uint32_t i = 0; i < t->nthreads; i++) {
@@ -232,6 +247,11 @@ static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
 			return (const struct gspy_record *)(t->map + t->h->chunk_offset +
 							    (size_t)c * t->h->chunk_size +
 							    GSPY_CHUNK_HEADER_SIZE) + th->ri;
+		/* Done with this chunk: drop its pages from our mapping so that
+		 * resident memory stays flat however long the trace (they stay in
+		 * the page cache and fault back in on a rewind). */
+		madvise((void *)(t->map + ((t->h->chunk_offset + (size_t)c * t->h->chunk_size) & ~(size_t)4095)),
+			t->h->chunk_size, MADV_DONTNEED);
 		th->ci++;
 		th->ri = 0;
 	}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writes a synthetic .gspy trace with the writer's layout (format.h): N
+ * events spread over T threads, a repeating mix of phases, launches, copies,
+ * memsets, allocations and syncs. Used for the reader speed benchmark
+ * (10 M events) and for the fuzzer's seed corpus (a few events, small
+ * sizes). Usage: mktrace OUT EVENTS THREADS [STRTAB_BYTES CHUNK_BYTES]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuspy/format.h"
+
+int main(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	uint64_t n = strtoull(argv[2], NULL, 10);
+	unsigned threads = (unsigned)atoi(argv[3]);
+	uint64_t strtab = argc > 4 ? strtoull(argv[4], NULL, 10) : 4096;
+	uint32_t chunk = argc > 5 ? (uint32_t)atoi(argv[5]) : 64u << 10;
+	if (!threads || chunk <= GSPY_CHUNK_HEADER_SIZE || chunk % GSPY_RECORD_SIZE)
+		return 2;
+	uint64_t per_chunk = (chunk - GSPY_CHUNK_HEADER_SIZE) / GSPY_RECORD_SIZE;
+	uint64_t per_thread = (n + threads - 1) / threads;
+	uint64_t chunks_per_thread = (per_thread + per_chunk - 1) / per_chunk;
+	uint64_t nchunks = chunks_per_thread * threads;
+	FILE *f = fopen(argv[1], "wb");
+	if (!f)
+		return 1;
+	struct gspy_header h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, GSPY_MAGIC, 8);
+	h.version = GSPY_FORMAT_VERSION;
+	h.header_size = GSPY_HEADER_SIZE;
+	h.record_size = GSPY_RECORD_SIZE;
+	h.clock = GSPY_CLOCK_MONOTONIC;
+	h.strtab_offset = GSPY_HEADER_SIZE;
+	h.strtab_size = strtab;
+	h.chunk_offset = GSPY_HEADER_SIZE + strtab;
+	h.chunk_size = chunk;
+	h.chunk_count = (uint32_t)nchunks;
+	h.file_size = h.chunk_offset + nchunks * chunk;
+	h.pid = 4242;
+	h.ppid = 1;
+	h.rank = -1;
+	h.local_rank = -1;
+	h.clock_start.raw = h.clock_start.mono = 1000000000ull;
+	h.state = GSPY_STATE_EXITED;
+	h.chunks_claimed = (uint32_t)nchunks;
+	h.device_mem[0] = 80ull << 30;
+	snprintf(h.host, sizeof(h.host), "synthetic");
+	snprintf(h.command, sizeof(h.command), "mktrace %s", argv[2]);
+	static const char *const names[] = { "sgemm_128x64_nn", "elementwise_add", "step", "fwd" };
+	char *tab = calloc(1, strtab);
+	uint32_t ids[4] = { 0 };
+	uint64_t used = 0;
+	for (int i = 0; i < 4; i++) {
+		uint32_t len = (uint32_t)strlen(names[i]);
+		uint64_t need = (4 + len + 1 + 3) & ~3ull;
+		if (used + need > strtab)
+			break;
+		memcpy(tab + used, &len, 4);
+		memcpy(tab + used + 4, names[i], len);
+		ids[i] = (uint32_t)used + 1;
+		used += need;
+	}
+	h.strtab_used = used;
+	char hdr[GSPY_HEADER_SIZE] = { 0 };
+	memcpy(hdr, &h, sizeof(h));
+	fwrite(hdr, 1, sizeof(hdr), f);
+	fwrite(tab, 1, strtab, f);
+	char *buf = calloc(1, chunk);
+	for (unsigned t = 0; t < threads; t++) {
+		uint64_t done = 0;
+		for (uint64_t c = 0; c < chunks_per_thread; c++) {
+			memset(buf, 0, chunk);
+			struct gspy_chunk *ch = (struct gspy_chunk *)buf;
+			struct gspy_record *r = (struct gspy_record *)(buf + GSPY_CHUNK_HEADER_SIZE);
+			uint64_t k = 0;
+			for (; k < per_chunk && done < per_thread; k++, done++) {
+				uint64_t i = done * threads + t; /* global order: interleaved threads */
+				uint64_t t0 = 2000000000ull + i * 1000;
+				r[k].start = t0;
+				r[k].end = t0 + 400;
+				r[k].device = 0;
+				switch (i % 10) {
+				case 0: r[k].kind = GSPY_KIND_phase_begin; r[k].api = GSPY_API_gpuspy_phase_push; r[k].name_id = ids[3]; r[k].end = t0; break;
+				case 9: r[k].kind = GSPY_KIND_phase_end; r[k].api = GSPY_API_gpuspy_phase_pop; r[k].name_id = ids[3]; r[k].end = t0; break;
+				case 1: case 2: case 3:
+					r[k].kind = GSPY_KIND_launch; r[k].api = GSPY_API_cuLaunchKernel;
+					r[k].name_id = ids[i % 2]; r[k].u.launch.grid[0] = 64; r[k].u.launch.block[0] = 256; break;
+				case 4: r[k].kind = GSPY_KIND_copy; r[k].api = GSPY_API_cuMemcpyHtoDAsync_v2; r[k].dir = GSPY_DIR_h2d;
+					r[k].mem = GSPY_MEM_pageable; r[k].u.mem.bytes = 4096; r[k].flags = GSPY_FLAG_ASYNC; break;
+				case 5: r[k].kind = GSPY_KIND_memset; r[k].api = GSPY_API_cuMemsetD8_v2; r[k].u.mem.bytes = 512; break;
+				case 6: r[k].kind = GSPY_KIND_alloc; r[k].api = GSPY_API_cuMemAlloc_v2; r[k].mem = GSPY_MEM_device; r[k].u.mem.bytes = 1 << 20; break;
+				case 7: r[k].kind = GSPY_KIND_free; r[k].api = GSPY_API_cuMemFree_v2; r[k].mem = GSPY_MEM_device; r[k].u.mem.bytes = 1 << 20; break;
+				default: r[k].kind = GSPY_KIND_sync; r[k].api = GSPY_API_cuStreamSynchronize; break;
+				}
+			}
+			ch->tid = 100 + t;
+			ch->seq = (uint32_t)c;
+			ch->committed = k;
+			fwrite(buf, 1, chunk, f);
+		}
+	}
+	free(buf);
+	free(tab);
+	return fclose(f) ? 1 : 0;
+}
