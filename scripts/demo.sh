@@ -18,7 +18,7 @@ else
 	GPUSPY_DIR="$dir" LD_LIBRARY_PATH="$PWD/tests/bin" LD_PRELOAD="$PWD/lib/libgpuspy.so" \
 		tests/bin/prog_rt_dyn > /dev/null
 fi
-for f in "$dir"/*.gspy; do
-	echo "== $f"
-	tools/gpuspy dump "$f"
-done
+echo "== recorded in $dir: gpuspy report $dir"
+tools/gpuspy report "$dir"
+echo "== the events themselves: gpuspy dump (first 8 lines)"
+tools/gpuspy dump "$dir"/*.gspy | head -8
