@@ -157,6 +157,13 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 			  "trace format version %s is newer than this gpuspy reads (1); upgrade gpuspy", v);
 		goto bad;
 	}
+	/* Sizes are bounded first so that no sum below can wrap. */
+	const uint64_t lim = 1ull << 48;
+	if (h->file_size > lim || h->strtab_offset > lim || h->strtab_size > lim ||
+	    h->chunk_offset > lim) {
+		rc = fail(err, errlen, -EINVAL, "%s", "corrupt header (inconsistent sizes)");
+		goto bad;
+	}
 	if (h->version < 1 || h->header_size != GSPY_HEADER_SIZE ||
 	    h->record_size != GSPY_RECORD_SIZE || h->chunk_size <= GSPY_CHUNK_HEADER_SIZE ||
 	    h->chunk_size % GSPY_RECORD_SIZE != 0 || h->strtab_offset < GSPY_HEADER_SIZE ||
