@@ -22,13 +22,13 @@ Q := @
 endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/hook_alloc.c \
-	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c lib/phase.c
+	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c lib/phase.c lib/nvtx.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
-	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c
+	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h
@@ -55,9 +55,9 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h
+		tools/report.h tools/units.h tools/export.h tools/run.h
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE $(CJSON_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 
 tools/gpuspy: $(TOOL_OBJS)
 	@echo "  LD      $@"

@@ -117,6 +117,7 @@ static void init_real(void)
 	else
 		gs_g.clock = tsc_usable() ? GSPY_CLOCK_TSC : GSPY_CLOCK_MONOTONIC;
 	pthread_atfork(NULL, NULL, atfork_child);
+	gs_nvtx_setup();
 }
 
 void gs_init(void)

@@ -162,6 +162,10 @@ uint64_t gs_symbol_mismatches(void);
 /* Phases (phase.c). */
 void gs_phase(unsigned api, unsigned kind, const char *name);
 void gs_phase_forked(void);
+/* Name ids for phases (interned once each), and a phase record by id. */
+uint32_t gs_phase_name(const char *name);
+uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id);
+void gs_nvtx_setup(void);
 
 /* Memory ranges (memmap.c): what we know of an address. */
 struct gs_range {

@@ -52,6 +52,26 @@ static uint32_t name_id(const char *name)
 	return gs_intern(name);
 }
 
+uint32_t gs_phase_name(const char *name)
+{
+	pthread_mutex_lock(&ph.lock);
+	uint32_t id = name_id(name && *name ? name : "(unnamed)");
+	pthread_mutex_unlock(&ph.lock);
+	return id;
+}
+
+uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id_)
+{
+	struct gspy_record *r = gs_begin(api, kind);
+	if (r) {
+		r->name_id = name_id_;
+		r->device = -1;
+		r->end = r->start;
+	}
+	gs_end(r, 0);
+	return name_id_;
+}
+
 void gs_phase_forked(void)
 {
 	memset(ph.cache, 0, sizeof(ph.cache)); /* ids belonged to the parent's file */

@@ -666,6 +666,95 @@ def export_chrome_trace(tmp):
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "unknown format not refused in one line")
 
 
+def phases_of(ev):
+    return [(e["kind"], e["name"]) for e in ev if e["kind"] in ("phase_begin", "phase_end", "mark")]
+
+
+@test
+def nvtx_ranges_become_phases(tmp):
+    p = run("prog_nvtx", tmp=tmp)
+    check("levels 0 1" in p.stdout, f"NVTX push levels: {p.stdout}")
+    _, ev = only_trace(tmp)
+    B, N, M = "phase_begin", "phase_end", "mark"
+    check(phases_of(ev) == [(B, "outer"), (B, "inner"), (N, "inner"), (N, "outer"), (M, "checkpoint"),
+                            (B, "dom_range"), (N, "dom_range"), (B, "async_range"), (N, "async_range")],
+          f"phases {phases_of(ev)}")
+    o = report_json(tmp)
+    ph = {x["name"]: x["launch"]["count"] for x in o["phases"]}
+    check(ph == {"(no phase)": 1, "outer": 1, "inner": 1, "dom_range": 1, "async_range": 1},
+          f"launches by phase {ph}")
+
+
+@test
+def nvtx_filters_and_nesting(tmp):
+    B, N = "phase_begin", "phase_end"
+    cases = [
+        ({"GPUSPY_NVTX_NESTING": "outermost"},
+         [(B, "outer"), (N, "outer"), ("mark", "checkpoint"), (B, "dom_range"), (N, "dom_range"),
+          (B, "async_range"), (N, "async_range")]),
+        ({"GPUSPY_NVTX_DOMAINS": "mydomain"}, [(B, "dom_range"), (N, "dom_range")]),
+        ({"GPUSPY_NVTX_RANGES": "in*,async_*"}, [(B, "inner"), (N, "inner"), (B, "async_range"),
+                                                (N, "async_range")]),
+        ({"GPUSPY_NVTX": "0"}, []),
+    ]
+    for env, want in cases:
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        run("prog_nvtx", tmp=tmp, env=env)
+        _, ev = only_trace(tmp)
+        check(phases_of(ev) == want, f"{env}: {phases_of(ev)}")
+
+
+@test
+def nvtx_user_injection_is_respected(tmp):
+    # A user's own NVTX tool keeps its place: gpuspy does not replace it.
+    run("prog_nvtx", tmp=tmp, env={"NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})
+    _, ev = only_trace(tmp)
+    check(phases_of(ev) == [] and len(ev) == 5, f"{len(ev)} events, phases {phases_of(ev)}")
+
+
+@test
+def phase_api_runs_without_gpuspy(tmp):
+    p = run("prog_train", ["2", "10"], tmp=tmp, preload=False)
+    check(p.stdout == "trained 2 steps\n" and traces(tmp) == [], "weak phase API changed the program")
+
+
+@test
+def gpuspy_run_command(tmp):
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN)
+    e.pop("LD_PRELOAD", None)
+    d = os.path.join(tmp, "runs")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--buffer-mb", "8", "--",
+                        os.path.join(BIN, "prog_fork")], env=e, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    parent, child = [int(x) for x in p.stdout.split()[1:4:2]]
+    check(f"== pid {parent}" in p.stdout and f"== pid {child}" in p.stdout,
+          "report of both processes missing")
+    check("2 trace files in" in p.stderr, p.stderr)
+    proc, _ = dump(os.path.join(d, sorted(traces(d))[0]))
+    check(os.path.getsize(os.path.join(d, sorted(traces(d))[0])) == 4096 + (4 << 20) + (8 << 20),
+          "--buffer-mb not applied")
+    # Exit status, and 128 + N for a signal.
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", "exit 7"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 7 and p.stdout == "", f"exit {p.returncode}")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--", "sh", "-c", "kill -9 $$"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 128 + 9, f"killed child: exit {p.returncode}")
+    # A signal sent to gpuspy reaches the command.
+    script = "trap 'echo got TERM; exit 3' TERM; sleep 5 & wait"
+    q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script], env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+    time.sleep(0.5)
+    q.terminate()
+    out, _ = q.communicate(timeout=TIMEOUT)
+    check(q.returncode == 3 and "got TERM" in out, f"SIGTERM not forwarded: {q.returncode} {out!r}")
+    p = subprocess.run([GPUSPY, "run", "--cupti", "maybe", "--", "true"], capture_output=True, text=True)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = 0

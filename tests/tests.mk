@@ -50,7 +50,7 @@ $(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 TEST_PROGS := $(addprefix $(TB)/,prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
-	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train mktrace)
+	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
 
@@ -123,3 +123,5 @@ fuzz: $(TB)/fuzz_trace
 		tests/out/fuzz-new tests/fuzz/corpus
 
 .PHONY: fuzz
+$(TB)/prog_nvtx: tests/prog_nvtx.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread

@@ -3,6 +3,7 @@
  * The gpuspy command: reads traces written by libgpuspy.
  *
  *   gpuspy report [--json] [--color WHEN] FILE|DIR...   per-phase breakdown and diagnoses
+ *   gpuspy run [options] -- CMD ARGS...   CMD under libgpuspy, then its report
  *   gpuspy dump FILE [-o OUT]     the trace as JSON Lines
  *   gpuspy export --format chrome FILE|DIR... -o OUT.json   timeline for Perfetto
  *
@@ -21,12 +22,14 @@
 #include "export.h"
 #include "reader.h"
 #include "report.h"
+#include "run.h"
 
 #define GPUSPY_VERSION "0.1.0"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
+	fprintf(f, "usage: gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off] [--no-report] -- CMD ARGS...\n"
+		   "       gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
 		   "       gpuspy --version\n"
@@ -309,6 +312,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "export"))
 		return cmd_export(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "run"))
+		return gs_cmd_run(argc - 2, argv + 2, cmd_report);
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
 	return 2;
 }

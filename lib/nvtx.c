@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVTX ranges as phases. libgpuspy is an NVTX injection library: when it is
+ * preloaded it sets NVTX_INJECTION64_PATH to itself (only if unset), and
+ * every NVTX instance in the process (each shared library that uses the
+ * header-only NVTX v3 initialises separately) calls InitializeInjectionNvtx2
+ * on its first NVTX call; gpuspy then fills that instance's CORE and CORE2
+ * callback tables. Push/pop and start/end ranges become phase_begin /
+ * phase_end records, marks become marks.
+ *
+ * NVTX ranges nest per thread (and per domain); gpuspy's phases are
+ * process-wide, so each thread's NVTX stack remembers which of its ranges
+ * were recorded and closes exactly those, by name.
+ *
+ * Filters: GPUSPY_NVTX=0 (off), GPUSPY_NVTX_DOMAINS=a,b ("default" is the
+ * default domain), GPUSPY_NVTX_RANGES=glob,glob (range names),
+ * GPUSPY_NVTX_NESTING=innermost (every range, the default) | outermost
+ * (only ranges opened at nesting depth 0 of their thread).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wchar.h>
+
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include "gs.h"
+
+struct nvtxDomainRegistration_st {
+	char name[64];
+	int accepted;
+};
+
+struct nvtxStringRegistration_st {
+	char s[128];
+};
+
+#define MAX_DOMAINS 256
+#define MAX_STRINGS 4096
+#define STACK 64
+#define STARTED 1024
+
+static struct {
+	pthread_mutex_t lock;
+	int outermost;
+	char domains[512];  /* GPUSPY_NVTX_DOMAINS, or "" for all */
+	char ranges[512];   /* GPUSPY_NVTX_RANGES, or "" for all */
+	int default_accepted;
+	struct nvtxDomainRegistration_st dom[MAX_DOMAINS];
+	unsigned ndom;
+	struct nvtxStringRegistration_st str[MAX_STRINGS];
+	unsigned nstr;
+	struct { uint64_t id; uint32_t name_id; } started[STARTED];
+	uint64_t next_id;
+} nv = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* This thread's NVTX stack: for each open range, its domain and the name
+ * recorded for it (0 when it was filtered out). */
+static __thread struct {
+	nvtxDomainHandle_t dom[STACK];
+	uint32_t name_id[STACK];
+	int depth;
+} ts __attribute__((tls_model("initial-exec")));
+
+static int in_list(const char *list, const char *name, int glob)
+{
+	if (!*list)
+		return 1;
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (glob ? fnmatch(t, name, 0) == 0 : strcmp(t, name) == 0)
+			return 1;
+	return 0;
+}
+
+static void message(const nvtxEventAttributes_t *a, char *out, size_t cap)
+{
+	out[0] = 0;
+	if (!a)
+		return;
+	switch (a->messageType) {
+	case NVTX_MESSAGE_TYPE_ASCII:
+		if (a->message.ascii)
+			snprintf(out, cap, "%s", a->message.ascii);
+		break;
+	case NVTX_MESSAGE_TYPE_UNICODE:
+		if (a->message.unicode) {
+			size_t i = 0;
+			for (; i + 1 < cap && a->message.unicode[i]; i++)
+				out[i] = a->message.unicode[i] < 128 ? (char)a->message.unicode[i] : '?';
+			out[i] = 0;
+		}
+		break;
+	case NVTX_MESSAGE_TYPE_REGISTERED:
+		if (a->message.registered)
+			snprintf(out, cap, "%s", a->message.registered->s);
+		break;
+	default:
+		break;
+	}
+}
+
+static void wide(const wchar_t *w, char *out, size_t cap)
+{
+	size_t i = 0;
+	for (; w && i + 1 < cap && w[i]; i++)
+		out[i] = w[i] < 128 ? (char)w[i] : '?';
+	out[i] = 0;
+}
+
+static int accepted(nvtxDomainHandle_t d, const char *name)
+{
+	if (!(d ? d->accepted : nv.default_accepted))
+		return 0;
+	return in_list(nv.ranges, name, 1);
+}
+
+/* ---- push / pop --------------------------------------------------------- */
+
+static int push(unsigned api, nvtxDomainHandle_t d, const char *name)
+{
+	int level = ts.depth;
+	uint32_t id = 0;
+	if (accepted(d, name) && !(nv.outermost && level > 0))
+		id = gs_phase_id(api, GSPY_KIND_phase_begin, gs_phase_name(name));
+	if (ts.depth < STACK) {
+		ts.dom[ts.depth] = d;
+		ts.name_id[ts.depth] = id;
+	}
+	ts.depth++;
+	return level;
+}
+
+static int pop(unsigned api, nvtxDomainHandle_t d)
+{
+	/* The innermost open range of this domain on this thread. */
+	int i = (ts.depth < STACK ? ts.depth : STACK) - 1;
+	while (i >= 0 && ts.dom[i] != d)
+		i--;
+	if (i < 0)
+		return -1;
+	uint32_t id = ts.name_id[i];
+	memmove(&ts.dom[i], &ts.dom[i + 1], (size_t)(ts.depth - 1 - i) * sizeof(ts.dom[0]));
+	memmove(&ts.name_id[i], &ts.name_id[i + 1], (size_t)(ts.depth - 1 - i) * sizeof(ts.name_id[0]));
+	ts.depth--;
+	if (id)
+		gs_phase_id(api, GSPY_KIND_phase_end, id);
+	return ts.depth;
+}
+
+static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : ""); }
+static int NVTX_API push_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, NULL, b); }
+static int NVTX_API push_ex(const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, NULL, b); }
+static int NVTX_API pop_default(void) { return pop(GSPY_API_nvtxRangePop, NULL); }
+static int NVTX_API dom_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, d, b); }
+static int NVTX_API dom_pop(nvtxDomainHandle_t d) { return pop(GSPY_API_nvtxRangePop, d); }
+
+/* ---- start / end: ranges that may end on another thread ------------------- */
+
+static nvtxRangeId_t start(nvtxDomainHandle_t d, const char *name)
+{
+	pthread_mutex_lock(&nv.lock);
+	nvtxRangeId_t id = ++nv.next_id;
+	pthread_mutex_unlock(&nv.lock);
+	if (!accepted(d, name))
+		return id;
+	uint32_t nid = gs_phase_id(GSPY_API_nvtxRangeStart, GSPY_KIND_phase_begin, gs_phase_name(name));
+	pthread_mutex_lock(&nv.lock);
+	nv.started[id % STARTED].id = id;
+	nv.started[id % STARTED].name_id = nid;
+	pthread_mutex_unlock(&nv.lock);
+	return id;
+}
+
+static void end(nvtxRangeId_t id)
+{
+	uint32_t nid = 0;
+	pthread_mutex_lock(&nv.lock);
+	if (nv.started[id % STARTED].id == id) {
+		nid = nv.started[id % STARTED].name_id;
+		nv.started[id % STARTED].id = 0;
+	}
+	pthread_mutex_unlock(&nv.lock);
+	if (nid)
+		gs_phase_id(GSPY_API_nvtxRangeEnd, GSPY_KIND_phase_end, nid);
+}
+
+static nvtxRangeId_t NVTX_API start_a(const char *m) { return start(NULL, m ? m : ""); }
+static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return start(NULL, b); }
+static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return start(NULL, b); }
+static void NVTX_API end_default(nvtxRangeId_t id) { end(id); }
+static nvtxRangeId_t NVTX_API dom_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return start(d, b); }
+static void NVTX_API dom_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d; end(id); }
+
+/* ---- marks ------------------------------------------------------------------- */
+
+static void mark(nvtxDomainHandle_t d, const char *name)
+{
+	if (accepted(d, name))
+		gs_phase_id(GSPY_API_nvtxMark, GSPY_KIND_mark, gs_phase_name(name));
+}
+
+static void NVTX_API mark_a(const char *m) { mark(NULL, m ? m : ""); }
+static void NVTX_API mark_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); mark(NULL, b); }
+static void NVTX_API mark_ex(const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); mark(NULL, b); }
+static void NVTX_API dom_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); mark(d, b); }
+
+/* ---- domains and registered strings --------------------------------------------- */
+
+static nvtxDomainHandle_t domain(const char *name)
+{
+	nvtxDomainHandle_t d = NULL;
+	pthread_mutex_lock(&nv.lock);
+	for (unsigned i = 0; i < nv.ndom; i++)
+		if (!strcmp(nv.dom[i].name, name))
+			d = &nv.dom[i];
+	if (!d && nv.ndom < MAX_DOMAINS) {
+		d = &nv.dom[nv.ndom++];
+		snprintf(d->name, sizeof(d->name), "%s", name);
+		d->accepted = in_list(nv.domains, name, 0);
+	}
+	pthread_mutex_unlock(&nv.lock);
+	return d;
+}
+
+static nvtxDomainHandle_t NVTX_API dom_create_a(const char *n) { return domain(n ? n : ""); }
+static nvtxDomainHandle_t NVTX_API dom_create_w(const wchar_t *n) { char b[64]; wide(n, b, sizeof(b)); return domain(b); }
+static void NVTX_API dom_destroy(nvtxDomainHandle_t d) { (void)d; /* handles stay valid: ranges may still refer to them */ }
+
+static nvtxStringHandle_t reg(const char *s)
+{
+	nvtxStringHandle_t h = NULL;
+	pthread_mutex_lock(&nv.lock);
+	if (nv.nstr < MAX_STRINGS) {
+		h = &nv.str[nv.nstr++];
+		snprintf(h->s, sizeof(h->s), "%s", s);
+	}
+	pthread_mutex_unlock(&nv.lock);
+	return h;
+}
+
+static nvtxStringHandle_t NVTX_API reg_a(nvtxDomainHandle_t d, const char *s) { (void)d; return reg(s ? s : ""); }
+static nvtxStringHandle_t NVTX_API reg_w(nvtxDomainHandle_t d, const wchar_t *s) { (void)d; char b[128]; wide(s, b, sizeof(b)); return reg(b); }
+
+/* ---- injection entry point ------------------------------------------------------- */
+
+static void set(NvtxFunctionTable t, unsigned n, unsigned id, NvtxFunctionPointer fn)
+{
+	if (t && id <= n && t[id])
+		*t[id] = fn;
+}
+
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static void read_config(void)
+{
+	const char *v = getenv("GPUSPY_NVTX_NESTING");
+	nv.outermost = v && !strcmp(v, "outermost");
+	v = getenv("GPUSPY_NVTX_DOMAINS");
+	snprintf(nv.domains, sizeof(nv.domains), "%s", v ? v : "");
+	v = getenv("GPUSPY_NVTX_RANGES");
+	snprintf(nv.ranges, sizeof(nv.ranges), "%s", v ? v : "");
+	nv.default_accepted = in_list(nv.domains, "default", 0);
+}
+
+GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+	gs_init();
+	const char *off = getenv("GPUSPY_NVTX");
+	if (gs_g.disabled || (off && !strcmp(off, "0")) || !get)
+		return 0;
+	pthread_once(&cfg_once, read_config);
+	const NvtxExportTableCallbacks *cb = (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS);
+	if (!cb || cb->struct_size < sizeof(*cb) || !cb->GetModuleFunctionTable)
+		return 0;
+	NvtxFunctionTable t = NULL;
+	unsigned n = 0;
+	if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || !t)
+		return 0;
+	set(t, n, NVTX_CBID_CORE_MarkEx, (NvtxFunctionPointer)mark_ex);
+	set(t, n, NVTX_CBID_CORE_MarkA, (NvtxFunctionPointer)mark_a);
+	set(t, n, NVTX_CBID_CORE_MarkW, (NvtxFunctionPointer)mark_w);
+	set(t, n, NVTX_CBID_CORE_RangeStartEx, (NvtxFunctionPointer)start_ex);
+	set(t, n, NVTX_CBID_CORE_RangeStartA, (NvtxFunctionPointer)start_a);
+	set(t, n, NVTX_CBID_CORE_RangeStartW, (NvtxFunctionPointer)start_w);
+	set(t, n, NVTX_CBID_CORE_RangeEnd, (NvtxFunctionPointer)end_default);
+	set(t, n, NVTX_CBID_CORE_RangePushEx, (NvtxFunctionPointer)push_ex);
+	set(t, n, NVTX_CBID_CORE_RangePushA, (NvtxFunctionPointer)push_a);
+	set(t, n, NVTX_CBID_CORE_RangePushW, (NvtxFunctionPointer)push_w);
+	set(t, n, NVTX_CBID_CORE_RangePop, (NvtxFunctionPointer)pop_default);
+	t = NULL;
+	if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) && t) {
+		set(t, n, NVTX_CBID_CORE2_DomainMarkEx, (NvtxFunctionPointer)dom_mark_ex);
+		set(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, (NvtxFunctionPointer)dom_start_ex);
+		set(t, n, NVTX_CBID_CORE2_DomainRangeEnd, (NvtxFunctionPointer)dom_end);
+		set(t, n, NVTX_CBID_CORE2_DomainRangePushEx, (NvtxFunctionPointer)dom_push_ex);
+		set(t, n, NVTX_CBID_CORE2_DomainRangePop, (NvtxFunctionPointer)dom_pop);
+		set(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, (NvtxFunctionPointer)reg_a);
+		set(t, n, NVTX_CBID_CORE2_DomainRegisterStringW, (NvtxFunctionPointer)reg_w);
+		set(t, n, NVTX_CBID_CORE2_DomainCreateA, (NvtxFunctionPointer)dom_create_a);
+		set(t, n, NVTX_CBID_CORE2_DomainCreateW, (NvtxFunctionPointer)dom_create_w);
+		set(t, n, NVTX_CBID_CORE2_DomainDestroy, (NvtxFunctionPointer)dom_destroy);
+	}
+	return 1;
+}
+
+/* Called from gpuspy's constructor: point NVTX at this library, unless the
+ * user chose another injection. */
+void gs_nvtx_setup(void)
+{
+	const char *off = getenv("GPUSPY_NVTX");
+	if ((off && !strcmp(off, "0")) || getenv("NVTX_INJECTION64_PATH"))
+		return;
+	Dl_info di;
+	char path[PATH_MAX];
+	if (dladdr((void *)gs_nvtx_setup, &di) && di.dli_fname && realpath(di.dli_fname, path))
+		setenv("NVTX_INJECTION64_PATH", path, 0);
+}
