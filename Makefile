@@ -22,7 +22,7 @@ Q := @
 endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/hook_alloc.c \
-	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c lib/phase.c lib/nvtx.c
+	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
@@ -74,6 +74,8 @@ install: all
 	install -m 755 tools/gpuspy $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 include/gpuspy.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/gpuspy/format.h $(DESTDIR)$(PREFIX)/include/gpuspy/
+	install -d $(DESTDIR)$(PREFIX)/share/gpuspy/python
+	install -m 644 python/sitecustomize.py python/gpuspy_torch.py $(DESTDIR)$(PREFIX)/share/gpuspy/python/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' gpuspy.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuspy.pc
 

@@ -118,6 +118,7 @@ static void init_real(void)
 		gs_g.clock = tsc_usable() ? GSPY_CLOCK_TSC : GSPY_CLOCK_MONOTONIC;
 	pthread_atfork(NULL, NULL, atfork_child);
 	gs_nvtx_setup();
+	gs_python_setup();
 }
 
 void gs_init(void)

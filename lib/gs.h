@@ -166,6 +166,7 @@ void gs_phase_forked(void);
 uint32_t gs_phase_name(const char *name);
 uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id);
 void gs_nvtx_setup(void);
+void gs_python_setup(void);
 
 /* Memory ranges (memmap.c): what we know of an address. */
 struct gs_range {

@@ -98,6 +98,23 @@ void gs_phase(unsigned api, unsigned kind, const char *name)
 	gs_end(r, 0);
 }
 
+/* For python/gpuspy_torch.py (exported, not public API): a PyTorch phase
+ * with its step number, closed by name. */
+GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin);
+GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin)
+{
+	unsigned api = begin ? GSPY_API_torch_phase_begin : GSPY_API_torch_phase_end;
+	struct gspy_record *r = gs_begin(api, begin ? GSPY_KIND_phase_begin : GSPY_KIND_phase_end);
+	if (r) {
+		r->name_id = gs_phase_name(name);
+		r->u.mem.bytes = step;
+		r->flags |= GSPY_FLAG_STEP;
+		r->device = -1;
+		r->end = r->start;
+	}
+	gs_end(r, 0);
+}
+
 /* The public API (include/gpuspy.h declares these as weak references for
  * programs; here they are plain definitions). */
 GS_API void gpuspy_phase_push(const char *name);

@@ -755,6 +755,80 @@ def gpuspy_run_command(tmp):
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
 
 
+SYS_PY = "/usr/bin/python3"
+TORCH_LOOP = os.path.join(ROOT, "tests", "torch_loop.py")
+
+
+def have_torch():
+    return subprocess.run([SYS_PY, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def torch_sequence(steps):
+    B, N = "phase_begin", "phase_end"
+    seq = []
+    for s in range(steps):
+        for name in ("data", "optimizer", "forward", "backward", "optimizer"):
+            seq += [(B, name, s), (N, name, s)]
+    return seq + [(B, "data", steps), (N, "data", steps)]
+
+
+def run_py(args, tmp, env=None, preload=True):
+    e = dict(os.environ, GPUSPY_DIR=tmp)
+    e.pop("LD_PRELOAD", None)
+    if preload:
+        e["LD_PRELOAD"] = LIB
+    e.update(env or {})
+    return subprocess.run([SYS_PY, *args], env=e, capture_output=True, text=True, timeout=300)
+
+
+@test
+def torch_phases_without_code_changes(tmp):
+    if not have_torch():
+        raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([TORCH_LOOP, "3"], tmp)
+    check(p.returncode == 0 and p.stdout == "done 3 steps\n", f"{p.returncode} {p.stderr[-500:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    check(got == torch_sequence(3), f"torch phases {got}")
+    check(all(e["api"].startswith("torch_phase") for e in ev), "phases not from the torch hooks")
+    # The same through gpuspy run, with its report.
+    d = os.path.join(tmp, "run")
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--", SYS_PY, TORCH_LOOP, "2"], env=e,
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0 and "done 2 steps" in p.stdout, p.stderr[-500:])
+    for name in ("data", "forward", "backward", "optimizer"):
+        check(f"\n  {name} " in p.stdout, f"report lacks the {name} phase")
+    _, ev = only_trace(d)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    check(got == torch_sequence(2), f"torch phases via gpuspy run {got}")
+
+
+@test
+def torch_hooks_opt_out_and_chain(tmp):
+    if not have_torch():
+        raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([TORCH_LOOP, "2"], tmp, env={"GPUSPY_TORCH": "0"})
+    check(p.returncode == 0 and traces(tmp) == [], "GPUSPY_TORCH=0 still recorded phases")
+    user = os.path.join(tmp, "user")
+    os.makedirs(user)
+    with open(os.path.join(user, "sitecustomize.py"), "w") as f:
+        f.write("import sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+    code = ("import os, sys, torch; print(os.environ.get('PYTHONPATH')); "
+            f"print(any(os.path.abspath(p) == {os.path.join(ROOT, 'python')!r} for p in sys.path)); "
+            "torch.nn.Linear(2, 2)(torch.zeros(1, 2))")
+    p = run_py(["-c", code], tmp, env={"PYTHONPATH": user})
+    check(p.returncode == 0 and "user sitecustomize ran" in p.stderr, f"user sitecustomize: {p.stderr}")
+    check(p.stdout.splitlines() == [user, "False"], f"PYTHONPATH/sys.path not restored: {p.stdout}")
+    _, ev = only_trace(tmp)
+    check([e["name"] for e in ev] == ["forward"], "forward phase missing with a user sitecustomize")
+    # Not Python: nothing changes.
+    e = dict(os.environ, LD_PRELOAD=LIB, PYTHONPATH="/x", GPUSPY_DIR=tmp)
+    p = subprocess.run(["/bin/sh", "-c", "echo $PYTHONPATH"], env=e, capture_output=True, text=True)
+    check(p.stdout == "/x\n", "PYTHONPATH changed in a process that is not Python")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = 0

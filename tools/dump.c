@@ -131,6 +131,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	case GSPY_KIND_phase_end:
 	case GSPY_KIND_mark:
 		cJSON_AddStringToObject(o, "name", gs_trace_string(t, r->name_id));
+		if (r->flags & GSPY_FLAG_STEP)
+			add_u64(o, "step", r->u.mem.bytes);
 		return o;
 	default:
 		break;

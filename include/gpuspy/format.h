@@ -276,6 +276,7 @@ enum gspy_state {
 #define GSPY_FLAG_RESERVED 0x01u
 #define GSPY_FLAG_ASYNC 0x02u  /* stream-ordered call (returns before done) */
 #define GSPY_FLAG_ENRICHED 0x04u /* a nested driver call filled in details */
+#define GSPY_FLAG_STEP 0x08u   /* phase event: u.mem.bytes holds the step number */
 
 /*
  * One event, 64 bytes. Timestamps are raw values of header.clock; readers

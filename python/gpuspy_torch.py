@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch phases for gpuspy, with no change to the training script.
+
+When torch is imported, this module hooks:
+  * data      - each next() of a DataLoader iterator;
+  * forward   - the outermost nn.Module call (global module hooks);
+  * backward  - Tensor.backward / torch.autograd.backward;
+  * optimizer - Optimizer.step and Optimizer.zero_grad.
+Each phase is recorded through libgpuspy (already loaded in the process)
+with the step number: the count of optimizer steps completed so far.
+Phases are process-wide, so kernels that autograd launches from its own
+threads during backward belong to backward. PyTorch 1.13 and 2.x.
+"""
+import ctypes
+import functools
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+
+_lib = None
+_state = threading.local()
+_step = [0]
+_forward_open = [False]
+
+
+def _phase(name, begin):
+    # A forward phase stays open from the outermost module call until the
+    # next phase starts, so that model(x) and the loss module that follows
+    # it make one forward per step.
+    if _forward_open[0] and (begin or name != b"forward"):
+        _forward_open[0] = False
+        _lib.gpuspy_torch_phase(b"forward", _step[0], 0)
+    _lib.gpuspy_torch_phase(name, _step[0], 1 if begin else 0)
+
+
+def _wrap(fn, name, after=None):
+    if getattr(fn, "_gpuspy", False):
+        return fn
+
+    key = name.decode()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        depth = getattr(_state, key, 0)
+        setattr(_state, key, depth + 1)
+        if depth == 0:
+            _phase(name, True)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            setattr(_state, key, depth)
+            if depth == 0:
+                _phase(name, False)
+                if after:
+                    after()
+
+    wrapper._gpuspy = True
+    return wrapper
+
+
+def _hook_torch(torch):
+    dl = torch.utils.data.dataloader._BaseDataLoaderIter
+    dl.__next__ = _wrap(dl.__next__, b"data")
+
+    def pre(module, inputs):
+        d = getattr(_state, "fwd", 0)
+        _state.fwd = d + 1
+        if d == 0 and not _forward_open[0]:
+            _phase(b"forward", True)
+            _forward_open[0] = True
+
+    def post(module, inputs, output):
+        _state.fwd = max(getattr(_state, "fwd", 1) - 1, 0)
+
+    mm = torch.nn.modules.module
+    mm.register_module_forward_pre_hook(pre)
+    mm.register_module_forward_hook(post)
+
+    torch.Tensor.backward = _wrap(torch.Tensor.backward, b"backward")
+    torch.autograd.backward = _wrap(torch.autograd.backward, b"backward")
+
+    def stepped():
+        _step[0] += 1
+
+    opt = torch.optim.Optimizer
+    opt.zero_grad = _wrap(opt.zero_grad, b"optimizer")
+    init = opt.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        # Subclasses define step (and 1.13 re-wraps it for the profiler in
+        # __init__): wrap each class's step once, after that.
+        cls = type(self)
+        if not getattr(cls.step, "_gpuspy", False):
+            cls.step = _wrap(cls.step, b"optimizer", after=stepped)
+
+    opt.__init__ = __init__
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs _hook_torch once torch has finished importing."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            try:
+                _hook_torch(module)
+            except Exception as e:  # never break the traced program
+                sys.stderr.write(f"gpuspy: PyTorch phases off: {e}\n")
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _install():
+    global _lib
+    try:
+        lib = ctypes.CDLL(None)
+        lib.gpuspy_torch_phase.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong, ctypes.c_int]
+        lib.gpuspy_torch_phase.restype = None
+    except (OSError, AttributeError):
+        return  # libgpuspy is not in this process
+    _lib = lib
+    if "torch" in sys.modules:
+        _hook_torch(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _AfterImport())
+
+
+_install()

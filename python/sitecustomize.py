@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+"""gpuspy's Python start-up hook. libgpuspy puts this directory first on
+PYTHONPATH, only in Python processes it is preloaded into (opt out with
+GPUSPY_TORCH=0). It arranges for PyTorch's data / forward / backward /
+optimizer phases to be recorded when torch is imported, then gets out of
+the way: the directory leaves sys.path and PYTHONPATH, and the
+sitecustomize that was there before, if any, runs as usual."""
+import os
+import sys
+
+
+def _chain():
+    here = os.path.dirname(os.path.abspath(__file__))
+    added = os.environ.pop("GPUSPY_PYTHONPATH_ADDED", None)
+    if added:
+        parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != added]
+        if parts:
+            os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+        else:
+            os.environ.pop("PYTHONPATH", None)
+    try:
+        import gpuspy_torch  # noqa: F401  (lives in this directory)
+    except Exception as e:  # never break the traced program
+        sys.stderr.write(f"gpuspy: PyTorch phases off: {e}\n")
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    # The user's own sitecustomize, if there is one further down the path.
+    del sys.modules["sitecustomize"]
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError:
+        sys.modules["sitecustomize"] = sys.modules.get(__name__) or type(sys)("sitecustomize")
+
+
+_chain()
