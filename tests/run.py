@@ -829,6 +829,30 @@ def torch_hooks_opt_out_and_chain(tmp):
     check(p.stdout == "/x\n", "PYTHONPATH changed in a process that is not Python")
 
 
+@test
+def examples_diagnoses(tmp):
+    """examples/*.cu, built by nvcc with the shared runtime, on the doubles."""
+    want = {"pinned_vs_pageable": "pageable_copies", "data_starved": "data_starvation",
+            "alloc_churn": "allocation_churn"}
+    for ex, diag in want.items():
+        exe = os.path.join(BIN, "ex_" + ex)
+        check(os.path.exists(exe), f"{exe} not built (make examples needs nvcc)")
+        d = os.path.join(tmp, ex)
+        e = dict(os.environ, LD_LIBRARY_PATH=BIN)
+        e.pop("LD_PRELOAD", None)
+        p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", exe], env=e,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"{ex}: exit {p.returncode} {p.stderr}")
+        o = report_json(d)
+        ids = [x["id"] for x in o["diagnoses"]]
+        check(diag in ids, f"{ex}: expected diagnosis {diag}, got {ids}")
+    o = report_json(os.path.join(tmp, "alloc_churn"))
+    step = [x for x in o["phases"] if x["name"] == "step"][0]
+    check(step["count"] == 100 and step["alloc"]["device"]["count"] == 100
+          and step["alloc"]["device"]["bytes"] == 100 * (32 << 20) and step["launch"]["count"] == 100,
+          f"alloc_churn step phase {step['alloc']['device']} {step['launch']}")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = 0

@@ -13,10 +13,11 @@ $(TB)/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
 $(TB)/libcuda.so: $(TB)/libcuda.so.1
 	$(Q)ln -sf libcuda.so.1 $@
 
-$(TB)/libcudart.so.13: tests/doubles/fakecudart.c $(DOUBLE_HDRS)
+$(TB)/libcudart.so.13: tests/doubles/fakecudart.c tests/doubles/libcudart.map $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 -o $@ $< -ldl -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 \
+		-Wl,--version-script=tests/doubles/libcudart.map -o $@ $< -ldl -lpthread
 
 $(TB)/fakecudart_static.o: tests/doubles/fakecudart.c $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
@@ -58,7 +59,7 @@ deps:
 	@sh scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory test-build examples
 	python3 tests/run.py
 
 .PHONY: test test-build deps
@@ -125,3 +126,16 @@ fuzz: $(TB)/fuzz_trace
 .PHONY: fuzz
 $(TB)/prog_nvtx: tests/prog_nvtx.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
+
+# The CUDA C examples, built by nvcc against the shared runtime; in CI they
+# run on the doubles (tests/doubles/fakecudart.c implements the registration
+# and launch entry points nvcc's host code calls).
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+EXAMPLES := pinned_vs_pageable data_starved alloc_churn static_launches
+$(TB)/ex_%: examples/%.cu include/gpuspy.h
+	@mkdir -p $(TB)
+	@echo "  NVCC    $@"
+	$(Q)$(NVCC) -O2 -cudart shared -Iinclude -o $@ $<
+
+examples: $(addprefix $(TB)/ex_,$(EXAMPLES))
+.PHONY: examples

@@ -324,3 +324,69 @@ EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fn, unsigned 
 {
 	return cudaGetDriverEntryPointByVersion(sym, fn, 13000, flags, st);
 }
+
+/* ---- what nvcc-generated host code calls -------------------------------------------
+ * So that programs built by nvcc with -cudart shared (examples/) run on the
+ * doubles: kernels register under their (mangled) device names and do
+ * nothing when launched. */
+
+static void *fatbin_handle = &fatbin_handle;
+
+EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
+{
+	(void)fatCubin;
+	return (void **)&fatbin_handle;
+}
+
+EXPORT void __cudaRegisterFatBinaryEnd(void **h) { (void)h; }
+EXPORT void __cudaUnregisterFatBinary(void **h) { (void)h; }
+
+EXPORT void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFun, const char *deviceName,
+				   int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+{
+	(void)h; (void)deviceFun; (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim; (void)wSize;
+	fakecudart_register(hostFun, deviceName, NULL);
+}
+
+EXPORT void __cudaRegisterVar(void **h, char *hostVar, char *deviceAddress, const char *deviceName,
+			      int ext, size_t size, int constant, int global)
+{
+	(void)h; (void)hostVar; (void)deviceAddress; (void)deviceName; (void)ext; (void)size; (void)constant; (void)global;
+}
+
+static __thread struct { dim3 g, b; size_t sm; void *st; } call_cfg[8];
+static __thread int call_depth;
+
+EXPORT unsigned __cudaPushCallConfiguration(dim3 g, dim3 b, size_t sm, void *st)
+{
+	if (call_depth < 8) {
+		call_cfg[call_depth].g = g;
+		call_cfg[call_depth].b = b;
+		call_cfg[call_depth].sm = sm;
+		call_cfg[call_depth].st = st;
+	}
+	call_depth++;
+	return 0;
+}
+
+EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *g, dim3 *b, size_t *sm, void *st)
+{
+	if (call_depth <= 0)
+		return cudaErrorMissingConfiguration;
+	call_depth--;
+	if (call_depth < 8) {
+		*g = call_cfg[call_depth].g;
+		*b = call_cfg[call_depth].b;
+		*sm = call_cfg[call_depth].sm;
+		*(void **)st = call_cfg[call_depth].st;
+	}
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+EXPORT cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+EXPORT const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "error"; }
+EXPORT cudaError_t cudaSetDevice(int d) { READY(); (void)d; return cudaSuccess; }
+EXPORT cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s) { static long next = 0x9000; *s = (cudaStream_t)(next += 0x10); return cudaSuccess; }
+EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; return cudaSuccess; }
