@@ -6,7 +6,9 @@ When torch is imported, this module hooks:
   * forward   - the outermost nn.Module call (global module hooks);
   * backward  - Tensor.backward / torch.autograd.backward;
   * optimizer - Optimizer.step and Optimizer.zero_grad.
-Each phase is recorded through libgpuspy (already loaded in the process)
+"data" and "forward" last until the next phase starts, so the batch's copy
+to the GPU belongs to data and the loss module to forward. Each phase is
+recorded through libgpuspy (already loaded in the process)
 with the step number: the count of optimizer steps completed so far.
 Phases are process-wide, so kernels that autograd launches from its own
 threads during backward belong to backward. PyTorch 1.13 and 2.x.
@@ -21,20 +23,26 @@ import threading
 _lib = None
 _state = threading.local()
 _step = [0]
-_forward_open = [False]
+_open = [None]
 
 
 def _phase(name, begin):
-    # A forward phase stays open from the outermost module call until the
-    # next phase starts, so that model(x) and the loss module that follows
-    # it make one forward per step.
-    if _forward_open[0] and (begin or name != b"forward"):
-        _forward_open[0] = False
-        _lib.gpuspy_torch_phase(b"forward", _step[0], 0)
+    # "data" and "forward" stay open until the next phase starts: data
+    # covers fetching the batch and moving it to the GPU (x.cuda() after
+    # next()), forward covers model(x) and the loss module after it.
+    if _open[0] and (begin or name != _open[0]):
+        _lib.gpuspy_torch_phase(_open[0], _step[0], 0)
+        _open[0] = None
     _lib.gpuspy_torch_phase(name, _step[0], 1 if begin else 0)
 
 
-def _wrap(fn, name, after=None):
+def _begin_lazy(name):
+    if _open[0] != name:
+        _phase(name, True)
+        _open[0] = name
+
+
+def _wrap(fn, name, after=None, lazy=False):
     if getattr(fn, "_gpuspy", False):
         return fn
 
@@ -45,12 +53,15 @@ def _wrap(fn, name, after=None):
         depth = getattr(_state, key, 0)
         setattr(_state, key, depth + 1)
         if depth == 0:
-            _phase(name, True)
+            if lazy:
+                _begin_lazy(name)
+            else:
+                _phase(name, True)
         try:
             return fn(*args, **kwargs)
         finally:
             setattr(_state, key, depth)
-            if depth == 0:
+            if depth == 0 and not lazy:
                 _phase(name, False)
                 if after:
                     after()
@@ -61,14 +72,13 @@ def _wrap(fn, name, after=None):
 
 def _hook_torch(torch):
     dl = torch.utils.data.dataloader._BaseDataLoaderIter
-    dl.__next__ = _wrap(dl.__next__, b"data")
+    dl.__next__ = _wrap(dl.__next__, b"data", lazy=True)
 
     def pre(module, inputs):
         d = getattr(_state, "fwd", 0)
         _state.fwd = d + 1
-        if d == 0 and not _forward_open[0]:
-            _phase(b"forward", True)
-            _forward_open[0] = True
+        if d == 0:
+            _begin_lazy(b"forward")
 
     def post(module, inputs, output):
         _state.fwd = max(getattr(_state, "fwd", 1) - 1, 0)

@@ -53,4 +53,24 @@ run_case mlp python3 tests/gpu/mlp.py 310
 python3 tests/gpu/summarize.py "$WORK" static mlp | tee "$OUT/summary.md"
 rc=${PIPESTATUS[0]}
 cp "$WORK/summary.json" "$OUT/"
-exit $rc
+
+# Issue 4: phases with no code change, and the examples' diagnoses.
+report_case() { # name command...   (gpuspy run, then the reports)
+	local name=$1; shift
+	local d="$WORK/$name"
+	./tools/gpuspy run --dir "$d" --no-report -- "$@" > "$WORK/$name.stdout" 2> "$WORK/$name.stderr"
+	echo "$name: exit $?; $(tail -1 "$WORK/$name.stdout")"
+	./tools/gpuspy report --color never "$d" > "$WORK/$name.report.txt"
+	./tools/gpuspy report --json "$d" > "$WORK/$name.report.json"
+}
+for ex in pinned_vs_pageable data_starved alloc_churn; do
+	nvcc -O2 -cudart shared -Iinclude -o "$WORK/ex_$ex" "examples/$ex.cu" || exit 1
+	report_case "ex_$ex" "$WORK/ex_$ex"
+done
+report_case mlp_loader python3 tests/gpu/mlp.py 60 --loader
+report_case train_slow python3 examples/train.py --steps 40
+report_case train_fast python3 examples/train.py --steps 40 --workers 4 --pin-memory
+python3 tests/gpu/check_phases.py "$WORK" | tee "$OUT/phases.txt"
+rc2=${PIPESTATUS[0]}
+( cd "$WORK" && tar czf "$OUT/reports.tgz" *.report.txt *.report.json *.stdout )
+exit $(( rc || rc2 ))
