@@ -13,6 +13,7 @@ with the step number: the count of optimizer steps completed so far.
 Phases are process-wide, so kernels that autograd launches from its own
 threads during backward belong to backward. PyTorch 1.13 and 2.x.
 """
+import atexit
 import ctypes
 import functools
 import importlib.abc
@@ -132,6 +133,12 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _close_open():
+    if _lib and _open[0]:
+        _lib.gpuspy_torch_phase(_open[0], _step[0], 0)
+        _open[0] = None
+
+
 def _install():
     global _lib
     try:
@@ -141,6 +148,7 @@ def _install():
     except (OSError, AttributeError):
         return  # libgpuspy is not in this process
     _lib = lib
+    atexit.register(_close_open)
     if "torch" in sys.modules:
         _hook_torch(sys.modules["torch"])
     else:
