@@ -822,7 +822,8 @@ def torch_hooks_opt_out_and_chain(tmp):
     check(p.returncode == 0 and "user sitecustomize ran" in p.stderr, f"user sitecustomize: {p.stderr}")
     check(p.stdout.splitlines() == [user, "False"], f"PYTHONPATH/sys.path not restored: {p.stdout}")
     _, ev = only_trace(tmp)
-    check([e["name"] for e in ev] == ["forward"], "forward phase missing with a user sitecustomize")
+    check(phases_of(ev) == [("phase_begin", "forward"), ("phase_end", "forward")],
+          f"forward phase missing with a user sitecustomize: {phases_of(ev)}")
     # Not Python: nothing changes.
     e = dict(os.environ, LD_PRELOAD=LIB, PYTHONPATH="/x", GPUSPY_DIR=tmp)
     p = subprocess.run(["/bin/sh", "-c", "echo $PYTHONPATH"], env=e, capture_output=True, text=True)
