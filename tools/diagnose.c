@@ -71,6 +71,10 @@ static uint64_t sync_copies(const struct gs_cats *c)
 
 static void starvation(struct gs_report *r, uint64_t span)
 {
+	/* Share of the time spent inside phases (the loop), not of the whole
+	 * run: start-up and teardown outside phases would dilute it. */
+	if (r->nphases > 1 && span > r->phases[0].wall_ns)
+		span -= r->phases[0].wall_ns;
 	for (size_t i = 1; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		if (!strcasestr(p->name, "data") || p->count < 2 || !span)
@@ -80,7 +84,8 @@ static void starvation(struct gs_report *r, uint64_t span)
 			continue;
 		char w[32];
 		add(r, "data_starvation",
-		    "Phase '%s' takes %.0f%% of the run (%s over %llu occurrences) and launches no GPU work: "
+		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "
+		    "GPU work: "
 		    "the GPU waits for data (host-side estimate).\n"
 		    "Load ahead: raise DataLoader num_workers, set prefetch_factor and persistent_workers=True, "
 		    "or move decoding/augmentation to the GPU.",

@@ -161,7 +161,10 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		strftime(defdir, sizeof(defdir), "gpuspy-%Y%m%d-%H%M%S", &tm);
 		dir = defdir;
 	}
-	if (mkdir_p(dir) != 0) {
+	struct stat dst;
+	if (mkdir_p(dir) != 0 || stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+		if (errno == EEXIST || errno == 0)
+			errno = ENOTDIR;
 		fprintf(stderr, "gpuspy: error: %s: cannot create the trace directory: %s\n", dir, strerror(errno));
 		return 1;
 	}

@@ -57,7 +57,7 @@ cp "$WORK/summary.json" "$OUT/"
 # Issue 4: phases with no code change, and the examples' diagnoses.
 report_case() { # name command...   (gpuspy run, then the reports)
 	local name=$1; shift
-	local d="$WORK/$name"
+	local d="$WORK/run_$name"
 	./tools/gpuspy run --dir "$d" --no-report -- "$@" > "$WORK/$name.stdout" 2> "$WORK/$name.stderr"
 	echo "$name: exit $?; $(tail -1 "$WORK/$name.stdout")"
 	./tools/gpuspy report --color never "$d" > "$WORK/$name.report.txt"
