@@ -37,6 +37,7 @@ struct gs_tls {
 	int device;              /* cached current device, -1 unknown */
 	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
+	uint32_t corr_seq;       /* CUPTI external correlation ids pushed */
 	struct gspy_record rec;  /* the record being built */
 };
 
@@ -51,6 +52,7 @@ struct gs_global {
 	int clock;           /* enum gspy_clock */
 	uint64_t gen;        /* bumped when the trace file changes (fork) */
 	uint64_t ctx_gen;    /* bumped on every context switch hook */
+	int cupti;           /* CUPTI activity is collecting */
 };
 extern struct gs_global gs_g;
 
@@ -73,6 +75,12 @@ static inline uint64_t gs_now(void)
 		return __builtin_ia32_rdtsc();
 	return gs_mono_ns();
 }
+
+/* CUPTI (cupti.c). */
+unsigned gs_cupti_start(void);
+void gs_cupti_late_atexit(void);
+void gs_cupti_push(struct gs_tls *t, struct gspy_record *r);
+void gs_cupti_pop(void);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
@@ -113,6 +121,9 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	r->kind = (uint8_t)kind;
 	r->device = -1;
 	t->recording = 1;
+	if (GS_UNLIKELY(gs_g.cupti) &&
+	    (kind == GSPY_KIND_launch || kind == GSPY_KIND_copy || kind == GSPY_KIND_memset))
+		gs_cupti_push(t, r);
 	r->start = gs_now();
 	return r;
 }
@@ -126,6 +137,8 @@ static inline void gs_end(struct gspy_record *r, int result)
 		r->end = gs_now();
 		r->result = result;
 		t->recording = 0;
+		if (GS_UNLIKELY(r->flags & GSPY_FLAG_CORR))
+			gs_cupti_pop();
 		gs_commit(t, r);
 	}
 	t->depth--;

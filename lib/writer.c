@@ -252,7 +252,7 @@ int gs_writer_ready(void)
 		return 0;
 	if (s == W_FAILED)
 		return -1;
-	int e = errno;
+	int e = errno, opened = 0;
 	gs_init();
 	pthread_mutex_lock(&w.lock);
 	if (w.state == W_CLOSED) {
@@ -262,10 +262,15 @@ int gs_writer_ready(void)
 		if (rc != 0)
 			gs_g.disabled = 1;
 		else
-			prefault_start();
+			opened = 1;
 	}
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
+	if (opened) {
+		prefault_start();
+		/* Outside the lock: CUPTI's own threads write records too. */
+		w.hdr->gpu_timing = gs_cupti_start();
+	}
 	errno = e;
 	return s == W_OPEN ? 0 : -1;
 }
@@ -298,6 +303,7 @@ void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r)
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 {
 	struct gspy_header *h = w.hdr;
+	gs_cupti_late_atexit();
 	if (t->gen != gs_g.gen) {
 		t->gen = gs_g.gen;
 		t->chunk = NULL;

@@ -80,9 +80,25 @@ static void starvation(struct gs_report *r, uint64_t span)
 		if (!strcasestr(p->name, "data") || p->count < 2 || !span)
 			continue;
 		double share = (double)p->wall_ns / (double)span;
-		if (share < 0.2 || launches(&p->c) > p->count)
+		if (share < 0.2)
 			continue;
 		char w[32];
+		if (r->gpu_timing == GSPY_GPU_TIMING_cupti) {
+			double busy = p->wall_ns ? (double)p->gpu_busy_ns / (double)p->wall_ns : 0;
+			if (busy >= 0.2)
+				continue;
+			char idle[32];
+			add(r, "data_starvation",
+			    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and the GPU is "
+			    "busy only %.0f%% of it (%s idle): the GPU waits for data.\n"
+			    "Load ahead: raise DataLoader num_workers, set prefetch_factor and "
+			    "persistent_workers=True, or move decoding/augmentation to the GPU.",
+			    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
+			    100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns));
+			continue;
+		}
+		if (launches(&p->c) > p->count)
+			continue;
 		add(r, "data_starvation",
 		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "
 		    "GPU work: "
@@ -116,6 +132,24 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	const struct gs_agg *l = &r->total.launch;
 	if (l->count < 1000 || !span)
 		return;
+	if (r->gpu_timing == GSPY_GPU_TIMING_cupti && l->gpu_count) {
+		uint64_t busy = 0;
+		for (int d = 0; d < 8; d++)
+			busy += r->dev[d].busy_ns;
+		double short_share = (double)r->short_kernels / (double)l->gpu_count;
+		double busy_share = (double)busy / (double)span;
+		if (short_share < 0.5 || busy_share > 0.6)
+			return;
+		char k[32], m[32];
+		add(r, "launch_bound",
+		    "%.0f%% of %llu kernels ran shorter than their launch call takes (kernel mean %s, launch "
+		    "mean %s) and the GPU is busy only %.0f%% of the time: the run is launch-bound.\n"
+		    "Launch less often: capture the step in a CUDA graph, or use "
+		    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
+		    100 * short_share, (unsigned long long)l->gpu_count, gs_fmt_ns(k, l->gpu_ns / l->gpu_count),
+		    gs_fmt_ns(m, l->host_ns / l->count), 100 * busy_share);
+		return;
+	}
 	double launch_share = (double)l->host_ns / (double)span;
 	double sync_share = (double)r->total.sync.host_ns / (double)span;
 	if (launch_share < 0.25 || sync_share > 0.10)

@@ -73,6 +73,7 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	cJSON_AddNumberToObject(o, "threads", t->nthreads);
 	add_u64(o, "start_realtime_ns", h->real_start_ns);
 	add_u64(o, "start_ns", h->clock_start.mono);
+	cJSON_AddStringToObject(o, "gpu_timing", gs_gpu_timing_name(h->gpu_timing));
 	cJSON *dm = cJSON_AddArrayToObject(o, "device_mem");
 	int ndev = 8;
 	while (ndev > 0 && !h->device_mem[ndev - 1])
@@ -127,6 +128,28 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 			add_dims(o, "block", r->u.launch.block);
 		}
 		break;
+	case GSPY_KIND_gpu_kernel:
+	case GSPY_KIND_gpu_copy:
+	case GSPY_KIND_gpu_memset:
+		if (r->kind == GSPY_KIND_gpu_kernel) {
+			const char *n = gs_trace_string(t, r->name_id);
+			cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
+		} else {
+			add_u64(o, "bytes", r->u.gpu.bytes);
+		}
+		if (r->kind == GSPY_KIND_gpu_copy) {
+			cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
+			if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
+				cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
+		}
+		cJSON_AddNumberToObject(o, "device", r->device);
+		add_u64(o, "stream", r->stream);
+		if (ev->corr)
+			add_u64(o, "corr", ev->corr);
+		if (r->u.gpu.graph_id)
+			cJSON_AddNumberToObject(o, "graph_id", r->u.gpu.graph_id);
+		cJSON_AddNumberToObject(o, "cupti_corr", r->u.gpu.cupti_corr);
+		return o;
 	case GSPY_KIND_phase_begin:
 	case GSPY_KIND_phase_end:
 	case GSPY_KIND_mark:
@@ -142,6 +165,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		add_u64(o, "stream", r->stream);
 	if (r->flags & GSPY_FLAG_ASYNC)
 		cJSON_AddBoolToObject(o, "async", 1);
+	if (ev->corr)
+		add_u64(o, "corr", ev->corr);
 	if (gs_api_is_ptds(r->api))
 		cJSON_AddBoolToObject(o, "per_thread_stream", 1);
 	return o;

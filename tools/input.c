@@ -75,6 +75,7 @@ static void proc_from_trace(struct gs_input *in)
 	p->truncated = t->truncated;
 	p->start_ns = h->clock_start.mono;
 	memcpy(p->device_mem, h->device_mem, sizeof(p->device_mem));
+	p->gpu_timing = h->gpu_timing;
 }
 
 /* Reads one line; 1 = got one, 0 = end of file. */
@@ -155,6 +156,10 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->exit_signal = (int)int_in(o, "exit_signal", 0, 255, 0);
 	p->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
 	p->start_ns = u64(o, "start_ns");
+	const char *gt = str(o, "gpu_timing");
+	for (unsigned i = 0; gt && i < GSPY_GPU_TIMING_COUNT; i++)
+		if (!strcmp(gs_gpu_timing_name(i), gt))
+			p->gpu_timing = i;
 	const cJSON *dm = cJSON_GetObjectItemCaseSensitive(o, "device_mem");
 	for (int i = 0; i < 8 && cJSON_IsArray(dm) && i < cJSON_GetArraySize(dm); i++) {
 		const cJSON *x = cJSON_GetArrayItem(dm, i);
@@ -210,12 +215,21 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	ev->end_ns = e.end_ns;
 	ev->stream = r->stream;
 	ev->async = (r->flags & GSPY_FLAG_ASYNC) != 0;
+	ev->corr = e.corr;
 	if (r->kind == GSPY_KIND_launch) {
 		memcpy(ev->grid, r->u.launch.grid, sizeof(ev->grid));
 		memcpy(ev->block, r->u.launch.block, sizeof(ev->block));
+	} else if (r->kind >= GSPY_KIND_gpu_kernel && r->kind <= GSPY_KIND_gpu_memset) {
+		ev->bytes = r->u.gpu.bytes;
+		ev->graph_id = r->u.gpu.graph_id;
 	} else {
 		ev->bytes = r->u.mem.bytes;
 		ev->addr = r->u.mem.addr;
+	}
+	if (r->flags & GSPY_FLAG_STEP) {
+		ev->step = r->u.mem.bytes;
+		ev->has_step = 1;
+		ev->bytes = 0;
 	}
 	ev->name = gs_trace_string(&in->trace, r->name_id);
 	return 1;
@@ -278,10 +292,15 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->addr = u64(o, "addr");
 		ev->stream = u64(o, "stream");
 		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
+		ev->corr = u64(o, "corr");
+		ev->graph_id = (uint32_t)int_in(o, "graph_id", 0, UINT32_MAX, 0);
+		ev->has_step = cJSON_GetObjectItemCaseSensitive(o, "step") != NULL;
+		ev->step = u64(o, "step");
 		ev->device = (int16_t)int_in(o, "device", -1, INT16_MAX, -1);
 		int d = gs_dir_from_name(str(o, "dir"));
 		ev->dir = (uint8_t)(d > 0 ? d : 0);
-		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy ? "host_mem" : "mem"));
+		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy || kind == GSPY_KIND_gpu_copy
+						   ? "host_mem" : "mem"));
 		ev->mem = (uint8_t)(m > 0 ? m : 0);
 		dims(o, "grid", ev->grid);
 		dims(o, "block", ev->block);

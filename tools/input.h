@@ -24,6 +24,7 @@ struct gs_proc {
 	int truncated;   /* the input ended early: events may be missing */
 	uint64_t start_ns;
 	uint64_t device_mem[8];
+	unsigned gpu_timing; /* enum gspy_gpu_timing */
 };
 
 struct gs_ev {
@@ -36,6 +37,10 @@ struct gs_ev {
 	uint32_t grid[3], block[3];
 	const char *name; /* valid until the next gs_input_next(); "" if none */
 	int async;
+	uint64_t corr;     /* CUPTI external correlation id, 0 none */
+	uint32_t graph_id; /* GPU kernels of a graph launch */
+	uint64_t step;     /* phase events from PyTorch: the step number */
+	int has_step;
 };
 
 struct gs_input {

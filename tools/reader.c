@@ -49,6 +49,17 @@ int gs_api_is_ptds(unsigned a)
 	return l > 5 && (!strcmp(n + l - 5, "_ptds") || !strcmp(n + l - 5, "_ptsz"));
 }
 
+static const char *const timing_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_GPU_TIMING_LIST(GSPY_X)
+#undef GSPY_X
+};
+
+const char *gs_gpu_timing_name(unsigned t)
+{
+	return t < GSPY_GPU_TIMING_COUNT ? timing_names[t] : "?";
+}
+
 const char *gs_state_name(unsigned s)
 {
 	switch (s) {
@@ -243,7 +254,7 @@ bad:
 void gs_trace_rewind(struct gs_trace *t)
 {
 	for (uint32_t i = 0; i < t->nthreads; i++)
-		t->threads[i].ci = 0, t->threads[i].ri = 0;
+		t->threads[i].ci = 0, t->threads[i].ri = 0, t->threads[i].corr_seq = 0;
 }
 
 static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
@@ -283,6 +294,11 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	ev->tid = best->tid;
 	ev->start_ns = to_ns(t, br->start);
 	ev->end_ns = to_ns(t, br->end);
+	ev->corr = 0;
+	if (br->flags & GSPY_FLAG_CORR)
+		ev->corr = ((uint64_t)best->tid << 32) | ++best->corr_seq;
+	else if (br->kind >= GSPY_KIND_gpu_kernel && br->kind <= GSPY_KIND_gpu_memset)
+		ev->corr = br->u.gpu.corr;
 	return 1;
 }
 

@@ -18,6 +18,7 @@ struct gs_event {
 	const struct gspy_record *rec; /* points into the mapped file */
 	uint32_t tid;
 	uint64_t start_ns, end_ns;     /* CLOCK_MONOTONIC */
+	uint64_t corr;                 /* CUPTI external correlation id, 0 none */
 };
 
 struct gs_thread {
@@ -27,6 +28,7 @@ struct gs_thread {
 	uint32_t ci;       /* current chunk (index into chunks) */
 	uint64_t ri;       /* next record in current chunk */
 	uint64_t events, dropped;
+	uint32_t corr_seq; /* GSPY_FLAG_CORR records seen so far */
 };
 
 struct gs_trace {
@@ -59,5 +61,6 @@ const char *gs_mem_name(unsigned mem);
 const char *gs_dir_name(unsigned dir);
 int gs_api_is_ptds(unsigned api);
 const char *gs_state_name(unsigned state);
+const char *gs_gpu_timing_name(unsigned t);
 
 #endif

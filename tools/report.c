@@ -46,6 +46,16 @@ static void agg_merge(struct gs_agg *d, const struct gs_agg *s)
 	d->count += s->count;
 	d->bytes += s->bytes;
 	d->host_ns += s->host_ns;
+	d->gpu_count += s->gpu_count;
+	d->gpu_bytes += s->gpu_bytes;
+	d->gpu_ns += s->gpu_ns;
+}
+
+static void gpu_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
+{
+	a->gpu_count++;
+	a->gpu_bytes += bytes;
+	a->gpu_ns += ns;
 }
 
 static void cats_merge(struct gs_cats *d, const struct gs_cats *s)
@@ -103,6 +113,7 @@ static struct gs_kernel_stat *kernel(struct gs_report *r, const char *name)
 	if (!r->kernels[j].name) {
 		r->kernels[j].name = xstrdup(name);
 		r->kernels[j].min_ns = UINT64_MAX;
+		r->kernels[j].gpu_min_ns = UINT64_MAX;
 		r->nkernels++;
 	}
 	return &r->kernels[j];
@@ -208,6 +219,89 @@ struct open_phase {
 	uint64_t begin;
 };
 
+#define CORR_SLOTS (1u << 18)
+
+static struct gs_corr_slot *corr_slot(struct gs_report *r, uint64_t id)
+{
+	if (!r->corr) {
+		r->corr = calloc(CORR_SLOTS, sizeof(*r->corr));
+		if (!r->corr)
+			return NULL;
+	}
+	return &r->corr[(id ^ (id >> 29)) * 0x9E3779B97F4A7C15ull >> 46];
+}
+
+/* A GPU-side record: its time goes to the phase that launched it (found
+ * through the correlation id; the phase open at its start otherwise), and
+ * to the device's busy/idle accounting. */
+static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
+{
+	uint64_t ns = ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0;
+	size_t ph = cur;
+	uint64_t host_start = 0;
+	struct gs_corr_slot *s = ev->corr ? corr_slot(r, ev->corr) : NULL;
+	r->gpu_records++;
+	if (s && s->id == ev->corr) {
+		ph = s->phase < r->nphases ? s->phase : cur;
+		host_start = s->host_start;
+		r->gpu_matched++;
+	}
+	struct gs_cats *cs[2] = { &r->total, &r->phases[ph].c };
+	for (int i = 0; i < 2; i++) {
+		if (ev->kind == GSPY_KIND_gpu_kernel)
+			gpu_add(&cs[i]->launch, 0, ns);
+		else if (ev->kind == GSPY_KIND_gpu_memset)
+			gpu_add(&cs[i]->memset, ev->bytes, ns);
+		else
+			gpu_add(&cs[i]->copy[ev->dir < GSPY_DIR_COUNT ? ev->dir : 0][ev->mem == GSPY_MEM_pinned],
+				ev->bytes, ns);
+	}
+	r->phases[cur].gpu_busy_ns += ns;
+	if (ev->kind == GSPY_KIND_gpu_kernel) {
+		struct gs_kernel_stat *k = kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
+		k->gpu_count++;
+		k->gpu_total_ns += ns;
+		if (ns < k->gpu_min_ns)
+			k->gpu_min_ns = ns;
+		if (ns > k->gpu_max_ns)
+			k->gpu_max_ns = ns;
+		if (ev->graph_id) {
+			r->graph_kernels++;
+			r->graph_kernel_ns += ns;
+		}
+		if (host_start && ev->start_ns > host_start) {
+			uint64_t q = ev->start_ns - host_start;
+			r->queue_n++;
+			r->queue_sum_ns += q;
+			if (q > r->queue_max_ns)
+				r->queue_max_ns = q;
+		}
+		if (r->total.launch.count && ns * r->total.launch.count < r->total.launch.host_ns)
+			r->short_kernels++;
+	}
+	if (ev->device < 0 || ev->device >= 8)
+		return;
+	struct gs_device_gpu *d = &r->dev[ev->device];
+	d->ops++;
+	if (!d->cur_end) {
+		d->cur_start = ev->start_ns;
+		d->cur_end = ev->end_ns;
+	} else if (ev->start_ns > d->cur_end) {
+		/* An idle gap: host-bound when the work after it was launched
+		 * only after the GPU had gone idle. */
+		d->busy_ns += d->cur_end - d->cur_start;
+		uint64_t gap = ev->start_ns - d->cur_end;
+		if (host_start > d->cur_end)
+			d->idle_host_ns += gap;
+		else
+			d->idle_other_ns += gap;
+		d->cur_start = ev->start_ns;
+		d->cur_end = ev->end_ns;
+	} else if (ev->end_ns > d->cur_end) {
+		d->cur_end = ev->end_ns;
+	}
+}
+
 int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen)
 {
 	struct gs_input in;
@@ -218,6 +312,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	r->path = path;
 	r->proc = in.proc;
 	r->nprocs = 1;
+	r->gpu_timing = in.proc.gpu_timing;
 	if (r->proc.rank >= 0)
 		snprintf(r->label, sizeof(r->label), "rank %d (pid %u)", r->proc.rank, r->proc.pid);
 	else
@@ -260,6 +355,15 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		if (ev.kind == GSPY_KIND_mark)
 			continue;
 		size_t cur = depth ? stack[depth - 1].idx : 0;
+		if (ev.kind >= GSPY_KIND_gpu_kernel && ev.kind <= GSPY_KIND_gpu_memset) {
+			add_gpu(r, &ev, cur);
+			continue;
+		}
+		if (ev.corr) {
+			struct gs_corr_slot *cs = corr_slot(r, ev.corr);
+			if (cs)
+				*cs = (struct gs_corr_slot){ ev.corr, ev.start_ns, (uint32_t)cur };
+		}
 		add_event(r, &r->total, &ev);
 		add_event(r, &r->phases[cur].c, &ev);
 		if (ev.kind == GSPY_KIND_launch) {
@@ -284,6 +388,13 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	uint64_t span = r->t_last - r->t_first;
 	r->phases[0].wall_ns = span > covered ? span - covered : 0;
 	r->phases[0].count = 1;
+	for (int d = 0; d < 8; d++)
+		if (r->dev[d].cur_end) {
+			r->dev[d].busy_ns += r->dev[d].cur_end - r->dev[d].cur_start;
+			r->dev[d].cur_start = r->dev[d].cur_end = 0;
+		}
+	free(r->corr);
+	r->corr = NULL;
 	gs_input_close(&in);
 	gs_report_diagnose(r);
 	return 0;
@@ -304,11 +415,29 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->nevents += s->nevents;
 	d->proc.events += s->proc.events;
 	d->proc.dropped += s->proc.dropped;
+	if (s->gpu_timing == GSPY_GPU_TIMING_cupti)
+		d->gpu_timing = GSPY_GPU_TIMING_cupti;
+	for (int i = 0; i < 8; i++) {
+		d->dev[i].busy_ns += s->dev[i].busy_ns;
+		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;
+		d->dev[i].idle_other_ns += s->dev[i].idle_other_ns;
+		d->dev[i].ops += s->dev[i].ops;
+	}
+	d->gpu_records += s->gpu_records;
+	d->gpu_matched += s->gpu_matched;
+	d->queue_n += s->queue_n;
+	d->queue_sum_ns += s->queue_sum_ns;
+	if (s->queue_max_ns > d->queue_max_ns)
+		d->queue_max_ns = s->queue_max_ns;
+	d->graph_kernels += s->graph_kernels;
+	d->graph_kernel_ns += s->graph_kernel_ns;
+	d->short_kernels += s->short_kernels;
 	cats_merge(&d->total, &s->total);
 	for (size_t i = 0; i < s->nphases; i++) {
 		struct gs_phase_stat *p = &d->phases[phase_index(d, s->phases[i].name)];
 		p->count += s->phases[i].count;
 		p->wall_ns += s->phases[i].wall_ns;
+		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;
 		cats_merge(&p->c, &s->phases[i].c);
 	}
 	for (size_t i = 0; i < s->kernels_cap; i++) {
@@ -322,6 +451,12 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 			t->min_ns = k->min_ns;
 		if (k->max_ns > t->max_ns)
 			t->max_ns = k->max_ns;
+		t->gpu_count += k->gpu_count;
+		t->gpu_total_ns += k->gpu_total_ns;
+		if (k->gpu_min_ns < t->gpu_min_ns)
+			t->gpu_min_ns = k->gpu_min_ns;
+		if (k->gpu_max_ns > t->gpu_max_ns)
+			t->gpu_max_ns = k->gpu_max_ns;
 	}
 	d->peak_reserved += s->peak_reserved; /* an upper bound across processes */
 }
@@ -337,5 +472,6 @@ void gs_report_free(struct gs_report *r)
 	free(r->phases);
 	free(r->kernels);
 	free(r->diag);
+	free(r->corr);
 	memset(r, 0, sizeof(*r));
 }

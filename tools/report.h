@@ -18,7 +18,8 @@
 struct gs_diag;
 
 struct gs_agg {
-	uint64_t count, bytes, host_ns;
+	uint64_t count, bytes, host_ns;      /* host calls */
+	uint64_t gpu_count, gpu_bytes, gpu_ns; /* GPU-side records (CUPTI) */
 };
 
 enum { GS_PAGEABLE = 0, GS_PINNED = 1 };
@@ -34,12 +35,24 @@ struct gs_cats {
 struct gs_phase_stat {
 	char *name;
 	uint64_t count, wall_ns;
-	struct gs_cats c;
+	uint64_t gpu_busy_ns; /* GPU work that started during the phase */
+	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */
 };
 
 struct gs_kernel_stat {
 	char *name;
-	uint64_t count, total_ns, min_ns, max_ns;
+	uint64_t count, total_ns, min_ns, max_ns;             /* launches (host) */
+	uint64_t gpu_count, gpu_total_ns, gpu_min_ns, gpu_max_ns; /* executions (GPU) */
+};
+
+struct gs_device_gpu {
+	uint64_t busy_ns, idle_host_ns, idle_other_ns, ops;
+	uint64_t cur_start, cur_end; /* the busy interval being merged */
+};
+
+struct gs_corr_slot {
+	uint64_t id, host_start;
+	uint32_t phase;
 };
 
 struct gs_report {
@@ -57,6 +70,13 @@ struct gs_report {
 	uint64_t peak_t, device_total;
 	uint64_t churn_phase, churn_events, churn_phase_bytes, churn_events_bytes;
 	int phases_repeat;
+	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
+	struct gs_device_gpu dev[8];
+	struct gs_corr_slot *corr;      /* external id -> launching phase */
+	uint64_t gpu_records, gpu_matched;
+	uint64_t queue_n, queue_sum_ns, queue_max_ns;
+	uint64_t graph_kernels, graph_kernel_ns;
+	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
 	char input_error[300];  /* the input stopped at a malformed line */
 	struct gs_diag *diag;
 	size_t ndiag;

@@ -36,29 +36,53 @@ static uint64_t alloc_bytes(const struct gs_cats *c)
 	return n;
 }
 
-static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, const struct gs_cats *c)
+static int gpu_mode;
+
+static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, uint64_t busy,
+		      const struct gs_cats *c)
 {
-	char a[32], b[32], d[32], e[32], h[32], k[32], m[32];
-	fprintf(f, "  %-16.16s %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", name,
-		count ? gs_fmt_count(a, count) : "-",
-		gs_fmt_ns(b, wall), gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.host_ns),
-		gs_fmt_count(h, alloc_count(c)), gs_fmt_bytes(k, alloc_bytes(c)),
-		gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns((char[32]){ 0 }, c->sync.host_ns), "n/a");
+	char a[32], b[32], d[32], e[32], g[32], h[32], k[32], m[32], n[32];
+	if (gpu_mode)
+		fprintf(f, "  %-16.16s %5s %9s %7s %9s %9s %6s %9s %9s %8s\n", name,
+			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
+			gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.gpu_ns),
+			gs_fmt_ns(g, c->launch.host_ns), gs_fmt_count(h, alloc_count(c)),
+			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns),
+			gs_fmt_ns(k, wall > busy ? wall - busy : 0));
+	else
+		fprintf(f, "  %-16.16s %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", name,
+			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
+			gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.host_ns),
+			gs_fmt_count(h, alloc_count(c)), gs_fmt_bytes(k, alloc_bytes(c)),
+			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns), "n/a");
+}
+
+static uint64_t total_busy(const struct gs_report *r)
+{
+	uint64_t b = 0;
+	for (int d = 0; d < 8; d++)
+		b += r->dev[d].busy_ns;
+	return b;
 }
 
 static void phases_table(FILE *f, const struct gs_report *r)
 {
-	fprintf(f, "\n  %sPhases%s           %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", bold, reset,
-		"count", "wall", "kernels", "launch", "alloc", "allocated", "alloc t", "sync",
-		"GPU idle");
+	if (gpu_mode)
+		fprintf(f, "\n  %sPhases%s           %5s %9s %7s %9s %9s %6s %9s %9s %8s\n", bold, reset,
+			"count", "wall", "kernels", "GPU time", "launch", "alloc", "alloc t", "sync",
+			"GPU idle");
+	else
+		fprintf(f, "\n  %sPhases%s           %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", bold, reset,
+			"count", "wall", "kernels", "launch", "alloc", "allocated", "alloc t", "sync",
+			"GPU idle");
 	for (size_t i = 0; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		if (i == 0 && !p->wall_ns && !p->c.launch.count && !alloc_count(&p->c) &&
 		    !p->c.sync.count && r->nphases > 1)
 			continue; /* an empty "(no phase)" row says nothing */
-		phase_row(f, p->name, p->count, p->wall_ns, &p->c);
+		phase_row(f, p->name, p->count, p->wall_ns, p->gpu_busy_ns, &p->c);
 	}
-	phase_row(f, "total", 0, r->t_last - r->t_first, &r->total);
+	phase_row(f, "total", 0, r->t_last - r->t_first, total_busy(r), &r->total);
 }
 
 static void copies_table(FILE *f, const struct gs_report *r)
@@ -77,23 +101,31 @@ static void copies_table(FILE *f, const struct gs_report *r)
 					continue;
 				const struct gs_agg *a = ms ? &c->memset : &c->copy[d][p];
 				const struct gs_agg *s = ms ? &c->memset : &c->copy_sync[d][p];
-				if (!a->count)
+				if (!a->count && !a->gpu_count)
 					continue;
 				if (!header++)
 					fprintf(f, "\n  %sCopies and memsets%s %9s %7s %10s %10s %10s %9s\n", bold,
-						reset, "", "count", "bytes", "time", "sync GB/s", "async");
+						reset, "", "count", "bytes", gpu_mode ? "GPU time" : "time",
+						gpu_mode ? "GPU GB/s" : "sync GB/s", "async");
 				char kind[32], b1[32], b2[32], b3[32], b4[32];
 				int host = d == GSPY_DIR_h2d || d == GSPY_DIR_d2h || d == GSPY_DIR_h2h;
 				snprintf(kind, sizeof(kind), "%s %s", ms ? "memset" : gs_dir_name((unsigned)d),
 					 host ? (p ? "pinned" : "pageable") : "");
-				fprintf(f, "  %-14.14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
-					gs_fmt_count(b1, a->count), gs_fmt_bytes(b2, a->bytes),
-					gs_fmt_ns(b3, a->host_ns),
-					ms ? "-" : gs_fmt_rate(b4, s->bytes, s->host_ns),
-					ms ? "-" : gs_fmt_count((char[32]){ 0 }, a->count - s->count));
+				if (gpu_mode)
+					fprintf(f, "  %-14.14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
+						gs_fmt_count(b1, a->count ? a->count : a->gpu_count),
+						gs_fmt_bytes(b2, a->bytes ? a->bytes : a->gpu_bytes),
+						gs_fmt_ns(b3, a->gpu_ns), gs_fmt_rate(b4, a->gpu_bytes, a->gpu_ns),
+						ms ? "-" : gs_fmt_count((char[32]){ 0 }, a->count - s->count));
+				else
+					fprintf(f, "  %-14.14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
+						gs_fmt_count(b1, a->count), gs_fmt_bytes(b2, a->bytes),
+						gs_fmt_ns(b3, a->host_ns),
+						ms ? "-" : gs_fmt_rate(b4, s->bytes, s->host_ns),
+						ms ? "-" : gs_fmt_count((char[32]){ 0 }, a->count - s->count));
 			}
 	}
-	if (header)
+	if (header && !gpu_mode)
 		fprintf(f, "  (GB/s over synchronous copies only: an asynchronous copy returns before it is done)\n");
 }
 
@@ -101,6 +133,8 @@ static int cmp_kernel(const void *a, const void *b)
 {
 	const struct gs_kernel_stat *x = *(const struct gs_kernel_stat *const *)a;
 	const struct gs_kernel_stat *y = *(const struct gs_kernel_stat *const *)b;
+	if (x->gpu_total_ns != y->gpu_total_ns)
+		return x->gpu_total_ns < y->gpu_total_ns ? 1 : -1;
 	if (x->total_ns != y->total_ns)
 		return x->total_ns < y->total_ns ? 1 : -1;
 	return strcmp(x->name, y->name);
@@ -126,8 +160,9 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 	const struct gs_kernel_stat **v = sorted_kernels(r);
 	if (!v)
 		return;
-	fprintf(f, "\n  %sTop kernels%s (launch time) %21s %8s %9s %9s %9s %9s\n", bold, reset, "",
-		"count", "total", "mean", "min", "max");
+	fprintf(f, "\n  %sTop kernels%s (%s) %*s %8s %9s %9s %9s %9s\n", bold, reset,
+		gpu_mode ? "GPU time" : "launch time", gpu_mode ? 24 : 21, "", gpu_mode ? "runs" : "count",
+		"total", "mean", "min", "max");
 	for (size_t i = 0; i < r->nkernels && i < 10; i++) {
 		char a[32], b[32], c[32], d[32], e[32];
 		const char *n = v[i]->name;
@@ -137,9 +172,15 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 			snprintf(shown, sizeof(shown), "%.22s...%s", n, n + len - 23);
 		else
 			snprintf(shown, sizeof(shown), "%s", n);
-		fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->count),
-			gs_fmt_ns(b, v[i]->total_ns), gs_fmt_ns(c, v[i]->total_ns / v[i]->count),
-			gs_fmt_ns(d, v[i]->min_ns), gs_fmt_ns(e, v[i]->max_ns));
+		if (gpu_mode && v[i]->gpu_count)
+			fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->gpu_count),
+				gs_fmt_ns(b, v[i]->gpu_total_ns), gs_fmt_ns(c, v[i]->gpu_total_ns / v[i]->gpu_count),
+				gs_fmt_ns(d, v[i]->gpu_min_ns), gs_fmt_ns(e, v[i]->gpu_max_ns));
+		else
+			fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->count),
+				gs_fmt_ns(b, v[i]->total_ns),
+				gs_fmt_ns(c, v[i]->count ? v[i]->total_ns / v[i]->count : 0),
+				gs_fmt_ns(d, v[i]->count ? v[i]->min_ns : 0), gs_fmt_ns(e, v[i]->max_ns));
 	}
 	if (r->nkernels > 10)
 		fprintf(f, "  ... and %zu more\n", r->nkernels - 10);
@@ -164,6 +205,34 @@ static void memory(FILE *f, const struct gs_report *r)
 	if (r->nprocs > 1)
 		fprintf(f, " (sum of the processes' peaks)");
 	fprintf(f, "\n");
+}
+
+static void gpu_section(FILE *f, const struct gs_report *r)
+{
+	if (!gpu_mode)
+		return;
+	char a[32], b[32], c[32], d[32];
+	uint64_t span = r->t_last - r->t_first;
+	fprintf(f, "\n  %sGPU%s\n", bold, reset);
+	for (int i = 0; i < 8; i++) {
+		const struct gs_device_gpu *g = &r->dev[i];
+		if (!g->ops)
+			continue;
+		fprintf(f, "  device %d: busy %s (%.1f%% of %s); idle gaps %s host-bound (the next work was "
+			   "launched after the GPU went idle), %s other\n", i, gs_fmt_ns(a, g->busy_ns),
+			span ? 100.0 * (double)g->busy_ns / (double)span : 0.0, gs_fmt_ns(b, span),
+			gs_fmt_ns(c, g->idle_host_ns), gs_fmt_ns(d, g->idle_other_ns));
+	}
+	if (r->queue_n)
+		fprintf(f, "  queue delay (launch call to kernel start): mean %s, max %s over %s kernels\n",
+			gs_fmt_ns(a, r->queue_sum_ns / r->queue_n), gs_fmt_ns(b, r->queue_max_ns),
+			gs_fmt_count(c, r->queue_n));
+	if (r->graph_kernels)
+		fprintf(f, "  CUDA graphs ran %s kernels (%s GPU time)\n", gs_fmt_count(a, r->graph_kernels),
+			gs_fmt_ns(b, r->graph_kernel_ns));
+	if (r->gpu_records)
+		fprintf(f, "  GPU records matched to the call that launched them: %.1f%% of %s\n",
+			100.0 * (double)r->gpu_matched / (double)r->gpu_records, gs_fmt_count(a, r->gpu_records));
 }
 
 static const char *state_text(const struct gs_proc *p)
@@ -193,6 +262,7 @@ static void process_section(FILE *f, const struct gs_report *r)
 	phases_table(f, r);
 	copies_table(f, r);
 	kernels_table(f, r);
+	gpu_section(f, r);
 	memory(f, r);
 }
 
@@ -254,8 +324,21 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 	char a[32], b[32];
 	fprintf(f, "%sgpuspy report%s: %zu process%s, %s events, %s dropped\n", bold, reset, n,
 		n == 1 ? "" : "es", gs_fmt_count(a, whole->nevents), gs_fmt_count(b, whole->proc.dropped));
-	fprintf(f, "Times are host-side: when each call was made and how long it took to return. This trace\n"
-		   "has no GPU timestamps, so kernel time is launch time and GPU idle is unknown (n/a).\n");
+	gpu_mode = whole->gpu_timing == GSPY_GPU_TIMING_cupti;
+	if (gpu_mode)
+		fprintf(f, "GPU times come from CUPTI: when kernels, copies and memsets ran on the GPU; GPU work\n"
+			   "belongs to the phase that launched it. Host times (launch, alloc, sync) are the calls.\n");
+	else
+		fprintf(f, "Times are host-side: when each call was made and how long it took to return. This trace\n"
+			   "has no GPU timestamps, so kernel time is launch time and GPU idle is unknown (n/a).\n");
+	int why = -1;
+	for (size_t i = 0; i < n; i++)
+		if (procs[i]->gpu_timing >= GSPY_GPU_TIMING_unavailable)
+			why = (int)procs[i]->gpu_timing;
+	if (why == GSPY_GPU_TIMING_in_use)
+		fprintf(f, "CUPTI was held by another tool (torch.profiler, Nsight...): it got the GPU data.\n");
+	else if (why >= 0)
+		fprintf(f, "CUPTI could not be used (%s): host timing only.\n", gs_gpu_timing_name((unsigned)why));
 	for (size_t i = 0; i < n; i++)
 		process_section(f, procs[i]);
 	if (n > 1) {
@@ -263,6 +346,7 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		phases_table(f, whole);
 		copies_table(f, whole);
 		kernels_table(f, whole);
+		gpu_section(f, whole);
 		memory(f, whole);
 	}
 	diagnoses(f, procs, n);
@@ -277,7 +361,14 @@ static cJSON *agg_json(const struct gs_agg *a, int with_bytes)
 	if (with_bytes)
 		cJSON_AddNumberToObject(o, "bytes", (double)a->bytes);
 	cJSON_AddNumberToObject(o, "host_ns", (double)a->host_ns);
-	cJSON_AddNullToObject(o, "gpu_ns");
+	if (gpu_mode) {
+		cJSON_AddNumberToObject(o, "gpu_ns", (double)a->gpu_ns);
+		cJSON_AddNumberToObject(o, "gpu_count", (double)a->gpu_count);
+		if (with_bytes)
+			cJSON_AddNumberToObject(o, "gpu_bytes", (double)a->gpu_bytes);
+	} else {
+		cJSON_AddNullToObject(o, "gpu_ns");
+	}
 	return o;
 }
 
@@ -306,7 +397,13 @@ static cJSON *phases_json(const struct gs_report *r)
 		cJSON_AddStringToObject(p, "name", r->phases[i].name);
 		cJSON_AddNumberToObject(p, "count", (double)r->phases[i].count);
 		cJSON_AddNumberToObject(p, "wall_ns", (double)r->phases[i].wall_ns);
-		cJSON_AddNullToObject(p, "gpu_idle_ns");
+		if (gpu_mode) {
+			uint64_t w = r->phases[i].wall_ns, b = r->phases[i].gpu_busy_ns;
+			cJSON_AddNumberToObject(p, "gpu_busy_ns", (double)b);
+			cJSON_AddNumberToObject(p, "gpu_idle_ns", (double)(w > b ? w - b : 0));
+		} else {
+			cJSON_AddNullToObject(p, "gpu_idle_ns");
+		}
 		cats_json(p, &r->phases[i].c);
 		cJSON_AddItemToArray(a, p);
 	}
@@ -324,7 +421,14 @@ static cJSON *kernels_json(const struct gs_report *r)
 		cJSON_AddNumberToObject(k, "host_ns", (double)v[i]->total_ns);
 		cJSON_AddNumberToObject(k, "host_min_ns", (double)v[i]->min_ns);
 		cJSON_AddNumberToObject(k, "host_max_ns", (double)v[i]->max_ns);
-		cJSON_AddNullToObject(k, "gpu_ns");
+		if (gpu_mode) {
+			cJSON_AddNumberToObject(k, "gpu_count", (double)v[i]->gpu_count);
+			cJSON_AddNumberToObject(k, "gpu_ns", (double)v[i]->gpu_total_ns);
+			cJSON_AddNumberToObject(k, "gpu_min_ns", (double)(v[i]->gpu_count ? v[i]->gpu_min_ns : 0));
+			cJSON_AddNumberToObject(k, "gpu_max_ns", (double)v[i]->gpu_max_ns);
+		} else {
+			cJSON_AddNullToObject(k, "gpu_ns");
+		}
 		cJSON_AddItemToArray(a, k);
 	}
 	free(v);
@@ -354,6 +458,26 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));
 	cJSON_AddItemToObject(o, "kernels", kernels_json(r));
+	if (gpu_mode) {
+		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
+		cJSON *devs = cJSON_AddArrayToObject(g, "devices");
+		for (int i = 0; i < 8; i++) {
+			if (!r->dev[i].ops)
+				continue;
+			cJSON *d = cJSON_CreateObject();
+			cJSON_AddNumberToObject(d, "device", i);
+			cJSON_AddNumberToObject(d, "busy_ns", (double)r->dev[i].busy_ns);
+			cJSON_AddNumberToObject(d, "idle_host_bound_ns", (double)r->dev[i].idle_host_ns);
+			cJSON_AddNumberToObject(d, "idle_other_ns", (double)r->dev[i].idle_other_ns);
+			cJSON_AddItemToArray(devs, d);
+		}
+		cJSON_AddNumberToObject(g, "records", (double)r->gpu_records);
+		cJSON_AddNumberToObject(g, "matched", (double)r->gpu_matched);
+		cJSON_AddNumberToObject(g, "queue_delay_mean_ns", r->queue_n ? (double)(r->queue_sum_ns / r->queue_n) : 0);
+		cJSON_AddNumberToObject(g, "queue_delay_max_ns", (double)r->queue_max_ns);
+		cJSON_AddNumberToObject(g, "graph_kernels", (double)r->graph_kernels);
+		cJSON_AddNumberToObject(g, "graph_kernel_ns", (double)r->graph_kernel_ns);
+	}
 	cJSON *m = cJSON_AddObjectToObject(o, "memory");
 	cJSON_AddNumberToObject(m, "peak_reserved_bytes", (double)(r->peak_reserved > 0 ? r->peak_reserved : 0));
 	if (r->device_total)
@@ -365,7 +489,8 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_report *whole)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "timing", "host");
+	gpu_mode = whole->gpu_timing == GSPY_GPU_TIMING_cupti;
+	cJSON_AddStringToObject(o, "timing", gpu_mode ? "gpu" : "host");
 	summary_json(o, whole);
 	cJSON_AddItemToObject(o, "diagnoses", diag_json(procs, n));
 	cJSON *ps = cJSON_AddArrayToObject(o, "processes");
@@ -380,6 +505,7 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddStringToObject(p, "label", r->label);
 		cJSON_AddStringToObject(p, "command", r->proc.command);
 		cJSON_AddStringToObject(p, "state", gs_state_name(r->proc.state));
+		cJSON_AddStringToObject(p, "gpu_timing", gs_gpu_timing_name(r->gpu_timing));
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
 		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
 							 r->proc.truncated || r->input_error[0]);

@@ -43,7 +43,10 @@
 	X(unmap)                                                             \
 	X(phase_begin) /* a named phase starts (name_id), process-wide */   \
 	X(phase_end)   /* the innermost open phase of that name ends */     \
-	X(mark)        /* an instant with a name */
+	X(mark)        /* an instant with a name */                        \
+	X(gpu_kernel)  /* GPU side (CUPTI): a kernel ran from start to end */ \
+	X(gpu_copy)    /* GPU side: a copy */                                \
+	X(gpu_memset)  /* GPU side: a memset */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -247,7 +250,10 @@ enum gspy_dir {
 	X(nvtxRangeEnd, phase_end, 0)                                        \
 	X(nvtxMark, mark, 0)                                                 \
 	X(torch_phase_begin, phase_begin, 0)                                 \
-	X(torch_phase_end, phase_end, 0)
+	X(torch_phase_end, phase_end, 0)                                     \
+	X(cupti_kernel, gpu_kernel, 0)                                       \
+	X(cupti_memcpy, gpu_copy, 0)                                         \
+	X(cupti_memset, gpu_memset, 0)
 
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X)
@@ -272,11 +278,22 @@ enum gspy_state {
 	GSPY_STATE_SIGNALED = 2 /* died of header.exit_signal */
 };
 
+/* Where GPU-side times come from, header.gpu_timing. */
+#define GSPY_GPU_TIMING_LIST(X) X(none) X(cupti) X(unavailable) X(in_use) X(failed)
+enum gspy_gpu_timing {
+#define GSPY_X(n) GSPY_GPU_TIMING_##n,
+	GSPY_GPU_TIMING_LIST(GSPY_X)
+#undef GSPY_X
+	GSPY_GPU_TIMING_COUNT
+};
+
 /* Record flags. */
 #define GSPY_FLAG_RESERVED 0x01u
 #define GSPY_FLAG_ASYNC 0x02u  /* stream-ordered call (returns before done) */
 #define GSPY_FLAG_ENRICHED 0x04u /* a nested driver call filled in details */
 #define GSPY_FLAG_STEP 0x08u   /* phase event: u.mem.bytes holds the step number */
+#define GSPY_FLAG_CORR 0x10u   /* host call with a CUPTI external correlation id:
+				* (tid << 32) | n for this thread's n-th such call */
 
 /*
  * One event, 64 bytes. Timestamps are raw values of header.clock; readers
@@ -296,6 +313,12 @@ struct gspy_record {
 			uint32_t grid[3];
 			uint32_t block[3];
 		} launch;
+		struct {
+			uint64_t bytes;      /* copies and memsets */
+			uint64_t corr;       /* external id of the host call, 0 unknown */
+			uint32_t graph_id;   /* kernels launched by a graph, else 0 */
+			uint32_t cupti_corr; /* CUPTI's own correlation id */
+		} gpu;
 	} u;
 	int32_t result;   /* CUresult or cudaError_t as returned */
 	uint32_t name_id; /* string table id of the kernel name, 0 = none */
@@ -351,6 +374,8 @@ struct gspy_header {
 	uint64_t strtab_used;     /* bytes of string table committed */
 	uint64_t dropped_nochunk; /* events dropped by threads with no chunk */
 	uint64_t device_mem[8];   /* total memory of devices 0..7 seen, 0 unknown */
+	uint32_t gpu_timing;      /* enum gspy_gpu_timing */
+	uint32_t reserved0;
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
 };

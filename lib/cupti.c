@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU-side truth from CUPTI's activity API (DESIGN.md section 3): kernel,
+ * memcpy and memset records with GPU start and end on gpuspy's own clock,
+ * written into the same trace file as gpuspy_record kinds gpu_kernel,
+ * gpu_copy and gpu_memset.
+ *
+ * libcupti is dlopen'ed (the copy PyTorch already loaded first), never
+ * linked. GPUSPY_CUPTI=auto|on|off: auto turns it on when an NVIDIA driver
+ * is present (/dev/nvidiactl), since CUPTI needs the real driver.
+ *
+ * Correlation: around each recorded launch, copy and memset gpuspy pushes a
+ * CUPTI external correlation id, (tid << 32) | n for the thread's n-th such
+ * call; the reader recomputes n by counting. EXTERNAL_CORRELATION records
+ * map CUPTI's correlation id to ours, and each GPU record carries ours.
+ *
+ * Only one tool may hold CUPTI. gpuspy takes a (silent) subscription as a
+ * lock: if another tool holds it (torch.profiler, Nsight), gpuspy says so
+ * once and stays with host timing; if gpuspy holds it, a tool that starts
+ * later is refused by CUPTI and says so itself.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "gs.h"
+
+static struct {
+	void *h;
+	CUptiResult (*reg_ts)(CUpti_TimestampCallbackFunc);
+	CUptiResult (*reg_cb)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+	CUptiResult (*enable)(CUpti_ActivityKind);
+	CUptiResult (*flush_all)(uint32_t);
+	CUptiResult (*flush_period)(uint32_t);
+	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
+	CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
+	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+	CUptiResult (*result_string)(CUptiResult, const char **);
+	CUpti_SubscriberHandle sub;
+	pthread_mutex_t lock; /* correlation map, names */
+	int atexit_done;
+} c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+#define CORR_MAP (1u << 16)
+static struct { uint32_t cupti; uint64_t ext; } corr_map[CORR_MAP];
+
+#define NAMES (1u << 12)
+static struct { const char *p; uint32_t id; } names[NAMES];
+
+static uint64_t CUPTIAPI timestamp(void)
+{
+	return gs_now();
+}
+
+static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
+{
+	(void)u; (void)d; (void)id; (void)data;
+}
+
+static void CUPTIAPI buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*size = 8u << 20;
+	*buf = aligned_alloc(8, *size);
+	*max_records = 0;
+}
+
+static uint32_t name_id(const char *p)
+{
+	if (!p)
+		return 0;
+	uint32_t i = (uint32_t)(((uintptr_t)p >> 3) * 2654435761u) & (NAMES - 1);
+	for (uint32_t n = 0; n < 16; n++, i = (i + 1) & (NAMES - 1)) {
+		if (names[i].p == p)
+			return names[i].id;
+		if (!names[i].p) {
+			names[i].p = p;
+			names[i].id = gs_intern(p);
+			return names[i].id;
+		}
+	}
+	return gs_intern(p);
+}
+
+static uint64_t ext_of(uint32_t cupti)
+{
+	uint32_t i = cupti & (CORR_MAP - 1);
+	return corr_map[i].cupti == cupti ? corr_map[i].ext : 0;
+}
+
+static unsigned mem_kind(uint8_t k)
+{
+	switch (k) {
+	case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return GSPY_MEM_pageable;
+	case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return GSPY_MEM_pinned;
+	case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return GSPY_MEM_managed;
+	case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+	case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return GSPY_MEM_device;
+	}
+	return GSPY_MEM_unknown;
+}
+
+static void copy_kind(struct gspy_record *r, const CUpti_ActivityMemcpy6 *m)
+{
+	switch (m->copyKind) {
+	case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+	case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+		r->dir = GSPY_DIR_h2d;
+		r->mem = (uint8_t)mem_kind(m->srcKind);
+		break;
+	case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+	case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+		r->dir = GSPY_DIR_d2h;
+		r->mem = (uint8_t)mem_kind(m->dstKind);
+		break;
+	case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+		r->dir = GSPY_DIR_h2h;
+		r->mem = (uint8_t)mem_kind(m->srcKind);
+		break;
+	case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+		r->dir = GSPY_DIR_p2p;
+		break;
+	default:
+		r->dir = GSPY_DIR_d2d;
+		break;
+	}
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct gspy_record *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* CUPTI's worker (or a flushing thread) hands back a full buffer: map
+ * correlation ids first, then write the GPU records sorted by start so
+ * that this thread's stream stays ordered for the reader. */
+static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				     size_t valid)
+{
+	(void)ctx; (void)stream; (void)size;
+	int e = errno;
+	CUpti_Activity *a = NULL;
+	size_t n = 0;
+	pthread_mutex_lock(&c.lock);
+	while (c.next(buf, valid, &a) == CUPTI_SUCCESS) {
+		if (a->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+			const CUpti_ActivityExternalCorrelation *x = (const void *)a;
+			uint32_t i = x->correlationId & (CORR_MAP - 1);
+			corr_map[i].cupti = x->correlationId;
+			corr_map[i].ext = x->externalId;
+		} else {
+			n++;
+		}
+	}
+	struct gspy_record *v = n ? calloc(n, sizeof(*v)) : NULL;
+	size_t k = 0;
+	a = NULL;
+	while (v && c.next(buf, valid, &a) == CUPTI_SUCCESS && k < n) {
+		struct gspy_record *r = &v[k];
+		if (a->kind == CUPTI_ACTIVITY_KIND_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+			const CUpti_ActivityKernel10 *x = (const void *)a;
+			r->kind = GSPY_KIND_gpu_kernel;
+			r->api = GSPY_API_cupti_kernel;
+			r->start = x->start;
+			r->end = x->end;
+			r->stream = x->streamId;
+			r->device = (int16_t)x->deviceId;
+			r->name_id = name_id(x->name);
+			r->u.gpu.corr = ext_of(x->correlationId);
+			r->u.gpu.graph_id = x->graphId;
+			r->u.gpu.cupti_corr = x->correlationId;
+		} else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+			const CUpti_ActivityMemcpy6 *x = (const void *)a;
+			r->kind = GSPY_KIND_gpu_copy;
+			r->api = GSPY_API_cupti_memcpy;
+			r->start = x->start;
+			r->end = x->end;
+			r->stream = x->streamId;
+			r->device = (int16_t)x->deviceId;
+			r->u.gpu.bytes = x->bytes;
+			r->u.gpu.corr = ext_of(x->correlationId);
+			r->u.gpu.graph_id = x->graphId;
+			r->u.gpu.cupti_corr = x->correlationId;
+			copy_kind(r, x);
+		} else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+			const CUpti_ActivityMemset4 *x = (const void *)a;
+			r->kind = GSPY_KIND_gpu_memset;
+			r->api = GSPY_API_cupti_memset;
+			r->start = x->start;
+			r->end = x->end;
+			r->stream = x->streamId;
+			r->device = (int16_t)x->deviceId;
+			r->u.gpu.bytes = x->bytes;
+			r->u.gpu.corr = ext_of(x->correlationId);
+			r->u.gpu.graph_id = x->graphId;
+			r->u.gpu.cupti_corr = x->correlationId;
+		} else {
+			continue;
+		}
+		k++;
+	}
+	pthread_mutex_unlock(&c.lock);
+	if (v) {
+		qsort(v, k, sizeof(*v), by_start);
+		struct gs_tls *t = &gs_tls;
+		for (size_t i = 0; i < k; i++)
+			gs_commit(t, &v[i]);
+		free(v);
+	}
+	free(buf);
+	errno = e;
+}
+
+static void flush_at_exit(void)
+{
+	if (gs_g.cupti)
+		c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* Called after the first recorded call returned (the runtime has set up
+ * its own exit handlers by then): ours must run before them. */
+void gs_cupti_late_atexit(void)
+{
+	if (gs_g.cupti && !__atomic_exchange_n(&c.atexit_done, 1, __ATOMIC_RELAXED))
+		atexit(flush_at_exit);
+}
+
+static int want(void)
+{
+	const char *v = getenv("GPUSPY_CUPTI");
+	if (v && !strcmp(v, "off"))
+		return 0;
+	if (v && !strcmp(v, "on"))
+		return 1;
+	return access("/dev/nvidiactl", F_OK) == 0; /* auto: a real NVIDIA driver */
+}
+
+static void *load(void)
+{
+	static const char *const names_[] = { "libcupti.so.13", "libcupti.so" };
+	for (int i = 0; i < 2; i++) {
+		void *h = dlopen(names_[i], RTLD_NOW | RTLD_NOLOAD);
+		if (h)
+			return h;
+	}
+	const char *home = getenv("CUDA_HOME");
+	char p[512];
+	const char *cands[4] = { "libcupti.so.13", NULL, "/usr/local/cuda/lib64/libcupti.so.13",
+				 "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13" };
+	if (home) {
+		snprintf(p, sizeof(p), "%s/lib64/libcupti.so.13", home);
+		cands[1] = p;
+	}
+	for (int i = 0; i < 4; i++) {
+		void *h = cands[i] ? dlopen(cands[i], RTLD_NOW | RTLD_LOCAL) : NULL;
+		if (h)
+			return h;
+	}
+	return NULL;
+}
+
+#define SYM(field, name) (c.field = (__typeof__(c.field))gs_real_dlsym(c.h, name))
+
+/* Returns the enum gspy_gpu_timing state. Called once, with the trace file
+ * open, from the first recorded call. */
+unsigned gs_cupti_start(void)
+{
+	if (!want())
+		return GSPY_GPU_TIMING_none;
+	c.h = load();
+	if (!c.h) {
+		gs_warn("CUPTI not found (libcupti.so.13); GPU timing off, host timing only");
+		return GSPY_GPU_TIMING_unavailable;
+	}
+	if (!SYM(reg_ts, "cuptiActivityRegisterTimestampCallback") ||
+	    !SYM(reg_cb, "cuptiActivityRegisterCallbacks") || !SYM(enable, "cuptiActivityEnable") ||
+	    !SYM(flush_all, "cuptiActivityFlushAll") || !SYM(next, "cuptiActivityGetNextRecord") ||
+	    !SYM(push, "cuptiActivityPushExternalCorrelationId") ||
+	    !SYM(pop, "cuptiActivityPopExternalCorrelationId") || !SYM(subscribe, "cuptiSubscribe")) {
+		gs_warn("this libcupti lacks the activity API gpuspy needs; GPU timing off");
+		return GSPY_GPU_TIMING_unavailable;
+	}
+	SYM(flush_period, "cuptiActivityFlushPeriod");
+	SYM(result_string, "cuptiGetResultString");
+	CUptiResult rc = c.subscribe(&c.sub, no_callback, NULL);
+	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		gs_warn("another tool holds CUPTI (torch.profiler, Nsight Systems, ...): it gets the GPU "
+			"data; gpuspy records host timing only in this process");
+		return GSPY_GPU_TIMING_in_use;
+	}
+	/* The clock first: records must use gpuspy's clock from the start. */
+	if (rc != CUPTI_SUCCESS || c.reg_ts(timestamp) != CUPTI_SUCCESS ||
+	    c.reg_cb(buffer_request, buffer_complete) != CUPTI_SUCCESS ||
+	    c.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS ||
+	    c.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
+	    c.enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
+	    c.enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS) {
+		const char *why = "error";
+		if (c.result_string)
+			c.result_string(rc, &why);
+		gs_warn("CUPTI could not be started (%s); host timing only", why);
+		return GSPY_GPU_TIMING_failed;
+	}
+	if (c.flush_period)
+		c.flush_period(1000);
+	gs_g.cupti = 1;
+	return GSPY_GPU_TIMING_cupti;
+}
+
+void gs_cupti_push(struct gs_tls *t, struct gspy_record *r)
+{
+	if (!t->tid)
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	uint64_t id = ((uint64_t)t->tid << 32) | ++t->corr_seq;
+	if (c.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) == CUPTI_SUCCESS)
+		r->flags |= GSPY_FLAG_CORR;
+	else
+		t->corr_seq--;
+}
+
+void gs_cupti_pop(void)
+{
+	uint64_t id;
+	c.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
