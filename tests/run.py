@@ -743,11 +743,10 @@ def gpuspy_run_command(tmp):
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 128 + 9, f"killed child: exit {p.returncode}")
     # A signal sent to gpuspy reaches the command.
-    script = "trap 'echo got TERM; exit 3' TERM; sleep 5 & wait"
+    script = "trap 'echo got TERM; exit 3' TERM; echo ready; sleep 20 & wait"
     q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script], env=e,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    import time
-    time.sleep(0.5)
+    check(q.stdout.readline() == "ready\n", "the command did not start")
     q.terminate()
     out, _ = q.communicate(timeout=TIMEOUT)
     check(q.returncode == 3 and "got TERM" in out, f"SIGTERM not forwarded: {q.returncode} {out!r}")
@@ -852,6 +851,31 @@ def examples_diagnoses(tmp):
     check(step["count"] == 100 and step["alloc"]["device"]["count"] == 100
           and step["alloc"]["device"]["bytes"] == 100 * (32 << 20) and step["launch"]["count"] == 100,
           f"alloc_churn step phase {step['alloc']['device']} {step['launch']}")
+
+
+@test
+def report_gpu_timing_arithmetic(tmp):
+    """tests/golden/gpu.jsonl (made by make_gpu_trace.py): GPU records joined to their launches."""
+    o = report_json(os.path.join(ROOT, "tests", "golden", "gpu.jsonl"))
+    check(o["timing"] == "gpu", "timing")
+    ph = {p["name"]: p for p in o["phases"]}
+    us = 1000
+    check(ph["forward"]["launch"]["gpu_ns"] == 460 * us and ph["forward"]["launch"]["gpu_count"] == 10,
+          f"forward GPU time {ph['forward']['launch']}")
+    h2d = ph["data"]["copy"]["h2d"]["pageable"]
+    check(h2d["gpu_ns"] == 40 * us and h2d["gpu_bytes"] == 2 << 20, f"data copies {h2d}")
+    check(ph["data"]["gpu_busy_ns"] == 40 * us and ph["data"]["gpu_idle_ns"] == 760 * us, "data idle")
+    d = o["gpu"]["devices"][0]
+    check(d["busy_ns"] == 500 * us and d["idle_host_bound_ns"] == 995 * us and d["idle_other_ns"] == 40 * us,
+          f"device busy/idle {d}")
+    g = o["gpu"]
+    check(g["queue_delay_mean_ns"] == 110 * us and g["queue_delay_max_ns"] == 200 * us, f"queue {g}")
+    check(g["graph_kernels"] == 6 and g["graph_kernel_ns"] == 240 * us and g["matched"] == g["records"] == 12,
+          f"graph/match {g}")
+    k = {x["name"]: (x["gpu_count"], x["gpu_ns"]) for x in o["kernels"]}
+    check(k["graph_kernel"] == (6, 240 * us) and k["gemm"] == (2, 200 * us), f"kernels {k}")
+    ids = [x["id"] for x in o["diagnoses"]]
+    check(ids == ["pageable_copies", "data_starvation"], f"diagnoses {ids}")
 
 
 def main():

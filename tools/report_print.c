@@ -163,8 +163,12 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 	fprintf(f, "\n  %sTop kernels%s (%s) %*s %8s %9s %9s %9s %9s\n", bold, reset,
 		gpu_mode ? "GPU time" : "launch time", gpu_mode ? 24 : 21, "", gpu_mode ? "runs" : "count",
 		"total", "mean", "min", "max");
-	for (size_t i = 0; i < r->nkernels && i < 10; i++) {
+	size_t shown_n = 0;
+	for (size_t i = 0; i < r->nkernels && shown_n < 10; i++) {
 		char a[32], b[32], c[32], d[32], e[32];
+		if (gpu_mode && !v[i]->gpu_count)
+			continue; /* host functions and graph launches are not kernels */
+		shown_n++;
 		const char *n = v[i]->name;
 		size_t len = strlen(n);
 		char shown[64];
@@ -182,8 +186,8 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 				gs_fmt_ns(c, v[i]->count ? v[i]->total_ns / v[i]->count : 0),
 				gs_fmt_ns(d, v[i]->count ? v[i]->min_ns : 0), gs_fmt_ns(e, v[i]->max_ns));
 	}
-	if (r->nkernels > 10)
-		fprintf(f, "  ... and %zu more\n", r->nkernels - 10);
+	if (r->nkernels > shown_n && shown_n == 10)
+		fprintf(f, "  ... and more (gpuspy report --json lists all)\n");
 	free(v);
 }
 
@@ -218,10 +222,11 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 		const struct gs_device_gpu *g = &r->dev[i];
 		if (!g->ops)
 			continue;
-		fprintf(f, "  device %d: busy %s (%.1f%% of %s); idle gaps %s host-bound (the next work was "
-			   "launched after the GPU went idle), %s other\n", i, gs_fmt_ns(a, g->busy_ns),
-			span ? 100.0 * (double)g->busy_ns / (double)span : 0.0, gs_fmt_ns(b, span),
-			gs_fmt_ns(c, g->idle_host_ns), gs_fmt_ns(d, g->idle_other_ns));
+		fprintf(f, "  device %d: busy %s of %s (%.1f%%); idle gaps: %s host-bound, %s other\n", i,
+			gs_fmt_ns(a, g->busy_ns), gs_fmt_ns(b, span),
+			span ? 100.0 * (double)g->busy_ns / (double)span : 0.0, gs_fmt_ns(c, g->idle_host_ns),
+			gs_fmt_ns(d, g->idle_other_ns));
+		fprintf(f, "    (host-bound: the work after the gap was launched only after the GPU went idle)\n");
 	}
 	if (r->queue_n)
 		fprintf(f, "  queue delay (launch call to kernel start): mean %s, max %s over %s kernels\n",
