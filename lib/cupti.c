@@ -330,3 +330,21 @@ void gs_cupti_pop(void)
 	uint64_t id;
 	c.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
 }
+
+/*
+ * CUDA_INJECTION64_PATH=libgpuspy.so: the driver calls this once, at the
+ * first cuInit, for launchers that strip LD_PRELOAD. The runtime has resolved
+ * its driver table by then, so gpuspy's wrappers are not in the call path:
+ * this mode records what CUPTI sees (GPU kernels, copies, memsets) and NVTX
+ * phases, not host API calls.
+ */
+GS_API int InitializeInjection(void);
+GS_API int InitializeInjection(void)
+{
+	gs_init();
+	if (gs_g.disabled)
+		return 1;
+	gs_writer_ready(); /* opens the trace file and starts CUPTI */
+	gs_cupti_late_atexit();
+	return 1;
+}

@@ -15,7 +15,7 @@ int main(void)
 	GSPY_RUNTIME_API_LIST(GSPY_X)
 #undef GSPY_X
 	printf("    gpuspy_phase_push;\n    gpuspy_phase_pop;\n    gpuspy_mark;\n");
-	printf("    InitializeInjectionNvtx2;\n    gpuspy_torch_phase;\n");
+	printf("    InitializeInjectionNvtx2;\n    InitializeInjection;\n    gpuspy_torch_phase;\n");
 	printf("  local:\n    *;\n};\n");
 	return 0;
 }

@@ -60,12 +60,26 @@ static struct {
 } nv = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* This thread's NVTX stack: for each open range, its domain and the name
- * recorded for it (0 when it was filtered out). */
-static __thread struct {
+ * recorded for it (0 when it was filtered out). Allocated on the thread's
+ * first range, so that the static TLS gpuspy needs stays small (it may be
+ * dlopen'ed as an injection library). */
+struct nvtx_stack {
 	nvtxDomainHandle_t dom[STACK];
 	uint32_t name_id[STACK];
 	int depth;
-} ts __attribute__((tls_model("initial-exec")));
+};
+static __thread struct nvtx_stack *tsp __attribute__((tls_model("initial-exec")));
+static struct nvtx_stack overflow_stack; /* if malloc fails: shared, best effort */
+
+static struct nvtx_stack *stack_of_thread(void)
+{
+	if (!tsp) {
+		tsp = calloc(1, sizeof(*tsp));
+		if (!tsp)
+			tsp = &overflow_stack;
+	}
+	return tsp;
+}
 
 static int in_list(const char *list, const char *name, int glob)
 {
@@ -125,6 +139,8 @@ static int accepted(nvtxDomainHandle_t d, const char *name)
 
 static int push(unsigned api, nvtxDomainHandle_t d, const char *name)
 {
+	struct nvtx_stack *sp = stack_of_thread();
+#define ts (*sp)
 	int level = ts.depth;
 	uint32_t id = 0;
 	if (accepted(d, name) && !(nv.outermost && level > 0))
@@ -135,10 +151,13 @@ static int push(unsigned api, nvtxDomainHandle_t d, const char *name)
 	}
 	ts.depth++;
 	return level;
+#undef ts
 }
 
 static int pop(unsigned api, nvtxDomainHandle_t d)
 {
+	struct nvtx_stack *sp = stack_of_thread();
+#define ts (*sp)
 	/* The innermost open range of this domain on this thread. */
 	int i = (ts.depth < STACK ? ts.depth : STACK) - 1;
 	while (i >= 0 && ts.dom[i] != d)
@@ -152,6 +171,7 @@ static int pop(unsigned api, nvtxDomainHandle_t d)
 	if (id)
 		gs_phase_id(api, GSPY_KIND_phase_end, id);
 	return ts.depth;
+#undef ts
 }
 
 static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : ""); }

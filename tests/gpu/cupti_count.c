@@ -81,6 +81,9 @@ int InitializeInjection(void)
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+	/* As the overhead benchmark's bare collector: the same kinds as gpuspy. */
+	if (getenv("CUPTI_COUNT_EXTCORR"))
+		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 	atexit(report);
 	return 1;
 }

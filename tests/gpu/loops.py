@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""The FIELD-NOTES loops for the overhead benchmark and the CUPTI checks.
+  mlp:  8-layer 512-wide MLP, batch 128, SGD, inputs made on the CPU each step
+        (launch-bound, ~40 kernels per ~1 ms step);
+  conv: a small conv net fed by a DataLoader (0 workers, no pinning).
+Usage: loops.py mlp|conv [--steps N] [--warmup W] [--profile]
+Prints "steps_per_s X" for the steps after warm-up; --profile wraps them in
+torch.profiler (CUDA activity only) and writes prof.json in the cwd."""
+import argparse
+import os
+import time
+
+import torch
+import torch.nn as nn
+
+ap = argparse.ArgumentParser()
+ap.add_argument("loop", choices=("mlp", "conv"))
+ap.add_argument("--steps", type=int, default=300)
+ap.add_argument("--warmup", type=int, default=10)
+ap.add_argument("--profile", action="store_true")
+a = ap.parse_args()
+torch.manual_seed(0)
+
+if a.loop == "mlp":
+    layers = []
+    for _ in range(8):
+        layers += [nn.Linear(512, 512), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1]).cuda()
+    lossf = nn.MSELoss()
+
+    def batches():
+        while True:
+            yield torch.randn(128, 512), torch.randn(128, 512)
+else:
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(64 * 8 * 8, 10)).cuda()
+    lossf = nn.CrossEntropyLoss()
+    data = torch.utils.data.TensorDataset(torch.randn(4096, 3, 32, 32), torch.randint(0, 10, (4096,)))
+
+    def batches():
+        while True:
+            for x, y in torch.utils.data.DataLoader(data, batch_size=64, num_workers=0):
+                yield x, y
+
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+it = batches()
+
+
+def step():
+    x, y = next(it)
+    x, y = x.cuda(), y.cuda()
+    opt.zero_grad()
+    loss = lossf(model(x), y)
+    loss.backward()
+    opt.step()
+
+
+for _ in range(a.warmup):
+    step()
+torch.cuda.synchronize()
+if a.profile:
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+    prof.__enter__()
+t0 = time.monotonic()
+for _ in range(a.steps):
+    step()
+torch.cuda.synchronize()
+t = time.monotonic() - t0
+if a.profile:
+    prof.__exit__(None, None, None)
+    prof.export_chrome_trace("prof.json")
+print(f"steps_per_s {a.steps / t:.2f}")
