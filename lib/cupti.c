@@ -9,10 +9,10 @@
  * linked. GPUSPY_CUPTI=auto|on|off: auto turns it on when an NVIDIA driver
  * is present (/dev/nvidiactl), since CUPTI needs the real driver.
  *
- * Correlation: around each recorded launch, copy and memset gpuspy pushes a
- * CUPTI external correlation id, (tid << 32) | n for the thread's n-th such
- * call; the reader recomputes n by counting. EXTERNAL_CORRELATION records
- * map CUPTI's correlation id to ours, and each GPU record carries ours.
+ * Correlation: CUPTI calls back gpuspy on entry to the driver's launch,
+ * copy and memset entry points (only those), with the correlation id that
+ * the GPU record will carry; the host record keeps it. (External
+ * correlation ids would need CUPTI's costly driver/runtime API records.)
  *
  * Only one tool may hold CUPTI. gpuspy takes a (silent) subscription as a
  * lock: if another tool holds it (torch.profiler, Nsight), gpuspy says so
@@ -24,7 +24,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -39,17 +38,15 @@ static struct {
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*flush_period)(uint32_t);
 	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
-	CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
-	CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
 	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+	CUptiResult (*enable_cb)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+	CUptiResult (*cb_name)(CUpti_CallbackDomain, uint32_t, const char **);
 	CUptiResult (*result_string)(CUptiResult, const char **);
 	CUpti_SubscriberHandle sub;
 	pthread_mutex_t lock; /* correlation map, names */
 	int atexit_done;
 } c = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-#define CORR_MAP (1u << 16)
-static struct { uint32_t cupti; uint64_t ext; } corr_map[CORR_MAP];
 
 #define NAMES (1u << 12)
 static struct { const char *p; uint32_t id; } names[NAMES];
@@ -59,9 +56,12 @@ static uint64_t CUPTIAPI timestamp(void)
 	return gs_now();
 }
 
-static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
+static void CUPTIAPI on_api(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
 {
-	(void)u; (void)d; (void)id; (void)data;
+	(void)u; (void)d; (void)id;
+	const CUpti_CallbackData *cb = data;
+	if (cb->callbackSite == CUPTI_API_ENTER)
+		gs_tls.cupti_corr = cb->correlationId;
 }
 
 static void CUPTIAPI buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
@@ -88,11 +88,6 @@ static uint32_t name_id(const char *p)
 	return gs_intern(p);
 }
 
-static uint64_t ext_of(uint32_t cupti)
-{
-	uint32_t i = cupti & (CORR_MAP - 1);
-	return corr_map[i].cupti == cupti ? corr_map[i].ext : 0;
-}
 
 static unsigned mem_kind(uint8_t k)
 {
@@ -138,9 +133,9 @@ static int by_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* CUPTI's worker (or a flushing thread) hands back a full buffer: map
- * correlation ids first, then write the GPU records sorted by start so
- * that this thread's stream stays ordered for the reader. */
+/* CUPTI's worker (or a flushing thread) hands back a full buffer: write its
+ * GPU records sorted by start, so that this thread's stream stays ordered
+ * for the reader. */
 static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
 				     size_t valid)
 {
@@ -149,16 +144,8 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 	CUpti_Activity *a = NULL;
 	size_t n = 0;
 	pthread_mutex_lock(&c.lock);
-	while (c.next(buf, valid, &a) == CUPTI_SUCCESS) {
-		if (a->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-			const CUpti_ActivityExternalCorrelation *x = (const void *)a;
-			uint32_t i = x->correlationId & (CORR_MAP - 1);
-			corr_map[i].cupti = x->correlationId;
-			corr_map[i].ext = x->externalId;
-		} else {
-			n++;
-		}
-	}
+	while (c.next(buf, valid, &a) == CUPTI_SUCCESS)
+		n++;
 	struct gspy_record *v = n ? calloc(n, sizeof(*v)) : NULL;
 	size_t k = 0;
 	a = NULL;
@@ -173,7 +160,6 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 			r->stream = x->streamId;
 			r->device = (int16_t)x->deviceId;
 			r->name_id = name_id(x->name);
-			r->u.gpu.corr = ext_of(x->correlationId);
 			r->u.gpu.graph_id = x->graphId;
 			r->u.gpu.cupti_corr = x->correlationId;
 		} else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
@@ -185,7 +171,6 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 			r->stream = x->streamId;
 			r->device = (int16_t)x->deviceId;
 			r->u.gpu.bytes = x->bytes;
-			r->u.gpu.corr = ext_of(x->correlationId);
 			r->u.gpu.graph_id = x->graphId;
 			r->u.gpu.cupti_corr = x->correlationId;
 			copy_kind(r, x);
@@ -198,7 +183,6 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 			r->stream = x->streamId;
 			r->device = (int16_t)x->deviceId;
 			r->u.gpu.bytes = x->bytes;
-			r->u.gpu.corr = ext_of(x->correlationId);
 			r->u.gpu.graph_id = x->graphId;
 			r->u.gpu.cupti_corr = x->correlationId;
 		} else {
@@ -282,14 +266,14 @@ unsigned gs_cupti_start(void)
 	if (!SYM(reg_ts, "cuptiActivityRegisterTimestampCallback") ||
 	    !SYM(reg_cb, "cuptiActivityRegisterCallbacks") || !SYM(enable, "cuptiActivityEnable") ||
 	    !SYM(flush_all, "cuptiActivityFlushAll") || !SYM(next, "cuptiActivityGetNextRecord") ||
-	    !SYM(push, "cuptiActivityPushExternalCorrelationId") ||
-	    !SYM(pop, "cuptiActivityPopExternalCorrelationId") || !SYM(subscribe, "cuptiSubscribe")) {
+	    !SYM(subscribe, "cuptiSubscribe") || !SYM(enable_cb, "cuptiEnableCallback") ||
+	    !SYM(cb_name, "cuptiGetCallbackName")) {
 		gs_warn("this libcupti lacks the activity API gpuspy needs; GPU timing off");
 		return GSPY_GPU_TIMING_unavailable;
 	}
 	SYM(flush_period, "cuptiActivityFlushPeriod");
 	SYM(result_string, "cuptiGetResultString");
-	CUptiResult rc = c.subscribe(&c.sub, no_callback, NULL);
+	CUptiResult rc = c.subscribe(&c.sub, on_api, NULL);
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		gs_warn("another tool holds CUPTI (torch.profiler, Nsight Systems, ...): it gets the GPU "
 			"data; gpuspy records host timing only in this process");
@@ -298,7 +282,6 @@ unsigned gs_cupti_start(void)
 	/* The clock first: records must use gpuspy's clock from the start. */
 	if (rc != CUPTI_SUCCESS || c.reg_ts(timestamp) != CUPTI_SUCCESS ||
 	    c.reg_cb(buffer_request, buffer_complete) != CUPTI_SUCCESS ||
-	    c.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS ||
 	    c.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
 	    c.enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
 	    c.enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS) {
@@ -310,25 +293,34 @@ unsigned gs_cupti_start(void)
 	}
 	if (c.flush_period)
 		c.flush_period(1000);
+	/* Callbacks only for the driver entry points that launch, copy or set. */
+	unsigned enabled = 0;
+	for (uint32_t id = 1; id < 4096; id++) {
+		const char *name = NULL;
+		if (c.cb_name(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
+			break;
+		unsigned kind = gs_api_kind(name);
+		if ((kind == GSPY_KIND_launch || kind == GSPY_KIND_copy || kind == GSPY_KIND_memset) &&
+		    c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS)
+			enabled++;
+	}
+	if (getenv("GPUSPY_DEBUG"))
+		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);
 	gs_g.cupti = 1;
 	return GSPY_GPU_TIMING_cupti;
 }
 
-void gs_cupti_push(struct gs_tls *t, struct gspy_record *r)
+/* The driver call under a recorded launch, copy or memset got this CUPTI
+ * correlation id; the GPU record of that work will carry it too. */
+void gs_cupti_note(struct gspy_record *r, uint32_t corr)
 {
-	if (!t->tid)
-		t->tid = (uint32_t)syscall(SYS_gettid);
-	uint64_t id = ((uint64_t)t->tid << 32) | ++t->corr_seq;
-	if (c.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) == CUPTI_SUCCESS)
+	if (r->kind == GSPY_KIND_launch) {
+		r->u.launch.cupti_corr = corr;
 		r->flags |= GSPY_FLAG_CORR;
-	else
-		t->corr_seq--;
-}
-
-void gs_cupti_pop(void)
-{
-	uint64_t id;
-	c.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+	} else if (r->kind == GSPY_KIND_copy || r->kind == GSPY_KIND_memset) {
+		r->u.mem.aux = corr;
+		r->flags |= GSPY_FLAG_CORR;
+	}
 }
 
 /*

@@ -37,7 +37,7 @@ struct gs_tls {
 	int device;              /* cached current device, -1 unknown */
 	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
-	uint32_t corr_seq;       /* CUPTI external correlation ids pushed */
+	uint32_t cupti_corr;     /* set by CUPTI's callback in the driver call */
 	struct gspy_record rec;  /* the record being built */
 };
 
@@ -79,8 +79,7 @@ static inline uint64_t gs_now(void)
 /* CUPTI (cupti.c). */
 unsigned gs_cupti_start(void);
 void gs_cupti_late_atexit(void);
-void gs_cupti_push(struct gs_tls *t, struct gspy_record *r);
-void gs_cupti_pop(void);
+void gs_cupti_note(struct gspy_record *r, uint32_t corr);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
@@ -121,9 +120,7 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	r->kind = (uint8_t)kind;
 	r->device = -1;
 	t->recording = 1;
-	if (GS_UNLIKELY(gs_g.cupti) &&
-	    (kind == GSPY_KIND_launch || kind == GSPY_KIND_copy || kind == GSPY_KIND_memset))
-		gs_cupti_push(t, r);
+	t->cupti_corr = 0;
 	r->start = gs_now();
 	return r;
 }
@@ -137,8 +134,8 @@ static inline void gs_end(struct gspy_record *r, int result)
 		r->end = gs_now();
 		r->result = result;
 		t->recording = 0;
-		if (GS_UNLIKELY(r->flags & GSPY_FLAG_CORR))
-			gs_cupti_pop();
+		if (GS_UNLIKELY(t->cupti_corr))
+			gs_cupti_note(r, t->cupti_corr);
 		gs_commit(t, r);
 	}
 	t->depth--;
@@ -171,6 +168,7 @@ int gs_current_device(void);
 uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
 void gs_names_forked(void);
 uint64_t gs_symbol_mismatches(void);
+unsigned gs_api_kind(const char *name);
 
 /* Phases (phase.c). */
 void gs_phase(unsigned api, unsigned kind, const char *name);

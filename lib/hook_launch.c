@@ -17,9 +17,10 @@ static void dims(struct gspy_record *r, unsigned gx, unsigned gy, unsigned gz, u
 	r->u.launch.grid[0] = gx;
 	r->u.launch.grid[1] = gy;
 	r->u.launch.grid[2] = gz;
-	r->u.launch.block[0] = bx;
-	r->u.launch.block[1] = by;
-	r->u.launch.block[2] = bz;
+	/* Block dimensions are at most 1024. */
+	r->u.launch.block[0] = (uint16_t)(bx < 65535 ? bx : 65535);
+	r->u.launch.block[1] = (uint16_t)(by < 65535 ? by : 65535);
+	r->u.launch.block[2] = (uint16_t)(bz < 65535 ? bz : 65535);
 }
 
 /* Fill a launch record from a driver launch: our own record, or the

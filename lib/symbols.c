@@ -518,6 +518,15 @@ uint32_t gs_kernel_name(uint64_t func)
 	return lookup_name(func);
 }
 
+/* The event kind of an intercepted entry point, by exported name. */
+unsigned gs_api_kind(const char *name)
+{
+	for (unsigned i = 0; i < GSPY_API_COUNT; i++)
+		if (!strcmp(hooks[i].name, name))
+			return hooks[i].kind;
+	return GSPY_KIND_none;
+}
+
 uint64_t gs_symbol_mismatches(void)
 {
 	return __atomic_load_n(&mismatches, __ATOMIC_RELAXED);

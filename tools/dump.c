@@ -40,11 +40,12 @@ static int emit(FILE *out, cJSON *o)
 	return rc;
 }
 
-static void add_dims(cJSON *o, const char *k, const uint32_t *d)
+static void add_dims(cJSON *o, const char *k, uint32_t x, uint32_t y, uint32_t z)
 {
 	cJSON *a = cJSON_AddArrayToObject(o, k);
-	for (int i = 0; i < 3; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(d[i]));
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(x));
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(y));
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(z));
 }
 
 cJSON *gs_dump_process(const struct gs_trace *t)
@@ -130,8 +131,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		} else {
 			const char *n = gs_trace_string(t, r->name_id);
 			cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
-			add_dims(o, "grid", r->u.launch.grid);
-			add_dims(o, "block", r->u.launch.block);
+			add_dims(o, "grid", r->u.launch.grid[0], r->u.launch.grid[1], r->u.launch.grid[2]);
+			add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
 		}
 		break;
 	case GSPY_KIND_gpu_kernel:
@@ -154,7 +155,6 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 			add_u64(o, "corr", ev->corr);
 		if (r->u.gpu.graph_id)
 			cJSON_AddNumberToObject(o, "graph_id", r->u.gpu.graph_id);
-		cJSON_AddNumberToObject(o, "cupti_corr", r->u.gpu.cupti_corr);
 		return o;
 	case GSPY_KIND_phase_begin:
 	case GSPY_KIND_phase_end:

@@ -218,7 +218,8 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	ev->corr = e.corr;
 	if (r->kind == GSPY_KIND_launch) {
 		memcpy(ev->grid, r->u.launch.grid, sizeof(ev->grid));
-		memcpy(ev->block, r->u.launch.block, sizeof(ev->block));
+		for (int i = 0; i < 3; i++)
+			ev->block[i] = r->u.launch.block[i];
 	} else if (r->kind >= GSPY_KIND_gpu_kernel && r->kind <= GSPY_KIND_gpu_memset) {
 		ev->bytes = r->u.gpu.bytes;
 		ev->graph_id = r->u.gpu.graph_id;

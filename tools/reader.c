@@ -254,7 +254,7 @@ bad:
 void gs_trace_rewind(struct gs_trace *t)
 {
 	for (uint32_t i = 0; i < t->nthreads; i++)
-		t->threads[i].ci = 0, t->threads[i].ri = 0, t->threads[i].corr_seq = 0;
+		t->threads[i].ci = 0, t->threads[i].ri = 0;
 }
 
 static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
@@ -295,10 +295,10 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	ev->start_ns = to_ns(t, br->start);
 	ev->end_ns = to_ns(t, br->end);
 	ev->corr = 0;
-	if (br->flags & GSPY_FLAG_CORR)
-		ev->corr = ((uint64_t)best->tid << 32) | ++best->corr_seq;
-	else if (br->kind >= GSPY_KIND_gpu_kernel && br->kind <= GSPY_KIND_gpu_memset)
-		ev->corr = br->u.gpu.corr;
+	if (br->kind >= GSPY_KIND_gpu_kernel && br->kind <= GSPY_KIND_gpu_memset)
+		ev->corr = br->u.gpu.cupti_corr;
+	else if (br->flags & GSPY_FLAG_CORR)
+		ev->corr = br->kind == GSPY_KIND_launch ? br->u.launch.cupti_corr : br->u.mem.aux;
 	return 1;
 }
 

@@ -18,7 +18,7 @@ struct gs_event {
 	const struct gspy_record *rec; /* points into the mapped file */
 	uint32_t tid;
 	uint64_t start_ns, end_ns;     /* CLOCK_MONOTONIC */
-	uint64_t corr;                 /* CUPTI external correlation id, 0 none */
+	uint64_t corr;                 /* CUPTI correlation id, 0 none */
 };
 
 struct gs_thread {
@@ -28,7 +28,6 @@ struct gs_thread {
 	uint32_t ci;       /* current chunk (index into chunks) */
 	uint64_t ri;       /* next record in current chunk */
 	uint64_t events, dropped;
-	uint32_t corr_seq; /* GSPY_FLAG_CORR records seen so far */
 };
 
 struct gs_trace {

@@ -292,8 +292,8 @@ enum gspy_gpu_timing {
 #define GSPY_FLAG_ASYNC 0x02u  /* stream-ordered call (returns before done) */
 #define GSPY_FLAG_ENRICHED 0x04u /* a nested driver call filled in details */
 #define GSPY_FLAG_STEP 0x08u   /* phase event: u.mem.bytes holds the step number */
-#define GSPY_FLAG_CORR 0x10u   /* host call with a CUPTI external correlation id:
-				* (tid << 32) | n for this thread's n-th such call */
+#define GSPY_FLAG_CORR 0x10u   /* host call carries CUPTI's correlation id of the
+				* driver call it made (u.launch.cupti_corr or u.mem.aux) */
 
 /*
  * One event, 64 bytes. Timestamps are raw values of header.clock; readers
@@ -307,17 +307,20 @@ struct gspy_record {
 		struct {
 			uint64_t bytes; /* bytes allocated, freed, copied, set */
 			uint64_t addr;  /* allocation / copy destination */
-			uint64_t addr2; /* copy source */
+			uint64_t aux;   /* copies, memsets: CUPTI correlation id
+					 * (GSPY_FLAG_CORR); cuMemMap: the handle */
 		} mem;
 		struct {
 			uint32_t grid[3];
-			uint32_t block[3];
+			uint16_t block[3];
+			uint16_t pad;
+			uint32_t cupti_corr; /* with GSPY_FLAG_CORR */
 		} launch;
 		struct {
 			uint64_t bytes;      /* copies and memsets */
-			uint64_t corr;       /* external id of the host call, 0 unknown */
+			uint64_t reserved;
 			uint32_t graph_id;   /* kernels launched by a graph, else 0 */
-			uint32_t cupti_corr; /* CUPTI's own correlation id */
+			uint32_t cupti_corr; /* CUPTI's correlation id of the launching call */
 		} gpu;
 	} u;
 	int32_t result;   /* CUresult or cudaError_t as returned */
@@ -329,6 +332,8 @@ struct gspy_record {
 	uint8_t flags;    /* GSPY_FLAG_* */
 	int16_t device;   /* device ordinal, -1 unknown */
 };
+
+_Static_assert(sizeof(struct gspy_record) == GSPY_RECORD_SIZE, "a record is 64 bytes");
 
 /* Per-thread chunk header, 64 bytes, followed by records. */
 struct gspy_chunk {
@@ -379,5 +384,8 @@ struct gspy_header {
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
 };
+
+_Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");
+_Static_assert(sizeof(struct gspy_header) <= GSPY_HEADER_SIZE, "the header fits its page");
 
 #endif /* GPUSPY_FORMAT_H */

@@ -25,13 +25,13 @@ def launch(start, name, **kw):
     global corr
     corr += 1
     host("launch", "cuLaunchKernel", start, start + 2000, name=name, grid=[1, 1, 1], block=[32, 1, 1],
-         stream=0, async_=None, corr=(TID << 32) | corr, **kw)
-    return (TID << 32) | corr
+         stream=0, async_=None, corr=corr, **kw)
+    return corr
 
 
 def gpu(kind, api, start, end, c, **kw):
     lines.append(dict(type="event", kind=kind, api=api, tid=200, start_ns=T0 + start, end_ns=T0 + end,
-                      result=0, device=0, stream=7, corr=c, cupti_corr=c & 0xffff, **kw))
+                      result=0, device=0, stream=7, corr=c, **kw))
 
 
 events = []
@@ -40,7 +40,7 @@ for step in range(2):
     b = step * 1_000_000
     host("phase_begin", "torch_phase_begin", b, b, name="data", step=step)
     corr += 1
-    c = (TID << 32) | corr
+    c = corr
     host("copy", "cudaMemcpyAsync", b + 300_000, b + 310_000, bytes=1 << 20, dir="h2d", host_mem="pageable",
          stream=0, async_=True, corr=c)
     gpu("gpu_copy", "cupti_memcpy", b + 305_000, b + 325_000, c, bytes=1 << 20, dir="h2d", host_mem="pageable")
@@ -51,7 +51,7 @@ for step in range(2):
     c2 = launch(b + 420_000, "relu")
     gpu("gpu_kernel", "cupti_kernel", b + 515_000, b + 525_000, c2, name="relu")
     corr += 1
-    cg = (TID << 32) | corr
+    cg = corr
     host("launch", "cuGraphLaunch", b + 600_000, b + 605_000, graph=9, stream=0, corr=cg)
     for k in range(3):
         gpu("gpu_kernel", "cupti_kernel", b + 700_000 + k * 50_000, b + 740_000 + k * 50_000, cg,

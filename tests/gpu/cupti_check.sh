@@ -52,4 +52,7 @@ done
 ./tools/gpuspy report --color never "$WORK/mlp" > "$OUT/mlp_cupti.report.txt"
 ./tools/gpuspy report --color never "$WORK/graph" > "$OUT/graph_cupti.report.txt"
 python3 tests/gpu/cupti_compare.py "$WORK" | tee "$OUT/cupti_check.md"
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+# The overhead benchmark (bench/gpu_overhead.py) reuses the counter built here.
+[ -n "${WITH_OVERHEAD:-}" ] && python3 bench/gpu_overhead.py "$WORK" "$OUT"
+exit "$rc"

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Overhead of tracing on the H200 (issue 5, point 6). For the FIELD-NOTES
+MLP loop and the conv loop (tests/gpu/loops.py), ROUNDS interleaved rounds of
+five runs each: untraced; gpuspy without CUPTI; gpuspy with CUPTI; a bare
+CUPTI collector enabling the same activity kinds and nothing else
+(tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Each run prints
+its steps/s; the table gives medians of per-round ratios to the untraced run
+of the same round, and trace bytes per step.
+Usage (repository root, on the GPU machine, after cupti_check.sh built the
+counter): python3 bench/gpu_overhead.py WORKDIR OUTDIR"""
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK, OUT = sys.argv[1], sys.argv[2]
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+STEPS = {"mlp": 300, "conv": 100}
+LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
+COUNTER = os.path.join(WORK, "libcupti_count.so")
+MODES = ["untraced", "gpuspy", "gpuspy+cupti", "bare cupti", "torch.profiler"]
+
+
+def run(loop, mode, r):
+    d = os.path.join(WORK, f"ovh-{loop}-{mode.replace(' ', '_').replace('+', '_')}-{r}")
+    os.makedirs(d, exist_ok=True)
+    env = dict(os.environ, GPUSPY_DIR=d, PYTHONUNBUFFERED="1")
+    args = ["python3", os.path.join(ROOT, "tests", "gpu", "loops.py"), loop, "--steps", str(STEPS[loop])]
+    if mode.startswith("gpuspy"):
+        env["LD_PRELOAD"] = LIB
+        env["GPUSPY_CUPTI"] = "on" if mode == "gpuspy+cupti" else "off"
+    elif mode == "bare cupti":
+        env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
+    elif mode == "torch.profiler":
+        args.append("--profile")
+    p = subprocess.run(args, env=env, cwd=d, capture_output=True, text=True, timeout=300)
+    line = [l for l in p.stdout.splitlines() if l.startswith("steps_per_s")]
+    if p.returncode or not line:
+        raise SystemExit(f"{loop} {mode}: failed: {p.stderr[-800:]}")
+    size = 0
+    if mode.startswith("gpuspy"):
+        for f in glob.glob(os.path.join(d, "*.gspy")):
+            head = subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "dump", f], capture_output=True,
+                                  text=True).stdout.split("\n", 1)[0]
+            size += json.loads(head)["used_bytes"]
+            os.unlink(f)
+    elif mode == "torch.profiler":
+        size = os.path.getsize(os.path.join(d, "prof.json"))
+        os.unlink(os.path.join(d, "prof.json"))
+    return float(line[0].split()[1]), size
+
+
+def main():
+    rows, raw = [], {}
+    for loop in ("mlp", "conv"):
+        ratios = {m: [] for m in MODES}
+        rates = {m: [] for m in MODES}
+        sizes = {m: [] for m in MODES}
+        for r in range(ROUNDS):
+            order = MODES if r % 2 == 0 else MODES[::-1]
+            res = {m: run(loop, m, r) for m in order}
+            for m in MODES:
+                rates[m].append(res[m][0])
+                ratios[m].append(res[m][0] / res["untraced"][0])
+                sizes[m].append(res[m][1])
+            print(f"{loop} round {r}: " + ", ".join(f"{m} {res[m][0]:.1f}" for m in MODES), flush=True)
+        raw[loop] = {"rates": rates, "ratios": ratios, "sizes": sizes}
+        bare = [a / b for a, b in zip(ratios["gpuspy+cupti"], ratios["bare cupti"])]
+        for m in MODES:
+            per_step = statistics.median(sizes[m]) / STEPS[loop] if any(sizes[m]) else 0
+            rows.append(f"| {loop} | {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratios[m]):.3f} | "
+                        f"{min(ratios[m]):.3f}..{max(ratios[m]):.3f} | "
+                        f"{(f'{per_step / 1024:.1f} KiB' if per_step else '-')} |")
+        rows.append(f"| {loop} | gpuspy+cupti / bare cupti | | {statistics.median(bare):.3f} | "
+                    f"{min(bare):.3f}..{max(bare):.3f} | |")
+    text = "\n".join([
+        f"H200, {ROUNDS} interleaved rounds (order reversed every other round); steps/s of the timed "
+        f"steps after 10 warm-up steps (mlp {STEPS['mlp']}, conv {STEPS['conv']}); ratio = run / untraced "
+        "run of the same round, median over rounds; trace bytes per step = gpuspy's used bytes "
+        "(header, strings, claimed chunks) or torch.profiler's Chrome trace.", "",
+        "| loop | mode | steps/s (median) | ratio to untraced (median) | min..max | trace bytes/step |",
+        "| --- | --- | --- | --- | --- | --- |", *rows]) + "\n"
+    with open(os.path.join(OUT, "overhead.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(OUT, "overhead.json"), "w") as f:
+        json.dump(raw, f)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
