@@ -19,7 +19,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK, OUT = sys.argv[1], sys.argv[2]
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
-STEPS = {"mlp": 300, "conv": 100}
+STEPS = {"mlp": int(os.environ.get("MLP_STEPS", "300")), "conv": int(os.environ.get("CONV_STEPS", "100"))}
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
 MODES = ["untraced", "gpuspy", "gpuspy+cupti", "bare cupti", "torch.profiler"]
@@ -67,7 +67,10 @@ def main():
                 rates[m].append(res[m][0])
                 ratios[m].append(res[m][0] / res["untraced"][0])
                 sizes[m].append(res[m][1])
-            print(f"{loop} round {r}: " + ", ".join(f"{m} {res[m][0]:.1f}" for m in MODES), flush=True)
+            line = f"{loop} round {r}: " + ", ".join(f"{m} {res[m][0]:.1f} ({res[m][1]} B)" for m in MODES)
+            print(line, flush=True)
+            with open(os.path.join(OUT, "overhead_rounds.txt"), "a") as f:
+                f.write(line + "\n")
         raw[loop] = {"rates": rates, "ratios": ratios, "sizes": sizes}
         bare = [a / b for a, b in zip(ratios["gpuspy+cupti"], ratios["bare cupti"])]
         for m in MODES:
