@@ -876,6 +876,21 @@ def report_gpu_timing_arithmetic(tmp):
     check(k["graph_kernel"] == (6, 240 * us) and k["gemm"] == (2, 200 * us), f"kernels {k}")
     ids = [x["id"] for x in o["diagnoses"]]
     check(ids == ["pageable_copies", "data_starvation"], f"diagnoses {ids}")
+    # CUPTI hands records over late and in overlapping buffers: the same
+    # trace with its GPU records delivered last, in reverse order, must give
+    # the same device timeline and per-phase GPU numbers.
+    lines = open(os.path.join(ROOT, "tests", "golden", "gpu.jsonl")).read().splitlines()
+    gpu_lines = [l for l in lines if '"kind":"gpu_' in l]
+    late = [l for l in lines if l not in gpu_lines] + gpu_lines[::-1]
+    path = os.path.join(tmp, "late.jsonl")
+    with open(path, "w") as f:
+        f.write("\n".join(late) + "\n")
+    q = report_json(path)
+    check(q["gpu"]["devices"] == o["gpu"]["devices"], f"device timeline depends on delivery order: "
+          f"{q['gpu']['devices']} vs {o['gpu']['devices']}")
+    for a, b in zip(q["phases"], o["phases"]):
+        check(a["gpu_busy_ns"] == b["gpu_busy_ns"] and a["launch"]["gpu_ns"] == b["launch"]["gpu_ns"],
+              f"phase {a['name']} GPU numbers depend on delivery order")
 
 
 def main():

@@ -219,7 +219,107 @@ struct open_phase {
 	uint64_t begin;
 };
 
-#define CORR_SLOTS (1u << 18)
+#define CORR_SLOTS (1u << 20)
+#define HEAP_MAX (1u << 18)
+#define CHANGES (1u << 16)
+
+/* The phase open at time t, from the ring of recent phase changes (the
+ * current one when t is older than the ring). */
+static size_t phase_at(const struct gs_report *r, uint64_t t, size_t cur)
+{
+	if (!r->nchanges)
+		return cur;
+	uint64_t lo = r->nchanges > CHANGES ? r->nchanges - CHANGES : 0, hi = r->nchanges;
+	if (t < r->changes[lo % CHANGES].t)
+		return lo == 0 ? 0 : cur;
+	while (hi - lo > 1) { /* last change at or before t */
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (r->changes[mid % CHANGES].t <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	size_t p = r->changes[lo % CHANGES].phase;
+	return p < r->nphases ? p : cur;
+}
+
+static void note_phase_change(struct gs_report *r, uint64_t t, size_t phase)
+{
+	if (!r->changes) {
+		r->changes = calloc(CHANGES, sizeof(*r->changes));
+		if (!r->changes)
+			return;
+	}
+	r->changes[r->nchanges % CHANGES] = (struct gs_phase_change){ t, (uint32_t)phase };
+	r->nchanges++;
+}
+
+/* The device timeline, in start order: busy time and idle gaps, an idle gap
+ * being host-bound when the work after it was launched only after the GPU
+ * went idle. */
+static void device_step(struct gs_report *r, const struct gs_gpu_item *g)
+{
+	if (g->device < 0 || g->device >= 8)
+		return;
+	struct gs_device_gpu *d = &r->dev[g->device];
+	d->ops++;
+	if (!d->cur_end) {
+		d->cur_start = g->start;
+		d->cur_end = g->end;
+	} else if (g->start > d->cur_end) {
+		d->busy_ns += d->cur_end - d->cur_start;
+		uint64_t gap = g->start - d->cur_end;
+		if (g->host_start > d->cur_end)
+			d->idle_host_ns += gap;
+		else
+			d->idle_other_ns += gap;
+		d->cur_start = g->start;
+		d->cur_end = g->end;
+	} else if (g->end > d->cur_end) {
+		d->cur_end = g->end;
+	}
+}
+
+static void heap_pop(struct gs_report *r)
+{
+	struct gs_gpu_item *h = r->heap;
+	device_step(r, &h[0]);
+	h[0] = h[--r->nheap];
+	for (size_t i = 0;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < r->nheap && h[l].start < h[m].start)
+			m = l;
+		if (l + 1 < r->nheap && h[l + 1].start < h[m].start)
+			m = l + 1;
+		if (m == i)
+			break;
+		struct gs_gpu_item x = h[i];
+		h[i] = h[m];
+		h[m] = x;
+		i = m;
+	}
+}
+
+static void heap_push(struct gs_report *r, struct gs_gpu_item g)
+{
+	if (!r->heap) {
+		r->heap = malloc(HEAP_MAX * sizeof(*r->heap));
+		if (!r->heap) {
+			device_step(r, &g);
+			return;
+		}
+	}
+	if (r->nheap == HEAP_MAX)
+		heap_pop(r);
+	size_t i = r->nheap++;
+	r->heap[i] = g;
+	while (i && r->heap[(i - 1) / 2].start > r->heap[i].start) {
+		struct gs_gpu_item x = r->heap[i];
+		r->heap[i] = r->heap[(i - 1) / 2];
+		r->heap[(i - 1) / 2] = x;
+		i = (i - 1) / 2;
+	}
+}
 
 static struct gs_corr_slot *corr_slot(struct gs_report *r, uint64_t id)
 {
@@ -256,7 +356,9 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 			gpu_add(&cs[i]->copy[ev->dir < GSPY_DIR_COUNT ? ev->dir : 0][ev->mem == GSPY_MEM_pinned],
 				ev->bytes, ns);
 	}
-	r->phases[cur].gpu_busy_ns += ns;
+	/* What the GPU did during each phase's wall time: the phase open when
+	 * this work started (records arrive late, so look the time up). */
+	r->phases[phase_at(r, ev->start_ns, cur)].gpu_busy_ns += ns;
 	if (ev->kind == GSPY_KIND_gpu_kernel) {
 		struct gs_kernel_stat *k = kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
 		k->gpu_count++;
@@ -279,27 +381,7 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 		if (r->total.launch.count && ns * r->total.launch.count < r->total.launch.host_ns)
 			r->short_kernels++;
 	}
-	if (ev->device < 0 || ev->device >= 8)
-		return;
-	struct gs_device_gpu *d = &r->dev[ev->device];
-	d->ops++;
-	if (!d->cur_end) {
-		d->cur_start = ev->start_ns;
-		d->cur_end = ev->end_ns;
-	} else if (ev->start_ns > d->cur_end) {
-		/* An idle gap: host-bound when the work after it was launched
-		 * only after the GPU had gone idle. */
-		d->busy_ns += d->cur_end - d->cur_start;
-		uint64_t gap = ev->start_ns - d->cur_end;
-		if (host_start > d->cur_end)
-			d->idle_host_ns += gap;
-		else
-			d->idle_other_ns += gap;
-		d->cur_start = ev->start_ns;
-		d->cur_end = ev->end_ns;
-	} else if (ev->end_ns > d->cur_end) {
-		d->cur_end = ev->end_ns;
-	}
+	heap_push(r, (struct gs_gpu_item){ ev->start_ns, ev->end_ns, host_start, ev->device });
 }
 
 int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen)
@@ -336,6 +418,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 				top_begin = ev.start_ns;
 			if (depth < STACK_MAX)
 				stack[depth++] = (struct open_phase){ p, ev.start_ns };
+			note_phase_change(r, ev.start_ns, stack[depth - 1].idx);
 			continue;
 		}
 		if (ev.kind == GSPY_KIND_phase_end) {
@@ -350,6 +433,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			memmove(&stack[i], &stack[i + 1], (size_t)(depth - i - 1) * sizeof(stack[0]));
 			if (--depth == 0)
 				covered += ev.start_ns - top_begin;
+			note_phase_change(r, ev.start_ns, depth ? stack[depth - 1].idx : 0);
 			continue;
 		}
 		if (ev.kind == GSPY_KIND_mark)
@@ -388,6 +472,12 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	uint64_t span = r->t_last - r->t_first;
 	r->phases[0].wall_ns = span > covered ? span - covered : 0;
 	r->phases[0].count = 1;
+	while (r->nheap)
+		heap_pop(r);
+	free(r->heap);
+	free(r->changes);
+	r->heap = NULL;
+	r->changes = NULL;
 	for (int d = 0; d < 8; d++)
 		if (r->dev[d].cur_end) {
 			r->dev[d].busy_ns += r->dev[d].cur_end - r->dev[d].cur_start;
@@ -473,5 +563,7 @@ void gs_report_free(struct gs_report *r)
 	free(r->kernels);
 	free(r->diag);
 	free(r->corr);
+	free(r->heap);
+	free(r->changes);
 	memset(r, 0, sizeof(*r));
 }

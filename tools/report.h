@@ -55,6 +55,18 @@ struct gs_corr_slot {
 	uint32_t phase;
 };
 
+/* GPU work waiting to be put on the device timeline in start order: CUPTI
+ * delivers records in buffers that overlap in time. */
+struct gs_gpu_item {
+	uint64_t start, end, host_start;
+	int16_t device;
+};
+
+struct gs_phase_change {
+	uint64_t t;
+	uint32_t phase; /* the innermost phase open from t on */
+};
+
 struct gs_report {
 	struct gs_proc proc;
 	const char *path;
@@ -77,6 +89,10 @@ struct gs_report {
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns;
 	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
+	struct gs_gpu_item *heap;       /* min-heap by start, bounded */
+	size_t nheap;
+	struct gs_phase_change *changes; /* ring of the latest phase changes */
+	uint64_t nchanges;
 	char input_error[300];  /* the input stopped at a malformed line */
 	struct gs_diag *diag;
 	size_t ndiag;
