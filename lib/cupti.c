@@ -127,6 +127,21 @@ static void copy_kind(struct gspy_record *r, const CUpti_ActivityMemcpy6 *m)
 	}
 }
 
+static void gpu_record(struct gspy_record *r, unsigned kind, unsigned api, uint64_t start,
+		       uint64_t end, uint32_t stream, uint32_t device, uint64_t bytes, uint32_t graph,
+		       uint32_t corr)
+{
+	r->kind = (uint8_t)kind;
+	r->api = (uint16_t)api;
+	r->start = start;
+	r->end = end;
+	r->stream = stream;
+	r->device = (int16_t)device;
+	r->u.gpu.bytes = bytes;
+	r->u.gpu.graph_id = graph;
+	r->u.gpu.cupti_corr = corr;
+}
+
 static int by_start(const void *a, const void *b)
 {
 	const struct gspy_record *x = a, *y = b;
@@ -151,44 +166,26 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 	a = NULL;
 	while (v && c.next(buf, valid, &a) == CUPTI_SUCCESS && k < n) {
 		struct gspy_record *r = &v[k];
+		/* The three record types share these fields under the same names. */
+#define GPU_COMMON(x, k, api_, bytes_)                                                  \
+	gpu_record(r, k, api_, (x)->start, (x)->end, (x)->streamId, (x)->deviceId, (bytes_), \
+		   (x)->graphId, (x)->correlationId)
 		if (a->kind == CUPTI_ACTIVITY_KIND_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 			const CUpti_ActivityKernel10 *x = (const void *)a;
-			r->kind = GSPY_KIND_gpu_kernel;
-			r->api = GSPY_API_cupti_kernel;
-			r->start = x->start;
-			r->end = x->end;
-			r->stream = x->streamId;
-			r->device = (int16_t)x->deviceId;
+			GPU_COMMON(x, GSPY_KIND_gpu_kernel, GSPY_API_cupti_kernel, 0);
 			r->name_id = name_id(x->name);
-			r->u.gpu.graph_id = x->graphId;
-			r->u.gpu.cupti_corr = x->correlationId;
 		} else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
 			const CUpti_ActivityMemcpy6 *x = (const void *)a;
-			r->kind = GSPY_KIND_gpu_copy;
-			r->api = GSPY_API_cupti_memcpy;
-			r->start = x->start;
-			r->end = x->end;
-			r->stream = x->streamId;
-			r->device = (int16_t)x->deviceId;
-			r->u.gpu.bytes = x->bytes;
-			r->u.gpu.graph_id = x->graphId;
-			r->u.gpu.cupti_corr = x->correlationId;
+			GPU_COMMON(x, GSPY_KIND_gpu_copy, GSPY_API_cupti_memcpy, x->bytes);
 			copy_kind(r, x);
 		} else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
 			const CUpti_ActivityMemset4 *x = (const void *)a;
-			r->kind = GSPY_KIND_gpu_memset;
-			r->api = GSPY_API_cupti_memset;
-			r->start = x->start;
-			r->end = x->end;
-			r->stream = x->streamId;
-			r->device = (int16_t)x->deviceId;
-			r->u.gpu.bytes = x->bytes;
-			r->u.gpu.graph_id = x->graphId;
-			r->u.gpu.cupti_corr = x->correlationId;
+			GPU_COMMON(x, GSPY_KIND_gpu_memset, GSPY_API_cupti_memset, x->bytes);
 		} else {
 			continue;
 		}
 		k++;
+#undef GPU_COMMON
 	}
 	pthread_mutex_unlock(&c.lock);
 	if (v) {

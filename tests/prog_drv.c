@@ -12,21 +12,7 @@
 
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
-
-#ifdef PTDS
-#define S(x) x##_ptsz
-#define D(x) x##_ptds
-#else
-#define S(x) x
-#define D(x) x
-#endif
-
-#define CALL(expr)                                                                        \
-	do {                                                                              \
-		errno = 1234;                                                             \
-		int rc_ = (int)(expr);                                                    \
-		printf("%-40.40s rc=%d errno=%d\n", #expr, rc_, errno);                    \
-	} while (0)
+#include "prog_common.h"
 
 static void host_fn(void *p) { ++*(int *)p; }
 

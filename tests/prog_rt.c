@@ -15,14 +15,7 @@
 
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
-
-#ifdef PTDS
-#define S(x) x##_ptsz
-#define D(x) x##_ptds
-#else
-#define S(x) x
-#define D(x) x
-#endif
+#include "prog_common.h"
 
 static dim3 dim3_make(unsigned x, unsigned y, unsigned z)
 {
@@ -46,13 +39,6 @@ static void add_body(void **args)
 
 static void scale_kernel(float *p, int n) { (void)p; (void)n; }
 static void add_kernel(float *p) { (void)p; }
-
-#define CALL(expr)                                                                        \
-	do {                                                                              \
-		errno = 1234;                                                             \
-		int rc_ = (int)(expr);                                                    \
-		printf("%-40.40s rc=%d errno=%d\n", #expr, rc_, errno);                    \
-	} while (0)
 
 int main(void)
 {

@@ -3,7 +3,7 @@ TB := tests/bin
 TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
 	-Iinclude -I$(CUDA_HOME)/include -Itests
 TEST_CLEAN := $(TB) tests/out
-DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h
+DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h tests/prog_common.h
 
 $(TB)/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
