@@ -90,6 +90,10 @@ void gs_writer_exit(int state, int code, int sig);
 void gs_writer_forked(void);
 void gs_writer_device_mem(int device, uint64_t bytes);
 
+/* Fatal signals (signals.c). */
+void gs_signals_install(void);
+void gs_signals_thread(void);
+
 static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
 	if (GS_LIKELY(t->gen == gs_g.gen && t->n < t->cap)) {

@@ -178,10 +178,35 @@ static int create_file(int rank, char *path, size_t cap)
 	return -EEXIST;
 }
 
+/* A trace directory others could swap files in is refused: a symbolic
+ * link, or one anybody may write to without the sticky bit. */
+static int dir_safe(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		gs_warn("GPUSPY_DIR %s is a symbolic link; refusing it, tracing off", dir);
+		return -ELOOP;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		gs_warn("GPUSPY_DIR %s is not a directory; tracing off", dir);
+		return -ENOTDIR;
+	}
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+		gs_warn("GPUSPY_DIR %s is writable by anyone and not sticky; refusing it, tracing off", dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int open_file(void)
 {
 	char path[700];
 	int rank = env_int("RANK");
+	int safe = dir_safe(gs_cfg.dir);
+	if (safe == -ELOOP || safe == -ENOTDIR || safe == -EPERM)
+		return safe;
 	int fd = create_file(rank, path, sizeof(path));
 	if (fd < 0) {
 		gs_warn("cannot create a trace file in %s: %s; tracing off", gs_cfg.dir,
@@ -267,6 +292,7 @@ int gs_writer_ready(void)
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
 	if (opened) {
+		gs_signals_install();
 		prefault_start();
 		/* Outside the lock: CUPTI's own threads write records too. */
 		w.hdr->gpu_timing = gs_cupti_start();
@@ -315,8 +341,10 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		if (idx < h->chunk_count) {
 			struct gspy_chunk *c =
 				(struct gspy_chunk *)(w.base + h->chunk_offset + (size_t)idx * h->chunk_size);
-			if (!t->tid)
+			if (!t->tid) {
 				t->tid = (uint32_t)syscall(SYS_gettid);
+				gs_signals_thread();
+			}
 			prefault_kick(idx);
 			c->seq = t->seq++;
 			c->committed = 0;

@@ -893,6 +893,57 @@ def report_gpu_timing_arithmetic(tmp):
               f"phase {a['name']} GPU numbers depend on delivery order")
 
 
+@test
+def crashes_are_reported_and_unchanged(tmp):
+    """Each way of dying: same exit status and output as without gpuspy, every
+    committed event kept, and the trace says how the process ended."""
+    cases = {"segv": -11, "abort": -6, "fpe": -8, "term": -15, "chain-after": -11,
+             "recover-before": 0, "recover-after": 0}
+    for mode, status in cases.items():
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        a = run("prog_crash", [mode], tmp=tmp, preload=False, expect_rc=status)
+        b = run("prog_crash", [mode], tmp=tmp, preload=True, expect_rc=status)
+        check(a.stdout == b.stdout, f"{mode}: output differs: {a.stdout!r} vs {b.stdout!r}")
+        proc, ev = only_trace(tmp)
+        launches = sum(1 for e in ev if e["kind"] == "launch")
+        if status:
+            check(proc["state"] == "signaled" and proc["exit_signal"] == -status,
+                  f"{mode}: state {proc['state']} signal {proc.get('exit_signal')}")
+            check(launches == 100, f"{mode}: {launches} of 100 launches kept")
+        else:
+            check(proc["state"] == "exited" and launches == 101 and "recovered" in b.stdout,
+                  f"{mode}: recovered process recorded as {proc['state']} with {launches} launches")
+    h = subprocess.run([GPUSPY, "report", tmp], capture_output=True, text=True)
+    check("exited cleanly" in h.stdout, "report of the last case")
+    run("prog_crash", ["abort"], tmp=tmp, expect_rc=-6)
+    p = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check("died of a signal" in p.stdout and "signal 6" in p.stdout, "report does not say how it died")
+
+
+@test
+def unsafe_trace_directories_are_refused(tmp):
+    real = os.path.join(tmp, "real")
+    os.makedirs(real)
+    link = os.path.join(tmp, "link")
+    os.symlink(real, link)
+    open_dir = os.path.join(tmp, "open")
+    os.makedirs(open_dir)
+    os.chmod(open_dir, 0o777)
+    for d, what in ((link, "symbolic link"), (open_dir, "writable by anyone")):
+        a = run("prog_rt_dyn", tmp=d, preload=False)
+        b = run("prog_rt_dyn", tmp=d, env={"GPUSPY_QUIET": ""})
+        check(a.stdout == b.stdout and a.returncode == b.returncode, f"{what}: the program changed")
+        err = b.stderr.strip().splitlines()
+        check(len(err) == 1 and what in err[0] and err[0].startswith("gpuspy: "), f"{what}: {err}")
+        check(traces(real) == [] and traces(open_dir) == [], f"{what}: a trace was written")
+    os.chmod(open_dir, 0o1777)  # sticky, like /tmp: accepted
+    run("prog_rt_dyn", tmp=open_dir)
+    check(len(traces(open_dir)) == 1, "a sticky world-writable directory was refused")
+    t = os.path.join(open_dir, traces(open_dir)[0])
+    check(os.stat(t).st_mode & 0o777 == 0o600, f"trace mode {oct(os.stat(t).st_mode)}")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = 0

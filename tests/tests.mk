@@ -51,7 +51,7 @@ $(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 TEST_PROGS := $(addprefix $(TB)/,prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
-	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx mktrace)
+	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
 
@@ -139,3 +139,5 @@ $(TB)/ex_%: examples/%.cu include/gpuspy.h
 
 examples: $(addprefix $(TB)/ex_,$(EXAMPLES))
 .PHONY: examples
+$(TB)/prog_crash: tests/prog_crash.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
