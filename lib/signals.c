@@ -69,7 +69,7 @@ static void free_altstack(void *p)
  * so that a stack overflow can still be reported. */
 void gs_signals_thread(void)
 {
-	if (!installed)
+	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
 		return;
 	stack_t cur;
 	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
@@ -88,7 +88,8 @@ void gs_signals_thread(void)
 
 void gs_signals_install(void)
 {
-	if (installed || pthread_key_create(&altstack_key, free_altstack) != 0)
+	if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) ||
+	    pthread_key_create(&altstack_key, free_altstack) != 0)
 		return;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -97,5 +98,6 @@ void gs_signals_install(void)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < NFATAL; i++)
 		sigaction(fatal[i], &sa, &previous[i]);
-	installed = 1;
+	/* The key and the handlers are set before other threads see this. */
+	__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
 }

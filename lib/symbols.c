@@ -21,6 +21,11 @@
 
 #include "gs.h"
 
+/* The dlsym path runs inside a sanitizer runtime's own start-up (it looks
+ * up the real functions with dlsym before its shadow memory exists), so it
+ * must not be instrumented. */
+#define GS_EARLY __attribute__((no_sanitize("address", "undefined", "thread")))
+
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 
@@ -52,12 +57,33 @@ struct elf_find {
 	void *dlsym, *dlvsym;
 };
 
-static uintptr_t dyn_ptr(uintptr_t base, uintptr_t p)
+/* String helpers for the early path: libc's are intercepted by sanitizers,
+ * whose real pointers are not set up yet when they call dlsym. */
+GS_EARLY static int early_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+GS_EARLY static int early_contains(const char *hay, const char *needle)
+{
+	for (; *hay; hay++) {
+		const char *h = hay, *n = needle;
+		while (*n && *h == *n)
+			h++, n++;
+		if (!*n)
+			return 1;
+	}
+	return 0;
+}
+
+GS_EARLY static uintptr_t dyn_ptr(uintptr_t base, uintptr_t p)
 {
 	return p < base ? base + p : p; /* glibc relocates .dynamic in place */
 }
 
-static size_t gnu_hash_count(const uint32_t *h)
+GS_EARLY static size_t gnu_hash_count(const uint32_t *h)
 {
 	uint32_t nb = h[0], off = h[1], bloom = h[2];
 	const uint32_t *buckets = (const uint32_t *)((const uint64_t *)(h + 4) + bloom);
@@ -73,17 +99,9 @@ static size_t gnu_hash_count(const uint32_t *h)
 	return (size_t)max + 1;
 }
 
-static int elf_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/* Looks dlsym and dlvsym up in one loaded object's dynamic symbol table. */
+GS_EARLY static int scan_object(uintptr_t base, const ElfW(Dyn) *dyn, struct elf_find *f)
 {
-	struct elf_find *f = arg;
-	(void)size;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, f->lib))
-		return 0;
-	uintptr_t base = info->dlpi_addr;
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
 	if (!dyn)
 		return 0;
 	const ElfW(Sym) *symtab = NULL;
@@ -111,9 +129,9 @@ static int elf_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		int hidden = versym && (versym[i] & 0x8000);
 		void **slot = NULL;
-		if (strcmp(strtab + s->st_name, "dlsym") == 0)
+		if (early_eq(strtab + s->st_name, "dlsym"))
 			slot = &f->dlsym;
-		else if (strcmp(strtab + s->st_name, "dlvsym") == 0)
+		else if (early_eq(strtab + s->st_name, "dlvsym"))
 			slot = &f->dlvsym;
 		/* Prefer the default version; a compat one does as well. */
 		if (slot && (!*slot || !hidden))
@@ -122,12 +140,17 @@ static int elf_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return f->dlsym != NULL;
 }
 
-static void find_real_dl(void)
+/* The loaded objects come from the dynamic linker's own list (_r_debug):
+ * dl_iterate_phdr is intercepted by sanitizers and unusable while they
+ * start up, which is when they call dlsym. */
+GS_EARLY static void find_real_dl(void)
 {
 	static const char *const libs[] = { "libc.so.6", "libdl.so.2" };
 	for (size_t i = 0; i < 2 && !real_dlsym; i++) {
 		struct elf_find f = { .lib = libs[i] };
-		dl_iterate_phdr(elf_cb, &f);
+		for (const struct link_map *m = _r_debug.r_map; m && !f.dlsym; m = m->l_next)
+			if (m->l_name && early_contains(m->l_name, f.lib))
+				scan_object(m->l_addr, m->l_ld, &f);
 		real_dlsym = (dlsym_fn)f.dlsym;
 		real_dlvsym = (dlvsym_fn)f.dlvsym;
 	}
@@ -140,9 +163,10 @@ static void strip_suffix(char *s, const char *sfx)
 		s[n - k] = 0;
 }
 
+/* The wrapper table: base names and our own definitions. Not on the early
+ * path: only a CUDA name, looked up long after start-up, needs it. */
 static void sym_init(void)
 {
-	find_real_dl();
 	if (!real_dlsym) {
 		gs_warn("cannot find the real dlsym; tracing off");
 		gs_g.disabled = 1;
@@ -167,6 +191,8 @@ static void sym_init(void)
 
 static void sym_ready(void)
 {
+	if (!real_dlsym)
+		find_real_dl();
 	pthread_once(&sym_once, sym_init);
 }
 
@@ -228,6 +254,7 @@ void *gs_real_resolve(unsigned api)
  */
 static void *wrap(unsigned i, void *p)
 {
+	sym_ready();
 	struct hook *h = &hooks[i];
 	if (!p || !h->wrapper || p == h->wrapper)
 		return p;
@@ -241,12 +268,12 @@ static void *wrap(unsigned i, void *p)
 	return h->wrapper;
 }
 
-static int by_name(const char *name)
+GS_EARLY static int by_name(const char *name)
 {
 	if (!name || !((name[0] == 'c' && name[1] == 'u') || name[0] == '_'))
 		return -1;
 	for (unsigned i = 0; i < GSPY_API_COUNT; i++)
-		if (strcmp(hooks[i].name, name) == 0)
+		if (early_eq(hooks[i].name, name))
 			return (int)i;
 	return -1;
 }
@@ -255,6 +282,7 @@ static int by_name(const char *name)
  * `version`, the per-thread one when asked and when it exists. */
 static int by_proc(const char *symbol, long version, uint64_t flags)
 {
+	sym_ready();
 	if (!symbol || symbol[0] != 'c' || symbol[1] != 'u')
 		return -1;
 	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
@@ -271,9 +299,10 @@ static int by_proc(const char *symbol, long version, uint64_t flags)
 
 /* ---- route 2: dlsym / dlvsym ------------------------------------------- */
 
-GS_API void *dlsym(void *handle, const char *name)
+GS_EARLY GS_API void *dlsym(void *handle, const char *name)
 {
-	sym_ready();
+	if (!real_dlsym)
+		find_real_dl(); /* idempotent: a race only repeats the search */
 	if (!real_dlsym)
 		return NULL;
 	int i = by_name(name);
@@ -283,9 +312,10 @@ GS_API void *dlsym(void *handle, const char *name)
 	return wrap((unsigned)i, p);
 }
 
-GS_API void *dlvsym(void *handle, const char *name, const char *version)
+GS_EARLY GS_API void *dlvsym(void *handle, const char *name, const char *version)
 {
-	sym_ready();
+	if (!real_dlsym)
+		find_real_dl();
 	if (!real_dlvsym)
 		return NULL;
 	int i = by_name(name);
@@ -330,6 +360,7 @@ GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
 
 static int is_wrapper(void *p)
 {
+	sym_ready();
 	for (unsigned i = 0; i < GSPY_API_COUNT; i++)
 		if (hooks[i].wrapper == p)
 			return 1;
@@ -392,6 +423,18 @@ GS_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
 	return GS_REAL(cuCtxPopCurrent_v2)(ctx);
 }
 
+/* A libcuda function gpuspy calls itself, looked up once (any thread). */
+static void *driver_cached(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!p) {
+		p = gs_driver_fn(name);
+		if (p)
+			__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
 /* The first time a device is seen, its memory size goes into the header
  * (the report's out-of-memory diagnosis needs it). */
 static uint8_t devices_seen[8];
@@ -406,9 +449,9 @@ static void note_device(int d)
 	uint8_t *seen = devices_seen;
 	if (d >= 8 || __atomic_exchange_n(&seen[d], 1, __ATOMIC_RELAXED))
 		return;
-	static CUresult (*total)(size_t *, CUdevice);
-	if (!total)
-		total = (CUresult(*)(size_t *, CUdevice))gs_driver_fn("cuDeviceTotalMem_v2");
+	static void *total_p;
+	CUresult (*total)(size_t *, CUdevice) =
+		(CUresult(*)(size_t *, CUdevice))driver_cached(&total_p, "cuDeviceTotalMem_v2");
 	size_t bytes = 0;
 	if (total && total(&bytes, d) == CUDA_SUCCESS)
 		gs_writer_device_mem(d, bytes);
@@ -420,9 +463,8 @@ int gs_current_device(void)
 	uint64_t g = __atomic_load_n(&gs_g.ctx_gen, __ATOMIC_RELAXED);
 	if (GS_LIKELY(t->device >= 0 && t->ctx_gen == g))
 		return t->device;
-	static CUresult (*get)(CUdevice *);
-	if (!get)
-		get = (CUresult(*)(CUdevice *))gs_driver_fn("cuCtxGetDevice");
+	static void *get_p;
+	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))driver_cached(&get_p, "cuCtxGetDevice");
 	/* Without a current context the answer is -1 until the next context
 	 * switch we see, re-asked every 256 calls in case a context appeared
 	 * in a way we did not see. */
@@ -443,10 +485,10 @@ unsigned gs_classify(uint64_t addr, int *device)
 		*device = r.device;
 		return r.mem == GSPY_MEM_managed ? GSPY_MEM_device : r.mem;
 	}
-	static CUresult (*attr)(void *, CUpointer_attribute, CUdeviceptr);
-	if (!attr)
-		attr = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))gs_driver_fn(
-			"cuPointerGetAttribute");
+	static void *attr_p;
+	CUresult (*attr)(void *, CUpointer_attribute, CUdeviceptr) =
+		(CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))driver_cached(&attr_p,
+										     "cuPointerGetAttribute");
 	unsigned type = 0;
 	if (attr && attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) == CUDA_SUCCESS) {
 		if (type == CU_MEMORYTYPE_DEVICE) {
@@ -478,12 +520,11 @@ void gs_names_forked(void)
 
 static uint32_t lookup_name(uint64_t func)
 {
-	static CUresult (*fget)(const char **, CUfunction);
-	static CUresult (*kget)(const char **, CUkernel);
-	if (!fget)
-		fget = (CUresult(*)(const char **, CUfunction))gs_driver_fn("cuFuncGetName");
-	if (!kget)
-		kget = (CUresult(*)(const char **, CUkernel))gs_driver_fn("cuKernelGetName");
+	static void *fget_p, *kget_p;
+	CUresult (*fget)(const char **, CUfunction) =
+		(CUresult(*)(const char **, CUfunction))driver_cached(&fget_p, "cuFuncGetName");
+	CUresult (*kget)(const char **, CUkernel) =
+		(CUresult(*)(const char **, CUkernel))driver_cached(&kget_p, "cuKernelGetName");
 	const char *n = NULL;
 	if (!(fget && fget(&n, (CUfunction)func) == CUDA_SUCCESS && n) &&
 	    !(kget && kget(&n, (CUkernel)func) == CUDA_SUCCESS && n))

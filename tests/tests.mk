@@ -141,3 +141,7 @@ examples: $(addprefix $(TB)/ex_,$(EXAMPLES))
 .PHONY: examples
 $(TB)/prog_crash: tests/prog_crash.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+
+check-sanitize: deps
+	@sh scripts/check-sanitize.sh
+.PHONY: check-sanitize

@@ -1,0 +1,24 @@
+#!/bin/sh
+# `make check-sanitize`: the whole test suite with libgpuspy, the gpuspy
+# command, the doubles and the test programs built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (any report fails the run), then the threaded
+# tests with ThreadSanitizer. Builds in a copy of the tree under build/.
+set -e
+cd "$(dirname "$0")/.."
+run_variant() { # name cflags runtime tests...
+	name=$1 flags=$2 rt=$3; shift 3
+	dir=build/$name
+	rm -rf "$dir"; mkdir -p "$dir"
+	git ls-files -z | xargs -0 cp --parents -t "$dir"
+	( cd "$dir" && make -s all test-build examples CFLAGS="-O1 -g -fno-omit-frame-pointer $flags" > build.log 2>&1 ) \
+		|| { tail -20 "$dir/build.log"; exit 1; }
+	echo "== $name: $(basename "$rt") preloaded first"
+	GPUSPY_TEST_PRELOAD_PREFIX="$rt:" python3 "$dir/tests/run.py" "$@"
+}
+# The crash tests compare deaths by signal with and without gpuspy: the
+# sanitizers must not turn those signals into their own reports.
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1:exitcode=99:verify_asan_link_order=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:use_sigaltstack=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=98
+export TSAN_OPTIONS=halt_on_error=1:exitcode=97:report_signal_unsafe=0:die_after_fork=0
+run_variant asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "$(gcc -print-file-name=libasan.so)"
+run_variant tsan "-fsanitize=thread" "$(gcc -print-file-name=libtsan.so)" threads sigkill fork nvtx
