@@ -111,6 +111,11 @@ static void init_real(void)
 		else
 			gs_cfg.buffer_bytes = mb << 20;
 	}
+	v = getenv("GPUSPY_MODE");
+	if (v && !strcmp(v, "ring"))
+		gs_g.ring = 1;
+	else if (v && *v && strcmp(v, "drop"))
+		gs_warn("GPUSPY_MODE=%s is not drop or ring; using drop", v);
 	v = getenv("GPUSPY_CLOCK");
 	if (v && strcmp(v, "mono") == 0)
 		gs_g.clock = GSPY_CLOCK_MONOTONIC;

@@ -34,6 +34,7 @@ struct gs_tls {
 	struct gspy_chunk *chunk;
 	struct gspy_record *slots;
 	uint32_t n, cap;         /* records used / available in chunk */
+	uint64_t claim;          /* claim number of chunk (flight recorder) */
 	int device;              /* cached current device, -1 unknown */
 	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
@@ -53,6 +54,7 @@ struct gs_global {
 	uint64_t gen;        /* bumped when the trace file changes (fork) */
 	uint64_t ctx_gen;    /* bumped on every context switch hook */
 	int cupti;           /* CUPTI activity is collecting */
+	int ring;            /* flight recorder: GPUSPY_MODE=ring */
 };
 extern struct gs_global gs_g;
 
@@ -96,7 +98,9 @@ void gs_signals_thread(void);
 
 static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
-	if (GS_LIKELY(t->gen == gs_g.gen && t->n < t->cap)) {
+	/* In flight-recorder mode another thread may have recycled our chunk. */
+	if (GS_LIKELY(t->gen == gs_g.gen && t->n < t->cap &&
+		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
 		memcpy(&t->slots[t->n], r, sizeof(*r));
 		t->n++;
 		/* Orders the record's bytes before the count readers trust. */

@@ -259,6 +259,7 @@ static int open_file(void)
 	h->tsc_hz = gs_g.clock == GSPY_CLOCK_TSC ? calibrate_tsc(&h->clock_start) : 1e9;
 	clock_pair(&h->clock_last);
 	h->state = GSPY_STATE_RUNNING;
+	h->ring = (uint32_t)gs_g.ring;
 	gethostname(h->host, sizeof(h->host) - 1);
 	read_cmdline(h->command, sizeof(h->command));
 	/* Readers accept the file once the magic is there. */
@@ -336,11 +337,22 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		t->n = t->cap = 0;
 		t->seq = 0;
 	}
-	if (__atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < h->chunk_count) {
-		uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
+	if (gs_g.ring || __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < h->chunk_count) {
+		uint32_t claim = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
+		/* Flight recorder: the claim counter wraps over the chunks, the
+		 * oldest is reused, and what it held is counted as overwritten. */
+		uint32_t idx = gs_g.ring ? claim % h->chunk_count : claim;
 		if (idx < h->chunk_count) {
 			struct gspy_chunk *c =
 				(struct gspy_chunk *)(w.base + h->chunk_offset + (size_t)idx * h->chunk_size);
+			if (claim >= h->chunk_count) {
+				/* Readers skip it while it is being reset. */
+				__atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
+				__atomic_fetch_add(&h->overwritten,
+						   __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED);
+			}
+			c->claim = claim;
+			t->claim = claim;
 			if (!t->tid) {
 				t->tid = (uint32_t)syscall(SYS_gettid);
 				gs_signals_thread();

@@ -541,7 +541,7 @@ def report_phases_and_diagnoses(tmp):
 def report_launch_bound(tmp):
     if SANITIZED:
         raise Skip("a timing heuristic: sanitizers change the timing it measures")
-    run("prog_threads", ["1", "5000"], tmp=tmp)
+    run("prog_threads", ["1", "5000"], tmp=tmp, env={"FAKECUDA_LAUNCH_NS": "3000"})
     o = report_json(tmp)
     ids = {d["id"] for d in o["diagnoses"]}
     check("launch_bound" in ids, f"no launch_bound diagnosis in {ids}")
@@ -954,6 +954,23 @@ def unsafe_trace_directories_are_refused(tmp):
     check(len(traces(open_dir)) == 1, "a sticky world-writable directory was refused")
     t = os.path.join(open_dir, traces(open_dir)[0])
     check(os.stat(t).st_mode & 0o777 == 0o600, f"trace mode {oct(os.stat(t).st_mode)}")
+
+
+@test
+def flight_recorder_keeps_the_newest(tmp):
+    """GPUSPY_MODE=ring: a 1 MiB buffer (16 chunks of 1023 records) keeps the
+    newest events, contiguous up to the SIGKILL, and counts the rest."""
+    n = 50000
+    run("prog_kill", [str(n)], tmp=tmp, expect_rc=-9, env={"GPUSPY_MODE": "ring", "GPUSPY_BUFFER_MB": "1"})
+    proc, ev = only_trace(tmp)
+    k = len(ev)
+    check(proc["mode"] == "ring" and 15 * 1023 <= k <= 16 * 1023, f"{k} events kept")
+    check(proc["overwritten"] + k == n and proc["dropped"] == 0,
+          f"overwritten {proc['overwritten']} + kept {k} != {n}")
+    check([e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(n - k, n)],
+          "the kept events are not the newest, in order")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check(f"the {n - k} oldest events were overwritten" in h.stdout, "report does not say what was overwritten")
 
 
 def main():

@@ -66,6 +66,8 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	cJSON_AddStringToObject(o, "command", cmd);
 	add_u64(o, "events", t->events);
 	add_u64(o, "dropped", t->dropped);
+	cJSON_AddStringToObject(o, "mode", h->ring ? "ring" : "drop");
+	add_u64(o, "overwritten", h->overwritten);
 	cJSON_AddBoolToObject(o, "clean_exit", h->state == GSPY_STATE_EXITED);
 	cJSON_AddStringToObject(o, "state", gs_state_name(h->state));
 	if (h->state == GSPY_STATE_SIGNALED)

@@ -70,6 +70,7 @@ static void proc_from_trace(struct gs_input *in)
 	memcpy(p->command, h->command, sizeof(h->command));
 	p->events = t->events;
 	p->dropped = t->dropped;
+	p->overwritten = h->overwritten;
 	p->state = h->state;
 	p->exit_signal = h->exit_signal;
 	p->truncated = t->truncated;
@@ -150,6 +151,7 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	snprintf(p->command, sizeof(p->command), "%s", str(o, "command") ? str(o, "command") : "");
 	p->events = u64(o, "events");
 	p->dropped = u64(o, "dropped");
+	p->overwritten = u64(o, "overwritten");
 	const char *st = str(o, "state");
 	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
 		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;

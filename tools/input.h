@@ -19,6 +19,7 @@ struct gs_proc {
 	char host[65];
 	char command[1025];
 	uint64_t events, dropped;
+	uint64_t overwritten; /* flight recorder: oldest events overwritten */
 	unsigned state;  /* enum gspy_state */
 	int exit_signal;
 	int truncated;   /* the input ended early: events may be missing */

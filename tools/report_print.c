@@ -264,6 +264,9 @@ static void process_section(FILE *f, const struct gs_report *r)
 	if (r->proc.dropped)
 		fprintf(f, "   %s%llu events were dropped%s: the buffer was full; raise GPUSPY_BUFFER_MB\n",
 			yellow, (unsigned long long)r->proc.dropped, reset);
+	if (r->proc.overwritten)
+		fprintf(f, "   flight recorder: the %llu oldest events were overwritten; this is the newest part\n",
+			(unsigned long long)r->proc.overwritten);
 	phases_table(f, r);
 	copies_table(f, r);
 	kernels_table(f, r);
@@ -512,6 +515,7 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddStringToObject(p, "state", gs_state_name(r->proc.state));
 		cJSON_AddStringToObject(p, "gpu_timing", gs_gpu_timing_name(r->gpu_timing));
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
+		cJSON_AddNumberToObject(p, "overwritten", (double)r->proc.overwritten);
 		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
 							 r->proc.truncated || r->input_error[0]);
 		summary_json(p, r);

@@ -341,7 +341,8 @@ struct gspy_chunk {
 	uint32_t seq;       /* this thread's chunk number, 0, 1, ... */
 	uint64_t committed; /* records committed (release-stored) */
 	uint64_t dropped;   /* events dropped by this thread after this chunk */
-	uint64_t reserved[5];
+	uint64_t claim;     /* the claim number that handed it out (flight recorder) */
+	uint64_t reserved[4];
 };
 
 struct gspy_clock_pair {
@@ -380,7 +381,8 @@ struct gspy_header {
 	uint64_t dropped_nochunk; /* events dropped by threads with no chunk */
 	uint64_t device_mem[8];   /* total memory of devices 0..7 seen, 0 unknown */
 	uint32_t gpu_timing;      /* enum gspy_gpu_timing */
-	uint32_t reserved0;
+	uint32_t ring;            /* 1: flight recorder, chunks are reused oldest first */
+	uint64_t overwritten;     /* flight recorder: committed events overwritten */
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
 };

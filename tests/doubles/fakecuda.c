@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../lib/cuda_api.h"
 #include "gpuspy/format.h"
@@ -113,10 +114,29 @@ EXPORT CUfunction fakecuda_function(const char *name, fake_kernel_fn body)
 	return f;
 }
 
+/* FAKECUDA_LAUNCH_NS=N makes each launch take N ns of host time, like a
+ * real driver's launch path (for the launch-bound diagnosis test). */
+static void launch_cost(void)
+{
+	static long ns = -1;
+	if (ns < 0) {
+		const char *v = getenv("FAKECUDA_LAUNCH_NS");
+		ns = v ? atol(v) : 0;
+	}
+	if (!ns)
+		return;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
 static CUresult run(CUfunction f, void **params)
 {
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
+	launch_cost();
 	if (f->body)
 		f->body(params);
 	return CUDA_SUCCESS;
