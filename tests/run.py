@@ -973,6 +973,80 @@ def flight_recorder_keeps_the_newest(tmp):
     check(f"the {n - k} oldest events were overwritten" in h.stdout, "report does not say what was overwritten")
 
 
+def all_traces(tmp):
+    out = {}
+    for f in traces(tmp):
+        proc, ev = dump(os.path.join(tmp, f))
+        out.setdefault(proc["pid"], []).append((proc, ev))
+    return out
+
+
+@test
+def process_life_cycles(tmp):
+    def fresh():
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+    # _exit: no exit handler runs; every committed event is there.
+    fresh()
+    run("prog_life", ["_exit"], tmp=tmp, expect_rc=3)
+    proc, ev = only_trace(tmp)
+    check(len(ev) == 10 and proc["state"] == "running or killed", f"_exit: {len(ev)} {proc['state']}")
+    # exit() from another thread while main launches.
+    fresh()
+    run("prog_life", ["thread-exit"], tmp=tmp, expect_rc=5)
+    proc, ev = only_trace(tmp)
+    check(proc["state"] == "exited" and len(ev) == proc["events"] > 0, "thread-exit")
+    # exec: the old image keeps its 5 events, the new one writes its own file.
+    fresh()
+    run("prog_life", ["exec"], tmp=tmp)
+    t = all_traces(tmp)
+    check(len(t) == 1, f"exec: pids {list(t)}")
+    files = sorted(t.values())[0]
+    counts = sorted((len(ev), proc["state"]) for proc, ev in files)
+    check(counts == [(4, "exited"), (5, "running or killed")], f"exec: {counts}")
+    # posix_spawn and vfork + exec: the child has its own file.
+    for mode in ("spawn", "vfork"):
+        fresh()
+        p = run("prog_life", [mode], tmp=tmp)
+        child = int(p.stdout.split()[1])
+        t = all_traces(tmp)
+        check(len(t) == 2 and child in t, f"{mode}: pids {list(t)}")
+        check(len(t[child][0][1]) == 4, f"{mode}: child events {len(t[child][0][1])}")
+        parent = [pid for pid in t if pid != child][0]
+        check(len(t[parent][0][1]) == 2, f"{mode}: parent events {len(t[parent][0][1])}")
+
+
+@test
+def load_64_threads_with_dlopen(tmp):
+    """64 threads x 1 M launches into a 64 MiB buffer, while another thread
+    dlopens, looks up and dlcloses the runtime: no deadlock, exact counts."""
+    per = 100000 if SANITIZED else 1000000  # sanitizers: the same shape, smaller
+    p = run("prog_load", ["64", str(per)], tmp=tmp, env={"GPUSPY_BUFFER_MB": "64"})
+    check(p.stdout.strip() == f"issued {64 * per} lookups yes", p.stdout)
+    proc, _ = dump_header(tmp)
+    check(proc["events"] + proc["dropped"] == 64 * per,
+          f"recorded {proc['events']} + dropped {proc['dropped']} != {64 * per}")
+    check(proc["events"] == (64 << 20) // (64 << 10) * 1023, f"{proc['events']} recorded: not every chunk used")
+
+
+def dump_header(tmp):
+    t = traces(tmp)
+    check(len(t) == 1, f"traces {t}")
+    p = subprocess.run([GPUSPY, "dump", os.path.join(tmp, t[0])], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    return json.loads(p.stdout.split("\n", 1)[0]), None
+
+
+@test
+def bad_trace_directory_leaves_the_program_alone(tmp):
+    for d in ("/nonexistent/gpuspy-dir", "/proc"):
+        a = run("prog_rt_dyn", tmp=d, preload=False)
+        b = run("prog_rt_dyn", tmp=d, env={"GPUSPY_QUIET": ""})
+        check(a.stdout == b.stdout and a.returncode == b.returncode, f"{d}: the program changed")
+        err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
+        check(len(err) == 1 and "tracing off" in err[0], f"{d}: {b.stderr!r}")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = skipped = 0
