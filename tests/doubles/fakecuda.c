@@ -118,10 +118,12 @@ EXPORT CUfunction fakecuda_function(const char *name, fake_kernel_fn body)
  * real driver's launch path (for the launch-bound diagnosis test). */
 static void launch_cost(void)
 {
-	static long ns = -1;
+	static long cached = -1;
+	long ns = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (ns < 0) {
 		const char *v = getenv("FAKECUDA_LAUNCH_NS");
 		ns = v ? atol(v) : 0;
+		__atomic_store_n(&cached, ns, __ATOMIC_RELAXED);
 	}
 	if (!ns)
 		return;
