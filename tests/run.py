@@ -1026,7 +1026,8 @@ def load_64_threads_with_dlopen(tmp):
     proc, _ = dump_header(tmp)
     check(proc["events"] + proc["dropped"] == 64 * per,
           f"recorded {proc['events']} + dropped {proc['dropped']} != {64 * per}")
-    check(proc["events"] == (64 << 20) // (64 << 10) * 1023, f"{proc['events']} recorded: not every chunk used")
+    cap = (64 << 20) // (64 << 10) * 1023
+    check(cap - 64 * 1023 <= proc["events"] <= cap, f"{proc['events']} recorded for {cap} slots")
 
 
 def dump_header(tmp):
