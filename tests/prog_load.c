@@ -15,7 +15,7 @@
 
 static long per_thread;
 static CUfunction fn;
-static volatile int done;
+static int done;
 static long lookups;
 
 static void *work(void *arg)
@@ -29,11 +29,11 @@ static void *work(void *arg)
 static void *loader(void *arg)
 {
 	(void)arg;
-	while (!done) {
+	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
 		void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
 		if (h) {
 			if (dlsym(h, "cudaLaunchKernel") && dlsym(h, "cudaMalloc"))
-				lookups++;
+				__atomic_fetch_add(&lookups, 1, __ATOMIC_RELAXED);
 			dlclose(h);
 		}
 	}
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 		pthread_create(&t[i], NULL, work, NULL);
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
-	done = 1;
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 	pthread_join(l, NULL);
 	printf("issued %ld lookups %s\n", n * per_thread, lookups > 0 ? "yes" : "no");
 	return 0;
