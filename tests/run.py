@@ -1048,6 +1048,45 @@ def bad_trace_directory_leaves_the_program_alone(tmp):
         check(len(err) == 1 and "tracing off" in err[0], f"{d}: {b.stderr!r}")
 
 
+@test
+def full_disk_leaves_the_program_alone(tmp):
+    """ENOSPC when the trace file is sized: one warning, no trace, no change."""
+    mnt = os.path.join(tmp, "small")
+    os.makedirs(mnt)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if m.returncode:
+        raise Skip(f"cannot mount a small tmpfs here: {m.stderr.strip()}")
+    try:
+        a = run("prog_rt_dyn", tmp=mnt, preload=False)
+        b = run("prog_rt_dyn", tmp=mnt, env={"GPUSPY_QUIET": "", "GPUSPY_BUFFER_MB": "8"})
+        check(a.stdout == b.stdout and a.returncode == b.returncode, "the program changed on a full disk")
+        err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
+        check(len(err) == 1 and "No space left" in err[0], f"warning: {b.stderr!r}")
+        check(traces(mnt) == [], "a partial trace was left on the full disk")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+@test
+def secure_execution_is_left_alone(tmp):
+    """A setuid program run by another user: the loader ignores a preload
+    path in secure mode and gpuspy checks AT_SECURE itself; nothing is written."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        raise Skip("needs root and setpriv to make a setuid run")
+    exe = os.path.join(tmp, "echo_setuid")
+    shutil.copy("/bin/echo", exe)
+    os.chmod(tmp, 0o1777)
+    os.chmod(exe, 0o4755)
+    e = dict(os.environ, LD_PRELOAD=LIB, GPUSPY_DIR=tmp)
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", exe, "hello"]
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=TIMEOUT)
+    q = subprocess.run(cmd, env=dict(e, LD_PRELOAD=""), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.stdout == q.stdout == "hello\n" and p.returncode == q.returncode == 0,
+          f"the setuid program changed: {p.stdout!r} {p.stderr!r}")
+    check(traces(tmp) == [], "gpuspy wrote a trace in a secure-execution process")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = skipped = 0
