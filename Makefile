@@ -28,7 +28,7 @@ LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
-	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c
+	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h
@@ -55,13 +55,13 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/demangle.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 
 tools/gpuspy: $(TOOL_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(CJSON_LIBS) -lm
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(CJSON_LIBS) -lstdc++ -lm
 
 include tests/tests.mk
 

@@ -616,7 +616,9 @@ def check_chrome(path):
     check(isinstance(d, dict) and isinstance(d.get("traceEvents"), list), "no traceEvents array")
     slices = {}
     for e in d["traceEvents"]:
-        check(e.get("ph") in ("X", "M", "C", "i"), f"unknown phase type {e}")
+        check(e.get("ph") in ("X", "M", "C", "i", "s", "f"), f"unknown phase type {e}")
+        if e["ph"] in ("s", "f"):
+            check(isinstance(e.get("id"), (int, float)), f"flow event without id: {e}")
         check(isinstance(e.get("name"), str) and isinstance(e.get("pid"), int)
               and isinstance(e.get("tid"), int), f"name/pid/tid missing: {e}")
         check(isinstance(e.get("ts"), (int, float)) and e["ts"] >= 0, f"bad ts: {e}")
@@ -1085,6 +1087,31 @@ def secure_execution_is_left_alone(tmp):
     check(p.stdout == q.stdout == "hello\n" and p.returncode == q.returncode == 0,
           f"the setuid program changed: {p.stdout!r} {p.stderr!r}")
     check(traces(tmp) == [], "gpuspy wrote a trace in a secure-execution process")
+
+
+@test
+def export_gpu_tracks_flows_and_demangled_names(tmp):
+    src = os.path.join(ROOT, "tests", "golden", "gpu.jsonl")
+    lines = open(src).read().replace('"gemm"', '"_Z4gemmPfS_i"').splitlines()
+    path = os.path.join(tmp, "m.jsonl")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    out = os.path.join(tmp, "t.json")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", path, "-o", out], check=True)
+    ev = check_chrome(out)
+    tracks = {e["args"]["name"]: e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    check("GPU 0 stream 7" in tracks, f"no GPU track: {list(tracks)}")
+    gpu = [e for e in ev if e["ph"] == "X" and e["tid"] == tracks["GPU 0 stream 7"]]
+    check(len(gpu) == 12, f"{len(gpu)} GPU slices")
+    starts = {e["id"] for e in ev if e["ph"] == "s"}
+    ends = {e["id"] for e in ev if e["ph"] == "f"}
+    check(ends <= starts and len(starts) == 8, f"flows: {len(starts)} starts, ends {ends - starts}")
+    check(sum(1 for e in gpu if e["name"] == "gemm(float*, float*, int)") == 2, "kernel name not demangled")
+    o = report_json(path)
+    k = {x["name"]: x.get("mangled") for x in o["kernels"]}
+    check(k.get("gemm(float*, float*, int)") == "_Z4gemmPfS_i", f"report kernels {k}")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True)
+    check("gemm(float*, float*, int)" in h.stdout, "human report shows the mangled name")
 
 
 def main():

@@ -2,10 +2,12 @@
 /*
  * `gpuspy export --format chrome`: Chrome Trace Event Format (the JSON that
  * Perfetto and chrome://tracing open). Per process: host API slices per
- * thread ("X", named by kernel for launches), phases on their own track,
- * and a counter track of reserved device memory ("C"). Written as a stream,
- * one event at a time: memory does not grow with the trace.
- * Times are microseconds on CLOCK_MONOTONIC, as the format wants.
+ * thread ("X", named by kernel for launches), GPU work per device and
+ * stream with flow arrows from the launching call (traces with CUPTI),
+ * phases on their own track, and a counter track of reserved device memory
+ * ("C"). Written as a stream, one event at a time: memory does not grow
+ * with the trace. Times are microseconds on CLOCK_MONOTONIC, as the format
+ * wants.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -13,10 +15,12 @@
 
 #include <cJSON.h>
 
+#include "demangle.h"
 #include "export.h"
 #include "input.h"
 
 #define PHASE_TID 0x7ffffff0u /* the phases track of each process */
+#define GPU_TID_BASE 0x40000000u /* + device * 65536 + stream: GPU tracks */
 #define STACK_MAX 64
 
 struct out {
@@ -68,8 +72,8 @@ static void meta(struct out *o, const char *what, uint32_t pid, uint32_t tid, co
 
 static const char *slice_name(const struct gs_ev *ev)
 {
-	if (ev->kind == GSPY_KIND_launch && ev->name && *ev->name)
-		return ev->name;
+	if ((ev->kind == GSPY_KIND_launch || ev->kind == GSPY_KIND_gpu_kernel) && ev->name && *ev->name)
+		return gs_demangle(ev->name);
 	return gs_api_name(ev->api);
 }
 
@@ -177,16 +181,42 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 			emit(o, e);
 			continue;
 		}
+		/* GPU work goes on a track per device and stream; host calls on
+		 * their thread's track. */
+		int gpu = ev.kind >= GSPY_KIND_gpu_kernel && ev.kind <= GSPY_KIND_gpu_memset;
+		uint32_t track = gpu ? GPU_TID_BASE + (uint32_t)(ev.device & 0xff) * 65536u +
+					       (uint32_t)(ev.stream & 0xffff)
+				     : ev.tid;
 		size_t t = 0;
-		while (t < ntids && tids[t] != ev.tid)
+		while (t < ntids && tids[t] != track)
 			t++;
 		if (t == ntids && ntids < 256) {
-			char tn[32];
-			snprintf(tn, sizeof(tn), "thread %u", ev.tid);
-			meta(o, "thread_name", pid, ev.tid, tn, 0);
-			tids[ntids++] = ev.tid;
+			char tn[48];
+			if (gpu)
+				snprintf(tn, sizeof(tn), "GPU %d stream %llu", ev.device,
+					 (unsigned long long)ev.stream);
+			else
+				snprintf(tn, sizeof(tn), "thread %u", ev.tid);
+			meta(o, "thread_name", pid, track, tn, 0);
+			if (gpu)
+				meta(o, "thread_sort_index", pid, track, NULL, 1000 + (int)t);
+			tids[ntids++] = track;
 		}
-		slice(o, &ev, pid);
+		struct gs_ev shown = ev;
+		shown.tid = track;
+		slice(o, &shown, pid);
+		/* Flow arrows from the launching call to the GPU work (by CUPTI's
+		 * correlation id). */
+		if (ev.corr && (gpu || ev.kind == GSPY_KIND_launch || ev.kind == GSPY_KIND_copy ||
+				ev.kind == GSPY_KIND_memset)) {
+			cJSON *f = event(gpu ? "f" : "s", "launch", pid, track);
+			cJSON_AddStringToObject(f, "cat", "flow");
+			add_us(f, "ts", gpu ? ev.start_ns : ev.start_ns);
+			cJSON_AddNumberToObject(f, "id", (double)ev.corr);
+			if (gpu)
+				cJSON_AddStringToObject(f, "bp", "e");
+			emit(o, f);
+		}
 		if (ev.result == 0 && (ev.kind == GSPY_KIND_alloc || ev.kind == GSPY_KIND_free) &&
 		    (ev.mem == GSPY_MEM_device || ev.mem == GSPY_MEM_managed)) {
 			reserved += ev.kind == GSPY_KIND_alloc ? (int64_t)ev.bytes : -(int64_t)ev.bytes;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "report.h"
 #include "units.h"
 
@@ -169,7 +170,7 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 		if (gpu_mode && !v[i]->gpu_count)
 			continue; /* host functions and graph launches are not kernels */
 		shown_n++;
-		const char *n = v[i]->name;
+		const char *n = gs_demangle(v[i]->name);
 		size_t len = strlen(n);
 		char shown[64];
 		if (len > 48)
@@ -424,7 +425,9 @@ static cJSON *kernels_json(const struct gs_report *r)
 	const struct gs_kernel_stat **v = sorted_kernels(r);
 	for (size_t i = 0; v && i < r->nkernels; i++) {
 		cJSON *k = cJSON_CreateObject();
-		cJSON_AddStringToObject(k, "name", v[i]->name);
+		cJSON_AddStringToObject(k, "name", gs_demangle(v[i]->name));
+		if (gs_demangle(v[i]->name) != v[i]->name)
+			cJSON_AddStringToObject(k, "mangled", v[i]->name);
 		cJSON_AddNumberToObject(k, "count", (double)v[i]->count);
 		cJSON_AddNumberToObject(k, "host_ns", (double)v[i]->total_ns);
 		cJSON_AddNumberToObject(k, "host_min_ns", (double)v[i]->min_ns);
