@@ -91,6 +91,7 @@ void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
 void gs_writer_forked(void);
 void gs_writer_device_mem(int device, uint64_t bytes);
+void gs_writer_signal_seen(int sig); /* async-signal-safe */
 
 /* Fatal signals (signals.c). */
 void gs_signals_install(void);

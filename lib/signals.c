@@ -37,6 +37,9 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	int e = errno;
 	int i = slot(sig);
 	const struct sigaction *old = i >= 0 ? &previous[i] : NULL;
+	/* Whatever the program's own handler does next, the trace keeps the
+	 * signal; the state says "signaled" only when gpuspy sees the death. */
+	gs_writer_signal_seen(sig);
 	if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
 		old->sa_sigaction(sig, si, uc);
 		errno = e;

@@ -413,6 +413,12 @@ void gs_writer_exit(int state, int code, int sig)
 	__atomic_store_n(&h->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
+void gs_writer_signal_seen(int sig)
+{
+	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN)
+		__atomic_store_n(&w.hdr->exit_signal, sig, __ATOMIC_RELAXED);
+}
+
 void gs_writer_device_mem(int device, uint64_t bytes)
 {
 	if (device >= 0 && device < 8 && __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN)

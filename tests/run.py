@@ -1116,6 +1116,31 @@ def export_gpu_tracks_flows_and_demangled_names(tmp):
     check("gemm(float*, float*, int)" in h.stdout, "human report shows the mangled name")
 
 
+@test
+def python_faulthandler_keeps_working(tmp):
+    """Python's faulthandler, enabled before gpuspy installs its handlers (at
+    the first event) and after: its report and the death by SIGSEGV are as
+    without gpuspy, and the trace keeps the signal."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    code = ("import ctypes, faulthandler, sys\n"
+            "if sys.argv[1] == 'after': faulthandler.enable()\n"
+            "ctypes.CDLL(None).gpuspy_mark(b'x') if hasattr(ctypes.CDLL(None), 'gpuspy_mark') else None\n"
+            "if sys.argv[1] == 'late': faulthandler.enable()\n"
+            "ctypes.string_at(0)\n")
+    for when, flags in (("before", ["-X", "faulthandler"]), ("late", [])):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        args = [*flags, "-c", code, when]
+        a = run_py(args, tmp, preload=False)
+        b = run_py(args, tmp, env={"GPUSPY_TORCH": "0"})
+        check(a.returncode == b.returncode == -11, f"{when}: exit {a.returncode} / {b.returncode}")
+        check("Fatal Python error: Segmentation fault" in b.stderr, f"{when}: faulthandler silent: {b.stderr[-300:]}")
+        proc, ev = only_trace(tmp)
+        sig = proc.get("exit_signal") or proc.get("signal_seen")
+        check(sig == 11 and [e["name"] for e in ev] == ["x"], f"{when}: trace {proc['state']} {sig}")
+
+
 def main():
     want = sys.argv[1:]
     passed = failed = skipped = 0

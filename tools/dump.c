@@ -72,6 +72,8 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	cJSON_AddStringToObject(o, "state", gs_state_name(h->state));
 	if (h->state == GSPY_STATE_SIGNALED)
 		cJSON_AddNumberToObject(o, "exit_signal", h->exit_signal);
+	else if (h->exit_signal)
+		cJSON_AddNumberToObject(o, "signal_seen", h->exit_signal);
 	cJSON_AddBoolToObject(o, "truncated", t->truncated);
 	/* What the trace occupies: committed records, and the chunks claimed
 	 * to hold them (the file itself is sized up front). */

@@ -156,6 +156,8 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
 		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;
 	p->exit_signal = (int)int_in(o, "exit_signal", 0, 255, 0);
+	if (!p->exit_signal)
+		p->exit_signal = (int)int_in(o, "signal_seen", 0, 255, 0);
 	p->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
 	p->start_ns = u64(o, "start_ns");
 	const char *gt = str(o, "gpu_timing");

@@ -259,6 +259,9 @@ static void process_section(FILE *f, const struct gs_report *r)
 		gs_fmt_count(c, r->proc.dropped));
 	if (r->proc.state == GSPY_STATE_SIGNALED)
 		fprintf(f, "   signal %d\n", r->proc.exit_signal);
+	else if (r->proc.state != GSPY_STATE_EXITED && r->proc.exit_signal)
+		fprintf(f, "   fatal signal %d was passed to the program's own handler; it did not exit cleanly\n",
+			r->proc.exit_signal);
 	if (r->proc.state != GSPY_STATE_EXITED || r->proc.truncated || r->input_error[0])
 		fprintf(f, "   %strace incomplete%s: every complete event is included%s%s\n", yellow, reset,
 			r->input_error[0] ? "; input stopped at " : "", r->input_error);
