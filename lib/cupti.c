@@ -253,7 +253,9 @@ static void *load(void)
  * open, from the first recorded call. */
 unsigned gs_cupti_start(void)
 {
-	if (!want())
+	/* A forked child (DataLoader workers) cannot use the parent's CUDA
+	 * state, and CUPTI must not be started there. */
+	if (gs_g.forked || !want())
 		return GSPY_GPU_TIMING_none;
 	c.h = load();
 	if (!c.h) {

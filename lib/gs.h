@@ -55,6 +55,7 @@ struct gs_global {
 	uint64_t ctx_gen;    /* bumped on every context switch hook */
 	int cupti;           /* CUPTI activity is collecting */
 	int ring;            /* flight recorder: GPUSPY_MODE=ring */
+	int forked;          /* a fork child: CUDA and CUPTI are not usable here */
 };
 extern struct gs_global gs_g;
 
