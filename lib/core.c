@@ -75,7 +75,8 @@ static void atfork_child(void)
 {
 	/* Only the forking thread exists in the child: reset its state and let
 	 * the next event open the child's own file. */
-	gs_g.forked = 1;
+	if (gs_g.cuda_seen)
+		gs_g.forked = 1;
 	gs_g.cupti = 0;
 	gs_writer_forked();
 	gs_names_forked();

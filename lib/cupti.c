@@ -253,8 +253,8 @@ static void *load(void)
  * open, from the first recorded call. */
 unsigned gs_cupti_start(void)
 {
-	/* A forked child (DataLoader workers) cannot use the parent's CUDA
-	 * state, and CUPTI must not be started there. */
+	/* A child forked after its parent used CUDA (DataLoader workers)
+	 * cannot use CUDA, and CUPTI must not be started there. */
 	if (gs_g.forked || !want())
 		return GSPY_GPU_TIMING_none;
 	c.h = load();

@@ -55,7 +55,9 @@ struct gs_global {
 	uint64_t ctx_gen;    /* bumped on every context switch hook */
 	int cupti;           /* CUPTI activity is collecting */
 	int ring;            /* flight recorder: GPUSPY_MODE=ring */
-	int forked;          /* a fork child: CUDA and CUPTI are not usable here */
+	int cuda_seen;       /* a CUDA context was current on some thread */
+	int forked;          /* a fork child of a process that used CUDA: CUDA
+			      * and CUPTI are not usable here */
 };
 extern struct gs_global gs_g;
 

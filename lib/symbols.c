@@ -473,8 +473,10 @@ int gs_current_device(void)
 	CUdevice d;
 	t->ctx_gen = g;
 	t->device = get && get(&d) == CUDA_SUCCESS ? d : -1;
-	if (t->device >= 0)
+	if (t->device >= 0) {
+		__atomic_store_n(&gs_g.cuda_seen, 1, __ATOMIC_RELAXED);
 		note_device(t->device);
+	}
 	return t->device;
 }
 
