@@ -85,6 +85,7 @@ static void atfork_child(void)
 	gs_tls.n = gs_tls.cap = 0;
 	gs_tls.seq = 0;
 	gs_tls.tid = 0;
+	gs_tls.cupti_corr = 0;
 }
 
 static void init_real(void)

@@ -132,7 +132,8 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	r->kind = (uint8_t)kind;
 	r->device = -1;
 	t->recording = 1;
-	t->cupti_corr = 0;
+	if (GS_UNLIKELY(gs_g.cupti))
+		t->cupti_corr = 0;
 	r->start = gs_now();
 	return r;
 }
@@ -198,13 +199,12 @@ struct gs_range {
 	int16_t device;
 };
 void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device);
-int gs_memmap_remove(uint64_t base, unsigned mem, struct gs_range *out);
+int gs_memmap_remove(uint64_t base, struct gs_range *out);
 int gs_memmap_find(uint64_t addr, struct gs_range *out);
 /* Classify a pointer for a copy: GSPY_MEM_device/managed/pinned/pageable. */
 unsigned gs_classify(uint64_t addr, int *device);
 /* Fill rec->dir and rec->mem for a copy between two classified ends. */
 void gs_copy_dir(struct gspy_record *r, unsigned dst_mem, int dst_dev,
 		 unsigned src_mem, int src_dev);
-void gs_copy_unified(struct gspy_record *r, uint64_t dst, uint64_t src);
 
 #endif /* GS_H */

@@ -38,7 +38,7 @@ static void free_rec(struct gspy_record *r, int ok, uint64_t ptr, unsigned mem, 
 	r->stream = stream;
 	if (stream)
 		r->flags |= GSPY_FLAG_ASYNC;
-	if (ok && ptr && gs_memmap_remove(ptr, GSPY_MEM_unknown, &g)) {
+	if (ok && ptr && gs_memmap_remove(ptr, &g)) {
 		r->u.mem.bytes = g.size;
 		r->mem = g.mem;
 		r->device = g.device;

@@ -34,7 +34,6 @@ static void copy_rec(struct gspy_record *r, uint64_t dst, int dh, uint64_t src, 
 	unsigned dm = end_kind(dst, dh, &dd), sm = end_kind(src, sh, &sd);
 	r->u.mem.bytes = bytes;
 	r->u.mem.addr = dst;
-	(void)src; /* the source side is in dir and mem */
 	r->stream = stream;
 	if (async)
 		r->flags |= GSPY_FLAG_ASYNC;

@@ -83,13 +83,13 @@ void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device)
 	write_end();
 }
 
-int gs_memmap_remove(uint64_t base, unsigned mem, struct gs_range *out)
+int gs_memmap_remove(uint64_t base, struct gs_range *out)
 {
 	int found = 0;
 	write_begin();
 	uint32_t n = m.n;
 	uint32_t i = lower_bound(n, base);
-	if (i < n && m.base[i] == base && (mem == GSPY_MEM_unknown || (m.meta[i] & 0xff) == mem)) {
+	if (i < n && m.base[i] == base) {
 		if (out) {
 			out->base = base;
 			out->size = m.size[i];
@@ -158,12 +158,4 @@ void gs_copy_dir(struct gspy_record *r, unsigned dst_mem, int dst_dev,
 									     : GSPY_DIR_d2d;
 		r->device = (int16_t)(src_dev >= 0 ? src_dev : dst_dev);
 	}
-}
-
-void gs_copy_unified(struct gspy_record *r, uint64_t dst, uint64_t src)
-{
-	int dd = -1, sd = -1;
-	unsigned dm = gs_classify(dst, &dd);
-	unsigned sm = gs_classify(src, &sd);
-	gs_copy_dir(r, dm, dd, sm, sd);
 }

@@ -56,11 +56,6 @@ static void pageable(struct gs_report *r)
 		    (unsigned long long)d->count, gs_fmt_bytes(b, d->bytes));
 }
 
-static uint64_t launches(const struct gs_cats *c)
-{
-	return c->launch.count;
-}
-
 static uint64_t sync_copies(const struct gs_cats *c)
 {
 	uint64_t n = 0;
@@ -97,7 +92,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 			    100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns));
 			continue;
 		}
-		if (launches(&p->c) > p->count)
+		if (p->c.launch.count > p->count)
 			continue;
 		add(r, "data_starvation",
 		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "

@@ -153,7 +153,7 @@ static int counts_as_reserved(const struct gs_ev *ev)
 	return ev->mem == GSPY_MEM_device || ev->mem == GSPY_MEM_managed;
 }
 
-static void add_event(struct gs_report *r, struct gs_cats *c, const struct gs_ev *ev)
+static void add_event(struct gs_cats *c, const struct gs_ev *ev)
 {
 	uint64_t ns = ev->end_ns - ev->start_ns;
 	switch (ev->kind) {
@@ -184,7 +184,6 @@ static void add_event(struct gs_report *r, struct gs_cats *c, const struct gs_ev
 	default:
 		break;
 	}
-	(void)r;
 }
 
 static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t index)
@@ -448,8 +447,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (cs)
 				*cs = (struct gs_corr_slot){ ev.corr, ev.start_ns, (uint32_t)cur };
 		}
-		add_event(r, &r->total, &ev);
-		add_event(r, &r->phases[cur].c, &ev);
+		add_event(&r->total, &ev);
+		add_event(&r->phases[cur].c, &ev);
 		if (ev.kind == GSPY_KIND_launch) {
 			struct gs_kernel_stat *k = kernel(r, launch_name(&ev));
 			uint64_t ns = ev.end_ns - ev.start_ns;
