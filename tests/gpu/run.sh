@@ -7,7 +7,8 @@
 #
 # Builds libgpuspy there, builds an independent CUPTI counter and a static
 # nvcc program, then runs each case once with both gpuspy (LD_PRELOAD) and the
-# counter (CUDA_INJECTION64_PATH) in the same process and compares kernel
+# counter (CUDA_INJECTION64_PATH) in the same process (gpuspy with CUPTI off:
+# one CUPTI subscriber per process) and compares kernel
 # launches, H2D copies and bytes. tools/gpuspy comes prebuilt (the GPU image
 # has no cJSON): carry tools/gpuspy and .gpu (libcjson.so.1), made by
 # `make gpu-carry` on the CPU machine.
@@ -36,7 +37,7 @@ run_case() { # name command...
 	local d="$WORK/$name"; mkdir -p "$d"
 	local t0=$(date +%s.%N)
 	GPUSPY_DIR="$d" CUPTI_COUNT_OUT="$d/cupti.json" CUDA_INJECTION64_PATH="$WORK/libcupti_count.so" \
-		LD_PRELOAD="$ROOT/lib/libgpuspy.so" GPUSPY_DEBUG=1 "$@" > "$d/stdout.txt" 2> "$d/stderr.txt"
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" GPUSPY_CUPTI=off GPUSPY_DEBUG=1 "$@" > "$d/stdout.txt" 2> "$d/stderr.txt"
 	local rc=$?
 	local t1=$(date +%s.%N)
 	echo "$name: exit $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(tail -1 "$d/stdout.txt")"
@@ -72,5 +73,16 @@ report_case train_slow python3 examples/train.py --steps 40
 report_case train_fast python3 examples/train.py --steps 40 --workers 4 --pin-memory
 python3 tests/gpu/check_phases.py "$WORK" | tee "$OUT/phases.txt"
 rc2=${PIPESTATUS[0]}
+
+# Issue 7: events from threads the driver (host functions, stream callbacks)
+# and CUPTI create.
+nvcc -O2 -Iinclude -o "$WORK/threads" tests/gpu/threads.cu || exit 1
+mkdir -p "$WORK/threads_run"
+GPUSPY_DIR="$WORK/threads_run" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" \
+	"$WORK/threads" > "$WORK/threads_run/stdout.txt" 2> "$WORK/threads_run/stderr.txt"
+echo "threads: exit $?"
+for f in "$WORK/threads_run"/*.gspy; do [ -e "$f" ] && ./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl"; done
+python3 tests/gpu/check_threads.py "$WORK/threads_run" | tee "$OUT/threads.txt"
+rc3=${PIPESTATUS[0]}
 ( cd "$WORK" && tar czf "$OUT/reports.tgz" *.report.txt *.report.json *.stdout )
-exit $(( rc || rc2 ))
+exit $(( rc || rc2 || rc3 ))
