@@ -81,6 +81,7 @@ static void atfork_child(void)
 	gs_writer_forked();
 	gs_names_forked();
 	gs_phase_forked();
+	gs_stacks_forked();
 	gs_tls.chunk = NULL;
 	gs_tls.n = gs_tls.cap = 0;
 	gs_tls.seq = 0;
@@ -128,6 +129,8 @@ static void init_real(void)
 	pthread_atfork(NULL, NULL, atfork_child);
 	gs_nvtx_setup();
 	gs_python_setup();
+	gs_stacks_setup();
+	gs_host_setup(); /* last: arms the host-allocation hooks */
 }
 
 void gs_init(void)

@@ -39,6 +39,7 @@ struct gs_tls {
 	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
 	uint32_t cupti_corr;     /* set by CUPTI's callback in the driver call */
+	uint32_t launch_n;       /* launches seen, for stack sampling */
 	struct gspy_record rec;  /* the record being built */
 };
 
@@ -67,6 +68,10 @@ struct gs_config {
 	uint64_t buffer_bytes; /* GPUSPY_BUFFER_MB */
 	int clock;            /* GPUSPY_CLOCK: tsc|mono|auto */
 	int quiet;            /* GPUSPY_QUIET */
+	uint32_t stacks;      /* GSPY_STACKS_* that are on */
+	uint32_t stack_depth; /* GPUSPY_STACK_DEPTH */
+	uint32_t stack_launch_every; /* GPUSPY_STACK_LAUNCHES: 1 in N, 0 none */
+	uint64_t host_alloc_min; /* GPUSPY_HOST_ALLOC_MIN, 0 = off */
 };
 extern struct gs_config gs_cfg;
 
@@ -86,10 +91,20 @@ unsigned gs_cupti_start(void);
 void gs_cupti_late_atexit(void);
 void gs_cupti_note(struct gspy_record *r, uint32_t corr);
 
+/* Call stacks (stacks.c). */
+extern uint32_t gs_stack_kinds; /* 1 << kind for the kinds that get stacks */
+void gs_stack_note(struct gspy_record *r);
+void gs_stacks_setup(void);
+void gs_stacks_forked(void);
+
+/* Host allocations (hook_host.c). */
+void gs_host_setup(void);
+
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
 void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r);
 uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
+uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */
 void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
 void gs_writer_forked(void);
@@ -149,6 +164,10 @@ static inline void gs_end(struct gspy_record *r, int result)
 		t->recording = 0;
 		if (GS_UNLIKELY(t->cupti_corr))
 			gs_cupti_note(r, t->cupti_corr);
+		/* Still inside the hook (depth raised): what the unwinder
+		 * allocates is not recorded. */
+		if (GS_UNLIKELY(gs_stack_kinds & (1u << r->kind)))
+			gs_stack_note(r);
 		gs_commit(t, r);
 	}
 	t->depth--;
@@ -174,6 +193,7 @@ static inline void *gs_real(unsigned api)
 #define GS_REAL(sym) ((__typeof__(&sym))gs_real(GSPY_API_##sym))
 
 void *gs_real_dlsym(void *handle, const char *name);
+void *gs_next_sym(const char *name); /* RTLD_NEXT without dlsym */
 void *gs_driver_fn(const char *name); /* unwrapped libcuda function */
 
 /* Devices, contexts and names (symbols.c). */

@@ -234,7 +234,7 @@ GS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		handle_get(handle, 0, &mem);
 		r->u.mem.bytes = size;
 		r->u.mem.addr = ptr;
-		r->u.mem.aux = handle;
+		r->stream = handle;
 		r->mem = (uint8_t)mem;
 		r->device = (int16_t)gs_current_device();
 		if (rc == CUDA_SUCCESS)

@@ -14,9 +14,9 @@
 static void dims(struct gspy_record *r, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		 unsigned by, unsigned bz)
 {
-	r->u.launch.grid[0] = gx;
-	r->u.launch.grid[1] = gy;
-	r->u.launch.grid[2] = gz;
+	r->u.launch.grid_x = gx;
+	r->u.launch.grid_yz[0] = (uint16_t)(gy < 65535 ? gy : 65535);
+	r->u.launch.grid_yz[1] = (uint16_t)(gz < 65535 ? gz : 65535);
 	/* Block dimensions are at most 1024. */
 	r->u.launch.block[0] = (uint16_t)(bx < 65535 ? bx : 65535);
 	r->u.launch.block[1] = (uint16_t)(by < 65535 ? by : 65535);
@@ -36,7 +36,7 @@ static void drv_launch(struct gspy_record *r, CUfunction f, unsigned gx, unsigne
 	}
 	if (!r->name_id)
 		r->name_id = gs_kernel_name((uint64_t)f);
-	if (!r->u.launch.grid[0])
+	if (!r->u.launch.grid_x)
 		dims(r, gx, gy, gz, bx, by, bz);
 	r->stream = (uint64_t)st;
 	r->flags |= GSPY_FLAG_ASYNC;

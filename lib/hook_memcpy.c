@@ -33,11 +33,12 @@ static void copy_rec(struct gspy_record *r, uint64_t dst, int dh, uint64_t src, 
 	int dd, sd;
 	unsigned dm = end_kind(dst, dh, &dd), sm = end_kind(src, sh, &sd);
 	r->u.mem.bytes = bytes;
-	r->u.mem.addr = dst;
 	r->stream = stream;
 	if (async)
 		r->flags |= GSPY_FLAG_ASYNC;
 	gs_copy_dir(r, dm, dd, sm, sd);
+	/* The host side, which the reader ties to its host allocation. */
+	r->u.mem.addr = r->dir == GSPY_DIR_d2h ? dst : r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_h2h ? src : dst;
 }
 
 static int hint_of(CUmemorytype t)

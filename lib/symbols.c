@@ -156,6 +156,65 @@ GS_EARLY static void find_real_dl(void)
 	}
 }
 
+/* One defined function of one loaded object, by name (default version
+ * preferred); NULL if absent. */
+GS_EARLY static void *object_sym(uintptr_t base, const ElfW(Dyn) *dyn, const char *name)
+{
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Half) *versym = NULL;
+	size_t nsyms = 0;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t p = dyn_ptr(base, dyn->d_un.d_ptr);
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = (const ElfW(Sym) *)p; break;
+		case DT_STRTAB: strtab = (const char *)p; break;
+		case DT_VERSYM: versym = (const ElfW(Half) *)p; break;
+		case DT_HASH: nsyms = ((const uint32_t *)p)[1]; break;
+		case DT_GNU_HASH:
+			if (!nsyms)
+				nsyms = gnu_hash_count((const uint32_t *)p);
+			break;
+		}
+	}
+	if (!symtab || !strtab)
+		return NULL;
+	void *found = NULL;
+	for (size_t i = 0; i < nsyms; i++) {
+		const ElfW(Sym) *s = &symtab[i];
+		if (s->st_value == 0 || s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC ||
+		    !early_eq(strtab + s->st_name, name))
+			continue;
+		found = (void *)(base + s->st_value);
+		if (!versym || !(versym[i] & 0x8000))
+			break;
+	}
+	return found;
+}
+
+/*
+ * The definition the dynamic linker would bind `name` to if libgpuspy did
+ * not define it (RTLD_NEXT), found without calling dlsym: the C allocator's
+ * hooks need their real functions before dlsym can run (dlsym allocates).
+ */
+GS_EARLY void *gs_next_sym(const char *name)
+{
+	extern ElfW(Dyn) _DYNAMIC[];
+	int after_self = 0;
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+		if (m->l_ld == _DYNAMIC) {
+			after_self = 1;
+			continue;
+		}
+		if (!after_self)
+			continue;
+		void *p = object_sym(m->l_addr, m->l_ld, name);
+		if (p)
+			return p;
+	}
+	return NULL;
+}
+
 static void strip_suffix(char *s, const char *sfx)
 {
 	size_t n = strlen(s), k = strlen(sfx);

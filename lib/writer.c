@@ -20,7 +20,7 @@
 
 #include "gs.h"
 
-#define STRTAB_SIZE (4u << 20)
+#define STRTAB_SIZE (gs_cfg.stacks ? 16u << 20 : 4u << 20) /* names; stacks need more */
 #define CHUNK_SIZE (64u << 10)
 #define PREFAULT_AHEAD 32u /* chunks kept faulted in ahead of the claims */
 
@@ -245,6 +245,9 @@ static int open_file(void)
 	h->file_size = size;
 	h->strtab_offset = GSPY_HEADER_SIZE;
 	h->strtab_size = STRTAB_SIZE;
+	h->stacks = gs_cfg.stacks;
+	h->stack_launch_every = gs_cfg.stack_launch_every;
+	h->host_alloc_min = gs_cfg.host_alloc_min;
 	h->chunk_offset = GSPY_HEADER_SIZE + STRTAB_SIZE;
 	h->chunk_size = CHUNK_SIZE;
 	h->chunk_count = (uint32_t)chunks;
@@ -378,12 +381,12 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		__atomic_fetch_add(&h->dropped_nochunk, 1, __ATOMIC_RELAXED);
 }
 
-uint32_t gs_intern(const char *s)
+/* Appends one string-table entry: u32 length, the bytes, NUL, padding. */
+uint32_t gs_intern_bytes(const void *data, size_t len)
 {
 	if (gs_writer_ready() != 0)
 		return 0;
 	struct gspy_header *h = w.hdr;
-	size_t len = strnlen(s, 4096);
 	size_t need = (4 + len + 1 + 3) & ~(size_t)3;
 	uint32_t id = 0;
 	pthread_mutex_lock(&w.lock);
@@ -392,7 +395,7 @@ uint32_t gs_intern(const char *s)
 		char *p = w.base + h->strtab_offset + used;
 		uint32_t l = (uint32_t)len;
 		memcpy(p, &l, 4);
-		memcpy(p + 4, s, len);
+		memcpy(p + 4, data, len);
 		memset(p + 4 + len, 0, need - 4 - len);
 		/* The bytes are in place before readers may look at them. */
 		__atomic_store_n(&h->strtab_used, used + need, __ATOMIC_RELEASE);
@@ -400,6 +403,11 @@ uint32_t gs_intern(const char *s)
 	}
 	pthread_mutex_unlock(&w.lock);
 	return id;
+}
+
+uint32_t gs_intern(const char *s)
+{
+	return gs_intern_bytes(s, strnlen(s, 4096));
 }
 
 void gs_writer_exit(int state, int code, int sig)

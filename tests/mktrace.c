@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 				case 9: r[k].kind = GSPY_KIND_phase_end; r[k].api = GSPY_API_gpuspy_phase_pop; r[k].name_id = ids[3]; r[k].end = t0; break;
 				case 1: case 2: case 3:
 					r[k].kind = GSPY_KIND_launch; r[k].api = GSPY_API_cuLaunchKernel;
-					r[k].name_id = ids[i % 2]; r[k].u.launch.grid[0] = 64; r[k].u.launch.block[0] = 256; break;
+					r[k].name_id = ids[i % 2]; r[k].u.launch.grid_x = 64; r[k].u.launch.block[0] = 256; break;
 				case 4: r[k].kind = GSPY_KIND_copy; r[k].api = GSPY_API_cuMemcpyHtoDAsync_v2; r[k].dir = GSPY_DIR_h2d;
 					r[k].mem = GSPY_MEM_pageable; r[k].u.mem.bytes = 4096; r[k].flags = GSPY_FLAG_ASYNC; break;
 				case 5: r[k].kind = GSPY_KIND_memset; r[k].api = GSPY_API_cuMemsetD8_v2; r[k].u.mem.bytes = 512; break;

@@ -19,6 +19,7 @@ BIN = os.path.join(ROOT, "tests", "bin")
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 GPUSPY = os.path.join(ROOT, "tools", "gpuspy")
 TIMEOUT = 60
+STRTAB = 16 << 20  # string table bytes of a trace file with call stacks on (the default)
 # make check-sanitize: the sanitizer runtime must come first in LD_PRELOAD.
 PRELOAD_PREFIX = os.environ.get("GPUSPY_TEST_PRELOAD_PREFIX", "")
 SANITIZED = bool(PRELOAD_PREFIX)
@@ -418,7 +419,7 @@ def dump_format_types(tmp):
     first = json.loads(p.stdout.splitlines()[0])
     for k in ("format_version", "pid", "host", "rank", "command", "dropped", "clean_exit"):
         check(k in first, f"process line lacks {k}")
-    check(first["format_version"] == 1 and "prog_drv" in first["command"], "process line values")
+    check(first["format_version"] == 2 and "prog_drv" in first["command"], "process line values")
     for line in p.stdout.splitlines()[1:]:
         e = json.loads(line)
         for k in ("kind", "api", "tid", "start_ns", "end_ns", "result"):
@@ -454,7 +455,7 @@ def reader_rejects_bad_files(tmp):
               and what in err, f"{name}: message {err!r}")
     # A file cut inside its records yields the complete ones and says so.
     cut = os.path.join(tmp, "cut.gspy")
-    hdr_end = 4096 + (4 << 20)
+    hdr_end = 4096 + STRTAB
     write(cut, good[:hdr_end + 64 + 64 * 3 + 10])
     p = subprocess.run([GPUSPY, "dump", cut], capture_output=True, text=True, timeout=10)
     check(p.returncode == 0 and len(p.stdout.splitlines()) == 4, f"cut file: {p.stdout!r}")
@@ -577,7 +578,7 @@ def report_rejects_hostile_input(tmp):
     run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
     good = os.path.join(tmp, traces(tmp)[0])
     data = open(good, "rb").read()
-    check(len(data) == 4096 + (4 << 20) + (1 << 20), f"file size {len(data)}")
+    check(len(data) == 4096 + STRTAB + (1 << 20), f"file size {len(data)}")
     jl = os.path.join(tmp, "good.jsonl")
     subprocess.run([GPUSPY, "dump", good, "-o", jl], check=True)
     lines = open(jl).read().splitlines()
@@ -587,7 +588,7 @@ def report_rejects_hostile_input(tmp):
         "magic.gspy": b"XXXXXXXX" + data[8:8192],
         "empty.jsonl": b"",
         "noproc.jsonl": (lines[1] + "\n").encode(),
-        "newer.jsonl": lines[0].replace('"format_version":1', '"format_version":7').encode() + b"\n",
+        "newer.jsonl": lines[0].replace('"format_version":2', '"format_version":7').encode() + b"\n",
         "badline.jsonl": ("\n".join(lines[:5] + ["{not json"] + lines[5:]) + "\n").encode(),
         "twoproc.jsonl": ("\n".join(lines[:3] + [lines[0]] + lines[3:]) + "\n").encode(),
         "badevent.jsonl": ("\n".join(lines[:2] + ['{"type":"event","kind":"warp"}']) + "\n").encode(),
@@ -742,7 +743,7 @@ def gpuspy_run_command(tmp):
           "report of both processes missing")
     check("2 trace files in" in p.stderr, p.stderr)
     proc, _ = dump(os.path.join(d, sorted(traces(d))[0]))
-    check(os.path.getsize(os.path.join(d, sorted(traces(d))[0])) == 4096 + (4 << 20) + (8 << 20),
+    check(os.path.getsize(os.path.join(d, sorted(traces(d))[0])) == 4096 + STRTAB + (8 << 20),
           "--buffer-mb not applied")
     # Exit status, and 128 + N for a signal.
     p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", "exit 7"], env=e,

@@ -135,7 +135,7 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		} else {
 			const char *n = gs_trace_string(t, r->name_id);
 			cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
-			add_dims(o, "grid", r->u.launch.grid[0], r->u.launch.grid[1], r->u.launch.grid[2]);
+			add_dims(o, "grid", r->u.launch.grid_x, r->u.launch.grid_yz[0], r->u.launch.grid_yz[1]);
 			add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
 		}
 		break;

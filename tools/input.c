@@ -221,7 +221,9 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	ev->async = (r->flags & GSPY_FLAG_ASYNC) != 0;
 	ev->corr = e.corr;
 	if (r->kind == GSPY_KIND_launch) {
-		memcpy(ev->grid, r->u.launch.grid, sizeof(ev->grid));
+		ev->grid[0] = r->u.launch.grid_x;
+		ev->grid[1] = r->u.launch.grid_yz[0];
+		ev->grid[2] = r->u.launch.grid_yz[1];
 		for (int i = 0; i < 3; i++)
 			ev->block[i] = r->u.launch.block[i];
 	} else if (r->kind >= GSPY_KIND_gpu_kernel && r->kind <= GSPY_KIND_gpu_memset) {

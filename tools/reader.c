@@ -165,7 +165,14 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		char v[64];
 		snprintf(v, sizeof(v), "%u", h->version);
 		rc = fail(err, errlen, -ENOTSUP,
-			  "trace format version %s is newer than this gpuspy reads (1); upgrade gpuspy", v);
+			  "trace format version %s is newer than this gpuspy reads (2); upgrade gpuspy", v);
+		goto bad;
+	}
+	if (h->version < GSPY_FORMAT_VERSION) {
+		char v[64];
+		snprintf(v, sizeof(v), "%u", h->version);
+		rc = fail(err, errlen, -ENOTSUP,
+			  "trace format version %s is older than this gpuspy reads (2); read it with gpuspy 0.1", v);
 		goto bad;
 	}
 	/* Sizes are bounded first so that no sum below can wrap. */

@@ -13,6 +13,17 @@
  *                                          padded to 4; id = offset + 1
  *   [chunk 0][chunk 1]...[chunk n-1]       each chunk_size bytes
  *
+ * The string table holds names (kernels, phases) and two kinds of binary
+ * entry, told apart by their first byte (a name never starts with 1 or 2):
+ *
+ *   stack   (GSPY_ENTRY_STACK):  struct gspy_stack_entry, then `native`
+ *           u64 return addresses (innermost first), then `python` pairs of
+ *           u32 (string id of "function (file)", line), innermost first.
+ *           Stored once per distinct stack; records refer to it by id.
+ *   module  (GSPY_ENTRY_MODULE): struct gspy_module_entry, then the path
+ *           (NUL-terminated). A loaded object whose code a stack touched;
+ *           an address maps to the latest module entry covering it.
+ *
  * A chunk belongs to one thread: a gspy_chunk header followed by fixed-size
  * gspy_record slots. Writers fill a slot, then store-release the chunk's
  * `committed` count; readers load-acquire `committed` and trust only the
@@ -25,7 +36,7 @@
 #include <stdint.h>
 
 #define GSPY_MAGIC "GPUSPY\x01\x00" /* 8 bytes, NUL-terminated by C */
-#define GSPY_FORMAT_VERSION 1u
+#define GSPY_FORMAT_VERSION 2u
 #define GSPY_HEADER_SIZE 4096u
 #define GSPY_RECORD_SIZE 64u
 #define GSPY_CHUNK_HEADER_SIZE 64u
@@ -255,8 +266,20 @@ enum gspy_dir {
 	X(cupti_memcpy, gpu_copy, 0)                                         \
 	X(cupti_memset, gpu_memset, 0)
 
+/* Host memory (GPUSPY_HOST_ALLOC_MIN): the C allocator and mmap. */
+#define GSPY_HOST_API_LIST(X)                                                \
+	X(malloc, alloc, 0)                                                  \
+	X(calloc, alloc, 0)                                                  \
+	X(realloc, alloc, 0)                                                 \
+	X(free, free, 0)                                                     \
+	X(posix_memalign, alloc, 0)                                          \
+	X(aligned_alloc, alloc, 0)                                           \
+	X(mmap, alloc, 0)                                                    \
+	X(munmap, free, 0)
+
 #define GSPY_API_LIST(X)                                                     \
-	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X)
+	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
+	GSPY_HOST_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,
@@ -287,6 +310,10 @@ enum gspy_gpu_timing {
 	GSPY_GPU_TIMING_COUNT
 };
 
+/* header.stacks. */
+#define GSPY_STACKS_NATIVE 0x1u /* libunwind call stacks */
+#define GSPY_STACKS_PYTHON 0x2u /* Python frames of calls made holding the GIL */
+
 /* Record flags. */
 #define GSPY_FLAG_RESERVED 0x01u
 #define GSPY_FLAG_ASYNC 0x02u  /* stream-ordered call (returns before done) */
@@ -302,27 +329,32 @@ enum gspy_gpu_timing {
 struct gspy_record {
 	uint64_t start;  /* raw clock at entry */
 	uint64_t end;    /* raw clock at return */
-	uint64_t stream; /* CUstream/cudaStream_t handle value, 0 = default */
+	uint64_t stream; /* CUstream/cudaStream_t handle value, 0 = default;
+			  * cuMemMap: the physical allocation handle */
 	union {
 		struct {
 			uint64_t bytes; /* bytes allocated, freed, copied, set */
-			uint64_t addr;  /* allocation / copy destination */
-			uint64_t aux;   /* copies, memsets: CUPTI correlation id
-					 * (GSPY_FLAG_CORR); cuMemMap: the handle */
-		} mem;
+			uint64_t addr;  /* allocations: the address; copies: the
+					 * host-side address of h2d/d2h/h2h (the
+					 * source of h2h), else the destination */
+			uint32_t aux;   /* copies, memsets: CUPTI correlation id
+					 * (GSPY_FLAG_CORR) */
+		} __attribute__((packed)) mem;
 		struct {
-			uint32_t grid[3];
+			uint32_t grid_x;
+			uint16_t grid_yz[2]; /* CUDA caps gridDim.y and .z at 65535 */
 			uint16_t block[3];
 			uint16_t pad;
 			uint32_t cupti_corr; /* with GSPY_FLAG_CORR */
 		} launch;
 		struct {
 			uint64_t bytes;      /* copies and memsets */
-			uint64_t reserved;
 			uint32_t graph_id;   /* kernels launched by a graph, else 0 */
 			uint32_t cupti_corr; /* CUPTI's correlation id of the launching call */
-		} gpu;
+			uint32_t pad;
+		} __attribute__((packed)) gpu;
 	} u;
+	uint32_t stack_id; /* string table id of the call stack, 0 = none */
 	int32_t result;   /* CUresult or cudaError_t as returned */
 	uint32_t name_id; /* string table id of the kernel name, 0 = none */
 	uint16_t api;     /* enum gspy_api */
@@ -334,6 +366,25 @@ struct gspy_record {
 };
 
 _Static_assert(sizeof(struct gspy_record) == GSPY_RECORD_SIZE, "a record is 64 bytes");
+
+/* Binary string-table entries (see the file layout above). */
+#define GSPY_ENTRY_STACK 1u
+#define GSPY_ENTRY_MODULE 2u
+#define GSPY_STACK_MAX 64u /* native frames, and Python frames, at most */
+
+struct gspy_stack_entry {
+	uint8_t type;   /* GSPY_ENTRY_STACK */
+	uint8_t native; /* native frames */
+	uint8_t python; /* Python frames */
+	uint8_t pad[5];
+};
+
+struct gspy_module_entry {
+	uint8_t type;  /* GSPY_ENTRY_MODULE */
+	uint8_t pad[7];
+	uint64_t bias; /* load bias: file virtual address + bias = address */
+	uint64_t start, end; /* the executable mapping's address range */
+};
 
 /* Per-thread chunk header, 64 bytes, followed by records. */
 struct gspy_chunk {
@@ -383,6 +434,9 @@ struct gspy_header {
 	uint32_t gpu_timing;      /* enum gspy_gpu_timing */
 	uint32_t ring;            /* 1: flight recorder, chunks are reused oldest first */
 	uint64_t overwritten;     /* flight recorder: committed events overwritten */
+	uint32_t stacks;          /* GSPY_STACKS_* bits: what carries stacks */
+	uint32_t stack_launch_every; /* launches: 1 in N has a stack, 0 none */
+	uint64_t host_alloc_min;  /* host allocations recorded from this size, 0 off */
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
 };

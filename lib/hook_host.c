@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host memory family: malloc, calloc, realloc, free, posix_memalign,
+ * aligned_alloc, mmap and munmap. Off by default; with
+ * GPUSPY_HOST_ALLOC_MIN=BYTES, allocations of at least that size are
+ * recorded (kind alloc/free, mem host) with their call stacks, so that the
+ * reader can tie a pageable copy to the line that allocated its buffer.
+ *
+ * When off, each wrapper is one predictable branch and a call. The real
+ * functions are the next definitions after libgpuspy (what RTLD_NEXT
+ * gives: glibc, or an allocator the program links), found without dlsym,
+ * which itself allocates. Calls made inside another hook (the unwinder,
+ * the driver inside cudaMalloc, the trace writer) pass through unrecorded.
+ * errno is kept exactly as the real function left it.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "gs.h"
+
+static uint64_t host_min; /* 0 = off */
+
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void (*free_fn)(void *);
+typedef int (*memalign_fn)(void **, size_t, size_t);
+typedef void *(*aligned_fn)(size_t, size_t);
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+
+static void *real_of(unsigned api)
+{
+	void *p = __atomic_load_n(&gs_real_tab[api], __ATOMIC_RELAXED);
+	if (GS_LIKELY(p != NULL))
+		return p;
+	static const char *const names[] = {
+#define GSPY_X(sym, k, v) #sym,
+		GSPY_HOST_API_LIST(GSPY_X)
+#undef GSPY_X
+	};
+	p = gs_next_sym(names[api - GSPY_API_malloc]);
+	if (!p)
+		abort(); /* no C allocator behind us: nothing sane to return */
+	__atomic_store_n(&gs_real_tab[api], p, __ATOMIC_RELAXED);
+	return p;
+}
+#define REAL(sym, type) ((type)real_of(GSPY_API_##sym))
+
+/* ---- live recorded blocks: address -> size --------------------------------- */
+
+#define LIVE_CAP (1u << 16)
+#define TOMB 1ull
+static struct {
+	uint64_t addr; /* 0 free, TOMB removed */
+	uint64_t size;
+} live[LIVE_CAP];
+
+static uint32_t slot_of(uint64_t a)
+{
+	return (uint32_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 48) & (LIVE_CAP - 1);
+}
+
+static void live_put(uint64_t a, uint64_t size)
+{
+	for (uint32_t i = 0, k = slot_of(a); i < 256; i++, k = (k + 1) & (LIVE_CAP - 1)) {
+		uint64_t cur = __atomic_load_n(&live[k].addr, __ATOMIC_RELAXED);
+		if ((cur == 0 || cur == TOMB) &&
+		    __atomic_compare_exchange_n(&live[k].addr, &cur, a, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			__atomic_store_n(&live[k].size, size, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	/* Full around here: the block's free will not be recorded. */
+}
+
+/* Removes a before the real free runs, so that a thread that gets the same
+ * address back cannot have its entry removed by us. */
+static uint64_t live_take(uint64_t a)
+{
+	for (uint32_t i = 0, k = slot_of(a); i < 256; i++, k = (k + 1) & (LIVE_CAP - 1)) {
+		uint64_t cur = __atomic_load_n(&live[k].addr, __ATOMIC_ACQUIRE);
+		if (cur == 0)
+			return 0;
+		if (cur == a) {
+			uint64_t size = __atomic_load_n(&live[k].size, __ATOMIC_ACQUIRE);
+			if (__atomic_compare_exchange_n(&live[k].addr, &cur, TOMB, 0, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED))
+				return size;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- recording ------------------------------------------------------------ */
+
+static void note_alloc(struct gspy_record *r, void *p, uint64_t bytes)
+{
+	if (!r)
+		return;
+	r->u.mem.bytes = bytes;
+	r->u.mem.addr = (uint64_t)(uintptr_t)p;
+	r->mem = GSPY_MEM_host;
+	if (p)
+		live_put((uint64_t)(uintptr_t)p, bytes);
+}
+
+static void note_free(struct gspy_record *r, void *p, uint64_t bytes)
+{
+	if (!r)
+		return;
+	r->u.mem.bytes = bytes;
+	r->u.mem.addr = (uint64_t)(uintptr_t)p;
+	r->mem = GSPY_MEM_host;
+}
+
+static inline int big(size_t n)
+{
+	return GS_UNLIKELY(host_min != 0) && n >= host_min && gs_tls.depth == 0;
+}
+
+GS_API void *malloc(size_t n)
+{
+	if (GS_LIKELY(!big(n)))
+		return REAL(malloc, malloc_fn)(n);
+	struct gspy_record *r = gs_begin(GSPY_API_malloc, GSPY_KIND_alloc);
+	void *p = REAL(malloc, malloc_fn)(n);
+	int e = errno;
+	note_alloc(r, p, n);
+	gs_end(r, p ? 0 : e);
+	errno = e;
+	return p;
+}
+
+GS_API void *calloc(size_t k, size_t n)
+{
+	size_t total;
+	if (GS_LIKELY(__builtin_mul_overflow(k, n, &total) || !big(total)))
+		return REAL(calloc, calloc_fn)(k, n);
+	struct gspy_record *r = gs_begin(GSPY_API_calloc, GSPY_KIND_alloc);
+	void *p = REAL(calloc, calloc_fn)(k, n);
+	int e = errno;
+	note_alloc(r, p, total);
+	gs_end(r, p ? 0 : e);
+	errno = e;
+	return p;
+}
+
+static void free_block(unsigned api, void *p, uint64_t size)
+{
+	struct gspy_record *r = gs_begin(api, GSPY_KIND_free);
+	note_free(r, p, size);
+	gs_end(r, 0);
+}
+
+GS_API void free(void *p)
+{
+	uint64_t size;
+	if (GS_LIKELY(!host_min) || !p || !(size = live_take((uint64_t)(uintptr_t)p)) || gs_tls.depth) {
+		REAL(free, free_fn)(p);
+		return;
+	}
+	int e = errno;
+	struct gspy_record *r = gs_begin(GSPY_API_free, GSPY_KIND_free);
+	REAL(free, free_fn)(p);
+	note_free(r, p, size);
+	gs_end(r, 0);
+	errno = e;
+}
+
+GS_API void *realloc(void *old, size_t n)
+{
+	if (GS_LIKELY(!host_min) || gs_tls.depth)
+		return REAL(realloc, realloc_fn)(old, n);
+	uint64_t was = old ? live_take((uint64_t)(uintptr_t)old) : 0;
+	if (!was && n < host_min)
+		return REAL(realloc, realloc_fn)(old, n);
+	int e0 = errno;
+	if (was)
+		free_block(GSPY_API_realloc, old, was);
+	errno = e0;
+	struct gspy_record *r = n >= host_min ? gs_begin(GSPY_API_realloc, GSPY_KIND_alloc) : NULL;
+	void *p = REAL(realloc, realloc_fn)(old, n);
+	int e = errno;
+	if (r)
+		note_alloc(r, p, n);
+	if (!p && n && was)
+		live_put((uint64_t)(uintptr_t)old, was); /* failed: the old block lives on */
+	if (r)
+		gs_end(r, p ? 0 : e);
+	errno = e;
+	return p;
+}
+
+GS_API int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (GS_LIKELY(!big(n)))
+		return REAL(posix_memalign, memalign_fn)(out, align, n);
+	int e = errno;
+	struct gspy_record *r = gs_begin(GSPY_API_posix_memalign, GSPY_KIND_alloc);
+	int rc = REAL(posix_memalign, memalign_fn)(out, align, n);
+	note_alloc(r, rc == 0 ? *out : NULL, n);
+	gs_end(r, rc);
+	errno = e;
+	return rc;
+}
+
+GS_API void *aligned_alloc(size_t align, size_t n)
+{
+	if (GS_LIKELY(!big(n)))
+		return REAL(aligned_alloc, aligned_fn)(align, n);
+	struct gspy_record *r = gs_begin(GSPY_API_aligned_alloc, GSPY_KIND_alloc);
+	void *p = REAL(aligned_alloc, aligned_fn)(align, n);
+	int e = errno;
+	note_alloc(r, p, n);
+	gs_end(r, p ? 0 : e);
+	errno = e;
+	return p;
+}
+
+GS_API void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
+{
+	if (GS_LIKELY(!big(n)))
+		return REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
+	struct gspy_record *r = gs_begin(GSPY_API_mmap, GSPY_KIND_alloc);
+	void *p = REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
+	int e = errno;
+	note_alloc(r, p == MAP_FAILED ? NULL : p, n);
+	gs_end(r, p == MAP_FAILED ? e : 0);
+	errno = e;
+	return p;
+}
+
+GS_API int munmap(void *p, size_t n)
+{
+	uint64_t size;
+	if (GS_LIKELY(!host_min) || !(size = live_take((uint64_t)(uintptr_t)p)) || gs_tls.depth)
+		return REAL(munmap, munmap_fn)(p, n);
+	struct gspy_record *r = gs_begin(GSPY_API_munmap, GSPY_KIND_free);
+	int rc = REAL(munmap, munmap_fn)(p, n);
+	int e = errno;
+	if (rc != 0)
+		live_put((uint64_t)(uintptr_t)p, size);
+	/* A partial unmap is recorded as what it released. */
+	note_free(r, p, n < size ? n : size);
+	gs_end(r, rc == 0 ? 0 : e);
+	errno = e;
+	return rc;
+}
+
+/* GPUSPY_HOST_ALLOC_MIN=BYTES (suffixes K, M, G). Called last in gs_init. */
+void gs_host_setup(void)
+{
+	const char *v = getenv("GPUSPY_HOST_ALLOC_MIN");
+	if (!v || !*v)
+		return;
+	char *end;
+	unsigned long long x = strtoull(v, &end, 10);
+	unsigned long long mul = *end == 'K' || *end == 'k' ? 1ull << 10
+				 : *end == 'M' || *end == 'm' ? 1ull << 20
+				 : *end == 'G' || *end == 'g' ? 1ull << 30 : 1;
+	if (mul > 1)
+		end++;
+	if (*end || x == 0 || x > (1ull << 40)) {
+		gs_warn("GPUSPY_HOST_ALLOC_MIN=%s is not a size in bytes (suffix K, M or G); host "
+			"allocations not recorded", v);
+		return;
+	}
+	gs_cfg.host_alloc_min = x * mul;
+	__atomic_store_n(&host_min, x * mul, __ATOMIC_RELEASE);
+}

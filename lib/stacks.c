@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call stacks: where an allocation, a copy, a memset or a wait came from.
+ *
+ * Native frames come from libunwind's unw_backtrace (UNW_LOCAL_ONLY, with
+ * its per-thread cache). libunwind is dlopen'ed RTLD_LOCAL, never linked:
+ * libunwind.so exports `backtrace` and `_Unwind_Backtrace`, and a linked
+ * copy in the global scope could take those over from libc and libgcc for
+ * the whole process. Without libunwind, glibc's backtrace() is used.
+ *
+ * Each distinct stack is stored once in the trace's string table (a binary
+ * entry, see format.h) and records carry its id. The loaded objects a stack
+ * touches are stored as module entries, so that the reader can symbolize
+ * offline; nothing is symbolized here.
+ *
+ * Python frames (opt-in) are taken only when the calling thread holds the
+ * GIL, through the stable C API, looked up in the process (no link to
+ * libpython): no frame walking without the GIL, and nothing at all in a
+ * process that is not Python.
+ *
+ * Recursion: stacks are taken inside gs_end(), with this thread's hook depth
+ * still raised, so that the allocations libunwind, the loader and Python
+ * make meanwhile pass through the host-allocation hooks unrecorded.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gs.h"
+
+uint32_t gs_stack_kinds;
+
+typedef int (*backtrace_fn)(void **, int);
+static backtrace_fn grab;
+static uintptr_t self_lo, self_hi; /* our own code: frames skipped */
+
+/* ---- distinct stacks ------------------------------------------------------ */
+
+#define STK_CAP (1u << 16)
+static struct {
+	uint64_t hash; /* 0 = free */
+	uint32_t id;   /* 0 while the entry is being written */
+} tab[STK_CAP];
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint32_t stack_id(uint64_t h, const void *entry, size_t len)
+{
+	h |= 1;
+	for (uint32_t i = 0, k = (uint32_t)h & (STK_CAP - 1); i < 64; i++, k = (k + 1) & (STK_CAP - 1)) {
+		uint64_t cur = __atomic_load_n(&tab[k].hash, __ATOMIC_ACQUIRE);
+		if (cur == 0) {
+			if (!__atomic_compare_exchange_n(&tab[k].hash, &cur, h, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE)) {
+				if (cur != h)
+					continue;
+			} else {
+				uint32_t id = gs_intern_bytes(entry, len);
+				__atomic_store_n(&tab[k].id, id, __ATOMIC_RELEASE);
+				return id;
+			}
+		}
+		if (cur == h) {
+			uint32_t id = __atomic_load_n(&tab[k].id, __ATOMIC_ACQUIRE);
+			/* Another thread is still writing it: a second copy is harmless. */
+			return id ? id : gs_intern_bytes(entry, len);
+		}
+	}
+	return gs_intern_bytes(entry, len); /* table full: stored, not shared */
+}
+
+/* ---- modules ---------------------------------------------------------------- */
+
+#define MOD_CAP 2048
+static struct {
+	pthread_mutex_t lock;
+	uint32_t n;
+	uint64_t start[MOD_CAP], end[MOD_CAP];
+	unsigned long long adds; /* dlpi_adds when last scanned */
+} mods = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int mod_known(uint64_t a)
+{
+	uint32_t n = __atomic_load_n(&mods.n, __ATOMIC_ACQUIRE);
+	for (uint32_t i = n; i-- > 0;)
+		if (a >= mods.start[i] && a < mods.end[i])
+			return 1;
+	return 0;
+}
+
+static int exec_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
+			continue;
+		uint64_t s = info->dlpi_addr + p->p_vaddr, e = s + p->p_memsz;
+		if (s < *lo)
+			*lo = s;
+		if (e > *hi)
+			*hi = e;
+	}
+	return *hi > *lo;
+}
+
+/* Called with the loader's lock held: records every object not yet known.
+ * Our lock is never held while waiting for the loader's. */
+static int mod_scan(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uint64_t lo, hi;
+	if (!exec_range(info, &lo, &hi) || mod_known(lo))
+		return 0;
+	char path[4096 + sizeof(struct gspy_module_entry)];
+	struct gspy_module_entry *m = (void *)path;
+	memset(m, 0, sizeof(*m));
+	m->type = GSPY_ENTRY_MODULE;
+	m->bias = info->dlpi_addr;
+	m->start = lo;
+	m->end = hi;
+	char *name = path + sizeof(*m);
+	size_t cap = sizeof(path) - sizeof(*m) - 1, n = 0;
+	if (info->dlpi_name && info->dlpi_name[0]) {
+		n = strnlen(info->dlpi_name, cap);
+		memcpy(name, info->dlpi_name, n);
+	} else { /* the main program */
+		ssize_t k = readlink("/proc/self/exe", name, cap);
+		n = k > 0 ? (size_t)k : 0;
+	}
+	name[n] = 0;
+	pthread_mutex_lock(&mods.lock);
+	if (!mod_known(lo) && mods.n < MOD_CAP && gs_intern_bytes(path, sizeof(*m) + n)) {
+		mods.start[mods.n] = lo;
+		mods.end[mods.n] = hi;
+		__atomic_store_n(&mods.n, mods.n + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&mods.lock);
+	return 0;
+}
+
+static int adds_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
+		*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
+
+/* An address outside every known module: rescan, unless nothing was loaded
+ * since the last scan (JIT code and the like stay unknown cheaply). */
+static void mod_miss(void)
+{
+	unsigned long long adds = 0;
+	dl_iterate_phdr(adds_of, &adds);
+	if (adds && adds == __atomic_load_n(&mods.adds, __ATOMIC_RELAXED))
+		return;
+	dl_iterate_phdr(mod_scan, NULL);
+	__atomic_store_n(&mods.adds, adds, __ATOMIC_RELAXED);
+}
+
+/* ---- Python ------------------------------------------------------------------ */
+
+static struct {
+	int (*is_init)(void);
+	int (*gil_check)(void);
+	void *(*get_frame)(void);
+	void *(*frame_code)(void *);
+	void *(*frame_back)(void *);
+	int (*frame_line)(void *);
+	void *(*getattr)(void *, const char *);
+	const char *(*utf8)(void *);
+	void (*decref)(void *);
+	void (*err_clear)(void);
+} py;
+static int py_state; /* 0 not looked up, 1 usable, -1 not Python */
+
+#define CODE_CAP 4096
+static struct { void *code; uint32_t id; } codes[CODE_CAP]; /* under the GIL */
+
+static void py_lookup(void)
+{
+	void *h = RTLD_DEFAULT;
+#define PY(field, name) py.field = (__typeof__(py.field))gs_real_dlsym(h, name)
+	PY(is_init, "Py_IsInitialized");
+	PY(gil_check, "PyGILState_Check");
+	PY(get_frame, "PyEval_GetFrame");
+	PY(frame_code, "PyFrame_GetCode");
+	PY(frame_back, "PyFrame_GetBack");
+	PY(frame_line, "PyFrame_GetLineNumber");
+	PY(getattr, "PyObject_GetAttrString");
+	PY(utf8, "PyUnicode_AsUTF8");
+	PY(decref, "Py_DecRef");
+	PY(err_clear, "PyErr_Clear");
+#undef PY
+	int ok = py.is_init && py.gil_check && py.get_frame && py.frame_code && py.frame_back &&
+		 py.frame_line && py.getattr && py.utf8 && py.decref && py.err_clear;
+	__atomic_store_n(&py_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+}
+
+static const char *py_attr(void *o, const char *name, void **ref)
+{
+	*ref = py.getattr(o, name);
+	if (!*ref) {
+		py.err_clear();
+		return NULL;
+	}
+	const char *s = py.utf8(*ref);
+	if (!s)
+		py.err_clear();
+	return s;
+}
+
+/* "function (file)" of a code object, interned once. */
+static uint32_t code_id(void *code)
+{
+	uint32_t k = (uint32_t)(((uintptr_t)code >> 4) * 2654435761u) & (CODE_CAP - 1);
+	for (uint32_t i = 0; i < 8; i++, k = (k + 1) & (CODE_CAP - 1))
+		if (codes[k].code == code)
+			return codes[k].id;
+		else if (!codes[k].code)
+			break;
+	void *nref = NULL, *fref = NULL;
+	const char *name = py_attr(code, "co_qualname", &nref);
+	if (!name) {
+		if (nref)
+			py.decref(nref);
+		name = py_attr(code, "co_name", &nref);
+	}
+	const char *file = py_attr(code, "co_filename", &fref);
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s (%s)", name ? name : "?", file ? file : "?");
+	if (nref)
+		py.decref(nref);
+	if (fref)
+		py.decref(fref);
+	uint32_t id = gs_intern(buf);
+	codes[k].code = code;
+	codes[k].id = id;
+	return id;
+}
+
+/* Python frames of this thread, innermost first, as (code id, line). */
+static unsigned py_frames(uint32_t (*out)[2], unsigned max)
+{
+	int st = __atomic_load_n(&py_state, __ATOMIC_ACQUIRE);
+	if (st == 0) {
+		py_lookup();
+		st = py_state;
+	}
+	if (st < 0 || !py.is_init() || !py.gil_check())
+		return 0;
+	unsigned n = 0;
+	void *f = py.get_frame(); /* borrowed */
+	int owned = 0;
+	while (f && n < max) {
+		void *code = py.frame_code(f); /* new reference */
+		if (code) {
+			out[n][0] = code_id(code);
+			out[n][1] = (uint32_t)py.frame_line(f);
+			py.decref(code);
+			n++;
+		}
+		void *back = py.frame_back(f); /* new reference */
+		if (owned)
+			py.decref(f);
+		f = back;
+		owned = 1;
+	}
+	if (f && owned)
+		py.decref(f);
+	return n;
+}
+
+/* ---- capture ------------------------------------------------------------------- */
+
+static void stack_note(struct gspy_record *r);
+
+/* The traced call's errno survives whatever the unwinder and the loader do. */
+void gs_stack_note(struct gspy_record *r)
+{
+	struct gs_tls *t = &gs_tls;
+	if (r->kind == GSPY_KIND_launch) {
+		if (!gs_cfg.stack_launch_every || t->launch_n++ % gs_cfg.stack_launch_every)
+			return;
+	}
+	int e = errno;
+	stack_note(r);
+	errno = e;
+}
+
+static void stack_note(struct gspy_record *r)
+{
+	struct {
+		struct gspy_stack_entry h;
+		uint64_t pc[GSPY_STACK_MAX];
+		uint32_t py[GSPY_STACK_MAX][2];
+	} e;
+	void *buf[GSPY_STACK_MAX + 16];
+	unsigned depth = gs_cfg.stack_depth;
+	int n = 0;
+	if ((gs_cfg.stacks & GSPY_STACKS_NATIVE) && grab)
+		n = grab(buf, (int)depth + 16);
+	unsigned k = 0, i = 0;
+	while (i < (unsigned)n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
+		i++; /* gpuspy's own frames */
+	uint64_t h = 0;
+	for (; i < (unsigned)n && k < depth; i++) {
+		uint64_t pc = (uint64_t)(uintptr_t)buf[i];
+		if (!mod_known(pc))
+			mod_miss();
+		e.pc[k++] = pc;
+		h = mix(h, pc);
+	}
+	unsigned np = 0;
+	if (gs_cfg.stacks & GSPY_STACKS_PYTHON) {
+		np = py_frames(e.py, depth);
+		/* Pack the Python pairs right after the native frames (e.py
+		 * directly follows e.pc, so this stays inside e). */
+		memmove(&e.pc[k], e.py, np * sizeof(e.py[0]));
+		for (unsigned j = 0; j < np; j++)
+			h = mix(h, (uint64_t)e.py[j][0] << 32 | e.py[j][1]);
+	}
+	if (!k && !np)
+		return;
+	memset(&e.h, 0, sizeof(e.h));
+	e.h.type = GSPY_ENTRY_STACK;
+	e.h.native = (uint8_t)k;
+	e.h.python = (uint8_t)np;
+	h = mix(h, (uint64_t)k << 8 | np);
+	r->stack_id = stack_id(h, &e, sizeof(e.h) + k * 8 + np * 8);
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t me = (uintptr_t)arg;
+	uint64_t lo, hi;
+	if (exec_range(info, &lo, &hi) && me >= lo && me < hi) {
+		self_lo = lo;
+		self_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+static unsigned env_uint(const char *name, unsigned dflt, unsigned lo, unsigned hi)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	unsigned long x = strtoul(v, &end, 10);
+	if (*end || x < lo || x > hi) {
+		gs_warn("%s=%s is not a number in %u..%u; using %u", name, v, lo, hi, dflt);
+		return dflt;
+	}
+	return (unsigned)x;
+}
+
+/* GPUSPY_STACKS=0|1, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES,
+ * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
+void gs_stacks_setup(void)
+{
+	const char *v = getenv("GPUSPY_STACKS");
+	int on = !(v && (!strcmp(v, "0") || !strcmp(v, "off")));
+	if (v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "on"))
+		gs_warn("GPUSPY_STACKS=%s is not on or off; using on", v);
+	gs_cfg.stack_depth = env_uint("GPUSPY_STACK_DEPTH", 32, 1, GSPY_STACK_MAX);
+	gs_cfg.stack_launch_every = env_uint("GPUSPY_STACK_LAUNCHES", 0, 0, 1000000000);
+	v = getenv("GPUSPY_PYTHON_FRAMES");
+	int python = v && *v && strcmp(v, "0") && strcmp(v, "off");
+	if (!on)
+		return;
+	/* A dlopen here may call malloc: the host hooks are not armed yet. */
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (h) {
+		grab = (backtrace_fn)gs_real_dlsym(h, "unw_backtrace");
+		int (*policy)(void *, int) = (__typeof__(policy))gs_real_dlsym(h, "_ULx86_64_set_caching_policy");
+		void **as = (void **)gs_real_dlsym(h, "_ULx86_64_local_addr_space");
+		if (policy && as)
+			policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
+	}
+	if (!grab) {
+		grab = backtrace;
+		gs_warn("libunwind.so.8 not found; call stacks from glibc's backtrace()");
+		void *warm[4];
+		backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
+	}
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
+	gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0);
+	gs_stack_kinds = 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
+			 1u << GSPY_KIND_memset | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
+			 1u << GSPY_KIND_unmap |
+			 (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
+}
+
+/* The child of a fork writes a new file: every id is stale. */
+void gs_stacks_forked(void)
+{
+	memset(tab, 0, sizeof(tab));
+	mods.n = 0;
+	mods.adds = 0;
+	pthread_mutex_init(&mods.lock, NULL);
+	memset(codes, 0, sizeof(codes));
+}
