@@ -14,6 +14,7 @@ BASE_CFLAGS := -std=c11 $(WARN) -Iinclude -I$(CUDA_HOME)/include
 LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -mtls-dialect=gnu2
 CJSON_CFLAGS := $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/include/cjson)
 CJSON_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
+DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
 
 ifeq ($(V),1)
 Q :=
@@ -29,7 +30,7 @@ LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
-	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c
+	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h
@@ -56,13 +57,13 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/demangle.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/demangle.h tools/symbolize.h tools/sites.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 
 tools/gpuspy: $(TOOL_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(CJSON_LIBS) -lstdc++ -lm
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
 include tests/tests.mk
 

@@ -60,7 +60,16 @@ def dump(path):
     check(p.returncode == 0, f"gpuspy dump {path} failed: {p.stderr.strip()}")
     lines = [json.loads(l) for l in p.stdout.splitlines()]
     check(lines and lines[0]["type"] == "process", "first line is not the process line")
-    return lines[0], lines[1:]
+    return lines[0], [l for l in lines[1:] if l["type"] != "stack"]
+
+
+def dump_stacks(path):
+    """The dump's events and its stacks (id -> frames)."""
+    p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"gpuspy dump {path} failed: {p.stderr.strip()}")
+    lines = [json.loads(l) for l in p.stdout.splitlines()]
+    return ([l for l in lines[1:] if l["type"] == "event"],
+            {l["id"]: l["frames"] for l in lines[1:] if l["type"] == "stack"})
 
 
 def only_trace(tmp):
@@ -422,6 +431,10 @@ def dump_format_types(tmp):
     check(first["format_version"] == 2 and "prog_drv" in first["command"], "process line values")
     for line in p.stdout.splitlines()[1:]:
         e = json.loads(line)
+        if e["type"] == "stack":  # {"type": "stack", "id": N, "frames": [strings]}
+            check(isinstance(e["id"], int) and e["frames"] and all(isinstance(f, str) for f in e["frames"]),
+                  f"stack line: {e}")
+            continue
         for k in ("kind", "api", "tid", "start_ns", "end_ns", "result"):
             check(k in e, f"event lacks {k}: {e}")
         for k in ("start_ns", "end_ns", "result", "tid"):
@@ -458,7 +471,8 @@ def reader_rejects_bad_files(tmp):
     hdr_end = 4096 + STRTAB
     write(cut, good[:hdr_end + 64 + 64 * 3 + 10])
     p = subprocess.run([GPUSPY, "dump", cut], capture_output=True, text=True, timeout=10)
-    check(p.returncode == 0 and len(p.stdout.splitlines()) == 4, f"cut file: {p.stdout!r}")
+    check(p.returncode == 0 and len([l for l in p.stdout.splitlines() if '"type":"event"' in l]) == 3,
+          f"cut file: {p.stdout!r}")
     check("truncated" in p.stderr, "cut file not reported as truncated")
 
 
@@ -1140,6 +1154,199 @@ def python_faulthandler_keeps_working(tmp):
         proc, ev = only_trace(tmp)
         sig = proc.get("exit_signal") or proc.get("signal_seen")
         check(sig == 11 and [e["name"] for e in ev] == ["x"], f"{when}: trace {proc['state']} {sig}")
+
+
+# ---- issue 6: call stacks, host allocations, sites ----------------------------
+
+STACKS_SRC = os.path.join(ROOT, "tests", "prog_stacks.c")
+
+
+def src_line(path, needle):
+    """The 1-based line of the only line of path that contains needle."""
+    hits = [i + 1 for i, l in enumerate(open(path)) if needle in l]
+    check(len(hits) == 1, f"{needle!r} found {len(hits)} times in {path}")
+    return hits[0]
+
+
+def fn(frame):
+    """A rendered frame's function: "f (file:line)" or "f+0x1a (module)"."""
+    return frame.split(" (")[0].split("+0x")[0]
+
+
+def chain_from(frames, first):
+    """The function names from `first` outward (frames before it are CUDA's)."""
+    names = [fn(f) for f in frames]
+    check(first in names, f"{first} not in the stack {frames}")
+    return names[names.index(first):]
+
+
+STACK_CHAINS = {  # (kind, mem/dir) -> innermost user functions, in order
+    ("alloc", "device"): ["alloc_weights", "model_init", "main"],
+    ("alloc", "pinned"): ["alloc_staging", "model_init", "main"],
+    ("alloc", "host"): ["make_host_buffer", "load_batch", "main"],
+    ("copy", "h2d"): ["upload", "load_batch", "main"],
+    ("memset", None): ["clear_grads", "train_step", "main"],
+    ("sync", None): ["wait_for_gpu", "train_step", "main"],
+}
+
+
+def stack_key(e):
+    return (e["kind"], e.get("mem") or e.get("dir"))
+
+
+@test
+def stacks_exact_call_chains(tmp):
+    """Every device/pinned/host allocation, copy, memset and wait of a program
+    with known call chains carries its stack: the user's functions in order,
+    file:line from DWARF, no gpuspy frame; shared and static runtime."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    lines = {"alloc_weights": src_line(STACKS_SRC, "cudaMalloc(&d, n);"),
+             "upload": src_line(STACKS_SRC, "cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice)"),
+             "make_host_buffer": src_line(STACKS_SRC, "char *p = malloc(n);"),
+             "wait_for_gpu": src_line(STACKS_SRC, "int rc = cudaDeviceSynchronize();")}
+    for prog in ("prog_stacks", "prog_stacks_static"):
+        d = os.path.join(tmp, prog)
+        os.makedirs(d)
+        run(prog, ["4"], tmp=d, env={"GPUSPY_HOST_ALLOC_MIN": "1M"})
+        ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
+        seen = {}
+        for e in ev:
+            if e["kind"] in ("phase_begin", "phase_end", "free"):
+                continue
+            check("stack" in e and e["stack"] in stacks, f"{prog}: no stack on {e}")
+            frames = stacks[e["stack"]]
+            check(not any("gpuspy" in f or fn(f).startswith("gs_") for f in frames),
+                  f"{prog}: gpuspy's own frames in {frames}")
+            want = STACK_CHAINS[stack_key(e)]
+            got = chain_from(frames, want[0])[:3]
+            check(got == want, f"{prog}: {stack_key(e)} stack {got}, expected {want}")
+            first = frames[[fn(f) for f in frames].index(want[0])]
+            if want[0] in lines:
+                check(first == f"{want[0]} (prog_stacks.c:{lines[want[0]]})",
+                      f"{prog}: frame {first!r}, expected line {lines[want[0]]}")
+            seen[stack_key(e)] = seen.get(stack_key(e), 0) + 1
+        check(seen == {("alloc", "device"): 1, ("alloc", "pinned"): 1, ("alloc", "host"): 1,
+                       ("copy", "h2d"): 1, ("memset", None): 4, ("sync", None): 4},
+              f"{prog}: events with stacks {seen}")
+        frees = [e for e in ev if e["kind"] == "free"]
+        check(sorted((e["mem"], e["bytes"]) for e in frees) ==
+              [("device", 64 << 20), ("host", 64 << 20), ("pinned", 1 << 20)], f"{prog}: frees {frees}")
+        check(all("stack" in e for e in frees), f"{prog}: a free without its stack")
+
+
+@test
+def stacks_report_sites_and_host_buffer(tmp):
+    """report --json lists alloc_sites, peak_sites, copy_sites (tied to the
+    malloc of the pageable buffer) and sync_sites with exact numbers; the
+    diagnosis names both lines; the JSON Lines dump reports the same."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    run("prog_stacks", ["4"], tmp=tmp, env={"GPUSPY_HOST_ALLOC_MIN": "1M"})
+    o = report_json(tmp)
+    names = lambda site: [fn(f) for f in site["stack"]][:3]
+    al = [(names(x), x["mem"], x["count"], x["bytes"]) for x in o["alloc_sites"]]
+    check(al == [(["alloc_weights", "model_init", "main"], "device", 1, 64 << 20),
+                 (["alloc_staging", "model_init", "main"], "pinned", 1, 1 << 20)], f"alloc_sites {al}")
+    pk = [(names(x), x["count"], x["bytes"]) for x in o["peak_sites"]]
+    check(pk == [(["alloc_weights", "model_init", "main"], 1, 64 << 20)], f"peak_sites {pk}")
+    cp = o["copy_sites"]
+    check(len(cp) == 1 and names(cp[0]) == ["upload", "load_batch", "main"] and cp[0]["count"] == 1
+          and cp[0]["bytes"] == 64 << 20 and cp[0]["dir"] == "h2d", f"copy_sites {cp}")
+    check([fn(f) for f in cp[0].get("host_alloc_stack", [])][:3] == ["make_host_buffer", "load_batch", "main"]
+          and cp[0]["host_alloc_bytes"] == 64 << 20, f"host buffer of the copy: {cp[0]}")
+    sy = [(names(x), x["count"], x["phase"]) for x in o["sync_sites"]]
+    check(sy == [(["wait_for_gpu", "train_step", "main"], 4, "step")], f"sync_sites {sy}")
+    for x in o["alloc_sites"] + o["copy_sites"] + o["sync_sites"]:
+        check(set(x) >= {"stack", "count", "bytes", "host_ns"} and x["host_ns"] > 0, f"site fields {x}")
+    d = [x["text"] for x in o["diagnoses"] if x["id"] == "pageable_copies"]
+    check(d and "upload (prog_stacks.c:" in d[0] and "allocated at make_host_buffer (prog_stacks.c:" in d[0],
+          f"diagnosis does not name the lines: {d}")
+    g = os.path.join(tmp, traces(tmp)[0])
+    j = os.path.join(tmp, "trace.jsonl")
+    subprocess.run([GPUSPY, "dump", g, "-o", j], check=True, timeout=TIMEOUT)
+    check(strip_files(report_json(g)) == strip_files(report_json(j)),
+          "report --json with stacks differs between the .gspy and its JSON Lines dump")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check("Call sites" in h.stdout and "host buffer (64 MiB) allocated at:" in h.stdout
+          and max(len(l) for l in h.stdout.splitlines()) <= 100, "human report's call sites")
+
+
+@test
+def stacks_threads_recursion_and_limits(tmp):
+    """8 threads x 200 rounds with host allocations recorded (the unwinder and
+    the loader allocate inside the hooks): exact counts, every event with its
+    stack, output unchanged; allocations under the minimum not recorded."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
+    a = run("prog_stacks", ["1", "threads"], tmp=tmp, env=env, preload=False)
+    b = run("prog_stacks", ["1", "threads"], tmp=tmp, env=env)
+    check(a.stdout == b.stdout, "output changed")
+    proc, ev = only_trace(tmp)
+    count = {}
+    for e in ev:
+        k = (e["kind"], e["api"])
+        count[k] = count.get(k, 0) + 1
+        check("stack" in e, f"no stack: {e}")
+    want = {("alloc", "cudaMalloc"): 1600, ("alloc", "cudaMallocHost"): 1600, ("alloc", "malloc"): 3200,
+            ("copy", "cudaMemcpy"): 1600, ("free", "cudaFree"): 1600, ("free", "cudaFreeHost"): 1600,
+            ("free", "free"): 3200, ("memset", "cudaMemset"): 1600, ("sync", "cudaDeviceSynchronize"): 1600}
+    check(count == want and proc["dropped"] == 0, f"counts {count}")
+    check(sorted({e["bytes"] for e in ev if e["api"] == "malloc"}) == [2 << 20, 3 << 20], "host sizes")
+
+
+@test
+def stacks_options(tmp):
+    """GPUSPY_STACKS=0 records none; GPUSPY_STACK_DEPTH caps the frames;
+    GPUSPY_STACK_LAUNCHES=N gives exactly 1 launch in N a stack; libunwind
+    takes neither backtrace() nor _Unwind_Backtrace from the process."""
+    run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACKS": "0"})
+    _, ev = only_trace(tmp)
+    check(ev and not any("stack" in e for e in ev), "GPUSPY_STACKS=0 still records stacks")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "5", "GPUSPY_STACK_DEPTH": "2"})
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    launches = [e for e in ev if e["kind"] == "launch"]
+    check(len(launches) == 69, f"{len(launches)} launches")
+    with_stack = [i for i, e in enumerate(launches) if "stack" in e]
+    check(with_stack == list(range(0, 69, 5)), f"launches with stacks: {with_stack}")
+    check(stacks and all(1 <= len(f) <= 2 for f in stacks.values()), "depth not capped at 2")
+    check(all("stack" in e for e in ev if e["kind"] in ("alloc", "free", "sync")), "alloc/free/sync stack")
+    p = run("prog_stacks", ["1", "symbols"], tmp=tmp)
+    got = dict(l.split(" ", 1) for l in p.stdout.splitlines())
+    check("libc.so" in got["backtrace"] and "unwind" not in got["_Unwind_Backtrace"],
+          f"backtrace symbols taken over: {got}")
+
+
+@test
+def python_frames_only_with_the_gil(tmp):
+    """GPUSPY_PYTHON_FRAMES=1: a CUDA call made holding the GIL (ctypes.PyDLL)
+    shows the Python functions and lines in order; one made without it
+    (ctypes.CDLL releases the GIL) shows none; off by default."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    script = os.path.join(ROOT, "tests", "py_stacks.py")
+    lib = os.path.join(BIN, "libcudart.so.13")
+    env = {"LD_LIBRARY_PATH": BIN, "GPUSPY_PYTHON_FRAMES": "1", "GPUSPY_TORCH": "0"}
+    p = subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **env),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "rc 0 0\n", f"script failed: {p.stdout} {p.stderr}")
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    allocs = [e for e in ev if e["kind"] == "alloc"]
+    check(len(allocs) == 2, f"{len(allocs)} allocations")
+    py = lambda e: [f for f in stacks[e["stack"]] if ".py:" in f]
+    line = lambda tag: src_line(script, "# " + tag)
+    want = [f"alloc_holding_gil ({script}:{line('LINE_HELD')})", f"Model.build ({script}:{line('LINE_BUILD')})",
+            f"<module> ({script}:{line('LINE_MODULE')})"]
+    check(py(allocs[0]) == want, f"Python frames {py(allocs[0])}, expected {want}")
+    check(py(allocs[1]) == [], f"Python frames without the GIL: {py(allocs[1])}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    del env["GPUSPY_PYTHON_FRAMES"]
+    subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **env),
+                   capture_output=True, text=True, timeout=TIMEOUT, check=True)
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    check(not any(".py:" in f for fr in stacks.values() for f in fr), "Python frames while off")
 
 
 def main():

@@ -41,14 +41,34 @@ static void pageable(struct gs_report *r)
 {
 	const struct gs_agg *h = &r->total.copy[GSPY_DIR_h2d][GS_PAGEABLE];
 	const struct gs_agg *d = &r->total.copy[GSPY_DIR_d2h][GS_PAGEABLE];
-	char b[32], t[32];
+	char b[32], t[32], w[32];
+	/* With call stacks: the biggest pageable copy site, and where its
+	 * buffer was allocated when host allocations were recorded. */
+	char where[700] = "";
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(&r->sites.copy, GS_BY_BYTES, &v);
+	if (n) {
+		const struct gs_site *x = v[0];
+		int k = (int)strcspn(x->frames, "\n");
+		if (x->host_alloc) {
+			int a = (int)strcspn(x->host_alloc, "\n");
+			snprintf(where, sizeof(where),
+				 " The largest: %s copied at %.*s from a %s pageable buffer allocated at %.*s; "
+				 "pin it there.", gs_fmt_bytes(w, x->bytes), k, x->frames,
+				 gs_fmt_bytes(t, x->host_alloc_bytes), a, x->host_alloc);
+		} else {
+			snprintf(where, sizeof(where), " The largest: %s copied at %.*s.", gs_fmt_bytes(w, x->bytes),
+				 k, x->frames);
+		}
+	}
+	free(v);
 	if (h->count)
 		add(r, "pageable_copies",
 		    "%llu host-to-device copies (%s, %s on the host) read pageable memory: the driver stages "
-		    "them through a bounce buffer and they cannot overlap compute.\n"
+		    "them through a bounce buffer and they cannot overlap compute.%s\n"
 		    "Pin the source: DataLoader(pin_memory=True) or tensor.pin_memory() (cudaHostAlloc in C), "
 		    "then copy with non_blocking=True.",
-		    (unsigned long long)h->count, gs_fmt_bytes(b, h->bytes), gs_fmt_ns(t, h->host_ns));
+		    (unsigned long long)h->count, gs_fmt_bytes(b, h->bytes), gs_fmt_ns(t, h->host_ns), where);
 	if (d->count >= 10)
 		add(r, "pageable_copies_d2h",
 		    "%llu device-to-host copies (%s) land in pageable memory; copy into a pinned buffer "

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `gpuspy dump`: a trace as JSON Lines. The first line describes the
- * process, then one line per event in start-time order. Integers that can
+ * process, then one line per event in start-time order; a call stack is
+ * written once, symbolized, as a "stack" line before the first event that
+ * refers to it ("stack": id). Integers that can
  * exceed 2^53 (timestamps, addresses, handles) are written as exact
  * integers, not through doubles.
  */
@@ -14,6 +16,7 @@
 
 #include "dump.h"
 #include "reader.h"
+#include "symbolize.h"
 
 static void add_u64(cJSON *o, const char *k, uint64_t v)
 {
@@ -106,6 +109,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	add_u64(o, "start_ns", ev->start_ns);
 	add_u64(o, "end_ns", ev->end_ns);
 	add_i64(o, "result", r->result);
+	if (r->stack_id)
+		cJSON_AddNumberToObject(o, "stack", r->stack_id);
 	switch (r->kind) {
 	case GSPY_KIND_alloc:
 	case GSPY_KIND_free:
@@ -120,6 +125,7 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
 		if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
 			cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
+		add_u64(o, "addr", r->u.mem.addr);
 		break;
 	case GSPY_KIND_memset:
 		add_u64(o, "bytes", r->u.mem.bytes);
@@ -182,14 +188,46 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	return o;
 }
 
+static cJSON *dump_stack(uint32_t id, const struct gs_stack *st)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "type", "stack");
+	cJSON_AddNumberToObject(o, "id", id);
+	cJSON *a = cJSON_AddArrayToObject(o, "frames");
+	for (uint32_t i = 0; i < st->n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(st->frames[i]));
+	return o;
+}
+
 int gs_dump(struct gs_trace *t, FILE *out)
 {
 	if (emit(out, gs_dump_process(t)) != 0)
 		return -1;
+	struct gs_symbolizer *sym = NULL;
+	/* Stack ids are string-table offsets + 1: one bit each says "written". */
+	uint64_t nbits = t->h->strtab_size + 2;
+	unsigned char *done = NULL;
 	struct gs_event ev;
+	int rc = 0;
 	gs_trace_rewind(t);
-	while (gs_trace_next(t, &ev))
-		if (emit(out, gs_dump_event(t, &ev)) != 0)
-			return -1;
-	return 0;
+	while (!rc && gs_trace_next(t, &ev)) {
+		uint32_t id = ev.rec->stack_id;
+		if (id && id < nbits) {
+			if (!done && !(done = calloc((size_t)(nbits + 7) / 8, 1)))
+				return -1;
+			if (!(done[id / 8] & (1u << (id % 8)))) {
+				done[id / 8] |= (unsigned char)(1u << (id % 8));
+				if (!sym)
+					sym = gs_sym_open(t);
+				const struct gs_stack *st = gs_sym_stack(sym, id);
+				if (st && emit(out, dump_stack(id, st)) != 0)
+					rc = -1;
+			}
+		}
+		if (!rc && emit(out, gs_dump_event(t, &ev)) != 0)
+			rc = -1;
+	}
+	gs_sym_close(sym);
+	free(done);
+	return rc;
 }

@@ -239,7 +239,98 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 		ev->bytes = 0;
 	}
 	ev->name = gs_trace_string(&in->trace, r->name_id);
+	ev->stack_id = r->stack_id;
 	return 1;
+}
+
+/* JSON Lines: {"type":"stack","id":N,"frames":["...", ...]} lines, kept by id. */
+struct gs_stack_tab {
+	uint32_t *ids;
+	struct gs_stack *stacks;
+	size_t n, cap;
+	uint32_t *index; /* open addressing: position + 1, 0 free */
+	size_t index_cap;
+};
+
+static size_t slot(uint32_t id, size_t cap)
+{
+	return (size_t)(id * 2654435761u) & (cap - 1);
+}
+
+static int reindex(struct gs_stack_tab *t)
+{
+	size_t cap = t->index_cap ? t->index_cap * 2 : 256;
+	uint32_t *ix = calloc(cap, sizeof(*ix));
+	if (!ix)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t k = slot(t->ids[i], cap);
+		while (ix[k])
+			k = (k + 1) & (cap - 1);
+		ix[k] = (uint32_t)i + 1;
+	}
+	free(t->index);
+	t->index = ix;
+	t->index_cap = cap;
+	return 0;
+}
+
+static int add_jstack(struct gs_input *in, const cJSON *o)
+{
+	const cJSON *fr = cJSON_GetObjectItemCaseSensitive(o, "frames");
+	uint32_t id = (uint32_t)int_in(o, "id", 0, UINT32_MAX, 0);
+	if (!id || !cJSON_IsArray(fr))
+		return -1;
+	if (!in->jstacks && !(in->jstacks = calloc(1, sizeof(*in->jstacks))))
+		return -1;
+	struct gs_stack_tab *t = in->jstacks;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		uint32_t *ids = realloc(t->ids, cap * sizeof(*ids));
+		if (ids)
+			t->ids = ids;
+		struct gs_stack *st = ids ? realloc(t->stacks, cap * sizeof(*st)) : NULL;
+		if (!st)
+			return -1;
+		t->stacks = st;
+		t->cap = cap;
+	}
+	int n = cJSON_GetArraySize(fr);
+	struct gs_stack st = { 0, calloc((size_t)n + 1, sizeof(char *)) };
+	if (!st.frames)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		const cJSON *x = cJSON_GetArrayItem(fr, i);
+		if (cJSON_IsString(x) && (st.frames[st.n] = strdup(x->valuestring)))
+			st.n++;
+	}
+	t->ids[t->n] = id;
+	t->stacks[t->n++] = st;
+	if (t->n * 2 > t->index_cap)
+		return reindex(t);
+	size_t k = slot(id, t->index_cap);
+	while (t->index[k])
+		k = (k + 1) & (t->index_cap - 1);
+	t->index[k] = (uint32_t)t->n;
+	return 0;
+}
+
+const struct gs_stack *gs_input_stack(struct gs_input *in, uint32_t id)
+{
+	if (!id)
+		return NULL;
+	if (!in->is_jsonl) {
+		if (!in->sym)
+			in->sym = gs_sym_open(&in->trace);
+		return gs_sym_stack(in->sym, id);
+	}
+	struct gs_stack_tab *t = in->jstacks;
+	if (!t || !t->index_cap)
+		return NULL;
+	for (size_t k = slot(id, t->index_cap); t->index[k]; k = (k + 1) & (t->index_cap - 1))
+		if (t->ids[t->index[k] - 1] == id)
+			return &t->stacks[t->index[k] - 1];
+	return NULL;
 }
 
 static void dims(const cJSON *o, const char *k, uint32_t *d)
@@ -273,6 +364,13 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		if (!o)
 			return bad(in, "not valid JSON");
 		const char *type = str(o, "type");
+		if (type && !strcmp(type, "stack")) {
+			int rc = add_jstack(in, o);
+			cJSON_Delete(o);
+			if (rc)
+				return bad(in, "a stack line lacks an id or frames");
+			continue;
+		}
 		if (!type || strcmp(type, "event") != 0) {
 			const char *why = type && !strcmp(type, "process")
 						  ? "a second process line (one process per file)"
@@ -304,6 +402,7 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->has_step = cJSON_GetObjectItemCaseSensitive(o, "step") != NULL;
 		ev->step = u64(o, "step");
 		ev->device = (int16_t)int_in(o, "device", -1, INT16_MAX, -1);
+		ev->stack_id = (uint32_t)int_in(o, "stack", 0, UINT32_MAX, 0);
 		int d = gs_dir_from_name(str(o, "dir"));
 		ev->dir = (uint8_t)(d > 0 ? d : 0);
 		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy || kind == GSPY_KIND_gpu_copy
@@ -332,8 +431,22 @@ void gs_input_close(struct gs_input *in)
 	if (in->f)
 		fclose(in->f);
 	free(in->line);
+	gs_sym_close(in->sym); /* before the trace: it points into the mapping */
+	in->sym = NULL;
 	if (!in->is_jsonl)
 		gs_trace_close(&in->trace);
+	if (in->jstacks) {
+		for (size_t i = 0; i < in->jstacks->n; i++) {
+			for (uint32_t j = 0; j < in->jstacks->stacks[i].n; j++)
+				free(in->jstacks->stacks[i].frames[j]);
+			free(in->jstacks->stacks[i].frames);
+		}
+		free(in->jstacks->ids);
+		free(in->jstacks->index);
+		free(in->jstacks->stacks);
+		free(in->jstacks);
+		in->jstacks = NULL;
+	}
 	in->f = NULL;
 	in->line = NULL;
 }

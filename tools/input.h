@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "reader.h"
+#include "symbolize.h"
 
 struct gs_proc {
 	uint32_t pid, ppid;
@@ -42,6 +43,7 @@ struct gs_ev {
 	uint32_t graph_id; /* GPU kernels of a graph launch */
 	uint64_t step;     /* phase events from PyTorch: the step number */
 	int has_step;
+	uint32_t stack_id; /* call stack (gs_input_stack), 0 none */
 };
 
 struct gs_input {
@@ -56,12 +58,16 @@ struct gs_input {
 	int error;       /* a JSON Lines line could not be read */
 	char err[256];
 	struct gs_proc proc;
+	struct gs_symbolizer *sym;  /* .gspy: stacks symbolized on demand */
+	struct gs_stack_tab *jstacks; /* JSON Lines: stack lines read so far */
 };
 
 int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errlen);
 /* 1 = an event, 0 = end, -1 = a malformed line (in->err says which). */
 int gs_input_next(struct gs_input *in, struct gs_ev *ev);
 void gs_input_close(struct gs_input *in);
+/* The call stack of an event (ev->stack_id); NULL if none or unknown. */
+const struct gs_stack *gs_input_stack(struct gs_input *in, uint32_t id);
 
 int gs_kind_from_name(const char *s);
 int gs_api_from_name(const char *s);

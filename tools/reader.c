@@ -309,22 +309,48 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	return 1;
 }
 
-const char *gs_trace_string(const struct gs_trace *t, uint32_t id)
+int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **data, uint32_t *len)
 {
 	if (!id)
-		return "";
+		return 0;
 	uint64_t used = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
 	if (used > t->h->strtab_size)
 		used = t->h->strtab_size;
 	uint64_t off = (uint64_t)id - 1;
 	if (off + 4 > used || t->h->strtab_offset + used > t->size)
-		return "";
+		return 0;
 	const unsigned char *p = t->map + t->h->strtab_offset + off;
+	uint32_t l;
+	memcpy(&l, p, 4);
+	if (off + 4 + (uint64_t)l + 1 > used || p[4 + l] != 0)
+		return 0;
+	*data = p + 4;
+	*len = l;
+	return 1;
+}
+
+uint32_t gs_trace_next_entry(const struct gs_trace *t, uint32_t id)
+{
+	const unsigned char *d;
 	uint32_t len;
-	memcpy(&len, p, 4);
-	if (off + 4 + len + 1 > used || p[4 + len] != 0)
+	if (!id)
+		return gs_trace_entry(t, 1, &d, &len) ? 1 : 0;
+	if (!gs_trace_entry(t, id, &d, &len))
+		return 0;
+	uint64_t next = (uint64_t)id + ((4 + (uint64_t)len + 1 + 3) & ~3ull);
+	if (next > UINT32_MAX || !gs_trace_entry(t, (uint32_t)next, &d, &len))
+		return 0;
+	return (uint32_t)next;
+}
+
+const char *gs_trace_string(const struct gs_trace *t, uint32_t id)
+{
+	const unsigned char *d;
+	uint32_t len;
+	/* Binary entries (stacks, modules) are not names. */
+	if (!gs_trace_entry(t, id, &d, &len) || (len && (d[0] == GSPY_ENTRY_STACK || d[0] == GSPY_ENTRY_MODULE)))
 		return "";
-	return (const char *)p + 4;
+	return (const char *)d;
 }
 
 void gs_trace_close(struct gs_trace *t)

@@ -52,6 +52,11 @@ void gs_trace_rewind(struct gs_trace *t);
 /* A string of the string table; "" for 0 or an id out of range. */
 const char *gs_trace_string(const struct gs_trace *t, uint32_t id);
 void gs_trace_close(struct gs_trace *t);
+/* The bytes of a string-table entry (binary entries: format.h); 0 if the id
+ * is out of range. */
+int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **data, uint32_t *len);
+/* Next entry after `id` (0 = the first); 0 at the end. */
+uint32_t gs_trace_next_entry(const struct gs_trace *t, uint32_t id);
 
 /* Names from format.h's lists; "?" when out of range. */
 const char *gs_kind_name(unsigned kind);

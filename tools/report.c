@@ -199,6 +199,7 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t i
 	if (r->reserved > r->peak_reserved) {
 		r->peak_reserved = r->reserved;
 		r->peak_t = ev->end_ns;
+		gs_sites_peak(&r->sites);
 	}
 	/* Allocation churn: device allocations and frees after warm-up, which
 	 * is the first occurrence of a repeated phase or, without one, the
@@ -459,7 +460,14 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (ns > k->max_ns)
 				k->max_ns = ns;
 		}
+		gs_sites_event(&r->sites, &in, &ev, cur ? r->phases[cur].name : NULL);
 		track_memory(r, &ev, r->nevents);
+	}
+	/* Sync sites count only inside phases that repeat (per step). */
+	for (size_t i = 0; i < r->sites.sync.n; i++) {
+		struct gs_site *x = &r->sites.sync.v[i];
+		if (r->phases[phase_index(r, x->phase)].count < 2)
+			x->count = 0;
 	}
 	if (got < 0)
 		snprintf(r->input_error, sizeof(r->input_error), "%s", in.err);
@@ -548,6 +556,7 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 			t->gpu_max_ns = k->gpu_max_ns;
 	}
 	d->peak_reserved += s->peak_reserved; /* an upper bound across processes */
+	gs_sites_merge(&d->sites, &s->sites);
 }
 
 void gs_report_free(struct gs_report *r)
@@ -564,5 +573,6 @@ void gs_report_free(struct gs_report *r)
 	free(r->corr);
 	free(r->heap);
 	free(r->changes);
+	gs_sites_free(&r->sites);
 	memset(r, 0, sizeof(*r));
 }

@@ -14,6 +14,7 @@
 #include <cJSON.h>
 
 #include "input.h"
+#include "sites.h"
 
 struct gs_diag;
 
@@ -93,6 +94,7 @@ struct gs_report {
 	size_t nheap;
 	struct gs_phase_change *changes; /* ring of the latest phase changes */
 	uint64_t nchanges;
+	struct gs_sites sites;  /* call sites (events with stacks) */
 	char input_error[300];  /* the input stopped at a malformed line */
 	struct gs_diag *diag;
 	size_t ndiag;

@@ -200,8 +200,10 @@ static void memory(FILE *f, const struct gs_report *r)
 		if (r->total.alloc[i].count || i < 3)
 			fprintf(f, " %s %llu (%s)%s", alloc_names[i],
 				(unsigned long long)r->total.alloc[i].count,
-				gs_fmt_bytes(a, r->total.alloc[i].bytes), i < 2 ? "," : "");
-	fprintf(f, "; frees %llu (%s)\n", (unsigned long long)r->total.free.count,
+				gs_fmt_bytes(a, r->total.alloc[i].bytes),
+				i + 1 < GS_ALLOC_KINDS && (r->total.alloc[i + 1].count || i + 1 < 3) ? "," : "");
+	fprintf(f, r->total.alloc[GS_ALLOC_HOST].count ? "\n  frees %llu (%s)\n" : "; frees %llu (%s)\n",
+		(unsigned long long)r->total.free.count,
 		gs_fmt_bytes(b, r->total.free.bytes));
 	fprintf(f, "  peak reserved device memory: %s", gs_fmt_bytes(a, (uint64_t)(r->peak_reserved > 0 ? r->peak_reserved : 0)));
 	if (r->device_total)
@@ -210,6 +212,78 @@ static void memory(FILE *f, const struct gs_report *r)
 	if (r->nprocs > 1)
 		fprintf(f, " (sum of the processes' peaks)");
 	fprintf(f, "\n");
+}
+
+/* A stack, one frame a line, innermost first: up to `max` frames, and none
+ * of the C runtime's start-up frames. */
+static void stack_line(FILE *f, const char *indent, const char *frames, int max)
+{
+	int k = 0;
+	const char *p = frames;
+	for (; *p && k < max; k++) {
+		const char *e = strchr(p, '\n');
+		int n = e ? (int)(e - p) : (int)strlen(p);
+		if (!strncmp(p, "__libc_start", 12) || !strncmp(p, "_start+", 7))
+			return;
+		fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p, n > 86 ? "..." : "");
+		p += n + (e ? 1 : 0);
+	}
+	if (*p && strncmp(p, "__libc_start", 12))
+		fprintf(f, "%s...\n", indent);
+}
+
+static const char *site_kind(const struct gs_site *x, int is_copy)
+{
+	if (is_copy)
+		return x->mem == GSPY_DIR_d2h ? "d2h" : "h2d";
+	return x->mem == GSPY_MEM_pinned ? "pinned" : x->mem == GSPY_MEM_managed ? "managed" : "device";
+}
+
+static void site_list(FILE *f, const char *title, const struct gs_siteset *set, int by, int top,
+		      int is_copy)
+{
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(set, by, &v);
+	if (n) {
+		fprintf(f, "  %s\n", title);
+		for (size_t i = 0; i < n && i < (size_t)top; i++) {
+			char a[32], b[32], c[32];
+			const struct gs_site *x = v[i];
+			if (by == GS_BY_TIME)
+				fprintf(f, "    %s waits, %s in phase '%s':\n", gs_fmt_count(a, x->count),
+					gs_fmt_ns(b, x->host_ns), x->phase ? x->phase : "?");
+			else if (by == GS_BY_PEAK)
+				fprintf(f, "    %s in %s block%s at the peak:\n", gs_fmt_bytes(a, x->peak_bytes),
+					gs_fmt_count(b, x->peak_count), x->peak_count == 1 ? "" : "s");
+			else
+				fprintf(f, "    %s %s, %s, %s in the calls:\n", gs_fmt_count(a, x->count),
+					site_kind(x, is_copy), gs_fmt_bytes(b, x->bytes), gs_fmt_ns(c, x->host_ns));
+			stack_line(f, "      ", x->frames, 5);
+			if (x->host_alloc) {
+				fprintf(f, "      host buffer (%s) allocated at:\n", gs_fmt_bytes(a, x->host_alloc_bytes));
+				stack_line(f, "        ", x->host_alloc, 5);
+			}
+		}
+	}
+	free(v);
+}
+
+static void sites_section(FILE *f, const struct gs_report *r)
+{
+	if (!r->sites.any)
+		return;
+	fprintf(f, "\n  %sCall sites%s (innermost frame first)\n", bold, reset);
+	site_list(f, "Allocation sites by bytes", &r->sites.alloc, GS_BY_BYTES, 5, 0);
+	const struct gs_site **by_bytes, **by_count;
+	size_t nb = gs_sites_sorted(&r->sites.alloc, GS_BY_BYTES, &by_bytes);
+	size_t nc = gs_sites_sorted(&r->sites.alloc, GS_BY_COUNT, &by_count);
+	if (nb && nc && by_bytes[0] != by_count[0]) /* only when it says something new */
+		site_list(f, "Allocation sites by count", &r->sites.alloc, GS_BY_COUNT, 3, 0);
+	free(by_bytes);
+	free(by_count);
+	site_list(f, "Holding device memory at its peak", &r->sites.alloc, GS_BY_PEAK, 5, 0);
+	site_list(f, "Pageable copy sites", &r->sites.copy, GS_BY_BYTES, 5, 1);
+	site_list(f, "Waits inside repeated phases", &r->sites.sync, GS_BY_TIME, 5, 0);
 }
 
 static void gpu_section(FILE *f, const struct gs_report *r)
@@ -276,6 +350,7 @@ static void process_section(FILE *f, const struct gs_report *r)
 	kernels_table(f, r);
 	gpu_section(f, r);
 	memory(f, r);
+	sites_section(f, r);
 }
 
 /* Prints text wrapped at 100 columns, the first line after `first`, the
@@ -492,6 +567,7 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 		cJSON_AddNumberToObject(g, "graph_kernels", (double)r->graph_kernels);
 		cJSON_AddNumberToObject(g, "graph_kernel_ns", (double)r->graph_kernel_ns);
 	}
+	gs_sites_json(o, &r->sites);
 	cJSON *m = cJSON_AddObjectToObject(o, "memory");
 	cJSON_AddNumberToObject(m, "peak_reserved_bytes", (double)(r->peak_reserved > 0 ? r->peak_reserved : 0));
 	if (r->device_total)

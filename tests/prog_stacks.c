@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Known call chains for the call-stack tests (issue 6), on the runtime
+ * double (shared, or static with -DSTATIC_RT):
+ *   main -> load_batch -> make_host_buffer -> malloc(64 MiB)      host alloc
+ *   main -> load_batch -> upload -> cudaMemcpy (pageable h2d)     copy
+ *   main -> model_init -> alloc_weights -> cudaMalloc(64 MiB)     device alloc
+ *   main -> model_init -> alloc_staging -> cudaMallocHost(1 MiB)  pinned alloc
+ *   main -> train_step -> wait_for_gpu -> cudaDeviceSynchronize   sync
+ *   main -> train_step -> clear_grads -> cudaMemset               memset
+ * train_step runs `steps` times (argv[1], default 3), each in a phase
+ * "step". Prints the addresses
+ * it used so that the test can match them.
+ * With argv[2] = "threads", 8 threads each run the whole chain 200 times
+ * while host allocations are recorded (recursion and thread safety).
+ * With argv[2] = "symbols", prints which objects define backtrace and
+ * _Unwind_Backtrace for the process (libunwind must not take them over).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpuspy.h"
+
+#define NOINLINE __attribute__((noinline))
+/* Keeps a call from becoming a tail call, so that every frame stays. */
+#define KEEP() __asm__ volatile("" ::: "memory")
+
+static volatile int sink;
+
+NOINLINE static char *make_host_buffer(size_t n)
+{
+	char *p = malloc(n);
+	KEEP();
+	return p;
+}
+
+NOINLINE static int upload(void *dst, const char *src, size_t n)
+{
+	int rc = cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
+	KEEP();
+	return rc;
+}
+
+NOINLINE static int load_batch(void *dev, size_t n)
+{
+	char *host = make_host_buffer(n);
+	if (!host)
+		return 1;
+	memset(host, 1, 4096);
+	int rc = upload(dev, host, n);
+	free(host);
+	KEEP();
+	return rc;
+}
+
+NOINLINE static void *alloc_weights(size_t n)
+{
+	void *d = NULL;
+	cudaMalloc(&d, n);
+	KEEP();
+	return d;
+}
+
+NOINLINE static void *alloc_staging(size_t n)
+{
+	void *p = NULL;
+	cudaMallocHost(&p, n);
+	KEEP();
+	return p;
+}
+
+NOINLINE static void *model_init(void **staging)
+{
+	void *w = alloc_weights(64u << 20);
+	*staging = alloc_staging(1u << 20);
+	KEEP();
+	return w;
+}
+
+NOINLINE static int wait_for_gpu(void)
+{
+	int rc = cudaDeviceSynchronize();
+	KEEP();
+	return rc;
+}
+
+NOINLINE static int clear_grads(void *d)
+{
+	int rc = cudaMemset(d, 0, 4096);
+	KEEP();
+	return rc;
+}
+
+NOINLINE static int train_step(void *d)
+{
+	int rc = clear_grads(d) | wait_for_gpu();
+	KEEP();
+	return rc;
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200; i++) {
+		void *staging = NULL;
+		void *w = model_init(&staging);
+		sink += load_batch(w, 2u << 20) | train_step(w);
+		cudaFree(w);
+		cudaFreeHost(staging);
+		free(malloc(3u << 20)); /* a recorded host alloc and free */
+		free(malloc(100));      /* not recorded: under the minimum */
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 3;
+	if (argc > 2 && !strcmp(argv[2], "symbols")) {
+		const char *names[] = { "backtrace", "_Unwind_Backtrace" };
+		for (int i = 0; i < 2; i++) {
+			Dl_info di = { 0 };
+			void *p = dlsym(RTLD_DEFAULT, names[i]);
+			printf("%s %s\n", names[i], p && dladdr(p, &di) && di.dli_fname ? di.dli_fname : "(none)");
+		}
+		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[2], "threads")) {
+		pthread_t th[8];
+		for (int i = 0; i < 8; i++)
+			pthread_create(&th[i], NULL, worker, NULL);
+		for (int i = 0; i < 8; i++)
+			pthread_join(th[i], NULL);
+		printf("threads done %d\n", sink);
+		return 0;
+	}
+	void *staging = NULL;
+	void *w = model_init(&staging);
+	int rc = load_batch(w, 64u << 20);
+	for (int i = 0; i < steps; i++) {
+		GPUSPY_PHASE_PUSH("step");
+		rc |= train_step(w);
+		GPUSPY_PHASE_POP();
+	}
+	cudaFree(w);
+	cudaFreeHost(staging);
+	printf("weights %p staging %p rc %d\n", w, staging, rc);
+	return rc;
+}

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/* Call sites: see sites.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sites.h"
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		fputs("gpuspy: error: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p) {
+		fputs("gpuspy: error: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t key_hash(const char *frames, unsigned mem, const char *phase)
+{
+	uint64_t h = fnv(frames, 1469598103934665603ull ^ mem);
+	return phase ? fnv(phase, h * 31) : h;
+}
+
+static int same(const struct gs_site *x, const char *frames, unsigned mem, const char *phase)
+{
+	return x->mem == mem && !strcmp(x->frames, frames) &&
+	       ((!x->phase && !phase) || (x->phase && phase && !strcmp(x->phase, phase)));
+}
+
+static void reindex(struct gs_siteset *set)
+{
+	size_t cap = set->index_cap ? set->index_cap * 2 : 64;
+	size_t *ix = calloc(cap, sizeof(*ix));
+	if (!ix) {
+		fputs("gpuspy: error: out of memory\n", stderr);
+		exit(1);
+	}
+	for (size_t i = 0; i < set->n; i++) {
+		size_t k = key_hash(set->v[i].frames, set->v[i].mem, set->v[i].phase) & (cap - 1);
+		while (ix[k])
+			k = (k + 1) & (cap - 1);
+		ix[k] = i + 1;
+	}
+	free(set->index);
+	set->index = ix;
+	set->index_cap = cap;
+}
+
+/* The site of (frames, mem, phase), created on first use. */
+static size_t site(struct gs_siteset *set, const char *frames, unsigned mem, const char *phase)
+{
+	if ((set->n + 1) * 2 > set->index_cap)
+		reindex(set);
+	size_t k = key_hash(frames, mem, phase) & (set->index_cap - 1);
+	for (; set->index[k]; k = (k + 1) & (set->index_cap - 1))
+		if (same(&set->v[set->index[k] - 1], frames, mem, phase))
+			return set->index[k] - 1;
+	if (set->n == set->cap) {
+		set->cap = set->cap ? set->cap * 2 : 64;
+		set->v = xrealloc(set->v, set->cap * sizeof(*set->v));
+	}
+	struct gs_site *x = &set->v[set->n];
+	memset(x, 0, sizeof(*x));
+	x->frames = xstrdup(frames);
+	x->mem = (uint8_t)mem;
+	x->phase = phase ? xstrdup(phase) : NULL;
+	set->index[k] = ++set->n;
+	return set->n - 1;
+}
+
+/* CUDA's own libraries at the top of a stack say nothing about the caller:
+ * the site starts at the first frame outside them (the whole stack if all
+ * frames are inside). */
+static int cuda_internal(const char *f)
+{
+	return !strncmp(f, "cudart::", 8) || !strncmp(f, "__cudart", 8) || strstr(f, "(libcuda.so") ||
+	       strstr(f, "(libcudart.so") || !strncmp(f, "libcuda.so", 10) || !strncmp(f, "libcudart.so", 12);
+}
+
+static void join(const struct gs_stack *st, char *buf, size_t cap)
+{
+	size_t n = 0;
+	uint32_t i = 0;
+	while (i + 1 < st->n && cuda_internal(st->frames[i]))
+		i++;
+	buf[0] = 0;
+	for (; i < st->n && n + 2 < cap; i++) {
+		int k = snprintf(buf + n, cap - n, "%s%s", n ? "\n" : "", st->frames[i]);
+		if (k < 0 || (size_t)k >= cap - n)
+			break;
+		n += (size_t)k;
+	}
+}
+
+static void live_add(struct gs_live **v, size_t *n, size_t *cap, uint64_t addr, uint64_t bytes,
+		     size_t site_i)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		*v = xrealloc(*v, *cap * sizeof(**v));
+	}
+	(*v)[(*n)++] = (struct gs_live){ addr, bytes, site_i };
+}
+
+/* The live entry holding addr (containing = 1: addr anywhere inside). */
+static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int containing)
+{
+	for (size_t i = n; i-- > 0;)
+		if (containing ? addr >= v[i].addr && addr - v[i].addr < v[i].bytes : v[i].addr == addr)
+			return (long)i;
+	return -1;
+}
+
+void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev,
+		    const char *phase)
+{
+	int alloc = ev->kind == GSPY_KIND_alloc, free_ = ev->kind == GSPY_KIND_free;
+	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
+	char buf[16384];
+	if (st) {
+		s->any = 1;
+		join(st, buf, sizeof(buf));
+	}
+	int device = ev->mem == GSPY_MEM_device || ev->mem == GSPY_MEM_managed;
+	if (ev->result != 0)
+		return;
+	if (alloc && st) {
+		if (ev->mem == GSPY_MEM_host) {
+			size_t i = site(&s->host, buf, GSPY_MEM_host, NULL);
+			live_add(&s->hostlive, &s->nhost, &s->hostcap, ev->addr, ev->bytes, i);
+			return;
+		}
+		size_t i = site(&s->alloc, buf, ev->mem, NULL);
+		struct gs_site *x = &s->alloc.v[i];
+		x->count++;
+		x->bytes += ev->bytes;
+		x->host_ns += ev->end_ns - ev->start_ns;
+		if (device && ev->addr) {
+			x->live_bytes += ev->bytes;
+			x->live_count++;
+			live_add(&s->dev, &s->ndev, &s->devcap, ev->addr, ev->bytes, i);
+		}
+		return;
+	}
+	if (free_) {
+		int host = ev->mem == GSPY_MEM_host;
+		struct gs_live *v = host ? s->hostlive : s->dev;
+		size_t *n = host ? &s->nhost : &s->ndev;
+		long j = (host || device) ? live_find(v, *n, ev->addr, 0) : -1;
+		if (j < 0)
+			return;
+		if (!host) {
+			struct gs_site *x = &s->alloc.v[v[j].site];
+			x->live_bytes -= v[j].bytes;
+			x->live_count--;
+		}
+		v[j] = v[--*n];
+		return;
+	}
+	if (ev->kind == GSPY_KIND_copy && ev->mem == GSPY_MEM_pageable && st &&
+	    (ev->dir == GSPY_DIR_h2d || ev->dir == GSPY_DIR_d2h)) {
+		size_t i = site(&s->copy, buf, ev->dir, NULL);
+		struct gs_site *x = &s->copy.v[i];
+		x->count++;
+		x->bytes += ev->bytes;
+		x->host_ns += ev->end_ns - ev->start_ns;
+		long j = live_find(s->hostlive, s->nhost, ev->addr, 1);
+		if (j >= 0 && !x->host_alloc) {
+			x->host_alloc = xstrdup(s->host.v[s->hostlive[j].site].frames);
+			x->host_alloc_bytes = s->hostlive[j].bytes;
+		}
+		return;
+	}
+	if (ev->kind == GSPY_KIND_sync && st && phase) {
+		size_t i = site(&s->sync, buf, 0, phase); /* may move the array */
+		struct gs_site *x = &s->sync.v[i];
+		x->count++;
+		x->host_ns += ev->end_ns - ev->start_ns;
+	}
+}
+
+void gs_sites_peak(struct gs_sites *s)
+{
+	for (size_t i = 0; i < s->alloc.n; i++) {
+		s->alloc.v[i].peak_bytes = s->alloc.v[i].live_bytes;
+		s->alloc.v[i].peak_count = s->alloc.v[i].live_count;
+	}
+}
+
+static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct gs_site *a = &s->v[i];
+		size_t k = site(d, a->frames, a->mem, a->phase); /* may move the array */
+		struct gs_site *x = &d->v[k];
+		x->count += a->count;
+		x->bytes += a->bytes;
+		x->host_ns += a->host_ns;
+		x->peak_bytes += a->peak_bytes; /* an upper bound across processes */
+		x->peak_count += a->peak_count;
+		if (a->host_alloc && !x->host_alloc) {
+			x->host_alloc = xstrdup(a->host_alloc);
+			x->host_alloc_bytes = a->host_alloc_bytes;
+		}
+	}
+}
+
+void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s)
+{
+	merge_set(&d->alloc, &s->alloc);
+	merge_set(&d->copy, &s->copy);
+	merge_set(&d->sync, &s->sync);
+	d->any |= s->any;
+}
+
+static void free_set(struct gs_siteset *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		free(set->v[i].frames);
+		free(set->v[i].phase);
+		free(set->v[i].host_alloc);
+	}
+	free(set->v);
+	free(set->index);
+}
+
+void gs_sites_free(struct gs_sites *s)
+{
+	free_set(&s->alloc);
+	free_set(&s->copy);
+	free_set(&s->sync);
+	free_set(&s->host);
+	free(s->dev);
+	free(s->hostlive);
+	memset(s, 0, sizeof(*s));
+}
+
+static int sort_by;
+
+static uint64_t metric(const struct gs_site *x)
+{
+	switch (sort_by) {
+	case GS_BY_COUNT: return x->count;
+	case GS_BY_PEAK: return x->peak_bytes;
+	case GS_BY_TIME: return x->host_ns;
+	}
+	return x->bytes;
+}
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct gs_site *x = *(const struct gs_site *const *)a, *y = *(const struct gs_site *const *)b;
+	uint64_t p = metric(x), q = metric(y);
+	if (p != q)
+		return p > q ? -1 : 1;
+	return strcmp(x->frames, y->frames);
+}
+
+size_t gs_sites_sorted(const struct gs_siteset *set, int by, const struct gs_site ***out)
+{
+	const struct gs_site **v = xrealloc(NULL, (set->n + 1) * sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].count && (by != GS_BY_PEAK || set->v[i].peak_bytes))
+			v[n++] = &set->v[i];
+	sort_by = by;
+	qsort(v, n, sizeof(*v), cmp_site);
+	*out = v;
+	return n;
+}
+
+static cJSON *frames_json(const char *frames)
+{
+	cJSON *a = cJSON_CreateArray();
+	const char *p = frames;
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char *f = strndup(p, n);
+		if (f)
+			cJSON_AddItemToArray(a, cJSON_CreateString(f));
+		free(f);
+		p += n + (e ? 1 : 0);
+	}
+	return a;
+}
+
+static void list(cJSON *o, const char *name, const struct gs_siteset *set, int by)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name);
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(set, by, &v);
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_site *x = v[i];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddItemToObject(e, "stack", frames_json(x->frames));
+		cJSON_AddNumberToObject(e, "count", (double)(by == GS_BY_PEAK ? x->peak_count : x->count));
+		cJSON_AddNumberToObject(e, "bytes", (double)(by == GS_BY_PEAK ? x->peak_bytes : x->bytes));
+		cJSON_AddNumberToObject(e, "host_ns", (double)x->host_ns);
+		if (x->mem && by != GS_BY_TIME && name[0] != 'c')
+			cJSON_AddStringToObject(e, "mem", x->mem == GSPY_MEM_pinned ? "pinned"
+							  : x->mem == GSPY_MEM_managed ? "managed" : "device");
+		if (name[0] == 'c')
+			cJSON_AddStringToObject(e, "dir", x->mem == GSPY_DIR_d2h ? "d2h" : "h2d");
+		if (x->phase)
+			cJSON_AddStringToObject(e, "phase", x->phase);
+		if (x->host_alloc) {
+			cJSON_AddItemToObject(e, "host_alloc_stack", frames_json(x->host_alloc));
+			cJSON_AddNumberToObject(e, "host_alloc_bytes", (double)x->host_alloc_bytes);
+		}
+		cJSON_AddItemToArray(a, e);
+	}
+	free(v);
+}
+
+void gs_sites_json(cJSON *o, const struct gs_sites *s)
+{
+	list(o, "alloc_sites", &s->alloc, GS_BY_BYTES);
+	list(o, "peak_sites", &s->alloc, GS_BY_PEAK);
+	list(o, "copy_sites", &s->copy, GS_BY_BYTES);
+	list(o, "sync_sites", &s->sync, GS_BY_TIME);
+}

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbolization of recorded call stacks with libdwfl, offline: the trace's
+ * module entries say which file was loaded at which bias, and libdwfl reads
+ * that file's symbols and DWARF (or its separate debug file, by build id).
+ */
+#include <elfutils/libdwfl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "demangle.h"
+#include "symbolize.h"
+
+struct module {
+	uint64_t start, end, bias;
+	const char *path;
+};
+
+struct pc_slot {
+	uint64_t pc;
+	char *text;
+};
+
+struct stack_slot {
+	uint32_t id;
+	struct gs_stack *stack;
+};
+
+struct gs_symbolizer {
+	const struct gs_trace *t;
+	struct module *mods;
+	size_t nmods;
+	Dwfl *dwfl;
+	int dwfl_tried;
+	struct pc_slot *pcs; /* open addressing, power of two */
+	size_t npcs, pcs_cap;
+	struct stack_slot *stacks;
+	size_t nstacks, stacks_cap;
+};
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p) {
+		fputs("gpuspy: error: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+static void *xcalloc(size_t n, size_t k)
+{
+	void *p = calloc(n, k);
+	if (!p) {
+		fputs("gpuspy: error: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+struct gs_symbolizer *gs_sym_open(const struct gs_trace *t)
+{
+	struct gs_symbolizer *s = xcalloc(1, sizeof(*s));
+	s->t = t;
+	size_t cap = 0;
+	for (uint32_t id = gs_trace_next_entry(t, 0); id; id = gs_trace_next_entry(t, id)) {
+		const unsigned char *d;
+		uint32_t len;
+		struct gspy_module_entry m;
+		if (!gs_trace_entry(t, id, &d, &len) || len < sizeof(m) || d[0] != GSPY_ENTRY_MODULE)
+			continue;
+		memcpy(&m, d, sizeof(m));
+		if (s->nmods == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct module *n = realloc(s->mods, cap * sizeof(*n));
+			if (!n)
+				break;
+			s->mods = n;
+		}
+		s->mods[s->nmods++] = (struct module){ m.start, m.end, m.bias, (const char *)d + sizeof(m) };
+	}
+	return s;
+}
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static Dwfl *dwfl_of(struct gs_symbolizer *s)
+{
+	if (s->dwfl_tried)
+		return s->dwfl;
+	s->dwfl_tried = 1;
+	Dwfl *d = dwfl_begin(&callbacks);
+	if (!d)
+		return NULL;
+	dwfl_report_begin(d);
+	/* Newest first: an address maps to the latest module loaded there. */
+	for (size_t i = s->nmods; i-- > 0;) {
+		const char *p = s->mods[i].path;
+		const char *base = strrchr(p, '/');
+		if (p[0] == '/')
+			dwfl_report_elf(d, base ? base + 1 : p, p, -1, s->mods[i].bias, false);
+	}
+	dwfl_report_end(d, NULL, NULL);
+	s->dwfl = d;
+	return d;
+}
+
+static const struct module *module_of(const struct gs_symbolizer *s, uint64_t a)
+{
+	for (size_t i = s->nmods; i-- > 0;)
+		if (a >= s->mods[i].start && a < s->mods[i].end)
+			return &s->mods[i];
+	return NULL;
+}
+
+static const char *basename_of(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+/* One return address, rendered. */
+static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
+{
+	uint64_t a = pc ? pc - 1 : 0; /* the call instruction, not the return */
+	const struct module *mod = module_of(s, a);
+	Dwfl *d = dwfl_of(s);
+	Dwfl_Module *m = d ? dwfl_addrmodule(d, a) : NULL;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *fn = m ? dwfl_module_addrinfo(m, a, &off, &sym, NULL, NULL, NULL) : NULL;
+	Dwfl_Line *l = m ? dwfl_module_getsrc(m, a) : NULL;
+	int line = 0;
+	const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+	char buf[4096];
+	if (fn && file && line > 0)
+		snprintf(buf, sizeof(buf), "%s (%s:%d)", gs_demangle(fn), basename_of(file), line);
+	else if (fn)
+		snprintf(buf, sizeof(buf), "%s+0x%llx (%s)", gs_demangle(fn), (unsigned long long)off,
+			 mod ? basename_of(mod->path) : "?");
+	else if (mod)
+		snprintf(buf, sizeof(buf), "%s+0x%llx", basename_of(mod->path),
+			 (unsigned long long)(a - mod->bias));
+	else
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)a);
+	return xstrdup(buf);
+}
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	return x ^ (x >> 33);
+}
+
+static const char *frame_text(struct gs_symbolizer *s, uint64_t pc)
+{
+	if ((s->npcs + 1) * 2 > s->pcs_cap) {
+		size_t cap = s->pcs_cap ? s->pcs_cap * 2 : 1024;
+		struct pc_slot *n = xcalloc(cap, sizeof(*n));
+		for (size_t i = 0; i < s->pcs_cap; i++) {
+			if (!s->pcs[i].text)
+				continue;
+			size_t k = hash64(s->pcs[i].pc) & (cap - 1);
+			while (n[k].text)
+				k = (k + 1) & (cap - 1);
+			n[k] = s->pcs[i];
+		}
+		free(s->pcs);
+		s->pcs = n;
+		s->pcs_cap = cap;
+	}
+	size_t k = hash64(pc) & (s->pcs_cap - 1);
+	while (s->pcs[k].text) {
+		if (s->pcs[k].pc == pc)
+			return s->pcs[k].text;
+		k = (k + 1) & (s->pcs_cap - 1);
+	}
+	s->pcs[k].pc = pc;
+	s->pcs[k].text = render_pc(s, pc);
+	s->npcs++;
+	return s->pcs[k].text;
+}
+
+/* "function (file)" and a line -> "function (file:line)". */
+static char *python_frame(const char *code, uint32_t line)
+{
+	char buf[2048];
+	size_t n = strlen(code);
+	if (n >= 2 && code[n - 1] == ')' && n < sizeof(buf) - 16)
+		snprintf(buf, sizeof(buf), "%.*s:%u)", (int)(n - 1), code, line);
+	else
+		snprintf(buf, sizeof(buf), "%s:%u", code, line);
+	return xstrdup(buf);
+}
+
+static struct gs_stack *build(struct gs_symbolizer *s, uint32_t id)
+{
+	const unsigned char *d;
+	uint32_t len;
+	struct gspy_stack_entry h;
+	if (!gs_trace_entry(s->t, id, &d, &len) || len < sizeof(h) || d[0] != GSPY_ENTRY_STACK)
+		return NULL;
+	memcpy(&h, d, sizeof(h));
+	if (len != sizeof(h) + (size_t)h.native * 8 + (size_t)h.python * 8)
+		return NULL;
+	struct gs_stack *st = xcalloc(1, sizeof(*st));
+	st->frames = xcalloc((size_t)h.native + h.python + 1, sizeof(char *));
+	const unsigned char *p = d + sizeof(h), *py = p + (size_t)h.native * 8;
+	/* Python frames take the place of the interpreter's own frames. */
+	for (uint32_t i = 0; i < h.native; i++) {
+		uint64_t pc;
+		memcpy(&pc, p + (size_t)i * 8, 8);
+		const char *f = frame_text(s, pc);
+		if (h.python && !strncmp(f, "_PyEval_EvalFrame", 17))
+			break;
+		st->frames[st->n++] = xstrdup(f);
+	}
+	for (uint32_t i = 0; i < h.python; i++) {
+		uint32_t pair[2];
+		memcpy(pair, py + (size_t)i * 8, 8);
+		st->frames[st->n++] = python_frame(gs_trace_string(s->t, pair[0]), pair[1]);
+	}
+	return st;
+}
+
+const struct gs_stack *gs_sym_stack(struct gs_symbolizer *s, uint32_t id)
+{
+	if (!s || !id)
+		return NULL;
+	if ((s->nstacks + 1) * 2 > s->stacks_cap) {
+		size_t cap = s->stacks_cap ? s->stacks_cap * 2 : 256;
+		struct stack_slot *n = xcalloc(cap, sizeof(*n));
+		for (size_t i = 0; i < s->stacks_cap; i++) {
+			if (!s->stacks[i].id)
+				continue;
+			size_t k = hash64(s->stacks[i].id) & (cap - 1);
+			while (n[k].id)
+				k = (k + 1) & (cap - 1);
+			n[k] = s->stacks[i];
+		}
+		free(s->stacks);
+		s->stacks = n;
+		s->stacks_cap = cap;
+	}
+	size_t k = hash64(id) & (s->stacks_cap - 1);
+	while (s->stacks[k].id) {
+		if (s->stacks[k].id == id)
+			return s->stacks[k].stack;
+		k = (k + 1) & (s->stacks_cap - 1);
+	}
+	s->stacks[k].id = id;
+	s->stacks[k].stack = build(s, id);
+	s->nstacks++;
+	return s->stacks[k].stack;
+}
+
+void gs_sym_close(struct gs_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->pcs_cap; i++)
+		free(s->pcs[i].text);
+	for (size_t i = 0; i < s->stacks_cap; i++) {
+		struct gs_stack *st = s->stacks[i].stack;
+		if (!st)
+			continue;
+		for (uint32_t j = 0; j < st->n; j++)
+			free(st->frames[j]);
+		free(st->frames);
+		free(st);
+	}
+	free(s->pcs);
+	free(s->stacks);
+	free(s->mods);
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	free(s);
+}
