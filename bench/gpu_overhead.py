@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 """Overhead of tracing on the H200 (issue 5, point 6). For the FIELD-NOTES
 MLP loop and the conv loop (tests/gpu/loops.py), ROUNDS interleaved rounds of
-five runs each: untraced; gpuspy without CUPTI; gpuspy with CUPTI; a bare
+six runs each: untraced; gpuspy without CUPTI (call stacks on, its default);
+the same with GPUSPY_STACKS=0; gpuspy with CUPTI; a bare
 CUPTI collector enabling the same activity kinds and nothing else
-(tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Each run prints
-its steps/s; the table gives medians of per-round ratios to the untraced run
-of the same round, and trace bytes per step.
+(tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Each run's rate
+is the median of its 50-step windows (loops.py); the table gives medians of
+per-round ratios to the untraced run of the same round, and trace bytes per
+step. MODES=a,b,... runs a subset (untraced is always needed).
 Usage (repository root, on the GPU machine, after cupti_check.sh built the
 counter): python3 bench/gpu_overhead.py WORKDIR OUTDIR"""
 import glob
@@ -22,7 +24,8 @@ ROUNDS = int(os.environ.get("ROUNDS", "5"))
 STEPS = {"mlp": int(os.environ.get("MLP_STEPS", "300")), "conv": int(os.environ.get("CONV_STEPS", "100"))}
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
-MODES = ["untraced", "gpuspy", "gpuspy+cupti", "bare cupti", "torch.profiler"]
+MODES = ["untraced", "gpuspy", "gpuspy no stacks", "gpuspy+cupti", "bare cupti", "torch.profiler"]
+MODES = [m for m in MODES if m in os.environ.get("MODES", ",".join(MODES)).split(",")]
 
 
 def run(loop, mode, r):
@@ -33,12 +36,14 @@ def run(loop, mode, r):
     if mode.startswith("gpuspy"):
         env["LD_PRELOAD"] = LIB
         env["GPUSPY_CUPTI"] = "on" if mode == "gpuspy+cupti" else "off"
+        if mode == "gpuspy no stacks":
+            env["GPUSPY_STACKS"] = "0"
     elif mode == "bare cupti":
         env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
     elif mode == "torch.profiler":
         args.append("--profile")
     p = subprocess.run(args, env=env, cwd=d, capture_output=True, text=True, timeout=300)
-    line = [l for l in p.stdout.splitlines() if l.startswith("steps_per_s")]
+    line = [l for l in p.stdout.splitlines() if l.startswith("window_steps_per_s")]
     if p.returncode or not line:
         raise SystemExit(f"{loop} {mode}: failed: {p.stderr[-800:]}")
     size = 0
@@ -72,7 +77,8 @@ def main():
             with open(os.path.join(OUT, "overhead_rounds.txt"), "a") as f:
                 f.write(line + "\n")
         raw[loop] = {"rates": rates, "ratios": ratios, "sizes": sizes}
-        bare = [a / b for a, b in zip(ratios["gpuspy+cupti"], ratios["bare cupti"])]
+        bare = ([a / b for a, b in zip(ratios["gpuspy+cupti"], ratios["bare cupti"])]
+                if "bare cupti" in ratios and "gpuspy+cupti" in ratios else [0])
         for m in MODES:
             per_step = statistics.median(sizes[m]) / STEPS[loop] if any(sizes[m]) else 0
             rows.append(f"| {loop} | {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratios[m]):.3f} | "
@@ -81,8 +87,9 @@ def main():
         rows.append(f"| {loop} | gpuspy+cupti / bare cupti | | {statistics.median(bare):.3f} | "
                     f"{min(bare):.3f}..{max(bare):.3f} | |")
     text = "\n".join([
-        f"H200, {ROUNDS} interleaved rounds (order reversed every other round); steps/s of the timed "
-        f"steps after 10 warm-up steps (mlp {STEPS['mlp']}, conv {STEPS['conv']}); ratio = run / untraced "
+        f"H200, {ROUNDS} interleaved rounds (order reversed every other round); steps/s = median over "
+        f"50-step windows of the timed steps after 10 warm-up steps (mlp {STEPS['mlp']}, conv "
+        f"{STEPS['conv']}); ratio = run / untraced "
         "run of the same round, median over rounds; trace bytes per step = gpuspy's used bytes "
         "(header, strings, claimed chunks) or torch.profiler's Chrome trace.", "",
         "| loop | mode | steps/s (median) | ratio to untraced (median) | min..max | trace bytes/step |",

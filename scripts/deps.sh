@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs what building and testing gpuspy needs, when it is missing, from
-# Debian's packages: a C compiler, make, pkg-config, cJSON, libunwind and
+# Debian's packages: a C compiler, make, pkg-config, cJSON, libunwind, elfutils (libdw) and
 # python3 (the test runner). The CUDA toolkit's headers are expected at
 # $CUDA_HOME (default /usr/local/cuda); no GPU or driver is needed.
 set -e
@@ -12,6 +12,7 @@ command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 [ -f /usr/include/cjson/cJSON.h ] || missing="$missing libcjson-dev"
 [ -f /usr/include/libunwind.h ] || [ -f /usr/include/x86_64-linux-gnu/libunwind.h ] || missing="$missing libunwind-dev"
+[ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
 # Debian's CPU-only PyTorch, for the tests of the PyTorch phase hooks.
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
 	missing="$missing python3-torch"

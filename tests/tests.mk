@@ -80,9 +80,14 @@ bench: deps
 
 # What tests/gpu/run.sh needs from this machine: the gpuspy command and the
 # cJSON library it links (the GPU image has no cJSON).
+# Libraries the GPU image may lack, for tools/gpuspy (cJSON, elfutils) and for
+# libgpuspy's call stacks (libunwind, dlopen'ed): carried in .gpu/lib.
+GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8
 gpu-carry: tools/gpuspy
 	@mkdir -p .gpu/lib
-	cp -L $$(ldconfig -p | awk '/libcjson.so.1 /{print $$NF; exit}') .gpu/lib/libcjson.so.1
+	@for l in $(GPU_CARRY_LIBS); do \
+		cp -L $$(ldconfig -p | awk -v l="$$l" '$$1 == l {print $$NF; exit}') .gpu/lib/$$l || exit 1; \
+	done
 
 .PHONY: gpu-carry
 

@@ -4,10 +4,12 @@
         (launch-bound, ~40 kernels per ~1 ms step);
   conv: a small conv net fed by a DataLoader (0 workers, no pinning).
 Usage: loops.py mlp|conv [--steps N] [--warmup W] [--profile]
-Prints "steps_per_s X" for the steps after warm-up; --profile wraps them in
-torch.profiler (CUDA activity only) and writes prof.json in the cwd."""
+Prints "steps_per_s X" for the steps after warm-up, and "window_steps_per_s
+Y": the median over windows of --window steps (the device synchronised at
+each window's end), which a stall of the shared machine moves less;
+--profile wraps them in torch.profiler (CUDA activity only) and writes
+prof.json in the cwd."""
 import argparse
-import os
 import time
 
 import torch
@@ -17,6 +19,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("loop", choices=("mlp", "conv"))
 ap.add_argument("--steps", type=int, default=300)
 ap.add_argument("--warmup", type=int, default=10)
+ap.add_argument("--window", type=int, default=50)
 ap.add_argument("--profile", action="store_true")
 a = ap.parse_args()
 torch.manual_seed(0)
@@ -63,11 +66,21 @@ if a.profile:
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
     prof.__enter__()
 t0 = time.monotonic()
-for _ in range(a.steps):
+windows = []
+tw = t0
+for i in range(a.steps):
     step()
+    if (i + 1) % a.window == 0:
+        torch.cuda.synchronize()
+        now = time.monotonic()
+        windows.append(a.window / (now - tw))
+        tw = now
 torch.cuda.synchronize()
 t = time.monotonic() - t0
 if a.profile:
     prof.__exit__(None, None, None)
     prof.export_chrome_trace("prof.json")
 print(f"steps_per_s {a.steps / t:.2f}")
+if windows:
+    windows.sort()
+    print(f"window_steps_per_s {windows[len(windows) // 2]:.2f}")

@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: MIT
+"""Checks of issue 6 on the H200, from tests/gpu/stacks.sh's outputs.
+Usage: check_stacks.py WORKDIR. One line per check or measurement; exit 1
+if a check fails."""
+import glob
+import json
+import os
+import sys
+
+work = sys.argv[1]
+bad = 0
+
+
+def check(what, cond, detail=""):
+    global bad
+    print(f"{'ok  ' if cond else 'FAIL'} {what}{(': ' + detail) if detail else ''}")
+    bad += not cond
+
+
+def fn(frame):
+    return frame.split(" (")[0].split("+0x")[0]
+
+
+def dump(name):
+    files = [f for f in glob.glob(os.path.join(work, name, "*.jsonl"))]
+    events, stacks = [], {}
+    for f in files:
+        lines = [json.loads(l) for l in open(f)]
+        events += [l for l in lines[1:] if l["type"] == "event"]
+        stacks.update({(f, l["id"]): l["frames"] for l in lines[1:] if l["type"] == "stack"})
+    return events, {k[1]: v for k, v in stacks.items()}
+
+
+def report(name):
+    return json.load(open(os.path.join(work, name + ".report.json")))
+
+
+# (a) CUDA C: the pageable copy site and the malloc of its buffer.
+src = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "pinned_vs_pageable.cu")
+malloc_line = [i + 1 for i, l in enumerate(open(src)) if "malloc(n)" in l][0]
+copy_line = [i + 1 for i, l in enumerate(open(src)) if "cudaMemcpy(dev, pageable" in l][0]
+o = report("pinned")
+cp = o["copy_sites"]
+check("pinned_vs_pageable: one pageable copy site, 10 copies of 64 MiB",
+      len(cp) == 1 and cp[0]["count"] == 10 and cp[0]["bytes"] == 10 << 26, json.dumps(cp)[:300])
+check("pinned_vs_pageable: the copy site is main at the cudaMemcpy line",
+      cp and cp[0]["stack"][0] == f"main (pinned_vs_pageable.cu:{copy_line})", cp and cp[0]["stack"][0])
+check("pinned_vs_pageable: its buffer was malloc'ed at the malloc line",
+      cp and cp[0].get("host_alloc_stack", [""])[0] == f"main (pinned_vs_pageable.cu:{malloc_line})",
+      cp and str(cp[0].get("host_alloc_stack"))[:200])
+al = {(a["mem"], a["count"], a["bytes"]) for a in o["alloc_sites"]}
+check("pinned_vs_pageable: device and pinned allocation sites", al == {("device", 1, 1 << 26), ("pinned", 1, 1 << 26)},
+      str(al))
+
+# (b) PyTorch MLP through a DataLoader.
+ev, stacks = dump("mlp")
+kinds = {}
+for e in ev:
+    if e["kind"] in ("alloc", "free", "copy", "memset", "sync"):
+        k = kinds.setdefault(e["kind"], [0, 0, 0])
+        k[0] += 1
+        if "stack" in e:
+            k[1] += 1
+            if any(".py:" in f for f in stacks.get(e["stack"], [])):
+                k[2] += 1
+for k, (n, s, p) in sorted(kinds.items()):
+    print(f"     mlp: {k}: {n} events, {s} with a stack, {p} with Python frames")
+check("mlp: every alloc/free/copy/memset/sync has a stack", all(n == s for n, s, _ in kinds.values()))
+syms = sum(1 for fr in stacks.values() for f in fr if "libtorch" in f or "c10::" in f or "at::" in f)
+check("mlp: stacks symbolized into PyTorch's libraries", syms > 0, f"{syms} frames")
+o = report("mlp")
+for key in ("alloc_sites", "peak_sites", "copy_sites", "sync_sites"):
+    top = o[key][0] if o[key] else None
+    print(f"     mlp: {key}: {len(o[key])} sites; top: " +
+          (f"count {top['count']} bytes {top['bytes']} stack {[fn(f) for f in top['stack'][:4]]}" if top else "-"))
+check("mlp: allocation and peak sites", o["alloc_sites"] and o["peak_sites"])
+check("mlp: pageable copy sites", o["copy_sites"])
+withhost = [c for c in o["copy_sites"] if c.get("host_alloc_stack")]
+print(f"     mlp: {len(withhost)} of {len(o['copy_sites'])} copy sites tied to a host allocation")
+
+# (c) examples/train.py
+o = report("train")
+print(f"     train: {len(o['copy_sites'])} copy sites, "
+      f"{sum(1 for c in o['copy_sites'] if c.get('host_alloc_stack'))} tied to a host allocation")
+for c in o["copy_sites"][:2]:
+    print(f"     train: copy {c['count']} x {c['bytes']} B at {c['stack'][:3]}; buffer from "
+          f"{c.get('host_alloc_stack', [])[:6]}")
+sys.exit(1 if bad else 0)
