@@ -114,6 +114,32 @@ static int exec_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *h
 	return *hi > *lo;
 }
 
+/* The object's GNU build id, from its loaded PT_NOTE segments. */
+static void build_id(const struct dl_phdr_info *info, struct gspy_module_entry *m)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		if (p->p_type != PT_NOTE)
+			continue;
+		const unsigned char *n = (const unsigned char *)(info->dlpi_addr + p->p_vaddr);
+		const unsigned char *end = n + p->p_memsz;
+		while (n + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)n;
+			const unsigned char *name = n + sizeof(*h);
+			const unsigned char *desc = name + ((h->n_namesz + 3) & ~3u);
+			if (desc + h->n_descsz > end)
+				break;
+			if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+			    h->n_descsz <= sizeof(m->build_id)) {
+				memcpy(m->build_id, desc, h->n_descsz);
+				m->build_id_len = (uint8_t)h->n_descsz;
+				return;
+			}
+			n = desc + ((h->n_descsz + 3) & ~3u);
+		}
+	}
+}
+
 /* Called with the loader's lock held: records every object not yet known.
  * Our lock is never held while waiting for the loader's. */
 static int mod_scan(struct dl_phdr_info *info, size_t size, void *arg)
@@ -130,6 +156,7 @@ static int mod_scan(struct dl_phdr_info *info, size_t size, void *arg)
 	m->bias = info->dlpi_addr;
 	m->start = lo;
 	m->end = hi;
+	build_id(info, m);
 	char *name = path + sizeof(*m);
 	size_t cap = sizeof(path) - sizeof(*m) - 1, n = 0;
 	if (info->dlpi_name && info->dlpi_name[0]) {

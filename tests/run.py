@@ -1299,6 +1299,29 @@ def stacks_threads_recursion_and_limits(tmp):
 
 
 @test
+def stacks_refuse_a_changed_binary(tmp):
+    """The reader symbolizes a module only if its build id is the one the
+    trace recorded: a program rebuilt since keeps module+offset frames, with
+    one warning, never wrong names."""
+    exe = os.path.join(tmp, "prog_copy")
+    shutil.copy(os.path.join(BIN, "prog_stacks"), exe)
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1", LD_PRELOAD=PRELOAD_PREFIX + LIB)
+    subprocess.run([exe, "2"], env=e, check=True, capture_output=True, timeout=TIMEOUT)
+    trace = os.path.join(tmp, traces(tmp)[0])
+    _, stacks = dump_stacks(trace)
+    check(any(f.startswith("alloc_weights (prog_stacks.c:") for fr in stacks.values() for f in fr),
+          "not symbolized while the binary is unchanged")
+    os.unlink(exe)
+    shutil.copy(os.path.join(BIN, "prog_stacks_static"), exe)  # another build at the same path
+    p = subprocess.run([GPUSPY, "dump", trace], capture_output=True, text=True, timeout=TIMEOUT)
+    frames = [f for l in p.stdout.splitlines() if '"type":"stack"' in l for f in json.loads(l)["frames"]]
+    check(p.returncode == 0 and "build id differs" in p.stderr and p.stderr.count("warning") == 1,
+          f"no single warning: {p.stderr!r}")
+    check(not any("prog_stacks.c" in f for f in frames) and any(f.startswith("prog_copy+0x") for f in frames),
+          f"frames of the changed binary: {frames[:6]}")
+
+
+@test
 def stacks_options(tmp):
     """GPUSPY_STACKS=0 records none; GPUSPY_STACK_DEPTH caps the frames;
     GPUSPY_STACK_LAUNCHES=N gives exactly 1 launch in N a stack; libunwind
@@ -1317,7 +1340,7 @@ def stacks_options(tmp):
     check(all("stack" in e for e in ev if e["kind"] in ("alloc", "free", "sync")), "alloc/free/sync stack")
     p = run("prog_stacks", ["1", "symbols"], tmp=tmp)
     got = dict(l.split(" ", 1) for l in p.stdout.splitlines())
-    check("libc.so" in got["backtrace"] and "unwind" not in got["_Unwind_Backtrace"],
+    check("libunwind" not in got["backtrace"] and "libunwind" not in got["_Unwind_Backtrace"],
           f"backtrace symbols taken over: {got}")
 
 

@@ -214,18 +214,29 @@ static void memory(FILE *f, const struct gs_report *r)
 	fprintf(f, "\n");
 }
 
-/* A stack, one frame a line, innermost first: up to `max` frames, and none
- * of the C runtime's start-up frames. */
+/* A stack, one frame a line, innermost first: up to `max` frames, none of
+ * the C runtime's start-up frames. With Python frames, the two innermost
+ * native frames, then the Python ones (the line in the user's script). */
 static void stack_line(FILE *f, const char *indent, const char *frames, int max)
 {
-	int k = 0;
+	int k = 0, py = strstr(frames, ".py:") != NULL, skipped = 0;
 	const char *p = frames;
-	for (; *p && k < max; k++) {
+	for (; *p && k < max; ) {
 		const char *e = strchr(p, '\n');
 		int n = e ? (int)(e - p) : (int)strlen(p);
 		if (!strncmp(p, "__libc_start", 12) || !strncmp(p, "_start+", 7))
 			return;
-		fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p, n > 86 ? "..." : "");
+		int is_py = memmem(p, (size_t)n, ".py:", 4) != NULL;
+		if (py && k >= 2 && !is_py) {
+			skipped = 1;
+		} else {
+			if (skipped)
+				fprintf(f, "%s...\n", indent);
+			skipped = 0;
+			fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p,
+				n > 86 ? "..." : "");
+			k++;
+		}
 		p += n + (e ? 1 : 0);
 	}
 	if (*p && strncmp(p, "__libc_start", 12))

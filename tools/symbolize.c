@@ -5,7 +5,9 @@
  * that file's symbols and DWARF (or its separate debug file, by build id).
  */
 #include <elfutils/libdwfl.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,8 @@
 struct module {
 	uint64_t start, end, bias;
 	const char *path;
+	const unsigned char *build_id;
+	int build_id_len;
 };
 
 struct pc_slot {
@@ -32,7 +36,9 @@ struct gs_symbolizer {
 	struct module *mods;
 	size_t nmods;
 	Dwfl *dwfl;
-	int dwfl_tried;
+	int dwfl_tried, warned;
+	Dwfl_Module **stale; /* reported, but another build than the trace's */
+	size_t nstale;
 	struct pc_slot *pcs; /* open addressing, power of two */
 	size_t npcs, pcs_cap;
 	struct stack_slot *stacks;
@@ -78,7 +84,9 @@ struct gs_symbolizer *gs_sym_open(const struct gs_trace *t)
 				break;
 			s->mods = n;
 		}
-		s->mods[s->nmods++] = (struct module){ m.start, m.end, m.bias, (const char *)d + sizeof(m) };
+		s->mods[s->nmods++] = (struct module){ m.start, m.end, m.bias, (const char *)d + sizeof(m),
+						       d + offsetof(struct gspy_module_entry, build_id),
+						       m.build_id_len <= sizeof(m.build_id) ? m.build_id_len : 0 };
 	}
 	return s;
 }
@@ -98,12 +106,33 @@ static Dwfl *dwfl_of(struct gs_symbolizer *s)
 	if (!d)
 		return NULL;
 	dwfl_report_begin(d);
-	/* Newest first: an address maps to the latest module loaded there. */
+	/* Newest first: an address maps to the latest module loaded there. A
+	 * path must be a regular file (a hostile trace may name /dev/tty) and,
+	 * when the trace has its build id, the same build: a library updated
+	 * since would give wrong names, so its frames stay module+offset. */
 	for (size_t i = s->nmods; i-- > 0;) {
-		const char *p = s->mods[i].path;
+		const struct module *mi = &s->mods[i];
+		const char *p = mi->path;
 		const char *base = strrchr(p, '/');
-		if (p[0] == '/')
-			dwfl_report_elf(d, base ? base + 1 : p, p, -1, s->mods[i].bias, false);
+		struct stat st;
+		if (p[0] != '/' || stat(p, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		Dwfl_Module *m = dwfl_report_elf(d, base ? base + 1 : p, p, -1, mi->bias, false);
+		const unsigned char *id;
+		GElf_Addr vaddr;
+		if (m && mi->build_id_len) {
+			int n = dwfl_module_build_id(m, &id, &vaddr);
+			if (n != mi->build_id_len || memcmp(id, mi->build_id, (size_t)n) != 0) {
+				if (!s->warned++)
+					fprintf(stderr, "gpuspy: warning: %s changed since the trace was "
+						"taken (build id differs); its frames are not symbolized\n", p);
+				Dwfl_Module **v = realloc(s->stale, (s->nstale + 1) * sizeof(*v));
+				if (v) {
+					s->stale = v;
+					s->stale[s->nstale++] = m;
+				}
+			}
+		}
 	}
 	dwfl_report_end(d, NULL, NULL);
 	s->dwfl = d;
@@ -131,6 +160,9 @@ static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 	const struct module *mod = module_of(s, a);
 	Dwfl *d = dwfl_of(s);
 	Dwfl_Module *m = d ? dwfl_addrmodule(d, a) : NULL;
+	for (size_t i = 0; m && i < s->nstale; i++)
+		if (s->stale[i] == m)
+			m = NULL;
 	GElf_Off off = 0;
 	GElf_Sym sym;
 	const char *fn = m ? dwfl_module_addrinfo(m, a, &off, &sym, NULL, NULL, NULL) : NULL;
@@ -278,7 +310,10 @@ void gs_sym_close(struct gs_symbolizer *s)
 	free(s->pcs);
 	free(s->stacks);
 	free(s->mods);
-	if (s->dwfl)
-		dwfl_end(s->dwfl);
+	free(s->stale);
+	/* No dwfl_end(): elfutils 0.188 (Debian 12) sometimes frees an invalid
+	 * pointer in elf_end() when a module's separate debug file was read
+	 * (libc with libc6-dbg, about 1 run in 10 with address randomisation).
+	 * The handles are left to process exit: one per input trace. */
 	free(s);
 }

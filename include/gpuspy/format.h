@@ -22,7 +22,8 @@
  *           Stored once per distinct stack; records refer to it by id.
  *   module  (GSPY_ENTRY_MODULE): struct gspy_module_entry, then the path
  *           (NUL-terminated). A loaded object whose code a stack touched;
- *           an address maps to the latest module entry covering it.
+ *           an address maps to the latest module entry covering it. Its
+ *           build id lets the reader refuse a file that changed since.
  *
  * A chunk belongs to one thread: a gspy_chunk header followed by fixed-size
  * gspy_record slots. Writers fill a slot, then store-release the chunk's
@@ -381,9 +382,11 @@ struct gspy_stack_entry {
 
 struct gspy_module_entry {
 	uint8_t type;  /* GSPY_ENTRY_MODULE */
-	uint8_t pad[7];
+	uint8_t build_id_len; /* bytes of build_id used, 0 = none */
+	uint8_t pad[6];
 	uint64_t bias; /* load bias: file virtual address + bias = address */
 	uint64_t start, end; /* the executable mapping's address range */
+	uint8_t build_id[24]; /* NT_GNU_BUILD_ID: the reader checks the file */
 };
 
 /* Per-thread chunk header, 64 bytes, followed by records. */

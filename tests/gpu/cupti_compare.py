@@ -14,7 +14,8 @@ def events(d):
     for f in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
         for line in open(f):
             e = json.loads(line)
-            (procs if e["type"] == "process" else ev).append(e)
+            if e["type"] in ("process", "event"):  # not the stack lines
+                (procs if e["type"] == "process" else ev).append(e)
     return procs, ev
 
 

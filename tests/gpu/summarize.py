@@ -24,6 +24,8 @@ def gpuspy_counts(case_dir):
                 if e["type"] == "process":
                     procs.append({k: e[k] for k in ("pid", "events", "dropped", "clean_exit")})
                     continue
+                if e["type"] != "event":  # stack lines
+                    continue
                 apis[e["api"]] += 1
                 k = e["kind"]
                 if k == "launch":
