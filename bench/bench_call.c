@@ -3,7 +3,8 @@
  * Cost of one intercepted call against the driver double: T threads each
  * make N calls of one kind; prints the mean thread-CPU ns per call (immune
  * to the oversubscription of 8 threads on a small machine).
- * Usage: bench_call launch|copy T N   (run by bench/run.py)
+ * Usage: bench_call launch|copy|malloc T N   (run by bench/run.py)
+ * malloc: a malloc(1 MiB) + free pair per call.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +17,9 @@
 #include "doubles/fakecuda.h"
 
 static long calls;
-static int copy_mode;
+static int copy_mode, malloc_mode;
+/* Through a volatile pointer: the compiler may not drop the pair. */
+static void *(*volatile do_malloc)(size_t) = malloc;
 static CUfunction fn;
 static CUdeviceptr dev;
 static char host[64];
@@ -36,7 +39,10 @@ static void *work(void *arg)
 	struct rusage r0, r1;
 	getrusage(RUSAGE_THREAD, &r0);
 	double t0 = cpu_ns();
-	if (copy_mode)
+	if (malloc_mode)
+		for (long i = 0; i < calls; i++)
+			free(do_malloc(1u << 20));
+	else if (copy_mode)
 		for (long i = 0; i < calls; i++)
 			cuMemcpyHtoDAsync_v2(dev, host, 1, NULL);
 	else
@@ -53,6 +59,7 @@ int main(int argc, char **argv)
 	if (argc != 4)
 		return 2;
 	copy_mode = !strcmp(argv[1], "copy");
+	malloc_mode = !strcmp(argv[1], "malloc");
 	int t = atoi(argv[2]);
 	calls = atol(argv[3]);
 	if (t < 1 || t > 256 || calls < 1)
@@ -64,6 +71,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 1000; i++) {
 		cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 		cuMemcpyHtoDAsync_v2(dev, host, 1, NULL);
+		if (malloc_mode)
+			free(do_malloc(1u << 20));
 	}
 	pthread_t th[256];
 	for (long i = 0; i < t; i++)

@@ -3,7 +3,11 @@
 """`make bench`: the ns gpuspy adds to one intercepted call against the
 driver double, with 1 and 8 threads. Untraced and traced runs alternate
 (A B A B ...); the figure is the median over rounds of (traced - untraced)
-in thread-CPU ns per call. Writes bench/out/bench.md and prints it."""
+in thread-CPU ns per call. Rows: the record path alone (GPUSPY_STACKS=0),
+then with call stacks as shipped (copies carry one; launches, sampled, do
+not), every launch with a stack (GPUSPY_STACK_LAUNCHES=1), and a host
+malloc/free pair recorded with its stacks (GPUSPY_HOST_ALLOC_MIN) or only
+passed through (the default). Writes bench/out/bench.md and prints it."""
 import os
 import platform
 import shutil
@@ -18,11 +22,26 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 CALLS = int(os.environ.get("BENCH_CALLS", "200000"))
 
 
-def once(kind, threads, traced, tmp):
+CASES = [  # (label, bench_call kind, threads, environment of the traced run)
+    ("cuLaunchKernel, no stacks", "launch", 1, {"GPUSPY_STACKS": "0"}),
+    ("cuLaunchKernel, no stacks", "launch", 8, {"GPUSPY_STACKS": "0"}),
+    ("cuMemcpyHtoDAsync (1 B), no stacks", "copy", 1, {"GPUSPY_STACKS": "0"}),
+    ("cuMemcpyHtoDAsync (1 B), no stacks", "copy", 8, {"GPUSPY_STACKS": "0"}),
+    ("cuLaunchKernel, stacks on (default: launches unsampled)", "launch", 1, {}),
+    ("cuMemcpyHtoDAsync (1 B), with its stack (default)", "copy", 1, {}),
+    ("cuMemcpyHtoDAsync (1 B), with its stack (default)", "copy", 8, {}),
+    ("cuLaunchKernel, every launch with its stack", "launch", 1, {"GPUSPY_STACK_LAUNCHES": "1"}),
+    ("malloc+free 1 MiB, passed through (default)", "malloc", 1, {}),
+    ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {"GPUSPY_HOST_ALLOC_MIN": "1M"}),
+]
+
+
+def once(kind, threads, traced, tmp, extra):
     env = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_BUFFER_MB="256")
     env.pop("LD_PRELOAD", None)
     if traced:
         env["LD_PRELOAD"] = os.path.join(ROOT, "lib", "libgpuspy.so")
+        env.update(extra)
     out = subprocess.run([os.path.join(BIN, "bench_call"), kind, str(threads), str(CALLS)],
                          env=env, capture_output=True, text=True, check=True).stdout
     for f in os.listdir(tmp):
@@ -44,17 +63,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpuspy-bench-")
     rows = []
     try:
-        for kind in ("launch", "copy"):
-            for threads in (1, 8):
-                base, traced, added = [], [], []
-                for r in range(ROUNDS):
-                    order = (False, True) if r % 2 == 0 else (True, False)
-                    res = {t: once(kind, threads, t, tmp) for t in order}
-                    base.append(res[False])
-                    traced.append(res[True])
-                    added.append(res[True] - res[False])
-                rows.append((kind, threads, statistics.median(base), statistics.median(traced),
-                             statistics.median(added), min(added), max(added)))
+        for label, kind, threads, extra in CASES:
+            base, traced, added = [], [], []
+            for r in range(ROUNDS):
+                order = (False, True) if r % 2 == 0 else (True, False)
+                res = {t: once(kind, threads, t, tmp, extra) for t in order}
+                base.append(res[False])
+                traced.append(res[True])
+                added.append(res[True] - res[False])
+            rows.append((label, threads, statistics.median(base), statistics.median(traced),
+                         statistics.median(added), min(added), max(added)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lines = [
@@ -64,8 +82,7 @@ def main():
         "| call | threads | untraced ns | traced ns | added ns (median) | added min..max |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for kind, th, b, t, a, lo, hi in rows:
-        name = "cuLaunchKernel" if kind == "launch" else "cuMemcpyHtoDAsync (1 B)"
+    for name, th, b, t, a, lo, hi in rows:
         lines.append(f"| {name} | {th} | {b:.1f} | {t:.1f} | {a:.1f} | {lo:.1f}..{hi:.1f} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.join(ROOT, "bench", "out"), exist_ok=True)
