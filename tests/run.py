@@ -1270,6 +1270,13 @@ def stacks_report_sites_and_host_buffer(tmp):
     h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
     check("Call sites" in h.stdout and "host buffer (64 MiB) allocated at:" in h.stdout
           and max(len(l) for l in h.stdout.splitlines()) <= 100, "human report's call sites")
+    out = os.path.join(tmp, "trace.json")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", g, "-o", out], check=True, timeout=TIMEOUT)
+    ev = json.load(open(out))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    st = {e["name"]: [fn(f) for f in e["args"]["stack"]][:3] for e in ev if "stack" in e.get("args", {})}
+    check(st.get("cudaMalloc") == ["alloc_weights", "model_init", "main"] and
+          st.get("cudaMemcpy") == ["upload", "load_batch", "main"], f"export's stacks: {st}")
 
 
 @test

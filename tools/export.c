@@ -77,7 +77,7 @@ static const char *slice_name(const struct gs_ev *ev)
 	return gs_api_name(ev->api);
 }
 
-static void slice(struct out *o, const struct gs_ev *ev, uint32_t pid)
+static void slice(struct out *o, const struct gs_ev *ev, uint32_t pid, const struct gs_stack *st)
 {
 	cJSON *e = event("X", slice_name(ev), pid, ev->tid);
 	cJSON_AddStringToObject(e, "cat", gs_kind_name(ev->kind));
@@ -105,6 +105,11 @@ static void slice(struct out *o, const struct gs_ev *ev, uint32_t pid)
 		cJSON_AddNumberToObject(a, "device", ev->device);
 	if (ev->async || ev->stream)
 		cJSON_AddNumberToObject(a, "stream", (double)ev->stream);
+	if (st) { /* the call stack, innermost frame first, symbolized */
+		cJSON *f = cJSON_AddArrayToObject(a, "stack");
+		for (uint32_t i = 0; i < st->n; i++)
+			cJSON_AddItemToArray(f, cJSON_CreateString(st->frames[i]));
+	}
 	emit(o, e);
 }
 
@@ -204,7 +209,7 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 		}
 		struct gs_ev shown = ev;
 		shown.tid = track;
-		slice(o, &shown, pid);
+		slice(o, &shown, pid, ev.stack_id ? gs_input_stack(&in, ev.stack_id) : NULL);
 		/* Flow arrows from the launching call to the GPU work (by CUPTI's
 		 * correlation id). */
 		if (ev.corr && (gpu || ev.kind == GSPY_KIND_launch || ev.kind == GSPY_KIND_copy ||
