@@ -83,7 +83,7 @@ static void atfork_child(void)
 	gs_phase_forked();
 	gs_stacks_forked();
 	gs_tls.chunk = NULL;
-	gs_tls.n = gs_tls.cap = 0;
+	gs_tls.used = gs_tls.cap = gs_tls.nrec = 0;
 	gs_tls.seq = 0;
 	gs_tls.tid = 0;
 	gs_tls.cupti_corr = 0;
@@ -146,6 +146,7 @@ __attribute__((constructor)) static void gs_ctor(void)
 __attribute__((destructor)) static void gs_dtor(void)
 {
 	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
+	gs_writer_trim();
 	if (env_flag("GPUSPY_DEBUG"))
 		gs_warn("pid %d: %llu entry points handed out unwrapped (real pointer differed)",
 			(int)getpid(), (unsigned long long)gs_symbol_mismatches());

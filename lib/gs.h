@@ -6,7 +6,7 @@
  *
  * The hot path of an intercepted call is: gs_begin() (TLS depth check,
  * enabled check, one clock read), the real call, gs_end() (one clock read,
- * one 64-byte store into this thread's chunk, one store-release). No lock,
+ * the record packed into this thread's chunk, one store-release). No lock,
  * no allocation, no system call.
  */
 #ifndef GS_H
@@ -32,8 +32,10 @@ struct gs_tls {
 	uint32_t seq;            /* next chunk number */
 	uint64_t gen;            /* file generation the chunk belongs to */
 	struct gspy_chunk *chunk;
-	struct gspy_record *slots;
-	uint32_t n, cap;         /* records used / available in chunk */
+	uint8_t *body;           /* the chunk's packed records */
+	uint32_t used, cap;      /* bytes used / available in body */
+	uint32_t nrec;           /* records in the chunk */
+	struct gspy_record prev; /* the chunk's last record (packing base) */
 	uint64_t claim;          /* claim number of chunk (flight recorder) */
 	int device;              /* cached current device, -1 unknown */
 	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
@@ -107,6 +109,7 @@ uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
 uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */
 void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
+void gs_writer_trim(void);         /* clean exit: cut the file to what it holds */
 void gs_writer_forked(void);
 void gs_writer_device_mem(int device, uint64_t bytes);
 void gs_writer_signal_seen(int sig); /* async-signal-safe */
@@ -118,12 +121,12 @@ void gs_signals_thread(void);
 static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
 	/* In flight-recorder mode another thread may have recycled our chunk. */
-	if (GS_LIKELY(t->gen == gs_g.gen && t->n < t->cap &&
+	if (GS_LIKELY(t->gen == gs_g.gen && t->used + GSPY_PACKED_MAX <= t->cap &&
 		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
-		memcpy(&t->slots[t->n], r, sizeof(*r));
-		t->n++;
+		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->prev);
+		t->nrec++;
 		/* Orders the record's bytes before the count readers trust. */
-		__atomic_store_n(&t->chunk->committed, t->n, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
 		return;
 	}
 	gs_commit_slow(t, r);

@@ -35,6 +35,7 @@ static struct {
 	uint32_t populated; /* chunks [0, populated) are faulted in */
 	uint32_t kick;      /* futex word: claims wake the prefault thread */
 	int prefault_off;
+	char path[700];     /* the trace file, for the trim at exit */
 } w = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /*
@@ -251,6 +252,7 @@ static int open_file(void)
 	h->chunk_offset = GSPY_HEADER_SIZE + STRTAB_SIZE;
 	h->chunk_size = CHUNK_SIZE;
 	h->chunk_count = (uint32_t)chunks;
+	h->buffer_bytes = (uint64_t)chunks * CHUNK_SIZE;
 	h->pid = (uint32_t)getpid();
 	h->ppid = (uint32_t)getppid();
 	h->rank = rank;
@@ -271,6 +273,7 @@ static int open_file(void)
 	w.hdr = h;
 	w.base = p;
 	w.size = size;
+	memcpy(w.path, path, sizeof(w.path));
 	return 0;
 }
 
@@ -337,7 +340,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 	if (t->gen != gs_g.gen) {
 		t->gen = gs_g.gen;
 		t->chunk = NULL;
-		t->n = t->cap = 0;
+		t->used = t->cap = t->nrec = 0;
 		t->seq = 0;
 	}
 	if (gs_g.ring || __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < h->chunk_count) {
@@ -352,7 +355,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 				/* Readers skip it while it is being reset. */
 				__atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
 				__atomic_fetch_add(&h->overwritten,
-						   __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED);
+						   __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE) >> 32, __ATOMIC_RELAXED);
 			}
 			c->claim = claim;
 			t->claim = claim;
@@ -367,9 +370,10 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			/* The chunk is initialised before readers see its owner. */
 			__atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
 			t->chunk = c;
-			t->slots = (struct gspy_record *)((char *)c + GSPY_CHUNK_HEADER_SIZE);
-			t->n = 0;
-			t->cap = (h->chunk_size - GSPY_CHUNK_HEADER_SIZE) / GSPY_RECORD_SIZE;
+			t->body = (uint8_t *)c + GSPY_CHUNK_HEADER_SIZE;
+			t->used = t->nrec = 0;
+			t->cap = h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
+			memset(&t->prev, 0, sizeof(t->prev)); /* each chunk decodes on its own */
 			gs_writer_clock_pair();
 			gs_commit(t, r);
 			return;
@@ -408,6 +412,45 @@ uint32_t gs_intern_bytes(const void *data, size_t len)
 uint32_t gs_intern(const char *s)
 {
 	return gs_intern_bytes(s, strnlen(s, 4096));
+}
+
+/*
+ * At a clean exit, the file is cut to the chunks in use: the buffer was
+ * reserved whole (GPUSPY_BUFFER_MB) so that a full disk could not turn a
+ * store into SIGBUS, but a finished trace keeps only what it holds. Claims
+ * made from here on land past the end and count as dropped; chunks already
+ * claimed stay in the file, so a thread still writing is unaffected. The
+ * flight recorder reuses its chunks and is left whole.
+ */
+void gs_writer_trim(void)
+{
+	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != W_OPEN || gs_g.ring)
+		return;
+	struct gspy_header *h = w.hdr;
+	uint32_t count = h->chunk_count;
+	uint32_t claimed = __atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
+	if (claimed >= count)
+		return; /* full: nothing to cut */
+	__atomic_store_n(&h->chunk_count, claimed, __ATOMIC_RELEASE);
+	uint64_t size = h->chunk_offset + (uint64_t)claimed * h->chunk_size;
+	h->file_size = size;
+	if (truncate(w.path, (off_t)size) != 0) {
+		/* The header must describe the file: put the count back. */
+		h->file_size = h->chunk_offset + (uint64_t)count * h->chunk_size;
+		__atomic_store_n(&h->chunk_count, count, __ATOMIC_RELEASE);
+		return;
+	}
+	/* The string table's unused tail gives its blocks back (a hole reads
+	 * as the zeros it holds). Strings appended later still fit: a write
+	 * into a hole allocates again. */
+	uint64_t from = (h->strtab_offset + __atomic_load_n(&h->strtab_used, __ATOMIC_ACQUIRE) + 4095) & ~4095ull;
+	int fd = open(w.path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		if (from < h->chunk_offset)
+			(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+					(off_t)(h->chunk_offset - from));
+		close(fd);
+	}
 }
 
 void gs_writer_exit(int state, int code, int sig)

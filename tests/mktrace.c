@@ -72,36 +72,41 @@ int main(int argc, char **argv)
 	fwrite(hdr, 1, sizeof(hdr), f);
 	fwrite(tab, 1, strtab, f);
 	char *buf = calloc(1, chunk);
+	uint64_t body = chunk - GSPY_CHUNK_HEADER_SIZE;
 	for (unsigned t = 0; t < threads; t++) {
 		uint64_t done = 0;
 		for (uint64_t c = 0; c < chunks_per_thread; c++) {
 			memset(buf, 0, chunk);
 			struct gspy_chunk *ch = (struct gspy_chunk *)buf;
-			struct gspy_record *r = (struct gspy_record *)(buf + GSPY_CHUNK_HEADER_SIZE);
-			uint64_t k = 0;
-			for (; k < per_chunk && done < per_thread; k++, done++) {
+			uint8_t *out = (uint8_t *)buf + GSPY_CHUNK_HEADER_SIZE;
+			struct gspy_record prev, rec, *r = &rec;
+			memset(&prev, 0, sizeof(prev));
+			uint64_t k = 0, used = 0;
+			for (; used + GSPY_PACKED_MAX <= body && done < per_thread; k++, done++) {
 				uint64_t i = done * threads + t; /* global order: interleaved threads */
 				uint64_t t0 = 2000000000ull + i * 1000;
-				r[k].start = t0;
-				r[k].end = t0 + 400;
-				r[k].device = 0;
+				memset(r, 0, sizeof(*r));
+				r->start = t0;
+				r->end = t0 + 400;
+				r->device = 0;
 				switch (i % 10) {
-				case 0: r[k].kind = GSPY_KIND_phase_begin; r[k].api = GSPY_API_gpuspy_phase_push; r[k].name_id = ids[3]; r[k].end = t0; break;
-				case 9: r[k].kind = GSPY_KIND_phase_end; r[k].api = GSPY_API_gpuspy_phase_pop; r[k].name_id = ids[3]; r[k].end = t0; break;
+				case 0: r->kind = GSPY_KIND_phase_begin; r->api = GSPY_API_gpuspy_phase_push; r->name_id = ids[3]; r->end = t0; break;
+				case 9: r->kind = GSPY_KIND_phase_end; r->api = GSPY_API_gpuspy_phase_pop; r->name_id = ids[3]; r->end = t0; break;
 				case 1: case 2: case 3:
-					r[k].kind = GSPY_KIND_launch; r[k].api = GSPY_API_cuLaunchKernel;
-					r[k].name_id = ids[i % 2]; r[k].u.launch.grid_x = 64; r[k].u.launch.block[0] = 256; break;
-				case 4: r[k].kind = GSPY_KIND_copy; r[k].api = GSPY_API_cuMemcpyHtoDAsync_v2; r[k].dir = GSPY_DIR_h2d;
-					r[k].mem = GSPY_MEM_pageable; r[k].u.mem.bytes = 4096; r[k].flags = GSPY_FLAG_ASYNC; break;
-				case 5: r[k].kind = GSPY_KIND_memset; r[k].api = GSPY_API_cuMemsetD8_v2; r[k].u.mem.bytes = 512; break;
-				case 6: r[k].kind = GSPY_KIND_alloc; r[k].api = GSPY_API_cuMemAlloc_v2; r[k].mem = GSPY_MEM_device; r[k].u.mem.bytes = 1 << 20; break;
-				case 7: r[k].kind = GSPY_KIND_free; r[k].api = GSPY_API_cuMemFree_v2; r[k].mem = GSPY_MEM_device; r[k].u.mem.bytes = 1 << 20; break;
-				default: r[k].kind = GSPY_KIND_sync; r[k].api = GSPY_API_cuStreamSynchronize; break;
+					r->kind = GSPY_KIND_launch; r->api = GSPY_API_cuLaunchKernel;
+					r->name_id = ids[i % 2]; r->u.launch.grid_x = 64; r->u.launch.block[0] = 256; break;
+				case 4: r->kind = GSPY_KIND_copy; r->api = GSPY_API_cuMemcpyHtoDAsync_v2; r->dir = GSPY_DIR_h2d;
+					r->mem = GSPY_MEM_pageable; r->u.mem.bytes = 4096; r->flags = GSPY_FLAG_ASYNC; break;
+				case 5: r->kind = GSPY_KIND_memset; r->api = GSPY_API_cuMemsetD8_v2; r->u.mem.bytes = 512; break;
+				case 6: r->kind = GSPY_KIND_alloc; r->api = GSPY_API_cuMemAlloc_v2; r->mem = GSPY_MEM_device; r->u.mem.bytes = 1 << 20; break;
+				case 7: r->kind = GSPY_KIND_free; r->api = GSPY_API_cuMemFree_v2; r->mem = GSPY_MEM_device; r->u.mem.bytes = 1 << 20; break;
+				default: r->kind = GSPY_KIND_sync; r->api = GSPY_API_cuStreamSynchronize; break;
 				}
+				used += gspy_pack(out + used, r, &prev);
 			}
 			ch->tid = 100 + t;
 			ch->seq = (uint32_t)c;
-			ch->committed = k;
+			ch->committed = k << 32 | used;
 			fwrite(buf, 1, chunk, f);
 		}
 	}

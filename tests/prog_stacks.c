@@ -30,7 +30,7 @@
 /* Keeps a call from becoming a tail call, so that every frame stays. */
 #define KEEP() __asm__ volatile("" ::: "memory")
 
-static volatile int sink;
+static int sink;
 
 NOINLINE static char *make_host_buffer(size_t n)
 {
@@ -109,7 +109,7 @@ static void *worker(void *arg)
 	for (int i = 0; i < 200; i++) {
 		void *staging = NULL;
 		void *w = model_init(&staging);
-		sink += load_batch(w, 2u << 20) | train_step(w);
+		__atomic_fetch_add(&sink, load_batch(w, 2u << 20) | train_step(w), __ATOMIC_RELAXED);
 		cudaFree(w);
 		cudaFreeHost(staging);
 		free(malloc(3u << 20)); /* a recorded host alloc and free */

@@ -80,10 +80,12 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	cJSON_AddBoolToObject(o, "truncated", t->truncated);
 	/* What the trace occupies: committed records, and the chunks claimed
 	 * to hold them (the file itself is sized up front). */
-	add_u64(o, "record_bytes", t->events * GSPY_RECORD_SIZE);
+	add_u64(o, "record_bytes", t->packed_bytes);
 	add_u64(o, "used_bytes", GSPY_HEADER_SIZE + h->strtab_used +
 				     (uint64_t)(h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count) *
 					     h->chunk_size);
+	add_u64(o, "buffer_bytes", h->buffer_bytes);
+	add_u64(o, "file_bytes", h->file_size);
 	cJSON_AddNumberToObject(o, "threads", t->nthreads);
 	add_u64(o, "start_realtime_ns", h->real_start_ns);
 	add_u64(o, "start_ns", h->clock_start.mono);

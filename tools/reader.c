@@ -81,17 +81,42 @@ static const struct gspy_chunk *chunk_at(const struct gs_trace *t, uint32_t i)
 	return (const struct gspy_chunk *)(t->map + t->h->chunk_offset + (size_t)i * t->h->chunk_size);
 }
 
-/* Records of chunk i that are committed and lie inside the file. */
-static uint64_t chunk_records(const struct gs_trace *t, uint32_t i)
+static const uint8_t *chunk_body(const struct gs_trace *t, uint32_t i)
 {
-	const struct gspy_chunk *c = chunk_at(t, i);
-	uint64_t cap = (t->h->chunk_size - GSPY_CHUNK_HEADER_SIZE) / GSPY_RECORD_SIZE;
-	uint64_t n = __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE);
+	return t->map + t->h->chunk_offset + (size_t)i * t->h->chunk_size + GSPY_CHUNK_HEADER_SIZE;
+}
+
+/* Committed bytes of chunk i that lie inside the file, and its committed
+ * record count (each record takes 2 bytes at least). */
+static uint64_t chunk_bytes(const struct gs_trace *t, uint32_t i, uint64_t *records)
+{
+	uint64_t c = __atomic_load_n(&chunk_at(t, i)->committed, __ATOMIC_ACQUIRE);
+	uint64_t n = c & 0xffffffffu, cap = t->h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
 	if (n > cap)
 		n = cap;
 	size_t start = t->h->chunk_offset + (size_t)i * t->h->chunk_size + GSPY_CHUNK_HEADER_SIZE;
-	size_t avail = t->size > start ? (t->size - start) / GSPY_RECORD_SIZE : 0;
-	return n < avail ? n : avail;
+	size_t avail = t->size > start ? t->size - start : 0;
+	if (n > avail)
+		n = avail;
+	*records = c >> 32 < n / 2 ? c >> 32 : n / 2;
+	return n;
+}
+
+/* Complete records of chunk i: its count, or, when the file ends inside
+ * the chunk, the records that decode before the end. */
+static uint64_t chunk_records(const struct gs_trace *t, uint32_t i)
+{
+	uint64_t records, bytes = chunk_bytes(t, i, &records);
+	uint64_t committed = __atomic_load_n(&chunk_at(t, i)->committed, __ATOMIC_ACQUIRE);
+	if (bytes == (committed & 0xffffffffu))
+		return records;
+	const uint8_t *b = chunk_body(t, i);
+	struct gspy_record r;
+	memset(&r, 0, sizeof(r));
+	uint64_t n = 0, off = 0;
+	for (size_t k; n < records && (k = gspy_unpack(b + off, b + bytes, &r)) != 0; off += k)
+		n++;
+	return n;
 }
 
 /* Orders (tid, seq, chunk, ...) tuples. */
@@ -224,6 +249,8 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		owner[n][1] = c->seq;
 		owner[n][2] = i;
 		owner[n][3] = chunk_records(t, i);
+		uint64_t records;
+		t->packed_bytes += chunk_bytes(t, i, &records);
 		owner[n][4] = c->dropped;
 		n++;
 	}
@@ -258,27 +285,48 @@ bad:
 	return rc;
 }
 
-void gs_trace_rewind(struct gs_trace *t)
+static void cursor_reset(struct gs_thread *th)
 {
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		t->threads[i].ci = 0, t->threads[i].ri = 0;
+	th->ri = 0;
+	th->off = 0;
+	th->have = 0;
+	memset(&th->rec, 0, sizeof(th->rec)); /* each chunk is packed from zero */
 }
 
+void gs_trace_rewind(struct gs_trace *t)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		t->threads[i].ci = 0;
+		cursor_reset(&t->threads[i]);
+	}
+}
+
+/* The thread's next record, decoded (not consumed). A chunk ends at its
+ * committed bytes, its record count or the first malformed byte. */
 static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
 {
 	while (th->ci < th->nchunks) {
+		if (th->have)
+			return &th->rec;
 		uint32_t c = th->chunks[th->ci];
-		if (th->ri < chunk_records(t, c))
-			return (const struct gspy_record *)(t->map + t->h->chunk_offset +
-							    (size_t)c * t->h->chunk_size +
-							    GSPY_CHUNK_HEADER_SIZE) + th->ri;
+		uint64_t records, bytes = chunk_bytes(t, c, &records);
+		if (th->ri < records && th->off < bytes) {
+			const uint8_t *b = chunk_body(t, c);
+			size_t k = gspy_unpack(b + th->off, b + bytes, &th->rec);
+			if (k) {
+				th->off += k;
+				th->ri++;
+				th->have = 1;
+				return &th->rec;
+			}
+		}
 		/* Done with this chunk: drop its pages from our mapping so that
 		 * resident memory stays flat however long the trace (they stay in
 		 * the page cache and fault back in on a rewind). */
 		madvise((void *)(t->map + ((t->h->chunk_offset + (size_t)c * t->h->chunk_size) & ~(size_t)4095)),
 			t->h->chunk_size, MADV_DONTNEED);
 		th->ci++;
-		th->ri = 0;
+		cursor_reset(th);
 	}
 	return NULL;
 }
@@ -296,7 +344,7 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	}
 	if (!br)
 		return 0;
-	best->ri++;
+	best->have = 0; /* consumed: the next peek decodes after it */
 	ev->rec = br;
 	ev->tid = best->tid;
 	ev->start_ns = to_ns(t, br->start);

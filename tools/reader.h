@@ -15,7 +15,7 @@
 #include "gpuspy/format.h"
 
 struct gs_event {
-	const struct gspy_record *rec; /* points into the mapped file */
+	const struct gspy_record *rec; /* decoded; valid until the next gs_trace_next() */
 	uint32_t tid;
 	uint64_t start_ns, end_ns;     /* CLOCK_MONOTONIC */
 	uint64_t corr;                 /* CUPTI correlation id, 0 none */
@@ -26,7 +26,10 @@ struct gs_thread {
 	uint32_t nchunks;
 	uint32_t *chunks;  /* chunk indices in seq order */
 	uint32_t ci;       /* current chunk (index into chunks) */
-	uint64_t ri;       /* next record in current chunk */
+	uint64_t ri;       /* records decoded from the current chunk */
+	uint64_t off;      /* byte offset of the next record in the chunk's body */
+	int have;          /* rec is decoded and not yet consumed */
+	struct gspy_record rec; /* the last record decoded: the packing base */
 	uint64_t events, dropped;
 };
 
@@ -39,6 +42,7 @@ struct gs_trace {
 	uint32_t *chunk_idx; /* storage behind threads[].chunks */
 	uint32_t nthreads;
 	uint64_t events;   /* committed events in the file */
+	uint64_t packed_bytes; /* the bytes those events take in their chunks */
 	uint64_t dropped;  /* events the writer counted as dropped */
 	int truncated;     /* file shorter than its header says */
 	double ns_per_raw; /* clock conversion */

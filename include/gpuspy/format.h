@@ -25,16 +25,21 @@
  *           an address maps to the latest module entry covering it. Its
  *           build id lets the reader refuse a file that changed since.
  *
- * A chunk belongs to one thread: a gspy_chunk header followed by fixed-size
- * gspy_record slots. Writers fill a slot, then store-release the chunk's
- * `committed` count; readers load-acquire `committed` and trust only the
- * slots below it. A chunk whose `tid` is still 0 was claimed but never
- * initialised and is skipped.
+ * A chunk belongs to one thread: a gspy_chunk header followed by packed
+ * records (gspy_pack below: each record coded against the previous one of
+ * the same chunk, 10-20 bytes for a launch or a GPU kernel instead of the
+ * 64 of struct gspy_record). Writers append a record, then store-release
+ * the chunk's `committed` word (records << 32 | bytes); readers load-acquire
+ * it and decode only the bytes below it. Every chunk decodes on its own. A
+ * chunk whose `tid` is still 0 was claimed but never initialised and is
+ * skipped.
  */
 #ifndef GPUSPY_FORMAT_H
 #define GPUSPY_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GSPY_MAGIC "GPUSPY\x01\x00" /* 8 bytes, NUL-terminated by C */
 #define GSPY_FORMAT_VERSION 2u
@@ -393,11 +398,150 @@ struct gspy_module_entry {
 struct gspy_chunk {
 	uint32_t tid;       /* kernel thread id; written last (release) */
 	uint32_t seq;       /* this thread's chunk number, 0, 1, ... */
-	uint64_t committed; /* records committed (release-stored) */
+	uint64_t committed; /* records << 32 | bytes of packed records (release-stored) */
 	uint64_t dropped;   /* events dropped by this thread after this chunk */
 	uint64_t claim;     /* the claim number that handed it out (flight recorder) */
 	uint64_t reserved[4];
 };
+
+/*
+ * Packed records. A record is coded against `prev`, the previous record of
+ * the same chunk (all zero at the chunk's start):
+ *
+ *   u8 kind, varint mask, then for each bit set in mask, in bit order:
+ *     0 api                         varint
+ *     1 flags | dir << 8 | mem << 16 varint
+ *     2 device                      zigzag varint
+ *     3 result                      zigzag varint
+ *     4 start                       zigzag varint of start - prev.start
+ *     5 end - start                 zigzag varint
+ *     6 stream                      varint
+ *     7..11 the union's five u32 words, each as the zigzag varint of
+ *           word - prev.word (mod 2^32)
+ *     12 stack_id                   varint
+ *     13 name_id                    varint
+ *
+ * A field whose bit is clear equals prev's (for 5: the same duration). Varints
+ * are little-endian base 128; zigzag maps signed to unsigned (0,-1,1,-2...).
+ */
+#define GSPY_PACKED_MAX 96u /* bytes one packed record may take, at most */
+
+static inline uint8_t *gspy_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint64_t gspy_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t gspy_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Writes r at out (GSPY_PACKED_MAX bytes available); returns the bytes
+ * used and makes *prev = *r. */
+static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct gspy_record *prev)
+{
+	uint32_t w[5], pw[5];
+	memcpy(w, &r->u, sizeof(w));
+	memcpy(pw, &prev->u, sizeof(pw));
+	uint32_t fdm = r->flags | (uint32_t)r->dir << 8 | (uint32_t)r->mem << 16;
+	uint32_t pfdm = prev->flags | (uint32_t)prev->dir << 8 | (uint32_t)prev->mem << 16;
+	uint64_t dur = r->end - r->start, pdur = prev->end - prev->start;
+	uint32_t mask = (r->api != prev->api) | (fdm != pfdm) << 1 | (r->device != prev->device) << 2 |
+			(r->result != prev->result) << 3 | (r->start != prev->start) << 4 |
+			(dur != pdur) << 5 | (r->stream != prev->stream) << 6 | (r->stack_id != prev->stack_id) << 12 |
+			(r->name_id != prev->name_id) << 13;
+	for (int i = 0; i < 5; i++)
+		mask |= (uint32_t)(w[i] != pw[i]) << (7 + i);
+	uint8_t *p = out;
+	*p++ = r->kind;
+	p = gspy_put_varint(p, mask);
+	if (mask & 1)
+		p = gspy_put_varint(p, r->api);
+	if (mask & 2)
+		p = gspy_put_varint(p, fdm);
+	if (mask & 4)
+		p = gspy_put_varint(p, gspy_zigzag(r->device));
+	if (mask & 8)
+		p = gspy_put_varint(p, gspy_zigzag(r->result));
+	if (mask & 16)
+		p = gspy_put_varint(p, gspy_zigzag((int64_t)(r->start - prev->start)));
+	if (mask & 32)
+		p = gspy_put_varint(p, gspy_zigzag((int64_t)dur));
+	if (mask & 64)
+		p = gspy_put_varint(p, r->stream);
+	for (int i = 0; i < 5; i++)
+		if (mask & (1u << (7 + i)))
+			p = gspy_put_varint(p, gspy_zigzag((int32_t)(w[i] - pw[i])));
+	if (mask & (1u << 12))
+		p = gspy_put_varint(p, r->stack_id);
+	if (mask & (1u << 13))
+		p = gspy_put_varint(p, r->name_id);
+	*prev = *r;
+	return (size_t)(p - out);
+}
+
+/* Reads a varint from [*p, end); 0 when cut short or longer than 10 bytes. */
+static inline int gspy_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 70 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Decodes one record from [p, end) into *r, which holds the previous
+ * record of the chunk on entry. Returns the bytes used, 0 when the bytes
+ * are malformed or cut short (then *r is unspecified). */
+static inline size_t gspy_unpack(const uint8_t *p, const uint8_t *end, struct gspy_record *r)
+{
+	const uint8_t *s = p;
+	uint64_t mask, v;
+	uint32_t w[5];
+	if (p >= end)
+		return 0;
+	uint64_t dur = r->end - r->start;
+	memcpy(w, &r->u, sizeof(w));
+	r->kind = *p++;
+	if (!gspy_get_varint(&p, end, &mask) || mask >> 14)
+		return 0;
+#define GSPY_FIELD(bit, expr) \
+	if (mask & (1u << (bit))) { \
+		if (!gspy_get_varint(&p, end, &v)) \
+			return 0; \
+		expr; \
+	}
+	GSPY_FIELD(0, r->api = (uint16_t)v)
+	GSPY_FIELD(1, (r->flags = (uint8_t)v, r->dir = (uint8_t)(v >> 8), r->mem = (uint8_t)(v >> 16)))
+	GSPY_FIELD(2, r->device = (int16_t)gspy_unzigzag(v))
+	GSPY_FIELD(3, r->result = (int32_t)gspy_unzigzag(v))
+	GSPY_FIELD(4, r->start += (uint64_t)gspy_unzigzag(v))
+	GSPY_FIELD(5, dur = (uint64_t)gspy_unzigzag(v))
+	GSPY_FIELD(6, r->stream = v)
+	for (int i = 0; i < 5; i++)
+		GSPY_FIELD(7 + i, w[i] += (uint32_t)gspy_unzigzag(v))
+	GSPY_FIELD(12, r->stack_id = (uint32_t)v)
+	GSPY_FIELD(13, r->name_id = (uint32_t)v)
+#undef GSPY_FIELD
+	r->end = r->start + dur;
+	memcpy(&r->u, w, sizeof(w));
+	return (size_t)(p - s);
+}
 
 struct gspy_clock_pair {
 	uint64_t raw;  /* raw clock value */
@@ -440,6 +584,8 @@ struct gspy_header {
 	uint32_t stacks;          /* GSPY_STACKS_* bits: what carries stacks */
 	uint32_t stack_launch_every; /* launches: 1 in N has a stack, 0 none */
 	uint64_t host_alloc_min;  /* host allocations recorded from this size, 0 off */
+	uint64_t buffer_bytes;    /* chunk bytes reserved at start (GPUSPY_BUFFER_MB);
+				   * a clean exit cuts the file to the chunks used */
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
 };
