@@ -8,7 +8,8 @@ CUPTI collector enabling the same activity kinds and nothing else
 (tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Each run's rate
 is the median of its 50-step windows (loops.py); the table gives medians of
 per-round ratios to the untraced run of the same round, and trace bytes per
-step. MODES=a,b,... runs a subset (untraced is always needed).
+step. MODES=a,b,... runs a subset (untraced is always needed); LOOPS=mlp
+runs one loop.
 Usage (repository root, on the GPU machine, after cupti_check.sh built the
 counter): python3 bench/gpu_overhead.py WORKDIR OUTDIR"""
 import glob
@@ -61,7 +62,7 @@ def run(loop, mode, r):
 
 def main():
     rows, raw = [], {}
-    for loop in ("mlp", "conv"):
+    for loop in os.environ.get("LOOPS", "mlp,conv").split(","):
         ratios = {m: [] for m in MODES}
         rates = {m: [] for m in MODES}
         sizes = {m: [] for m in MODES}
