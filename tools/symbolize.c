@@ -94,7 +94,8 @@ struct gs_symbolizer *gs_sym_open(const struct gs_trace *t)
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
+	/* No section_address: it is for ET_REL modules only, and libdwfl
+	 * calls it for the separate debug files of loaded ET_DYN objects. */
 };
 
 static Dwfl *dwfl_of(struct gs_symbolizer *s)
@@ -311,9 +312,7 @@ void gs_sym_close(struct gs_symbolizer *s)
 	free(s->stacks);
 	free(s->mods);
 	free(s->stale);
-	/* No dwfl_end(): elfutils 0.188 (Debian 12) sometimes frees an invalid
-	 * pointer in elf_end() when a module's separate debug file was read
-	 * (libc with libc6-dbg, about 1 run in 10 with address randomisation).
-	 * The handles are left to process exit: one per input trace. */
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
 	free(s);
 }
