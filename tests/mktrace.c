@@ -54,15 +54,29 @@ int main(int argc, char **argv)
 	snprintf(h.command, sizeof(h.command), "mktrace %s", argv[2]);
 	static const char *const names[] = { "sgemm_128x64_nn", "elementwise_add", "step", "fwd" };
 	char *tab = calloc(1, strtab);
-	uint32_t ids[4] = { 0 };
+	uint32_t ids[6] = { 0 };
 	uint64_t used = 0;
-	for (int i = 0; i < 4; i++) {
-		uint32_t len = (uint32_t)strlen(names[i]);
+	/* Four names, a module entry (this program, at a made-up address) and
+	 * a stack entry of two frames inside it. */
+	struct {
+		struct gspy_module_entry m;
+		char path[16];
+	} mod = { .m = { .type = GSPY_ENTRY_MODULE, .bias = 0x400000, .start = 0x401000, .end = 0x500000 },
+		  .path = "/proc/self/exe" };
+	struct {
+		struct gspy_stack_entry s;
+		uint64_t pc[2];
+	} stk = { .s = { .type = GSPY_ENTRY_STACK, .native = 2 }, .pc = { 0x401234, 0x402345 } };
+	const void *data[6] = { names[0], names[1], names[2], names[3], &mod, &stk };
+	uint32_t lens[6] = { (uint32_t)strlen(names[0]), (uint32_t)strlen(names[1]), (uint32_t)strlen(names[2]),
+			     (uint32_t)strlen(names[3]), (uint32_t)(sizeof(mod.m) + 14), (uint32_t)sizeof(stk) };
+	for (int i = 0; i < 6; i++) {
+		uint32_t len = lens[i];
 		uint64_t need = (4 + len + 1 + 3) & ~3ull;
 		if (used + need > strtab)
 			break;
 		memcpy(tab + used, &len, 4);
-		memcpy(tab + used + 4, names[i], len);
+		memcpy(tab + used + 4, data[i], len);
 		ids[i] = (uint32_t)used + 1;
 		used += need;
 	}
@@ -98,7 +112,8 @@ int main(int argc, char **argv)
 				case 4: r->kind = GSPY_KIND_copy; r->api = GSPY_API_cuMemcpyHtoDAsync_v2; r->dir = GSPY_DIR_h2d;
 					r->mem = GSPY_MEM_pageable; r->u.mem.bytes = 4096; r->flags = GSPY_FLAG_ASYNC; break;
 				case 5: r->kind = GSPY_KIND_memset; r->api = GSPY_API_cuMemsetD8_v2; r->u.mem.bytes = 512; break;
-				case 6: r->kind = GSPY_KIND_alloc; r->api = GSPY_API_cuMemAlloc_v2; r->mem = GSPY_MEM_device; r->u.mem.bytes = 1 << 20; break;
+				case 6: r->kind = GSPY_KIND_alloc; r->api = GSPY_API_cuMemAlloc_v2; r->mem = GSPY_MEM_device;
+					r->u.mem.bytes = 1 << 20; r->stack_id = ids[5]; break;
 				case 7: r->kind = GSPY_KIND_free; r->api = GSPY_API_cuMemFree_v2; r->mem = GSPY_MEM_device; r->u.mem.bytes = 1 << 20; break;
 				default: r->kind = GSPY_KIND_sync; r->api = GSPY_API_cuStreamSynchronize; break;
 				}
