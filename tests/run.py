@@ -1192,6 +1192,16 @@ def stack_key(e):
 
 
 @test
+def packed_records_round_trip(tmp):
+    """format.h's codec: 200 chunks of random records (fields unchanged, a
+    small step, or anything, as in real traces) decode bit for bit; a cut
+    chunk decodes to a prefix and stops at the cut."""
+    p = run("prog_codec", ["12345", "200"], tmp=tmp, preload=False)
+    words = p.stdout.split()
+    check(words[0] == "ok" and int(words[1]) > 200 * 1000, p.stdout)
+
+
+@test
 def stacks_exact_call_chains(tmp):
     """Every device/pinned/host allocation, copy, memset and wait of a program
     with known call chains carries its stack: the user's functions in order,

@@ -55,7 +55,10 @@ $(TB)/prog_stacks: tests/prog_stacks.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 $(TB)/prog_stacks_static: tests/prog_stacks.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
 
-TEST_PROGS := $(addprefix $(TB)/,prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
+$(TB)/prog_codec: tests/prog_codec.c include/gpuspy/format.h
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
+
+TEST_PROGS := $(addprefix $(TB)/,prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
