@@ -2,8 +2,10 @@
 /*
  * Call stacks: where an allocation, a copy, a memset or a wait came from.
  *
- * Native frames come from libunwind's unw_backtrace (UNW_LOCAL_ONLY, with
- * its per-thread cache). libunwind is dlopen'ed RTLD_LOCAL, never linked:
+ * Native frames come from libunwind's unw_backtrace with its per-thread
+ * cache: the local-only unwinder, the _ULx86_64_* symbols that a program
+ * compiled with UNW_LOCAL_ONLY binds to (caching policy set on
+ * _ULx86_64_local_addr_space). libunwind is dlopen'ed RTLD_LOCAL, never linked:
  * libunwind.so exports `backtrace` and `_Unwind_Backtrace`, and a linked
  * copy in the global scope could take those over from libc and libgcc for
  * the whole process. Without libunwind, glibc's backtrace() is used.
