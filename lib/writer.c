@@ -45,6 +45,12 @@ static struct {
  * PREFAULT_AHEAD chunks faulted in with MADV_POPULATE_WRITE, which writes
  * nothing (so it cannot race a writer), and sleeps on a futex otherwise.
  */
+/* Cut at a clean exit (gs_writer_trim) while other threads may still read it. */
+static inline uint32_t chunk_count(const struct gspy_header *h)
+{
+	return __atomic_load_n(&h->chunk_count, __ATOMIC_ACQUIRE);
+}
+
 static void *prefault_main(void *arg)
 {
 	struct gspy_header *h = arg;
@@ -54,20 +60,21 @@ static void *prefault_main(void *arg)
 			return NULL; /* the file changed under us */
 		uint32_t claimed = __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED);
 		uint32_t target = claimed + PREFAULT_AHEAD;
-		if (target > h->chunk_count)
-			target = h->chunk_count;
+		if (target > chunk_count(h))
+			target = chunk_count(h);
 		uint32_t p = __atomic_load_n(&w.populated, __ATOMIC_RELAXED);
 		if (p < claimed)
 			p = claimed;
 		while (p < target) {
 			if (madvise(w.base + h->chunk_offset + (size_t)p * h->chunk_size, h->chunk_size,
 				    MADV_POPULATE_WRITE) != 0) {
-				w.prefault_off = 1; /* old kernel: pages fault in on use */
+				/* Old kernel (or the file was cut at exit): pages fault in on use. */
+				__atomic_store_n(&w.prefault_off, 1, __ATOMIC_RELAXED);
 				return NULL;
 			}
 			__atomic_store_n(&w.populated, ++p, __ATOMIC_RELAXED);
 		}
-		if (p >= h->chunk_count)
+		if (p >= chunk_count(h))
 			return NULL;
 		struct timespec ts = { 0, 200000000 };
 		syscall(SYS_futex, &w.kick, FUTEX_WAIT_PRIVATE, last_kick, &ts, NULL, 0);
@@ -98,7 +105,7 @@ static void prefault_start(void)
  * behind by half its lead (a system call once per PREFAULT_AHEAD/2 chunks). */
 static void prefault_kick(uint32_t idx)
 {
-	if (w.prefault_off ||
+	if (__atomic_load_n(&w.prefault_off, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&w.populated, __ATOMIC_RELAXED) > idx + PREFAULT_AHEAD / 2)
 		return;
 	__atomic_fetch_add(&w.kick, 1, __ATOMIC_RELAXED);
@@ -343,15 +350,16 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		t->used = t->cap = t->nrec = 0;
 		t->seq = 0;
 	}
-	if (gs_g.ring || __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < h->chunk_count) {
+	uint32_t count = chunk_count(h);
+	if (gs_g.ring || __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < count) {
 		uint32_t claim = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
 		/* Flight recorder: the claim counter wraps over the chunks, the
 		 * oldest is reused, and what it held is counted as overwritten. */
-		uint32_t idx = gs_g.ring ? claim % h->chunk_count : claim;
-		if (idx < h->chunk_count) {
+		uint32_t idx = gs_g.ring ? claim % count : claim;
+		if (idx < chunk_count(h)) { /* re-read: a trim at exit may have cut it */
 			struct gspy_chunk *c =
 				(struct gspy_chunk *)(w.base + h->chunk_offset + (size_t)idx * h->chunk_size);
-			if (claim >= h->chunk_count) {
+			if (claim >= count) {
 				/* Readers skip it while it is being reset. */
 				__atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
 				__atomic_fetch_add(&h->overwritten,
@@ -427,7 +435,7 @@ void gs_writer_trim(void)
 	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != W_OPEN || gs_g.ring)
 		return;
 	struct gspy_header *h = w.hdr;
-	uint32_t count = h->chunk_count;
+	uint32_t count = chunk_count(h);
 	uint32_t claimed = __atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
 	if (claimed >= count)
 		return; /* full: nothing to cut */

@@ -11,7 +11,7 @@
  * train_step runs `steps` times (argv[1], default 3), each in a phase
  * "step". Prints the addresses
  * it used so that the test can match them.
- * With argv[2] = "threads", 8 threads each run the whole chain 200 times
+ * With argv[2] = "threads", 8 threads each run the whole chain argv[1] times
  * while host allocations are recorded (recursion and thread safety).
  * With argv[2] = "symbols", prints which objects define backtrace and
  * _Unwind_Backtrace for the process (libunwind must not take them over).
@@ -30,7 +30,7 @@
 /* Keeps a call from becoming a tail call, so that every frame stays. */
 #define KEEP() __asm__ volatile("" ::: "memory")
 
-static int sink;
+static int sink, rounds = 200;
 /* Through a volatile pointer: the compiler may not drop a malloc/free pair. */
 static void *(*volatile do_malloc)(size_t) = malloc;
 
@@ -108,7 +108,7 @@ NOINLINE static int train_step(void *d)
 static void *worker(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < rounds; i++) {
 		void *staging = NULL;
 		void *w = model_init(&staging);
 		__atomic_fetch_add(&sink, load_batch(w, 2u << 20) | train_step(w), __ATOMIC_RELAXED);
@@ -133,6 +133,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 2 && !strcmp(argv[2], "threads")) {
+		rounds = steps;
 		pthread_t th[8];
 		for (int i = 0; i < 8; i++)
 			pthread_create(&th[i], NULL, worker, NULL);

@@ -215,7 +215,7 @@ static void memory(FILE *f, const struct gs_report *r)
 }
 
 /* A stack, one frame a line, innermost first: up to `max` frames, none of
- * the C runtime's start-up frames. With Python frames, the two innermost
+ * the C runtime's start-up frames (none past main). With Python frames, the two innermost
  * native frames, then the Python ones (the line in the user's script). */
 static void stack_line(FILE *f, const char *indent, const char *frames, int max)
 {
@@ -236,6 +236,8 @@ static void stack_line(FILE *f, const char *indent, const char *frames, int max)
 			fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p,
 				n > 86 ? "..." : "");
 			k++;
+			if (!strncmp(p, "main (", 6) || !strncmp(p, "main+0x", 7))
+				return; /* what is outside main is the C runtime's start-up */
 		}
 		p += n + (e ? 1 : 0);
 	}
