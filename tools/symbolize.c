@@ -91,26 +91,24 @@ struct gs_symbolizer *gs_sym_open(const struct gs_trace *t)
 	return s;
 }
 
-/* Debug information from the module's own file only: with a separate debug
- * file loaded (Debian's libc6-dbg, found by build id), elfutils 0.188 frees
- * an invalid pointer in dwfl_end() in about 1 run in 20 (seen here, with
- * address randomisation). Frames of such libraries keep function+offset
- * from their symbol tables. */
-static int own_file_only(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			 const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			 char **debuginfo_file_name)
-{
-	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
-	(void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
-	return -1;
-}
-
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = own_file_only,
-	/* No section_address: it is for ET_REL modules only, and libdwfl
-	 * calls it for the separate debug files of loaded ET_DYN objects. */
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	/* No section_address: it is for ET_REL modules only. */
 };
+
+/* Whether a module's DWARF came from a separate debug file. */
+static int separate_debug(Dwfl_Module *m, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+	(void)userdata, (void)name, (void)start;
+	const char *mainfile = NULL, *debugfile = NULL;
+	dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+	if (debugfile && (!mainfile || strcmp(debugfile, mainfile) != 0)) {
+		*(int *)arg = 1;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
 
 static Dwfl *dwfl_of(struct gs_symbolizer *s)
 {
@@ -326,7 +324,14 @@ void gs_sym_close(struct gs_symbolizer *s)
 	free(s->stacks);
 	free(s->mods);
 	free(s->stale);
+	/* After a separate debug file was read (Debian's libc6-dbg, found by
+	 * build id), elfutils 0.188 frees an invalid pointer in dwfl_end()
+	 * about 1 run in 20 (seen here, with address randomisation): then the
+	 * handle is left to the process's exit, one per trace read. */
+	int separate = 0;
 	if (s->dwfl)
+		dwfl_getmodules(s->dwfl, separate_debug, &separate, 0);
+	if (s->dwfl && !separate)
 		dwfl_end(s->dwfl);
 	free(s);
 }
