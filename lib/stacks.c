@@ -397,22 +397,26 @@ static unsigned env_uint(const char *name, unsigned dflt, unsigned lo, unsigned 
 	return (unsigned)x;
 }
 
-/* GPUSPY_STACKS=0|1, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES,
+/* GPUSPY_STACKS=on|off|glibc, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES,
  * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
 void gs_stacks_setup(void)
 {
 	const char *v = getenv("GPUSPY_STACKS");
 	int on = !(v && (!strcmp(v, "0") || !strcmp(v, "off")));
-	if (v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "on"))
-		gs_warn("GPUSPY_STACKS=%s is not on or off; using on", v);
+	int glibc = v && !strcmp(v, "glibc");
+	if (v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "on") && !glibc)
+		gs_warn("GPUSPY_STACKS=%s is not on, off or glibc; using on", v);
 	gs_cfg.stack_depth = env_uint("GPUSPY_STACK_DEPTH", 32, 1, GSPY_STACK_MAX);
 	gs_cfg.stack_launch_every = env_uint("GPUSPY_STACK_LAUNCHES", 0, 0, 1000000000);
 	v = getenv("GPUSPY_PYTHON_FRAMES");
 	int python = v && *v && strcmp(v, "0") && strcmp(v, "off");
 	if (!on)
 		return;
-	/* A dlopen here may call malloc: the host hooks are not armed yet. */
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	/* A dlopen here may call malloc: the host hooks are not armed yet.
+	 * GPUSPY_STACKS=glibc skips libunwind (whose per-thread trace cache
+	 * has a thread-exit destructor that ThreadSanitizer's runtime cannot
+	 * take). */
+	void *h = glibc ? NULL : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		grab = (backtrace_fn)gs_real_dlsym(h, "unw_backtrace");
 		int (*policy)(void *, int) = (__typeof__(policy))gs_real_dlsym(h, "_ULx86_64_set_caching_policy");
@@ -422,7 +426,8 @@ void gs_stacks_setup(void)
 	}
 	if (!grab) {
 		grab = backtrace;
-		gs_warn("libunwind.so.8 not found; call stacks from glibc's backtrace()");
+		if (!glibc)
+			gs_warn("libunwind.so.8 not found; call stacks from glibc's backtrace()");
 		void *warm[4];
 		backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
 	}
