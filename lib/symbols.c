@@ -200,17 +200,21 @@ GS_EARLY static void *object_sym(uintptr_t base, const ElfW(Dyn) *dyn, const cha
 GS_EARLY void *gs_next_sym(const char *name)
 {
 	extern ElfW(Dyn) _DYNAMIC[];
-	int after_self = 0;
-	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
-		if (m->l_ld == _DYNAMIC) {
-			after_self = 1;
-			continue;
+	/* First the objects after us; then, when gpuspy was dlopen'ed
+	 * (CUDA_INJECTION64_PATH) and is last in the list, those before it. */
+	for (int pass = 0; pass < 2; pass++) {
+		int after_self = 0;
+		for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+			if (m->l_ld == _DYNAMIC) {
+				after_self = 1;
+				continue;
+			}
+			if (pass == 0 && !after_self)
+				continue;
+			void *p = object_sym(m->l_addr, m->l_ld, name);
+			if (p)
+				return p;
 		}
-		if (!after_self)
-			continue;
-		void *p = object_sym(m->l_addr, m->l_ld, name);
-		if (p)
-			return p;
 	}
 	return NULL;
 }
