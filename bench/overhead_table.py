@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Pools the rounds of H200 overhead runs (the rounds files bench/gpu_overhead.py
+writes, e.g. tests/gpu/results/issue5-overhead-rounds*.txt) and prints, per
+loop and mode, the median of the per-round ratios with a 95% bootstrap
+confidence interval of that median (10,000 resamples of the rounds, fixed
+seed). A target like "at least 0.98 of untraced" is shown when the interval's
+lower end is at or above it, ruled out when its upper end is below it.
+Usage: bench/overhead_table.py ROUNDS_FILE..."""
+import random
+import re
+import statistics
+import sys
+
+
+def parse(paths):
+    rounds = {}
+    for path in paths:
+        for line in open(path):
+            m = re.match(r"(\w+) round \d+: (.*)", line.strip())
+            if not m:
+                continue
+            d = {}
+            for part in m.group(2).split(", "):
+                p = re.match(r"(.+) ([\d.]+) \((\d+) B\)", part)
+                if p:
+                    d[p.group(1)] = float(p.group(2))
+            rounds.setdefault(m.group(1), []).append(d)
+    return rounds
+
+
+def ci(values, rng, n=10000):
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(n))
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def main():
+    rng = random.Random(1)
+    rounds = parse(sys.argv[1:])
+    print("| loop | ratio | rounds | median | 95% CI of the median |")
+    print("| --- | --- | --- | --- | --- |")
+    for loop, rs in rounds.items():
+        pairs = [(m, "untraced") for m in ("gpuspy", "gpuspy no stacks", "gpuspy+cupti", "bare cupti",
+                                             "torch.profiler")]
+        pairs.append(("gpuspy+cupti", "bare cupti"))
+        for a, b in pairs:
+            v = [d[a] / d[b] for d in rs if a in d and b in d]
+            if len(v) < 2:
+                continue
+            lo, hi = ci(v, rng)
+            print(f"| {loop} | {a} / {b} | {len(v)} | {statistics.median(v):.3f} | {lo:.3f}..{hi:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
