@@ -36,6 +36,11 @@ extern "C" {
 void gpuspy_phase_push(const char *name) __attribute__((weak));
 void gpuspy_phase_pop(void) __attribute__((weak));
 void gpuspy_mark(const char *name) __attribute__((weak));
+/* Stop and restart recording in the whole process (warm-up, a region not
+ * worth its cost); each leaves a mark "(paused)" / "(resumed)". Calls made
+ * meanwhile pass through unrecorded; CUPTI, when on, keeps collecting. */
+void gpuspy_pause(void) __attribute__((weak));
+void gpuspy_resume(void) __attribute__((weak));
 
 #ifdef __cplusplus
 }
@@ -55,6 +60,17 @@ void gpuspy_mark(const char *name) __attribute__((weak));
 	do {                                                                     \
 		if (gpuspy_mark)                                                 \
 			gpuspy_mark(name);                                       \
+	} while (0)
+
+#define GPUSPY_PAUSE()                                                           \
+	do {                                                                     \
+		if (gpuspy_pause)                                                \
+			gpuspy_pause();                                          \
+	} while (0)
+#define GPUSPY_RESUME()                                                          \
+	do {                                                                     \
+		if (gpuspy_resume)                                               \
+			gpuspy_resume();                                         \
 	} while (0)
 
 #endif /* GPUSPY_H */

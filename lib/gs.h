@@ -61,6 +61,7 @@ struct gs_global {
 	int cuda_seen;       /* a CUDA context was current on some thread */
 	int forked;          /* a fork child of a process that used CUDA: CUDA
 			      * and CUPTI are not usable here */
+	int paused;          /* gpuspy_pause(): calls pass through unrecorded */
 };
 extern struct gs_global gs_g;
 
@@ -140,7 +141,8 @@ static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 {
 	struct gs_tls *t = &gs_tls;
-	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled))
+	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled) ||
+	    GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
 		return NULL;
 	if (GS_UNLIKELY(gs_writer_ready() != 0))
 		return NULL;

@@ -16,6 +16,7 @@ int main(void)
 	GSPY_HOST_API_LIST(GSPY_X)
 #undef GSPY_X
 	printf("    gpuspy_phase_push;\n    gpuspy_phase_pop;\n    gpuspy_mark;\n");
+	printf("    gpuspy_pause;\n    gpuspy_resume;\n");
 	printf("    InitializeInjectionNvtx2;\n    InitializeInjection;\n    gpuspy_torch_phase;\n");
 	printf("  local:\n    *;\n};\n");
 	return 0;

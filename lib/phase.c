@@ -82,6 +82,15 @@ void gs_phase_forked(void)
 void gs_phase(unsigned api, unsigned kind, const char *name)
 {
 	struct gspy_record *r = gs_begin(api, kind);
+	if (!r && __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) {
+		/* Not recorded, but the stack of open phases stays true. */
+		pthread_mutex_lock(&ph.lock);
+		if (kind == GSPY_KIND_phase_end && ph.depth > 0)
+			ph.depth--;
+		else if (kind == GSPY_KIND_phase_begin && ph.depth < STACK_MAX)
+			ph.stack[ph.depth++] = name_id(name && *name ? name : "(unnamed)");
+		pthread_mutex_unlock(&ph.lock);
+	}
 	if (r) {
 		pthread_mutex_lock(&ph.lock);
 		if (kind == GSPY_KIND_phase_end) {
@@ -119,6 +128,22 @@ GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int be
  * programs; here they are plain definitions). */
 GS_API void gpuspy_phase_push(const char *name);
 GS_API void gpuspy_phase_pop(void);
+/* Pause and resume recording, process-wide; each leaves a mark. */
+GS_API void gpuspy_pause(void);
+GS_API void gpuspy_resume(void);
+
+GS_API void gpuspy_pause(void)
+{
+	gs_phase(GSPY_API_gpuspy_mark, GSPY_KIND_mark, "(paused)");
+	__atomic_store_n(&gs_g.paused, 1, __ATOMIC_RELAXED);
+}
+
+GS_API void gpuspy_resume(void)
+{
+	__atomic_store_n(&gs_g.paused, 0, __ATOMIC_RELAXED);
+	gs_phase(GSPY_API_gpuspy_mark, GSPY_KIND_mark, "(resumed)");
+}
+
 GS_API void gpuspy_mark(const char *name);
 
 GS_API void gpuspy_phase_push(const char *name)

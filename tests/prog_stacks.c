@@ -13,6 +13,8 @@
  * it used so that the test can match them.
  * With argv[2] = "threads", 8 threads each run the whole chain argv[1] times
  * while host allocations are recorded (recursion and thread safety).
+ * With argv[2] = "pause", 3 + 5 + 2 allocate/free pairs, the middle ones
+ * inside gpuspy_pause()/gpuspy_resume().
  * With argv[2] = "symbols", prints which objects define backtrace and
  * _Unwind_Backtrace for the process (libunwind must not take them over).
  */
@@ -123,6 +125,20 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 3;
+	if (argc > 2 && !strcmp(argv[2], "pause")) {
+		/* 3 allocations recorded, 5 while paused, 2 after resuming. */
+		const int n[3] = { 3, 5, 2 };
+		for (int part = 0; part < 3; part++) {
+			if (part == 1)
+				GPUSPY_PAUSE();
+			if (part == 2)
+				GPUSPY_RESUME();
+			for (int i = 0; i < n[part]; i++)
+				cudaFree(alloc_weights(1u << 20));
+		}
+		printf("paused run done\n");
+		return 0;
+	}
 	if (argc > 2 && !strcmp(argv[2], "symbols")) {
 		const char *names[] = { "backtrace", "_Unwind_Backtrace" };
 		for (int i = 0; i < 2; i++) {

@@ -1364,6 +1364,20 @@ def stacks_options(tmp):
 
 
 @test
+def pause_and_resume(tmp):
+    """gpuspy_pause()/gpuspy_resume(): the calls in between are not recorded,
+    each leaves its mark, the program's output is the same with and without
+    libgpuspy (the weak symbols are null without it)."""
+    a = run("prog_stacks", ["1", "pause"], tmp=tmp, preload=False)
+    b = run("prog_stacks", ["1", "pause"], tmp=tmp)
+    check(a.stdout == b.stdout == "paused run done\n", f"output {a.stdout!r} / {b.stdout!r}")
+    _, ev = only_trace(tmp)
+    seq = [e["kind"] if e["kind"] != "mark" else e["name"] for e in ev]
+    check(seq == ["alloc", "free"] * 3 + ["(paused)", "(resumed)"] + ["alloc", "free"] * 2,
+          f"events {seq}")
+
+
+@test
 def python_frames_only_with_the_gil(tmp):
     """GPUSPY_PYTHON_FRAMES=1: a CUDA call made holding the GIL (ctypes.PyDLL)
     shows the Python functions and lines in order; one made without it

@@ -3,7 +3,7 @@
   mlp:  8-layer 512-wide MLP, batch 128, SGD, inputs made on the CPU each step
         (launch-bound, ~40 kernels per ~1 ms step);
   conv: a small conv net fed by a DataLoader (0 workers, no pinning).
-Usage: loops.py mlp|conv [--steps N] [--warmup W] [--profile]
+Usage: loops.py mlp|conv [--steps N] [--warmup W] [--window W] [--profile] [--toggle]
 Prints "steps_per_s X" for the steps after warm-up, and "window_steps_per_s
 Y": the median over windows of --window steps (the device synchronised at
 each window's end), which a stall of the shared machine moves less;
@@ -21,6 +21,9 @@ ap.add_argument("--steps", type=int, default=300)
 ap.add_argument("--warmup", type=int, default=10)
 ap.add_argument("--window", type=int, default=50)
 ap.add_argument("--profile", action="store_true")
+ap.add_argument("--toggle", action="store_true",
+                help="under gpuspy: alternate recorded and paused windows (gpuspy_pause), "
+                     "print toggle_ratio = median recorded / median paused window rate")
 a = ap.parse_args()
 torch.manual_seed(0)
 
@@ -65,10 +68,18 @@ torch.cuda.synchronize()
 if a.profile:
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
     prof.__enter__()
+toggle = None
+if a.toggle:
+    import ctypes
+    lib = ctypes.CDLL(None)
+    toggle = (lib.gpuspy_resume, lib.gpuspy_pause)  # AttributeError without gpuspy
 t0 = time.monotonic()
-windows = []
+windows, kinds = [], []
 tw = t0
 for i in range(a.steps):
+    if toggle and i % a.window == 0:
+        kinds.append((i // a.window) % 2)  # 0: recorded, 1: paused
+        toggle[kinds[-1]]()
     step()
     if (i + 1) % a.window == 0:
         torch.cuda.synchronize()
@@ -81,6 +92,11 @@ if a.profile:
     prof.__exit__(None, None, None)
     prof.export_chrome_trace("prof.json")
 print(f"steps_per_s {a.steps / t:.2f}")
+if toggle:
+    toggle[0]()
+    on = sorted(w for w, k in zip(windows, kinds) if k == 0)
+    off = sorted(w for w, k in zip(windows, kinds) if k == 1)
+    print(f"toggle_ratio {on[len(on) // 2] / off[len(off) // 2]:.4f} ({len(on)} recorded, {len(off)} paused windows)")
 if windows:
     windows.sort()
     print(f"window_steps_per_s {windows[len(windows) // 2]:.2f}")
