@@ -117,6 +117,17 @@ static void note_free(struct gspy_record *r, void *p, uint64_t bytes)
 	r->mem = GSPY_MEM_host;
 }
 
+/* The end of a recorded allocation: p (NULL on failure) and n bytes; the
+ * real call's errno is kept. */
+static void *alloc_done(struct gspy_record *r, void *p, uint64_t n)
+{
+	int e = errno;
+	note_alloc(r, p, n);
+	gs_end(r, p ? 0 : e);
+	errno = e;
+	return p;
+}
+
 static inline int big(size_t n)
 {
 	return GS_UNLIKELY(host_min != 0) && n >= host_min && gs_tls.depth == 0;
@@ -127,12 +138,7 @@ GS_API void *malloc(size_t n)
 	if (GS_LIKELY(!big(n)))
 		return REAL(malloc, malloc_fn)(n);
 	struct gspy_record *r = gs_begin(GSPY_API_malloc, GSPY_KIND_alloc);
-	void *p = REAL(malloc, malloc_fn)(n);
-	int e = errno;
-	note_alloc(r, p, n);
-	gs_end(r, p ? 0 : e);
-	errno = e;
-	return p;
+	return alloc_done(r, REAL(malloc, malloc_fn)(n), n);
 }
 
 GS_API void *calloc(size_t k, size_t n)
@@ -141,12 +147,7 @@ GS_API void *calloc(size_t k, size_t n)
 	if (GS_LIKELY(__builtin_mul_overflow(k, n, &total) || !big(total)))
 		return REAL(calloc, calloc_fn)(k, n);
 	struct gspy_record *r = gs_begin(GSPY_API_calloc, GSPY_KIND_alloc);
-	void *p = REAL(calloc, calloc_fn)(k, n);
-	int e = errno;
-	note_alloc(r, p, total);
-	gs_end(r, p ? 0 : e);
-	errno = e;
-	return p;
+	return alloc_done(r, REAL(calloc, calloc_fn)(k, n), total);
 }
 
 static void free_block(unsigned api, void *p, uint64_t size)
@@ -213,12 +214,7 @@ GS_API void *aligned_alloc(size_t align, size_t n)
 	if (GS_LIKELY(!big(n)))
 		return REAL(aligned_alloc, aligned_fn)(align, n);
 	struct gspy_record *r = gs_begin(GSPY_API_aligned_alloc, GSPY_KIND_alloc);
-	void *p = REAL(aligned_alloc, aligned_fn)(align, n);
-	int e = errno;
-	note_alloc(r, p, n);
-	gs_end(r, p ? 0 : e);
-	errno = e;
-	return p;
+	return alloc_done(r, REAL(aligned_alloc, aligned_fn)(align, n), n);
 }
 
 GS_API void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)

@@ -55,6 +55,10 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdull;
 }
 
+static uint32_t store(const void *entry, size_t len);
+
+/* The id of a stack by its hash: interned (with its modules) only the first
+ * time, so a repeated stack costs one table probe. */
 static uint32_t stack_id(uint64_t h, const void *entry, size_t len)
 {
 	h |= 1;
@@ -66,7 +70,7 @@ static uint32_t stack_id(uint64_t h, const void *entry, size_t len)
 				if (cur != h)
 					continue;
 			} else {
-				uint32_t id = gs_intern_bytes(entry, len);
+				uint32_t id = store(entry, len);
 				__atomic_store_n(&tab[k].id, id, __ATOMIC_RELEASE);
 				return id;
 			}
@@ -74,10 +78,10 @@ static uint32_t stack_id(uint64_t h, const void *entry, size_t len)
 		if (cur == h) {
 			uint32_t id = __atomic_load_n(&tab[k].id, __ATOMIC_ACQUIRE);
 			/* Another thread is still writing it: a second copy is harmless. */
-			return id ? id : gs_intern_bytes(entry, len);
+			return id ? id : store(entry, len);
 		}
 	}
-	return gs_intern_bytes(entry, len); /* table full: stored, not shared */
+	return store(entry, len); /* table full: stored, not shared */
 }
 
 /* ---- modules ---------------------------------------------------------------- */
@@ -196,6 +200,22 @@ static void mod_miss(void)
 		return;
 	dl_iterate_phdr(mod_scan, NULL);
 	__atomic_store_n(&mods.adds, adds, __ATOMIC_RELAXED);
+}
+
+/* A new stack: the modules its frames lie in are recorded first, then the
+ * stack itself. */
+static uint32_t store(const void *entry, size_t len)
+{
+	struct gspy_stack_entry h;
+	memcpy(&h, entry, sizeof(h));
+	const unsigned char *pcs = (const unsigned char *)entry + sizeof(h);
+	for (unsigned i = 0; i < h.native; i++) {
+		uint64_t pc;
+		memcpy(&pc, pcs + (size_t)i * 8, 8);
+		if (!mod_known(pc))
+			mod_miss();
+	}
+	return gs_intern_bytes(entry, len);
 }
 
 /* ---- Python ------------------------------------------------------------------ */
@@ -346,8 +366,6 @@ static void stack_note(struct gspy_record *r)
 	uint64_t h = 0;
 	for (; i < (unsigned)n && k < depth; i++) {
 		uint64_t pc = (uint64_t)(uintptr_t)buf[i];
-		if (!mod_known(pc))
-			mod_miss();
 		e.pc[k++] = pc;
 		h = mix(h, pc);
 	}

@@ -99,39 +99,51 @@ GS_EARLY static size_t gnu_hash_count(const uint32_t *h)
 	return (size_t)max + 1;
 }
 
-/* Looks dlsym and dlvsym up in one loaded object's dynamic symbol table. */
-GS_EARLY static int scan_object(uintptr_t base, const ElfW(Dyn) *dyn, struct elf_find *f)
+/* One loaded object's dynamic symbol table. */
+struct dyn_tables {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const ElfW(Half) *versym;
+	size_t nsyms;
+};
+
+GS_EARLY static int dyn_tables(uintptr_t base, const ElfW(Dyn) *dyn, struct dyn_tables *t)
 {
-	if (!dyn)
-		return 0;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Half) *versym = NULL;
-	size_t nsyms = 0;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
+	t->symtab = NULL;
+	t->strtab = NULL;
+	t->versym = NULL;
+	t->nsyms = 0;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
 		uintptr_t p = dyn_ptr(base, dyn->d_un.d_ptr);
 		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = (const ElfW(Sym) *)p; break;
-		case DT_STRTAB: strtab = (const char *)p; break;
-		case DT_VERSYM: versym = (const ElfW(Half) *)p; break;
-		case DT_HASH: nsyms = ((const uint32_t *)p)[1]; break;
+		case DT_SYMTAB: t->symtab = (const ElfW(Sym) *)p; break;
+		case DT_STRTAB: t->strtab = (const char *)p; break;
+		case DT_VERSYM: t->versym = (const ElfW(Half) *)p; break;
+		case DT_HASH: t->nsyms = ((const uint32_t *)p)[1]; break;
 		case DT_GNU_HASH:
-			if (!nsyms)
-				nsyms = gnu_hash_count((const uint32_t *)p);
+			if (!t->nsyms)
+				t->nsyms = gnu_hash_count((const uint32_t *)p);
 			break;
 		}
 	}
-	if (!symtab || !strtab)
+	return t->symtab && t->strtab;
+}
+
+/* Looks dlsym and dlvsym up in one loaded object's dynamic symbol table. */
+GS_EARLY static int scan_object(uintptr_t base, const ElfW(Dyn) *dyn, struct elf_find *f)
+{
+	struct dyn_tables t;
+	if (!dyn_tables(base, dyn, &t))
 		return 0;
-	for (size_t i = 0; i < nsyms; i++) {
-		const ElfW(Sym) *s = &symtab[i];
+	for (size_t i = 0; i < t.nsyms; i++) {
+		const ElfW(Sym) *s = &t.symtab[i];
 		if (s->st_value == 0 || ELF64_ST_TYPE(s->st_info) != STT_FUNC)
 			continue;
-		int hidden = versym && (versym[i] & 0x8000);
+		int hidden = t.versym && (t.versym[i] & 0x8000);
 		void **slot = NULL;
-		if (early_eq(strtab + s->st_name, "dlsym"))
+		if (early_eq(t.strtab + s->st_name, "dlsym"))
 			slot = &f->dlsym;
-		else if (early_eq(strtab + s->st_name, "dlvsym"))
+		else if (early_eq(t.strtab + s->st_name, "dlvsym"))
 			slot = &f->dlvsym;
 		/* Prefer the default version; a compat one does as well. */
 		if (slot && (!*slot || !hidden))
@@ -160,33 +172,17 @@ GS_EARLY static void find_real_dl(void)
  * preferred); NULL if absent. */
 GS_EARLY static void *object_sym(uintptr_t base, const ElfW(Dyn) *dyn, const char *name)
 {
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Half) *versym = NULL;
-	size_t nsyms = 0;
-	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-		uintptr_t p = dyn_ptr(base, dyn->d_un.d_ptr);
-		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = (const ElfW(Sym) *)p; break;
-		case DT_STRTAB: strtab = (const char *)p; break;
-		case DT_VERSYM: versym = (const ElfW(Half) *)p; break;
-		case DT_HASH: nsyms = ((const uint32_t *)p)[1]; break;
-		case DT_GNU_HASH:
-			if (!nsyms)
-				nsyms = gnu_hash_count((const uint32_t *)p);
-			break;
-		}
-	}
-	if (!symtab || !strtab)
+	struct dyn_tables t;
+	if (!dyn_tables(base, dyn, &t))
 		return NULL;
 	void *found = NULL;
-	for (size_t i = 0; i < nsyms; i++) {
-		const ElfW(Sym) *s = &symtab[i];
+	for (size_t i = 0; i < t.nsyms; i++) {
+		const ElfW(Sym) *s = &t.symtab[i];
 		if (s->st_value == 0 || s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC ||
-		    !early_eq(strtab + s->st_name, name))
+		    !early_eq(t.strtab + s->st_name, name))
 			continue;
 		found = (void *)(base + s->st_value);
-		if (!versym || !(versym[i] & 0x8000))
+		if (!t.versym || !(t.versym[i] & 0x8000))
 			break;
 	}
 	return found;

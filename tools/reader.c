@@ -87,8 +87,9 @@ static const uint8_t *chunk_body(const struct gs_trace *t, uint32_t i)
 }
 
 /* Committed bytes of chunk i that lie inside the file, and its committed
- * record count (each record takes 2 bytes at least). */
-static uint64_t chunk_bytes(const struct gs_trace *t, uint32_t i, uint64_t *records)
+ * record count (each record takes 2 bytes at least); 1 when the committed
+ * bytes do not all lie inside the file or the chunk. */
+static int chunk_bytes(const struct gs_trace *t, uint32_t i, uint64_t *bytes, uint64_t *records)
 {
 	uint64_t c = __atomic_load_n(&chunk_at(t, i)->committed, __ATOMIC_ACQUIRE);
 	uint64_t n = c & 0xffffffffu, cap = t->h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
@@ -98,23 +99,23 @@ static uint64_t chunk_bytes(const struct gs_trace *t, uint32_t i, uint64_t *reco
 	size_t avail = t->size > start ? t->size - start : 0;
 	if (n > avail)
 		n = avail;
+	*bytes = n;
 	*records = c >> 32 < n / 2 ? c >> 32 : n / 2;
-	return n;
+	return n != (c & 0xffffffffu);
 }
 
-/* Complete records of chunk i: its count, or, when the file ends inside
- * the chunk, the records that decode before the end. */
-static uint64_t chunk_records(const struct gs_trace *t, uint32_t i)
+/* Complete records of chunk i, and its bytes: the count, or, when the file
+ * ends inside the chunk, the records that decode before the end. */
+static uint64_t chunk_records(const struct gs_trace *t, uint32_t i, uint64_t *bytes)
 {
-	uint64_t records, bytes = chunk_bytes(t, i, &records);
-	uint64_t committed = __atomic_load_n(&chunk_at(t, i)->committed, __ATOMIC_ACQUIRE);
-	if (bytes == (committed & 0xffffffffu))
+	uint64_t records;
+	if (!chunk_bytes(t, i, bytes, &records))
 		return records;
 	const uint8_t *b = chunk_body(t, i);
 	struct gspy_record r;
 	memset(&r, 0, sizeof(r));
 	uint64_t n = 0, off = 0;
-	for (size_t k; n < records && (k = gspy_unpack(b + off, b + bytes, &r)) != 0; off += k)
+	for (size_t k; n < records && (k = gspy_unpack(b + off, b + *bytes, &r)) != 0; off += k)
 		n++;
 	return n;
 }
@@ -248,9 +249,9 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		owner[n][0] = tid;
 		owner[n][1] = c->seq;
 		owner[n][2] = i;
-		owner[n][3] = chunk_records(t, i);
-		uint64_t records;
-		t->packed_bytes += chunk_bytes(t, i, &records);
+		uint64_t bytes;
+		owner[n][3] = chunk_records(t, i, &bytes);
+		t->packed_bytes += bytes;
 		owner[n][4] = c->dropped;
 		n++;
 	}
@@ -287,6 +288,7 @@ bad:
 
 static void cursor_reset(struct gs_thread *th)
 {
+	th->bound = 0;
 	th->ri = 0;
 	th->off = 0;
 	th->have = 0;
@@ -309,10 +311,13 @@ static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
 		if (th->have)
 			return &th->rec;
 		uint32_t c = th->chunks[th->ci];
-		uint64_t records, bytes = chunk_bytes(t, c, &records);
-		if (th->ri < records && th->off < bytes) {
+		if (!th->bound) { /* once per chunk */
+			chunk_bytes(t, c, &th->bytes, &th->records);
+			th->bound = 1;
+		}
+		if (th->ri < th->records && th->off < th->bytes) {
 			const uint8_t *b = chunk_body(t, c);
-			size_t k = gspy_unpack(b + th->off, b + bytes, &th->rec);
+			size_t k = gspy_unpack(b + th->off, b + th->bytes, &th->rec);
 			if (k) {
 				th->off += k;
 				th->ri++;

@@ -28,6 +28,8 @@ struct gs_thread {
 	uint32_t ci;       /* current chunk (index into chunks) */
 	uint64_t ri;       /* records decoded from the current chunk */
 	uint64_t off;      /* byte offset of the next record in the chunk's body */
+	uint64_t bytes, records; /* the current chunk's committed extent */
+	int bound;         /* bytes and records are read for the current chunk */
 	int have;          /* rec is decoded and not yet consumed */
 	struct gspy_record rec; /* the last record decoded: the packing base */
 	uint64_t events, dropped;

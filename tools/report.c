@@ -14,25 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
 #include "report.h"
 
 #define STACK_MAX 64
-
-static void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n);
-	if (!q) {
-		fprintf(stderr, "gpuspy: error: out of memory\n");
-		exit(1);
-	}
-	return q;
-}
-
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	return memcpy(xrealloc(NULL, n), s, n);
-}
 
 static void agg_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
 {

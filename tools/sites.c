@@ -4,27 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
 #include "sites.h"
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n);
-	if (!p) {
-		fputs("gpuspy: error: out of memory\n", stderr);
-		exit(1);
-	}
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (!p) {
-		fputs("gpuspy: error: out of memory\n", stderr);
-		exit(1);
-	}
-	return p;
-}
 
 static uint64_t fnv(const char *s, uint64_t h)
 {
@@ -48,11 +29,7 @@ static int same(const struct gs_site *x, const char *frames, unsigned mem, const
 static void reindex(struct gs_siteset *set)
 {
 	size_t cap = set->index_cap ? set->index_cap * 2 : 64;
-	size_t *ix = calloc(cap, sizeof(*ix));
-	if (!ix) {
-		fputs("gpuspy: error: out of memory\n", stderr);
-		exit(1);
-	}
+	size_t *ix = xcalloc(cap, sizeof(*ix));
 	for (size_t i = 0; i < set->n; i++) {
 		size_t k = key_hash(set->v[i].frames, set->v[i].mem, set->v[i].phase) & (cap - 1);
 		while (ix[k])

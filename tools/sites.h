@@ -20,7 +20,7 @@
 
 struct gs_site {
 	char *frames;   /* rendered frames joined by '\n', innermost first */
-	uint8_t mem;    /* alloc sites: GSPY_MEM_*; sync sites: 0 */
+	uint8_t mem;    /* alloc sites: GSPY_MEM_*; copy sites: GSPY_DIR_*; sync sites: 0 */
 	char *phase;    /* sync sites: the phase the waits were in */
 	uint64_t count, bytes, host_ns;
 	uint64_t live_bytes, live_count; /* alloc sites: device memory held now */

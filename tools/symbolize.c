@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
 #include "demangle.h"
 #include "symbolize.h"
 
@@ -21,14 +22,14 @@ struct module {
 	int build_id_len;
 };
 
-struct pc_slot {
-	uint64_t pc;
-	char *text;
-};
-
-struct stack_slot {
-	uint32_t id;
-	struct gs_stack *stack;
+/* uint64 key -> pointer, open addressing (power-of-two size, half full). */
+struct u64map {
+	struct u64slot {
+		uint64_t key;
+		void *val;
+		int used;
+	} *v;
+	size_t n, cap;
 };
 
 struct gs_symbolizer {
@@ -39,31 +40,9 @@ struct gs_symbolizer {
 	int dwfl_tried, warned;
 	Dwfl_Module **stale; /* reported, but another build than the trace's */
 	size_t nstale;
-	struct pc_slot *pcs; /* open addressing, power of two */
-	size_t npcs, pcs_cap;
-	struct stack_slot *stacks;
-	size_t nstacks, stacks_cap;
+	struct u64map pcs;    /* return address -> rendered frame */
+	struct u64map stacks; /* stack id -> struct gs_stack (NULL: not a stack) */
 };
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (!p) {
-		fputs("gpuspy: error: out of memory\n", stderr);
-		exit(1);
-	}
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t k)
-{
-	void *p = calloc(n, k);
-	if (!p) {
-		fputs("gpuspy: error: out of memory\n", stderr);
-		exit(1);
-	}
-	return p;
-}
 
 struct gs_symbolizer *gs_sym_open(const struct gs_trace *t)
 {
@@ -203,33 +182,44 @@ static uint64_t hash64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
+/* The slot of key; *fresh says it was just added (its value is NULL). */
+static void **map_slot(struct u64map *m, uint64_t key, int *fresh)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct u64slot *v = xcalloc(cap, sizeof(*v));
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->v[i].used)
+				continue;
+			size_t k = hash64(m->v[i].key) & (cap - 1);
+			while (v[k].used)
+				k = (k + 1) & (cap - 1);
+			v[k] = m->v[i];
+		}
+		free(m->v);
+		m->v = v;
+		m->cap = cap;
+	}
+	size_t k = hash64(key) & (m->cap - 1);
+	for (; m->v[k].used; k = (k + 1) & (m->cap - 1))
+		if (m->v[k].key == key) {
+			*fresh = 0;
+			return &m->v[k].val;
+		}
+	m->v[k].used = 1;
+	m->v[k].key = key;
+	m->n++;
+	*fresh = 1;
+	return &m->v[k].val;
+}
+
 static const char *frame_text(struct gs_symbolizer *s, uint64_t pc)
 {
-	if ((s->npcs + 1) * 2 > s->pcs_cap) {
-		size_t cap = s->pcs_cap ? s->pcs_cap * 2 : 1024;
-		struct pc_slot *n = xcalloc(cap, sizeof(*n));
-		for (size_t i = 0; i < s->pcs_cap; i++) {
-			if (!s->pcs[i].text)
-				continue;
-			size_t k = hash64(s->pcs[i].pc) & (cap - 1);
-			while (n[k].text)
-				k = (k + 1) & (cap - 1);
-			n[k] = s->pcs[i];
-		}
-		free(s->pcs);
-		s->pcs = n;
-		s->pcs_cap = cap;
-	}
-	size_t k = hash64(pc) & (s->pcs_cap - 1);
-	while (s->pcs[k].text) {
-		if (s->pcs[k].pc == pc)
-			return s->pcs[k].text;
-		k = (k + 1) & (s->pcs_cap - 1);
-	}
-	s->pcs[k].pc = pc;
-	s->pcs[k].text = render_pc(s, pc);
-	s->npcs++;
-	return s->pcs[k].text;
+	int fresh;
+	void **v = map_slot(&s->pcs, pc, &fresh);
+	if (fresh)
+		*v = render_pc(s, pc);
+	return *v;
 }
 
 /* "function (file)" and a line -> "function (file:line)". */
@@ -278,41 +268,21 @@ const struct gs_stack *gs_sym_stack(struct gs_symbolizer *s, uint32_t id)
 {
 	if (!s || !id)
 		return NULL;
-	if ((s->nstacks + 1) * 2 > s->stacks_cap) {
-		size_t cap = s->stacks_cap ? s->stacks_cap * 2 : 256;
-		struct stack_slot *n = xcalloc(cap, sizeof(*n));
-		for (size_t i = 0; i < s->stacks_cap; i++) {
-			if (!s->stacks[i].id)
-				continue;
-			size_t k = hash64(s->stacks[i].id) & (cap - 1);
-			while (n[k].id)
-				k = (k + 1) & (cap - 1);
-			n[k] = s->stacks[i];
-		}
-		free(s->stacks);
-		s->stacks = n;
-		s->stacks_cap = cap;
-	}
-	size_t k = hash64(id) & (s->stacks_cap - 1);
-	while (s->stacks[k].id) {
-		if (s->stacks[k].id == id)
-			return s->stacks[k].stack;
-		k = (k + 1) & (s->stacks_cap - 1);
-	}
-	s->stacks[k].id = id;
-	s->stacks[k].stack = build(s, id);
-	s->nstacks++;
-	return s->stacks[k].stack;
+	int fresh;
+	void **v = map_slot(&s->stacks, id, &fresh);
+	if (fresh)
+		*v = build(s, id);
+	return *v;
 }
 
 void gs_sym_close(struct gs_symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->pcs_cap; i++)
-		free(s->pcs[i].text);
-	for (size_t i = 0; i < s->stacks_cap; i++) {
-		struct gs_stack *st = s->stacks[i].stack;
+	for (size_t i = 0; i < s->pcs.cap; i++)
+		free(s->pcs.v[i].val);
+	for (size_t i = 0; i < s->stacks.cap; i++) {
+		struct gs_stack *st = s->stacks.v[i].val;
 		if (!st)
 			continue;
 		for (uint32_t j = 0; j < st->n; j++)
@@ -320,8 +290,8 @@ void gs_sym_close(struct gs_symbolizer *s)
 		free(st->frames);
 		free(st);
 	}
-	free(s->pcs);
-	free(s->stacks);
+	free(s->pcs.v);
+	free(s->stacks.v);
 	free(s->mods);
 	free(s->stale);
 	/* After a separate debug file was read (Debian's libc6-dbg, found by
