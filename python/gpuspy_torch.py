@@ -3,7 +3,8 @@
 
 When torch is imported, this module hooks:
   * data      - each next() of a DataLoader iterator;
-  * forward   - the outermost nn.Module call (global module hooks);
+  * forward   - the first nn.Module call outside forward (a global module
+                hook for the first steps, then hooks on the modules it saw);
   * backward  - Tensor.backward / torch.autograd.backward;
   * optimizer - Optimizer.step and Optimizer.zero_grad.
 "data" and "forward" last until the next phase starts, so the batch's copy
@@ -18,13 +19,56 @@ import ctypes
 import functools
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import threading
+import weakref
 
 _lib = None
 _state = threading.local()
 _step = [0]
 _open = [None]
+_torch = [None]
+# forward begins at the first module call made outside forward. A global
+# module hook sees every call, but it sends every module call through
+# PyTorch's slow path and costs a Python call per module: 3% of the
+# FIELD-NOTES MLP loop's throughput on the H200. So it is on only for the
+# first GPUSPY_TORCH_LEARN_STEPS optimizer steps (0: always), which learn
+# the modules that begin forward (the model, a teacher...); after that only
+# they carry a hook.
+try:
+    _LEARN_STEPS = int(os.environ.get("GPUSPY_TORCH_LEARN_STEPS", "3"))
+except ValueError:
+    sys.stderr.write("gpuspy: GPUSPY_TORCH_LEARN_STEPS is not a number; using 3\n")
+    _LEARN_STEPS = 3
+_learning = [_LEARN_STEPS > 0]
+_roots = {}  # id(module) -> weakref.ref(module)
+_handles = []
+
+
+def _pre(module, inputs):
+    if _open[0] != b"forward":
+        _begin_lazy(b"forward")
+        if _learning[0] and id(module) not in _roots:
+            _roots[id(module)] = weakref.ref(module)
+
+
+def _hooks_on():
+    if _handles:
+        return
+    if _learning[0] or _LEARN_STEPS <= 0:
+        _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
+        return
+    for ref in list(_roots.values()):
+        m = ref()
+        if m is not None:
+            _handles.append(m.register_forward_pre_hook(_pre))
+
+
+def _hooks_off():
+    for h in _handles:
+        h.remove()
+    _handles.clear()
 
 
 def _phase(name, begin):
@@ -75,24 +119,19 @@ def _hook_torch(torch):
     dl = torch.utils.data.dataloader._BaseDataLoaderIter
     dl.__next__ = _wrap(dl.__next__, b"data", lazy=True)
 
-    def pre(module, inputs):
-        d = getattr(_state, "fwd", 0)
-        _state.fwd = d + 1
-        if d == 0:
-            _begin_lazy(b"forward")
-
-    def post(module, inputs, output):
-        _state.fwd = max(getattr(_state, "fwd", 1) - 1, 0)
-
-    mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(pre)
-    mm.register_module_forward_hook(post)
+    _torch[0] = torch
+    _hooks_on()
 
     torch.Tensor.backward = _wrap(torch.Tensor.backward, b"backward")
     torch.autograd.backward = _wrap(torch.autograd.backward, b"backward")
 
     def stepped():
         _step[0] += 1
+        if _learning[0] and _step[0] >= _LEARN_STEPS:
+            # Learned the model(s): from now on only they carry the hook.
+            _hooks_off()
+            _learning[0] = False
+            _hooks_on()
 
     opt = torch.optim.Optimizer
     opt.zero_grad = _wrap(opt.zero_grad, b"optimizer")
@@ -137,6 +176,23 @@ def _close_open():
     if _lib and _open[0]:
         _lib.gpuspy_torch_phase(_open[0], _step[0], 0)
         _open[0] = None
+
+
+def pause():
+    """gpuspy_pause() for Python: recording stops process-wide and the module
+    hooks come off, so module calls take PyTorch's fast path again."""
+    if _lib:
+        _close_open()  # the open data/forward phase ends here, recorded
+        _lib.gpuspy_pause()
+        _hooks_off()
+
+
+def resume():
+    """gpuspy_resume() for Python: the module hooks go back on."""
+    if _lib:
+        if _torch[0] is not None:
+            _hooks_on()
+        _lib.gpuspy_resume()
 
 
 def _install():

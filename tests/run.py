@@ -840,6 +840,48 @@ def torch_phases_without_code_changes(tmp):
 
 
 @test
+def torch_forward_hooks_learned(tmp):
+    """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS
+    steps only; then the model it saw begin forward carries the hook, and
+    the phases stay the same."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    for learn, hooks in (("", "global 0 model 1"), ("2", "global 0 model 1"), ("9", "global 1 model 0"),
+                         ("0", "global 1 model 0"), ("x", "global 0 model 1")):
+        d = os.path.join(tmp, "learn" + learn)
+        os.makedirs(d)
+        p = run_py([TORCH_LOOP, "5", "-1", "hooks"], d, env={"GPUSPY_TORCH_LEARN_STEPS": learn} if learn else {})
+        check(p.returncode == 0 and p.stdout == f"done 5 steps\nhooks {hooks}\n", f"learn {learn!r}: {p.stdout!r}")
+        warned = "GPUSPY_TORCH_LEARN_STEPS is not a number" in p.stderr
+        check(warned == (learn == "x"), f"learn {learn!r}: {p.stderr!r}")
+        _, ev = only_trace(d)
+        got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+        check(got == torch_sequence(5), f"learn {learn!r}: torch phases {got}")
+
+
+@test
+def torch_pause_resume(tmp):
+    """gpuspy_torch.pause()/resume() around step 1's body: its phases are not
+    recorded, the open data phase is closed first, the module hook is off
+    while paused (module calls take PyTorch's fast path) and back after."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([TORCH_LOOP, "3", "1"], tmp)
+    check(p.returncode == 0 and p.stdout == "paused hooks 0\nresumed hooks 1\ndone 3 steps\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e.get("step")) for e in ev if e["kind"].startswith(("phase", "mark"))]
+    full = torch_sequence(3)
+    want = full[:10] + [full[10], ("phase_end", "data", 1), ("mark", "(paused)", None),
+                        ("mark", "(resumed)", None)] + full[20:]
+    check(got == want, f"phases around a pause {got}")
+
+
+@test
 def torch_hooks_opt_out_and_chain(tmp):
     if SANITIZED:
         raise Skip("PyTorch under a sanitized preload is not run")

@@ -22,8 +22,9 @@ ap.add_argument("--warmup", type=int, default=10)
 ap.add_argument("--window", type=int, default=50)
 ap.add_argument("--profile", action="store_true")
 ap.add_argument("--toggle", action="store_true",
-                help="under gpuspy: alternate recorded and paused windows (gpuspy_pause), "
-                     "print toggle_ratio = median recorded / median paused window rate")
+                help="under gpuspy: alternate recorded and paused windows (gpuspy_pause; "
+                     "gpuspy_torch.pause also takes the module hook off), print "
+                     "toggle_ratio = median recorded / median paused window rate")
 a = ap.parse_args()
 torch.manual_seed(0)
 
@@ -70,9 +71,14 @@ if a.profile:
     prof.__enter__()
 toggle = None
 if a.toggle:
-    import ctypes
-    lib = ctypes.CDLL(None)
-    toggle = (lib.gpuspy_resume, lib.gpuspy_pause)  # AttributeError without gpuspy
+    import sys
+    if "gpuspy_torch" in sys.modules:  # PyTorch phases on: the module hook comes off too
+        gt = sys.modules["gpuspy_torch"]
+        toggle = (gt.resume, gt.pause)
+    else:
+        import ctypes
+        lib = ctypes.CDLL(None)
+        toggle = (lib.gpuspy_resume, lib.gpuspy_pause)  # AttributeError without gpuspy
 t0 = time.monotonic()
 windows, kinds = [], []
 tw = t0
