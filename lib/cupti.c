@@ -40,6 +40,7 @@ static struct {
 	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
 	CUptiResult (*enable_cb)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 	CUptiResult (*cb_name)(CUpti_CallbackDomain, uint32_t, const char **);
 	CUptiResult (*result_string)(CUptiResult, const char **);
 	CUpti_SubscriberHandle sub;
@@ -62,6 +63,37 @@ static void CUPTIAPI on_api(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id
 	const CUpti_CallbackData *cb = data;
 	if (cb->callbackSite == CUPTI_API_ENTER)
 		gs_tls.cupti_corr = cb->correlationId;
+}
+
+/* Callbacks only for the driver entry points that launch, copy or set. */
+static unsigned enable_callbacks(void)
+{
+	unsigned enabled = 0;
+	for (uint32_t id = 1; id < 4096; id++) {
+		const char *name = NULL;
+		if (c.cb_name(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
+			break;
+		unsigned kind = gs_api_kind(name);
+		if ((kind == GSPY_KIND_launch || kind == GSPY_KIND_copy || kind == GSPY_KIND_memset) &&
+		    c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS)
+			enabled++;
+	}
+	return enabled;
+}
+
+/* gpuspy_pause(): nothing is recorded to correlate, so the driver-API
+ * callbacks go off (the activity records keep coming); resume turns them
+ * back on. A paused process then pays what a bare CUPTI collector does. */
+void gs_cupti_callbacks(int on)
+{
+	if (!gs_g.cupti || !c.enable_domain)
+		return;
+	pthread_mutex_lock(&c.lock);
+	if (on)
+		enable_callbacks();
+	else
+		c.enable_domain(0, c.sub, CUPTI_CB_DOMAIN_DRIVER_API);
+	pthread_mutex_unlock(&c.lock);
 }
 
 static void CUPTIAPI buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
@@ -272,6 +304,7 @@ unsigned gs_cupti_start(void)
 	}
 	SYM(flush_period, "cuptiActivityFlushPeriod");
 	SYM(result_string, "cuptiGetResultString");
+	SYM(enable_domain, "cuptiEnableDomain");
 	CUptiResult rc = c.subscribe(&c.sub, on_api, NULL);
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		gs_warn("another tool holds CUPTI (torch.profiler, Nsight Systems, ...): it gets the GPU "
@@ -292,17 +325,7 @@ unsigned gs_cupti_start(void)
 	}
 	if (c.flush_period)
 		c.flush_period(1000);
-	/* Callbacks only for the driver entry points that launch, copy or set. */
-	unsigned enabled = 0;
-	for (uint32_t id = 1; id < 4096; id++) {
-		const char *name = NULL;
-		if (c.cb_name(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
-			break;
-		unsigned kind = gs_api_kind(name);
-		if ((kind == GSPY_KIND_launch || kind == GSPY_KIND_copy || kind == GSPY_KIND_memset) &&
-		    c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS)
-			enabled++;
-	}
+	unsigned enabled = enable_callbacks();
 	if (getenv("GPUSPY_DEBUG"))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);
 	gs_g.cupti = 1;

@@ -93,6 +93,7 @@ static inline uint64_t gs_now(void)
 unsigned gs_cupti_start(void);
 void gs_cupti_late_atexit(void);
 void gs_cupti_note(struct gspy_record *r, uint32_t corr);
+void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
 
 /* Call stacks (stacks.c). */
 extern uint32_t gs_stack_kinds; /* 1 << kind for the kinds that get stacks */

@@ -136,10 +136,12 @@ GS_API void gpuspy_pause(void)
 {
 	gs_phase(GSPY_API_gpuspy_mark, GSPY_KIND_mark, "(paused)");
 	__atomic_store_n(&gs_g.paused, 1, __ATOMIC_RELAXED);
+	gs_cupti_callbacks(0);
 }
 
 GS_API void gpuspy_resume(void)
 {
+	gs_cupti_callbacks(1);
 	__atomic_store_n(&gs_g.paused, 0, __ATOMIC_RELAXED);
 	gs_phase(GSPY_API_gpuspy_mark, GSPY_KIND_mark, "(resumed)");
 }

@@ -1,23 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# gpuspy's cost on the MLP loop measured two ways in one device call:
-# paired recorded/paused windows inside each of N processes (loops.py
-# --toggle: recording plus the PyTorch module hook against neither), and
-# ROUNDS interleaved untraced/gpuspy rounds (bench/gpu_overhead.sh).
+# gpuspy's cost on the MLP loop measured two ways (each fits one device call):
+#   PART=toggle: paired recorded/paused windows inside each of TOGGLES
+#     processes (loops.py --toggle), for each GPUSPY_CUPTI in CUPTI_MODES.
+#     Paused = recording, the PyTorch module hook and (CUPTI on) CUPTI's
+#     correlation callbacks off; CUPTI's activity records keep coming, so
+#     with CUPTI on a paused window pays what a bare collector does.
+#   PART=bench: ROUNDS interleaved rounds of MODES (bench/gpu_overhead.sh).
 # From the repository root after `make gpu-carry`:
-#   bash tests/gpu/overhead_paired.sh      (results in $OUT)
+#   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 make -s lib/libgpuspy.so > /dev/null || exit 1
-for i in $(seq "${TOGGLES:-5}"); do
-	mkdir -p /tmp/gpuspy-toggle
-	LD_PRELOAD=$(pwd)/lib/libgpuspy.so GPUSPY_CUPTI=off GPUSPY_DIR=/tmp/gpuspy-toggle \
-		python3 tests/gpu/loops.py mlp --steps 4000 --toggle 2>&1 | grep -E 'toggle|steps_per_s' | tr '\n' ' '
-	echo
-	rm -rf /tmp/gpuspy-toggle
-done | tee "$OUT/toggle.txt"
-LOOPS=mlp MODES="${MODES:-untraced,gpuspy}" ROUNDS=${ROUNDS:-6} MLP_STEPS=${MLP_STEPS:-1000} \
-	bash bench/gpu_overhead.sh > "$OUT/bench.log" 2>&1
-tail -8 "$OUT/bench.log"
+if [ "${PART:-toggle}" = toggle ]; then
+	for cupti in ${CUPTI_MODES:-off on}; do
+		for i in $(seq "${TOGGLES:-5}"); do
+			mkdir -p /tmp/gpuspy-toggle
+			echo -n "cupti $cupti: "
+			LD_PRELOAD=$(pwd)/lib/libgpuspy.so GPUSPY_CUPTI=$cupti GPUSPY_DIR=/tmp/gpuspy-toggle \
+				python3 tests/gpu/loops.py mlp --steps "${TOGGLE_STEPS:-4000}" --toggle 2>&1 |
+				grep -E '^(toggle_ratio|steps_per_s|gpuspy)' | tr '\n' ' '
+			echo
+			rm -rf /tmp/gpuspy-toggle
+		done
+	done | tee "$OUT/toggle.txt"
+else
+	LOOPS=mlp MODES="${MODES:-untraced,gpuspy,gpuspy+cupti,bare cupti}" ROUNDS=${ROUNDS:-6} \
+		MLP_STEPS=${MLP_STEPS:-1000} bash bench/gpu_overhead.sh > "$OUT/bench.log" 2>&1
+	tail -8 "$OUT/bench.log"
+fi
