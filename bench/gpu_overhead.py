@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Overhead of tracing on the H200 (issue 5, point 6). For the FIELD-NOTES
 MLP loop and the conv loop (tests/gpu/loops.py), ROUNDS interleaved rounds of
-six runs each: untraced; gpuspy without CUPTI (call stacks on, its default);
-the same with GPUSPY_STACKS=0; gpuspy with CUPTI; a bare
+seven runs each: untraced; gpuspy without CUPTI (call stacks on, its default);
+the same with GPUSPY_STACKS=0; gpuspy with GPU time per phase from CUDA
+events (GPUSPY_CUPTI=events); gpuspy with CUPTI; a bare
 CUPTI collector enabling the same activity kinds and nothing else
 (tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Each run's rate
 is the median of its 50-step windows (loops.py); the table gives medians of
@@ -25,7 +26,8 @@ ROUNDS = int(os.environ.get("ROUNDS", "5"))
 STEPS = {"mlp": int(os.environ.get("MLP_STEPS", "300")), "conv": int(os.environ.get("CONV_STEPS", "100"))}
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
-MODES = ["untraced", "gpuspy", "gpuspy no stacks", "gpuspy+cupti", "bare cupti", "torch.profiler"]
+MODES = ["untraced", "gpuspy", "gpuspy no stacks", "gpuspy events", "gpuspy+cupti", "bare cupti",
+         "torch.profiler"]
 MODES = [m for m in MODES if m in os.environ.get("MODES", ",".join(MODES)).split(",")]
 
 
@@ -36,7 +38,7 @@ def run(loop, mode, r):
     args = ["python3", os.path.join(ROOT, "tests", "gpu", "loops.py"), loop, "--steps", str(STEPS[loop])]
     if mode.startswith("gpuspy"):
         env["LD_PRELOAD"] = LIB
-        env["GPUSPY_CUPTI"] = "on" if mode == "gpuspy+cupti" else "off"
+        env["GPUSPY_CUPTI"] = {"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off")
         if mode == "gpuspy no stacks":
             env["GPUSPY_STACKS"] = "0"
     elif mode == "bare cupti":

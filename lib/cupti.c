@@ -7,7 +7,8 @@
  *
  * libcupti is dlopen'ed (the copy PyTorch already loaded first), never
  * linked. GPUSPY_CUPTI=auto|on|off: auto turns it on when an NVIDIA driver
- * is present (/dev/nvidiactl), since CUPTI needs the real driver.
+ * is present (/dev/nvidiactl), since CUPTI needs the real driver; `events`
+ * leaves CUPTI alone and times phases with CUDA events (gpu_events.c).
  *
  * Correlation: CUPTI calls back gpuspy on entry to the driver's launch,
  * copy and memset entry points (only those), with the correlation id that
@@ -235,13 +236,14 @@ static void flush_at_exit(void)
 {
 	if (gs_g.cupti)
 		c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	gs_events_exit();
 }
 
 /* Called after the first recorded call returned (the runtime has set up
  * its own exit handlers by then): ours must run before them. */
 void gs_cupti_late_atexit(void)
 {
-	if (gs_g.cupti && !__atomic_exchange_n(&c.atexit_done, 1, __ATOMIC_RELAXED))
+	if ((gs_g.cupti || gs_g.events) && !__atomic_exchange_n(&c.atexit_done, 1, __ATOMIC_RELAXED))
 		atexit(flush_at_exit);
 }
 
@@ -287,6 +289,9 @@ unsigned gs_cupti_start(void)
 {
 	/* A child forked after its parent used CUDA (DataLoader workers)
 	 * cannot use CUDA, and CUPTI must not be started there. */
+	const char *v = getenv("GPUSPY_CUPTI");
+	if (v && !strcmp(v, "events"))
+		return gs_events_start(); /* no CUPTI: CUDA events at phase boundaries */
 	if (gs_g.forked || !want())
 		return GSPY_GPU_TIMING_none;
 	c.h = load();

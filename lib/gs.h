@@ -62,6 +62,7 @@ struct gs_global {
 	int forked;          /* a fork child of a process that used CUDA: CUDA
 			      * and CUPTI are not usable here */
 	int paused;          /* gpuspy_pause(): calls pass through unrecorded */
+	int events;          /* GPUSPY_CUPTI=events: GPU time from CUDA events */
 };
 extern struct gs_global gs_g;
 
@@ -94,6 +95,20 @@ unsigned gs_cupti_start(void);
 void gs_cupti_late_atexit(void);
 void gs_cupti_note(struct gspy_record *r, uint32_t corr);
 void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
+
+/* GPU time from CUDA events at phase boundaries (gpu_events.c). */
+unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */
+void gs_events_work(unsigned api, uint64_t stream);
+void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends */
+void gs_events_exit(void);
+void gs_events_forked(void);
+
+/* A recorded launch, copy or memset is about to go on `stream`. */
+static inline void gs_on_stream(const struct gspy_record *r, unsigned api, uint64_t stream)
+{
+	if (GS_UNLIKELY(gs_g.events) && r)
+		gs_events_work(api, stream);
+}
 
 /* Call stacks (stacks.c). */
 extern uint32_t gs_stack_kinds; /* 1 << kind for the kinds that get stacks */

@@ -49,6 +49,7 @@ static CUresult launch(unsigned api, CUfunction f, unsigned gx, unsigned gy, uns
 		       void **params, void **extra)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuLaunchKernel))gs_real(api))(f, gx, gy, gz, bx, by, bz, smem,
 								  st, params, extra);
 	drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
@@ -75,6 +76,7 @@ static CUresult launch_ex(unsigned api, const CUlaunchConfig *c, CUfunction f, v
 			  void **extra)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)(c ? c->hStream : 0));
 	CUresult rc = ((__typeof__(&cuLaunchKernelEx))gs_real(api))(c, f, params, extra);
 	if (c)
 		drv_launch(r, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
@@ -100,6 +102,7 @@ static CUresult launch_coop(unsigned api, CUfunction f, unsigned gx, unsigned gy
 			    void **params)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuLaunchCooperativeKernel))gs_real(api))(f, gx, gy, gz, bx, by,
 									     bz, smem, st, params);
 	drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
@@ -155,6 +158,7 @@ GS_API CUresult cuLaunchHostFunc_ptsz(CUstream st, CUhostFn fn, void *data)
 static CUresult graph(unsigned api, CUgraphExec g, CUstream st)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuGraphLaunch))gs_real(api))(g, st);
 	stream_only(r, (uint64_t)st, (uint64_t)g);
 	gs_end(r, rc);
@@ -188,6 +192,7 @@ static cudaError_t rt_kernel(unsigned api, const void *fn, dim3 g, dim3 b, void 
 			     size_t smem, cudaStream_t st)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&cudaLaunchKernel))gs_real(api))(fn, g, b, args, smem, st);
 	rt_launch(r, g, b, st);
 	gs_end(r, rc);
@@ -210,6 +215,7 @@ static cudaError_t rt_kernel_handle(unsigned api, cudaKernel_t k, dim3 g, dim3 b
 				    size_t smem, cudaStream_t st)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&__cudaLaunchKernel))gs_real(api))(k, g, b, args, smem, st);
 	rt_launch(r, g, b, st);
 	if (r && !r->name_id)
@@ -234,6 +240,7 @@ static cudaError_t rt_kernel_ex(unsigned api, const cudaLaunchConfig_t *c, const
 				void **args)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)(c ? c->stream : 0));
 	cudaError_t rc = ((__typeof__(&cudaLaunchKernelExC))gs_real(api))(c, fn, args);
 	if (c)
 		rt_launch(r, c->gridDim, c->blockDim, c->stream);
@@ -256,6 +263,7 @@ static cudaError_t rt_coop(unsigned api, const void *fn, dim3 g, dim3 b, void **
 			   size_t smem, cudaStream_t st)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	cudaError_t rc =
 		((__typeof__(&cudaLaunchCooperativeKernel))gs_real(api))(fn, g, b, args, smem, st);
 	rt_launch(r, g, b, st);
@@ -297,6 +305,7 @@ GS_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t st, cudaHostFn_t fn, voi
 static cudaError_t rt_graph(unsigned api, cudaGraphExec_t g, cudaStream_t st)
 {
 	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
+	gs_on_stream(r, api, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&cudaGraphLaunch))gs_real(api))(g, st);
 	stream_only(r, (uint64_t)st, (uint64_t)g);
 	gs_end(r, rc);

@@ -69,6 +69,8 @@ uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id_)
 		r->end = r->start;
 	}
 	gs_end(r, 0);
+	if (GS_UNLIKELY(gs_g.events) && kind != GSPY_KIND_mark)
+		gs_events_phase(kind, name_id_);
 	return name_id_;
 }
 
@@ -82,29 +84,27 @@ void gs_phase_forked(void)
 void gs_phase(unsigned api, unsigned kind, const char *name)
 {
 	struct gspy_record *r = gs_begin(api, kind);
-	if (!r && __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) {
-		/* Not recorded, but the stack of open phases stays true. */
+	uint32_t id = 0;
+	if (r || (kind != GSPY_KIND_mark && __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED))) {
+		/* Recorded or not (paused), the stack of open phases stays true. */
 		pthread_mutex_lock(&ph.lock);
-		if (kind == GSPY_KIND_phase_end && ph.depth > 0)
-			ph.depth--;
-		else if (kind == GSPY_KIND_phase_begin && ph.depth < STACK_MAX)
-			ph.stack[ph.depth++] = name_id(name && *name ? name : "(unnamed)");
+		if (kind == GSPY_KIND_phase_end) {
+			id = ph.depth > 0 ? ph.stack[--ph.depth] : 0;
+		} else {
+			id = name_id(name && *name ? name : "(unnamed)");
+			if (kind == GSPY_KIND_phase_begin && ph.depth < STACK_MAX)
+				ph.stack[ph.depth++] = id;
+		}
 		pthread_mutex_unlock(&ph.lock);
 	}
 	if (r) {
-		pthread_mutex_lock(&ph.lock);
-		if (kind == GSPY_KIND_phase_end) {
-			r->name_id = ph.depth > 0 ? ph.stack[--ph.depth] : 0;
-		} else {
-			r->name_id = name_id(name && *name ? name : "(unnamed)");
-			if (kind == GSPY_KIND_phase_begin && ph.depth < STACK_MAX)
-				ph.stack[ph.depth++] = r->name_id;
-		}
-		pthread_mutex_unlock(&ph.lock);
+		r->name_id = id;
 		r->device = -1;
 		r->end = r->start;
 	}
 	gs_end(r, 0);
+	if (GS_UNLIKELY(gs_g.events) && kind != GSPY_KIND_mark)
+		gs_events_phase(kind, id);
 }
 
 /* For python/gpuspy_torch.py (exported, not public API): a PyTorch phase
@@ -121,7 +121,11 @@ GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int be
 		r->device = -1;
 		r->end = r->start;
 	}
+	uint32_t id = r ? r->name_id : 0;
 	gs_end(r, 0);
+	if (GS_UNLIKELY(gs_g.events))
+		gs_events_phase(begin ? GSPY_KIND_phase_begin : GSPY_KIND_phase_end,
+				id ? id : gs_phase_name(name));
 }
 
 /* The public API (include/gpuspy.h declares these as weak references for

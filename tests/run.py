@@ -839,6 +839,83 @@ def torch_phases_without_code_changes(tmp):
     check(got == torch_sequence(2), f"torch phases via gpuspy run {got}")
 
 
+def spans(ev):
+    return sorted((e["name"], e["gpu_ns"], "legacy" if e["stream"] == 0 else "stream")
+                  for e in ev if e["kind"] == "gpu_span")
+
+
+@test
+def gpu_time_from_events(tmp):
+    """GPUSPY_CUPTI=events: each phase interval's GPU time on each stream it
+    used, from CUDA events at the boundaries (the double's kernels take
+    grid_x us of their stream's clock); per-thread streams are not timed;
+    the report and the JSON Lines round trip give the same sums."""
+    p = run("prog_events", env={"GPUSPY_CUPTI": "events"}, tmp=tmp)
+    check(p.stdout == "events done\n", p.stdout)
+    head, ev = only_trace(tmp)
+    check(head["gpu_timing"] == "events", head["gpu_timing"])
+    want = sorted([("multi", 10000, "stream"), ("multi", 20000, "stream"), ("multi", 5000, "legacy"),
+                   ("outer", 1000, "stream"), ("inner", 2000, "stream"), ("outer", 4000, "stream"),
+                   ("threaded", 7000, "stream")])
+    check(spans(ev) == want, f"spans {spans(ev)}")
+    gspy = os.path.join(tmp, traces(tmp)[0])
+    for path in (gspy, None):
+        if path is None:
+            path = os.path.join(tmp, "t.jsonl")
+            with open(path, "w") as f:
+                f.write(subprocess.run([GPUSPY, "dump", gspy], capture_output=True, text=True).stdout)
+        o = report_json(path)
+        check(o["timing"] == "events", o["timing"])
+        got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
+        check(got == {"(no phase)": (0, 0), "multi": (35000, 3), "outer": (5000, 2), "inner": (2000, 1),
+                      "threaded": (7000, 1)}, f"{path}: {got}")
+    # The training loop: forward 10 x 64 us, backward 12 x 64 us, optimizer
+    # 32 us per step; data's copies take no GPU time.
+    d = os.path.join(tmp, "train")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env={"GPUSPY_CUPTI": "events"}, tmp=d)
+    check(p.stdout == "trained 3 steps\n", p.stdout)
+    o = report_json(os.path.join(d, traces(d)[0]))
+    got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
+    check(got == {"(no phase)": (0, 0), "data": (0, 3), "forward": (3 * 640000, 3),
+                  "backward": (3 * 768000, 3), "optimizer": (3 * 32000, 3)}, f"prog_train {got}")
+    # Off by default.
+    d = os.path.join(tmp, "off")
+    os.makedirs(d)
+    run("prog_events", tmp=d)
+    check(spans(only_trace(d)[1]) == [], "gpu_span records without GPUSPY_CUPTI=events")
+    if not SANITIZED:  # gpuspy run puts libgpuspy before the sanitizer runtime
+        e = dict(os.environ)
+        e.pop("LD_PRELOAD", None)
+        p = subprocess.run([GPUSPY, "run", "--dir", os.path.join(tmp, "r"), "--cupti", "events",
+                            "--no-report", "--", "sh", "-c", "echo $GPUSPY_CUPTI"], env=e,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.stdout == "events\n", f"gpuspy run --cupti events: {p.stdout!r} {p.stderr!r}")
+
+
+@test
+def gpu_time_from_events_failures(tmp):
+    """Events that cannot be recorded: the program runs unchanged, nothing
+    is timed, one warning at exit says how many intervals were not. A
+    stream being captured into a graph gets no event."""
+    p = run("prog_events", env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0",
+                                "FAKECUDA_FAIL": "cuEventRecord:999"}, tmp=tmp)
+    check(p.stdout == "events done\n", p.stdout)
+    lines = [l for l in p.stderr.splitlines() if "GPUSPY_CUPTI=events" in l]
+    check(lines == ["gpuspy: GPUSPY_CUPTI=events: 7 phase intervals could not be timed on the GPU"],
+          f"stderr {p.stderr!r}")
+    check(spans(only_trace(tmp)[1]) == [], "spans recorded although no event could be")
+    q = run("prog_events", preload=False, tmp=tmp)
+    check(q.stdout == p.stdout, "output differs from the untraced run")
+    # A stream being captured into a graph is left alone (s1 is 0x7010).
+    d = os.path.join(tmp, "capture")
+    os.makedirs(d)
+    run("prog_events", env={"GPUSPY_CUPTI": "events", "FAKECUDA_CAPTURING": "0x7010"}, tmp=d)
+    got = spans(only_trace(d)[1])
+    check(got == sorted([("multi", 20000, "stream"), ("multi", 5000, "legacy"), ("threaded", 7000, "stream")]),
+          f"spans with s1 capturing {got}")
+
+
 @test
 def torch_forward_hooks_learned(tmp):
     """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS

@@ -59,7 +59,7 @@ $(TB)/prog_codec: tests/prog_codec.c include/gpuspy/format.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
 
 TEST_PROGS := $(addprefix $(TB)/,prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
-	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load mktrace)
+	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
 
@@ -101,6 +101,9 @@ demo:
 
 $(TB)/prog_train: tests/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+
+$(TB)/prog_events: tests/prog_events.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 
 # Refreshes the expected reports of the golden traces (review the diff).
 golden-update: all

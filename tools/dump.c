@@ -168,6 +168,14 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		if (r->u.gpu.graph_id)
 			cJSON_AddNumberToObject(o, "graph_id", r->u.gpu.graph_id);
 		return o;
+	case GSPY_KIND_gpu_span: {
+		const char *n = gs_trace_string(t, r->name_id);
+		cJSON_AddStringToObject(o, "name", *n ? n : "(no phase)");
+		add_u64(o, "gpu_ns", r->u.span.gpu_ns);
+		cJSON_AddNumberToObject(o, "device", r->device);
+		add_u64(o, "stream", r->stream);
+		return o;
+	}
 	case GSPY_KIND_phase_begin:
 	case GSPY_KIND_phase_end:
 	case GSPY_KIND_mark:

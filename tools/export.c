@@ -186,6 +186,10 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 			emit(o, e);
 			continue;
 		}
+		/* A phase's GPU time from CUDA events has host times only: it
+		 * is in the report, not on the timeline. */
+		if (ev.kind == GSPY_KIND_gpu_span)
+			continue;
 		/* GPU work goes on a track per device and stream; host calls on
 		 * their thread's track. */
 		int gpu = ev.kind >= GSPY_KIND_gpu_kernel && ev.kind <= GSPY_KIND_gpu_memset;

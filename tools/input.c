@@ -229,6 +229,8 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	} else if (r->kind >= GSPY_KIND_gpu_kernel && r->kind <= GSPY_KIND_gpu_memset) {
 		ev->bytes = r->u.gpu.bytes;
 		ev->graph_id = r->u.gpu.graph_id;
+	} else if (r->kind == GSPY_KIND_gpu_span) {
+		ev->gpu_ns = r->u.span.gpu_ns;
 	} else {
 		ev->bytes = r->u.mem.bytes;
 		ev->addr = r->u.mem.addr;
@@ -399,6 +401,7 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
 		ev->corr = u64(o, "corr");
 		ev->graph_id = (uint32_t)int_in(o, "graph_id", 0, UINT32_MAX, 0);
+		ev->gpu_ns = u64(o, "gpu_ns");
 		ev->has_step = cJSON_GetObjectItemCaseSensitive(o, "step") != NULL;
 		ev->step = u64(o, "step");
 		ev->device = (int16_t)int_in(o, "device", -1, INT16_MAX, -1);

@@ -44,6 +44,7 @@ struct gs_ev {
 	uint64_t step;     /* phase events from PyTorch: the step number */
 	int has_step;
 	uint32_t stack_id; /* call stack (gs_input_stack), 0 none */
+	uint64_t gpu_ns;   /* gpu_span: GPU time of the phase interval */
 };
 
 struct gs_input {

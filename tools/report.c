@@ -424,6 +424,15 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		if (ev.kind == GSPY_KIND_mark)
 			continue;
 		size_t cur = depth ? stack[depth - 1].idx : 0;
+		if (ev.kind == GSPY_KIND_gpu_span) {
+			/* Named by the phase its interval belonged to. */
+			size_t p = ev.name && *ev.name ? phase_index(r, ev.name) : 0;
+			r->phases[p].span_ns += ev.gpu_ns;
+			r->phases[p].span_n++;
+			r->span_ns += ev.gpu_ns;
+			r->span_n++;
+			continue;
+		}
 		if (ev.kind >= GSPY_KIND_gpu_kernel && ev.kind <= GSPY_KIND_gpu_memset) {
 			add_gpu(r, &ev, cur);
 			continue;
@@ -499,6 +508,10 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->proc.dropped += s->proc.dropped;
 	if (s->gpu_timing == GSPY_GPU_TIMING_cupti)
 		d->gpu_timing = GSPY_GPU_TIMING_cupti;
+	else if (s->gpu_timing == GSPY_GPU_TIMING_events && d->gpu_timing != GSPY_GPU_TIMING_cupti)
+		d->gpu_timing = GSPY_GPU_TIMING_events;
+	d->span_ns += s->span_ns;
+	d->span_n += s->span_n;
 	for (int i = 0; i < 8; i++) {
 		d->dev[i].busy_ns += s->dev[i].busy_ns;
 		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;
@@ -520,6 +533,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		p->count += s->phases[i].count;
 		p->wall_ns += s->phases[i].wall_ns;
 		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;
+		p->span_ns += s->phases[i].span_ns;
+		p->span_n += s->phases[i].span_n;
 		cats_merge(&p->c, &s->phases[i].c);
 	}
 	for (size_t i = 0; i < s->kernels_cap; i++) {

@@ -37,6 +37,7 @@ struct gs_phase_stat {
 	char *name;
 	uint64_t count, wall_ns;
 	uint64_t gpu_busy_ns; /* GPU work that started during the phase */
+	uint64_t span_ns, span_n; /* GPUSPY_CUPTI=events: GPU time of its intervals */
 	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */
 };
 
@@ -90,6 +91,7 @@ struct gs_report {
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns;
 	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
+	uint64_t span_ns, span_n;       /* gpu_span records (GPUSPY_CUPTI=events) */
 	struct gs_gpu_item *heap;       /* min-heap by start, bounded */
 	size_t nheap;
 	struct gs_phase_change *changes; /* ring of the latest phase changes */

@@ -37,12 +37,13 @@ static uint64_t alloc_bytes(const struct gs_cats *c)
 	return n;
 }
 
-static int gpu_mode;
+static int gpu_mode;    /* GPU times from CUPTI */
+static int events_mode; /* GPU time per phase from CUDA events (GPUSPY_CUPTI=events) */
 
 static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, uint64_t busy,
-		      const struct gs_cats *c)
+		      uint64_t span, const struct gs_cats *c)
 {
-	char a[32], b[32], d[32], e[32], g[32], h[32], k[32], m[32], n[32];
+	char a[32], b[32], d[32], e[32], g[32], h[32], k[32], m[32], n[32], q[32];
 	if (gpu_mode)
 		fprintf(f, "  %-16.16s %5s %9s %7s %9s %9s %6s %9s %9s %8s\n", name,
 			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
@@ -55,7 +56,8 @@ static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, 
 			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
 			gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.host_ns),
 			gs_fmt_count(h, alloc_count(c)), gs_fmt_bytes(k, alloc_bytes(c)),
-			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns), "n/a");
+			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns),
+			events_mode ? gs_fmt_ns(q, span) : "n/a");
 }
 
 static uint64_t total_busy(const struct gs_report *r)
@@ -75,15 +77,15 @@ static void phases_table(FILE *f, const struct gs_report *r)
 	else
 		fprintf(f, "\n  %sPhases%s           %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", bold, reset,
 			"count", "wall", "kernels", "launch", "alloc", "allocated", "alloc t", "sync",
-			"GPU idle");
+			events_mode ? "GPU span" : "GPU idle");
 	for (size_t i = 0; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		if (i == 0 && !p->wall_ns && !p->c.launch.count && !alloc_count(&p->c) &&
 		    !p->c.sync.count && r->nphases > 1)
 			continue; /* an empty "(no phase)" row says nothing */
-		phase_row(f, p->name, p->count, p->wall_ns, p->gpu_busy_ns, &p->c);
+		phase_row(f, p->name, p->count, p->wall_ns, p->gpu_busy_ns, p->span_ns, &p->c);
 	}
-	phase_row(f, "total", 0, r->t_last - r->t_first, total_busy(r), &r->total);
+	phase_row(f, "total", 0, r->t_last - r->t_first, total_busy(r), r->span_ns, &r->total);
 }
 
 static void copies_table(FILE *f, const struct gs_report *r)
@@ -425,7 +427,12 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 	fprintf(f, "%sgpuspy report%s: %zu process%s, %s events, %s dropped\n", bold, reset, n,
 		n == 1 ? "" : "es", gs_fmt_count(a, whole->nevents), gs_fmt_count(b, whole->proc.dropped));
 	gpu_mode = whole->gpu_timing == GSPY_GPU_TIMING_cupti;
-	if (gpu_mode)
+	events_mode = whole->gpu_timing == GSPY_GPU_TIMING_events;
+	if (events_mode)
+		fprintf(f, "GPU time per phase comes from CUDA events at phase boundaries (GPUSPY_CUPTI=events):\n"
+			   "a phase's GPU span on a stream runs from when the stream reached the phase's first GPU\n"
+			   "call to when it finished the phase's work, gaps inside included. Other times are host-side.\n");
+	else if (gpu_mode)
 		fprintf(f, "GPU times come from CUPTI: when kernels, copies and memsets ran on the GPU; GPU work\n"
 			   "belongs to the phase that launched it. Host times (launch, alloc, sync) are the calls.\n");
 	else
@@ -433,7 +440,8 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 			   "has no GPU timestamps, so kernel time is launch time and GPU idle is unknown (n/a).\n");
 	int why = -1;
 	for (size_t i = 0; i < n; i++)
-		if (procs[i]->gpu_timing >= GSPY_GPU_TIMING_unavailable)
+		if (procs[i]->gpu_timing >= GSPY_GPU_TIMING_unavailable &&
+		    procs[i]->gpu_timing <= GSPY_GPU_TIMING_failed)
 			why = (int)procs[i]->gpu_timing;
 	if (why == GSPY_GPU_TIMING_in_use)
 		fprintf(f, "CUPTI was held by another tool (torch.profiler, Nsight...): it got the GPU data.\n");
@@ -503,6 +511,10 @@ static cJSON *phases_json(const struct gs_report *r)
 			cJSON_AddNumberToObject(p, "gpu_idle_ns", (double)(w > b ? w - b : 0));
 		} else {
 			cJSON_AddNullToObject(p, "gpu_idle_ns");
+		}
+		if (events_mode) {
+			cJSON_AddNumberToObject(p, "gpu_span_ns", (double)r->phases[i].span_ns);
+			cJSON_AddNumberToObject(p, "gpu_span_intervals", (double)r->phases[i].span_n);
 		}
 		cats_json(p, &r->phases[i].c);
 		cJSON_AddItemToArray(a, p);
@@ -593,7 +605,8 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 {
 	cJSON *o = cJSON_CreateObject();
 	gpu_mode = whole->gpu_timing == GSPY_GPU_TIMING_cupti;
-	cJSON_AddStringToObject(o, "timing", gpu_mode ? "gpu" : "host");
+	events_mode = whole->gpu_timing == GSPY_GPU_TIMING_events;
+	cJSON_AddStringToObject(o, "timing", gpu_mode ? "gpu" : events_mode ? "events" : "host");
 	summary_json(o, whole);
 	cJSON_AddItemToObject(o, "diagnoses", diag_json(procs, n));
 	cJSON *ps = cJSON_AddArrayToObject(o, "processes");

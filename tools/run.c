@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off] [--no-report]
+ * `gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events] [--no-report]
  *  -- CMD ARGS...`: runs CMD with libgpuspy preloaded, forwards the signals
  * sent to gpuspy, prints the report of every process CMD started, and exits
  * with CMD's exit status (128 + N when CMD died of signal N).
@@ -139,8 +139,9 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		fprintf(stderr, "gpuspy: error: run: no command given; usage: gpuspy run [options] -- CMD ARGS...\n");
 		return 2;
 	}
-	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off")) {
-		fprintf(stderr, "gpuspy: error: run: --cupti %s: use auto, on or off\n", cupti);
+	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off") &&
+	    strcmp(cupti, "events")) {
+		fprintf(stderr, "gpuspy: error: run: --cupti %s: use auto, on, off or events\n", cupti);
 		return 2;
 	}
 	char *end;

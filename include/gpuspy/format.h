@@ -63,7 +63,9 @@
 	X(mark)        /* an instant with a name */                        \
 	X(gpu_kernel)  /* GPU side (CUPTI): a kernel ran from start to end */ \
 	X(gpu_copy)    /* GPU side: a copy */                                \
-	X(gpu_memset)  /* GPU side: a memset */
+	X(gpu_memset)  /* GPU side: a memset */                              \
+	X(gpu_span)    /* GPU side without CUPTI (GPUSPY_CUPTI=events): one  \
+			* phase interval on one stream, u.span.gpu_ns */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -283,9 +285,12 @@ enum gspy_dir {
 	X(mmap, alloc, 0)                                                    \
 	X(munmap, free, 0)
 
+/* GPU time from CUDA events at phase boundaries (GPUSPY_CUPTI=events). */
+#define GSPY_EVENTS_API_LIST(X) X(cuda_event_span, gpu_span, 0)
+
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
-	GSPY_HOST_API_LIST(X)
+	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,
@@ -308,7 +313,7 @@ enum gspy_state {
 };
 
 /* Where GPU-side times come from, header.gpu_timing. */
-#define GSPY_GPU_TIMING_LIST(X) X(none) X(cupti) X(unavailable) X(in_use) X(failed)
+#define GSPY_GPU_TIMING_LIST(X) X(none) X(cupti) X(unavailable) X(in_use) X(failed) X(events)
 enum gspy_gpu_timing {
 #define GSPY_X(n) GSPY_GPU_TIMING_##n,
 	GSPY_GPU_TIMING_LIST(GSPY_X)
@@ -359,6 +364,11 @@ struct gspy_record {
 			uint32_t cupti_corr; /* CUPTI's correlation id of the launching call */
 			uint32_t pad;
 		} __attribute__((packed)) gpu;
+		struct {
+			uint64_t gpu_ns; /* gpu_span: GPU time between the interval's
+					  * start and end events on its stream */
+			uint32_t pad[3];
+		} __attribute__((packed)) span;
 	} u;
 	uint32_t stack_id; /* string table id of the call stack, 0 = none */
 	int32_t result;   /* CUresult or cudaError_t as returned */

@@ -186,8 +186,27 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuCtxSetCurrent(CUcontext c) { cur_dev = c ? (int)((uintptr_t)c >> 4) - 1 : -1; return CUDA_SUCCESS; }
-EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) { return cuCtxSetCurrent(c); }
-EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c) { if (c) *c = NULL; cur_dev = -1; return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
+{
+	*c = cur_dev < 0 ? NULL : (CUcontext)(uintptr_t)((cur_dev + 1) << 4);
+	return CUDA_SUCCESS;
+}
+/* Push and pop keep a per-thread stack, like the driver's. */
+static __thread int ctx_stack[16], ctx_depth;
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	if (ctx_depth == 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_stack[ctx_depth++] = cur_dev;
+	return cuCtxSetCurrent(c);
+}
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
+{
+	if (c)
+		cuCtxGetCurrent(c);
+	cur_dev = ctx_depth ? ctx_stack[--ctx_depth] : -1;
+	return CUDA_SUCCESS;
+}
 /* Contexts of the double are (device + 1) << 4. */
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcontext)(uintptr_t)((d + 1) << 4); return CUDA_SUCCESS; }
 
@@ -427,17 +446,109 @@ SET2(cuMemsetD2D16Async_ptsz, unsigned short, COMMA_STREAM)
 SET2(cuMemsetD2D32Async, unsigned int, COMMA_STREAM)
 SET2(cuMemsetD2D32Async_ptsz, unsigned int, COMMA_STREAM)
 
+/* ---- a GPU timeline for events ---------------------------------------------- */
+
+/* Each stream has a clock of GPU work: a kernel launch advances its
+ * stream's clock by grid_x microseconds; copies and memsets take no time.
+ * An event recorded on a stream takes the stream's clock, and answers its
+ * first cuEventQuery with CUDA_ERROR_NOT_READY (the GPU is "behind"). */
+struct fake_event { uint64_t t; int recorded, queries; };
+static struct { uint64_t stream; int dev; uint64_t ns; } clocks[256];
+static int nclocks;
+
+static uint64_t *stream_clock(CUstream hs)
+{
+	uint64_t st = (uint64_t)(uintptr_t)hs;
+	int dev = st == 0 || st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY ? cur_dev : -1;
+	if (st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY)
+		st = 0;
+	for (int i = 0; i < nclocks; i++)
+		if (clocks[i].stream == st && clocks[i].dev == dev)
+			return &clocks[i].ns;
+	if (nclocks == 256)
+		return &clocks[255].ns;
+	clocks[nclocks].stream = st;
+	clocks[nclocks].dev = dev;
+	return &clocks[nclocks++].ns;
+}
+
+static void gpu_work(CUstream hs, unsigned grid_x)
+{
+	pthread_mutex_lock(&lock);
+	*stream_clock(hs) += (uint64_t)grid_x * 1000;
+	pthread_mutex_unlock(&lock);
+}
+
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags)
+{
+	(void)flags;
+	FAIL_CHECK("cuEventCreate");
+	*e = (CUevent)calloc(1, sizeof(struct fake_event));
+	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+EXPORT CUresult cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
+EXPORT CUresult cuEventRecord(CUevent e, CUstream hs)
+{
+	FAIL_CHECK("cuEventRecord");
+	struct fake_event *x = (struct fake_event *)e;
+	pthread_mutex_lock(&lock);
+	x->t = *stream_clock(hs);
+	x->recorded = 1;
+	x->queries = 0;
+	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuEventQuery(CUevent e)
+{
+	struct fake_event *x = (struct fake_event *)e;
+	return x->recorded && x->queries++ == 0 ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+	const struct fake_event *x = (const void *)a, *y = (const void *)b;
+	if (!x->recorded || !y->recorded)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ms = (float)((double)((int64_t)(y->t - x->t)) / 1e6);
+	return CUDA_SUCCESS;
+}
+#undef cuEventElapsedTime /* the ABI before CUDA 12.8 */
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b);
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuEventElapsedTime_v2(ms, a, b); }
+/* FAKECUDA_CAPTURING=HANDLE: that stream is being captured into a graph. */
+EXPORT CUresult cuStreamIsCapturing(CUstream hs, CUstreamCaptureStatus *s)
+{
+	const char *v = getenv("FAKECUDA_CAPTURING");
+	*s = v && hs && strtoull(v, NULL, 0) == (uint64_t)(uintptr_t)hs ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+									 : CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m)
+{
+	CUstreamCaptureMode old = capture_mode;
+	capture_mode = *m;
+	*m = old;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamCreate(CUstream *hs, unsigned flags)
+{
+	static long next = 0x7000;
+	(void)flags;
+	*hs = (CUstream)(uintptr_t)__atomic_add_fetch(&next, 0x10, __ATOMIC_RELAXED);
+	return CUDA_SUCCESS;
+}
+
 /* ---- launches ------------------------------------------------------------------ */
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params, void **extra)
-{ (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)hs; (void)extra; FAIL_CHECK("cuLaunchKernel"); return run(f, params); }
+{ (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)extra; FAIL_CHECK("cuLaunchKernel"); CUresult rc = run(f, params); if (!rc) gpu_work(hs, gx); return rc; }
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params, void **extra)
-{ return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, hs, params, extra); }
+{ return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, hs ? hs : CU_STREAM_PER_THREAD, params, extra); }
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
-{ (void)c; (void)extra; FAIL_CHECK("cuLaunchKernelEx"); return run(f, params); }
+{ (void)extra; FAIL_CHECK("cuLaunchKernelEx"); CUresult rc = run(f, params); if (!rc && c) gpu_work(c->hStream, c->gridDimX); return rc; }
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) { return cuLaunchKernelEx(c, f, params, extra); }
 EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params)
-{ (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)hs; FAIL_CHECK("cuLaunchCooperativeKernel"); return run(f, params); }
+{ (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; FAIL_CHECK("cuLaunchCooperativeKernel"); CUresult rc = run(f, params); if (!rc) gpu_work(hs, gx); return rc; }
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params)
 { return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, sm, hs, params); }
 EXPORT CUresult cuLaunchHostFunc(CUstream hs, CUhostFn fn, void *data) { (void)hs; FAIL_CHECK("cuLaunchHostFunc"); fn(data); return CUDA_SUCCESS; }

@@ -27,7 +27,7 @@ if [ "${PART:-toggle}" = toggle ]; then
 		done
 	done | tee "$OUT/toggle.txt"
 else
-	LOOPS=mlp MODES="${MODES:-untraced,gpuspy,gpuspy+cupti,bare cupti}" ROUNDS=${ROUNDS:-6} \
+	LOOPS=mlp MODES="${MODES:-untraced,gpuspy,gpuspy events,gpuspy+cupti,bare cupti}" ROUNDS=${ROUNDS:-6} \
 		MLP_STEPS=${MLP_STEPS:-1000} bash bench/gpu_overhead.sh > "$OUT/bench.log" 2>&1
 	tail -8 "$OUT/bench.log"
 fi

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU time per phase without CUPTI (GPUSPY_CUPTI=events): CUDA events
+ * recorded only at phase boundaries, on the streams each phase used.
+ *
+ * A phase interval runs from one phase change to the next. The first
+ * recorded launch, copy or memset of an interval on a stream records a
+ * start event on that stream just before the call; the next phase change
+ * records an end event on every stream that has a start. The GPU time
+ * between the two is the interval's span on that stream: from when the
+ * stream reached the phase's first work to when it finished its last, gaps
+ * inside included. Pairs are read back without waiting (cuEventQuery) at
+ * later phase changes, and at exit with a bounded wait, and written as
+ * gpu_span records named by the phase the interval belonged to.
+ *
+ * Cost: per stream and interval two cuEventRecord (events are reused);
+ * per call a scan of the streams seen. No CUPTI, so none of its per-launch
+ * cost. Not covered: the per-thread default stream (its handle names a
+ * different stream on each thread) and streams being captured into a
+ * graph. Our driver calls run in relaxed stream-capture mode, so they never
+ * invalidate another thread's capture.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "gs.h"
+
+#define SLOTS 64      /* streams followed */
+#define PENDING 4096  /* event pairs waiting for the GPU */
+#define POOL 256      /* idle events kept for reuse */
+
+struct slot {
+	uint64_t stream;    /* handle; 0 = the legacy stream of ctx */
+	CUcontext ctx;
+	uint32_t started;   /* interval of the start event; 0 none (atomic) */
+	CUevent start;      /* NULL: nothing to time in that interval */
+	uint64_t host_start;
+	uint32_t phase;
+	int16_t device;
+};
+
+struct pair {
+	CUevent start, end;
+	CUcontext ctx;
+	uint64_t stream, host_start, host_end;
+	uint32_t phase;
+	int16_t device;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	uint32_t interval;   /* the current interval, from 1 (atomic) */
+	uint32_t phase;      /* name id of the phase open now */
+	uint32_t open[64];   /* the open phases, innermost last (as the reader) */
+	uint32_t depth;
+	uint32_t nslots;     /* published with release after a slot is filled */
+	struct slot s[SLOTS];
+	struct pair q[PENDING];
+	uint32_t head, n;
+	struct { CUcontext ctx; CUevent e; } pool[POOL];
+	uint32_t npool;
+	uint64_t lost;       /* pairs that could not be recorded or read */
+	int full_warned;
+} ev = { .lock = PTHREAD_MUTEX_INITIALIZER, .interval = 1 };
+
+static struct {
+	CUresult (*get_ctx)(CUcontext *);
+	CUresult (*push)(CUcontext);
+	CUresult (*pop)(CUcontext *);
+	CUresult (*create)(CUevent *, unsigned);
+	CUresult (*destroy)(CUevent);
+	CUresult (*record)(CUevent, CUstream);
+	CUresult (*query)(CUevent);
+	CUresult (*elapsed)(float *, CUevent, CUevent);
+	CUresult (*capturing)(CUstream, CUstreamCaptureStatus *);
+	CUresult (*capture_mode)(CUstreamCaptureMode *);
+} fn;
+
+/* Per-thread-default-stream entry points: stream 0 means that thread's. */
+static const char *const api_names[GSPY_API_COUNT] = {
+#define GSPY_X(sym, k, ver) #sym,
+	GSPY_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+static uint8_t ptds[GSPY_API_COUNT];
+
+#define FN(field, name) (fn.field = (__typeof__(fn.field))gs_driver_fn(name))
+
+unsigned gs_events_start(void)
+{
+	if (gs_g.forked)
+		return GSPY_GPU_TIMING_none;
+	if (!FN(get_ctx, "cuCtxGetCurrent") || !FN(push, "cuCtxPushCurrent_v2") ||
+	    !FN(pop, "cuCtxPopCurrent_v2") || !FN(create, "cuEventCreate") ||
+	    !FN(destroy, "cuEventDestroy_v2") || !FN(record, "cuEventRecord") ||
+	    !FN(query, "cuEventQuery") || !FN(capturing, "cuStreamIsCapturing") ||
+	    !FN(capture_mode, "cuThreadExchangeStreamCaptureMode") ||
+	    (!FN(elapsed, "cuEventElapsedTime_v2") && !FN(elapsed, "cuEventElapsedTime"))) {
+		gs_warn("GPUSPY_CUPTI=events: the CUDA driver lacks the event API; host timing only");
+		return GSPY_GPU_TIMING_unavailable;
+	}
+	for (unsigned a = 0; a < GSPY_API_COUNT; a++) {
+		size_t l = strlen(api_names[a]);
+		ptds[a] = l > 5 && (!strcmp(api_names[a] + l - 5, "_ptds") ||
+				    !strcmp(api_names[a] + l - 5, "_ptsz"));
+	}
+	__atomic_store_n(&gs_g.events, 1, __ATOMIC_RELEASE);
+	return GSPY_GPU_TIMING_events;
+}
+
+/* An idle event of ctx, or a new one (ctx is current). */
+static CUevent pool_get(CUcontext ctx)
+{
+	for (uint32_t i = ev.npool; i-- > 0;)
+		if (ev.pool[i].ctx == ctx) {
+			CUevent e = ev.pool[i].e;
+			ev.pool[i] = ev.pool[--ev.npool];
+			return e;
+		}
+	CUevent e = NULL;
+	return fn.create(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS ? e : NULL;
+}
+
+static void pool_put(CUcontext ctx, CUevent e)
+{
+	if (!e)
+		return;
+	if (ev.npool < POOL)
+		ev.pool[ev.npool++] = (__typeof__(ev.pool[0])){ ctx, e };
+	else
+		fn.destroy(e);
+}
+
+static struct slot *find(uint64_t st, CUcontext ctx, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ev.s[i].stream == st && (st || ev.s[i].ctx == ctx))
+			return &ev.s[i];
+	return NULL;
+}
+
+/* The interval's first call on this stream: its start event. */
+static void start_on(uint64_t st, CUcontext ctx)
+{
+	pthread_mutex_lock(&ev.lock);
+	uint32_t cur = ev.interval;
+	struct slot *s = find(st, ctx, ev.nslots);
+	if (!s) {
+		if (ev.nslots == SLOTS) {
+			if (!ev.full_warned++)
+				gs_warn("GPUSPY_CUPTI=events: more than %d streams; the others are not timed",
+					SLOTS);
+			pthread_mutex_unlock(&ev.lock);
+			return;
+		}
+		s = &ev.s[ev.nslots];
+		memset(s, 0, sizeof(*s));
+		s->stream = st;
+		s->ctx = ctx;
+		__atomic_store_n(&ev.nslots, ev.nslots + 1, __ATOMIC_RELEASE);
+	}
+	if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) == cur) {
+		pthread_mutex_unlock(&ev.lock);
+		return;
+	}
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	fn.capture_mode(&mode);
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	s->start = NULL;
+	if (!st || (fn.capturing((CUstream)st, &cs) == CUDA_SUCCESS && cs == CU_STREAM_CAPTURE_STATUS_NONE)) {
+		CUevent e = pool_get(ctx);
+		if (e && fn.record(e, (CUstream)st) == CUDA_SUCCESS) {
+			s->start = e;
+			s->host_start = gs_now();
+			s->phase = ev.phase;
+			s->device = (int16_t)gs_current_device();
+		} else {
+			pool_put(ctx, e);
+			ev.lost++;
+		}
+	}
+	fn.capture_mode(&mode);
+	__atomic_store_n(&s->started, cur, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ev.lock);
+}
+
+void gs_events_work(unsigned api, uint64_t st)
+{
+	if (st == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || (st == 0 && ptds[api]) || gs_g.forked)
+		return;
+	if (st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY)
+		st = 0;
+	int e = errno;
+	CUcontext ctx = NULL;
+	if (fn.get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
+		goto out;
+	uint32_t cur = __atomic_load_n(&ev.interval, __ATOMIC_ACQUIRE);
+	struct slot *s = find(st, ctx, __atomic_load_n(&ev.nslots, __ATOMIC_ACQUIRE));
+	if (!s || __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) != cur)
+		start_on(st, ctx);
+out:
+	errno = e;
+}
+
+static void write_span(const struct pair *p, float ms)
+{
+	if (gs_writer_ready() != 0)
+		return;
+	struct gspy_record r;
+	memset(&r, 0, sizeof(r));
+	r.kind = GSPY_KIND_gpu_span;
+	r.api = GSPY_API_cuda_event_span;
+	r.start = p->host_start;
+	r.end = p->host_end;
+	r.stream = p->stream;
+	r.device = p->device;
+	r.name_id = p->phase;
+	r.u.span.gpu_ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
+	gs_commit(&gs_tls, &r);
+}
+
+/* Read back finished pairs, oldest first; with wait, until `deadline`. */
+static void drain(uint64_t deadline_ns)
+{
+	while (ev.n) {
+		struct pair *p = &ev.q[ev.head];
+		CUresult q = fn.query(p->end);
+		if (q == CUDA_ERROR_NOT_READY) {
+			if (!deadline_ns || gs_mono_ns() > deadline_ns)
+				return;
+			struct timespec ts = { 0, 200000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		float ms = 0;
+		if (q == CUDA_SUCCESS && fn.elapsed(&ms, p->start, p->end) == CUDA_SUCCESS)
+			write_span(p, ms);
+		else
+			ev.lost++;
+		pool_put(p->ctx, p->start);
+		pool_put(p->ctx, p->end);
+		ev.head = (ev.head + 1) % PENDING;
+		ev.n--;
+	}
+}
+
+/* Close the current interval: an end event on each stream it used. */
+static void close_interval(uint32_t next_phase, uint64_t deadline_ns)
+{
+	uint32_t old = ev.interval;
+	__atomic_store_n(&ev.interval, old + 1, __ATOMIC_RELEASE);
+	ev.phase = next_phase;
+	uint64_t now = gs_now();
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	fn.capture_mode(&mode);
+	CUcontext here = NULL;
+	fn.get_ctx(&here);
+	for (uint32_t i = 0; i < ev.nslots; i++) {
+		struct slot *s = &ev.s[i];
+		if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) != old || !s->start)
+			continue;
+		int pushed = s->ctx != here && fn.push(s->ctx) == CUDA_SUCCESS;
+		CUevent e = (s->ctx == here || pushed) ? pool_get(s->ctx) : NULL;
+		/* A stream that began a graph capture since: not ours to touch. */
+		CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+		if (s->stream && fn.capturing((CUstream)s->stream, &cs) != CUDA_SUCCESS)
+			cs = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+		if (e && ev.n < PENDING && cs == CU_STREAM_CAPTURE_STATUS_NONE &&
+		    fn.record(e, (CUstream)s->stream) == CUDA_SUCCESS) {
+			ev.q[(ev.head + ev.n++) % PENDING] = (struct pair){
+				s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->device
+			};
+		} else {
+			pool_put(s->ctx, s->start);
+			pool_put(s->ctx, e);
+			ev.lost++;
+		}
+		if (pushed) {
+			CUcontext c = NULL;
+			fn.pop(&c);
+		}
+		s->start = NULL;
+	}
+	drain(deadline_ns);
+	fn.capture_mode(&mode);
+}
+
+void gs_events_phase(unsigned kind, uint32_t id)
+{
+	if (!__atomic_load_n(&gs_g.events, __ATOMIC_ACQUIRE) || gs_g.forked)
+		return;
+	int e = errno;
+	pthread_mutex_lock(&ev.lock);
+	if (kind == GSPY_KIND_phase_begin) {
+		if (ev.depth < 64)
+			ev.open[ev.depth++] = id;
+	} else if (ev.depth) {
+		/* The innermost open phase of that name ends (any, if unnamed). */
+		uint32_t i = ev.depth - 1;
+		while (i > 0 && id && ev.open[i] != id)
+			i--;
+		if (!id || ev.open[i] == id) {
+			memmove(&ev.open[i], &ev.open[i + 1], (ev.depth - i - 1) * sizeof(ev.open[0]));
+			ev.depth--;
+		}
+	}
+	close_interval(ev.depth ? ev.open[ev.depth - 1] : 0, 0);
+	pthread_mutex_unlock(&ev.lock);
+	errno = e;
+}
+
+/* At exit, before the runtime tears the contexts down: close the open
+ * interval and wait up to a second for the GPU to finish it. */
+void gs_events_exit(void)
+{
+	if (!__atomic_load_n(&gs_g.events, __ATOMIC_ACQUIRE) || gs_g.forked)
+		return;
+	int e = errno;
+	pthread_mutex_lock(&ev.lock);
+	close_interval(0, gs_mono_ns() + 1000000000ull);
+	uint64_t lost = ev.lost + ev.n;
+	pthread_mutex_unlock(&ev.lock);
+	if (lost)
+		gs_warn("GPUSPY_CUPTI=events: %llu phase intervals could not be timed on the GPU",
+			(unsigned long long)lost);
+	errno = e;
+}
+
+/* A fork child cannot use its parent's CUDA contexts. */
+void gs_events_forked(void)
+{
+	pthread_mutex_init(&ev.lock, NULL);
+	ev.nslots = ev.n = ev.head = ev.npool = ev.depth = 0;
+	ev.phase = 0;
+	ev.interval = 1;
+	ev.lost = 0;
+}
