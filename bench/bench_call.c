@@ -21,6 +21,7 @@ static int copy_mode, malloc_mode;
 /* Through a volatile pointer: the compiler may not drop the pair. */
 static void *(*volatile do_malloc)(size_t) = malloc;
 static CUfunction fn;
+static CUcontext ctx;
 static CUdeviceptr dev;
 static char host[64];
 static double ns_per_call[256];
@@ -36,6 +37,7 @@ static double cpu_ns(void)
 static void *work(void *arg)
 {
 	long id = (long)arg;
+	cuCtxSetCurrent(ctx); /* as in a real program: a context is current */
 	struct rusage r0, r1;
 	getrusage(RUSAGE_THREAD, &r0);
 	double t0 = cpu_ns();
@@ -64,6 +66,9 @@ int main(int argc, char **argv)
 	calls = atol(argv[3]);
 	if (t < 1 || t > 256 || calls < 1)
 		return 2;
+	cuInit(0);
+	cuDevicePrimaryCtxRetain(&ctx, 0);
+	cuCtxSetCurrent(ctx);
 	fn = fakecuda_function("bench_kernel", NULL);
 	cuMemAlloc_v2(&dev, 64);
 	/* Warm up: first-call work (file creation, name lookup) is not the

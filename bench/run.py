@@ -7,7 +7,9 @@ in thread-CPU ns per call. Rows: the record path alone (GPUSPY_STACKS=0),
 then with call stacks as shipped (copies carry one; launches, sampled, do
 not), every launch with a stack (GPUSPY_STACK_LAUNCHES=1), and a host
 malloc/free pair recorded with its stacks (GPUSPY_HOST_ALLOC_MIN) or only
-passed through (the default). Writes bench/out/bench.md and prints it."""
+passed through (the default); launches with GPUSPY_CUPTI=events and no
+phase change (each call finds its stream's interval already started: the
+per-call cost of that mode). Writes bench/out/bench.md and prints it."""
 import os
 import platform
 import shutil
@@ -31,6 +33,10 @@ CASES = [  # (label, bench_call kind, threads, environment of the traced run)
     ("cuMemcpyHtoDAsync (1 B), with its stack (default)", "copy", 1, {}),
     ("cuMemcpyHtoDAsync (1 B), with its stack (default)", "copy", 8, {}),
     ("cuLaunchKernel, every launch with its stack", "launch", 1, {"GPUSPY_STACK_LAUNCHES": "1"}),
+    ("cuLaunchKernel, GPUSPY_CUPTI=events, no stacks", "launch", 1,
+     {"GPUSPY_STACKS": "0", "GPUSPY_CUPTI": "events"}),
+    ("cuLaunchKernel, GPUSPY_CUPTI=events, no stacks", "launch", 8,
+     {"GPUSPY_STACKS": "0", "GPUSPY_CUPTI": "events"}),
     ("malloc+free 1 MiB, passed through (default)", "malloc", 1, {}),
     ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {"GPUSPY_HOST_ALLOC_MIN": "1M"}),
 ]

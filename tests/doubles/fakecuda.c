@@ -456,27 +456,38 @@ struct fake_event { uint64_t t; int recorded, queries; };
 static struct { uint64_t stream; int dev; uint64_t ns; } clocks[256];
 static int nclocks;
 
+/* Lock-free for a stream already seen (launches from many threads). */
 static uint64_t *stream_clock(CUstream hs)
 {
 	uint64_t st = (uint64_t)(uintptr_t)hs;
 	int dev = st == 0 || st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY ? cur_dev : -1;
 	if (st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY)
 		st = 0;
-	for (int i = 0; i < nclocks; i++)
-		if (clocks[i].stream == st && clocks[i].dev == dev)
-			return &clocks[i].ns;
-	if (nclocks == 256)
-		return &clocks[255].ns;
-	clocks[nclocks].stream = st;
-	clocks[nclocks].dev = dev;
-	return &clocks[nclocks++].ns;
+	for (int pass = 0; pass < 2; pass++) {
+		int n = __atomic_load_n(&nclocks, __ATOMIC_ACQUIRE);
+		for (int i = 0; i < n; i++)
+			if (clocks[i].stream == st && clocks[i].dev == dev)
+				return &clocks[i].ns;
+		if (pass)
+			break;
+		pthread_mutex_lock(&lock);
+		n = nclocks;
+		int i = 0;
+		while (i < n && !(clocks[i].stream == st && clocks[i].dev == dev))
+			i++;
+		if (i == n && n < 256) {
+			clocks[n].stream = st;
+			clocks[n].dev = dev;
+			__atomic_store_n(&nclocks, n + 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&lock);
+	}
+	return &clocks[255].ns;
 }
 
 static void gpu_work(CUstream hs, unsigned grid_x)
 {
-	pthread_mutex_lock(&lock);
-	*stream_clock(hs) += (uint64_t)grid_x * 1000;
-	pthread_mutex_unlock(&lock);
+	__atomic_add_fetch(stream_clock(hs), (uint64_t)grid_x * 1000, __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags)
@@ -491,11 +502,9 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream hs)
 {
 	FAIL_CHECK("cuEventRecord");
 	struct fake_event *x = (struct fake_event *)e;
-	pthread_mutex_lock(&lock);
-	x->t = *stream_clock(hs);
+	x->t = __atomic_load_n(stream_clock(hs), __ATOMIC_RELAXED);
 	x->recorded = 1;
 	x->queries = 0;
-	pthread_mutex_unlock(&lock);
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuEventQuery(CUevent e)
