@@ -4,7 +4,8 @@
 When torch is imported, this module hooks:
   * data      - each next() of a DataLoader iterator;
   * forward   - the first nn.Module call outside forward (a global module
-                hook for the first steps, then hooks on the modules it saw);
+                hook for the first steps of each pass over a DataLoader,
+                then hooks on the modules it saw begin forward);
   * backward  - Tensor.backward / torch.autograd.backward;
   * optimizer - Optimizer.step and Optimizer.zero_grad.
 "data" and "forward" last until the next phase starts, so the batch's copy
@@ -32,16 +33,19 @@ _torch = [None]
 # forward begins at the first module call made outside forward. A global
 # module hook sees every call, but it sends every module call through
 # PyTorch's slow path and costs a Python call per module: 3% of the
-# FIELD-NOTES MLP loop's throughput on the H200. So it is on only for the
-# first GPUSPY_TORCH_LEARN_STEPS optimizer steps (0: always), which learn
-# the modules that begin forward (the model, a teacher...); after that only
-# they carry a hook.
+# FIELD-NOTES MLP loop's throughput on the H200. So it is on only while
+# learning: from each new pass over a DataLoader (an epoch, a validation
+# pass) until GPUSPY_TORCH_LEARN_STEPS optimizer steps later (0: always),
+# which finds the modules that begin forward (the model, a teacher, an EMA
+# copy...); in between only they carry a hook.
 try:
     _LEARN_STEPS = int(os.environ.get("GPUSPY_TORCH_LEARN_STEPS", "3"))
 except ValueError:
     sys.stderr.write("gpuspy: GPUSPY_TORCH_LEARN_STEPS is not a number; using 3\n")
     _LEARN_STEPS = 3
 _learning = [_LEARN_STEPS > 0]
+_learn_from = [0]  # the step count when learning began
+_paused = [False]
 _roots = {}  # id(module) -> weakref.ref(module)
 _handles = []
 
@@ -69,6 +73,17 @@ def _hooks_off():
     for h in _handles:
         h.remove()
     _handles.clear()
+
+
+def _learn():
+    """A new pass over a DataLoader: watch every module call again."""
+    if _LEARN_STEPS > 0:
+        _learn_from[0] = _step[0]
+        if not _learning[0]:
+            _learning[0] = True
+            if not _paused[0]:
+                _hooks_off()
+                _hooks_on()
 
 
 def _phase(name, begin):
@@ -118,6 +133,14 @@ def _wrap(fn, name, after=None, lazy=False):
 def _hook_torch(torch):
     dl = torch.utils.data.dataloader._BaseDataLoaderIter
     dl.__next__ = _wrap(dl.__next__, b"data", lazy=True)
+    loader_iter = torch.utils.data.DataLoader.__iter__
+
+    @functools.wraps(loader_iter)
+    def __iter__(self):
+        _learn()
+        return loader_iter(self)
+
+    torch.utils.data.DataLoader.__iter__ = __iter__
 
     _torch[0] = torch
     _hooks_on()
@@ -127,11 +150,12 @@ def _hook_torch(torch):
 
     def stepped():
         _step[0] += 1
-        if _learning[0] and _step[0] >= _LEARN_STEPS:
+        if _learning[0] and _step[0] - _learn_from[0] >= _LEARN_STEPS:
             # Learned the model(s): from now on only they carry the hook.
-            _hooks_off()
             _learning[0] = False
-            _hooks_on()
+            if not _paused[0]:
+                _hooks_off()
+                _hooks_on()
 
     opt = torch.optim.Optimizer
     opt.zero_grad = _wrap(opt.zero_grad, b"optimizer")
@@ -184,12 +208,14 @@ def pause():
     if _lib:
         _close_open()  # the open data/forward phase ends here, recorded
         _lib.gpuspy_pause()
+        _paused[0] = True
         _hooks_off()
 
 
 def resume():
     """gpuspy_resume() for Python: the module hooks go back on."""
     if _lib:
+        _paused[0] = False
         if _torch[0] is not None:
             _hooks_on()
         _lib.gpuspy_resume()

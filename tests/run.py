@@ -939,6 +939,36 @@ def torch_forward_hooks_learned(tmp):
 
 
 @test
+def torch_forward_hooks_relearn_each_pass(tmp):
+    """Each new pass over a DataLoader watches every module call again until
+    GPUSPY_TORCH_LEARN_STEPS steps later: a second model first used in a
+    validation pass after learning still begins forward, and both models
+    carry the hook afterwards."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([os.path.join(ROOT, "tests", "torch_two_models.py")], tmp,
+               env={"GPUSPY_TORCH_LEARN_STEPS": "2"})
+    check(p.returncode == 0 and p.stdout == "hooks global 0 a 1 b 1\ndone\n", f"{p.stdout!r} {p.stderr[-300:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    B, N = "phase_begin", "phase_end"
+
+    def train(s):
+        return [(B, "data", s), (N, "data", s), (B, "optimizer", s), (N, "optimizer", s),
+                (B, "forward", s), (N, "forward", s), (B, "backward", s), (N, "backward", s),
+                (B, "optimizer", s), (N, "optimizer", s)]
+
+    def val(s):  # B's pass: the lazy data phase of the ended pass's last
+        # next() runs on into the first batch, then B's forward per batch
+        return [(B, "data", s), (N, "data", s), (B, "forward", s), (N, "forward", s)] * 3
+    want = train(0) + train(1) + train(2) + val(3) + train(3) + train(4) + train(5) + val(6) + \
+        [(B, "data", 6), (N, "data", 6)]
+    check(got == want, f"phases {got}")
+
+
+@test
 def torch_pause_resume(tmp):
     """gpuspy_torch.pause()/resume() around step 1's body: its phases are not
     recorded, the open data phase is closed first, the module hook is off
