@@ -879,6 +879,19 @@ def gpu_time_from_events(tmp):
     got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
     check(got == {"(no phase)": (0, 0), "data": (0, 3), "forward": (3 * 640000, 3),
                   "backward": (3 * 768000, 3), "optimizer": (3 * 32000, 3)}, f"prog_train {got}")
+    # A data-starved loop (20 ms of host work per step): the diagnosis adds
+    # the bound the events give, from the phases' spans and their time.
+    d = os.path.join(tmp, "starved")
+    os.makedirs(d)
+    run("prog_train", ["5", "20000"], env={"GPUSPY_CUPTI": "events"}, tmp=d)
+    o = report_json(os.path.join(d, traces(d)[0]))
+    ph = {x["name"]: x for x in o["phases"]}
+    spans_ns = sum(x["gpu_span_ns"] for n, x in ph.items() if n != "(no phase)")
+    check(spans_ns == 5 * (640000 + 768000 + 32000), f"spans {spans_ns}")
+    in_phases = o["duration_ns"] - ph["(no phase)"]["wall_ns"]
+    text = [x["text"] for x in o["diagnoses"] if x["id"] == "data_starvation"]
+    want = f"CUDA events: the GPU worked at most {100 * spans_ns / in_phases:.0f}% of that time"
+    check(len(text) == 1 and want in text[0], f"{want!r} not in {text}")
     # Off by default.
     d = os.path.join(tmp, "off")
     os.makedirs(d)

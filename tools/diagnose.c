@@ -114,13 +114,22 @@ static void starvation(struct gs_report *r, uint64_t span)
 		}
 		if (p->c.launch.count > p->count)
 			continue;
+		/* With CUDA events: the phases' GPU spans bound how long the
+		 * GPU worked (spans include gaps; streams may overlap). */
+		char bound[96] = "";
+		uint64_t spans = 0;
+		for (size_t k = 1; k < r->nphases; k++)
+			spans += r->phases[k].span_ns;
+		if (r->gpu_timing == GSPY_GPU_TIMING_events && spans < span)
+			snprintf(bound, sizeof(bound), "; CUDA events: the GPU worked at most %.0f%% of that time",
+				 100.0 * (double)spans / (double)span);
 		add(r, "data_starvation",
 		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "
 		    "GPU work: "
-		    "the GPU waits for data (host-side estimate).\n"
+		    "the GPU waits for data (host-side estimate%s).\n"
 		    "Load ahead: raise DataLoader num_workers, set prefetch_factor and persistent_workers=True, "
 		    "or move decoding/augmentation to the GPU.",
-		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count);
+		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound);
 	}
 }
 
