@@ -150,7 +150,7 @@ static void start_on(uint64_t st, CUcontext ctx)
 	struct slot *s = find(st, ctx, ev.nslots);
 	if (!s) {
 		if (ev.nslots == SLOTS) {
-			if (!ev.full_warned++)
+			if (!__atomic_exchange_n(&ev.full_warned, 1, __ATOMIC_RELAXED))
 				gs_warn("GPUSPY_CUPTI=events: more than %d streams; the others are not timed",
 					SLOTS);
 			pthread_mutex_unlock(&ev.lock);
@@ -198,8 +198,11 @@ void gs_events_work(unsigned api, uint64_t st)
 	if (fn.get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
 		goto out;
 	uint32_t cur = __atomic_load_n(&ev.interval, __ATOMIC_ACQUIRE);
-	struct slot *s = find(st, ctx, __atomic_load_n(&ev.nslots, __ATOMIC_ACQUIRE));
-	if (!s || __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) != cur)
+	uint32_t n = __atomic_load_n(&ev.nslots, __ATOMIC_ACQUIRE);
+	struct slot *s = find(st, ctx, n);
+	/* A stream past the table's end is not timed (said once). */
+	if (!s ? n < SLOTS || !__atomic_load_n(&ev.full_warned, __ATOMIC_RELAXED)
+	       : __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) != cur)
 		start_on(st, ctx);
 out:
 	errno = e;

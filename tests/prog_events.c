@@ -7,10 +7,13 @@
  *   "outer" 1 us on s1, then "inner" 2 us on s1, then "outer" again 4 us;
  *   "threaded": another thread launches 7 us on s2 (the phase is
  *               process-wide), main closes the phase after joining it.
- * Usage: prog_events
+ * `prog_events many`: instead, one phase with 1 us on each of 70 streams
+ * (gpuspy follows 64).
+ * Usage: prog_events [many]
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
@@ -33,7 +36,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	cuInit(0);
 	cuDevicePrimaryCtxRetain(&ctx, 0);
@@ -41,6 +44,17 @@ int main(void)
 	cuStreamCreate(&s1, 0);
 	cuStreamCreate(&s2, 0);
 	k = fakecuda_function("work", NULL);
+	if (argc > 1) {
+		GPUSPY_PHASE_PUSH("many");
+		for (int i = 0; i < 70; i++) {
+			CUstream st;
+			cuStreamCreate(&st, 0);
+			go(1, st);
+		}
+		GPUSPY_PHASE_POP();
+		printf("many done\n");
+		return 0;
+	}
 
 	GPUSPY_PHASE_PUSH("multi");
 	go(10, s1);

@@ -920,6 +920,13 @@ def gpu_time_from_events_failures(tmp):
     check(spans(only_trace(tmp)[1]) == [], "spans recorded although no event could be")
     q = run("prog_events", preload=False, tmp=tmp)
     check(q.stdout == p.stdout, "output differs from the untraced run")
+    # More streams than gpuspy follows: the first 64 are timed, one warning.
+    d = os.path.join(tmp, "many")
+    os.makedirs(d)
+    p = run("prog_events", ["many"], env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0"}, tmp=d)
+    check(p.stdout == "many done\n", p.stdout)
+    check(p.stderr.count("more than 64 streams") == 1, f"stderr {p.stderr!r}")
+    check(spans(only_trace(d)[1]) == [("many", 1000, "stream")] * 64, "64 streams timed")
     # A stream being captured into a graph is left alone (s1 is 0x7010).
     d = os.path.join(tmp, "capture")
     os.makedirs(d)
