@@ -53,8 +53,10 @@ _handles = []
 def _pre(module, inputs):
     if _open[0] != b"forward":
         _begin_lazy(b"forward")
-        if _learning[0] and id(module) not in _roots:
-            _roots[id(module)] = weakref.ref(module)
+        if _learning[0]:
+            ref = _roots.get(id(module))
+            if ref is None or ref() is not module:  # new, or an id reused
+                _roots[id(module)] = weakref.ref(module)
 
 
 def _hooks_on():
