@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # gpuspy's cost on the MLP loop measured two ways (each fits one device call):
 #   PART=toggle: paired recorded/paused windows inside each of TOGGLES
-#     processes (loops.py --toggle), for each GPUSPY_CUPTI in CUPTI_MODES.
+#     processes (loops.py --toggle), for each GPUSPY_CUPTI in CUPTI_MODES
+#     (off, on, events).
 #     Paused = recording, the PyTorch module hook and (CUPTI on) CUPTI's
 #     correlation callbacks off; CUPTI's activity records keep coming, so
 #     with CUPTI on a paused window pays what a bare collector does.
@@ -15,7 +16,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 make -s lib/libgpuspy.so > /dev/null || exit 1
 if [ "${PART:-toggle}" = toggle ]; then
-	for cupti in ${CUPTI_MODES:-off on}; do
+	for cupti in ${CUPTI_MODES:-off on events}; do
 		for i in $(seq "${TOGGLES:-5}"); do
 			mkdir -p /tmp/gpuspy-toggle
 			echo -n "cupti $cupti: "
