@@ -869,6 +869,10 @@ def gpu_time_from_events(tmp):
         got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
         check(got == {"(no phase)": (0, 0), "multi": (35000, 3), "outer": (5000, 2), "inner": (2000, 1),
                       "threaded": (7000, 1)}, f"{path}: {got}")
+        check(o["gpu"]["devices"] == [{"device": 0, "span_ns": 49000, "spans": 7}], f"gpu {o.get('gpu')}")
+    p = subprocess.run([GPUSPY, "report", "--color", "never", gspy], capture_output=True, text=True)
+    check("  device 0: phases' GPU spans 49.0 us of " in p.stdout and " (7 intervals): busy at most "
+          in p.stdout and max(len(l) for l in p.stdout.splitlines()) <= 100, p.stdout[-600:])
     # The training loop: forward 10 x 64 us, backward 12 x 64 us, optimizer
     # 32 us per step; data's copies take no GPU time.
     d = os.path.join(tmp, "train")

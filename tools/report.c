@@ -431,6 +431,10 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			r->phases[p].span_n++;
 			r->span_ns += ev.gpu_ns;
 			r->span_n++;
+			if (ev.device >= 0 && ev.device < 8) {
+				r->dev[ev.device].span_ns += ev.gpu_ns;
+				r->dev[ev.device].spans++;
+			}
 			continue;
 		}
 		if (ev.kind >= GSPY_KIND_gpu_kernel && ev.kind <= GSPY_KIND_gpu_memset) {
@@ -517,6 +521,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;
 		d->dev[i].idle_other_ns += s->dev[i].idle_other_ns;
 		d->dev[i].ops += s->dev[i].ops;
+		d->dev[i].span_ns += s->dev[i].span_ns;
+		d->dev[i].spans += s->dev[i].spans;
 	}
 	d->gpu_records += s->gpu_records;
 	d->gpu_matched += s->gpu_matched;

@@ -49,6 +49,7 @@ struct gs_kernel_stat {
 
 struct gs_device_gpu {
 	uint64_t busy_ns, idle_host_ns, idle_other_ns, ops;
+	uint64_t span_ns, spans; /* GPUSPY_CUPTI=events: the phases' GPU spans */
 	uint64_t cur_start, cur_end; /* the busy interval being merged */
 };
 

@@ -303,10 +303,25 @@ static void sites_section(FILE *f, const struct gs_report *r)
 
 static void gpu_section(FILE *f, const struct gs_report *r)
 {
-	if (!gpu_mode)
-		return;
 	char a[32], b[32], c[32], d[32];
 	uint64_t span = r->t_last - r->t_first;
+	if (events_mode) {
+		/* Spans include their gaps and may overlap across streams: their
+		 * sum bounds the GPU's work from above. */
+		fprintf(f, "\n  %sGPU%s (CUDA events at phase boundaries)\n", bold, reset);
+		for (int i = 0; i < 8; i++) {
+			const struct gs_device_gpu *g = &r->dev[i];
+			if (!g->spans)
+				continue;
+			double pct = span ? 100.0 * (double)g->span_ns / (double)span : 0.0;
+			fprintf(f, "  device %d: phases' GPU spans %s of %s (%s intervals): busy at most %.1f%%\n",
+				i, gs_fmt_ns(a, g->span_ns), gs_fmt_ns(b, span), gs_fmt_count(c, g->spans),
+				pct < 100.0 ? pct : 100.0);
+		}
+		return;
+	}
+	if (!gpu_mode)
+		return;
 	fprintf(f, "\n  %sGPU%s\n", bold, reset);
 	for (int i = 0; i < 8; i++) {
 		const struct gs_device_gpu *g = &r->dev[i];
@@ -591,6 +606,18 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 		cJSON_AddNumberToObject(g, "queue_delay_max_ns", (double)r->queue_max_ns);
 		cJSON_AddNumberToObject(g, "graph_kernels", (double)r->graph_kernels);
 		cJSON_AddNumberToObject(g, "graph_kernel_ns", (double)r->graph_kernel_ns);
+	} else if (events_mode) {
+		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
+		cJSON *devs = cJSON_AddArrayToObject(g, "devices");
+		for (int i = 0; i < 8; i++) {
+			if (!r->dev[i].spans)
+				continue;
+			cJSON *d = cJSON_CreateObject();
+			cJSON_AddNumberToObject(d, "device", i);
+			cJSON_AddNumberToObject(d, "span_ns", (double)r->dev[i].span_ns);
+			cJSON_AddNumberToObject(d, "spans", (double)r->dev[i].spans);
+			cJSON_AddItemToArray(devs, d);
+		}
 	}
 	gs_sites_json(o, &r->sites);
 	cJSON *m = cJSON_AddObjectToObject(o, "memory");
