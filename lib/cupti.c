@@ -247,14 +247,18 @@ void gs_cupti_late_atexit(void)
 		atexit(flush_at_exit);
 }
 
+enum { WANT_OFF, WANT_ON, WANT_EVENTS };
 static int want(void)
 {
 	const char *v = getenv("GPUSPY_CUPTI");
 	if (v && !strcmp(v, "off"))
-		return 0;
+		return WANT_OFF;
 	if (v && !strcmp(v, "on"))
-		return 1;
-	return access("/dev/nvidiactl", F_OK) == 0; /* auto: a real NVIDIA driver */
+		return WANT_ON;
+	if (v && !strcmp(v, "events"))
+		return WANT_EVENTS;
+	/* auto: a real NVIDIA driver */
+	return access("/dev/nvidiactl", F_OK) == 0 ? WANT_ON : WANT_OFF;
 }
 
 static void *load(void)
@@ -289,10 +293,10 @@ unsigned gs_cupti_start(void)
 {
 	/* A child forked after its parent used CUDA (DataLoader workers)
 	 * cannot use CUDA, and CUPTI must not be started there. */
-	const char *v = getenv("GPUSPY_CUPTI");
-	if (v && !strcmp(v, "events"))
+	int w = want();
+	if (w == WANT_EVENTS)
 		return gs_events_start(); /* no CUPTI: CUDA events at phase boundaries */
-	if (gs_g.forked || !want())
+	if (gs_g.forked || w == WANT_OFF)
 		return GSPY_GPU_TIMING_none;
 	c.h = load();
 	if (!c.h) {

@@ -53,7 +53,6 @@ struct pair {
 static struct {
 	pthread_mutex_t lock;
 	uint32_t interval;   /* the current interval, from 1 (atomic) */
-	uint32_t phase;      /* name id of the phase open now */
 	uint32_t open[64];   /* the open phases, innermost last (as the reader) */
 	uint32_t depth;
 	uint32_t nslots;     /* published with release after a slot is filled */
@@ -79,14 +78,6 @@ static struct {
 	CUresult (*capture_mode)(CUstreamCaptureMode *);
 } fn;
 
-/* Per-thread-default-stream entry points: stream 0 means that thread's. */
-static const char *const api_names[GSPY_API_COUNT] = {
-#define GSPY_X(sym, k, ver) #sym,
-	GSPY_API_LIST(GSPY_X)
-#undef GSPY_X
-};
-static uint8_t ptds[GSPY_API_COUNT];
-
 #define FN(field, name) (fn.field = (__typeof__(fn.field))gs_driver_fn(name))
 
 unsigned gs_events_start(void)
@@ -101,11 +92,6 @@ unsigned gs_events_start(void)
 	    (!FN(elapsed, "cuEventElapsedTime_v2") && !FN(elapsed, "cuEventElapsedTime"))) {
 		gs_warn("GPUSPY_CUPTI=events: the CUDA driver lacks the event API; host timing only");
 		return GSPY_GPU_TIMING_unavailable;
-	}
-	for (unsigned a = 0; a < GSPY_API_COUNT; a++) {
-		size_t l = strlen(api_names[a]);
-		ptds[a] = l > 5 && (!strcmp(api_names[a] + l - 5, "_ptds") ||
-				    !strcmp(api_names[a] + l - 5, "_ptsz"));
 	}
 	__atomic_store_n(&gs_g.events, 1, __ATOMIC_RELEASE);
 	return GSPY_GPU_TIMING_events;
@@ -175,7 +161,7 @@ static void start_on(uint64_t st, CUcontext ctx)
 		if (e && fn.record(e, (CUstream)st) == CUDA_SUCCESS) {
 			s->start = e;
 			s->host_start = gs_now();
-			s->phase = ev.phase;
+			s->phase = ev.depth ? ev.open[ev.depth - 1] : 0;
 			s->device = (int16_t)gs_current_device();
 		} else {
 			pool_put(ctx, e);
@@ -189,7 +175,7 @@ static void start_on(uint64_t st, CUcontext ctx)
 
 void gs_events_work(unsigned api, uint64_t st)
 {
-	if (st == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || (st == 0 && ptds[api]) || gs_g.forked)
+	if (st == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || (st == 0 && gs_api_ptds(api)) || gs_g.forked)
 		return;
 	if (st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY)
 		st = 0;
@@ -251,11 +237,10 @@ static void drain(uint64_t deadline_ns)
 }
 
 /* Close the current interval: an end event on each stream it used. */
-static void close_interval(uint32_t next_phase, uint64_t deadline_ns)
+static void close_interval(uint64_t deadline_ns)
 {
 	uint32_t old = ev.interval;
 	__atomic_store_n(&ev.interval, old + 1, __ATOMIC_RELEASE);
-	ev.phase = next_phase;
 	uint64_t now = gs_now();
 	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
 	fn.capture_mode(&mode);
@@ -310,7 +295,7 @@ void gs_events_phase(unsigned kind, uint32_t id)
 			ev.depth--;
 		}
 	}
-	close_interval(ev.depth ? ev.open[ev.depth - 1] : 0, 0);
+	close_interval(0);
 	pthread_mutex_unlock(&ev.lock);
 	errno = e;
 }
@@ -323,7 +308,7 @@ void gs_events_exit(void)
 		return;
 	int e = errno;
 	pthread_mutex_lock(&ev.lock);
-	close_interval(0, gs_mono_ns() + 1000000000ull);
+	close_interval(gs_mono_ns() + 1000000000ull);
 	uint64_t lost = ev.lost + ev.n;
 	pthread_mutex_unlock(&ev.lock);
 	if (lost)
@@ -337,7 +322,6 @@ void gs_events_forked(void)
 {
 	pthread_mutex_init(&ev.lock, NULL);
 	ev.nslots = ev.n = ev.head = ev.npool = ev.depth = 0;
-	ev.phase = 0;
 	ev.interval = 1;
 	ev.lost = 0;
 }

@@ -216,6 +216,7 @@ static inline void *gs_real(unsigned api)
 void *gs_real_dlsym(void *handle, const char *name);
 void *gs_next_sym(const char *name); /* RTLD_NEXT without dlsym */
 void *gs_driver_fn(const char *name); /* unwrapped libcuda function */
+int gs_api_ptds(unsigned api);        /* a _ptds/_ptsz (per-thread stream) entry point */
 
 /* Devices, contexts and names (symbols.c). */
 int gs_current_device(void);

@@ -273,6 +273,12 @@ static void *libcuda(void)
 	return p;
 }
 
+int gs_api_ptds(unsigned api)
+{
+	sym_ready();
+	return hooks[api].ptds;
+}
+
 void *gs_driver_fn(const char *name)
 {
 	void *h = libcuda();

@@ -429,8 +429,6 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			size_t p = ev.name && *ev.name ? phase_index(r, ev.name) : 0;
 			r->phases[p].span_ns += ev.gpu_ns;
 			r->phases[p].span_n++;
-			r->span_ns += ev.gpu_ns;
-			r->span_n++;
 			if (ev.device >= 0 && ev.device < 8) {
 				r->dev[ev.device].span_ns += ev.gpu_ns;
 				r->dev[ev.device].spans++;
@@ -514,8 +512,6 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		d->gpu_timing = GSPY_GPU_TIMING_cupti;
 	else if (s->gpu_timing == GSPY_GPU_TIMING_events && d->gpu_timing != GSPY_GPU_TIMING_cupti)
 		d->gpu_timing = GSPY_GPU_TIMING_events;
-	d->span_ns += s->span_ns;
-	d->span_n += s->span_n;
 	for (int i = 0; i < 8; i++) {
 		d->dev[i].busy_ns += s->dev[i].busy_ns;
 		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;

@@ -92,7 +92,6 @@ struct gs_report {
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns;
 	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
-	uint64_t span_ns, span_n;       /* gpu_span records (GPUSPY_CUPTI=events) */
 	struct gs_gpu_item *heap;       /* min-heap by start, bounded */
 	size_t nheap;
 	struct gs_phase_change *changes; /* ring of the latest phase changes */

@@ -68,6 +68,14 @@ static uint64_t total_busy(const struct gs_report *r)
 	return b;
 }
 
+static uint64_t total_span(const struct gs_report *r)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < r->nphases; i++)
+		n += r->phases[i].span_ns;
+	return n;
+}
+
 static void phases_table(FILE *f, const struct gs_report *r)
 {
 	if (gpu_mode)
@@ -85,7 +93,7 @@ static void phases_table(FILE *f, const struct gs_report *r)
 			continue; /* an empty "(no phase)" row says nothing */
 		phase_row(f, p->name, p->count, p->wall_ns, p->gpu_busy_ns, p->span_ns, &p->c);
 	}
-	phase_row(f, "total", 0, r->t_last - r->t_first, total_busy(r), r->span_ns, &r->total);
+	phase_row(f, "total", 0, r->t_last - r->t_first, total_busy(r), total_span(r), &r->total);
 }
 
 static void copies_table(FILE *f, const struct gs_report *r)
@@ -587,36 +595,33 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));
 	cJSON_AddItemToObject(o, "kernels", kernels_json(r));
-	if (gpu_mode) {
+	if (gpu_mode || events_mode) {
 		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
 		cJSON *devs = cJSON_AddArrayToObject(g, "devices");
 		for (int i = 0; i < 8; i++) {
-			if (!r->dev[i].ops)
+			const struct gs_device_gpu *x = &r->dev[i];
+			if (!(gpu_mode ? x->ops : x->spans))
 				continue;
 			cJSON *d = cJSON_CreateObject();
 			cJSON_AddNumberToObject(d, "device", i);
-			cJSON_AddNumberToObject(d, "busy_ns", (double)r->dev[i].busy_ns);
-			cJSON_AddNumberToObject(d, "idle_host_bound_ns", (double)r->dev[i].idle_host_ns);
-			cJSON_AddNumberToObject(d, "idle_other_ns", (double)r->dev[i].idle_other_ns);
+			if (gpu_mode) {
+				cJSON_AddNumberToObject(d, "busy_ns", (double)x->busy_ns);
+				cJSON_AddNumberToObject(d, "idle_host_bound_ns", (double)x->idle_host_ns);
+				cJSON_AddNumberToObject(d, "idle_other_ns", (double)x->idle_other_ns);
+			} else {
+				cJSON_AddNumberToObject(d, "span_ns", (double)x->span_ns);
+				cJSON_AddNumberToObject(d, "spans", (double)x->spans);
+			}
 			cJSON_AddItemToArray(devs, d);
 		}
-		cJSON_AddNumberToObject(g, "records", (double)r->gpu_records);
-		cJSON_AddNumberToObject(g, "matched", (double)r->gpu_matched);
-		cJSON_AddNumberToObject(g, "queue_delay_mean_ns", r->queue_n ? (double)(r->queue_sum_ns / r->queue_n) : 0);
-		cJSON_AddNumberToObject(g, "queue_delay_max_ns", (double)r->queue_max_ns);
-		cJSON_AddNumberToObject(g, "graph_kernels", (double)r->graph_kernels);
-		cJSON_AddNumberToObject(g, "graph_kernel_ns", (double)r->graph_kernel_ns);
-	} else if (events_mode) {
-		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
-		cJSON *devs = cJSON_AddArrayToObject(g, "devices");
-		for (int i = 0; i < 8; i++) {
-			if (!r->dev[i].spans)
-				continue;
-			cJSON *d = cJSON_CreateObject();
-			cJSON_AddNumberToObject(d, "device", i);
-			cJSON_AddNumberToObject(d, "span_ns", (double)r->dev[i].span_ns);
-			cJSON_AddNumberToObject(d, "spans", (double)r->dev[i].spans);
-			cJSON_AddItemToArray(devs, d);
+		if (gpu_mode) {
+			cJSON_AddNumberToObject(g, "records", (double)r->gpu_records);
+			cJSON_AddNumberToObject(g, "matched", (double)r->gpu_matched);
+			cJSON_AddNumberToObject(g, "queue_delay_mean_ns",
+						r->queue_n ? (double)(r->queue_sum_ns / r->queue_n) : 0);
+			cJSON_AddNumberToObject(g, "queue_delay_max_ns", (double)r->queue_max_ns);
+			cJSON_AddNumberToObject(g, "graph_kernels", (double)r->graph_kernels);
+			cJSON_AddNumberToObject(g, "graph_kernel_ns", (double)r->graph_kernel_ns);
 		}
 	}
 	gs_sites_json(o, &r->sites);

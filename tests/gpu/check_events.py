@@ -6,15 +6,11 @@ to the end of its work there) is at least the GPU time CUPTI measured for
 the work it launched. Usage: check_events.py EVENTS.json CUPTI.json"""
 import json
 import sys
+from checks import check, done
 
 ev, cu = (json.load(open(p)) for p in sys.argv[1:3])
-bad = 0
 
 
-def check(what, cond, detail=""):
-    global bad
-    print(f"{'ok  ' if cond else 'FAIL'} {what}{(': ' + detail) if detail else ''}")
-    bad += not cond
 
 
 def gpu_ns(cats):
@@ -41,4 +37,4 @@ for name in ("data", "forward", "backward", "optimizer"):
           f"{cupti / 1e6:.2f} ms; host wall {e['wall_ns'] / 1e6:.2f} ms")
     check(f"{name}: a span in each of the 60 steps", n >= 60, f"{n} spans, {e['count']} occurrences")
     check(f"{name}: span >= 0.9 x CUPTI GPU time", span >= 0.9 * cupti, f"{span} vs {cupti}")
-sys.exit(1 if bad else 0)
+done()

@@ -6,19 +6,15 @@ Prints one line per check; exit 1 if any fails."""
 import json
 import os
 import sys
+from checks import check, done
 
 work = sys.argv[1]
-bad = 0
 
 
 def load(name):
     return json.load(open(os.path.join(work, name + ".report.json")))
 
 
-def check(what, cond, detail=""):
-    global bad
-    print(f"{'ok  ' if cond else 'FAIL'} {what}{(': ' + detail) if detail else ''}")
-    bad += not cond
 
 
 def phases(o):
@@ -49,4 +45,4 @@ check("train.py: data share of wall time falls with workers",
 for ex, diag in (("ex_pinned_vs_pageable", "pageable_copies"), ("ex_data_starved", "data_starvation"),
                  ("ex_alloc_churn", "allocation_churn")):
     check(f"{ex}: {diag}", diag in ids(load(ex)), str(ids(load(ex))))
-sys.exit(1 if bad else 0)
+done()

@@ -6,15 +6,11 @@ import glob
 import json
 import os
 import sys
+from checks import check, done
 
 work = sys.argv[1]
-bad = 0
 
 
-def check(what, cond, detail=""):
-    global bad
-    print(f"{'ok  ' if cond else 'FAIL'} {what}{(': ' + detail) if detail else ''}")
-    bad += not cond
 
 
 def fn(frame):
@@ -85,4 +81,4 @@ print(f"     train: {len(o['copy_sites'])} copy sites, "
 for c in o["copy_sites"][:2]:
     print(f"     train: copy {c['count']} x {c['bytes']} B at {c['stack'][:3]}; buffer from "
           f"{c.get('host_alloc_stack', [])[:6]}")
-sys.exit(1 if bad else 0)
+done()

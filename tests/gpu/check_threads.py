@@ -8,15 +8,14 @@ import glob
 import json
 import os
 import sys
+import checks
+from checks import done
 
 d = sys.argv[1]
-bad = 0
 
 
 def check(what, cond, detail=""):
-    global bad
-    print(f"{'ok  ' if cond else 'FAIL'} threads: {what}{(': ' + detail) if detail else ''}")
-    bad += not cond
+    checks.check("threads: " + what, cond, detail)
 
 
 out = {}
@@ -50,4 +49,4 @@ check("50 CUPTI kernel records, each matched to its launch",
 writers = sorted({e["tid"] for e in ev if e["kind"].startswith("gpu_")})
 print(f"     GPU records written by threads {writers} (main {main_tid}); "
       f"process threads {proc['threads']}")
-sys.exit(1 if bad else 0)
+done()

@@ -6,14 +6,8 @@
 # equal. Also injection mode (CUDA_INJECTION64_PATH) and coexistence with
 # torch.profiler. Run from the repository root: bash tests/gpu/cupti_check.sh
 # (carry tools/gpuspy and .gpu, made by `make gpu-carry`).
-set -u
-ROOT=$(pwd)
-OUT=${OUT:-/tmp/gpuspy-gpu}
-WORK=/tmp/gpuspy-cupti
-rm -rf "$WORK"; mkdir -p "$OUT" "$WORK"
-export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR="$WORK/inductor"
-make -s lib/libgpuspy.so || exit 1
+. tests/gpu/setup.sh /tmp/gpuspy-cupti
+export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor"
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 nvcc -O2 -o "$WORK/static_launches" examples/static_launches.cu || exit 1

@@ -6,13 +6,7 @@
 # check_events.py compares each phase's GPU span with the GPU time CUPTI
 # measured for the same phase. From the repository root after
 # `make gpu-carry`:   bash tests/gpu/events_check.sh   (results in $OUT)
-set -u
-OUT=${OUT:-/tmp/gpuspy-gpu}
-WORK=/tmp/gpuspy-events
-rm -rf "$WORK"; mkdir -p "$OUT" "$WORK"
-export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONUNBUFFERED=1
-make -s lib/libgpuspy.so > /dev/null || exit 1
+. tests/gpu/setup.sh /tmp/gpuspy-events
 for mode in events on; do
 	d="$WORK/$mode"
 	./tools/gpuspy run --dir "$d" --cupti $mode --no-report -- python3 tests/gpu/mlp.py 60 --loader \

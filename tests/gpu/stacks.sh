@@ -9,14 +9,7 @@
 #    Python frames: which share of the events gets a stack, which gets
 #    Python frames, and the report's call sites;
 #  - examples/train.py (pageable): where its pageable buffers come from.
-set -u
-ROOT=$(pwd)
-OUT=${OUT:-/tmp/gpuspy-gpu}
-WORK=/tmp/gpuspy-stacks
-rm -rf "$WORK"; mkdir -p "$OUT" "$WORK"
-export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONUNBUFFERED=1
-make -s lib/libgpuspy.so > /dev/null || exit 1
+. tests/gpu/setup.sh /tmp/gpuspy-stacks
 nvcc -O2 -g -cudart shared -Iinclude -o "$WORK/pinned_vs_pageable" examples/pinned_vs_pageable.cu || exit 1
 
 case_run() { # name env... -- command...
