@@ -9,13 +9,19 @@
  * records an end event on every stream that has a start. The GPU time
  * between the two is the interval's span on that stream: from when the
  * stream reached the phase's first work to when it finished its last, gaps
- * inside included. Pairs are read back without waiting (cuEventQuery) at
- * later phase changes, and at exit with a bounded wait, and written as
- * gpu_span records named by the phase the interval belonged to.
+ * inside included. Pairs are read back without waiting at a phase change
+ * once DRAIN_PAIRS are pending or DRAIN_NS has passed, and at exit with a
+ * bounded wait, and written as gpu_span records named by the phase the
+ * interval belonged to.
  *
- * Cost: per stream and interval two cuEventRecord (events are reused);
- * per call a scan of the streams seen. No CUPTI, so none of its per-launch
- * cost. Not covered: the per-thread default stream (its handle names a
+ * Cost: per stream and interval two cuEventRecord (events are reused) and
+ * one cuEventElapsedTime; per call a scan of the streams seen. cuEventQuery
+ * costs more than a record on the H200 (1.5-1.9 us against 0.9 us,
+ * tests/gpu/results/issue5-event-costs.txt), so a read-back queries each
+ * stream's newest end event first: events on a stream complete in order, so
+ * a finished one vouches for every older one (a binary search finds the
+ * newest finished one when the GPU is behind). No CUPTI, so none of its
+ * per-launch cost. Not covered: the per-thread default stream (its handle names a
  * different stream on each thread) and streams being captured into a
  * graph. Our driver calls run in relaxed stream-capture mode, so they never
  * invalidate another thread's capture.
@@ -31,6 +37,8 @@
 #define SLOTS 64      /* streams followed */
 #define PENDING 4096  /* event pairs waiting for the GPU */
 #define POOL 256      /* idle events kept for reuse */
+#define DRAIN_PAIRS 64                 /* read back once this many pairs wait */
+#define DRAIN_NS 100000000ull          /* or this long after the last read-back */
 
 struct slot {
 	uint64_t stream;    /* handle; 0 = the legacy stream of ctx */
@@ -48,6 +56,7 @@ struct pair {
 	uint64_t stream, host_start, host_end;
 	uint32_t phase;
 	int16_t device;
+	uint8_t done;        /* known finished (a newer end event on its stream is) */
 };
 
 static struct {
@@ -59,6 +68,8 @@ static struct {
 	struct slot s[SLOTS];
 	struct pair q[PENDING];
 	uint32_t head, n;
+	uint64_t drained_at; /* gs_mono_ns of the last read-back */
+	uint32_t added;      /* pairs queued since */
 	struct { CUcontext ctx; CUevent e; } pool[POOL];
 	uint32_t npool;
 	uint64_t lost;       /* pairs that could not be recorded or read */
@@ -211,21 +222,76 @@ static void write_span(const struct pair *p, float ms)
 	gs_commit(&gs_tls, &r);
 }
 
-/* Read back finished pairs, oldest first; with wait, until `deadline`. */
+/* Mark the pending pairs that have finished. Events on a stream complete
+ * in order, so per stream a binary search over its pending end events
+ * (newest first: usually all are done) finds them in a few queries. */
+static void vouch(void)
+{
+	static uint16_t idx[PENDING]; /* one stream's pairs, oldest first (ev.lock) */
+	struct { CUcontext ctx; uint64_t stream; } keys[SLOTS];
+	uint32_t nkeys = 0;
+	for (uint32_t k = 0; k < ev.n; k++) {
+		const struct pair *p = &ev.q[(ev.head + k) % PENDING];
+		uint32_t i = 0;
+		while (i < nkeys && !(keys[i].stream == p->stream && keys[i].ctx == p->ctx))
+			i++;
+		if (i == nkeys && nkeys < SLOTS)
+			keys[nkeys++] = (__typeof__(keys[0])){ p->ctx, p->stream };
+	}
+	for (uint32_t i = 0; i < nkeys; i++) {
+		int m = 0;
+		for (uint32_t k = 0; k < ev.n; k++) {
+			uint32_t j = (ev.head + k) % PENDING;
+			if (ev.q[j].stream == keys[i].stream && ev.q[j].ctx == keys[i].ctx)
+				idx[m++] = (uint16_t)j;
+		}
+		/* The newest done pair: idx[lo] is done, idx[hi] is not. "Done"
+		 * includes failed: the read-back then counts the pair lost. */
+		int lo = -1, hi = m;
+		if (fn.query(ev.q[idx[m - 1]].end) != CUDA_ERROR_NOT_READY)
+			lo = m - 1;
+		else
+			hi = m - 1;
+		while (hi - lo > 1) {
+			int mid = lo + (hi - lo) / 2;
+			if (fn.query(ev.q[idx[mid]].end) != CUDA_ERROR_NOT_READY)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		for (int k = 0; k <= lo; k++)
+			ev.q[idx[k]].done = 1;
+	}
+}
+
+/* Read back finished pairs, oldest first: without waiting, only once
+ * DRAIN_PAIRS were added or DRAIN_NS passed since the last time; with a
+ * deadline, waiting until it for the GPU to finish them. */
 static void drain(uint64_t deadline_ns)
 {
+	if (!ev.n)
+		return;
+	uint64_t t = gs_mono_ns();
+	if (!deadline_ns && ev.added < DRAIN_PAIRS && t - ev.drained_at < DRAIN_NS)
+		return;
+	ev.drained_at = t;
+	ev.added = 0;
+	vouch();
 	while (ev.n) {
 		struct pair *p = &ev.q[ev.head];
-		CUresult q = fn.query(p->end);
-		if (q == CUDA_ERROR_NOT_READY) {
-			if (!deadline_ns || gs_mono_ns() > deadline_ns)
+		if (!p->done) {
+			if (!deadline_ns)
 				return;
-			struct timespec ts = { 0, 200000 };
-			nanosleep(&ts, NULL);
-			continue;
+			if (fn.query(p->end) == CUDA_ERROR_NOT_READY) {
+				if (gs_mono_ns() > deadline_ns)
+					return;
+				struct timespec ts = { 0, 200000 };
+				nanosleep(&ts, NULL);
+				continue;
+			}
 		}
 		float ms = 0;
-		if (q == CUDA_SUCCESS && fn.elapsed(&ms, p->start, p->end) == CUDA_SUCCESS)
+		if (fn.elapsed(&ms, p->start, p->end) == CUDA_SUCCESS)
 			write_span(p, ms);
 		else
 			ev.lost++;
@@ -259,8 +325,9 @@ static void close_interval(uint64_t deadline_ns)
 		if (e && ev.n < PENDING && cs == CU_STREAM_CAPTURE_STATUS_NONE &&
 		    fn.record(e, (CUstream)s->stream) == CUDA_SUCCESS) {
 			ev.q[(ev.head + ev.n++) % PENDING] = (struct pair){
-				s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->device
+				s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->device, 0
 			};
+			ev.added++;
 		} else {
 			pool_put(s->ctx, s->start);
 			pool_put(s->ctx, e);
@@ -322,6 +389,8 @@ void gs_events_forked(void)
 {
 	pthread_mutex_init(&ev.lock, NULL);
 	ev.nslots = ev.n = ev.head = ev.npool = ev.depth = 0;
+	ev.drained_at = 0;
+	ev.added = 0;
 	ev.interval = 1;
 	ev.lost = 0;
 }

@@ -9,11 +9,14 @@
  *               process-wide), main closes the phase after joining it.
  * `prog_events many`: instead, one phase with 1 us on each of 70 streams
  * (gpuspy follows 64).
- * Usage: prog_events [many]
+ * `prog_events loop N`: N times phase "loop" with 1 us on s1 (the read-back
+ * is batched: far fewer queries than intervals).
+ * Usage: prog_events [many | loop N]
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
@@ -44,6 +47,16 @@ int main(int argc, char **argv)
 	cuStreamCreate(&s1, 0);
 	cuStreamCreate(&s2, 0);
 	k = fakecuda_function("work", NULL);
+	if (argc > 2 && !strcmp(argv[1], "loop")) {
+		int n = atoi(argv[2]);
+		for (int i = 0; i < n; i++) {
+			GPUSPY_PHASE_PUSH("loop");
+			go(1, s1);
+			GPUSPY_PHASE_POP();
+		}
+		printf("loop done\n");
+		return 0;
+	}
 	if (argc > 1) {
 		GPUSPY_PHASE_PUSH("many");
 		for (int i = 0; i < 70; i++) {

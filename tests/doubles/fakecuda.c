@@ -450,14 +450,26 @@ SET2(cuMemsetD2D32Async_ptsz, unsigned int, COMMA_STREAM)
 
 /* Each stream has a clock of GPU work: a kernel launch advances its
  * stream's clock by grid_x microseconds; copies and memsets take no time.
- * An event recorded on a stream takes the stream's clock, and answers its
- * first cuEventQuery with CUDA_ERROR_NOT_READY (the GPU is "behind"). */
-struct fake_event { uint64_t t; int recorded, queries; };
-static struct { uint64_t stream; int dev; uint64_t ns; } clocks[256];
+ * An event recorded on a stream takes the stream's clock. The GPU is one
+ * event "behind" on each stream: an event is finished once a later one was
+ * recorded on its stream (events complete in stream order), else from its
+ * second cuEventQuery on (the first answers CUDA_ERROR_NOT_READY).
+ * FAKECUDA_STATS=1: print the number of event queries at exit. */
+struct fake_event { uint64_t t, seq; int recorded, queries; const uint64_t *last; };
+static struct { uint64_t stream; int dev; uint64_t ns, seq; } clocks[256];
 static int nclocks;
+static unsigned long event_queries;
+
+__attribute__((destructor)) static void fake_stats(void)
+{
+	const char *v = getenv("FAKECUDA_STATS");
+	if (v && *v == '1')
+		fprintf(stderr, "fakecuda: %lu event queries\n", event_queries);
+}
 
 /* Lock-free for a stream already seen (launches from many threads). */
-static uint64_t *stream_clock(CUstream hs)
+#define stream_clock(hs) (&stream_of(hs)->ns)
+static __typeof__(&clocks[0]) stream_of(CUstream hs)
 {
 	uint64_t st = (uint64_t)(uintptr_t)hs;
 	int dev = st == 0 || st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY ? cur_dev : -1;
@@ -467,7 +479,7 @@ static uint64_t *stream_clock(CUstream hs)
 		int n = __atomic_load_n(&nclocks, __ATOMIC_ACQUIRE);
 		for (int i = 0; i < n; i++)
 			if (clocks[i].stream == st && clocks[i].dev == dev)
-				return &clocks[i].ns;
+				return &clocks[i];
 		if (pass)
 			break;
 		pthread_mutex_lock(&lock);
@@ -482,7 +494,7 @@ static uint64_t *stream_clock(CUstream hs)
 		}
 		pthread_mutex_unlock(&lock);
 	}
-	return &clocks[255].ns;
+	return &clocks[255];
 }
 
 static void gpu_work(CUstream hs, unsigned grid_x)
@@ -502,7 +514,10 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream hs)
 {
 	FAIL_CHECK("cuEventRecord");
 	struct fake_event *x = (struct fake_event *)e;
-	x->t = __atomic_load_n(stream_clock(hs), __ATOMIC_RELAXED);
+	__typeof__(&clocks[0]) c = stream_of(hs);
+	x->t = __atomic_load_n(&c->ns, __ATOMIC_RELAXED);
+	x->seq = __atomic_add_fetch(&c->seq, 1, __ATOMIC_RELAXED);
+	x->last = &c->seq;
 	x->recorded = 1;
 	x->queries = 0;
 	return CUDA_SUCCESS;
@@ -510,7 +525,10 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream hs)
 EXPORT CUresult cuEventQuery(CUevent e)
 {
 	struct fake_event *x = (struct fake_event *)e;
-	return x->recorded && x->queries++ == 0 ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	__atomic_add_fetch(&event_queries, 1, __ATOMIC_RELAXED);
+	if (!x->recorded || x->queries++ > 0 || __atomic_load_n(x->last, __ATOMIC_RELAXED) > x->seq)
+		return CUDA_SUCCESS;
+	return CUDA_ERROR_NOT_READY;
 }
 EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 {
