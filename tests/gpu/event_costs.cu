@@ -5,9 +5,13 @@
 // With an argument N it instead times N iterations of a phase loop
 // (push "a", 8 launches, pop, 8 launches: two phase changes per iteration)
 // and prints ns per phase change over the launches; run it under gpuspy
-// with GPUSPY_CUPTI=off and =events to get the events mode's cost.
+// with GPUSPY_CUPTI=off and =events to get the events mode's cost. With a
+// second argument "busy", the GPU is on the loop's critical path as in a
+// PyTorch step that begins with a pageable copy: each iteration starts with
+// a 64 KiB pageable cudaMemcpy (it waits for the stream) and the kernels
+// spin about 4 us each.
 //   nvcc -O2 -Iinclude -o event_costs tests/gpu/event_costs.cu -lcuda
-//   ./event_costs; LD_PRELOAD=lib/libgpuspy.so GPUSPY_CUPTI=events ./event_costs 20000
+//   ./event_costs; LD_PRELOAD=lib/libgpuspy.so GPUSPY_CUPTI=events ./event_costs 20000 [busy]
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -17,6 +21,12 @@
 #include "gpuspy.h"
 
 __global__ void empty(void) {}
+__global__ void spin(long long cycles)
+{
+	long long t = clock64();
+	while (clock64() - t < cycles)
+		;
+}
 
 static double now(void)
 {
@@ -62,25 +72,33 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int phases(int iters)
+static int phases(int iters, int busy)
 {
+	static char host[64 << 10];
+	void *dev = NULL;
+	cudaMalloc(&dev, sizeof(host));
+	long long cycles = busy ? 8000 : 0; /* ~4 us at the H200's clock */
 	double t[REPS];
 	for (int r = 0; r < REPS; r++) {
 		cudaDeviceSynchronize();
 		double t0 = now();
 		for (int i = 0; i < iters; i++) {
+			if (busy)
+				cudaMemcpy(dev, host, sizeof(host), cudaMemcpyHostToDevice);
 			GPUSPY_PHASE_PUSH("a");
 			for (int k = 0; k < 8; k++)
-				empty<<<1, 1>>>();
+				busy ? spin<<<1, 1>>>(cycles) : empty<<<1, 1>>>();
 			GPUSPY_PHASE_POP();
 			for (int k = 0; k < 8; k++)
-				empty<<<1, 1>>>();
+				busy ? spin<<<1, 1>>>(cycles) : empty<<<1, 1>>>();
 		}
 		cudaDeviceSynchronize();
 		t[r] = (now() - t0) / iters;
 	}
 	qsort(t, REPS, sizeof(double), cmp);
-	printf("phase loop: %.0f ns per iteration (2 phase changes, 16 launches)\n", t[REPS / 2]);
+	printf("phase loop%s: %.0f ns per iteration (2 phase changes, 16 launches)\n",
+	       busy ? " (GPU busy, pageable copy first)" : "", t[REPS / 2]);
+	cudaFree(dev);
 	return 0;
 }
 
@@ -88,7 +106,7 @@ int main(int argc, char **argv)
 {
 	cudaFree(0);
 	if (argc > 1)
-		return phases(atoi(argv[1]));
+		return phases(atoi(argv[1]), argc > 2 && argv[2][0] == 'b');
 	for (int i = 0; i < 2; i++) {
 		cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
 		cuEventCreate(&done[i], CU_EVENT_DEFAULT);

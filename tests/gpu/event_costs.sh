@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Host cost of GPUSPY_CUPTI=events on the H200: the driver calls it makes
 # (each interleaved with a launch), then a phase loop untraced, under gpuspy
-# with GPUSPY_CUPTI=off and with =events, interleaved ROUNDS times.
+# with GPUSPY_CUPTI=off and with =events, interleaved ROUNDS times; then the
+# same with the GPU on the loop's critical path ("busy").
 # From the repository root after `make gpu-carry`:
 #   bash tests/gpu/event_costs.sh        (results in $OUT/event_costs.txt)
 set -u
@@ -16,11 +17,14 @@ nvcc -O2 -Iinclude -o "$W/event_costs" tests/gpu/event_costs.cu -lcuda || exit 1
 {
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	"$W/event_costs"
-	for r in $(seq "${ROUNDS:-5}"); do
-		echo -n "round $r untraced: "; "$W/event_costs" "${ITERS:-5000}"
-		for m in off events; do
-			echo -n "round $r gpuspy $m: "
-			LD_PRELOAD=$(pwd)/lib/libgpuspy.so GPUSPY_CUPTI=$m GPUSPY_DIR=$W "$W/event_costs" "${ITERS:-5000}"
+	for busy in "" busy; do
+		for r in $(seq "${ROUNDS:-5}"); do
+			echo -n "round $r untraced: "; "$W/event_costs" "${ITERS:-5000}" $busy
+			for m in off events; do
+				echo -n "round $r gpuspy $m: "
+				LD_PRELOAD=$(pwd)/lib/libgpuspy.so GPUSPY_CUPTI=$m GPUSPY_DIR=$W \
+					"$W/event_costs" "${ITERS:-5000}" $busy
+			done
 		done
 	done
 	ls "$W" | grep -c "^gpuspy-"; ls "$W" 
