@@ -10,18 +10,19 @@
  * between the two is the interval's span on that stream: from when the
  * stream reached the phase's first work to when it finished its last, gaps
  * inside included. Pairs are read back without waiting at a phase change
- * once DRAIN_PAIRS are pending or DRAIN_NS has passed, and at exit with a
- * bounded wait, and written as gpu_span records named by the phase the
- * interval belonged to.
+ * once DRAIN_PAIRS were added or DRAIN_NS passed since the last read-back,
+ * and at exit with a bounded wait, and written as gpu_span records named
+ * by the phase the interval belonged to.
  *
  * Cost: per stream and interval two cuEventRecord (events are reused) and
- * one cuEventElapsedTime; per call a scan of the streams seen. cuEventQuery
- * costs more than a record on the H200 (1.5-1.9 us against 0.9 us,
- * tests/gpu/results/issue5-event-costs.txt), so a read-back queries each
- * stream's newest end event first: events on a stream complete in order, so
- * a finished one vouches for every older one (a binary search finds the
- * newest finished one when the GPU is behind). No CUPTI, so none of its
- * per-launch cost. Not covered: the per-thread default stream (its handle names a
+ * one cuEventElapsedTime; per call a scan of the streams seen. No CUPTI, so
+ * none of its per-launch cost. On the H200 cuEventQuery costs more than a
+ * record (1.3-1.9 us against 0.9-1.4 us, tests/gpu/event_costs.sh), so a
+ * read-back queries each stream's newest end event first: events on a
+ * stream complete in order, so a finished one vouches for every older one
+ * (a binary search finds the newest finished one when the GPU is behind).
+ *
+ * Not covered: the per-thread default stream (its handle names a
  * different stream on each thread) and streams being captured into a
  * graph. Our driver calls run in relaxed stream-capture mode, so they never
  * invalidate another thread's capture.
