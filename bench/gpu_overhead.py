@@ -10,7 +10,9 @@ CUPTI collector enabling the same activity kinds and nothing else
 is the median of its 50-step windows (loops.py); the table gives medians of
 per-round ratios to the untraced run of the same round, and trace bytes per
 step. MODES=a,b,... runs a subset (untraced is always needed); LOOPS=mlp
-runs one loop.
+runs one loop; PIN_CPUS=2,3 runs every loop process on those CPUs (the
+same ones in every run, to take core-to-core differences out of the
+ratios).
 Usage (repository root, on the GPU machine, after cupti_check.sh built the
 counter): python3 bench/gpu_overhead.py WORKDIR OUTDIR"""
 import glob
@@ -29,6 +31,7 @@ COUNTER = os.path.join(WORK, "libcupti_count.so")
 MODES = ["untraced", "gpuspy", "gpuspy no stacks", "gpuspy events", "gpuspy+cupti", "bare cupti",
          "torch.profiler"]
 MODES = [m for m in MODES if m in os.environ.get("MODES", ",".join(MODES)).split(",")]
+PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
 
 
 def run(loop, mode, r):
@@ -45,7 +48,8 @@ def run(loop, mode, r):
         env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
     elif mode == "torch.profiler":
         args.append("--profile")
-    p = subprocess.run(args, env=env, cwd=d, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(args, env=env, cwd=d, capture_output=True, text=True, timeout=300,
+                       preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None)
     line = [l for l in p.stdout.splitlines() if l.startswith("window_steps_per_s")]
     if p.returncode or not line:
         raise SystemExit(f"{loop} {mode}: failed: {p.stderr[-800:]}")
@@ -92,7 +96,8 @@ def main():
     text = "\n".join([
         f"H200, {ROUNDS} interleaved rounds (order reversed every other round); steps/s = median over "
         f"50-step windows of the timed steps after 10 warm-up steps (mlp {STEPS['mlp']}, conv "
-        f"{STEPS['conv']}); ratio = run / untraced "
+        f"{STEPS['conv']}){'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}; "
+        "ratio = run / untraced "
         "run of the same round, median over rounds; trace bytes per step = gpuspy's used bytes "
         "(header, strings, claimed chunks) or torch.profiler's Chrome trace.", "",
         "| loop | mode | steps/s (median) | ratio to untraced (median) | min..max | trace bytes/step |",
