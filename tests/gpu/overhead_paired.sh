@@ -8,9 +8,9 @@
 #     correlation callbacks off; CUPTI's activity records keep coming, so
 #     with CUPTI on a paused window pays what a bare collector does.
 #   PART=bench: ROUNDS interleaved rounds of MODES (bench/gpu_overhead.sh).
-#   PART=cupti: the 0.97 target alone: untraced, gpuspy+cupti and bare cupti,
-#     ROUNDS (default 10) rounds, every process on PIN_CPUS (default 2,3,4,5: the loop, autograd
-#     and CUPTI threads).
+#   PART=cupti: the 0.97 target alone: untraced, gpuspy+cupti and bare
+#     cupti, ROUNDS (default 10) rounds, every process on PIN_CPUS (default
+#     2,3,4,5: the loop, autograd and CUPTI threads).
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
