@@ -46,31 +46,16 @@ void gpuspy_resume(void) __attribute__((weak));
 }
 #endif
 
-#define GPUSPY_PHASE_PUSH(name)                                                  \
+/* Call f with the parenthesised args when libgpuspy is loaded, else nothing. */
+#define GPUSPY_CALL_IF_LOADED_(f, args)                                          \
 	do {                                                                     \
-		if (gpuspy_phase_push)                                           \
-			gpuspy_phase_push(name);                                 \
+		if (f)                                                           \
+			f args;                                                  \
 	} while (0)
-#define GPUSPY_PHASE_POP()                                                       \
-	do {                                                                     \
-		if (gpuspy_phase_pop)                                            \
-			gpuspy_phase_pop();                                      \
-	} while (0)
-#define GPUSPY_MARK(name)                                                        \
-	do {                                                                     \
-		if (gpuspy_mark)                                                 \
-			gpuspy_mark(name);                                       \
-	} while (0)
-
-#define GPUSPY_PAUSE()                                                           \
-	do {                                                                     \
-		if (gpuspy_pause)                                                \
-			gpuspy_pause();                                          \
-	} while (0)
-#define GPUSPY_RESUME()                                                          \
-	do {                                                                     \
-		if (gpuspy_resume)                                               \
-			gpuspy_resume();                                         \
-	} while (0)
+#define GPUSPY_PHASE_PUSH(name) GPUSPY_CALL_IF_LOADED_(gpuspy_phase_push, (name))
+#define GPUSPY_PHASE_POP() GPUSPY_CALL_IF_LOADED_(gpuspy_phase_pop, ())
+#define GPUSPY_MARK(name) GPUSPY_CALL_IF_LOADED_(gpuspy_mark, (name))
+#define GPUSPY_PAUSE() GPUSPY_CALL_IF_LOADED_(gpuspy_pause, ())
+#define GPUSPY_RESUME() GPUSPY_CALL_IF_LOADED_(gpuspy_resume, ())
 
 #endif /* GPUSPY_H */
