@@ -103,13 +103,6 @@ void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends
 void gs_events_exit(void);
 void gs_events_forked(void);
 
-/* A recorded launch, copy or memset is about to go on `stream`. */
-static inline void gs_on_stream(const struct gspy_record *r, unsigned api, uint64_t stream)
-{
-	if (GS_UNLIKELY(gs_g.events) && r)
-		gs_events_work(api, stream);
-}
-
 /* Call stacks (stacks.c). */
 extern uint32_t gs_stack_kinds; /* 1 << kind for the kinds that get stacks */
 void gs_stack_note(struct gspy_record *r);
@@ -171,6 +164,16 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	if (GS_UNLIKELY(gs_g.cupti))
 		t->cupti_corr = 0;
 	r->start = gs_now();
+	return r;
+}
+
+/* gs_begin for a launch, copy or memset about to go on `stream` (the
+ * events mode marks the stream as used by the current phase). */
+static inline struct gspy_record *gs_begin_on(unsigned api, unsigned kind, uint64_t stream)
+{
+	struct gspy_record *r = gs_begin(api, kind);
+	if (GS_UNLIKELY(gs_g.events) && r)
+		gs_events_work(api, stream);
 	return r;
 }
 

@@ -48,8 +48,7 @@ static CUresult launch(unsigned api, CUfunction f, unsigned gx, unsigned gy, uns
 		       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream st,
 		       void **params, void **extra)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuLaunchKernel))gs_real(api))(f, gx, gy, gz, bx, by, bz, smem,
 								  st, params, extra);
 	drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
@@ -75,8 +74,7 @@ GS_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsi
 static CUresult launch_ex(unsigned api, const CUlaunchConfig *c, CUfunction f, void **params,
 			  void **extra)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)(c ? c->hStream : 0));
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)(c ? c->hStream : 0));
 	CUresult rc = ((__typeof__(&cuLaunchKernelEx))gs_real(api))(c, f, params, extra);
 	if (c)
 		drv_launch(r, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
@@ -101,8 +99,7 @@ static CUresult launch_coop(unsigned api, CUfunction f, unsigned gx, unsigned gy
 			    unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream st,
 			    void **params)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuLaunchCooperativeKernel))gs_real(api))(f, gx, gy, gz, bx, by,
 									     bz, smem, st, params);
 	drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
@@ -157,8 +154,7 @@ GS_API CUresult cuLaunchHostFunc_ptsz(CUstream st, CUhostFn fn, void *data)
 
 static CUresult graph(unsigned api, CUgraphExec g, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuGraphLaunch))gs_real(api))(g, st);
 	stream_only(r, (uint64_t)st, (uint64_t)g);
 	gs_end(r, rc);
@@ -191,8 +187,7 @@ static void rt_launch(struct gspy_record *r, dim3 g, dim3 b, cudaStream_t st)
 static cudaError_t rt_kernel(unsigned api, const void *fn, dim3 g, dim3 b, void **args,
 			     size_t smem, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&cudaLaunchKernel))gs_real(api))(fn, g, b, args, smem, st);
 	rt_launch(r, g, b, st);
 	gs_end(r, rc);
@@ -214,8 +209,7 @@ GS_API cudaError_t cudaLaunchKernel_ptsz(const void *fn, dim3 g, dim3 b, void **
 static cudaError_t rt_kernel_handle(unsigned api, cudaKernel_t k, dim3 g, dim3 b, void **args,
 				    size_t smem, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&__cudaLaunchKernel))gs_real(api))(k, g, b, args, smem, st);
 	rt_launch(r, g, b, st);
 	if (r && !r->name_id)
@@ -239,8 +233,7 @@ GS_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void 
 static cudaError_t rt_kernel_ex(unsigned api, const cudaLaunchConfig_t *c, const void *fn,
 				void **args)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)(c ? c->stream : 0));
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)(c ? c->stream : 0));
 	cudaError_t rc = ((__typeof__(&cudaLaunchKernelExC))gs_real(api))(c, fn, args);
 	if (c)
 		rt_launch(r, c->gridDim, c->blockDim, c->stream);
@@ -262,8 +255,7 @@ GS_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, const v
 static cudaError_t rt_coop(unsigned api, const void *fn, dim3 g, dim3 b, void **args,
 			   size_t smem, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	cudaError_t rc =
 		((__typeof__(&cudaLaunchCooperativeKernel))gs_real(api))(fn, g, b, args, smem, st);
 	rt_launch(r, g, b, st);
@@ -304,8 +296,7 @@ GS_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t st, cudaHostFn_t fn, voi
 
 static cudaError_t rt_graph(unsigned api, cudaGraphExec_t g, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_launch);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&cudaGraphLaunch))gs_real(api))(g, st);
 	stream_only(r, (uint64_t)st, (uint64_t)g);
 	gs_end(r, rc);

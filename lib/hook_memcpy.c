@@ -57,8 +57,7 @@ static uint64_t addr_of(CUmemorytype t, const void *host, CUdeviceptr dev)
 
 static CUresult cpy(unsigned api, CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpy, api)(dst, src, n);
 	copy_rec(r, dst, U, src, U, n, 0, 0);
 	gs_end(r, rc);
@@ -69,8 +68,7 @@ GS_API CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return c
 
 static CUresult cpy_async(unsigned api, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyAsync, api)(dst, src, n, st);
 	copy_rec(r, dst, U, src, U, n, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -90,8 +88,7 @@ static void peer_rec(struct gspy_record *r, CUdeviceptr d, CUcontext dc, CUdevic
 static CUresult peer(unsigned api, CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
 		     size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpyPeer, api)(d, dc, s, sc, n);
 	peer_rec(r, d, dc, s, sc, n, 0, 0);
 	gs_end(r, rc);
@@ -103,8 +100,7 @@ GS_API CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CU
 static CUresult peer_async(unsigned api, CUdeviceptr d, CUcontext dc, CUdeviceptr s,
 			   CUcontext sc, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyPeerAsync, api)(d, dc, s, sc, n, st);
 	peer_rec(r, d, dc, s, sc, n, st, 1);
 	gs_end(r, rc);
@@ -115,8 +111,7 @@ GS_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr 
 
 static CUresult htod(unsigned api, CUdeviceptr d, const void *s, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpyHtoD_v2, api)(d, s, n);
 	copy_rec(r, d, D, (uint64_t)s, H, n, 0, 0);
 	gs_end(r, rc);
@@ -127,8 +122,7 @@ GS_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) { r
 
 static CUresult dtoh(unsigned api, void *d, CUdeviceptr s, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpyDtoH_v2, api)(d, s, n);
 	copy_rec(r, (uint64_t)d, H, s, D, n, 0, 0);
 	gs_end(r, rc);
@@ -139,8 +133,7 @@ GS_API CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n) { return 
 
 static CUresult dtod(unsigned api, CUdeviceptr d, CUdeviceptr s, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpyDtoD_v2, api)(d, s, n);
 	copy_rec(r, d, D, s, D, n, 0, 0);
 	gs_end(r, rc);
@@ -151,8 +144,7 @@ GS_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { r
 
 static CUresult htod_async(unsigned api, CUdeviceptr d, const void *s, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyHtoDAsync_v2, api)(d, s, n, st);
 	copy_rec(r, d, D, (uint64_t)s, H, n, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -163,8 +155,7 @@ GS_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n
 
 static CUresult dtoh_async(unsigned api, void *d, CUdeviceptr s, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyDtoHAsync_v2, api)(d, s, n, st);
 	copy_rec(r, (uint64_t)d, H, s, D, n, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -175,8 +166,7 @@ GS_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr s, size_t n, CUst
 
 static CUresult dtod_async(unsigned api, CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyDtoDAsync_v2, api)(d, s, n, st);
 	copy_rec(r, d, D, s, D, n, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -208,8 +198,7 @@ static void rec_3d(struct gspy_record *r, const CUDA_MEMCPY3D *p, CUstream st, i
 
 static CUresult cpy2d(unsigned api, const CUDA_MEMCPY2D *p)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpy2D_v2, api)(p);
 	rec_2d(r, p, 0, 0);
 	gs_end(r, rc);
@@ -222,8 +211,7 @@ GS_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p) { return cpy
 
 static CUresult cpy2d_async(unsigned api, const CUDA_MEMCPY2D *p, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpy2DAsync_v2, api)(p, st);
 	rec_2d(r, p, st, 1);
 	gs_end(r, rc);
@@ -234,8 +222,7 @@ GS_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream st) { r
 
 static CUresult cpy3d(unsigned api, const CUDA_MEMCPY3D *p)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpy3D_v2, api)(p);
 	rec_3d(r, p, 0, 0);
 	gs_end(r, rc);
@@ -246,8 +233,7 @@ GS_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p) { return cpy3d(GSPY_A
 
 static CUresult cpy3d_async(unsigned api, const CUDA_MEMCPY3D *p, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpy3DAsync_v2, api)(p, st);
 	rec_3d(r, p, st, 1);
 	gs_end(r, rc);
@@ -270,8 +256,7 @@ static void rec_3dpeer(struct gspy_record *r, const CUDA_MEMCPY3D_PEER *p, CUstr
 
 static CUresult cpy3dpeer(unsigned api, const CUDA_MEMCPY3D_PEER *p)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	CUresult rc = REAL_AS(cuMemcpy3DPeer, api)(p);
 	rec_3dpeer(r, p, 0, 0);
 	gs_end(r, rc);
@@ -282,8 +267,7 @@ GS_API CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p) { return cpy3dp
 
 static CUresult cpy3dpeer_async(unsigned api, const CUDA_MEMCPY3D_PEER *p, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpy3DPeerAsync, api)(p, st);
 	rec_3dpeer(r, p, st, 1);
 	gs_end(r, rc);
@@ -310,8 +294,7 @@ static CUresult batch128(unsigned api, CUdeviceptr *dsts, CUdeviceptr *srcs, siz
 			 size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
 			 size_t numAttrs, size_t *failIdx, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyBatchAsync, api)(dsts, srcs, sizes, count, attrs, attrsIdxs,
 						       numAttrs, failIdx, st);
 	rec_batch(r, dsts, srcs, sizes, count, st);
@@ -325,8 +308,7 @@ static CUresult batch130(unsigned api, CUdeviceptr *dsts, CUdeviceptr *srcs, siz
 			 size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
 			 size_t numAttrs, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	CUresult rc = REAL_AS(cuMemcpyBatchAsync_v2, api)(dsts, srcs, sizes, count, attrs,
 							  attrsIdxs, numAttrs, st);
 	rec_batch(r, dsts, srcs, sizes, count, st);
@@ -348,8 +330,7 @@ static void rt_rec(struct gspy_record *r, uint64_t dst, uint64_t src, uint64_t n
 
 static cudaError_t rt_cpy(unsigned api, void *d, const void *s, size_t n, enum cudaMemcpyKind k)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	cudaError_t rc = REAL_AS(cudaMemcpy, api)(d, s, n, k);
 	rt_rec(r, (uint64_t)d, (uint64_t)s, n, k, 0, 0);
 	gs_end(r, rc);
@@ -361,8 +342,7 @@ GS_API cudaError_t cudaMemcpy_ptds(void *d, const void *s, size_t n, enum cudaMe
 static cudaError_t rt_cpy_async(unsigned api, void *d, const void *s, size_t n,
 				enum cudaMemcpyKind k, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	cudaError_t rc = REAL_AS(cudaMemcpyAsync, api)(d, s, n, k, st);
 	rt_rec(r, (uint64_t)d, (uint64_t)s, n, k, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -401,8 +381,7 @@ GS_API cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *s, int sd, s
 static cudaError_t rt_2d(unsigned api, void *d, size_t dp, const void *s, size_t sp, size_t w,
 			 size_t h, enum cudaMemcpyKind k)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);
 	cudaError_t rc = REAL_AS(cudaMemcpy2D, api)(d, dp, s, sp, w, h, k);
 	rt_rec(r, (uint64_t)d, (uint64_t)s, (uint64_t)w * h, k, 0, 0);
 	gs_end(r, rc);
@@ -414,8 +393,7 @@ GS_API cudaError_t cudaMemcpy2D_ptds(void *d, size_t dp, const void *s, size_t s
 static cudaError_t rt_2d_async(unsigned api, void *d, size_t dp, const void *s, size_t sp,
 			       size_t w, size_t h, enum cudaMemcpyKind k, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_copy);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)st);
 	cudaError_t rc = REAL_AS(cudaMemcpy2DAsync, api)(d, dp, s, sp, w, h, k, st);
 	rt_rec(r, (uint64_t)d, (uint64_t)s, (uint64_t)w * h, k, (uint64_t)st, 1);
 	gs_end(r, rc);

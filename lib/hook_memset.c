@@ -24,8 +24,7 @@ static void set_rec(struct gspy_record *r, uint64_t dst, uint64_t bytes, uint64_
 
 static CUresult set8(unsigned api, CUdeviceptr d, unsigned char v, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	CUresult rc = ((__typeof__(&cuMemsetD8_v2))gs_real(api))(d, v, n);
 	set_rec(r, d, (uint64_t)n * 1, 0, 0);
 	gs_end(r, rc);
@@ -36,8 +35,7 @@ GS_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { r
 
 static CUresult set8_async(unsigned api, CUdeviceptr d, unsigned char v, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuMemsetD8Async))gs_real(api))(d, v, n, st);
 	set_rec(r, d, (uint64_t)n * 1, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -48,8 +46,7 @@ GS_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, C
 
 static CUresult set2d8(unsigned api, CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	CUresult rc = ((__typeof__(&cuMemsetD2D8_v2))gs_real(api))(d, pitch, v, w, h);
 	set_rec(r, d, (uint64_t)w * h * 1, 0, 0);
 	gs_end(r, rc);
@@ -60,8 +57,7 @@ GS_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t pitch, unsigned char 
 
 static CUresult set2d8_async(unsigned api, CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuMemsetD2D8Async))gs_real(api))(d, pitch, v, w, h, st);
 	set_rec(r, d, (uint64_t)w * h * 1, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -72,8 +68,7 @@ GS_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr d, size_t pitch, unsigned cha
 
 static CUresult set16(unsigned api, CUdeviceptr d, unsigned short v, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	CUresult rc = ((__typeof__(&cuMemsetD16_v2))gs_real(api))(d, v, n);
 	set_rec(r, d, (uint64_t)n * 2, 0, 0);
 	gs_end(r, rc);
@@ -84,8 +79,7 @@ GS_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
 
 static CUresult set16_async(unsigned api, CUdeviceptr d, unsigned short v, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuMemsetD16Async))gs_real(api))(d, v, n, st);
 	set_rec(r, d, (uint64_t)n * 2, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -96,8 +90,7 @@ GS_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n,
 
 static CUresult set2d16(unsigned api, CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	CUresult rc = ((__typeof__(&cuMemsetD2D16_v2))gs_real(api))(d, pitch, v, w, h);
 	set_rec(r, d, (uint64_t)w * h * 2, 0, 0);
 	gs_end(r, rc);
@@ -108,8 +101,7 @@ GS_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr d, size_t pitch, unsigned shor
 
 static CUresult set2d16_async(unsigned api, CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuMemsetD2D16Async))gs_real(api))(d, pitch, v, w, h, st);
 	set_rec(r, d, (uint64_t)w * h * 2, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -120,8 +112,7 @@ GS_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr d, size_t pitch, unsigned sh
 
 static CUresult set32(unsigned api, CUdeviceptr d, unsigned int v, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	CUresult rc = ((__typeof__(&cuMemsetD32_v2))gs_real(api))(d, v, n);
 	set_rec(r, d, (uint64_t)n * 4, 0, 0);
 	gs_end(r, rc);
@@ -132,8 +123,7 @@ GS_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { r
 
 static CUresult set32_async(unsigned api, CUdeviceptr d, unsigned int v, size_t n, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuMemsetD32Async))gs_real(api))(d, v, n, st);
 	set_rec(r, d, (uint64_t)n * 4, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -144,8 +134,7 @@ GS_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, C
 
 static CUresult set2d32(unsigned api, CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	CUresult rc = ((__typeof__(&cuMemsetD2D32_v2))gs_real(api))(d, pitch, v, w, h);
 	set_rec(r, d, (uint64_t)w * h * 4, 0, 0);
 	gs_end(r, rc);
@@ -156,8 +145,7 @@ GS_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t pitch, unsigned int 
 
 static CUresult set2d32_async(unsigned api, CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuMemsetD2D32Async))gs_real(api))(d, pitch, v, w, h, st);
 	set_rec(r, d, (uint64_t)w * h * 4, (uint64_t)st, 1);
 	gs_end(r, rc);
@@ -170,8 +158,7 @@ GS_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t pitch, unsigned in
 
 static cudaError_t rt_set(unsigned api, void *d, int v, size_t n)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)0);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)0);
 	cudaError_t rc = ((__typeof__(&cudaMemset))gs_real(api))(d, v, n);
 	set_rec(r, (uint64_t)d, n, 0, 0);
 	gs_end(r, rc);
@@ -182,8 +169,7 @@ GS_API cudaError_t cudaMemset_ptds(void *d, int v, size_t n) { return rt_set(GSP
 
 static cudaError_t rt_set_async(unsigned api, void *d, int v, size_t n, cudaStream_t st)
 {
-	struct gspy_record *r = gs_begin(api, GSPY_KIND_memset);
-	gs_on_stream(r, api, (uint64_t)st);
+	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_memset, (uint64_t)st);
 	cudaError_t rc = ((__typeof__(&cudaMemsetAsync))gs_real(api))(d, v, n, st);
 	set_rec(r, (uint64_t)d, n, (uint64_t)st, 1);
 	gs_end(r, rc);
