@@ -6,7 +6,11 @@ seven runs each: untraced; gpuspy without CUPTI (call stacks on, its default);
 the same with GPUSPY_STACKS=0; gpuspy with GPU time per phase from CUDA
 events (GPUSPY_CUPTI=events); gpuspy with CUPTI; a bare
 CUPTI collector enabling the same activity kinds and nothing else
-(tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Each run's rate
+(tests/gpu/cupti_count.c); torch.profiler with CUDA activity. Two more
+bare-collector modes price CUPTI's ways of tying GPU records to host calls
+on the launch, copy and memset entry points: "bare cupti+cb" adds an empty
+driver-API callback (gpuspy's way), "bare cupti+api" CUPTI's driver-API
+activity records for those entry points (their count is logged). Each run's rate
 is the median of its 50-step windows (loops.py); the table gives medians of
 per-round ratios to the untraced run of the same round, and trace bytes per
 step. MODES=a,b,... runs a subset (untraced is always needed); LOOPS=mlp
@@ -29,7 +33,8 @@ STEPS = {"mlp": int(os.environ.get("MLP_STEPS", "300")), "conv": int(os.environ.
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
 MODES = ["untraced", "gpuspy", "gpuspy no stacks", "gpuspy events", "gpuspy+cupti", "bare cupti",
-         "torch.profiler"]
+         "bare cupti+cb", "bare cupti+api", "torch.profiler"]
+BARE = {"bare cupti": {}, "bare cupti+cb": {"CUPTI_COUNT_CB": "1"}, "bare cupti+api": {"CUPTI_COUNT_API": "1"}}
 MODES = [m for m in MODES if m in os.environ.get("MODES", ",".join(MODES)).split(",")]
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
 
@@ -44,8 +49,8 @@ def run(loop, mode, r):
         env["GPUSPY_CUPTI"] = {"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off")
         if mode == "gpuspy no stacks":
             env["GPUSPY_STACKS"] = "0"
-    elif mode == "bare cupti":
-        env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
+    elif mode in BARE:
+        env.update(BARE[mode], CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
     elif mode == "torch.profiler":
         args.append("--profile")
     p = subprocess.run(args, env=env, cwd=d, capture_output=True, text=True, timeout=300,
@@ -54,6 +59,11 @@ def run(loop, mode, r):
     if p.returncode or not line:
         raise SystemExit(f"{loop} {mode}: failed: {p.stderr[-800:]}")
     size = 0
+    if mode == "bare cupti+api":
+        with open(os.path.join(d, "c.json")) as f:
+            c = json.load(f)
+        print(f"{loop} {mode} round {r}: {c['api']} driver-API records, {c['kernels']} kernels, "
+              f"{c['h2d'] + c['d2h'] + c['d2d']} copies, {c['memsets']} memsets", flush=True)
     if mode.startswith("gpuspy"):
         for f in glob.glob(os.path.join(d, "*.gspy")):
             head = subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "dump", f], capture_output=True,
@@ -84,15 +94,16 @@ def main():
             with open(os.path.join(OUT, "overhead_rounds.txt"), "a") as f:
                 f.write(line + "\n")
         raw[loop] = {"rates": rates, "ratios": ratios, "sizes": sizes}
-        bare = ([a / b for a, b in zip(ratios["gpuspy+cupti"], ratios["bare cupti"])]
-                if "bare cupti" in ratios and "gpuspy+cupti" in ratios else [0])
+        over = {b: [x / y for x, y in zip(ratios["gpuspy+cupti"], ratios[b])]
+                for b in BARE if b in ratios and "gpuspy+cupti" in ratios}
         for m in MODES:
             per_step = statistics.median(sizes[m]) / STEPS[loop] if any(sizes[m]) else 0
             rows.append(f"| {loop} | {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratios[m]):.3f} | "
                         f"{min(ratios[m]):.3f}..{max(ratios[m]):.3f} | "
                         f"{(f'{per_step / 1024:.1f} KiB' if per_step else '-')} |")
-        rows.append(f"| {loop} | gpuspy+cupti / bare cupti | | {statistics.median(bare):.3f} | "
-                    f"{min(bare):.3f}..{max(bare):.3f} | |")
+        for b, v in over.items():
+            rows.append(f"| {loop} | gpuspy+cupti / {b} | | {statistics.median(v):.3f} | "
+                        f"{min(v):.3f}..{max(v):.3f} | |")
     text = "\n".join([
         f"H200, {ROUNDS} interleaved rounds (order reversed every other round); steps/s = median over "
         f"50-step windows of the timed steps after 10 warm-up steps (mlp {STEPS['mlp']}, conv "

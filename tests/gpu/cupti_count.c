@@ -4,15 +4,22 @@
  * collector, loaded with CUDA_INJECTION64_PATH, that counts kernels, memcpys
  * (by direction, bytes, pageable source) and memsets, and writes them as
  * JSON to $CUPTI_COUNT_OUT at exit. It shares no code with gpuspy.
+ * For the overhead benchmark it can also pay for one of the two ways to tie
+ * GPU records to the host calls that caused them, on the driver entry points
+ * that launch, copy or set (names cuLaunch*, cuGraphLaunch*, cuMemcpy*,
+ * cuMemset*): CUPTI_COUNT_CB=1 subscribes an empty driver-API callback
+ * (what gpuspy does), CUPTI_COUNT_API=1 enables CUPTI's driver-API activity
+ * records for those entry points only (counted as "api").
  * Build: gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c \
  *          -o libcupti_count.so -L/usr/local/cuda/lib64 -lcupti
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cupti.h>
 
-static unsigned long long kernels, memsets, copies[16], bytes[16], pageable_h2d, pinned_h2d;
+static unsigned long long kernels, memsets, api, copies[16], bytes[16], pageable_h2d, pinned_h2d;
 
 static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -48,6 +55,9 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
 		case CUPTI_ACTIVITY_KIND_MEMSET:
 			memsets++;
 			break;
+		case CUPTI_ACTIVITY_KIND_DRIVER:
+			api++;
+			break;
 		default:
 			break;
 		}
@@ -64,13 +74,49 @@ static void report(void)
 		return;
 	fprintf(f, "{\"kernels\": %llu, \"memsets\": %llu, \"h2d\": %llu, \"h2d_bytes\": %llu, "
 		   "\"h2d_pageable\": %llu, \"h2d_pinned\": %llu, \"d2h\": %llu, \"d2h_bytes\": %llu, "
-		   "\"d2d\": %llu, \"d2d_bytes\": %llu}\n",
+		   "\"d2d\": %llu, \"d2d_bytes\": %llu, \"api\": %llu}\n",
 		kernels, memsets, copies[CUPTI_ACTIVITY_MEMCPY_KIND_HTOD],
 		bytes[CUPTI_ACTIVITY_MEMCPY_KIND_HTOD], pageable_h2d, pinned_h2d,
 		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOH], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOH],
-		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD]);
+		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD], api);
 	if (f != stderr)
 		fclose(f);
+}
+
+static void CUPTIAPI on_api(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
+{
+	(void)u; (void)d; (void)id; (void)data;
+}
+
+static int launch_copy_or_set(const char *name)
+{
+	static const char *const prefix[] = { "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset" };
+	for (int i = 0; i < 4; i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return 1;
+	return 0;
+}
+
+/* CUPTI_COUNT_CB / CUPTI_COUNT_API: see the header. */
+static void correlate(void)
+{
+	int cb = getenv("CUPTI_COUNT_CB") != NULL, rec = getenv("CUPTI_COUNT_API") != NULL;
+	CUpti_SubscriberHandle sub;
+	if (!cb && !rec)
+		return;
+	if (cb && cuptiSubscribe(&sub, on_api, NULL) != CUPTI_SUCCESS)
+		return;
+	for (CUpti_CallbackId id = 1; id < 4096; id++) {
+		const char *name = NULL;
+		if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
+			break;
+		if (!launch_copy_or_set(name))
+			continue;
+		if (cb)
+			cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+		if (rec)
+			cuptiActivityEnableDriverApi(id, 1);
+	}
 }
 
 int InitializeInjection(void);
@@ -84,6 +130,7 @@ int InitializeInjection(void)
 	/* As the overhead benchmark's bare collector: the same kinds as gpuspy. */
 	if (getenv("CUPTI_COUNT_EXTCORR"))
 		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+	correlate();
 	atexit(report);
 	return 1;
 }

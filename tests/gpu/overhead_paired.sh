@@ -8,9 +8,11 @@
 #     correlation callbacks off; CUPTI's activity records keep coming, so
 #     with CUPTI on a paused window pays what a bare collector does.
 #   PART=bench: ROUNDS interleaved rounds of MODES (bench/gpu_overhead.sh).
-#   PART=cupti: the 0.97 target alone: untraced, gpuspy+cupti and bare
-#     cupti, ROUNDS (default 10) rounds, every process on PIN_CPUS (default
-#     2,3,4,5: the loop, autograd and CUPTI threads).
+#   PART=cupti: the 0.97 target alone: untraced, gpuspy+cupti, bare cupti,
+#     and the bare collector with an empty driver-API callback (what
+#     gpuspy's correlation costs inside CUPTI) or with driver-API activity
+#     records instead; ROUNDS (default 8) rounds, every process on PIN_CPUS
+#     (default 2,3,4,5: the loop, autograd and CUPTI threads).
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -31,9 +33,10 @@ if [ "${PART:-toggle}" = toggle ]; then
 		done
 	done | tee "$OUT/toggle.txt"
 elif [ "$PART" = cupti ]; then
-	LOOPS=mlp MODES="untraced,gpuspy+cupti,bare cupti" ROUNDS=${ROUNDS:-10} PIN_CPUS=${PIN_CPUS:-2,3,4,5} \
-		MLP_STEPS=${MLP_STEPS:-1000} bash bench/gpu_overhead.sh > "$OUT/bench.log" 2>&1
-	tail -6 "$OUT/bench.log"
+	LOOPS=mlp MODES="${MODES:-untraced,gpuspy+cupti,bare cupti,bare cupti+cb,bare cupti+api}" \
+		ROUNDS=${ROUNDS:-8} PIN_CPUS=${PIN_CPUS:-2,3,4,5} MLP_STEPS=${MLP_STEPS:-1000} \
+		bash bench/gpu_overhead.sh > "$OUT/bench.log" 2>&1
+	tail -12 "$OUT/bench.log"
 else
 	LOOPS=mlp MODES="${MODES:-untraced,gpuspy,gpuspy events,gpuspy+cupti,bare cupti}" ROUNDS=${ROUNDS:-6} \
 		MLP_STEPS=${MLP_STEPS:-1000} bash bench/gpu_overhead.sh > "$OUT/bench.log" 2>&1
