@@ -10,6 +10,8 @@
  * cuMemset*): CUPTI_COUNT_CB=1 subscribes an empty driver-API callback
  * (what gpuspy does), CUPTI_COUNT_API=1 enables CUPTI's driver-API activity
  * records for those entry points only (counted as "api").
+ * cupti_count_switch(0/1) turns that choice off and on again, for paired
+ * windows inside one process (tests/gpu/loops.py --toggle).
  * Build: gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c \
  *          -o libcupti_count.so -L/usr/local/cuda/lib64 -lcupti
  */
@@ -97,26 +99,45 @@ static int launch_copy_or_set(const char *name)
 	return 0;
 }
 
+static struct {
+	int cb, rec;
+	CUpti_SubscriberHandle sub;
+	unsigned n;
+	CUpti_CallbackId ids[512];
+} corr;
+
 /* CUPTI_COUNT_CB / CUPTI_COUNT_API: see the header. */
+void cupti_count_switch(int on);
+void cupti_count_switch(int on)
+{
+	for (unsigned i = 0; i < corr.n; i++) {
+		if (corr.cb)
+			cuptiEnableCallback(on, corr.sub, CUPTI_CB_DOMAIN_DRIVER_API, corr.ids[i]);
+		if (corr.rec)
+			cuptiActivityEnableDriverApi(corr.ids[i], on);
+	}
+}
+
+static int flag(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0");
+}
+
 static void correlate(void)
 {
-	int cb = getenv("CUPTI_COUNT_CB") != NULL, rec = getenv("CUPTI_COUNT_API") != NULL;
-	CUpti_SubscriberHandle sub;
-	if (!cb && !rec)
-		return;
-	if (cb && cuptiSubscribe(&sub, on_api, NULL) != CUPTI_SUCCESS)
-		return;
-	for (CUpti_CallbackId id = 1; id < 4096; id++) {
+	corr.cb = flag("CUPTI_COUNT_CB");
+	corr.rec = flag("CUPTI_COUNT_API");
+	if (corr.cb && cuptiSubscribe(&corr.sub, on_api, NULL) != CUPTI_SUCCESS)
+		corr.cb = 0;
+	for (CUpti_CallbackId id = 1; id < 4096 && corr.n < 512; id++) {
 		const char *name = NULL;
 		if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
 			break;
-		if (!launch_copy_or_set(name))
-			continue;
-		if (cb)
-			cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
-		if (rec)
-			cuptiActivityEnableDriverApi(id, 1);
+		if (launch_copy_or_set(name))
+			corr.ids[corr.n++] = id;
 	}
+	cupti_count_switch(1);
 }
 
 int InitializeInjection(void);

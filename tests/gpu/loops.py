@@ -10,6 +10,7 @@ each window's end), which a stall of the shared machine moves less;
 --profile wraps them in torch.profiler (CUDA activity only) and writes
 prof.json in the cwd."""
 import argparse
+import os
 import time
 
 import torch
@@ -24,7 +25,9 @@ ap.add_argument("--profile", action="store_true")
 ap.add_argument("--toggle", action="store_true",
                 help="under gpuspy: alternate recorded and paused windows (gpuspy_pause; "
                      "gpuspy_torch.pause also takes the module hook off), print "
-                     "toggle_ratio = median recorded / median paused window rate")
+                     "toggle_ratio = median recorded / median paused window rate; with "
+                     "CUPTI_COUNT_LIB=the bare collector, its driver-API callback or records "
+                     "go on and off instead)")
 a = ap.parse_args()
 torch.manual_seed(0)
 
@@ -72,7 +75,11 @@ if a.profile:
 toggle = None
 if a.toggle:
     import sys
-    if "gpuspy_torch" in sys.modules:  # PyTorch phases on: the module hook comes off too
+    if os.environ.get("CUPTI_COUNT_LIB"):  # the bare collector's correlation choice
+        import ctypes
+        sw = ctypes.CDLL(os.environ["CUPTI_COUNT_LIB"]).cupti_count_switch
+        toggle = (lambda: sw(1), lambda: sw(0))
+    elif "gpuspy_torch" in sys.modules:  # PyTorch phases on: the module hook comes off too
         gt = sys.modules["gpuspy_torch"]
         toggle = (gt.resume, gt.pause)
     else:

@@ -13,6 +13,11 @@
 #     gpuspy's correlation costs inside CUPTI) or with driver-API activity
 #     records instead; ROUNDS (default 8) rounds, every process on PIN_CPUS
 #     (default 2,3,4,5: the loop, autograd and CUPTI threads).
+#   PART=cupti-toggle: paired windows for the correlation's price inside
+#     CUPTI: the bare collector (tests/gpu/cupti_count.c) with its empty
+#     driver-API callback (cb) or driver-API records (api) switched on and
+#     off, none (an A/A check: nothing switches), and gpuspy with CUPTI on
+#     as in PART=toggle; TOGGLES processes each.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -32,6 +37,27 @@ if [ "${PART:-toggle}" = toggle ]; then
 			rm -rf /tmp/gpuspy-toggle
 		done
 	done | tee "$OUT/toggle.txt"
+elif [ "$PART" = cupti-toggle ]; then
+	W=/tmp/gpuspy-ctoggle
+	mkdir -p $W
+	gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
+		-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
+	for mode in ${CTOGGLE_MODES:-none cb api gpuspy}; do
+		for i in $(seq "${TOGGLES:-5}"); do
+			echo -n "$mode: "
+			if [ "$mode" = gpuspy ]; then
+				LD_PRELOAD=$(pwd)/lib/libgpuspy.so GPUSPY_CUPTI=on GPUSPY_DIR=$W \
+					python3 tests/gpu/loops.py mlp --steps "${TOGGLE_STEPS:-3000}" --toggle 2>&1
+			else
+				env CUPTI_COUNT_CB=$([ $mode = cb ] && echo 1) CUPTI_COUNT_API=$([ $mode = api ] && echo 1) \
+					CUDA_INJECTION64_PATH=$W/libcupti_count.so CUPTI_COUNT_LIB=$W/libcupti_count.so \
+					CUPTI_COUNT_OUT=$W/c.json \
+					python3 tests/gpu/loops.py mlp --steps "${TOGGLE_STEPS:-3000}" --toggle 2>&1
+			fi | grep -E '^(toggle_ratio|steps_per_s)' | tr '\n' ' '
+			echo
+			rm -f $W/*.gspy
+		done
+	done | tee "$OUT/ctoggle.txt"
 elif [ "$PART" = cupti ]; then
 	LOOPS=mlp MODES="${MODES:-untraced,gpuspy+cupti,bare cupti,bare cupti+cb,bare cupti+api}" \
 		ROUNDS=${ROUNDS:-8} PIN_CPUS=${PIN_CPUS:-2,3,4,5} MLP_STEPS=${MLP_STEPS:-1000} \
