@@ -18,6 +18,10 @@
 #     driver-API callback (cb) or driver-API records (api) switched on and
 #     off, none (an A/A check: nothing switches), and gpuspy with CUPTI on
 #     as in PART=toggle; TOGGLES processes each.
+#   PART=spread: where the untraced loop's process-to-process spread comes
+#     from: SPREAD_RUNS rounds of three untraced processes, pinned to
+#     PIN_CPUS, the same with hash seed and address layout fixed
+#     (PYTHONHASHSEED=0, setarch -R), and unpinned.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -58,6 +62,22 @@ elif [ "$PART" = cupti-toggle ]; then
 			rm -f $W/*.gspy
 		done
 	done | tee "$OUT/ctoggle.txt"
+elif [ "$PART" = spread ]; then
+	W=/tmp/gpuspy-spread
+	mkdir -p $W
+	for i in $(seq "${SPREAD_RUNS:-8}"); do
+		for how in pinned fixed unpinned; do
+			case $how in
+			pinned) cmd="taskset -c ${PIN_CPUS:-2,3,4,5}" ;;
+			fixed) cmd="env PYTHONHASHSEED=0 setarch -R taskset -c ${PIN_CPUS:-2,3,4,5}" ;;
+			unpinned) cmd= ;;
+			esac
+			echo -n "$how: "
+			(cd $W && $cmd python3 "$OLDPWD/tests/gpu/loops.py" mlp --steps "${MLP_STEPS:-1000}" 2>&1) |
+				grep -E '^(window_steps_per_s|steps_per_s)' | tr '\n' ' '
+			echo
+		done
+	done | tee "$OUT/spread.txt"
 elif [ "$PART" = cupti ]; then
 	LOOPS=mlp MODES="${MODES:-untraced,gpuspy+cupti,bare cupti,bare cupti+cb,bare cupti+api}" \
 		ROUNDS=${ROUNDS:-8} PIN_CPUS=${PIN_CPUS:-2,3,4,5} MLP_STEPS=${MLP_STEPS:-1000} \
