@@ -63,8 +63,6 @@ elif [ "$PART" = cupti-toggle ]; then
 		done
 	done | tee "$OUT/ctoggle.txt"
 elif [ "$PART" = spread ]; then
-	W=/tmp/gpuspy-spread
-	mkdir -p $W
 	for i in $(seq "${SPREAD_RUNS:-8}"); do
 		for how in pinned fixed unpinned; do
 			case $how in
@@ -73,7 +71,7 @@ elif [ "$PART" = spread ]; then
 			unpinned) cmd= ;;
 			esac
 			echo -n "$how: "
-			(cd $W && $cmd python3 "$OLDPWD/tests/gpu/loops.py" mlp --steps "${MLP_STEPS:-1000}" 2>&1) |
+			$cmd python3 tests/gpu/loops.py mlp --steps "${MLP_STEPS:-1000}" 2>&1 |
 				grep -E '^(window_steps_per_s|steps_per_s)' | tr '\n' ' '
 			echo
 		done
