@@ -67,7 +67,7 @@ elif [ "$PART" = spread ]; then
 		for how in pinned fixed unpinned; do
 			case $how in
 			pinned) cmd="taskset -c ${PIN_CPUS:-2,3,4,5}" ;;
-			fixed) cmd="env PYTHONHASHSEED=0 setarch -R taskset -c ${PIN_CPUS:-2,3,4,5}" ;;
+			fixed) cmd="env PYTHONHASHSEED=0 setarch $(uname -m) -R taskset -c ${PIN_CPUS:-2,3,4,5}" ;;
 			unpinned) cmd= ;;
 			esac
 			echo -n "$how: "
