@@ -21,4 +21,4 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1:exitcode=99:
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=98
 export TSAN_OPTIONS=halt_on_error=1:exitcode=97:report_signal_unsafe=0:die_after_fork=0
 run_variant asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "$(gcc -print-file-name=libasan.so)"
-run_variant tsan "-fsanitize=thread" "$(gcc -print-file-name=libtsan.so)" threads sigkill fork nvtx load_64 flight stacks_threads gpu_time_from_events
+run_variant tsan "-fsanitize=thread" "$(gcc -print-file-name=libtsan.so)" threads sigkill fork nvtx load_64 flight stacks_threads gpu_time_from_events cupti_

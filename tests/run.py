@@ -1111,6 +1111,139 @@ def report_gpu_timing_arithmetic(tmp):
               f"phase {a['name']} GPU numbers depend on delivery order")
 
 
+# GPU timing from the CUPTI double (tests/doubles/fakecupti.c): its GPU runs
+# each stream's work in order, a kernel grid_x us, a copy 10 bytes per ns, a
+# memset 100, on gpuspy's clock (GPUSPY_CLOCK=mono: in ns).
+CUPTI_ENV = {"GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono", "FAKECUPTI_STATS": "1"}
+GPU_KIND = {"gpu_kernel": "launch", "gpu_copy": "copy", "gpu_memset": "memset"}
+
+
+def cupti_join(ev):
+    """The host launches, copies and memsets by CUPTI correlation id, and the
+    GPU records; every GPU record must join a host record of its kind."""
+    host = {e["corr"]: e for e in ev if e["kind"] in ("launch", "copy", "memset") and "corr" in e}
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    return host, gpu
+
+
+def cupti_stats(p):
+    m = re.search(r"fakecupti: (\d+) callbacks, (\d+) records", p.stderr)
+    check(m, f"no fakecupti statistics in {p.stderr!r}")
+    return int(m[1]), int(m[2])
+
+
+@test
+def cupti_records_joined_to_their_calls(tmp):
+    """GPUSPY_CUPTI=on against the CUPTI double: prog_train's 69 kernels and 9
+    copies come back as GPU records with the double's exact GPU times, each
+    joined by correlation id to the call that queued it (which got one CUPTI
+    callback at entry and one at exit), and the report's per-phase GPU time
+    is theirs; the same when CUPTI hands the records back in small buffers
+    on its own thread."""
+    want_kernels = {("fwd_gemm", 64000): 30, ("bwd_gemm", 64000): 36, ("sgd_update", 32000): 3}
+    want_copies = {("h2d", "pageable", 1 << 20, 104857): 6, ("d2h", "pageable", 4, 0): 3}
+    untraced = run("prog_train", ["3", "100"], preload=False, tmp=tmp)
+    for cap in ("", "2048"):
+        d = os.path.join(tmp, cap or "whole")
+        os.makedirs(d)
+        p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_BUFFER=cap), tmp=d)
+        check(p.stdout == untraced.stdout, f"output {p.stdout!r}")
+        check(cupti_stats(p) == (2 * 78, 78), f"callbacks, records {cupti_stats(p)}")
+        head, ev = only_trace(d)
+        check(head["gpu_timing"] == "cupti", f"gpu_timing {head['gpu_timing']}")
+        host, gpu = cupti_join(ev)
+        kernels, copies = {}, {}
+        for g in gpu:
+            k = ((g["name"], g["end_ns"] - g["start_ns"]) if g["kind"] == "gpu_kernel" else
+                 (g["dir"], g["host_mem"], g["bytes"], g["end_ns"] - g["start_ns"]))
+            c = kernels if g["kind"] == "gpu_kernel" else copies
+            c[k] = c.get(k, 0) + 1
+        check(kernels == want_kernels, f"{cap}: kernels {kernels}")
+        check(copies == want_copies, f"{cap}: copies {copies}")
+        check(sorted(host) == sorted(g["corr"] for g in gpu) and len(host) == 78,
+              f"{cap}: {len(host)} host calls with a correlation id for {len(gpu)} GPU records")
+        for g in gpu:
+            h = host[g["corr"]]
+            check(h["kind"] == GPU_KIND[g["kind"]] and g["start_ns"] >= h["start_ns"] + 1000,
+                  f"{cap}: GPU record {g} joined to {h}")
+            check(g["kind"] != "gpu_copy" or (g["bytes"], g["dir"]) == (h["bytes"], h["dir"]),
+                  f"{cap}: copy {g} vs {h}")
+        on_cupti_thread = sum(1 for g in gpu if g["tid"] != head["pid"])
+        check(on_cupti_thread > 0 if cap else on_cupti_thread == 0,
+              f"{cap}: {on_cupti_thread} GPU records written on CUPTI's thread")
+        o = report_json(os.path.join(d, traces(d)[0]))
+        check(o["timing"] == "gpu", o["timing"])
+        ph = {x["name"]: x for x in o["phases"]}
+        got = {n: (ph[n]["launch"]["gpu_count"], ph[n]["launch"]["gpu_ns"])
+               for n in ("forward", "backward", "optimizer")}
+        check(got == {"forward": (30, 3 * 640000), "backward": (36, 3 * 768000), "optimizer": (3, 3 * 32000)},
+              f"{cap}: per-phase GPU time {got}")
+        h2d = ph["data"]["copy"]["h2d"]["pageable"]
+        check((h2d["gpu_bytes"], h2d["gpu_ns"]) == (6 << 20, 6 * 104857), f"{cap}: data copies {h2d}")
+        check(o["gpu"]["matched"] == o["gpu"]["records"] == 78, f"{cap}: matched {o['gpu']}")
+
+
+@test
+def cupti_graphs_memsets_pause_holders_and_injection(tmp):
+    """The CUPTI double on prog_drv (every family once): each memset's and
+    copy's GPU record has its call's bytes, the graph launch's three kernels
+    carry its correlation id and graph id. Paused (prog_train's second step):
+    no callbacks and no join for that step, its GPU records still come.
+    Another tool holding CUPTI: one warning, host timing, output unchanged.
+    CUDA_INJECTION64_PATH=libgpuspy.so without LD_PRELOAD: the GPU records
+    alone."""
+    d = os.path.join(tmp, "drv")
+    os.makedirs(d)
+    run("prog_drv", env=CUPTI_ENV, tmp=d)
+    _, ev = only_trace(d)
+    host, gpu = cupti_join(ev)
+    for g in gpu:
+        h = host.get(g["corr"])
+        check(h and h["kind"] == GPU_KIND[g["kind"]], f"GPU record {g} joined to {h}")
+        check(g["kind"] == "gpu_kernel" or g["bytes"] == h["bytes"], f"bytes of {g} vs {h}")
+    sets = [h["api"] for h in host.values() if h["kind"] == "memset"]
+    check(len(sets) == 12 and sum(1 for g in gpu if g["kind"] == "gpu_memset") == 12, f"memsets {sets}")
+    graph = [h for h in host.values() if h["api"] == "cuGraphLaunch"]
+    check(len(graph) == 1, f"graph launches {graph}")
+    nodes = [g for g in gpu if g["corr"] == graph[0]["corr"]]
+    check([(g["name"], g.get("graph_id"), g["end_ns"] - g["start_ns"]) for g in nodes] ==
+          [("graph_node", graph[0]["graph"] & 0xffffffff, 2000)] * 3, f"graph kernels {nodes}")
+
+    d = os.path.join(tmp, "pause")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100", "pause"], env=CUPTI_ENV, tmp=d)
+    check(cupti_stats(p) == (2 * 52, 78), f"paused step: callbacks, records {cupti_stats(p)}")
+    o = report_json(os.path.join(d, traces(d)[0]))
+    check((o["gpu"]["matched"], o["gpu"]["records"]) == (52, 78), f"paused step: matched {o['gpu']}")
+    ph = {x["name"]: x for x in o["phases"]}
+    check((ph["forward"]["launch"]["gpu_count"], ph["forward"]["launch"]["gpu_ns"]) == (20, 2 * 640000),
+          f"paused step: forward {ph['forward']['launch']}")
+
+    d = os.path.join(tmp, "held")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_HELD="1", GPUSPY_QUIET="0"), tmp=d)
+    check(p.stdout == "trained 3 steps\n", p.stdout)
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(len(warn) == 1 and "another tool holds CUPTI" in warn[0], f"stderr {p.stderr!r}")
+    head, ev = only_trace(d)
+    check(head["gpu_timing"] == "in_use" and not cupti_join(ev)[1]
+          and sum(1 for e in ev if e["kind"] == "launch") == 69, f"held: {head['gpu_timing']}")
+
+    d = os.path.join(tmp, "inject")
+    os.makedirs(d)
+    env = dict(CUPTI_ENV, CUDA_INJECTION64_PATH=LIB)
+    if SANITIZED:  # the sanitizer runtime alone, loaded first
+        env["LD_PRELOAD"] = PRELOAD_PREFIX.rstrip(":")
+    p = run("prog_train", ["3", "100"], preload=False, tmp=d, env=env)
+    check(p.stdout == "trained 3 steps\n" and cupti_stats(p)[1] == 78, f"injection: {p.stderr!r}")
+    head, ev = only_trace(d)
+    kinds = {}
+    for e in ev:
+        kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    check(head["gpu_timing"] == "cupti" and kinds == {"gpu_kernel": 69, "gpu_copy": 9},
+          f"injection: {head['gpu_timing']} {kinds}")
+
+
 @test
 def crashes_are_reported_and_unchanged(tmp):
     """Each way of dying: same exit status and output as without gpuspy, every

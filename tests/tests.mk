@@ -10,6 +10,11 @@ $(TB)/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 
+$(TB)/libcupti.so.13: tests/doubles/fakecupti.c $(DOUBLE_HDRS)
+	@mkdir -p $(TB)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcupti.so.13 -o $@ $< -ldl -lpthread
+
 $(TB)/libcuda.so: $(TB)/libcuda.so.1
 	$(Q)ln -sf libcuda.so.1 $@
 
@@ -61,7 +66,7 @@ $(TB)/prog_codec: tests/prog_codec.c include/gpuspy/format.h
 TEST_PROGS := $(addprefix $(TB)/,prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
-test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TEST_PROGS)
+test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TEST_PROGS)
 
 deps:
 	@sh scripts/deps.sh

@@ -16,4 +16,28 @@ void fakecudart_register(const void *stub, const char *name, fake_kernel_fn body
 /* Runtime double: the kernel handle of a registered stub. */
 cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *stub);
 
+/* Driver double: the hook a profiling tool gets into the driver (the CUPTI
+ * double, fakecupti.c, registers itself as CUPTI does in the real driver).
+ * Each launch, copy and memset calls enter() on entry and exit() on return
+ * (enter returns the call's correlation id), and work() for each piece of
+ * GPU work the call queued. 2D, 3D, peer and batched copies queue none. */
+enum { FAKECUDA_KERNEL, FAKECUDA_COPY, FAKECUDA_MEMSET };
+enum { FAKECUDA_PAGEABLE, FAKECUDA_DEVICE, FAKECUDA_PINNED }; /* where a copy's end lies */
+struct fakecuda_work {
+	int what;               /* FAKECUDA_KERNEL, _COPY or _MEMSET */
+	unsigned long long stream; /* the CUstream handle (CU_STREAM_LEGACY is 0) */
+	int device;
+	unsigned long long ns;  /* GPU time: a kernel grid_x us, a copy 10 bytes/ns, a memset 100 */
+	unsigned long long bytes;
+	int src, dst;           /* copies: FAKECUDA_PAGEABLE, _DEVICE or _PINNED */
+	const char *name;       /* kernels: the function's name (lives as long as the process) */
+	unsigned graph;         /* kernels of a graph launch: the graph's id, else 0 */
+};
+struct fakecuda_tool {
+	unsigned (*enter)(const char *api);
+	void (*exit)(const char *api, unsigned corr);
+	void (*work)(unsigned corr, const struct fakecuda_work *w);
+};
+void fakecuda_set_tool(const struct fakecuda_tool *t);
+
 #endif

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test double of libcupti.so.13: the part of CUPTI's callback and activity
+ * API that gpuspy uses, fed by the driver double (fakecuda_set_tool), so
+ * that lib/cupti.c runs in CI as it does on the GPU.
+ *
+ * What it does like CUPTI:
+ *  - one subscriber at a time: a second cuptiSubscribe gets
+ *    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (FAKECUPTI_HELD=1: some
+ *    other tool already holds it);
+ *  - driver-API callbacks at entry and exit of the enabled entry points,
+ *    with the correlation id that the call's activity records carry;
+ *  - CONCURRENT_KERNEL, MEMCPY and MEMSET records (Kernel10, Memcpy6,
+ *    Memset4) on the clock of the registered timestamp callback, in
+ *    buffers from the client's request callback. A full buffer goes back
+ *    on the double's worker thread; the worker also returns the partly
+ *    filled buffer every flush period; cuptiActivityFlushAll returns
+ *    everything on the calling thread.
+ * The GPU: each stream runs its work in order; work starts 1 us after the
+ * call that queued it, or when the stream's previous work ends if later,
+ * and takes the time fakecuda.h gives it. FAKECUPTI_BUFFER=N uses only N
+ * bytes of each buffer (to make buffers fill up). FAKECUPTI_STATS=1 prints
+ * the callbacks made and records written at exit.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#include "../../lib/cuda_api.h"
+#include "gpuspy/format.h"
+#include "fakecuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The driver entry points CUPTI has callback ids for: id = index + 1. */
+static const char *const api_names[] = {
+#define GSPY_X(sym, k, ver) #sym,
+	GSPY_DRIVER_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+#define NAPI (sizeof(api_names) / sizeof(api_names[0]))
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;    /* all state below */
+static pthread_mutex_t deliver = PTHREAD_MUTEX_INITIALIZER; /* one buffer handed back at a time */
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+
+static struct {
+	int subscribed, held;
+	CUpti_CallbackFunc cb;
+	void *cb_user;
+	unsigned char cb_on[NAPI + 1];
+	unsigned char kind_on[64];
+	CUpti_TimestampCallbackFunc ts;
+	CUpti_BuffersCallbackRequestFunc request;
+	CUpti_BuffersCallbackCompleteFunc complete;
+	uint32_t period_ms;
+	unsigned corr;
+	/* the buffer being filled, and full ones waiting for the worker */
+	uint8_t *buf;
+	size_t size, used;
+	struct full { uint8_t *buf; size_t size, used; } full[64];
+	int nfull, worker;
+	/* the GPU: per stream, when its last work ends */
+	struct { unsigned long long handle; int device; uint64_t busy; } streams[256];
+	int nstreams;
+	unsigned long callbacks, records;
+} s = { .period_ms = 0 };
+
+static uint64_t now(void)
+{
+	CUpti_TimestampCallbackFunc ts = __atomic_load_n(&s.ts, __ATOMIC_ACQUIRE);
+	if (ts)
+		return ts();
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static unsigned api_id(const char *name)
+{
+	for (unsigned i = 0; i < NAPI; i++)
+		if (!strcmp(api_names[i], name))
+			return i + 1;
+	return 0;
+}
+
+/* ---- the tool hook in the driver double ---------------------------------------- */
+
+static void callback(const char *api, unsigned corr, CUpti_ApiCallbackSite site)
+{
+	unsigned id = api_id(api);
+	pthread_mutex_lock(&lock);
+	CUpti_CallbackFunc cb = s.subscribed && id && s.cb_on[id] ? s.cb : NULL;
+	void *user = s.cb_user;
+	if (cb)
+		s.callbacks++;
+	pthread_mutex_unlock(&lock);
+	if (!cb)
+		return;
+	CUpti_CallbackData d;
+	memset(&d, 0, sizeof(d));
+	d.callbackSite = site;
+	d.functionName = api;
+	d.correlationId = corr;
+	cb(user, CUPTI_CB_DOMAIN_DRIVER_API, id, &d);
+}
+
+static unsigned on_enter(const char *api)
+{
+	unsigned corr = __atomic_add_fetch(&s.corr, 1, __ATOMIC_RELAXED);
+	callback(api, corr, CUPTI_API_ENTER);
+	return corr;
+}
+
+static void on_exit_(const char *api, unsigned corr)
+{
+	callback(api, corr, CUPTI_API_EXIT);
+}
+
+/* Called with the lock held: room for n bytes, or NULL. */
+static void *room(size_t n)
+{
+	if (s.buf && s.used + n > s.size) {
+		if (s.nfull == (int)(sizeof(s.full) / sizeof(s.full[0])))
+			return NULL; /* the client keeps none: records are lost, as in CUPTI */
+		s.full[s.nfull++] = (struct full){ s.buf, s.size, s.used };
+		s.buf = NULL;
+		pthread_cond_signal(&wake);
+	}
+	if (!s.buf) {
+		size_t max_records = 0;
+		s.request(&s.buf, &s.size, &max_records);
+		const char *cap = getenv("FAKECUPTI_BUFFER");
+		if (s.buf && cap && atol(cap) > 0 && (size_t)atol(cap) < s.size)
+			s.size = (size_t)atol(cap);
+		s.used = 0;
+		if (!s.buf || s.size < n)
+			return NULL;
+	}
+	void *p = s.buf + s.used;
+	memset(p, 0, n);
+	s.used += (n + 7) & ~(size_t)7;
+	return p;
+}
+
+static uint32_t stream_id(unsigned long long handle, int device, uint64_t **busy)
+{
+	int i = 0;
+	while (i < s.nstreams && !(s.streams[i].handle == handle && s.streams[i].device == device))
+		i++;
+	if (i == s.nstreams && i < 255) {
+		s.streams[i].handle = handle;
+		s.streams[i].device = device;
+		s.streams[i].busy = 0;
+		s.nstreams++;
+	}
+	*busy = &s.streams[i].busy;
+	return (uint32_t)i + 7; /* CUPTI's stream ids are small numbers, not handles */
+}
+
+static uint8_t memory_kind(int where)
+{
+	return where == FAKECUDA_DEVICE ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+	       : where == FAKECUDA_PINNED ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+					  : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+}
+
+static uint8_t copy_kind(int src, int dst)
+{
+	int hs = src != FAKECUDA_DEVICE, hd = dst != FAKECUDA_DEVICE;
+	return hs && hd ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOH
+	       : hs     ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
+	       : hd     ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
+			: CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+}
+
+static void on_work(unsigned corr, const struct fakecuda_work *w)
+{
+	uint64_t t = now();
+	pthread_mutex_lock(&lock);
+	int kind = w->what == FAKECUDA_KERNEL ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+		   : w->what == FAKECUDA_COPY ? CUPTI_ACTIVITY_KIND_MEMCPY
+					      : CUPTI_ACTIVITY_KIND_MEMSET;
+	if (!s.request || !s.kind_on[kind]) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	uint64_t *busy;
+	uint32_t sid = stream_id(w->stream, w->device, &busy);
+	uint64_t start = t + 1000 > *busy ? t + 1000 : *busy, end = start + w->ns;
+	*busy = end;
+	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		CUpti_ActivityKernel10 *k = room(sizeof(*k));
+		if (k) {
+			k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+			k->start = start;
+			k->end = end;
+			k->deviceId = (uint32_t)w->device;
+			k->streamId = sid;
+			k->correlationId = corr;
+			k->graphId = w->graph;
+			k->name = w->name;
+			s.records++;
+		}
+	} else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+		CUpti_ActivityMemcpy6 *m = room(sizeof(*m));
+		if (m) {
+			m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+			m->copyKind = copy_kind(w->src, w->dst);
+			m->srcKind = memory_kind(w->src);
+			m->dstKind = memory_kind(w->dst);
+			m->bytes = w->bytes;
+			m->start = start;
+			m->end = end;
+			m->deviceId = (uint32_t)w->device;
+			m->streamId = sid;
+			m->correlationId = corr;
+			s.records++;
+		}
+	} else {
+		CUpti_ActivityMemset4 *m = room(sizeof(*m));
+		if (m) {
+			m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+			m->bytes = w->bytes;
+			m->start = start;
+			m->end = end;
+			m->deviceId = (uint32_t)w->device;
+			m->streamId = sid;
+			m->correlationId = corr;
+			s.records++;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static const struct fakecuda_tool tool = { on_enter, on_exit_, on_work };
+
+static void attach(void)
+{
+	void (*set)(const struct fakecuda_tool *) =
+		(void (*)(const struct fakecuda_tool *))dlsym(RTLD_DEFAULT, "fakecuda_set_tool");
+	if (set)
+		set(&tool);
+}
+
+/* ---- handing buffers back -------------------------------------------------------- */
+
+/* Hands back the full buffers, and (all) the one being filled. */
+static void hand_back(int all)
+{
+	pthread_mutex_lock(&deliver);
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		struct full f = { NULL, 0, 0 };
+		if (s.nfull) {
+			f = s.full[0];
+			memmove(&s.full[0], &s.full[1], (size_t)--s.nfull * sizeof(s.full[0]));
+		} else if (all && s.buf) {
+			f = (struct full){ s.buf, s.size, s.used };
+			s.buf = NULL;
+		}
+		CUpti_BuffersCallbackCompleteFunc complete = s.complete;
+		pthread_mutex_unlock(&lock);
+		if (!f.buf)
+			break;
+		complete(NULL, 0, f.buf, f.size, f.used);
+	}
+	pthread_mutex_unlock(&deliver);
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		int timed_out = 0;
+		while (!s.nfull && !timed_out) {
+			if (!s.period_ms) {
+				pthread_cond_wait(&wake, &lock);
+				continue;
+			}
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_nsec += (long)(s.period_ms % 1000) * 1000000L;
+			t.tv_sec += s.period_ms / 1000 + t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+			timed_out = pthread_cond_timedwait(&wake, &lock, &t) != 0;
+		}
+		pthread_mutex_unlock(&lock);
+		hand_back(timed_out);
+	}
+	return NULL;
+}
+
+static __attribute__((destructor)) void stats(void)
+{
+	const char *v = getenv("FAKECUPTI_STATS");
+	if (v && *v == '1')
+		fprintf(stderr, "fakecupti: %lu callbacks, %lu records\n", s.callbacks, s.records);
+}
+
+/* ---- the API ------------------------------------------------------------------------ */
+
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
+{
+	const char *held = getenv("FAKECUPTI_HELD");
+	pthread_mutex_lock(&lock);
+	if (s.subscribed || (held && *held == '1')) {
+		pthread_mutex_unlock(&lock);
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	}
+	s.subscribed = 1;
+	s.cb = cb;
+	s.cb_user = user;
+	*sub = (CUpti_SubscriberHandle)&s;
+	pthread_mutex_unlock(&lock);
+	attach();
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle sub)
+{
+	(void)sub;
+	pthread_mutex_lock(&lock);
+	s.subscribed = 0;
+	memset(s.cb_on, 0, sizeof(s.cb_on));
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id, const char **name)
+{
+	if (d != CUPTI_CB_DOMAIN_DRIVER_API || id == 0 || id > NAPI || !name)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*name = api_names[id - 1];
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d,
+				       CUpti_CallbackId id)
+{
+	if (sub != (CUpti_SubscriberHandle)&s || d != CUPTI_CB_DOMAIN_DRIVER_API || id == 0 || id > NAPI)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	s.cb_on[id] = enable != 0;
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d)
+{
+	if (sub != (CUpti_SubscriberHandle)&s || d != CUPTI_CB_DOMAIN_DRIVER_API)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	memset(s.cb_on, enable != 0, sizeof(s.cb_on));
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
+{
+	__atomic_store_n(&s.ts, f, __ATOMIC_RELEASE);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+						  CUpti_BuffersCallbackCompleteFunc complete)
+{
+	if (!request || !complete)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	s.request = request;
+	s.complete = complete;
+	int start = !s.worker;
+	s.worker = 1;
+	pthread_mutex_unlock(&lock);
+	if (start) {
+		pthread_t t;
+		pthread_create(&t, NULL, worker, NULL);
+		pthread_detach(t);
+	}
+	attach();
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	if ((unsigned)kind >= 64)
+		return CUPTI_ERROR_NOT_COMPATIBLE;
+	pthread_mutex_lock(&lock);
+	s.kind_on[kind] = 1;
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
+{
+	pthread_mutex_lock(&lock);
+	s.period_ms = ms;
+	pthread_cond_signal(&wake);
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	(void)flag;
+	hand_back(1);
+	return CUPTI_SUCCESS;
+}
+
+static size_t record_size(const CUpti_Activity *a)
+{
+	switch (a->kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+	case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+	default: return 0;
+	}
+}
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	uint8_t *p = buf;
+	if (*rec) {
+		size_t n = record_size(*rec);
+		if (!n)
+			return CUPTI_ERROR_INVALID_KIND;
+		p = (uint8_t *)*rec + ((n + 7) & ~(size_t)7);
+	}
+	if (p >= buf + valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*rec = (CUpti_Activity *)p;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char **str)
+{
+	*str = r == CUPTI_SUCCESS ? "CUPTI_SUCCESS"
+	       : r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+								     : "CUPTI_ERROR_UNKNOWN";
+	return CUPTI_SUCCESS;
+}
