@@ -13,7 +13,8 @@
  * Correlation: CUPTI calls back gpuspy on entry to the driver's launch,
  * copy and memset entry points (only those), with the correlation id that
  * the GPU record will carry; the host record keeps it. (External
- * correlation ids would need CUPTI's costly driver/runtime API records.)
+ * correlation ids would need CUPTI's driver-API records; for the same entry
+ * points those measured no cheaper than the callbacks on the H200.)
  *
  * Only one tool may hold CUPTI. gpuspy takes a (silent) subscription as a
  * lock: if another tool holds it (torch.profiler, Nsight), gpuspy says so
@@ -23,8 +24,10 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -46,7 +49,7 @@ static struct {
 	CUptiResult (*result_string)(CUptiResult, const char **);
 	CUpti_SubscriberHandle sub;
 	pthread_mutex_t lock; /* correlation map, names */
-	int atexit_done;
+	int atexit_done, exiting;
 } c = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 
@@ -191,6 +194,7 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 	int e = errno;
 	CUpti_Activity *a = NULL;
 	size_t n = 0;
+	gs_tls.depth++; /* the allocations below are gpuspy's, not the program's */
 	pthread_mutex_lock(&c.lock);
 	while (c.next(buf, valid, &a) == CUPTI_SUCCESS)
 		n++;
@@ -229,11 +233,38 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 		free(v);
 	}
 	free(buf);
+	gs_tls.depth--;
 	errno = e;
+}
+
+/*
+ * CUPTI's own flush period (cuptiActivityFlushPeriod) hands back only full
+ * buffers: a partly filled one would wait for more GPU work or for exit,
+ * and die with a killed process. gpuspy's flusher thread asks every second
+ * for the buffers whose records are complete, full or not (the default
+ * cuptiActivityFlushAll, which CUPTI documents for a separate thread). It
+ * takes no signal, and what it allocates is not recorded.
+ */
+static void *flusher(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	gs_tls.depth = 1;
+	for (;;) {
+		struct timespec second = { 1, 0 };
+		while (nanosleep(&second, &second) != 0)
+			;
+		if (!__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
+			c.flush_all(0);
+	}
+	return NULL;
 }
 
 static void flush_at_exit(void)
 {
+	__atomic_store_n(&c.exiting, 1, __ATOMIC_RELEASE);
 	if (gs_g.cupti)
 		c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	gs_events_exit();
@@ -334,6 +365,11 @@ unsigned gs_cupti_start(void)
 	}
 	if (c.flush_period)
 		c.flush_period(1000);
+	pthread_t t;
+	if (pthread_create(&t, NULL, flusher, NULL) == 0) {
+		pthread_setname_np(t, "gpuspy-flush");
+		pthread_detach(t);
+	}
 	unsigned enabled = enable_callbacks();
 	if (getenv("GPUSPY_DEBUG"))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);

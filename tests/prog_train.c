@@ -5,13 +5,15 @@
  * STEPS steps: "data" does host work and two pageable 1 MiB H2D copies,
  * "forward" launches 10 kernels, "backward" 12, "optimizer" allocates and
  * frees a 4 MiB buffer, launches one kernel, synchronizes and reads a loss
- * back (4-byte D2H). With PAUSE, the second step runs inside
- * gpuspy_pause()/gpuspy_resume(). Usage: prog_train [STEPS] [DATA_US] [pause]
+ * back (4-byte D2H). With `pause`, the second step runs inside
+ * gpuspy_pause()/gpuspy_resume(); with `hold`, the program waits to be
+ * killed after its output. Usage: prog_train [STEPS] [DATA_US] [pause|hold]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
@@ -30,7 +32,7 @@ int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 20;
 	long data_us = argc > 2 ? atol(argv[2]) : 2000;
-	int pause = argc > 3 && !strcmp(argv[3], "pause");
+	int paused = argc > 3 && !strcmp(argv[3], "pause");
 	CUcontext ctx;
 	cuInit(0);
 	cuDevicePrimaryCtxRetain(&ctx, 0);
@@ -44,9 +46,9 @@ int main(int argc, char **argv)
 	CUfunction bwd = fakecuda_function("bwd_gemm", NULL);
 	CUfunction sgd = fakecuda_function("sgd_update", NULL);
 	for (int s = 0; s < steps; s++) {
-		if (pause && s == 1)
+		if (paused && s == 1)
 			GPUSPY_PAUSE();
-		if (pause && s == 2)
+		if (paused && s == 2)
 			GPUSPY_RESUME();
 		GPUSPY_PHASE_PUSH("data");
 		host_work(data_us);
@@ -78,5 +80,10 @@ int main(int argc, char **argv)
 	cuMemFree_v2(weights);
 	free(batch);
 	printf("trained %d steps\n", steps);
+	if (argc > 3 && !strcmp(argv[3], "hold")) {
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	return 0;
 }

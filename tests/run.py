@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "tests", "bin")
@@ -1242,6 +1243,35 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
         kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
     check(head["gpu_timing"] == "cupti" and kinds == {"gpu_kernel": 69, "gpu_copy": 9},
           f"injection: {head['gpu_timing']} {kinds}")
+
+
+@test
+def cupti_records_reach_the_file_before_a_kill(tmp):
+    """CUPTI's flush period hands back only full buffers (so does the double);
+    gpuspy's flusher thread asks every second for the completed ones: a
+    process idle after its GPU work has all 78 GPU records in its file
+    within seconds, and keeps them when SIGKILLed."""
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
+             LD_PRELOAD=PRELOAD_PREFIX + LIB, **CUPTI_ENV)
+    p = subprocess.Popen([os.path.join(BIN, "prog_train"), "3", "100", "hold"], env=e,
+                         stdout=subprocess.PIPE, text=True)
+    seen, waited = -1, 0.0
+    try:
+        check(p.stdout.readline() == "trained 3 steps\n", "prog_train hold: no output")
+        path = os.path.join(tmp, traces(tmp)[0])
+        while waited < 30:  # the flusher runs every second
+            seen = sum(1 for x in dump(path)[1] if x["kind"] in GPU_KIND)
+            if seen == 78:
+                break
+            time.sleep(0.25)
+            waited += 0.25
+    finally:
+        p.kill()
+        p.wait()
+    check(seen == 78, f"{seen} of 78 GPU records in the file of the live process after {waited:.1f} s")
+    head, ev = only_trace(tmp)
+    check(head["state"] != "exited" and sum(1 for x in ev if x["kind"] in GPU_KIND) == 78,
+          f"after SIGKILL: {head['state']}, {sum(1 for x in ev if x['kind'] in GPU_KIND)} GPU records")
 
 
 @test

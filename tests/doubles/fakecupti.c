@@ -13,9 +13,10 @@
  *  - CONCURRENT_KERNEL, MEMCPY and MEMSET records (Kernel10, Memcpy6,
  *    Memset4) on the clock of the registered timestamp callback, in
  *    buffers from the client's request callback. A full buffer goes back
- *    on the double's worker thread; the worker also returns the partly
- *    filled buffer every flush period; cuptiActivityFlushAll returns
- *    everything on the calling thread.
+ *    on the double's worker thread (CUPTI's flush period, too, returns
+ *    only full buffers); cuptiActivityFlushAll returns the partly filled
+ *    one as well, on the calling thread (the double's records are always
+ *    complete, so the default and the forced flush do the same).
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
  * and takes the time fakecuda.h gives it. FAKECUPTI_BUFFER=N uses only N
@@ -50,7 +51,8 @@ static const char *const api_names[] = {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;    /* all state below */
 static pthread_mutex_t deliver = PTHREAD_MUTEX_INITIALIZER; /* one buffer handed back at a time */
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;  /* a full buffer for the worker */
+static pthread_cond_t taken = PTHREAD_COND_INITIALIZER; /* the worker took it */
 
 static struct {
 	int subscribed, held;
@@ -61,7 +63,7 @@ static struct {
 	CUpti_TimestampCallbackFunc ts;
 	CUpti_BuffersCallbackRequestFunc request;
 	CUpti_BuffersCallbackCompleteFunc complete;
-	uint32_t period_ms;
+	uint32_t period_ms; /* kept only: the worker returns full buffers at once */
 	unsigned corr;
 	/* the buffer being filled, and full ones waiting for the worker */
 	uint8_t *buf;
@@ -72,7 +74,7 @@ static struct {
 	struct { unsigned long long handle; int device; uint64_t busy; } streams[256];
 	int nstreams;
 	unsigned long callbacks, records;
-} s = { .period_ms = 0 };
+} s;
 
 static uint64_t now(void)
 {
@@ -134,6 +136,10 @@ static void *room(size_t n)
 		s.full[s.nfull++] = (struct full){ s.buf, s.size, s.used };
 		s.buf = NULL;
 		pthread_cond_signal(&wake);
+		/* The worker takes it (so it goes back on the worker's thread,
+		 * whatever the timing) before this thread goes on. */
+		while (s.nfull)
+			pthread_cond_wait(&taken, &lock);
 	}
 	if (!s.buf) {
 		size_t max_records = 0;
@@ -263,6 +269,7 @@ static void hand_back(int all)
 		if (s.nfull) {
 			f = s.full[0];
 			memmove(&s.full[0], &s.full[1], (size_t)--s.nfull * sizeof(s.full[0]));
+			pthread_cond_broadcast(&taken);
 		} else if (all && s.buf) {
 			f = (struct full){ s.buf, s.size, s.used };
 			s.buf = NULL;
@@ -281,21 +288,10 @@ static void *worker(void *arg)
 	(void)arg;
 	for (;;) {
 		pthread_mutex_lock(&lock);
-		int timed_out = 0;
-		while (!s.nfull && !timed_out) {
-			if (!s.period_ms) {
-				pthread_cond_wait(&wake, &lock);
-				continue;
-			}
-			struct timespec t;
-			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_nsec += (long)(s.period_ms % 1000) * 1000000L;
-			t.tv_sec += s.period_ms / 1000 + t.tv_nsec / 1000000000L;
-			t.tv_nsec %= 1000000000L;
-			timed_out = pthread_cond_timedwait(&wake, &lock, &t) != 0;
-		}
+		while (!s.nfull)
+			pthread_cond_wait(&wake, &lock);
 		pthread_mutex_unlock(&lock);
-		hand_back(timed_out);
+		hand_back(0);
 	}
 	return NULL;
 }
@@ -405,7 +401,6 @@ EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 {
 	pthread_mutex_lock(&lock);
 	s.period_ms = ms;
-	pthread_cond_signal(&wake);
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
