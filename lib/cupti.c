@@ -61,12 +61,24 @@ static uint64_t CUPTIAPI timestamp(void)
 	return gs_now();
 }
 
+/* A context is about to be destroyed (cudaDeviceReset, cuCtxDestroy): hand
+ * its completed records back while it still exists. */
+static void context_ending(void)
+{
+	if (!__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
+		c.flush_all(0);
+}
+
 static void CUPTIAPI on_api(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
 {
-	(void)u; (void)d; (void)id;
-	const CUpti_CallbackData *cb = data;
-	if (cb->callbackSite == CUPTI_API_ENTER)
-		gs_tls.cupti_corr = cb->correlationId;
+	(void)u;
+	if (GS_LIKELY(d == CUPTI_CB_DOMAIN_DRIVER_API)) {
+		const CUpti_CallbackData *cb = data;
+		if (cb->callbackSite == CUPTI_API_ENTER)
+			gs_tls.cupti_corr = cb->correlationId;
+	} else if (d == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+		context_ending();
+	}
 }
 
 /* Callbacks only for the driver entry points that launch, copy or set. */
@@ -370,6 +382,7 @@ unsigned gs_cupti_start(void)
 		pthread_setname_np(t, "gpuspy-flush");
 		pthread_detach(t);
 	}
+	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	unsigned enabled = enable_callbacks();
 	if (getenv("GPUSPY_DEBUG"))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);

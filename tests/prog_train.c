@@ -7,7 +7,8 @@
  * frees a 4 MiB buffer, launches one kernel, synchronizes and reads a loss
  * back (4-byte D2H). With `pause`, the second step runs inside
  * gpuspy_pause()/gpuspy_resume(); with `hold`, the program waits to be
- * killed after its output. Usage: prog_train [STEPS] [DATA_US] [pause|hold]
+ * killed after its output; with `destroy`, it destroys its context before
+ * the output. Usage: prog_train [STEPS] [DATA_US] [pause|hold|destroy]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
 	cuMemFree_v2(x);
 	cuMemFree_v2(weights);
 	free(batch);
+	if (argc > 3 && !strcmp(argv[3], "destroy"))
+		cuCtxDestroy(ctx);
 	printf("trained %d steps\n", steps);
 	if (argc > 3 && !strcmp(argv[3], "hold")) {
 		fflush(stdout);

@@ -1128,9 +1128,11 @@ def cupti_join(ev):
 
 
 def cupti_stats(p):
-    m = re.search(r"fakecupti: (\d+) callbacks, (\d+) records", p.stderr)
+    """(callbacks made, records written, records handed back from inside a
+    context's destruction)."""
+    m = re.search(r"fakecupti: (\d+) callbacks, (\d+) records, (\d+) handed back at context destroy", p.stderr)
     check(m, f"no fakecupti statistics in {p.stderr!r}")
-    return int(m[1]), int(m[2])
+    return int(m[1]), int(m[2]), int(m[3])
 
 
 @test
@@ -1149,7 +1151,7 @@ def cupti_records_joined_to_their_calls(tmp):
         os.makedirs(d)
         p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_BUFFER=cap), tmp=d)
         check(p.stdout == untraced.stdout, f"output {p.stdout!r}")
-        check(cupti_stats(p) == (2 * 78, 78), f"callbacks, records {cupti_stats(p)}")
+        check(cupti_stats(p) == (2 * 78, 78, 0), f"callbacks, records {cupti_stats(p)}")
         head, ev = only_trace(d)
         check(head["gpu_timing"] == "cupti", f"gpu_timing {head['gpu_timing']}")
         host, gpu = cupti_join(ev)
@@ -1213,12 +1215,20 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     d = os.path.join(tmp, "pause")
     os.makedirs(d)
     p = run("prog_train", ["3", "100", "pause"], env=CUPTI_ENV, tmp=d)
-    check(cupti_stats(p) == (2 * 52, 78), f"paused step: callbacks, records {cupti_stats(p)}")
+    check(cupti_stats(p) == (2 * 52, 78, 0), f"paused step: callbacks, records {cupti_stats(p)}")
     o = report_json(os.path.join(d, traces(d)[0]))
     check((o["gpu"]["matched"], o["gpu"]["records"]) == (52, 78), f"paused step: matched {o['gpu']}")
     ph = {x["name"]: x for x in o["phases"]}
     check((ph["forward"]["launch"]["gpu_count"], ph["forward"]["launch"]["gpu_ns"]) == (20, 2 * 640000),
           f"paused step: forward {ph['forward']['launch']}")
+
+    # A context destroyed mid-run (cuCtxDestroy): its records are handed
+    # back from inside the destruction, before the output.
+    d = os.path.join(tmp, "destroy")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100", "destroy"], env=CUPTI_ENV, tmp=d)
+    check(cupti_stats(p) == (2 * 78, 78, 78), f"context destroyed: {cupti_stats(p)}")
+    check(sum(1 for e in only_trace(d)[1] if e["kind"] in GPU_KIND) == 78, "context destroyed: GPU records")
 
     d = os.path.join(tmp, "held")
     os.makedirs(d)

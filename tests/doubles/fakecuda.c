@@ -267,6 +267,17 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 /* Contexts of the double are (device + 1) << 4. */
+/* The double's contexts are names of devices: destroying one only tells a
+ * tool, as the real driver tells CUPTI. */
+EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
+{
+	const struct fakecuda_tool *t = __atomic_load_n(&tool, __ATOMIC_ACQUIRE);
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (t && t->context_destroy)
+		t->context_destroy(c);
+	return CUDA_SUCCESS;
+}
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcontext)(uintptr_t)((d + 1) << 4); return CUDA_SUCCESS; }
 
 EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)

@@ -20,7 +20,8 @@ cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *stub);
  * double, fakecupti.c, registers itself as CUPTI does in the real driver).
  * Each launch, copy and memset calls enter() on entry and exit() on return
  * (enter returns the call's correlation id), and work() for each piece of
- * GPU work the call queued. 2D, 3D, peer and batched copies queue none. */
+ * GPU work the call queued. 2D, 3D, peer and batched copies queue none.
+ * cuCtxDestroy calls context_destroy() first. */
 enum { FAKECUDA_KERNEL, FAKECUDA_COPY, FAKECUDA_MEMSET };
 enum { FAKECUDA_PAGEABLE, FAKECUDA_DEVICE, FAKECUDA_PINNED }; /* where a copy's end lies */
 struct fakecuda_work {
@@ -37,6 +38,7 @@ struct fakecuda_tool {
 	unsigned (*enter)(const char *api);
 	void (*exit)(const char *api, unsigned corr);
 	void (*work)(unsigned corr, const struct fakecuda_work *w);
+	void (*context_destroy)(CUcontext ctx); /* cuCtxDestroy, before it destroys */
 };
 void fakecuda_set_tool(const struct fakecuda_tool *t);
 

@@ -17,6 +17,9 @@
  *    only full buffers); cuptiActivityFlushAll returns the partly filled
  *    one as well, on the calling thread (the double's records are always
  *    complete, so the default and the forced flush do the same).
+ *  - the resource callback CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING
+ *    from cuCtxDestroy, before the context goes; FAKECUPTI_STATS counts
+ *    the records handed back from inside it.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
  * and takes the time fakecuda.h gives it. FAKECUPTI_BUFFER=N uses only N
@@ -59,6 +62,7 @@ static struct {
 	CUpti_CallbackFunc cb;
 	void *cb_user;
 	unsigned char cb_on[NAPI + 1];
+	int destroy_cb_on, in_destroy;
 	unsigned char kind_on[64];
 	CUpti_TimestampCallbackFunc ts;
 	CUpti_BuffersCallbackRequestFunc request;
@@ -73,7 +77,7 @@ static struct {
 	/* the GPU: per stream, when its last work ends */
 	struct { unsigned long long handle; int device; uint64_t busy; } streams[256];
 	int nstreams;
-	unsigned long callbacks, records;
+	unsigned long callbacks, records, at_destroy;
 } s;
 
 static uint64_t now(void)
@@ -247,7 +251,23 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 	pthread_mutex_unlock(&lock);
 }
 
-static const struct fakecuda_tool tool = { on_enter, on_exit_, on_work };
+static void on_context_destroy(CUcontext ctx)
+{
+	pthread_mutex_lock(&lock);
+	CUpti_CallbackFunc cb = s.subscribed && s.destroy_cb_on ? s.cb : NULL;
+	void *user = s.cb_user;
+	pthread_mutex_unlock(&lock);
+	if (!cb)
+		return;
+	CUpti_ResourceData d;
+	memset(&d, 0, sizeof(d));
+	d.context = ctx;
+	__atomic_store_n(&s.in_destroy, 1, __ATOMIC_RELAXED);
+	cb(user, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &d);
+	__atomic_store_n(&s.in_destroy, 0, __ATOMIC_RELAXED);
+}
+
+static const struct fakecuda_tool tool = { on_enter, on_exit_, on_work, on_context_destroy };
 
 static void attach(void)
 {
@@ -258,6 +278,8 @@ static void attach(void)
 }
 
 /* ---- handing buffers back -------------------------------------------------------- */
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec);
 
 /* Hands back the full buffers, and (all) the one being filled. */
 static void hand_back(int all)
@@ -278,6 +300,11 @@ static void hand_back(int all)
 		pthread_mutex_unlock(&lock);
 		if (!f.buf)
 			break;
+		if (__atomic_load_n(&s.in_destroy, __ATOMIC_RELAXED)) {
+			CUpti_Activity *a = NULL;
+			while (cuptiActivityGetNextRecord(f.buf, f.used, &a) == CUPTI_SUCCESS)
+				__atomic_add_fetch(&s.at_destroy, 1, __ATOMIC_RELAXED);
+		}
 		complete(NULL, 0, f.buf, f.size, f.used);
 	}
 	pthread_mutex_unlock(&deliver);
@@ -300,7 +327,8 @@ static __attribute__((destructor)) void stats(void)
 {
 	const char *v = getenv("FAKECUPTI_STATS");
 	if (v && *v == '1')
-		fprintf(stderr, "fakecupti: %lu callbacks, %lu records\n", s.callbacks, s.records);
+		fprintf(stderr, "fakecupti: %lu callbacks, %lu records, %lu handed back at context destroy\n",
+			s.callbacks, s.records, s.at_destroy);
 }
 
 /* ---- the API ------------------------------------------------------------------------ */
@@ -343,6 +371,13 @@ EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id, con
 EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle sub, CUpti_CallbackDomain d,
 				       CUpti_CallbackId id)
 {
+	if (sub == (CUpti_SubscriberHandle)&s && d == CUPTI_CB_DOMAIN_RESOURCE &&
+	    id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+		pthread_mutex_lock(&lock);
+		s.destroy_cb_on = enable != 0;
+		pthread_mutex_unlock(&lock);
+		return CUPTI_SUCCESS;
+	}
 	if (sub != (CUpti_SubscriberHandle)&s || d != CUPTI_CB_DOMAIN_DRIVER_API || id == 0 || id > NAPI)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&lock);
