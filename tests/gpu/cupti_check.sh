@@ -3,8 +3,8 @@
 # GPU-side truth on the H200 (issue 5, point 5): for each case, gpuspy with
 # CUPTI, and on its own an independent CUPTI counter (tests/gpu/cupti_count.c,
 # shares no code with gpuspy); kernel counts, copy bytes and memsets must be
-# equal. Also injection mode (CUDA_INJECTION64_PATH) and coexistence with
-# torch.profiler. Run from the repository root: bash tests/gpu/cupti_check.sh
+# equal. Also injection mode (CUDA_INJECTION64_PATH), a process killed while
+# idle after its GPU work, and coexistence with torch.profiler. Run from the repository root: bash tests/gpu/cupti_check.sh
 # (carry tools/gpuspy and .gpu, made by `make gpu-carry`).
 . tests/gpu/setup.sh /tmp/gpuspy-cupti
 export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor"
@@ -34,6 +34,17 @@ mkdir -p "$WORK/injection"
 GPUSPY_DIR="$WORK/injection" GPUSPY_CUPTI=on CUDA_INJECTION64_PATH="$ROOT/lib/libgpuspy.so" \
 	"$WORK/static_launches" > "$WORK/injection/out.txt" 2>&1
 for f in "$WORK/injection"/*.gspy; do [ -e "$f" ] && ./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl"; done
+
+# Killed while idle after its GPU work: the GPU records must be in the file
+# (gpuspy's flusher asks CUPTI for them every second).
+mkdir -p "$WORK/kill"
+GPUSPY_DIR="$WORK/kill" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" \
+	python3 tests/gpu/hold.py 2000 > "$WORK/kill/out.txt" 2>&1 &
+pid=$!
+for _ in $(seq 240); do grep -q ready "$WORK/kill/out.txt" && break; sleep 0.5; done
+sleep 3
+kill -9 $pid; wait $pid 2> /dev/null
+for f in "$WORK/kill"/*.gspy; do [ -e "$f" ] && ./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl"; done
 
 # torch.profiler before and after gpuspy took CUPTI.
 for order in first later; do

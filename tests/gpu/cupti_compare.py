@@ -68,6 +68,14 @@ bad += not ok
 print(f"\ninjection mode (CUDA_INJECTION64_PATH, no LD_PRELOAD), static program: "
       f"{g['kernels']} GPU kernels, {g['launch_calls']} host launch records, "
       f"gpu_timing {procs[0].get('gpu_timing') if procs else None}: {'ok' if ok else 'FAIL'}")
+procs, ev = events(os.path.join(work, "kill"))
+g = count(ev)
+ok = (len(procs) == 1 and procs[0].get("state") != "exited" and g["launch_calls"] > 0
+      and g["kernels"] == g["launch_calls"] and g["matched"] == g["gpu"])
+bad += not ok
+print(f"\nkilled (SIGKILL) 3 s after its GPU work: {g['kernels']} GPU kernels for {g['launch_calls']} "
+      f"launch calls, {g['matched']} of {g['gpu']} GPU records matched, state "
+      f"{procs[0].get('state') if procs else None}: {'ok' if ok else 'FAIL'}")
 for order in ("first", "later"):
     d = os.path.join(work, f"coexist_{order}")
     out = open(os.path.join(d, "out.txt")).read()
