@@ -50,6 +50,7 @@ static struct {
 	CUpti_SubscriberHandle sub;
 	pthread_mutex_t lock; /* correlation map, names */
 	int atexit_done, exiting;
+	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 } c = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 
@@ -102,7 +103,7 @@ static unsigned enable_callbacks(void)
  * back on. A paused process then pays what a bare CUPTI collector does. */
 void gs_cupti_callbacks(int on)
 {
-	if (!gs_g.cupti || !c.enable_domain)
+	if (!gs_g.cupti || !c.enable_domain || c.injected)
 		return;
 	pthread_mutex_lock(&c.lock);
 	if (on)
@@ -383,7 +384,8 @@ unsigned gs_cupti_start(void)
 		pthread_detach(t);
 	}
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-	unsigned enabled = enable_callbacks();
+	/* Injected, no host record waits for a correlation id. */
+	unsigned enabled = c.injected ? 0 : enable_callbacks();
 	if (getenv("GPUSPY_DEBUG"))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);
 	gs_g.cupti = 1;
@@ -410,12 +412,22 @@ void gs_cupti_note(struct gspy_record *r, uint32_t corr)
  * this mode records what CUPTI sees (GPU kernels, copies, memsets) and NVTX
  * phases, not host API calls.
  */
+/* Preloaded too (LD_PRELOAD and CUDA_INJECTION64_PATH both name gpuspy),
+ * the program's cuLaunchKernel is gpuspy's: its wrappers are in the path. */
+static int wrappers_in_path(void)
+{
+	Dl_info self, global;
+	void *p = gs_real_dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+	return p && dladdr(p, &global) && dladdr((void *)&on_api, &self) && global.dli_fbase == self.dli_fbase;
+}
+
 GS_API int InitializeInjection(void);
 GS_API int InitializeInjection(void)
 {
 	gs_init();
 	if (gs_g.disabled)
 		return 1;
+	c.injected = !wrappers_in_path();
 	gs_writer_ready(); /* opens the trace file and starts CUPTI */
 	gs_cupti_late_atexit();
 	return 1;

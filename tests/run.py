@@ -1194,7 +1194,7 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     no callbacks and no join for that step, its GPU records still come.
     Another tool holding CUPTI: one warning, host timing, output unchanged.
     CUDA_INJECTION64_PATH=libgpuspy.so without LD_PRELOAD: the GPU records
-    alone."""
+    alone, and no correlation callbacks (nothing to join them to)."""
     d = os.path.join(tmp, "drv")
     os.makedirs(d)
     run("prog_drv", env=CUPTI_ENV, tmp=d)
@@ -1246,7 +1246,15 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     if SANITIZED:  # the sanitizer runtime alone, loaded first
         env["LD_PRELOAD"] = PRELOAD_PREFIX.rstrip(":")
     p = run("prog_train", ["3", "100"], preload=False, tmp=d, env=env)
-    check(p.stdout == "trained 3 steps\n" and cupti_stats(p)[1] == 78, f"injection: {p.stderr!r}")
+    check(p.stdout == "trained 3 steps\n" and cupti_stats(p) == (0, 78, 0), f"injection: {p.stderr!r}")
+    # Preloaded and named by CUDA_INJECTION64_PATH: the wrappers are in the
+    # path, the callbacks stay on and every GPU record joins its call.
+    both = os.path.join(tmp, "both")
+    os.makedirs(both)
+    q = run("prog_train", ["3", "100"], tmp=both, env=dict(CUPTI_ENV, CUDA_INJECTION64_PATH=LIB))
+    host, gpu = cupti_join(only_trace(both)[1])
+    check(cupti_stats(q) == (2 * 78, 78, 0) and sorted(host) == sorted(g["corr"] for g in gpu),
+          f"preloaded and injected: {cupti_stats(q)}, {len(host)} joined of {len(gpu)}")
     head, ev = only_trace(d)
     kinds = {}
     for e in ev:
