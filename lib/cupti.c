@@ -50,6 +50,7 @@ static struct {
 	CUpti_SubscriberHandle sub;
 	pthread_mutex_t lock; /* correlation map, names */
 	int atexit_done, exiting;
+	unsigned long unfinished; /* GPU records without times, left out */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 } c = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -234,6 +235,12 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 		} else {
 			continue;
 		}
+		/* A forced flush hands back work still running without its
+		 * times: left out (no place on the timeline), counted. */
+		if (!r->start || r->end < r->start) {
+			__atomic_fetch_add(&c.unfinished, 1, __ATOMIC_RELAXED);
+			continue;
+		}
 		k++;
 #undef GPU_COMMON
 	}
@@ -280,6 +287,10 @@ static void flush_at_exit(void)
 	__atomic_store_n(&c.exiting, 1, __ATOMIC_RELEASE);
 	if (gs_g.cupti)
 		c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	unsigned long n = __atomic_load_n(&c.unfinished, __ATOMIC_RELAXED);
+	if (n)
+		gs_warn("%lu GPU records had no times (GPU work still running at exit): left out of the trace",
+			n);
 	gs_events_exit();
 }
 

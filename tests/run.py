@@ -1222,6 +1222,19 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     check((ph["forward"]["launch"]["gpu_count"], ph["forward"]["launch"]["gpu_ns"]) == (20, 2 * 640000),
           f"paused step: forward {ph['forward']['launch']}")
 
+    # GPU work still running at exit: the forced flush hands back 5 records
+    # without times; they are left out, with one warning.
+    d = os.path.join(tmp, "unfinished")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_UNFINISHED="5", GPUSPY_QUIET="0"), tmp=d)
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(warn == ["gpuspy: 5 GPU records had no times (GPU work still running at exit): left out of the trace"],
+          f"unfinished: {p.stderr!r}")
+    _, ev = only_trace(d)
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    check(len(gpu) == 73 and all(e["start_ns"] and e["end_ns"] >= e["start_ns"] for e in gpu),
+          f"unfinished: {len(gpu)} GPU records")
+
     # A context destroyed mid-run (cuCtxDestroy): its records are handed
     # back from inside the destruction, before the output.
     d = os.path.join(tmp, "destroy")
