@@ -416,13 +416,6 @@ void gs_cupti_note(struct gspy_record *r, uint32_t corr)
 	}
 }
 
-/*
- * CUDA_INJECTION64_PATH=libgpuspy.so: the driver calls this once, at the
- * first cuInit, for launchers that strip LD_PRELOAD. The runtime has resolved
- * its driver table by then, so gpuspy's wrappers are not in the call path:
- * this mode records what CUPTI sees (GPU kernels, copies, memsets) and NVTX
- * phases, not host API calls.
- */
 /* Preloaded too (LD_PRELOAD and CUDA_INJECTION64_PATH both name gpuspy),
  * the program's cuLaunchKernel is gpuspy's: its wrappers are in the path. */
 static int wrappers_in_path(void)
@@ -432,6 +425,13 @@ static int wrappers_in_path(void)
 	return p && dladdr(p, &global) && dladdr((void *)&on_api, &self) && global.dli_fbase == self.dli_fbase;
 }
 
+/*
+ * CUDA_INJECTION64_PATH=libgpuspy.so: the driver calls this once, at the
+ * first cuInit, for launchers that strip LD_PRELOAD. The runtime has resolved
+ * its driver table by then, so gpuspy's wrappers are not in the call path:
+ * this mode records what CUPTI sees (GPU kernels, copies, memsets) and NVTX
+ * phases, not host API calls.
+ */
 GS_API int InitializeInjection(void);
 GS_API int InitializeInjection(void)
 {
