@@ -25,7 +25,10 @@
  *    running.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
- * and takes the time fakecuda.h gives it. FAKECUPTI_BUFFER=N uses only N
+ * and takes the time fakecuda.h gives it, added to the timestamp
+ * callback's value as it is (the real CUPTI maps GPU time onto the
+ * callback's clock by interpolation; the tests use GPUSPY_CLOCK=mono, where
+ * both are nanoseconds). FAKECUPTI_BUFFER=N uses only N
  * bytes of each buffer (to make buffers fill up). FAKECUPTI_STATS=1 prints
  * the callbacks made and records written at exit.
  */
