@@ -28,6 +28,11 @@ ap.add_argument("--toggle", action="store_true",
                      "toggle_ratio = median recorded / median paused window rate; with "
                      "CUPTI_COUNT_LIB=the bare collector, its driver-API callback or records "
                      "go on and off instead)")
+ap.add_argument("--lockstep", action="store_true",
+                help="bench/gpu_lockstep.py's turns: after warm-up write a byte to the first "
+                     "fd of LOCKSTEP_FDS=ready,in,out, then run each window after reading a "
+                     "byte from `in` and write one to `out` when it is done; print "
+                     "lockstep_windows with every window's rate in order")
 a = ap.parse_args()
 torch.manual_seed(0)
 
@@ -86,10 +91,17 @@ if a.toggle:
         import ctypes
         lib = ctypes.CDLL(None)
         toggle = (lib.gpuspy_resume, lib.gpuspy_pause)  # AttributeError without gpuspy
+lock = None
+if a.lockstep:
+    lock = [int(x) for x in os.environ["LOCKSTEP_FDS"].split(",")]
+    os.write(lock[0], b"r")
 t0 = time.monotonic()
 windows, kinds = [], []
 tw = t0
 for i in range(a.steps):
+    if lock and i % a.window == 0:
+        os.read(lock[1], 1)  # our turn
+        tw = time.monotonic()
     if toggle and i % a.window == 0:
         kinds.append((i // a.window) % 2)  # 0: recorded, 1: paused
         toggle[kinds[-1]]()
@@ -99,6 +111,8 @@ for i in range(a.steps):
         now = time.monotonic()
         windows.append(a.window / (now - tw))
         tw = now
+        if lock:
+            os.write(lock[2], b"t")  # the next process's turn
 torch.cuda.synchronize()
 t = time.monotonic() - t0
 if a.profile:
@@ -110,6 +124,8 @@ if toggle:
     on = sorted(w for w, k in zip(windows, kinds) if k == 0)
     off = sorted(w for w, k in zip(windows, kinds) if k == 1)
     print(f"toggle_ratio {on[len(on) // 2] / off[len(off) // 2]:.4f} ({len(on)} recorded, {len(off)} paused windows)")
+if lock:
+    print("lockstep_windows " + " ".join(f"{w:.2f}" for w in windows))
 if windows:
     windows.sort()
     print(f"window_steps_per_s {windows[len(windows) // 2]:.2f}")

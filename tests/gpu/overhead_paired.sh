@@ -22,6 +22,10 @@
 #     from: SPREAD_RUNS rounds of three untraced processes, pinned to
 #     PIN_CPUS, the same with hash seed and address layout fixed
 #     (PYTHONHASHSEED=0, setarch -R), and unpinned.
+#   PART=lockstep: untraced (twice: an A/A check), gpuspy, gpuspy+cupti and
+#     bare cupti as processes alive at once that take turns window by
+#     window (bench/gpu_lockstep.py), LOCKSTEP_RUNS times; drift between
+#     rounds falls out of the ratios.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -62,6 +66,16 @@ elif [ "$PART" = cupti-toggle ]; then
 			rm -f $W/*.gspy
 		done
 	done | tee "$OUT/ctoggle.txt"
+elif [ "$PART" = lockstep ]; then
+	W=/tmp/gpuspy-lockstep
+	mkdir -p $W
+	gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
+		-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
+	for i in $(seq "${LOCKSTEP_RUNS:-2}"); do
+		mkdir -p "$OUT/lockstep-$i"
+		PIN_CPUS=${PIN_CPUS:-2,3,4,5} python3 bench/gpu_lockstep.py $W "$OUT/lockstep-$i" || exit 1
+		rm -rf $W/lockstep-*
+	done
 elif [ "$PART" = spread ]; then
 	for i in $(seq "${SPREAD_RUNS:-8}"); do
 		for how in pinned fixed unpinned; do

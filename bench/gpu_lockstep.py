@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Overhead in lock step (issue 5, point 6): one process per mode, all alive
+at once, taking turns window by window. Each process warms up, then runs
+its 50-step windows only when it holds the token (a byte passed around a
+ring of pipes), so window k of every mode runs within a second of the
+others, under the same state of the shared machine: drift between rounds,
+which swamps ratios of separate runs (tests/gpu/results/issue5-spread.txt),
+falls out. The ratio of a mode in round k is its window rate over the
+untraced window rate of round k; the table gives medians over rounds.
+"untraced b" is a second untraced process: its ratio is the A/A check of
+the method itself.
+
+Modes: untraced, untraced b, gpuspy (no CUPTI), gpuspy+cupti, bare cupti
+(tests/gpu/cupti_count.c, which `PART=lockstep bash tests/gpu/overhead_paired.sh`
+builds before it runs this). MODES=a,b,...
+picks some (untraced is always needed), WINDOWS the rounds (default 60),
+PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A dry run without
+a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
+Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
+import os
+import select
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK, OUT = sys.argv[1], sys.argv[2]
+LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
+COUNTER = os.path.join(WORK, "libcupti_count.so")
+ALL = ["untraced", "untraced b", "gpuspy", "gpuspy+cupti", "bare cupti"]
+MODES = [m for m in ALL if m in os.environ.get("MODES", ",".join(ALL)).split(",")]
+WINDOWS = int(os.environ.get("WINDOWS", "60"))
+WINDOW = 50
+PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
+# LOOP_CMD replaces the loop (a dry run without a GPU); it must speak --lockstep.
+LOOP_CMD = os.environ.get("LOOP_CMD", f"python3 {os.path.join(ROOT, 'tests', 'gpu', 'loops.py')} "
+                                      f"{os.environ.get('LOOP', 'mlp')}").split()
+
+
+def env_of(mode, d):
+    env = dict(os.environ, GPUSPY_DIR=d, PYTHONUNBUFFERED="1")
+    if mode.startswith("gpuspy"):
+        env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI="on" if mode == "gpuspy+cupti" else "off")
+    elif mode == "bare cupti":
+        env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
+    return env
+
+
+def main():
+    n = len(MODES)
+    ready_r, ready_w = os.pipe()
+    ring = [os.pipe() for _ in range(n)]  # process i reads ring[i], writes ring[i + 1]
+    procs = []
+    for i, mode in enumerate(MODES):
+        d = os.path.join(WORK, "lockstep-" + mode.replace(" ", "_").replace("+", "_"))
+        os.makedirs(d, exist_ok=True)
+        fds = (ready_w, ring[i][0], ring[(i + 1) % n][1])
+        env = env_of(mode, d)
+        env["LOCKSTEP_FDS"] = ",".join(map(str, fds))
+        procs.append(subprocess.Popen(
+            LOOP_CMD + ["--steps", str(WINDOWS * WINDOW), "--window", str(WINDOW), "--lockstep"],
+            env=env, cwd=ROOT, pass_fds=fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
+    rates = {}
+    try:
+        ready = 0
+        while ready < n:  # every process warmed up: nobody's warm-up overlaps a window
+            if select.select([ready_r], [], [], 1.0)[0]:
+                ready += len(os.read(ready_r, n - ready))
+            dead = [(m, p) for m, p in zip(MODES, procs) if p.poll() is not None]
+            if dead and ready < n:
+                raise SystemExit(f"{dead[0][0]}: died before its first window: {dead[0][1].stderr.read()[-800:]}")
+        os.write(ring[0][1], b"t")
+        for mode, p in zip(MODES, procs):
+            out, err = p.communicate(timeout=float(os.environ.get("LOCKSTEP_TIMEOUT", "540")))
+            line = [l for l in out.splitlines() if l.startswith("lockstep_windows ")]
+            if p.returncode or not line:
+                raise SystemExit(f"{mode}: failed ({p.returncode}): {err[-800:]}")
+            rates[mode] = [float(x) for x in line[0].split()[1:]]
+    finally:  # one failed: the others wait for a turn that never comes
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    rounds = range(1, WINDOWS)  # round 0: the first window after warm-up, left out
+    ratio = {m: [rates[m][k] / rates["untraced"][k] for k in rounds] for m in MODES}
+    rows = [f"| {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratio[m]):.3f} | "
+            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} |" for m in MODES]
+    if "gpuspy+cupti" in MODES and "bare cupti" in MODES:
+        v = [rates["gpuspy+cupti"][k] / rates["bare cupti"][k] for k in rounds]
+        rows.append(f"| gpuspy+cupti / bare cupti | | {statistics.median(v):.3f} | "
+                    f"{min(v):.3f}..{max(v):.3f} |")
+    text = "\n".join([
+        f"Lock step: {n} processes ({', '.join(MODES)}) alive at once, taking turns window by window; "
+        f"{WINDOWS - 1} rounds of {WINDOW}-step windows after one left out; ratio = the mode's window "
+        f"rate / the untraced window rate of the same round, median over rounds"
+        f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
+        "| mode | window steps/s (median) | ratio to untraced (median) | min..max |",
+        "| --- | --- | --- | --- |", *rows]) + "\n"
+    with open(os.path.join(OUT, "lockstep.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(OUT, "lockstep_rates.txt"), "w") as f:
+        for m in MODES:
+            f.write(f"{m}: " + " ".join(f"{r:.2f}" for r in rates[m]) + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A dry run of bench/gpu_lockstep.py without a GPU: speaks loops.py's
+--lockstep protocol, each window a 2 ms sleep, STUB_SLOW_<GPUSPY_CUPTI> times
+longer under gpuspy (e.g. STUB_SLOW_on=1.2) and 1.1 times under the bare
+collector. LOOP_CMD="python3 bench/lockstep_stub.py" STUB_SLOW_on=1.2 \\
+python3 bench/gpu_lockstep.py /tmp/w /tmp/o  gives gpuspy+cupti about 0.83."""
+import argparse
+import os
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--steps", type=int)
+ap.add_argument("--window", type=int)
+ap.add_argument("--lockstep", action="store_true")
+a = ap.parse_args()
+slow = float(os.environ.get("STUB_SLOW_" + os.environ.get("GPUSPY_CUPTI", "none"), "1"))
+slow *= 1.1 if os.environ.get("CUDA_INJECTION64_PATH") else 1
+ready, tin, tout = (int(x) for x in os.environ["LOCKSTEP_FDS"].split(","))
+os.write(ready, b"r")
+rates = []
+for _ in range(a.steps // a.window):
+    os.read(tin, 1)
+    t = time.monotonic()
+    time.sleep(0.002 * slow)
+    rates.append(a.window / (time.monotonic() - t))
+    os.write(tout, b"t")
+print("lockstep_windows " + " ".join(f"{r:.2f}" for r in rates))
