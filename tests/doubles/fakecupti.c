@@ -18,8 +18,7 @@
  *    one as well, on the calling thread (the double's records are always
  *    complete, so the default and the forced flush do the same).
  *  - the resource callback CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING
- *    from cuCtxDestroy, before the context goes; FAKECUPTI_STATS counts
- *    the records handed back from inside it.
+ *    from cuCtxDestroy, before the context goes;
  *  - FAKECUPTI_UNFINISHED=N: a forced flush hands back the last N records
  *    without times (start and end 0), as CUPTI does for GPU work still
  *    running.
@@ -28,9 +27,11 @@
  * and takes the time fakecuda.h gives it, added to the timestamp
  * callback's value as it is (the real CUPTI maps GPU time onto the
  * callback's clock by interpolation; the tests use GPUSPY_CLOCK=mono, where
- * both are nanoseconds). FAKECUPTI_BUFFER=N uses only N
- * bytes of each buffer (to make buffers fill up). FAKECUPTI_STATS=1 prints
- * the callbacks made and records written at exit.
+ * both are nanoseconds).
+ * FAKECUPTI_BUFFER=N uses only N bytes of each buffer (to make buffers fill
+ * up; the worker takes each full one before the program goes on).
+ * FAKECUPTI_STATS=1 prints at exit the callbacks made, the records written
+ * and those handed back inside a context's destruction.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
