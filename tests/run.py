@@ -1281,7 +1281,8 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
     """CUPTI's flush period hands back only full buffers (so does the double);
     gpuspy's flusher thread asks every second for the completed ones: a
     process idle after its GPU work has all 78 GPU records in its file
-    within seconds, and keeps them when SIGKILLed."""
+    within seconds, and keeps them when SIGKILLed; the report says what a
+    killed process may lack."""
     e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
              LD_PRELOAD=PRELOAD_PREFIX + LIB, **CUPTI_ENV)
     p = subprocess.Popen([os.path.join(BIN, "prog_train"), "3", "100", "hold"], env=e,
@@ -1303,6 +1304,9 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
     head, ev = only_trace(tmp)
     check(head["state"] != "exited" and sum(1 for x in ev if x["kind"] in GPU_KIND) == 78,
           f"after SIGKILL: {head['state']}, {sum(1 for x in ev if x['kind'] in GPU_KIND)} GPU records")
+    text = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True).stdout
+    check("GPU records of about its last second may be missing: CUPTI hands them over every second" in text,
+          f"report of the killed process: {text[:600]}")
 
 
 @test

@@ -377,6 +377,9 @@ static void process_section(FILE *f, const struct gs_report *r)
 	if (r->proc.state != GSPY_STATE_EXITED || r->proc.truncated || r->input_error[0])
 		fprintf(f, "   %strace incomplete%s: every complete event is included%s%s\n", yellow, reset,
 			r->input_error[0] ? "; input stopped at " : "", r->input_error);
+	if (r->proc.state != GSPY_STATE_EXITED && r->gpu_timing == GSPY_GPU_TIMING_cupti)
+		fprintf(f, "   GPU records of about its last second may be missing: CUPTI hands them over "
+			   "every second\n");
 	if (r->proc.dropped)
 		fprintf(f, "   %s%llu events were dropped%s: the buffer was full; raise GPUSPY_BUFFER_MB\n",
 			yellow, (unsigned long long)r->proc.dropped, reset);
