@@ -1142,10 +1142,19 @@ def cupti_records_joined_to_their_calls(tmp):
     joined by correlation id to the call that queued it (which got one CUPTI
     callback at entry and one at exit), and the report's per-phase GPU time
     is theirs; the same when CUPTI hands the records back in small buffers
-    on its own thread."""
+    on its own thread. Without an NVIDIA driver the default leaves CUPTI
+    alone."""
     want_kernels = {("fwd_gemm", 64000): 30, ("bwd_gemm", 64000): 36, ("sgd_update", 32000): 3}
     want_copies = {("h2d", "pageable", 1 << 20, 104857): 6, ("d2h", "pageable", 4, 0): 3}
     untraced = run("prog_train", ["3", "100"], preload=False, tmp=tmp)
+    # GPUSPY_CUPTI=auto (the default) without an NVIDIA driver: CUPTI stays
+    # unloaded although the double is on the library path.
+    d = os.path.join(tmp, "auto")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env={"FAKECUPTI_STATS": "1"}, tmp=d)
+    if not os.path.exists("/dev/nvidiactl"):
+        check("fakecupti" not in p.stderr and only_trace(d)[0]["gpu_timing"] == "none",
+              f"auto without a driver: {p.stderr!r}")
     for cap in ("", "2048"):
         d = os.path.join(tmp, cap or "whole")
         os.makedirs(d)
