@@ -14,7 +14,7 @@ the method itself.
 Modes: untraced, untraced b, gpuspy (no CUPTI), gpuspy+cupti, bare cupti
 (tests/gpu/cupti_count.c, which `PART=lockstep bash tests/gpu/overhead_paired.sh`
 builds before it runs this). MODES=a,b,...
-picks some (untraced is always needed), WINDOWS the rounds (default 60),
+picks some (untraced is always needed), WINDOWS the rounds (default 100),
 PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
@@ -30,7 +30,7 @@ LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
 ALL = ["untraced", "untraced b", "gpuspy", "gpuspy+cupti", "bare cupti"]
 MODES = [m for m in ALL if m in os.environ.get("MODES", ",".join(ALL)).split(",")]
-WINDOWS = int(os.environ.get("WINDOWS", "60"))
+WINDOWS = int(os.environ.get("WINDOWS", "100"))
 WINDOW = 50
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
 # LOOP_CMD replaces the loop (a dry run without a GPU); it must speak --lockstep.

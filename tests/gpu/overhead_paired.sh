@@ -71,7 +71,7 @@ elif [ "$PART" = lockstep ]; then
 	mkdir -p $W
 	gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
 		-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
-	for i in $(seq "${LOCKSTEP_RUNS:-2}"); do
+	for i in $(seq "${LOCKSTEP_RUNS:-3}"); do
 		mkdir -p "$OUT/lockstep-$i"
 		PIN_CPUS=${PIN_CPUS:-2,3,4,5} python3 bench/gpu_lockstep.py $W "$OUT/lockstep-$i" || exit 1
 		rm -rf $W/lockstep-*
