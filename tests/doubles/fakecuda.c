@@ -131,7 +131,8 @@ static void tool_set(unsigned corr, CUstream hs, size_t n)
 
 static void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n)
 {
-	tool_work(corr, FAKECUDA_COPY, hs, n / 10, n, type_of(s), type_of(d), NULL, 0);
+	if (__atomic_load_n(&tool, __ATOMIC_ACQUIRE)) /* no tool, no lookups */
+		tool_work(corr, FAKECUDA_COPY, hs, n / 10, n, type_of(s), type_of(d), NULL, 0);
 }
 
 /* ---- kernels --------------------------------------------------------------- */
