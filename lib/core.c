@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,28 @@ uint64_t gs_mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A detached thread of gpuspy's own, named, that never takes the
+ * application's signals (it is created with all of them blocked, so not
+ * even in its first instruction); stack 0: the default size. */
+int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack)
+{
+	pthread_t th;
+	pthread_attr_t a;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (stack)
+		pthread_attr_setstacksize(&a, stack);
+	int rc = pthread_create(&th, &a, fn, arg);
+	if (rc == 0)
+		pthread_setname_np(th, name);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 void gs_warn(const char *fmt, ...)

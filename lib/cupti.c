@@ -24,7 +24,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -268,9 +267,6 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 static void *flusher(void *arg)
 {
 	(void)arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	gs_tls.depth = 1;
 	for (;;) {
 		struct timespec second = { 1, 0 };
@@ -389,11 +385,7 @@ unsigned gs_cupti_start(void)
 	}
 	if (c.flush_period)
 		c.flush_period(1000);
-	pthread_t t;
-	if (pthread_create(&t, NULL, flusher, NULL) == 0) {
-		pthread_setname_np(t, "gpuspy-flush");
-		pthread_detach(t);
-	}
+	gs_start_thread(flusher, NULL, "gpuspy-flush", 0);
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* Injected, no host record waits for a correlation id. */
 	unsigned enabled = c.injected ? 0 : enable_callbacks();

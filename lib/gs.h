@@ -81,6 +81,7 @@ extern struct gs_config gs_cfg;
 
 void gs_init(void);               /* idempotent, cheap after the first call */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack);
 uint64_t gs_mono_ns(void);
 
 static inline uint64_t gs_now(void)

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/futex.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -84,21 +83,8 @@ static void *prefault_main(void *arg)
 
 static void prefault_start(void)
 {
-	pthread_t th;
-	pthread_attr_t a;
-	sigset_t all, old;
-	/* The thread must never take the application's signals. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 64 << 10);
-	if (pthread_create(&th, &a, prefault_main, w.hdr) != 0)
+	if (gs_start_thread(prefault_main, w.hdr, "gpuspy-prefault", 64 << 10) != 0)
 		w.prefault_off = 1;
-	else
-		pthread_setname_np(th, "gpuspy-prefault");
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Chunk idx was just claimed: wake the prefault thread when it falls
