@@ -16,6 +16,10 @@
  * correlation ids would need CUPTI's driver-API records; for the same entry
  * points those measured no cheaper than the callbacks on the H200.)
  *
+ * Records reach the trace within a second (the gpuspy-flush thread), at a
+ * context's destruction and at exit; see flusher() for why CUPTI's own
+ * flush period is not enough.
+ *
  * Only one tool may hold CUPTI. gpuspy takes a (silent) subscription as a
  * lock: if another tool holds it (torch.profiler, Nsight), gpuspy says so
  * once and stays with host timing; if gpuspy holds it, a tool that starts
