@@ -8,12 +8,18 @@
  * back (4-byte D2H). With `pause`, the second step runs inside
  * gpuspy_pause()/gpuspy_resume(); with `hold`, the program waits to be
  * killed after its output; with `destroy`, it destroys its context before
- * the output. Usage: prog_train [STEPS] [DATA_US] [pause|hold|destroy]
+ * the output; with `signal`, it then blocks SIGUSR1 in its only thread,
+ * sends it to itself, and prints whether it was still pending 200 ms later
+ * (no other thread took it) and whether its handler then ran on that thread.
+ * Usage: prog_train [STEPS] [DATA_US] [pause|hold|destroy|signal]
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../lib/cuda_api.h"
@@ -27,6 +33,30 @@ static void host_work(long us)
 	do
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+static volatile sig_atomic_t usr1_tid;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_tid = (sig_atomic_t)syscall(SYS_gettid);
+}
+
+/* `signal`: does any thread but ours take a signal sent to the process? */
+static void signal_check(void)
+{
+	sigset_t u, p;
+	sigemptyset(&u);
+	sigaddset(&u, SIGUSR1);
+	signal(SIGUSR1, on_usr1);
+	pthread_sigmask(SIG_BLOCK, &u, NULL);
+	kill(getpid(), SIGUSR1);
+	struct timespec t = { 0, 200000000 };
+	nanosleep(&t, NULL);
+	sigpending(&p);
+	printf("still pending %d\n", sigismember(&p, SIGUSR1));
+	pthread_sigmask(SIG_UNBLOCK, &u, NULL);
+	printf("handled by the main thread %d\n", usr1_tid == (sig_atomic_t)syscall(SYS_gettid));
 }
 
 int main(int argc, char **argv)
@@ -83,6 +113,8 @@ int main(int argc, char **argv)
 	if (argc > 3 && !strcmp(argv[3], "destroy"))
 		cuCtxDestroy(ctx);
 	printf("trained %d steps\n", steps);
+	if (argc > 3 && !strcmp(argv[3], "signal"))
+		signal_check();
 	if (argc > 3 && !strcmp(argv[3], "hold")) {
 		fflush(stdout);
 		for (;;)

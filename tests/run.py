@@ -1319,6 +1319,19 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
 
 
 @test
+def gpuspy_threads_take_no_signal(tmp):
+    """gpuspy's threads (prefault; with CUPTI the flusher) are created with
+    every signal blocked: a signal sent to the process while its only
+    thread blocks it stays pending, and its handler then runs on that
+    thread, as without gpuspy."""
+    want = "trained 3 steps\nstill pending 1\nhandled by the main thread 1\n"
+    for env in ({}, CUPTI_ENV):
+        p = run("prog_train", ["3", "100", "signal"], env=env, tmp=tmp)
+        check(p.stdout == want, f"{env}: {p.stdout!r}")
+    check(run("prog_train", ["3", "100", "signal"], preload=False, tmp=tmp).stdout == want, "untraced run")
+
+
+@test
 def crashes_are_reported_and_unchanged(tmp):
     """Each way of dying: same exit status and output as without gpuspy, every
     committed event kept, and the trace says how the process ended."""

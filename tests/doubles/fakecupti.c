@@ -38,6 +38,7 @@
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,10 +421,14 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 	int start = !s.worker;
 	s.worker = 1;
 	pthread_mutex_unlock(&lock);
-	if (start) {
+	if (start) { /* like a library's thread: it takes none of the program's signals */
 		pthread_t t;
-		pthread_create(&t, NULL, worker, NULL);
-		pthread_detach(t);
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&t, NULL, worker, NULL) == 0)
+			pthread_detach(t);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	attach();
 	return CUPTI_SUCCESS;
