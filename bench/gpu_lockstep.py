@@ -13,8 +13,9 @@ the method itself.
 
 Modes: untraced, untraced b, gpuspy (no CUPTI), gpuspy+cupti, bare cupti
 (tests/gpu/cupti_count.c, which `PART=lockstep bash tests/gpu/overhead_paired.sh`
-builds before it runs this). MODES=a,b,...
-picks some (untraced is always needed), WINDOWS the rounds (default 100),
+builds before it runs this); also "gpuspy events" and "torch.profiler" (CUDA
+activity; its Chrome trace goes to the mode's folder). MODES=a,b,...
+picks some (default the first five; untraced is always needed), WINDOWS the rounds (default 100),
 PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
@@ -28,8 +29,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK, OUT = sys.argv[1], sys.argv[2]
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
-ALL = ["untraced", "untraced b", "gpuspy", "gpuspy+cupti", "bare cupti"]
-MODES = [m for m in ALL if m in os.environ.get("MODES", ",".join(ALL)).split(",")]
+DEFAULT = ["untraced", "untraced b", "gpuspy", "gpuspy+cupti", "bare cupti"]
+ALL = DEFAULT + ["gpuspy events", "torch.profiler"]
+MODES = [m for m in ALL if m in os.environ.get("MODES", ",".join(DEFAULT)).split(",")]
 WINDOWS = int(os.environ.get("WINDOWS", "100"))
 WINDOW = 50
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
@@ -41,7 +43,7 @@ LOOP_CMD = os.environ.get("LOOP_CMD", f"python3 {os.path.join(ROOT, 'tests', 'gp
 def env_of(mode, d):
     env = dict(os.environ, GPUSPY_DIR=d, PYTHONUNBUFFERED="1")
     if mode.startswith("gpuspy"):
-        env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI="on" if mode == "gpuspy+cupti" else "off")
+        env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI={"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off"))
     elif mode == "bare cupti":
         env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
     return env
@@ -59,8 +61,9 @@ def main():
         env = env_of(mode, d)
         env["LOCKSTEP_FDS"] = ",".join(map(str, fds))
         procs.append(subprocess.Popen(
-            LOOP_CMD + ["--steps", str(WINDOWS * WINDOW), "--window", str(WINDOW), "--lockstep"],
-            env=env, cwd=ROOT, pass_fds=fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            LOOP_CMD + ["--steps", str(WINDOWS * WINDOW), "--window", str(WINDOW), "--lockstep"]
+            + (["--profile"] if mode == "torch.profiler" else []),
+            env=env, cwd=d if mode == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
     rates = {}
     try:

@@ -13,6 +13,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int)
 ap.add_argument("--window", type=int)
 ap.add_argument("--lockstep", action="store_true")
+ap.add_argument("--profile", action="store_true")  # torch.profiler mode: nothing to do here
 a = ap.parse_args()
 slow = float(os.environ.get("STUB_SLOW_" + os.environ.get("GPUSPY_CUPTI", "none"), "1"))
 slow *= 1.1 if os.environ.get("CUDA_INJECTION64_PATH") else 1
