@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 20;
 	long data_us = argc > 2 ? atol(argv[2]) : 2000;
-	int paused = argc > 3 && !strcmp(argv[3], "pause");
+	const char *mode = argc > 3 ? argv[3] : "";
 	CUcontext ctx;
 	cuInit(0);
 	cuDevicePrimaryCtxRetain(&ctx, 0);
@@ -77,9 +77,9 @@ int main(int argc, char **argv)
 	CUfunction bwd = fakecuda_function("bwd_gemm", NULL);
 	CUfunction sgd = fakecuda_function("sgd_update", NULL);
 	for (int s = 0; s < steps; s++) {
-		if (paused && s == 1)
+		if (!strcmp(mode, "pause") && s == 1)
 			GPUSPY_PAUSE();
-		if (paused && s == 2)
+		if (!strcmp(mode, "pause") && s == 2)
 			GPUSPY_RESUME();
 		GPUSPY_PHASE_PUSH("data");
 		host_work(data_us);
@@ -110,12 +110,12 @@ int main(int argc, char **argv)
 	cuMemFree_v2(x);
 	cuMemFree_v2(weights);
 	free(batch);
-	if (argc > 3 && !strcmp(argv[3], "destroy"))
+	if (!strcmp(mode, "destroy"))
 		cuCtxDestroy(ctx);
 	printf("trained %d steps\n", steps);
-	if (argc > 3 && !strcmp(argv[3], "signal"))
+	if (!strcmp(mode, "signal"))
 		signal_check();
-	if (argc > 3 && !strcmp(argv[3], "hold")) {
+	if (!strcmp(mode, "hold")) {
 		fflush(stdout);
 		for (;;)
 			pause();

@@ -75,7 +75,6 @@ static struct {
 	CUpti_TimestampCallbackFunc ts;
 	CUpti_BuffersCallbackRequestFunc request;
 	CUpti_BuffersCallbackCompleteFunc complete;
-	uint32_t period_ms; /* kept only: the worker returns full buffers at once */
 	unsigned corr;
 	/* the buffer being filled, and full ones waiting for the worker */
 	uint8_t *buf;
@@ -215,47 +214,35 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 	uint32_t sid = stream_id(w->stream, w->device, &busy);
 	uint64_t start = t + 1000 > *busy ? t + 1000 : *busy, end = start + w->ns;
 	*busy = end;
+	/* The three record types share these fields under the same names. */
+#define COMMON(x)                                                                           \
+	((x)->kind = (CUpti_ActivityKind)kind, (x)->start = start, (x)->end = end,        \
+	 (x)->deviceId = (uint32_t)w->device, (x)->streamId = sid, (x)->correlationId = corr, \
+	 s.records++)
 	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 		CUpti_ActivityKernel10 *k = room(sizeof(*k));
 		if (k) {
-			k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-			k->start = start;
-			k->end = end;
-			k->deviceId = (uint32_t)w->device;
-			k->streamId = sid;
-			k->correlationId = corr;
+			COMMON(k);
 			k->graphId = w->graph;
 			k->name = w->name;
-			s.records++;
 		}
 	} else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
 		CUpti_ActivityMemcpy6 *m = room(sizeof(*m));
 		if (m) {
-			m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+			COMMON(m);
 			m->copyKind = copy_kind(w->src, w->dst);
 			m->srcKind = memory_kind(w->src);
 			m->dstKind = memory_kind(w->dst);
 			m->bytes = w->bytes;
-			m->start = start;
-			m->end = end;
-			m->deviceId = (uint32_t)w->device;
-			m->streamId = sid;
-			m->correlationId = corr;
-			s.records++;
 		}
 	} else {
 		CUpti_ActivityMemset4 *m = room(sizeof(*m));
 		if (m) {
-			m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+			COMMON(m);
 			m->bytes = w->bytes;
-			m->start = start;
-			m->end = end;
-			m->deviceId = (uint32_t)w->device;
-			m->streamId = sid;
-			m->correlationId = corr;
-			s.records++;
 		}
 	}
+#undef COMMON
 	pthread_mutex_unlock(&lock);
 }
 
@@ -444,11 +431,11 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 	return CUPTI_SUCCESS;
 }
 
+/* CUPTI's period returns only full buffers, which the worker returns at
+ * once anyway: nothing to keep. */
 EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 {
-	pthread_mutex_lock(&lock);
-	s.period_ms = ms;
-	pthread_mutex_unlock(&lock);
+	(void)ms;
 	return CUPTI_SUCCESS;
 }
 
@@ -465,12 +452,14 @@ static void unfinish(size_t n)
 	while (s.buf && cuptiActivityGetNextRecord(s.buf, s.used, &a) == CUPTI_SUCCESS) {
 		if (i++ + n < total)
 			continue;
+#define NO_TIMES(T) (((T *)a)->start = ((T *)a)->end = 0)
 		if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-			((CUpti_ActivityKernel10 *)a)->start = ((CUpti_ActivityKernel10 *)a)->end = 0;
+			NO_TIMES(CUpti_ActivityKernel10);
 		else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
-			((CUpti_ActivityMemcpy6 *)a)->start = ((CUpti_ActivityMemcpy6 *)a)->end = 0;
+			NO_TIMES(CUpti_ActivityMemcpy6);
 		else
-			((CUpti_ActivityMemset4 *)a)->start = ((CUpti_ActivityMemset4 *)a)->end = 0;
+			NO_TIMES(CUpti_ActivityMemset4);
+#undef NO_TIMES
 	}
 	pthread_mutex_unlock(&lock);
 }
