@@ -31,7 +31,10 @@ LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
 DEFAULT = ["untraced", "untraced b", "gpuspy", "gpuspy+cupti", "bare cupti"]
 ALL = DEFAULT + ["gpuspy events", "torch.profiler"]
-MODES = [m for m in ALL if m in os.environ.get("MODES", ",".join(DEFAULT)).split(",")]
+# "gpuspy VAR=VAL ..." is gpuspy (no CUPTI) with those variables set: a
+# variant that splits gpuspy's cost (e.g. "gpuspy GPUSPY_STACKS=0").
+_asked = os.environ.get("MODES", ",".join(DEFAULT)).split(",")
+MODES = [m for m in ALL if m in _asked] + [m for m in _asked if m.startswith("gpuspy ") and "=" in m]
 WINDOWS = int(os.environ.get("WINDOWS", "100"))
 WINDOW = 50
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
@@ -44,6 +47,7 @@ def env_of(mode, d):
     env = dict(os.environ, GPUSPY_DIR=d, PYTHONUNBUFFERED="1")
     if mode.startswith("gpuspy"):
         env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI={"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off"))
+        env.update(kv.split("=", 1) for kv in mode.split()[1:] if "=" in kv)
     elif mode == "bare cupti":
         env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
     return env
