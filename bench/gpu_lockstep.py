@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 """Overhead in lock step (issue 5, point 6): one process per mode, all alive
 at once, taking turns window by window. Each process warms up, then runs
-its 50-step windows only when it holds the token (a byte passed around a
-ring of pipes), so window k of every mode runs within a second of the
-others, under the same state of the shared machine: drift between rounds,
+each 50-step window when this script hands it the turn (a byte down its
+pipe; a byte back when done), every round in a new random order
+(LOCKSTEP_SEED), so window k of every mode runs within a second of the
+others and no mode always follows the same one (a fixed ring put each mode
+at one place: the ratios fell with the place, 0.90..0.98 for four
+near-identical modes), under the same state of the shared machine: drift between rounds,
 which swamps ratios of separate runs (tests/gpu/results/issue5-spread.txt),
 falls out. The ratio of a mode in round k is its window rate over the
 untraced window rate of round k; the table gives medians over rounds.
@@ -20,10 +23,12 @@ PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
 import os
+import random
 import select
 import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK, OUT = sys.argv[1], sys.argv[2]
@@ -56,12 +61,13 @@ def env_of(mode, d):
 def main():
     n = len(MODES)
     ready_r, ready_w = os.pipe()
-    ring = [os.pipe() for _ in range(n)]  # process i reads ring[i], writes ring[i + 1]
+    turn = [os.pipe() for _ in range(n)]  # we write turn[i][1]; process i reads turn[i][0]
+    done = [os.pipe() for _ in range(n)]  # process i writes done[i][1]; we read done[i][0]
     procs = []
     for i, mode in enumerate(MODES):
         d = os.path.join(WORK, "lockstep-" + mode.replace(" ", "_").replace("+", "_"))
         os.makedirs(d, exist_ok=True)
-        fds = (ready_w, ring[i][0], ring[(i + 1) % n][1])
+        fds = (ready_w, turn[i][0], done[i][1])
         env = env_of(mode, d)
         env["LOCKSTEP_FDS"] = ",".join(map(str, fds))
         procs.append(subprocess.Popen(
@@ -70,17 +76,36 @@ def main():
             env=env, cwd=d if mode == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
     rates = {}
+    orders = []
+    rng = random.Random(int(os.environ.get("LOCKSTEP_SEED", "1")))
+    timeout = float(os.environ.get("LOCKSTEP_TIMEOUT", "540"))
+
+    def died(what):
+        dead = [(m, p) for m, p in zip(MODES, procs) if p.poll() is not None]
+        if dead:
+            raise SystemExit(f"{dead[0][0]}: died {what}: {dead[0][1].stderr.read()[-800:]}")
+
     try:
         ready = 0
         while ready < n:  # every process warmed up: nobody's warm-up overlaps a window
             if select.select([ready_r], [], [], 1.0)[0]:
                 ready += len(os.read(ready_r, n - ready))
-            dead = [(m, p) for m, p in zip(MODES, procs) if p.poll() is not None]
-            if dead and ready < n:
-                raise SystemExit(f"{dead[0][0]}: died before its first window: {dead[0][1].stderr.read()[-800:]}")
-        os.write(ring[0][1], b"t")
+            if ready < n:
+                died("before its first window")
+        t_end = time.monotonic() + timeout
+        for _ in range(WINDOWS):  # each round in a new random order: no mode owes its place
+            order = list(range(n))
+            rng.shuffle(order)
+            orders.append(order)
+            for i in order:
+                os.write(turn[i][1], b"t")
+                while not select.select([done[i][0]], [], [], 1.0)[0]:
+                    died("in a window")
+                    if time.monotonic() > t_end:
+                        raise SystemExit(f"{MODES[i]}: no window after {timeout:.0f} s")
+                os.read(done[i][0], 1)
         for mode, p in zip(MODES, procs):
-            out, err = p.communicate(timeout=float(os.environ.get("LOCKSTEP_TIMEOUT", "540")))
+            out, err = p.communicate(timeout=60)
             line = [l for l in out.splitlines() if l.startswith("lockstep_windows ")]
             if p.returncode or not line:
                 raise SystemExit(f"{mode}: failed ({p.returncode}): {err[-800:]}")
@@ -97,15 +122,27 @@ def main():
         v = [rates["gpuspy+cupti"][k] / rates["bare cupti"][k] for k in rounds]
         rows.append(f"| gpuspy+cupti / bare cupti | | {statistics.median(v):.3f} | "
                     f"{min(v):.3f}..{max(v):.3f} |")
+    # The method's own check: a window's rate over its round's median rate,
+    # by its place in the round. Flat when the place costs nothing.
+    place = [[] for _ in range(n)]
+    for k in rounds:
+        mid = statistics.median(rates[m][k] for m in MODES)
+        for j, i in enumerate(orders[k]):
+            place[j].append(rates[MODES[i]][k] / mid)
+    by_place = "Rate / the round's median rate by place in the round (1st..last): " + ", ".join(
+        f"{statistics.median(v):.3f}" for v in place) + "."
     text = "\n".join([
         f"Lock step: {n} processes ({', '.join(MODES)}) alive at once, taking turns window by window; "
         f"{WINDOWS - 1} rounds of {WINDOW}-step windows after one left out; ratio = the mode's window "
         f"rate / the untraced window rate of the same round, median over rounds"
         f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
         "| mode | window steps/s (median) | ratio to untraced (median) | min..max |",
-        "| --- | --- | --- | --- |", *rows]) + "\n"
+        "| --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
     with open(os.path.join(OUT, "lockstep.md"), "w") as f:
         f.write(text)
+    with open(os.path.join(OUT, "lockstep_order.txt"), "w") as f:
+        for order in orders:
+            f.write(" ".join(MODES[i].replace(" ", "_") for i in order) + "\n")
     with open(os.path.join(OUT, "lockstep_rates.txt"), "w") as f:
         for m in MODES:
             f.write(f"{m}: " + " ".join(f"{r:.2f}" for r in rates[m]) + "\n")
