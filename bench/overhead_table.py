@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Pools the rounds of H200 overhead runs (the rounds files bench/gpu_overhead.py
-writes, e.g. tests/gpu/results/issue5-overhead-rounds*.txt) and prints, per
+writes, e.g. tests/gpu/results/issue5-overhead-rounds*.txt, or the window
+rates of bench/gpu_lockstep.py, lockstep_rates.txt, whose rounds are its
+windows, the first left out) and prints, per
 loop and mode, the median of the per-round ratios with a 95% bootstrap
 confidence interval of that median (10,000 resamples of the rounds, fixed
 seed). A target like "at least 0.98 of untraced" is shown when the interval's
@@ -16,7 +18,14 @@ import sys
 def parse(paths):
     rounds = {}
     for path in paths:
-        for line in open(path):
+        lines = open(path).read().splitlines()
+        if lines and re.match(r"[\w .+=]+: [\d.]+ ", lines[0]):  # lock step: "mode: rate rate ..."
+            rates = {l.split(": ")[0]: [float(x) for x in l.split(": ")[1].split()] for l in lines if ": " in l}
+            n = min(len(r) for r in rates.values())
+            rounds.setdefault("mlp (lock step)", []).extend(
+                {m: r[k] for m, r in rates.items()} for k in range(1, n))
+            continue
+        for line in lines:
             m = re.match(r"(\w+) round \d+: (.*)", line.strip())
             if not m:
                 continue
@@ -40,8 +49,10 @@ def main():
     print("| loop | ratio | rounds | median | 95% CI of the median |")
     print("| --- | --- | --- | --- | --- |")
     for loop, rs in rounds.items():
-        pairs = [(m, "untraced") for m in ("gpuspy", "gpuspy no stacks", "gpuspy+cupti", "bare cupti",
-                                             "torch.profiler")]
+        modes = []
+        for d in rs:
+            modes += [m for m in d if m != "untraced" and m not in modes]
+        pairs = [(m, "untraced") for m in modes]
         pairs.append(("gpuspy+cupti", "bare cupti"))
         for a, b in pairs:
             v = [d[a] / d[b] for d in rs if a in d and b in d]
