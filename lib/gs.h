@@ -124,6 +124,7 @@ void gs_writer_trim(void);         /* clean exit: cut the file to what it holds 
 void gs_writer_forked(void);
 void gs_writer_device_mem(int device, uint64_t bytes);
 void gs_writer_signal_seen(int sig); /* async-signal-safe */
+void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock units */
 
 /* Fatal signals (signals.c). */
 void gs_signals_install(void);

@@ -344,7 +344,10 @@ void gs_stack_note(struct gspy_record *r)
 			return;
 	}
 	int e = errno;
+	uint64_t t0 = gs_now();
 	stack_note(r);
+	/* Counted in the file's header: the report shows gpuspy's own time. */
+	gs_writer_stack_cost(gs_now() - t0);
 	errno = e;
 }
 

@@ -470,6 +470,14 @@ void gs_writer_device_mem(int device, uint64_t bytes)
 		__atomic_store_n(&w.hdr->device_mem[device], bytes, __ATOMIC_RELAXED);
 }
 
+void gs_writer_stack_cost(uint64_t time)
+{
+	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN) {
+		__atomic_fetch_add(&w.hdr->stacks_taken, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&w.hdr->stacks_time, time, __ATOMIC_RELAXED);
+	}
+}
+
 void gs_writer_forked(void)
 {
 	if (w.state == W_OPEN)

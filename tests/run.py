@@ -489,6 +489,13 @@ def report_json(*paths, expect_rc=0):
     return json.loads(p.stdout)
 
 
+def report_text(*paths):
+    p = subprocess.run([GPUSPY, "report", "--color", "never", *paths], capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=ROOT)
+    check(p.returncode == 0, f"report exited {p.returncode}: {p.stderr.strip()}")
+    return p.stdout
+
+
 @test
 def golden_reports(tmp):
     gold = os.path.join(ROOT, "tests", "golden")
@@ -1750,8 +1757,10 @@ def stacks_options(tmp):
     GPUSPY_STACK_LAUNCHES=N gives exactly 1 launch in N a stack; libunwind
     takes neither backtrace() nor _Unwind_Backtrace from the process."""
     run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACKS": "0"})
-    _, ev = only_trace(tmp)
+    proc, ev = only_trace(tmp)
     check(ev and not any("stack" in e for e in ev), "GPUSPY_STACKS=0 still records stacks")
+    check(proc["stacks_taken"] == 0 and proc["stacks_ns"] == 0, f"own stack time without stacks: {proc}")
+    check("own time" not in report_text(tmp), "an own-time line without stacks")
     os.unlink(os.path.join(tmp, traces(tmp)[0]))
     run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "5", "GPUSPY_STACK_DEPTH": "2"})
     ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
@@ -1759,6 +1768,15 @@ def stacks_options(tmp):
     check(len(launches) == 69, f"{len(launches)} launches")
     with_stack = [i for i, e in enumerate(launches) if "stack" in e]
     check(with_stack == list(range(0, 69, 5)), f"launches with stacks: {with_stack}")
+    # gpuspy counts its own time for stacks: one per event that has one.
+    proc, _ = only_trace(tmp)
+    n = sum("stack" in e for e in ev)
+    # 14 of the 69 launches, 6 H2D and 3 D2H copies, 3 waits, 5 allocations, 5 frees
+    check(n == 14 + 6 + 3 + 3 + 5 + 5 and proc["stacks_taken"] == n and proc["stacks_ns"] > 0,
+          f"stacks_taken {proc['stacks_taken']}, {n} events with a stack, {proc['stacks_ns']} ns")
+    check(f"gpuspy's own time: {n} call stacks, " in report_text(tmp), "no own-time line")
+    o = report_json(tmp)
+    check(o["processes"][0]["stacks_taken"] == n == o["stacks_taken"], "stacks_taken not in report --json")
     check(stacks and all(1 <= len(f) <= 2 for f in stacks.values()), "depth not capped at 2")
     check(all("stack" in e for e in ev if e["kind"] in ("alloc", "free", "sync")), "alloc/free/sync stack")
     p = run("prog_stacks", ["1", "symbols"], tmp=tmp)

@@ -21,6 +21,7 @@ struct gs_proc {
 	char command[1025];
 	uint64_t events, dropped;
 	uint64_t overwritten; /* flight recorder: oldest events overwritten */
+	uint64_t stacks_taken, stacks_ns; /* gpuspy's own time taking call stacks */
 	unsigned state;  /* enum gspy_state */
 	int exit_signal;
 	int truncated;   /* the input ended early: events may be missing */

@@ -406,6 +406,12 @@ const char *gs_trace_string(const struct gs_trace *t, uint32_t id)
 	return (const char *)d;
 }
 
+uint64_t gs_trace_stack_ns(const struct gs_trace *t)
+{
+	double ns = (double)t->h->stacks_time * t->ns_per_raw + 0.5;
+	return ns >= 0 && ns < 1.8e19 ? (uint64_t)ns : ns >= 1.8e19 ? UINT64_MAX : 0; /* a forged header */
+}
+
 void gs_trace_close(struct gs_trace *t)
 {
 	free(t->chunk_idx);

@@ -58,6 +58,8 @@ void gs_trace_rewind(struct gs_trace *t);
 /* A string of the string table; "" for 0 or an id out of range. */
 const char *gs_trace_string(const struct gs_trace *t, uint32_t id);
 void gs_trace_close(struct gs_trace *t);
+/* gpuspy's own time taking call stacks (header stacks_time), in ns. */
+uint64_t gs_trace_stack_ns(const struct gs_trace *t);
 /* The bytes of a string-table entry (binary entries: format.h); 0 if the id
  * is out of range. */
 int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **data, uint32_t *len);

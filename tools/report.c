@@ -508,6 +508,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->nevents += s->nevents;
 	d->proc.events += s->proc.events;
 	d->proc.dropped += s->proc.dropped;
+	d->proc.stacks_taken += s->proc.stacks_taken;
+	d->proc.stacks_ns += s->proc.stacks_ns;
 	if (s->gpu_timing == GSPY_GPU_TIMING_cupti)
 		d->gpu_timing = GSPY_GPU_TIMING_cupti;
 	else if (s->gpu_timing == GSPY_GPU_TIMING_events && d->gpu_timing != GSPY_GPU_TIMING_cupti)

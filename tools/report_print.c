@@ -362,6 +362,20 @@ static const char *state_text(const struct gs_proc *p)
 	return "did not exit cleanly (killed, crashed or still running)";
 }
 
+/* What gpuspy itself spent where it measures it: call stacks. */
+static void own_time(FILE *f, const struct gs_report *r)
+{
+	char a[32], b[32], c[32];
+	uint64_t n = r->proc.stacks_taken, span = r->t_last - r->t_first;
+	if (!n)
+		return;
+	fprintf(f, "   gpuspy's own time: %s call stacks, %s each, %s in all", gs_fmt_count(a, n),
+		gs_fmt_ns(b, (r->proc.stacks_ns + n / 2) / n), gs_fmt_ns(c, r->proc.stacks_ns));
+	if (span)
+		fprintf(f, " (%.1f%% of the traced time)", 100.0 * (double)r->proc.stacks_ns / (double)span);
+	fprintf(f, "\n");
+}
+
 static void process_section(FILE *f, const struct gs_report *r)
 {
 	char a[32], b[32], c[32];
@@ -386,6 +400,7 @@ static void process_section(FILE *f, const struct gs_report *r)
 	if (r->proc.overwritten)
 		fprintf(f, "   flight recorder: the %llu oldest events were overwritten; this is the newest part\n",
 			(unsigned long long)r->proc.overwritten);
+	own_time(f, r);
 	phases_table(f, r);
 	copies_table(f, r);
 	kernels_table(f, r);
@@ -594,6 +609,8 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cJSON_AddNumberToObject(o, "duration_ns", (double)(r->t_last - r->t_first));
 	cJSON_AddNumberToObject(o, "events", (double)r->nevents);
 	cJSON_AddNumberToObject(o, "dropped", (double)r->proc.dropped);
+	cJSON_AddNumberToObject(o, "stacks_taken", (double)r->proc.stacks_taken);
+	cJSON_AddNumberToObject(o, "stacks_ns", (double)r->proc.stacks_ns);
 	cJSON *t = cJSON_AddObjectToObject(o, "totals");
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));

@@ -598,6 +598,10 @@ struct gspy_header {
 				   * a clean exit cuts the file to the chunks used */
 	char host[64];
 	char command[1024]; /* argv joined by spaces, truncated */
+	/* gpuspy's own cost, updated while running (atomically). Last, so a
+	 * file written before they existed reads 0: not measured. */
+	uint64_t stacks_taken; /* call stacks walked */
+	uint64_t stacks_time;  /* time spent walking and storing them, in `clock` units */
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");
