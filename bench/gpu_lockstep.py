@@ -19,9 +19,15 @@ Modes: untraced, untraced b, gpuspy (no CUPTI), gpuspy+cupti, bare cupti
 builds before it runs this); also "gpuspy events" and "torch.profiler" (CUDA
 activity; its Chrome trace goes to the mode's folder). MODES=a,b,...
 picks some (default the first five; untraced is always needed), WINDOWS the rounds (default 100),
-PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A dry run without
+PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A mode
+"gpuspy VAR=VAL ..." is gpuspy with those variables set (GPUSPY_STACKS=0,
+GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap,
+which takes a part of the PyTorch helper away: bench/helper_probe). The
+table also gives each gpuspy mode's own time for call stacks per step, as
+its trace's header counts it. A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
+import json
 import os
 import random
 import select
@@ -53,9 +59,25 @@ def env_of(mode, d):
     if mode.startswith("gpuspy"):
         env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI={"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off"))
         env.update(kv.split("=", 1) for kv in mode.split()[1:] if "=" in kv)
+        if env.get("GPUSPY_PROBE"):  # bench/helper_probe takes a part of the PyTorch helper away
+            env["PYTHONPATH"] = os.path.join(ROOT, "bench", "helper_probe")
     elif mode == "bare cupti":
         env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
     return env
+
+
+def own_time(d, steps):
+    """A gpuspy mode's own time for call stacks, from its trace's header."""
+    files = [f for f in os.listdir(d) if f.endswith(".gspy")]
+    if len(files) != 1:
+        return ""
+    p = subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "dump", os.path.join(d, files[0])],
+                       capture_output=True, text=True)
+    if p.returncode or not p.stdout:
+        return ""
+    head = json.loads(p.stdout.split("\n", 1)[0])
+    n, ns = head.get("stacks_taken", 0), head.get("stacks_ns", 0)
+    return f"{n / steps:.1f} stacks, {ns / steps / 1000:.1f} us per step ({ns / n if n else 0:.0f} ns each)"
 
 
 def main():
@@ -64,8 +86,9 @@ def main():
     turn = [os.pipe() for _ in range(n)]  # we write turn[i][1]; process i reads turn[i][0]
     done = [os.pipe() for _ in range(n)]  # process i writes done[i][1]; we read done[i][0]
     procs = []
+    dirs = {}
     for i, mode in enumerate(MODES):
-        d = os.path.join(WORK, "lockstep-" + mode.replace(" ", "_").replace("+", "_"))
+        d = dirs[mode] = os.path.join(WORK, "lockstep-" + mode.replace(" ", "_").replace("+", "_").replace("/", "_"))
         os.makedirs(d, exist_ok=True)
         fds = (ready_w, turn[i][0], done[i][1])
         env = env_of(mode, d)
@@ -116,12 +139,14 @@ def main():
                 p.kill()
     rounds = range(1, WINDOWS)  # round 0: the first window after warm-up, left out
     ratio = {m: [rates[m][k] / rates["untraced"][k] for k in rounds] for m in MODES}
+    steps = WINDOWS * WINDOW + 10  # loops.py's warm-up: 10 steps
+    own = {m: own_time(dirs[m], steps) for m in MODES if m.startswith("gpuspy")}
     rows = [f"| {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratio[m]):.3f} | "
-            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} |" for m in MODES]
+            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} | {own.get(m, '')} |" for m in MODES]
     if "gpuspy+cupti" in MODES and "bare cupti" in MODES:
         v = [rates["gpuspy+cupti"][k] / rates["bare cupti"][k] for k in rounds]
         rows.append(f"| gpuspy+cupti / bare cupti | | {statistics.median(v):.3f} | "
-                    f"{min(v):.3f}..{max(v):.3f} |")
+                    f"{min(v):.3f}..{max(v):.3f} | |")
     # The method's own check: a window's rate over its round's median rate,
     # by its place in the round. Flat when the place costs nothing.
     place = [[] for _ in range(n)]
@@ -136,8 +161,8 @@ def main():
         f"{WINDOWS - 1} rounds of {WINDOW}-step windows after one left out; ratio = the mode's window "
         f"rate / the untraced window rate of the same round, median over rounds"
         f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
-        "| mode | window steps/s (median) | ratio to untraced (median) | min..max |",
-        "| --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
+        "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks |",
+        "| --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
     with open(os.path.join(OUT, "lockstep.md"), "w") as f:
         f.write(text)
     with open(os.path.join(OUT, "lockstep_order.txt"), "w") as f:
