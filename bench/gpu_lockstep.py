@@ -24,7 +24,7 @@ PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A mode
 GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap,
 which takes a part of the PyTorch helper away: bench/helper_probe). The
 table also gives each gpuspy mode's own time for call stacks per step, as
-its trace's header counts it. A dry run without
+its trace's header counts it, and its trace bytes per step. A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
 import json
@@ -70,14 +70,15 @@ def own_time(d, steps):
     """A gpuspy mode's own time for call stacks, from its trace's header."""
     files = [f for f in os.listdir(d) if f.endswith(".gspy")]
     if len(files) != 1:
-        return ""
+        return " | "
     p = subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "dump", os.path.join(d, files[0])],
                        capture_output=True, text=True)
     if p.returncode or not p.stdout:
-        return ""
+        return " | "
     head = json.loads(p.stdout.split("\n", 1)[0])
     n, ns = head.get("stacks_taken", 0), head.get("stacks_ns", 0)
-    return f"{n / steps:.1f} stacks, {ns / steps / 1000:.1f} us per step ({ns / n if n else 0:.0f} ns each)"
+    return (f"{n / steps:.1f} stacks, {ns / steps / 1000:.1f} us per step ({ns / n if n else 0:.0f} ns each) | "
+            f"{head.get('used_bytes', 0) / steps / 1024:.1f} KiB")
 
 
 def main():
@@ -142,11 +143,11 @@ def main():
     steps = WINDOWS * WINDOW + 10  # loops.py's warm-up: 10 steps
     own = {m: own_time(dirs[m], steps) for m in MODES if m.startswith("gpuspy")}
     rows = [f"| {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratio[m]):.3f} | "
-            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} | {own.get(m, '')} |" for m in MODES]
+            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} | {own.get(m, ' | ')} |" for m in MODES]
     if "gpuspy+cupti" in MODES and "bare cupti" in MODES:
         v = [rates["gpuspy+cupti"][k] / rates["bare cupti"][k] for k in rounds]
         rows.append(f"| gpuspy+cupti / bare cupti | | {statistics.median(v):.3f} | "
-                    f"{min(v):.3f}..{max(v):.3f} | |")
+                    f"{min(v):.3f}..{max(v):.3f} | | |")
     # The method's own check: a window's rate over its round's median rate,
     # by its place in the round. Flat when the place costs nothing.
     place = [[] for _ in range(n)]
@@ -161,8 +162,9 @@ def main():
         f"{WINDOWS - 1} rounds of {WINDOW}-step windows after one left out; ratio = the mode's window "
         f"rate / the untraced window rate of the same round, median over rounds"
         f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
-        "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks |",
-        "| --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
+        "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks "
+        "| trace bytes per step |",
+        "| --- | --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
     with open(os.path.join(OUT, "lockstep.md"), "w") as f:
         f.write(text)
     with open(os.path.join(OUT, "lockstep_order.txt"), "w") as f:
