@@ -188,12 +188,12 @@ static inline void gs_end(struct gspy_record *r, int result)
 		r->end = gs_now();
 		r->result = result;
 		t->recording = 0;
-		if (GS_UNLIKELY(t->cupti_corr))
-			gs_cupti_note(r, t->cupti_corr);
 		/* Still inside the hook (depth raised): what the unwinder
-		 * allocates is not recorded. */
+		 * allocates is not recorded. It times itself from r->end. */
 		if (GS_UNLIKELY(gs_stack_kinds & (1u << r->kind)))
 			gs_stack_note(r);
+		if (GS_UNLIKELY(t->cupti_corr))
+			gs_cupti_note(r, t->cupti_corr);
 		gs_commit(t, r);
 	}
 	t->depth--;

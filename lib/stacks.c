@@ -344,10 +344,11 @@ void gs_stack_note(struct gspy_record *r)
 			return;
 	}
 	int e = errno;
-	uint64_t t0 = gs_now();
 	stack_note(r);
-	/* Counted in the file's header: the report shows gpuspy's own time. */
-	gs_writer_stack_cost(gs_now() - t0);
+	/* Counted in the file's header, timed from the call's end (gs_end
+	 * read the clock just before): the report shows gpuspy's own time. */
+	uint64_t now = gs_now();
+	gs_writer_stack_cost(now > r->end ? now - r->end : 0);
 	errno = e;
 }
 
