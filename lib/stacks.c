@@ -343,6 +343,13 @@ void gs_stack_note(struct gspy_record *r)
 		if (!gs_cfg.stack_launch_every || t->launch_n++ % gs_cfg.stack_launch_every)
 			return;
 	}
+	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short
+	 * call keeps no stack, unless it allocates, frees or copies pageable
+	 * memory (the report's allocation and pageable copy sites stay whole). */
+	if (GS_UNLIKELY(gs_cfg.stack_min_ticks) && r->end - r->start < gs_cfg.stack_min_ticks &&
+	    (r->kind == GSPY_KIND_memset || r->kind == GSPY_KIND_sync || r->kind == GSPY_KIND_launch ||
+	     (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable)))
+		return;
 	int e = errno;
 	stack_note(r);
 	/* Counted in the file's header, timed from the call's end (gs_end
@@ -419,8 +426,26 @@ static unsigned env_uint(const char *name, unsigned dflt, unsigned lo, unsigned 
 	return (unsigned)x;
 }
 
+/* GPUSPY_STACK_MIN: a duration, "250" ns or with ns, us, ms or s. */
+static uint64_t env_duration(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return 0;
+	char *end;
+	unsigned long long x = strtoull(v, &end, 10);
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	for (size_t i = 0; end != v && *v != '-' && i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit) && x <= UINT64_MAX / units[i].ns)
+			return x * units[i].ns;
+	gs_warn("%s=%s is not a duration (e.g. 20us); using 0: every call keeps its stack", name, v);
+	return 0;
+}
+
 /* GPUSPY_STACKS=on|off|glibc, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES,
- * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
+ * GPUSPY_STACK_MIN, GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
 void gs_stacks_setup(void)
 {
 	const char *v = getenv("GPUSPY_STACKS");
@@ -430,6 +455,7 @@ void gs_stacks_setup(void)
 		gs_warn("GPUSPY_STACKS=%s is not on, off or glibc; using on", v);
 	gs_cfg.stack_depth = env_uint("GPUSPY_STACK_DEPTH", 32, 1, GSPY_STACK_MAX);
 	gs_cfg.stack_launch_every = env_uint("GPUSPY_STACK_LAUNCHES", 0, 0, 1000000000);
+	gs_cfg.stack_min_ns = env_duration("GPUSPY_STACK_MIN");
 	v = getenv("GPUSPY_PYTHON_FRAMES");
 	int python = v && *v && strcmp(v, "0") && strcmp(v, "off");
 	if (!on)

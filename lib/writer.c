@@ -255,6 +255,9 @@ static int open_file(void)
 	h->real_start_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
 	clock_pair(&h->clock_start);
 	h->tsc_hz = gs_g.clock == GSPY_CLOCK_TSC ? calibrate_tsc(&h->clock_start) : 1e9;
+	h->stack_min_ns = gs_cfg.stack_min_ns;
+	double ticks = (double)gs_cfg.stack_min_ns * h->tsc_hz / 1e9;
+	gs_cfg.stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
 	clock_pair(&h->clock_last);
 	h->state = GSPY_STATE_RUNNING;
 	h->ring = (uint32_t)gs_g.ring;

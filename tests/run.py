@@ -1786,6 +1786,39 @@ def stacks_options(tmp):
 
 
 @test
+def stacks_min_duration(tmp):
+    """GPUSPY_STACK_MIN (nsys's backtrace threshold): waits, memsets, copies
+    that are not pageable and sampled launches shorter than it keep no stack;
+    allocations, frees and pageable copies always do; the header, the dump
+    and the report say which threshold; a bad value is refused with a warning."""
+    def kinds(env):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "1", **env})
+        proc, ev = only_trace(tmp)
+        got = {}
+        for e in ev:
+            if e["kind"] not in ("phase_begin", "phase_end", "mark"):
+                k = e["kind"] + ("/" + e["host_mem"] if "host_mem" in e else "")
+                n, m = got.get(k, (0, 0))
+                got[k] = (n + ("stack" in e), m + 1)
+        return proc, got, p.stderr
+    # Launches of 2 ms pass a 1 ms threshold; the double's waits take no time.
+    proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms", "FAKECUDA_LAUNCH_NS": "2000000"})
+    check(got == {"alloc": (5, 5), "free": (5, 5), "copy/pageable": (9, 9), "sync": (0, 3),
+                  "launch": (69, 69)}, f"(with a stack, of) by kind: {got}")
+    check(proc["stack_min_ns"] == 1000000 and proc["stacks_taken"] == 88, f"process line {proc}")
+    check("carry a stack only when they took 1.0 ms or more" in report_text(tmp), "no threshold note")
+    proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms"})
+    check(got["launch"] == (0, 69) and got["sync"] == (0, 3) and got["copy/pageable"] == (9, 9),
+          f"instant launches with a 1 ms threshold: {got}")
+    proc, got, err = kinds({"GPUSPY_STACK_MIN": "20 us", "GPUSPY_QUIET": "0"})
+    check(proc["stack_min_ns"] == 0 and got["sync"] == (3, 3) and got["launch"] == (69, 69), f"{proc} {got}")
+    check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using 0" in err, f"stderr {err!r}")
+    check("GPUSPY_STACK_MIN" not in report_text(tmp), "a threshold note without a threshold")
+
+
+@test
 def pause_and_resume(tmp):
     """gpuspy_pause()/gpuspy_resume(): the calls in between are not recorded,
     each leaves its mark, the program's output is the same with and without

@@ -22,6 +22,7 @@ struct gs_proc {
 	uint64_t events, dropped;
 	uint64_t overwritten; /* flight recorder: oldest events overwritten */
 	uint64_t stacks_taken, stacks_ns; /* gpuspy's own time taking call stacks */
+	uint64_t stack_min_ns; /* GPUSPY_STACK_MIN: shorter waits (etc.) have no stack */
 	unsigned state;  /* enum gspy_state */
 	int exit_signal;
 	int truncated;   /* the input ended early: events may be missing */

@@ -307,6 +307,11 @@ static void sites_section(FILE *f, const struct gs_report *r)
 	site_list(f, "Holding device memory at its peak", &r->sites.alloc, GS_BY_PEAK, 5, 0);
 	site_list(f, "Pageable copy sites", &r->sites.copy, GS_BY_BYTES, 5, 1);
 	site_list(f, "Waits inside repeated phases", &r->sites.sync, GS_BY_TIME, 5, 0);
+	if (r->proc.stack_min_ns) {
+		char a[32];
+		fprintf(f, "    (waits, memsets and copies that are not pageable carry a stack only when they "
+			   "took %s or more: GPUSPY_STACK_MIN)\n", gs_fmt_ns(a, r->proc.stack_min_ns));
+	}
 }
 
 static void gpu_section(FILE *f, const struct gs_report *r)
@@ -676,6 +681,7 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddStringToObject(p, "gpu_timing", gs_gpu_timing_name(r->gpu_timing));
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
 		cJSON_AddNumberToObject(p, "overwritten", (double)r->proc.overwritten);
+		cJSON_AddNumberToObject(p, "stack_min_ns", (double)r->proc.stack_min_ns);
 		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
 							 r->proc.truncated || r->input_error[0]);
 		summary_json(p, r);

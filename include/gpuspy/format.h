@@ -602,6 +602,9 @@ struct gspy_header {
 	 * file written before they existed reads 0: not measured. */
 	uint64_t stacks_taken; /* call stacks walked */
 	uint64_t stacks_time;  /* time spent walking and storing them, in `clock` units */
+	/* GPUSPY_STACK_MIN: copies that are not pageable, memsets, waits and
+	 * sampled launches shorter than this carry no stack; 0: all do. */
+	uint64_t stack_min_ns;
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");
