@@ -27,7 +27,8 @@
 #     window (bench/gpu_lockstep.py), LOCKSTEP_RUNS times; drift between
 #     rounds falls out of the ratios.
 #   PART=lockstep-parts: lock step with gpuspy variants that split its cost
-#     (call stacks off or shallower, the PyTorch helper off or in part).
+#     (call stacks off, shallower or only on calls of 20 us or more; the
+#     PyTorch helper off or in part).
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -72,8 +73,8 @@ elif [ "$PART" = lockstep-parts ]; then
 	# Where gpuspy's defaults spend their cost on the MLP loop: call stacks
 	# (off, shallower) and the PyTorch helper (off, or a part of it taken
 	# away by bench/helper_probe), one run of 300 rounds.
-	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"} \
-		WINDOWS=${WINDOWS:-250} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"} \
+		WINDOWS=${WINDOWS:-220} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
 	W=/tmp/gpuspy-lockstep
 	mkdir -p $W
