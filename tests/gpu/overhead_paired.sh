@@ -71,8 +71,9 @@ elif [ "$PART" = cupti-toggle ]; then
 	done | tee "$OUT/ctoggle.txt"
 elif [ "$PART" = lockstep-parts ]; then
 	# Where gpuspy's defaults spend their cost on the MLP loop: call stacks
-	# (off, shallower) and the PyTorch helper (off, or a part of it taken
-	# away by bench/helper_probe), one run of 300 rounds.
+	# (off, shallower, only on calls of 20 us or more) and the PyTorch
+	# helper (off, or a part of it taken away by bench/helper_probe), one
+	# run of 220 rounds.
 	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"} \
 		WINDOWS=${WINDOWS:-220} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
