@@ -234,6 +234,7 @@ unsigned gs_api_kind(const char *name);
 
 /* Phases (phase.c). */
 void gs_phase(unsigned api, unsigned kind, const char *name);
+GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin);
 void gs_phase_forked(void);
 /* Name ids for phases (interned once each), and a phase record by id. */
 uint32_t gs_phase_name(const char *name);

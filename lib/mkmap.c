@@ -18,6 +18,7 @@ int main(void)
 	printf("    gpuspy_phase_push;\n    gpuspy_phase_pop;\n    gpuspy_mark;\n");
 	printf("    gpuspy_pause;\n    gpuspy_resume;\n");
 	printf("    InitializeInjectionNvtx2;\n    InitializeInjection;\n    gpuspy_torch_phase;\n");
+	printf("    gpuspy_torch_fast;\n");
 	printf("  local:\n    *;\n};\n");
 	return 0;
 }

@@ -109,7 +109,6 @@ void gs_phase(unsigned api, unsigned kind, const char *name)
 
 /* For python/gpuspy_torch.py (exported, not public API): a PyTorch phase
  * with its step number, closed by name. */
-GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin);
 GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin)
 {
 	unsigned api = begin ? GSPY_API_torch_phase_begin : GSPY_API_torch_phase_end;

@@ -1032,6 +1032,27 @@ def torch_pause_resume(tmp):
 
 
 @test
+def torch_helper_phase_call_is_a_builtin(tmp):
+    """The helper calls libgpuspy through a METH_FASTCALL builtin
+    (gpuspy_torch_fast), not ctypes: a good call records its phase and step;
+    calls it cannot read (wrong types, counts, a negative step) return None,
+    raise nothing and record nothing."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    script = ("import gpuspy_torch as g\n"
+              "f = g._lib.gpuspy_torch_phase\n"
+              "print(type(g._lib).__name__, type(f).__name__)\n"
+              "print([f(*a) for a in ((b'x', 7, 1), ('x', 1, 1), (b'x', 'a', 1), (b'x',), (), "
+              "(b'x', -1, 1), (b'x', 1, None), (b'x', 2**64, 1), (b'x', 7, 0))])\n")
+    p = run_py(["-c", script], tmp)
+    check(p.returncode == 0 and p.stdout == "_Fast builtin_function_or_method\n" + repr([None] * 9) + "\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e.get("step")) for e in ev]
+    check(got == [("phase_begin", "x", 7), ("phase_end", "x", 7)], f"recorded {got}")
+
+
+@test
 def torch_hooks_opt_out_and_chain(tmp):
     if SANITIZED:
         raise Skip("PyTorch under a sanitized preload is not run")
