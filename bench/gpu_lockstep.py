@@ -162,7 +162,7 @@ def main():
         f"{WINDOWS - 1} rounds of {WINDOW}-step windows after one left out; ratio = the mode's window "
         f"rate / the untraced window rate of the same round, median over rounds"
         f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
-        "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks "
+        "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks (the run / steps) "
         "| trace bytes per step |",
         "| --- | --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
     with open(os.path.join(OUT, "lockstep.md"), "w") as f:

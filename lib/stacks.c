@@ -432,14 +432,15 @@ static uint64_t env_duration(const char *name)
 	const char *v = getenv(name);
 	if (!v || !*v)
 		return 0;
-	char *end;
-	unsigned long long x = strtoull(v, &end, 10);
 	static const struct { const char *unit; uint64_t ns; } units[] = {
 		{ "", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
 	};
-	for (size_t i = 0; end != v && *v != '-' && i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].unit) && x <= UINT64_MAX / units[i].ns)
-			return x * units[i].ns;
+	char *end;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (end != v && v[strspn(v, " \t")] != '-') /* strtoull takes "-5" as a huge number */
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].unit) && x <= UINT64_MAX / units[i].ns)
+				return x * units[i].ns;
 	gs_warn("%s=%s is not a duration (e.g. 20us); using 0: every call keeps its stack", name, v);
 	return 0;
 }
