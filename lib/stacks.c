@@ -359,6 +359,12 @@ void gs_stack_note(struct gspy_record *r)
 	errno = e;
 }
 
+/* Frames to walk beyond the depth kept: gpuspy's own, which are dropped
+ * (stack_note, gs_stack_note and the hook: 3, plus one to spare; a stack
+ * walked through more keeps fewer of its outermost frames, never wrong
+ * ones). Every frame walked costs: PyTorch's stacks are deeper than the cap. */
+#define OWN_FRAMES 4
+
 static void stack_note(struct gspy_record *r)
 {
 	struct {
@@ -366,11 +372,11 @@ static void stack_note(struct gspy_record *r)
 		uint64_t pc[GSPY_STACK_MAX];
 		uint32_t py[GSPY_STACK_MAX][2];
 	} e;
-	void *buf[GSPY_STACK_MAX + 16];
+	void *buf[GSPY_STACK_MAX + OWN_FRAMES];
 	unsigned depth = gs_cfg.stack_depth;
 	int n = 0;
 	if ((gs_cfg.stacks & GSPY_STACKS_NATIVE) && grab)
-		n = grab(buf, (int)depth + 16);
+		n = grab(buf, (int)depth + OWN_FRAMES);
 	unsigned k = 0, i = 0;
 	while (i < (unsigned)n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
 		i++; /* gpuspy's own frames */
