@@ -97,17 +97,23 @@ def main():
         procs.append(subprocess.Popen(
             LOOP_CMD + ["--steps", str(WINDOWS * WINDOW), "--window", str(WINDOW), "--lockstep"]
             + (["--profile"] if mode == "torch.profiler" else []),
-            env=env, cwd=d if mode == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # stderr to a file: a pipe nobody reads during the run could fill and stall a turn
+            env=env, cwd=d if mode == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE,
+            stderr=open(os.path.join(d, "stderr.txt"), "w"), text=True,
             preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
     rates = {}
     orders = []
     rng = random.Random(int(os.environ.get("LOCKSTEP_SEED", "1")))
     timeout = float(os.environ.get("LOCKSTEP_TIMEOUT", "540"))
 
+    def tail(mode):
+        with open(os.path.join(dirs[mode], "stderr.txt")) as f:
+            return f.read()[-800:]
+
     def died(what):
         dead = [(m, p) for m, p in zip(MODES, procs) if p.poll() is not None]
         if dead:
-            raise SystemExit(f"{dead[0][0]}: died {what}: {dead[0][1].stderr.read()[-800:]}")
+            raise SystemExit(f"{dead[0][0]}: died {what}: {tail(dead[0][0])}")
 
     try:
         ready = 0
@@ -129,10 +135,10 @@ def main():
                         raise SystemExit(f"{MODES[i]}: no window after {timeout:.0f} s")
                 os.read(done[i][0], 1)
         for mode, p in zip(MODES, procs):
-            out, err = p.communicate(timeout=60)
+            out, _ = p.communicate(timeout=60)
             line = [l for l in out.splitlines() if l.startswith("lockstep_windows ")]
             if p.returncode or not line:
-                raise SystemExit(f"{mode}: failed ({p.returncode}): {err[-800:]}")
+                raise SystemExit(f"{mode}: failed ({p.returncode}): {tail(mode)}")
             rates[mode] = [float(x) for x in line[0].split()[1:]]
     finally:  # one failed: the others wait for a turn that never comes
         for p in procs:

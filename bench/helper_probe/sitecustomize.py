@@ -31,4 +31,4 @@ elif _probe == "nowrap":
     _gt._wrap = lambda fn, name, after=None, lazy=False: fn
 elif _probe:
     sys.stderr.write(f"gpuspy probe: GPUSPY_PROBE={_probe} is not nolib, nohook or nowrap\n")
-    sys.exit(2)
+    os._exit(2)  # sys.exit in sitecustomize prints a traceback of the import
