@@ -1032,6 +1032,39 @@ def torch_pause_resume(tmp):
 
 
 @test
+def lockstep_bench_hands_out_turns(tmp):
+    """bench/gpu_lockstep.py without a GPU (bench/lockstep_stub.py speaks
+    loops.py's --lockstep): every process runs exactly WINDOWS windows, each
+    round hands the turn to every mode once in a random order, the table has
+    a row per mode in order, and a gpuspy variant mode gets its variables."""
+    if SANITIZED:
+        raise Skip("the bench is not the library")
+    work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
+    os.makedirs(work)
+    os.makedirs(out)
+    modes = ["untraced", "untraced b", "gpuspy", "gpuspy GPUSPY_CUPTI=on"]
+    env = dict(os.environ, LOOP_CMD=f"{sys.executable} {os.path.join(ROOT, 'bench', 'lockstep_stub.py')}",
+               WINDOWS="7", MODES=",".join(modes), STUB_SLOW_on="1.2")
+    env.pop("PIN_CPUS", None)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_lockstep.py"), work, out], env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"bench failed: {p.stderr[-800:]}")
+    rows = [l.split(" | ")[0].lstrip("| ") for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l]
+    check(rows == ["mode"] + modes, f"table rows {rows}")
+    rates = dict(l.split(": ", 1) for l in open(os.path.join(out, "lockstep_rates.txt")).read().splitlines())
+    check(list(rates) == modes and all(len(r.split()) == 7 for r in rates.values()), f"rates {rates}")
+    orders = [l.split() for l in open(os.path.join(out, "lockstep_order.txt")).read().splitlines()]
+    names = sorted(m.replace(" ", "_") for m in modes)
+    check(len(orders) == 7 and all(sorted(o) == names for o in orders), f"turn orders {orders}")
+    check(len({tuple(o) for o in orders}) > 1, "the same order every round")
+    seen = {m: open(os.path.join(work, "lockstep-" + m.replace(" ", "_"), "stub_env.txt")).read().split()
+            for m in modes}
+    check(seen["untraced"] == ["GPUSPY_CUPTI=", "LD_PRELOAD="] and
+          seen["gpuspy"] == ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + LIB] and
+          seen["gpuspy GPUSPY_CUPTI=on"] == ["GPUSPY_CUPTI=on", "LD_PRELOAD=" + LIB], f"mode environments {seen}")
+
+
+@test
 def torch_helper_phase_call_is_a_builtin(tmp):
     """The helper calls libgpuspy through a METH_FASTCALL builtin
     (gpuspy_torch_fast), not ctypes: a good call records its phase and step;
