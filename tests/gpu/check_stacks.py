@@ -18,11 +18,12 @@ def fn(frame):
 
 
 def dump(name):
+    """Events (each with its process's stack_min_ns as "_min") and stacks."""
     files = [f for f in glob.glob(os.path.join(work, name, "*.jsonl"))]
     events, stacks = [], {}
     for f in files:
         lines = [json.loads(l) for l in open(f)]
-        events += [l for l in lines[1:] if l["type"] == "event"]
+        events += [dict(l, _min=lines[0].get("stack_min_ns", 0)) for l in lines[1:] if l["type"] == "event"]
         stacks.update({(f, l["id"]): l["frames"] for l in lines[1:] if l["type"] == "stack"})
     return events, {k[1]: v for k, v in stacks.items()}
 
@@ -48,6 +49,14 @@ al = {(a["mem"], a["count"], a["bytes"]) for a in o["alloc_sites"]}
 check("pinned_vs_pageable: device and pinned allocation sites", al == {("device", 1, 1 << 26), ("pinned", 1, 1 << 26)},
       str(al))
 
+def owes_stack(e):
+    """GPUSPY_STACK_MIN lets short waits, memsets and copies that are not
+    pageable go without; everything else of these kinds has one."""
+    short = e["end_ns"] - e["start_ns"] < e["_min"]
+    return not (short and (e["kind"] in ("memset", "sync") or
+                           (e["kind"] == "copy" and e.get("host_mem") != "pageable")))
+
+
 # (b) PyTorch MLP through a DataLoader.
 ev, stacks = dump("mlp")
 kinds = {}
@@ -55,13 +64,17 @@ for e in ev:
     if e["kind"] in ("alloc", "free", "copy", "memset", "sync"):
         k = kinds.setdefault(e["kind"], [0, 0, 0])
         k[0] += 1
+        if "stack" not in e and owes_stack(e):
+            k.append(e)
         if "stack" in e:
             k[1] += 1
             if any(".py:" in f for f in stacks.get(e["stack"], [])):
                 k[2] += 1
-for k, (n, s, p) in sorted(kinds.items()):
+for k, (n, s, p, *_) in sorted(kinds.items()):
     print(f"     mlp: {k}: {n} events, {s} with a stack, {p} with Python frames")
-check("mlp: every alloc/free/copy/memset/sync has a stack", all(n == s for n, s, _ in kinds.values()))
+missing = [m for k in kinds.values() for m in k[3:]]
+check("mlp: every alloc/free/copy/memset/sync has a stack (but short ones under GPUSPY_STACK_MIN)",
+      not missing, str(missing[:2])[:300])
 syms = sum(1 for fr in stacks.values() for f in fr if "libtorch" in f or "c10::" in f or "at::" in f)
 check("mlp: stacks symbolized into PyTorch's libraries", syms > 0, f"{syms} frames")
 o = report("mlp")
