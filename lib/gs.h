@@ -76,7 +76,7 @@ struct gs_config {
 	uint32_t stack_depth; /* GPUSPY_STACK_DEPTH */
 	uint32_t stack_launch_every; /* GPUSPY_STACK_LAUNCHES: 1 in N, 0 none */
 	uint64_t stack_min_ns;    /* GPUSPY_STACK_MIN, 0 = every call */
-	uint64_t stack_min_ticks; /* the same in clock units, set with the clock */
+	uint64_t stack_min_ticks; /* the same in clock units, gs_stacks_clock() */
 	uint64_t host_alloc_min; /* GPUSPY_HOST_ALLOC_MIN, 0 = off */
 };
 extern struct gs_config gs_cfg;
@@ -109,6 +109,7 @@ void gs_events_forked(void);
 /* Call stacks (stacks.c). */
 extern uint32_t gs_stack_kinds; /* 1 << kind for the kinds that get stacks */
 void gs_stack_note(struct gspy_record *r);
+void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_STACK_MIN in ticks */
 void gs_stacks_setup(void);
 void gs_stacks_forked(void);
 

@@ -494,6 +494,12 @@ void gs_stacks_setup(void)
 			 (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
 }
 
+void gs_stacks_clock(double ticks_per_s)
+{
+	double ticks = (double)gs_cfg.stack_min_ns * ticks_per_s / 1e9;
+	gs_cfg.stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
+}
+
 /* The child of a fork writes a new file: every id is stale. */
 void gs_stacks_forked(void)
 {

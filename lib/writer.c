@@ -256,8 +256,7 @@ static int open_file(void)
 	clock_pair(&h->clock_start);
 	h->tsc_hz = gs_g.clock == GSPY_CLOCK_TSC ? calibrate_tsc(&h->clock_start) : 1e9;
 	h->stack_min_ns = gs_cfg.stack_min_ns;
-	double ticks = (double)gs_cfg.stack_min_ns * h->tsc_hz / 1e9;
-	gs_cfg.stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
+	gs_stacks_clock(h->tsc_hz);
 	clock_pair(&h->clock_last);
 	h->state = GSPY_STATE_RUNNING;
 	h->ring = (uint32_t)gs_g.ring;
