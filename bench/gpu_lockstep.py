@@ -144,7 +144,10 @@ def main():
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    rounds = range(1, WINDOWS)  # round 0: the first window after warm-up, left out
+    # Left out: round 0 (the first window after warm-up) and the last round,
+    # during which the processes that have had their last turn exit (their
+    # teardown shares the CPUs: the last round's ratios spread 0.5..1.6).
+    rounds = range(1, WINDOWS - 1)
     ratio = {m: [rates[m][k] / rates["untraced"][k] for k in rounds] for m in MODES}
     steps = WINDOWS * WINDOW + 10  # loops.py's warm-up: 10 steps
     own = {m: own_time(dirs[m], steps) for m in MODES if m.startswith("gpuspy")}
@@ -165,7 +168,7 @@ def main():
         f"{statistics.median(v):.3f}" for v in place) + "."
     text = "\n".join([
         f"Lock step: {n} processes ({', '.join(MODES)}) alive at once, taking turns window by window; "
-        f"{WINDOWS - 1} rounds of {WINDOW}-step windows after one left out; ratio = the mode's window "
+        f"{len(rounds)} rounds of {WINDOW}-step windows (the first and last left out); ratio = the mode's window "
         f"rate / the untraced window rate of the same round, median over rounds"
         f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
         "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks (the run / steps) "

@@ -3,7 +3,7 @@
 """Pools the rounds of H200 overhead runs (the rounds files bench/gpu_overhead.py
 writes, e.g. tests/gpu/results/issue5-overhead-rounds*.txt, or the window
 rates of bench/gpu_lockstep.py, lockstep_rates.txt, whose rounds are its
-windows, the first left out) and prints, per
+windows, the first and the last left out) and prints, per
 loop and mode, the median of the per-round ratios with a 95% bootstrap
 confidence interval of that median (10,000 resamples of the rounds, fixed
 seed). A target like "at least 0.98 of untraced" is shown when the interval's
@@ -23,7 +23,7 @@ def parse(paths):
             rates = {l.split(": ")[0]: [float(x) for x in l.split(": ")[1].split()] for l in lines if ": " in l}
             n = min(len(r) for r in rates.values())
             rounds.setdefault("mlp (lock step)", []).extend(
-                {m: r[k] for m, r in rates.items()} for k in range(1, n))
+                {m: r[k] for m, r in rates.items()} for k in range(1, n - 1))
             continue
         for line in lines:
             m = re.match(r"(\w+) round \d+: (.*)", line.strip())

@@ -1036,7 +1036,7 @@ def lockstep_bench_hands_out_turns(tmp):
     """bench/gpu_lockstep.py without a GPU (bench/lockstep_stub.py speaks
     loops.py's --lockstep): every process runs exactly WINDOWS windows, each
     round hands the turn to every mode once in a random order, the table has
-    a row per mode in order, and a gpuspy variant mode gets its variables."""
+    a row per mode in order over all rounds but the first and last, and a gpuspy variant mode gets its variables."""
     if SANITIZED:
         raise Skip("the bench is not the library")
     work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
@@ -1051,6 +1051,7 @@ def lockstep_bench_hands_out_turns(tmp):
     check(p.returncode == 0, f"bench failed: {p.stderr[-800:]}")
     rows = [l.split(" | ")[0].lstrip("| ") for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l]
     check(rows == ["mode"] + modes, f"table rows {rows}")
+    check("5 rounds of 50-step windows (the first and last left out)" in p.stdout, f"rounds: {p.stdout[:300]}")
     rates = dict(l.split(": ", 1) for l in open(os.path.join(out, "lockstep_rates.txt")).read().splitlines())
     check(list(rates) == modes and all(len(r.split()) == 7 for r in rates.values()), f"rates {rates}")
     orders = [l.split() for l in open(os.path.join(out, "lockstep_order.txt")).read().splitlines()]
