@@ -24,7 +24,12 @@ PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A mode
 GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap,
 which takes a part of the PyTorch helper away: bench/helper_probe). The
 table also gives each gpuspy mode's own time for call stacks per step, as
-its trace's header counts it, and its trace bytes per step. A dry run without
+its trace's header counts it, its trace bytes per step, and every mode's CPU
+time per step (time.thread_time of the main thread, which sets a
+launch-bound loop's pace, and time.process_time of all threads): its median,
+and the median over rounds of what the main thread's adds to the untraced
+one's, a direct figure for a mode's cost that throughput's noise does not
+blur as much (lockstep_cpu.txt keeps every window's). A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
 import json
@@ -101,7 +106,7 @@ def main():
             env=env, cwd=d if mode == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE,
             stderr=open(os.path.join(d, "stderr.txt"), "w"), text=True,
             preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
-    rates = {}
+    rates, cpu = {}, {}
     orders = []
     rng = random.Random(int(os.environ.get("LOCKSTEP_SEED", "1")))
     timeout = float(os.environ.get("LOCKSTEP_TIMEOUT", "540"))
@@ -140,6 +145,9 @@ def main():
             if p.returncode or not line:
                 raise SystemExit(f"{mode}: failed ({p.returncode}): {tail(mode)}")
             rates[mode] = [float(x) for x in line[0].split()[1:]]
+            c = [l for l in out.splitlines() if l.startswith("lockstep_cpu ")]
+            if c:  # per window: "main/all" CPU us per step
+                cpu[mode] = [tuple(float(v) for v in x.split("/")) for x in c[0].split()[1:]]
     finally:  # one failed: the others wait for a turn that never comes
         for p in procs:
             if p.poll() is None:
@@ -151,12 +159,22 @@ def main():
     ratio = {m: [rates[m][k] / rates["untraced"][k] for k in rounds] for m in MODES}
     steps = WINDOWS * WINDOW + 10  # loops.py's warm-up: 10 steps
     own = {m: own_time(dirs[m], steps) for m in MODES if m.startswith("gpuspy")}
+
+    def cpu_cells(m):
+        """CPU us per step: the main thread's (median), what it adds to the
+        untraced main thread's (median of per-round differences), all threads'."""
+        if m not in cpu or "untraced" not in cpu:
+            return " | | "
+        main = statistics.median(cpu[m][k][0] for k in rounds)
+        added = statistics.median(cpu[m][k][0] - cpu["untraced"][k][0] for k in rounds)
+        return f"{main:.1f} | {added:+.1f} | {statistics.median(cpu[m][k][1] for k in rounds):.1f}"
+
     rows = [f"| {m} | {statistics.median(rates[m]):.1f} | {statistics.median(ratio[m]):.3f} | "
-            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} | {own.get(m, ' | ')} |" for m in MODES]
+            f"{min(ratio[m]):.3f}..{max(ratio[m]):.3f} | {own.get(m, ' | ')} | {cpu_cells(m)} |" for m in MODES]
     if "gpuspy+cupti" in MODES and "bare cupti" in MODES:
         v = [rates["gpuspy+cupti"][k] / rates["bare cupti"][k] for k in rounds]
         rows.append(f"| gpuspy+cupti / bare cupti | | {statistics.median(v):.3f} | "
-                    f"{min(v):.3f}..{max(v):.3f} | | |")
+                    f"{min(v):.3f}..{max(v):.3f} | | | | | |")
     # The method's own check: a window's rate over its round's median rate,
     # by its place in the round. Flat when the place costs nothing.
     place = [[] for _ in range(n)]
@@ -172,13 +190,16 @@ def main():
         f"rate / the untraced window rate of the same round, median over rounds"
         f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
         "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks (the run / steps) "
-        "| trace bytes per step |",
-        "| --- | --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
+        "| trace bytes per step | main thread CPU us/step | added to untraced's (per round) | all threads CPU us/step |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"
     with open(os.path.join(OUT, "lockstep.md"), "w") as f:
         f.write(text)
     with open(os.path.join(OUT, "lockstep_order.txt"), "w") as f:
         for order in orders:
             f.write(" ".join(MODES[i].replace(" ", "_") for i in order) + "\n")
+    with open(os.path.join(OUT, "lockstep_cpu.txt"), "w") as f:  # "main/all threads" us per step
+        for m in cpu:
+            f.write(f"{m}: " + " ".join(f"{a:.1f}/{b:.1f}" for a, b in cpu[m]) + "\n")
     with open(os.path.join(OUT, "lockstep_rates.txt"), "w") as f:
         for m in MODES:
             f.write(f"{m}: " + " ".join(f"{r:.2f}" for r in rates[m]) + "\n")

@@ -3,7 +3,8 @@
 """A dry run of bench/gpu_lockstep.py without a GPU: speaks loops.py's
 --lockstep protocol, each window a 2 ms sleep, STUB_SLOW_<GPUSPY_CUPTI> times
 longer under gpuspy (e.g. STUB_SLOW_on=1.2) and 1.1 times under the bare
-collector. LOOP_CMD="python3 bench/lockstep_stub.py" STUB_SLOW_on=1.2 \\
+collector; CPU per step reported as 1000 us times that, plus the window's
+number mod 3 (all threads: 100 us more). LOOP_CMD="python3 bench/lockstep_stub.py" STUB_SLOW_on=1.2 \\
 python3 bench/gpu_lockstep.py /tmp/w /tmp/o  gives gpuspy+cupti about 0.83."""
 import argparse
 import os
@@ -22,11 +23,14 @@ if os.environ.get("GPUSPY_DIR"):  # what the bench set for this mode, for its te
         f.write(f"GPUSPY_CUPTI={os.environ.get('GPUSPY_CUPTI', '')} LD_PRELOAD={os.environ.get('LD_PRELOAD', '')}\n")
 ready, tin, tout = (int(x) for x in os.environ["LOCKSTEP_FDS"].split(","))
 os.write(ready, b"r")
-rates = []
-for _ in range(a.steps // a.window):
+rates, cpu = [], []
+for i in range(a.steps // a.window):
     os.read(tin, 1)
     t = time.monotonic()
     time.sleep(0.002 * slow)
     rates.append(a.window / (time.monotonic() - t))
+    main = round(1000 * slow) + i % 3  # made-up CPU us per step the test can predict
+    cpu.append(f"{main:.1f}/{main + 100:.1f}")
     os.write(tout, b"t")
 print("lockstep_windows " + " ".join(f"{r:.2f}" for r in rates))
+print("lockstep_cpu " + " ".join(cpu))

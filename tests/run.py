@@ -1036,7 +1036,8 @@ def lockstep_bench_hands_out_turns(tmp):
     """bench/gpu_lockstep.py without a GPU (bench/lockstep_stub.py speaks
     loops.py's --lockstep): every process runs exactly WINDOWS windows, each
     round hands the turn to every mode once in a random order, the table has
-    a row per mode in order over all rounds but the first and last, and a gpuspy variant mode gets its variables."""
+    a row per mode in order over all rounds but the first and last, with
+    the CPU per step the stub reported (median, added to untraced's), and a gpuspy variant mode gets its variables."""
     if SANITIZED:
         raise Skip("the bench is not the library")
     work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
@@ -1052,6 +1053,14 @@ def lockstep_bench_hands_out_turns(tmp):
     rows = [l.split(" | ")[0].lstrip("| ") for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l]
     check(rows == ["mode"] + modes, f"table rows {rows}")
     check("5 rounds of 50-step windows (the first and last left out)" in p.stdout, f"rounds: {p.stdout[:300]}")
+    # the stub's CPU per step: 1000 us x its slowdown + window number mod 3 (rounds 1..5: +1 +2 +0 +1 +2)
+    cells = {l.split(" | ")[0].lstrip("| "): [c.strip() for c in l.strip(" |").split(" | ")[-3:]]
+             for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l}
+    check(cells["untraced"] == ["1001.0", "+0.0", "1101.0"] and
+          cells["gpuspy GPUSPY_CUPTI=on"] == ["1201.0", "+200.0", "1301.0"], f"CPU columns {cells}")
+    cpu = open(os.path.join(out, "lockstep_cpu.txt")).read().splitlines()
+    check(len(cpu) == 4 and cpu[0].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"),
+          f"lockstep_cpu.txt {cpu[:1]}")
     rates = dict(l.split(": ", 1) for l in open(os.path.join(out, "lockstep_rates.txt")).read().splitlines())
     check(list(rates) == modes and all(len(r.split()) == 7 for r in rates.values()), f"rates {rates}")
     orders = [l.split() for l in open(os.path.join(out, "lockstep_order.txt")).read().splitlines()]

@@ -32,7 +32,8 @@ ap.add_argument("--lockstep", action="store_true",
                 help="bench/gpu_lockstep.py's turns: after warm-up write a byte to the first "
                      "fd of LOCKSTEP_FDS=ready,in,out, then run each window after reading a "
                      "byte from `in` and write one to `out` when it is done; print "
-                     "lockstep_windows with every window's rate in order")
+                     "lockstep_windows with every window's rate in order, and lockstep_cpu "
+                     "with each window's CPU time per step in us, main thread/all threads")
 a = ap.parse_args()
 torch.manual_seed(0)
 
@@ -96,12 +97,14 @@ if a.lockstep:
     lock = [int(x) for x in os.environ["LOCKSTEP_FDS"].split(",")]
     os.write(lock[0], b"r")
 t0 = time.monotonic()
-windows, kinds = [], []
+windows, kinds, cpu = [], [], []
 tw = t0
+cw = (time.thread_time(), time.process_time())
 for i in range(a.steps):
     if lock and i % a.window == 0:
         os.read(lock[1], 1)  # our turn
         tw = time.monotonic()
+        cw = (time.thread_time(), time.process_time())
     if toggle and i % a.window == 0:
         kinds.append((i // a.window) % 2)  # 0: recorded, 1: paused
         toggle[kinds[-1]]()
@@ -111,6 +114,9 @@ for i in range(a.steps):
         now = time.monotonic()
         windows.append(a.window / (now - tw))
         tw = now
+        c = (time.thread_time(), time.process_time())
+        cpu.append(f"{(c[0] - cw[0]) * 1e6 / a.window:.1f}/{(c[1] - cw[1]) * 1e6 / a.window:.1f}")
+        cw = c
         if lock:
             os.write(lock[2], b"t")  # the next process's turn
 torch.cuda.synchronize()
@@ -126,6 +132,7 @@ if toggle:
     print(f"toggle_ratio {on[len(on) // 2] / off[len(off) // 2]:.4f} ({len(on)} recorded, {len(off)} paused windows)")
 if lock:
     print("lockstep_windows " + " ".join(f"{w:.2f}" for w in windows))
+    print("lockstep_cpu " + " ".join(cpu))
 if windows:
     windows.sort()
     print(f"window_steps_per_s {windows[len(windows) // 2]:.2f}")
