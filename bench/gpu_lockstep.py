@@ -55,8 +55,8 @@ WINDOWS = int(os.environ.get("WINDOWS", "100"))
 WINDOW = 50
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
 # LOOP_CMD replaces the loop (a dry run without a GPU); it must speak --lockstep.
-LOOP_CMD = os.environ.get("LOOP_CMD", f"python3 {os.path.join(ROOT, 'tests', 'gpu', 'loops.py')} "
-                                      f"{os.environ.get('LOOP', 'mlp')}").split()
+LOOP = os.environ.get("LOOP", "mlp")
+LOOP_CMD = os.environ.get("LOOP_CMD", f"python3 {os.path.join(ROOT, 'tests', 'gpu', 'loops.py')} {LOOP}").split()
 
 
 def env_of(mode, d):
@@ -197,10 +197,13 @@ def main():
     with open(os.path.join(OUT, "lockstep_order.txt"), "w") as f:
         for order in orders:
             f.write(" ".join(MODES[i].replace(" ", "_") for i in order) + "\n")
+    # The loop on a first comment line, for bench/overhead_table.py.
     with open(os.path.join(OUT, "lockstep_cpu.txt"), "w") as f:  # "main/all threads" us per step
+        f.write(f"# loop={LOOP}\n")
         for m in cpu:
             f.write(f"{m}: " + " ".join(f"{a:.1f}/{b:.1f}" for a, b in cpu[m]) + "\n")
     with open(os.path.join(OUT, "lockstep_rates.txt"), "w") as f:
+        f.write(f"# loop={LOOP}\n")
         for m in MODES:
             f.write(f"{m}: " + " ".join(f"{r:.2f}" for r in rates[m]) + "\n")
     print(text)

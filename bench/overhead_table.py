@@ -8,6 +8,10 @@ loop and mode, the median of the per-round ratios with a 95% bootstrap
 confidence interval of that median (10,000 resamples of the rounds, fixed
 seed). A target like "at least 0.98 of untraced" is shown when the interval's
 lower end is at or above it, ruled out when its upper end is below it.
+Given the lock step's lockstep_cpu.txt files too, it also prints, per mode,
+the CPU time per step that the mode's main thread (and all its threads)
+adds to the untraced process's in the same round: median and interval.
+A lock-step file names its loop on a first line "# loop=conv" (none: mlp).
 Usage: bench/overhead_table.py ROUNDS_FILE..."""
 import random
 import re
@@ -16,14 +20,22 @@ import sys
 
 
 def parse(paths):
-    rounds = {}
+    """(rounds, cpu): per loop, a list of {mode: rate} and of {mode: (main, all)}."""
+    rounds, cpu = {}, {}
     for path in paths:
         lines = open(path).read().splitlines()
-        if lines and re.match(r"[\w .+=]+: [\d.]+ ", lines[0]):  # lock step: "mode: rate rate ..."
-            rates = {l.split(": ")[0]: [float(x) for x in l.split(": ")[1].split()] for l in lines if ": " in l}
-            n = min(len(r) for r in rates.values())
-            rounds.setdefault("mlp (lock step)", []).extend(
-                {m: r[k] for m, r in rates.items()} for k in range(1, n - 1))
+        loop = "mlp"
+        if lines and lines[0].startswith("# loop="):
+            loop = lines.pop(0)[len("# loop="):].strip()
+        if lines and re.match(r"[\w .+=]+: [\d./]+ ", lines[0]):  # lock step: "mode: v v ..."
+            vals = {l.split(": ")[0]: l.split(": ")[1].split() for l in lines if ": " in l}
+            n = min(len(r) for r in vals.values())
+            if "/" in lines[0]:  # lockstep_cpu.txt: main/all threads CPU us per step
+                cpu.setdefault(loop + " (lock step)", []).extend(
+                    {m: tuple(float(x) for x in r[k].split("/")) for m, r in vals.items()} for k in range(1, n - 1))
+            else:
+                rounds.setdefault(loop + " (lock step)", []).extend(
+                    {m: float(r[k]) for m, r in vals.items()} for k in range(1, n - 1))
             continue
         for line in lines:
             m = re.match(r"(\w+) round \d+: (.*)", line.strip())
@@ -35,7 +47,7 @@ def parse(paths):
                 if p:
                     d[p.group(1)] = float(p.group(2))
             rounds.setdefault(m.group(1), []).append(d)
-    return rounds
+    return rounds, cpu
 
 
 def ci(values, rng, n=10000):
@@ -45,7 +57,7 @@ def ci(values, rng, n=10000):
 
 def main():
     rng = random.Random(1)
-    rounds = parse(sys.argv[1:])
+    rounds, cpu = parse(sys.argv[1:])
     print("| loop | ratio | rounds | median | 95% CI of the median |")
     print("| --- | --- | --- | --- | --- |")
     for loop, rs in rounds.items():
@@ -60,6 +72,25 @@ def main():
                 continue
             lo, hi = ci(v, rng)
             print(f"| {loop} | {a} / {b} | {len(v)} | {statistics.median(v):.3f} | {lo:.3f}..{hi:.3f} |")
+    if cpu:
+        print()
+        print("| loop | mode | rounds | main thread CPU us/step added to untraced's | 95% CI "
+              "| all threads added | 95% CI |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+    for loop, rs in cpu.items():
+        modes = []
+        for d in rs:
+            modes += [m for m in d if m != "untraced" and m not in modes]
+        for m in modes:
+            both = [d for d in rs if m in d and "untraced" in d]
+            if len(both) < 2:
+                continue
+            cells = []
+            for i in (0, 1):
+                v = [d[m][i] - d["untraced"][i] for d in both]
+                lo, hi = ci(v, rng)
+                cells.append(f"{statistics.median(v):+.1f} | {lo:+.1f}..{hi:+.1f}")
+            print(f"| {loop} | {m} | {len(both)} | {cells[0]} | {cells[1]} |")
 
 
 if __name__ == "__main__":

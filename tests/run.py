@@ -1059,9 +1059,11 @@ def lockstep_bench_hands_out_turns(tmp):
     check(cells["untraced"] == ["1001.0", "+0.0", "1101.0"] and
           cells["gpuspy GPUSPY_CUPTI=on"] == ["1201.0", "+200.0", "1301.0"], f"CPU columns {cells}")
     cpu = open(os.path.join(out, "lockstep_cpu.txt")).read().splitlines()
-    check(len(cpu) == 4 and cpu[0].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"),
-          f"lockstep_cpu.txt {cpu[:1]}")
-    rates = dict(l.split(": ", 1) for l in open(os.path.join(out, "lockstep_rates.txt")).read().splitlines())
+    check(len(cpu) == 5 and cpu[0] == "# loop=mlp" and
+          cpu[1].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"), f"lockstep_cpu.txt {cpu[:2]}")
+    lines = open(os.path.join(out, "lockstep_rates.txt")).read().splitlines()
+    check(lines[0] == "# loop=mlp", f"rates file's first line {lines[0]!r}")
+    rates = dict(l.split(": ", 1) for l in lines[1:])
     check(list(rates) == modes and all(len(r.split()) == 7 for r in rates.values()), f"rates {rates}")
     orders = [l.split() for l in open(os.path.join(out, "lockstep_order.txt")).read().splitlines()]
     names = sorted(m.replace(" ", "_") for m in modes)
@@ -1072,6 +1074,33 @@ def lockstep_bench_hands_out_turns(tmp):
     check(seen["untraced"] == ["GPUSPY_CUPTI=", "LD_PRELOAD="] and
           seen["gpuspy"] == ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + LIB] and
           seen["gpuspy GPUSPY_CUPTI=on"] == ["GPUSPY_CUPTI=on", "LD_PRELOAD=" + LIB], f"mode environments {seen}")
+
+
+@test
+def overhead_table_pools_lockstep_runs(tmp):
+    """bench/overhead_table.py on two made-up lock-step runs of 6 windows
+    (a conv one named by its first line, an mlp one without): rounds 1..4 of
+    each, ratios to the untraced window of the same round, the CPU each
+    mode adds to untraced's per round; intervals from the same rounds."""
+    a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
+    with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
+        f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
+    with open(b, "w") as f:  # no loop line: mlp; bare cupti at 0.8, gpuspy+cupti 0.75 of bare
+        f.write("untraced: 100 100 100 100 100 100\nbare cupti: 80 80 80 80 80 80\n"
+                "gpuspy+cupti: 60 60 60 60 60 60\n")
+    with open(c, "w") as f:  # main/all threads us per step
+        f.write("# loop=conv\nuntraced: 9/9 1000/1100 1000/1100 1000/1100 1000/1100 9/9\n"
+                "gpuspy: 1/1 1040/1160 1050/1150 1060/1170 1050/1190 1/1\n")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
+    rows = [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| loop |" not in l]
+    want = ["| conv (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
+            "| mlp (lock step) | bare cupti / untraced | 4 | 0.800 | 0.800..0.800 |",
+            "| mlp (lock step) | gpuspy+cupti / untraced | 4 | 0.600 | 0.600..0.600 |",
+            "| mlp (lock step) | gpuspy+cupti / bare cupti | 4 | 0.750 | 0.750..0.750 |",
+            "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |"]
+    check(rows == want, f"table rows {rows}")
 
 
 @test
