@@ -22,7 +22,13 @@ picks some (default the first five; untraced is always needed), WINDOWS the roun
 PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A mode
 "gpuspy VAR=VAL ..." is gpuspy with those variables set (GPUSPY_STACKS=0,
 GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap,
-which takes a part of the PyTorch helper away: bench/helper_probe). The
+which takes a part of the PyTorch helper away: bench/helper_probe). A
+mode "MODE #2" is a second process of MODE (a replica: "untraced #2",
+"gpuspy #3"), so that a process's own luck (its address layout, which the
+A/A check shows can move a rate by a few percent for a whole run) can be
+told from the mode's cost. BLOCKING_SYNC=1 runs every loop with
+--blocking-sync (waits sleep instead of spinning: its CPU columns are then
+the work a step does, not the time it spins in a wait). The
 table also gives each gpuspy mode's own time for call stacks per step, as
 its trace's header counts it, its trace bytes per step, and every mode's CPU
 time per step (time.thread_time of the main thread, which sets a
@@ -35,6 +41,7 @@ Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKD
 import json
 import os
 import random
+import re
 import select
 import statistics
 import subprocess
@@ -50,16 +57,29 @@ ALL = DEFAULT + ["gpuspy events", "torch.profiler"]
 # "gpuspy VAR=VAL ..." is gpuspy (no CUPTI) with those variables set: a
 # variant that splits gpuspy's cost (e.g. "gpuspy GPUSPY_STACKS=0").
 _asked = os.environ.get("MODES", ",".join(DEFAULT)).split(",")
-MODES = [m for m in ALL if m in _asked] + [m for m in _asked if m.startswith("gpuspy ") and "=" in m]
+
+
+def base(mode):
+    """The mode a replica ("gpuspy #2") is a process of."""
+    return mode.split(" #")[0]
+
+
+def known(mode):
+    return mode in ALL or (mode.startswith("gpuspy ") and "=" in mode)
+
+
+MODES = [m for m in ALL if m in _asked] + [m for m in _asked if m not in ALL and known(base(m))]
 WINDOWS = int(os.environ.get("WINDOWS", "100"))
 WINDOW = 50
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
 # LOOP_CMD replaces the loop (a dry run without a GPU); it must speak --lockstep.
 LOOP = os.environ.get("LOOP", "mlp")
 LOOP_CMD = os.environ.get("LOOP_CMD", f"python3 {os.path.join(ROOT, 'tests', 'gpu', 'loops.py')} {LOOP}").split()
+BLOCKING = os.environ.get("BLOCKING_SYNC", "") not in ("", "0")
 
 
 def env_of(mode, d):
+    mode = base(mode)
     env = dict(os.environ, GPUSPY_DIR=d, PYTHONUNBUFFERED="1")
     if mode.startswith("gpuspy"):
         env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI={"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off"))
@@ -94,16 +114,16 @@ def main():
     procs = []
     dirs = {}
     for i, mode in enumerate(MODES):
-        d = dirs[mode] = os.path.join(WORK, "lockstep-" + mode.replace(" ", "_").replace("+", "_").replace("/", "_"))
+        d = dirs[mode] = os.path.join(WORK, "lockstep-" + re.sub(r"[ +/#]", "_", mode))
         os.makedirs(d, exist_ok=True)
         fds = (ready_w, turn[i][0], done[i][1])
         env = env_of(mode, d)
         env["LOCKSTEP_FDS"] = ",".join(map(str, fds))
         procs.append(subprocess.Popen(
             LOOP_CMD + ["--steps", str(WINDOWS * WINDOW), "--window", str(WINDOW), "--lockstep"]
-            + (["--profile"] if mode == "torch.profiler" else []),
+            + (["--profile"] if base(mode) == "torch.profiler" else []) + (["--blocking-sync"] if BLOCKING else []),
             # stderr to a file: a pipe nobody reads during the run could fill and stall a turn
-            env=env, cwd=d if mode == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE,
+            env=env, cwd=d if base(mode) == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE,
             stderr=open(os.path.join(d, "stderr.txt"), "w"), text=True,
             preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
     rates, cpu = {}, {}
@@ -188,7 +208,8 @@ def main():
         f"Lock step: {n} processes ({', '.join(MODES)}) alive at once, taking turns window by window; "
         f"{len(rounds)} rounds of {WINDOW}-step windows (the first and last left out); ratio = the mode's window "
         f"rate / the untraced window rate of the same round, median over rounds"
-        f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}.", "",
+        f"{'; processes on CPUs ' + ','.join(map(str, sorted(PIN))) if PIN else ''}"
+        f"{'; waits block (--blocking-sync)' if BLOCKING else ''}.", "",
         "| mode | window steps/s (median) | ratio to untraced (median) | min..max | gpuspy's call stacks (the run / steps) "
         "| trace bytes per step | main thread CPU us/step | added to untraced's (per round) | all threads CPU us/step |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |", *rows, "", by_place]) + "\n"

@@ -15,12 +15,14 @@ ap.add_argument("--steps", type=int)
 ap.add_argument("--window", type=int)
 ap.add_argument("--lockstep", action="store_true")
 ap.add_argument("--profile", action="store_true")  # torch.profiler mode: nothing to do here
+ap.add_argument("--blocking-sync", action="store_true")  # BLOCKING_SYNC=1: written to stub_env.txt
 a = ap.parse_args()
 slow = float(os.environ.get("STUB_SLOW_" + os.environ.get("GPUSPY_CUPTI", "none"), "1"))
 slow *= 1.1 if os.environ.get("CUDA_INJECTION64_PATH") else 1
 if os.environ.get("GPUSPY_DIR"):  # what the bench set for this mode, for its test
     with open(os.path.join(os.environ["GPUSPY_DIR"], "stub_env.txt"), "w") as f:
-        f.write(f"GPUSPY_CUPTI={os.environ.get('GPUSPY_CUPTI', '')} LD_PRELOAD={os.environ.get('LD_PRELOAD', '')}\n")
+        f.write(f"GPUSPY_CUPTI={os.environ.get('GPUSPY_CUPTI', '')} LD_PRELOAD={os.environ.get('LD_PRELOAD', '')}"
+                + (" blocking" if a.blocking_sync else "") + "\n")
 ready, tin, tout = (int(x) for x in os.environ["LOCKSTEP_FDS"].split(","))
 os.write(ready, b"r")
 rates, cpu = [], []

@@ -12,6 +12,10 @@ Given the lock step's lockstep_cpu.txt files too, it also prints, per mode,
 the CPU time per step that the mode's main thread (and all its threads)
 adds to the untraced process's in the same round: median and interval.
 A lock-step file names its loop on a first line "# loop=conv" (none: mlp).
+Lock-step rates also give one median ratio per process (a file's mode, or
+its replica "MODE #2"): where a mode has two or more, they are listed, so
+that the spread between processes of one mode, which bootstrapping rounds
+does not see, is in view.
 Usage: bench/overhead_table.py ROUNDS_FILE..."""
 import random
 import re
@@ -20,22 +24,27 @@ import sys
 
 
 def parse(paths):
-    """(rounds, cpu): per loop, a list of {mode: rate} and of {mode: (main, all)}."""
-    rounds, cpu = {}, {}
+    """(rounds, cpu, procs): per loop, a list of {mode: rate} and of {mode:
+    (main, all)}; per loop and base mode, each lock-step process's median ratio."""
+    rounds, cpu, procs = {}, {}, {}
     for path in paths:
         lines = open(path).read().splitlines()
         loop = "mlp"
         if lines and lines[0].startswith("# loop="):
             loop = lines.pop(0)[len("# loop="):].strip()
-        if lines and re.match(r"[\w .+=]+: [\d./]+ ", lines[0]):  # lock step: "mode: v v ..."
+        if lines and re.match(r"[\w .+=#]+: [\d./]+ ", lines[0]):  # lock step: "mode: v v ..."
             vals = {l.split(": ")[0]: l.split(": ")[1].split() for l in lines if ": " in l}
             n = min(len(r) for r in vals.values())
             if "/" in lines[0]:  # lockstep_cpu.txt: main/all threads CPU us per step
                 cpu.setdefault(loop + " (lock step)", []).extend(
                     {m: tuple(float(x) for x in r[k].split("/")) for m, r in vals.items()} for k in range(1, n - 1))
             else:
-                rounds.setdefault(loop + " (lock step)", []).extend(
-                    {m: float(r[k]) for m, r in vals.items()} for k in range(1, n - 1))
+                rs = [{m: float(r[k]) for m, r in vals.items()} for k in range(1, n - 1)]
+                rounds.setdefault(loop + " (lock step)", []).extend(rs)
+                for m in vals:
+                    if m != "untraced" and "untraced" in vals:
+                        procs.setdefault((loop + " (lock step)", m.split(" #")[0]), []).append(
+                            statistics.median(d[m] / d["untraced"] for d in rs))
             continue
         for line in lines:
             m = re.match(r"(\w+) round \d+: (.*)", line.strip())
@@ -47,7 +56,7 @@ def parse(paths):
                 if p:
                     d[p.group(1)] = float(p.group(2))
             rounds.setdefault(m.group(1), []).append(d)
-    return rounds, cpu
+    return rounds, cpu, procs
 
 
 def ci(values, rng, n=10000):
@@ -57,7 +66,7 @@ def ci(values, rng, n=10000):
 
 def main():
     rng = random.Random(1)
-    rounds, cpu = parse(sys.argv[1:])
+    rounds, cpu, procs = parse(sys.argv[1:])
     print("| loop | ratio | rounds | median | 95% CI of the median |")
     print("| --- | --- | --- | --- | --- |")
     for loop, rs in rounds.items():
@@ -91,6 +100,13 @@ def main():
                 lo, hi = ci(v, rng)
                 cells.append(f"{statistics.median(v):+.1f} | {lo:+.1f}..{hi:+.1f}")
             print(f"| {loop} | {m} | {len(both)} | {cells[0]} | {cells[1]} |")
+    many = {k: v for k, v in procs.items() if len(v) > 1}
+    if many:
+        print()
+        print("| loop | mode | processes | each process's median ratio to untraced | min..max |")
+        print("| --- | --- | --- | --- | --- |")
+    for (loop, m), v in many.items():
+        print(f"| {loop} | {m} | {len(v)} | {' '.join(f'{x:.3f}' for x in v)} | {min(v):.3f}..{max(v):.3f} |")
 
 
 if __name__ == "__main__":

@@ -1037,29 +1037,32 @@ def lockstep_bench_hands_out_turns(tmp):
     loops.py's --lockstep): every process runs exactly WINDOWS windows, each
     round hands the turn to every mode once in a random order, the table has
     a row per mode in order over all rounds but the first and last, with
-    the CPU per step the stub reported (median, added to untraced's), and a gpuspy variant mode gets its variables."""
+    the CPU per step the stub reported (median, added to untraced's), a gpuspy variant mode gets its
+    variables, a replica ("gpuspy #2") its mode's, and BLOCKING_SYNC=1 reaches every loop."""
     if SANITIZED:
         raise Skip("the bench is not the library")
     work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
     os.makedirs(work)
     os.makedirs(out)
-    modes = ["untraced", "untraced b", "gpuspy", "gpuspy GPUSPY_CUPTI=on"]
+    modes = ["untraced", "untraced b", "gpuspy", "gpuspy GPUSPY_CUPTI=on", "gpuspy GPUSPY_CUPTI=on #2"]
     env = dict(os.environ, LOOP_CMD=f"{sys.executable} {os.path.join(ROOT, 'bench', 'lockstep_stub.py')}",
-               WINDOWS="7", MODES=",".join(modes), STUB_SLOW_on="1.2")
+               WINDOWS="7", MODES=",".join(modes + ["nonsense #2"]), STUB_SLOW_on="1.2", BLOCKING_SYNC="1")
     env.pop("PIN_CPUS", None)
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_lockstep.py"), work, out], env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"bench failed: {p.stderr[-800:]}")
     rows = [l.split(" | ")[0].lstrip("| ") for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l]
     check(rows == ["mode"] + modes, f"table rows {rows}")
-    check("5 rounds of 50-step windows (the first and last left out)" in p.stdout, f"rounds: {p.stdout[:300]}")
+    check("5 rounds of 50-step windows (the first and last left out)" in p.stdout and
+          "waits block (--blocking-sync)" in p.stdout, f"rounds: {p.stdout[:400]}")
     # the stub's CPU per step: 1000 us x its slowdown + window number mod 3 (rounds 1..5: +1 +2 +0 +1 +2)
     cells = {l.split(" | ")[0].lstrip("| "): [c.strip() for c in l.strip(" |").split(" | ")[-3:]]
              for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l}
     check(cells["untraced"] == ["1001.0", "+0.0", "1101.0"] and
-          cells["gpuspy GPUSPY_CUPTI=on"] == ["1201.0", "+200.0", "1301.0"], f"CPU columns {cells}")
+          cells["gpuspy GPUSPY_CUPTI=on"] == ["1201.0", "+200.0", "1301.0"] and
+          cells["gpuspy GPUSPY_CUPTI=on #2"] == ["1201.0", "+200.0", "1301.0"], f"CPU columns {cells}")
     cpu = open(os.path.join(out, "lockstep_cpu.txt")).read().splitlines()
-    check(len(cpu) == 5 and cpu[0] == "# loop=mlp" and
+    check(len(cpu) == 6 and cpu[0] == "# loop=mlp" and
           cpu[1].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"), f"lockstep_cpu.txt {cpu[:2]}")
     lines = open(os.path.join(out, "lockstep_rates.txt")).read().splitlines()
     check(lines[0] == "# loop=mlp", f"rates file's first line {lines[0]!r}")
@@ -1069,11 +1072,12 @@ def lockstep_bench_hands_out_turns(tmp):
     names = sorted(m.replace(" ", "_") for m in modes)
     check(len(orders) == 7 and all(sorted(o) == names for o in orders), f"turn orders {orders}")
     check(len({tuple(o) for o in orders}) > 1, "the same order every round")
-    seen = {m: open(os.path.join(work, "lockstep-" + m.replace(" ", "_"), "stub_env.txt")).read().split()
+    seen = {m: open(os.path.join(work, "lockstep-" + re.sub(r"[ +/#]", "_", m), "stub_env.txt")).read().split()
             for m in modes}
-    check(seen["untraced"] == ["GPUSPY_CUPTI=", "LD_PRELOAD="] and
-          seen["gpuspy"] == ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + LIB] and
-          seen["gpuspy GPUSPY_CUPTI=on"] == ["GPUSPY_CUPTI=on", "LD_PRELOAD=" + LIB], f"mode environments {seen}")
+    check(seen["untraced"] == ["GPUSPY_CUPTI=", "LD_PRELOAD=", "blocking"] and
+          seen["gpuspy"] == ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + LIB, "blocking"] and
+          seen["gpuspy GPUSPY_CUPTI=on"] == ["GPUSPY_CUPTI=on", "LD_PRELOAD=" + LIB, "blocking"] and
+          seen["gpuspy GPUSPY_CUPTI=on #2"] == seen["gpuspy GPUSPY_CUPTI=on"], f"mode environments {seen}")
 
 
 @test
@@ -1081,13 +1085,15 @@ def overhead_table_pools_lockstep_runs(tmp):
     """bench/overhead_table.py on two made-up lock-step runs of 6 windows
     (a conv one named by its first line, an mlp one without): rounds 1..4 of
     each, ratios to the untraced window of the same round, the CPU each
-    mode adds to untraced's per round; intervals from the same rounds."""
+    mode adds to untraced's per round; intervals from the same rounds; a
+    replica ("bare cupti #2") is a row of its own and a second process of
+    its mode in the per-process list."""
     a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
     with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
         f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
     with open(b, "w") as f:  # no loop line: mlp; bare cupti at 0.8, gpuspy+cupti 0.75 of bare
         f.write("untraced: 100 100 100 100 100 100\nbare cupti: 80 80 80 80 80 80\n"
-                "gpuspy+cupti: 60 60 60 60 60 60\n")
+                "gpuspy+cupti: 60 60 60 60 60 60\nbare cupti #2: 1 70 70 70 70 1\n")
     with open(c, "w") as f:  # main/all threads us per step
         f.write("# loop=conv\nuntraced: 9/9 1000/1100 1000/1100 1000/1100 1000/1100 9/9\n"
                 "gpuspy: 1/1 1040/1160 1050/1150 1060/1170 1050/1190 1/1\n")
@@ -1098,8 +1104,10 @@ def overhead_table_pools_lockstep_runs(tmp):
     want = ["| conv (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
             "| mlp (lock step) | bare cupti / untraced | 4 | 0.800 | 0.800..0.800 |",
             "| mlp (lock step) | gpuspy+cupti / untraced | 4 | 0.600 | 0.600..0.600 |",
+            "| mlp (lock step) | bare cupti #2 / untraced | 4 | 0.700 | 0.700..0.700 |",
             "| mlp (lock step) | gpuspy+cupti / bare cupti | 4 | 0.750 | 0.750..0.750 |",
-            "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |"]
+            "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |",
+            "| mlp (lock step) | bare cupti | 2 | 0.800 0.700 | 0.700..0.800 |"]
     check(rows == want, f"table rows {rows}")
 
 

@@ -4,6 +4,7 @@
         (launch-bound, ~40 kernels per ~1 ms step);
   conv: a small conv net fed by a DataLoader (0 workers, no pinning).
 Usage: loops.py mlp|conv [--steps N] [--warmup W] [--window W] [--profile] [--toggle]
+                [--lockstep] [--blocking-sync]
 Prints "steps_per_s X" for the steps after warm-up, and "window_steps_per_s
 Y": the median over windows of --window steps (the device synchronised at
 each window's end), which a stall of the shared machine moves less;
@@ -34,7 +35,17 @@ ap.add_argument("--lockstep", action="store_true",
                      "byte from `in` and write one to `out` when it is done; print "
                      "lockstep_windows with every window's rate in order, and lockstep_cpu "
                      "with each window's CPU time per step in us, main thread/all threads")
+ap.add_argument("--blocking-sync", action="store_true",
+                help="waits sleep instead of spinning (the primary context's "
+                     "CU_CTX_SCHED_BLOCKING_SYNC, set before PyTorch makes it): a "
+                     "window's CPU time is then the work its steps do")
 a = ap.parse_args()
+if a.blocking_sync:
+    import ctypes
+    cu = ctypes.CDLL("libcuda.so.1")
+    dev = ctypes.c_int()
+    if cu.cuInit(0) or cu.cuDeviceGet(ctypes.byref(dev), 0) or cu.cuDevicePrimaryCtxSetFlags(dev, 4):
+        raise SystemExit("loops.py: cannot set CU_CTX_SCHED_BLOCKING_SYNC")
 torch.manual_seed(0)
 
 if a.loop == "mlp":
