@@ -12,8 +12,11 @@ Given the lock step's lockstep_cpu.txt files too, it also prints, per mode,
 the CPU time per step that the mode's main thread (and all its threads)
 adds to the untraced process's in the same round: median and interval.
 A lock-step file names its loop on a first line "# loop=conv" (none: mlp).
+A mode with replicas also gets a row that pools all its processes
+("untraced" there: the untraced processes not divided by, the A/A check).
 Lock-step rates also give one median ratio per process (a file's mode, or
-its replica "MODE #2"): where a mode has two or more, they are listed, so
+its replica "MODE #2"; "untraced b" and "untraced #2" are the untraced
+processes not divided by): where a mode has two or more, they are listed, so
 that the spread between processes of one mode, which bootstrapping rounds
 does not see, is in view.
 Usage: bench/overhead_table.py ROUNDS_FILE..."""
@@ -41,9 +44,9 @@ def parse(paths):
             else:
                 rs = [{m: float(r[k]) for m, r in vals.items()} for k in range(1, n - 1)]
                 rounds.setdefault(loop + " (lock step)", []).extend(rs)
-                for m in vals:
+                for m in vals:  # "untraced b" and "untraced #3" are other untraced processes
                     if m != "untraced" and "untraced" in vals:
-                        procs.setdefault((loop + " (lock step)", m.split(" #")[0]), []).append(
+                        procs.setdefault((loop + " (lock step)", base(m)), []).append(
                             statistics.median(d[m] / d["untraced"] for d in rs))
             continue
         for line in lines:
@@ -57,6 +60,11 @@ def parse(paths):
                     d[p.group(1)] = float(p.group(2))
             rounds.setdefault(m.group(1), []).append(d)
     return rounds, cpu, procs
+
+
+def base(mode):
+    """The mode a process is one of: "gpuspy #2" is gpuspy; "untraced b" untraced."""
+    return "untraced" if mode == "untraced b" else mode.split(" #")[0]
 
 
 def ci(values, rng, n=10000):
@@ -81,6 +89,20 @@ def main():
                 continue
             lo, hi = ci(v, rng)
             print(f"| {loop} | {a} / {b} | {len(v)} | {statistics.median(v):.3f} | {lo:.3f}..{hi:.3f} |")
+        # A mode with replicas: all its processes pooled (a round counts
+        # once per process; gpuspy+cupti #k goes with bare cupti #k).
+        for b in dict.fromkeys(base(m) for m in modes if base(m) != m):
+            if b == "untraced":
+                v = [d[m] / d["untraced"] for d in rs for m in d if m != "untraced" and base(m) == b]
+            else:
+                v = [d[m] / d["untraced"] for d in rs for m in d if base(m) == b and "untraced" in d]
+            w = [d[m] / d["bare cupti" + m[len("gpuspy+cupti"):]] for d in rs for m in d
+                 if base(m) == "gpuspy+cupti" and "bare cupti" + m[len("gpuspy+cupti"):] in d]
+            for name, x in ((f"{b}, every process / untraced", v),
+                            ("gpuspy+cupti / bare cupti, every pair", w if b == "gpuspy+cupti" else [])):
+                if len(x) >= 2:
+                    lo, hi = ci(x, rng)
+                    print(f"| {loop} | {name} | {len(x)} | {statistics.median(x):.3f} | {lo:.3f}..{hi:.3f} |")
     if cpu:
         print()
         print("| loop | mode | rounds | main thread CPU us/step added to untraced's | 95% CI "
@@ -106,6 +128,8 @@ def main():
         print("| loop | mode | processes | each process's median ratio to untraced | min..max |")
         print("| --- | --- | --- | --- | --- |")
     for (loop, m), v in many.items():
+        if m == "untraced":
+            m = "untraced (A/A: the other untraced processes)"
         print(f"| {loop} | {m} | {len(v)} | {' '.join(f'{x:.3f}' for x in v)} | {min(v):.3f}..{max(v):.3f} |")
 
 

@@ -1086,8 +1086,9 @@ def overhead_table_pools_lockstep_runs(tmp):
     (a conv one named by its first line, an mlp one without): rounds 1..4 of
     each, ratios to the untraced window of the same round, the CPU each
     mode adds to untraced's per round; intervals from the same rounds; a
-    replica ("bare cupti #2") is a row of its own and a second process of
-    its mode in the per-process list."""
+    replica ("bare cupti #2") is a row of its own, pooled with its mode's
+    other processes in a row of their own, and a second process of its
+    mode in the per-process list."""
     a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
     with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
         f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
@@ -1106,6 +1107,7 @@ def overhead_table_pools_lockstep_runs(tmp):
             "| mlp (lock step) | gpuspy+cupti / untraced | 4 | 0.600 | 0.600..0.600 |",
             "| mlp (lock step) | bare cupti #2 / untraced | 4 | 0.700 | 0.700..0.700 |",
             "| mlp (lock step) | gpuspy+cupti / bare cupti | 4 | 0.750 | 0.750..0.750 |",
+            "| mlp (lock step) | bare cupti, every process / untraced | 8 | 0.750 | 0.700..0.800 |",
             "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |",
             "| mlp (lock step) | bare cupti | 2 | 0.800 0.700 | 0.700..0.800 |"]
     check(rows == want, f"table rows {rows}")
