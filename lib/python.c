@@ -93,8 +93,10 @@ static void *fast_phase(void *self, void *const *args, ssize_t nargs)
 		const char *name = api.bytes(args[0]);
 		unsigned long long step = name ? api.ull(args[1]) : 0;
 		unsigned long long begin = name ? api.ull(args[2]) : 0;
-		if (name && !api.occurred())
+		if (name && !api.occurred()) {
 			gpuspy_torch_phase(name, step, begin != 0);
+			return api.none("");
+		}
 	}
 	if (api.occurred())
 		api.clear();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Call stacks: where an allocation, a copy, a memset or a wait came from.
+ * Call stacks: where an allocation, a pageable copy or a wait came from
+ * (with GPUSPY_STACKS=all, every copy and memset too).
  *
  * Native frames come from libunwind's unw_backtrace with its per-thread
  * cache: the local-only unwinder, the _ULx86_64_* symbols that a program
@@ -343,6 +344,12 @@ void gs_stack_note(struct gspy_record *r)
 		if (!gs_cfg.stack_launch_every || t->launch_n++ % gs_cfg.stack_launch_every)
 			return;
 	}
+	/* By default only what the report's call sites use keeps a stack:
+	 * allocations, frees, pageable copies and waits. Memsets (not in
+	 * gs_stack_kinds) and other copies need GPUSPY_STACKS=all: on a
+	 * launch-bound PyTorch loop they are two thirds of the stacks. */
+	if (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable && !(gs_cfg.stacks & GSPY_STACKS_ALL))
+		return;
 	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short
 	 * call keeps no stack, unless it allocates, frees or copies pageable
 	 * memory (the report's allocation and pageable copy sites stay whole). */
@@ -451,15 +458,44 @@ static uint64_t env_duration(const char *name)
 	return 0;
 }
 
-/* GPUSPY_STACKS=on|off|glibc, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES,
- * GPUSPY_STACK_MIN, GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
-void gs_stacks_setup(void)
+/* GPUSPY_STACKS: a comma-separated list of on (1), off (0), all (on, and
+ * memsets and copies that are not pageable too) and glibc (on, unwound by
+ * glibc's backtrace()); a list with anything else is taken as on. */
+static void stacks_choice(int *on, int *all, int *glibc)
 {
 	const char *v = getenv("GPUSPY_STACKS");
-	int on = !(v && (!strcmp(v, "0") || !strcmp(v, "off")));
-	int glibc = v && !strcmp(v, "glibc");
-	if (v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "on") && !glibc)
-		gs_warn("GPUSPY_STACKS=%s is not on, off or glibc; using on", v);
+	*on = 1;
+	*all = *glibc = 0;
+	if (!v || !*v)
+		return;
+	char buf[64];
+	int n = snprintf(buf, sizeof(buf), "%s", v);
+	int off = 0, bad = n < 0 || (size_t)n >= sizeof(buf);
+	for (char *save = NULL, *w = bad ? NULL : strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(w, "0") || !strcmp(w, "off"))
+			off = 1;
+		else if (!strcmp(w, "all"))
+			*all = 1;
+		else if (!strcmp(w, "glibc"))
+			*glibc = 1;
+		else if (strcmp(w, "1") && strcmp(w, "on"))
+			bad = 1;
+	}
+	if (bad || (off && (*all || *glibc))) {
+		gs_warn("GPUSPY_STACKS=%s is not a list of on, off, all and glibc; using on", v);
+		*all = *glibc = 0;
+		return;
+	}
+	*on = !off;
+}
+
+/* GPUSPY_STACKS, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES, GPUSPY_STACK_MIN,
+ * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
+void gs_stacks_setup(void)
+{
+	int on, all, glibc;
+	stacks_choice(&on, &all, &glibc);
+	const char *v;
 	gs_cfg.stack_depth = env_uint("GPUSPY_STACK_DEPTH", 32, 1, GSPY_STACK_MAX);
 	gs_cfg.stack_launch_every = env_uint("GPUSPY_STACK_LAUNCHES", 0, 0, 1000000000);
 	gs_cfg.stack_min_ns = env_duration("GPUSPY_STACK_MIN");
@@ -487,9 +523,9 @@ void gs_stacks_setup(void)
 		backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
 	}
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
-	gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0);
+	gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (all ? GSPY_STACKS_ALL : 0);
 	gs_stack_kinds = 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
-			 1u << GSPY_KIND_memset | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
+			 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
 			 1u << GSPY_KIND_unmap |
 			 (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
 }

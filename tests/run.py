@@ -1718,9 +1718,10 @@ def packed_records_round_trip(tmp):
 
 @test
 def stacks_exact_call_chains(tmp):
-    """Every device/pinned/host allocation, copy, memset and wait of a program
-    with known call chains carries its stack: the user's functions in order,
-    file:line from DWARF, no gpuspy frame; shared and static runtime."""
+    """With GPUSPY_STACKS=all, every device/pinned/host allocation, copy,
+    memset and wait of a program with known call chains carries its stack:
+    the user's functions in order, file:line from DWARF, no gpuspy frame;
+    shared and static runtime."""
     if SANITIZED:
         raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
     lines = {"alloc_weights": src_line(STACKS_SRC, "cudaMalloc(&d, n);"),
@@ -1730,7 +1731,7 @@ def stacks_exact_call_chains(tmp):
     for prog in ("prog_stacks", "prog_stacks_static"):
         d = os.path.join(tmp, prog)
         os.makedirs(d)
-        run(prog, ["4"], tmp=d, env={"GPUSPY_HOST_ALLOC_MIN": "1M"})
+        run(prog, ["4"], tmp=d, env={"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_STACKS": "all"})
         ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
         seen = {}
         for e in ev:
@@ -1807,9 +1808,9 @@ def stacks_threads_recursion_and_limits(tmp):
     the loader allocate inside the hooks): exact counts, every event with its
     stack, output unchanged; allocations under the minimum not recorded.
     Under a sanitizer (whose allocator comes first) without the host part."""
-    env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_STACKS": "all"}
     if "tsan" in PRELOAD_PREFIX:  # libunwind's thread-exit destructor breaks TSan's runtime
-        env["GPUSPY_STACKS"] = "glibc"
+        env["GPUSPY_STACKS"] = "all,glibc"
     rounds = 20 if SANITIZED else 200  # sanitizers make each unwind slow
     a = run("prog_stacks", [str(rounds), "threads"], tmp=tmp, env=env, preload=False)
     b = run("prog_stacks", [str(rounds), "threads"], tmp=tmp, env=env)
@@ -1886,6 +1887,40 @@ def stacks_options(tmp):
     got = dict(l.split(" ", 1) for l in p.stdout.splitlines())
     check("libunwind" not in got["backtrace"] and "libunwind" not in got["_Unwind_Backtrace"],
           f"backtrace symbols taken over: {got}")
+
+
+@test
+def stacks_default_kinds(tmp):
+    """By default only what the report's call sites use keeps a stack:
+    allocations, frees, pageable copies and waits, not memsets nor pinned
+    or device-to-device copies; GPUSPY_STACKS=all (also with glibc) gives
+    those theirs; a list that mixes off with all, or names anything else,
+    is refused with a warning and stacks stay on. Exact counts, shared and
+    static runtime."""
+    def with_stack(prog, value):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run(prog, tmp=tmp, env={"GPUSPY_STACKS": value, "GPUSPY_QUIET": "0"})
+        proc, ev = only_trace(tmp)
+        got = {}
+        for e in ev:
+            k = "/".join(str(e.get(f)) for f in ("kind", "host_mem", "dir") if e.get(f))
+            n, m = got.get(k, (0, 0))
+            got[k] = (n + ("stack" in e), m + 1)
+        check(proc["stacks_taken"] == sum(n for n, _ in got.values()), f"{prog} {value}: stacks_taken {proc}")
+        return got, p.stderr
+    on = {"alloc": (2, 2), "free": (2, 2), "copy/pageable/d2h": (2, 2), "copy/pageable/h2d": (2, 2),
+          "copy/pinned/d2h": (0, 2), "copy/pinned/h2d": (0, 1), "copy/d2d": (0, 1), "launch": (0, 3),
+          "memset": (0, 1), "sync": (2, 2)}
+    every = dict(on, **{"copy/pinned/d2h": (2, 2), "copy/pinned/h2d": (1, 1), "copy/d2d": (1, 1),
+                        "memset": (1, 1)})
+    for prog in ("prog_rt_dyn", "prog_rt_static"):
+        for value, want, warned in (("", on, False), ("on", on, False), ("all", every, False),
+                                    ("glibc,all", every, False), ("off,all", on, True), ("all,every", on, True)):
+            got, err = with_stack(prog, value)
+            check(got == want, f"{prog} GPUSPY_STACKS={value}: (with a stack, of) {got}")
+            check(("is not a list of on, off, all and glibc; using on" in err) == warned,
+                  f"{prog} GPUSPY_STACKS={value}: stderr {err!r}")
 
 
 @test

@@ -324,6 +324,7 @@ enum gspy_gpu_timing {
 /* header.stacks. */
 #define GSPY_STACKS_NATIVE 0x1u /* libunwind call stacks */
 #define GSPY_STACKS_PYTHON 0x2u /* Python frames of calls made holding the GIL */
+#define GSPY_STACKS_ALL 0x4u    /* memsets and copies that are not pageable too */
 
 /* Record flags. */
 #define GSPY_FLAG_RESERVED 0x01u

@@ -49,32 +49,43 @@ al = {(a["mem"], a["count"], a["bytes"]) for a in o["alloc_sites"]}
 check("pinned_vs_pageable: device and pinned allocation sites", al == {("device", 1, 1 << 26), ("pinned", 1, 1 << 26)},
       str(al))
 
-def owes_stack(e):
-    """GPUSPY_STACK_MIN lets short waits, memsets and copies that are not
-    pageable go without; everything else of these kinds has one."""
+def owes_stack(e, every):
+    """Allocations, frees, pageable copies and waits have a stack; memsets
+    and other copies too with GPUSPY_STACKS=all (every); GPUSPY_STACK_MIN
+    lets short waits, memsets and copies that are not pageable go without."""
+    other = e["kind"] == "memset" or (e["kind"] == "copy" and e.get("host_mem") != "pageable")
+    if other and not every:
+        return False
     short = e["end_ns"] - e["start_ns"] < e["_min"]
-    return not (short and (e["kind"] in ("memset", "sync") or
-                           (e["kind"] == "copy" and e.get("host_mem") != "pageable")))
+    return not (short and (e["kind"] == "sync" or other))
 
 
-# (b) PyTorch MLP through a DataLoader.
-ev, stacks = dump("mlp")
-kinds = {}
-for e in ev:
-    if e["kind"] in ("alloc", "free", "copy", "memset", "sync"):
-        k = kinds.setdefault(e["kind"], [0, 0, 0])
-        k[0] += 1
-        if "stack" not in e and owes_stack(e):
-            k.append(e)
-        if "stack" in e:
-            k[1] += 1
-            if any(".py:" in f for f in stacks.get(e["stack"], [])):
-                k[2] += 1
-for k, (n, s, p, *_) in sorted(kinds.items()):
-    print(f"     mlp: {k}: {n} events, {s} with a stack, {p} with Python frames")
-missing = [m for k in kinds.values() for m in k[3:]]
-check("mlp: every alloc/free/copy/memset/sync has a stack (but short ones under GPUSPY_STACK_MIN)",
+def stack_kinds(name, every):
+    """Per kind: events, with a stack, with Python frames; the events that
+    owe a stack and have none; those that have one they do not owe."""
+    ev, stacks = dump(name)
+    kinds, missing, extra = {}, [], []
+    for e in ev:
+        if e["kind"] in ("alloc", "free", "copy", "memset", "sync"):
+            k = kinds.setdefault(e["kind"], [0, 0, 0])
+            k[0] += 1
+            if ("stack" in e) != owes_stack(e, every):
+                (extra if "stack" in e else missing).append(e)
+            if "stack" in e:
+                k[1] += 1
+                if any(".py:" in f for f in stacks.get(e["stack"], [])):
+                    k[2] += 1
+    for k, (n, s, p) in sorted(kinds.items()):
+        print(f"     {name}: {k}: {n} events, {s} with a stack, {p} with Python frames")
+    return kinds, stacks, missing, extra
+
+
+# (b) PyTorch MLP through a DataLoader, default stacks.
+kinds, stacks, missing, extra = stack_kinds("mlp", False)
+check("mlp: every alloc/free, pageable copy and sync has a stack (but short waits under GPUSPY_STACK_MIN)",
       not missing, str(missing[:2])[:300])
+check("mlp: memsets and copies that are not pageable have none (GPUSPY_STACKS=all gives them one)",
+      not extra, str(extra[:2])[:300])
 syms = sum(1 for fr in stacks.values() for f in fr if "libtorch" in f or "c10::" in f or "at::" in f)
 check("mlp: stacks symbolized into PyTorch's libraries", syms > 0, f"{syms} frames")
 o = report("mlp")
@@ -87,7 +98,10 @@ check("mlp: pageable copy sites", o["copy_sites"])
 withhost = [c for c in o["copy_sites"] if c.get("host_alloc_stack")]
 print(f"     mlp: {len(withhost)} of {len(o['copy_sites'])} copy sites tied to a host allocation")
 
-# (c) examples/train.py
+# (c) examples/train.py, GPUSPY_STACKS=all
+kinds, _, missing, extra = stack_kinds("train", True)
+check("train (GPUSPY_STACKS=all): every alloc/free/copy/memset/sync has a stack",
+      not missing and not extra, str((missing + extra)[:2])[:300])
 o = report("train")
 print(f"     train: {len(o['copy_sites'])} copy sites, "
       f"{sum(1 for c in o['copy_sites'] if c.get('host_alloc_stack'))} tied to a host allocation")

@@ -6,9 +6,11 @@
 #  - examples/pinned_vs_pageable.cu with GPUSPY_HOST_ALLOC_MIN: the pageable
 #    copy site must be tied to its malloc line;
 #  - the FIELD-NOTES MLP loop through a DataLoader with host allocations and
-#    Python frames: which share of the events gets a stack, which gets
-#    Python frames, and the report's call sites;
-#  - examples/train.py (pageable): where its pageable buffers come from.
+#    Python frames: which share of the events gets a stack (by default not
+#    memsets nor copies that are not pageable), which gets Python frames,
+#    and the report's call sites;
+#  - examples/train.py (pageable) with GPUSPY_STACKS=all: every copy and
+#    memset has a stack too; where its pageable buffers come from.
 . tests/gpu/setup.sh /tmp/gpuspy-stacks
 nvcc -O2 -g -cudart shared -Iinclude -o "$WORK/pinned_vs_pageable" examples/pinned_vs_pageable.cu || exit 1
 
@@ -27,7 +29,7 @@ case_run() { # name env... -- command...
 }
 case_run pinned GPUSPY_HOST_ALLOC_MIN=1M -- "$WORK/pinned_vs_pageable"
 case_run mlp GPUSPY_HOST_ALLOC_MIN=64K GPUSPY_PYTHON_FRAMES=1 -- python3 tests/gpu/mlp.py 60 --loader
-case_run train GPUSPY_HOST_ALLOC_MIN=1M GPUSPY_PYTHON_FRAMES=1 -- python3 examples/train.py --steps 20
+case_run train GPUSPY_HOST_ALLOC_MIN=1M GPUSPY_PYTHON_FRAMES=1 GPUSPY_STACKS=all -- python3 examples/train.py --steps 20
 python3 tests/gpu/check_stacks.py "$WORK" | tee "$OUT/stacks.txt"
 rc=${PIPESTATUS[0]}
 ( cd "$WORK" && tar czf "$OUT/stacks-reports.tgz" *.report.txt *.report.json */stdout.txt */stderr.txt )
