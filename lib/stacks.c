@@ -458,9 +458,9 @@ static uint64_t env_duration(const char *name)
 	return 0;
 }
 
-/* GPUSPY_STACKS: a comma-separated list of on (1), off (0), all (on, and
- * memsets and copies that are not pageable too) and glibc (on, unwound by
- * glibc's backtrace()); a list with anything else is taken as on. */
+/* GPUSPY_STACKS: off (0) alone, or a comma-separated list of on (1), all
+ * (on, and memsets and copies that are not pageable too) and glibc (on,
+ * unwound by glibc's backtrace()); anything else is taken as on. */
 static void stacks_choice(int *on, int *all, int *glibc)
 {
 	const char *v = getenv("GPUSPY_STACKS");
@@ -470,8 +470,9 @@ static void stacks_choice(int *on, int *all, int *glibc)
 		return;
 	char buf[64];
 	int n = snprintf(buf, sizeof(buf), "%s", v);
-	int off = 0, bad = n < 0 || (size_t)n >= sizeof(buf);
+	int off = 0, words = 0, bad = n < 0 || (size_t)n >= sizeof(buf);
 	for (char *save = NULL, *w = bad ? NULL : strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		words++;
 		if (!strcmp(w, "0") || !strcmp(w, "off"))
 			off = 1;
 		else if (!strcmp(w, "all"))
@@ -481,8 +482,8 @@ static void stacks_choice(int *on, int *all, int *glibc)
 		else if (strcmp(w, "1") && strcmp(w, "on"))
 			bad = 1;
 	}
-	if (bad || (off && (*all || *glibc))) {
-		gs_warn("GPUSPY_STACKS=%s is not a list of on, off, all and glibc; using on", v);
+	if (bad || (off && words > 1)) { /* off goes alone */
+		gs_warn("GPUSPY_STACKS=%s is not off, nor a list of on, all and glibc; using on", v);
 		*all = *glibc = 0;
 		return;
 	}

@@ -1894,8 +1894,8 @@ def stacks_default_kinds(tmp):
     """By default only what the report's call sites use keeps a stack:
     allocations, frees, pageable copies and waits, not memsets nor pinned
     or device-to-device copies; GPUSPY_STACKS=all (also with glibc) gives
-    those theirs; a list that mixes off with all, or names anything else,
-    is refused with a warning and stacks stay on. Exact counts, shared and
+    those theirs; off with anything else, or a word it does not know, is
+    refused with a warning and stacks stay on; "," (no word) is on. Exact counts, shared and
     static runtime."""
     def with_stack(prog, value):
         for f in traces(tmp):
@@ -1916,10 +1916,11 @@ def stacks_default_kinds(tmp):
                         "memset": (1, 1)})
     for prog in ("prog_rt_dyn", "prog_rt_static"):
         for value, want, warned in (("", on, False), ("on", on, False), ("all", every, False),
-                                    ("glibc,all", every, False), ("off,all", on, True), ("all,every", on, True)):
+                                    ("glibc,all", every, False), ("off,all", on, True), ("on,off", on, True),
+                                    ("all,every", on, True), (",", on, False)):
             got, err = with_stack(prog, value)
             check(got == want, f"{prog} GPUSPY_STACKS={value}: (with a stack, of) {got}")
-            check(("is not a list of on, off, all and glibc; using on" in err) == warned,
+            check(("is not off, nor a list of on, all and glibc; using on" in err) == warned,
                   f"{prog} GPUSPY_STACKS={value}: stderr {err!r}")
 
 
