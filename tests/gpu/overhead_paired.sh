@@ -29,6 +29,10 @@
 #   PART=lockstep-parts: lock step with gpuspy variants that split its cost
 #     (call stacks off, shallower or only on calls of 20 us or more; the
 #     PyTorch helper off or in part).
+#   PART=lockstep-replicas: lock step with three processes each of
+#     untraced and gpuspy's defaults, two of GPUSPY_STACKS=all (every copy
+#     and memset with a stack) and one of stacks off, so that a process's
+#     own luck shows; one run of 200 rounds (LOOP=conv for the conv loop).
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -76,6 +80,9 @@ elif [ "$PART" = lockstep-parts ]; then
 	# run of 220 rounds.
 	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"} \
 		WINDOWS=${WINDOWS:-220} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+elif [ "$PART" = lockstep-replicas ]; then
+	MODES=${MODES:-"untraced,untraced b,untraced #3,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_STACKS=all,gpuspy GPUSPY_STACKS=all #2,gpuspy GPUSPY_STACKS=0"} \
+		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
 	W=/tmp/gpuspy-lockstep
 	mkdir -p $W
