@@ -22,7 +22,9 @@ picks some (default the first five; untraced is always needed), WINDOWS the roun
 PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A mode
 "gpuspy VAR=VAL ..." is gpuspy with those variables set (GPUSPY_STACKS=0,
 GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap,
-which takes a part of the PyTorch helper away: bench/helper_probe). A
+which takes a part of the PyTorch helper away: bench/helper_probe);
+"bare cupti VAR=VAL ..." is the bare collector with its options set
+(CUPTI_COUNT_CB=1, CUPTI_COUNT_API=1, CUPTI_COUNT_TS=1: tests/gpu/cupti_count.c). A
 mode "MODE #2" is a second process of MODE (a replica: "untraced #2",
 "gpuspy #3"), so that a process's own luck (its address layout, which the
 A/A check shows can move a rate by a few percent for a whole run) can be
@@ -65,7 +67,7 @@ def base(mode):
 
 
 def known(mode):
-    return mode in ALL or (mode.startswith("gpuspy ") and "=" in mode)
+    return mode in ALL or (mode.startswith(("gpuspy ", "bare cupti ")) and "=" in mode)
 
 
 MODES = [m for m in ALL if m in _asked] + [m for m in _asked if m not in ALL and known(base(m))]
@@ -86,8 +88,9 @@ def env_of(mode, d):
         env.update(kv.split("=", 1) for kv in mode.split()[1:] if "=" in kv)
         if env.get("GPUSPY_PROBE"):  # bench/helper_probe takes a part of the PyTorch helper away
             env["PYTHONPATH"] = os.path.join(ROOT, "bench", "helper_probe")
-    elif mode == "bare cupti":
+    elif mode.startswith("bare cupti"):  # "bare cupti CUPTI_COUNT_TS=1": the collector's options
         env.update(CUDA_INJECTION64_PATH=COUNTER, CUPTI_COUNT_OUT=os.path.join(d, "c.json"))
+        env.update(kv.split("=", 1) for kv in mode.split()[2:] if "=" in kv)
     return env
 
 

@@ -22,7 +22,9 @@ slow *= 1.1 if os.environ.get("CUDA_INJECTION64_PATH") else 1
 if os.environ.get("GPUSPY_DIR"):  # what the bench set for this mode, for its test
     with open(os.path.join(os.environ["GPUSPY_DIR"], "stub_env.txt"), "w") as f:
         f.write(f"GPUSPY_CUPTI={os.environ.get('GPUSPY_CUPTI', '')} LD_PRELOAD={os.environ.get('LD_PRELOAD', '')}"
-                + (" blocking" if a.blocking_sync else "") + "\n")
+                + (" blocking" if a.blocking_sync else "")
+                + "".join(f" {k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CUPTI_COUNT_")
+                          and k != "CUPTI_COUNT_OUT") + "\n")
 ready, tin, tout = (int(x) for x in os.environ["LOCKSTEP_FDS"].split(","))
 os.write(ready, b"r")
 rates, cpu = [], []

@@ -1038,13 +1038,15 @@ def lockstep_bench_hands_out_turns(tmp):
     round hands the turn to every mode once in a random order, the table has
     a row per mode in order over all rounds but the first and last, with
     the CPU per step the stub reported (median, added to untraced's), a gpuspy variant mode gets its
-    variables, a replica ("gpuspy #2") its mode's, and BLOCKING_SYNC=1 reaches every loop."""
+    variables, a replica ("gpuspy #2") its mode's, a bare collector variant its options, and
+    BLOCKING_SYNC=1 reaches every loop."""
     if SANITIZED:
         raise Skip("the bench is not the library")
     work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
     os.makedirs(work)
     os.makedirs(out)
-    modes = ["untraced", "untraced b", "gpuspy", "gpuspy GPUSPY_CUPTI=on", "gpuspy GPUSPY_CUPTI=on #2"]
+    modes = ["untraced", "untraced b", "gpuspy", "gpuspy GPUSPY_CUPTI=on", "gpuspy GPUSPY_CUPTI=on #2",
+             "bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"]
     env = dict(os.environ, LOOP_CMD=f"{sys.executable} {os.path.join(ROOT, 'bench', 'lockstep_stub.py')}",
                WINDOWS="7", MODES=",".join(modes + ["nonsense #2"]), STUB_SLOW_on="1.2", BLOCKING_SYNC="1")
     env.pop("PIN_CPUS", None)
@@ -1062,7 +1064,7 @@ def lockstep_bench_hands_out_turns(tmp):
           cells["gpuspy GPUSPY_CUPTI=on"] == ["1201.0", "+200.0", "1301.0"] and
           cells["gpuspy GPUSPY_CUPTI=on #2"] == ["1201.0", "+200.0", "1301.0"], f"CPU columns {cells}")
     cpu = open(os.path.join(out, "lockstep_cpu.txt")).read().splitlines()
-    check(len(cpu) == 6 and cpu[0] == "# loop=mlp" and
+    check(len(cpu) == 7 and cpu[0] == "# loop=mlp" and
           cpu[1].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"), f"lockstep_cpu.txt {cpu[:2]}")
     lines = open(os.path.join(out, "lockstep_rates.txt")).read().splitlines()
     check(lines[0] == "# loop=mlp", f"rates file's first line {lines[0]!r}")
@@ -1077,7 +1079,10 @@ def lockstep_bench_hands_out_turns(tmp):
     check(seen["untraced"] == ["GPUSPY_CUPTI=", "LD_PRELOAD=", "blocking"] and
           seen["gpuspy"] == ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + LIB, "blocking"] and
           seen["gpuspy GPUSPY_CUPTI=on"] == ["GPUSPY_CUPTI=on", "LD_PRELOAD=" + LIB, "blocking"] and
-          seen["gpuspy GPUSPY_CUPTI=on #2"] == seen["gpuspy GPUSPY_CUPTI=on"], f"mode environments {seen}")
+          seen["gpuspy GPUSPY_CUPTI=on #2"] == seen["gpuspy GPUSPY_CUPTI=on"] and
+          seen["bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"] ==
+          ["GPUSPY_CUPTI=", "LD_PRELOAD=", "blocking", "CUPTI_COUNT_CB=1", "CUPTI_COUNT_TS=1"],
+          f"mode environments {seen}")
 
 
 @test

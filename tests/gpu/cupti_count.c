@@ -10,6 +10,8 @@
  * cuMemset*): CUPTI_COUNT_CB=1 subscribes an empty driver-API callback
  * (what gpuspy does), CUPTI_COUNT_API=1 enables CUPTI's driver-API activity
  * records for those entry points only (counted as "api").
+ * CUPTI_COUNT_TS=1 registers a timestamp callback on the TSC, as gpuspy
+ * does to put GPU records on its own clock (what that costs inside CUPTI).
  * cupti_count_switch(0/1) turns that choice off and on again, for paired
  * windows inside one process (tests/gpu/loops.py --toggle).
  * Build: gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c \
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include <cupti.h>
+#include <x86intrin.h>
 
 static unsigned long long kernels, memsets, api, copies[16], bytes[16], pageable_h2d, pinned_h2d;
 
@@ -140,11 +143,18 @@ static void correlate(void)
 	cupti_count_switch(1);
 }
 
+static uint64_t CUPTIAPI tsc(void)
+{
+	return __rdtsc();
+}
+
 int InitializeInjection(void);
 int InitializeInjection(void)
 {
 	if (cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
 		return 0;
+	if (flag("CUPTI_COUNT_TS"))
+		cuptiActivityRegisterTimestampCallback(tsc);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);

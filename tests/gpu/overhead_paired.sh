@@ -33,6 +33,10 @@
 #     untraced and gpuspy's defaults, two of GPUSPY_STACKS=all (every copy
 #     and memset with a stack) and one of stacks off, so that a process's
 #     own luck shows; one run of 200 rounds (LOOP=conv for the conv loop).
+#   PART=lockstep-cupti: where gpuspy + CUPTI's cost beyond the bare
+#     collector goes: gpuspy + CUPTI and the bare collector twice each, and
+#     the bare collector with gpuspy's timestamp callback (CUPTI_COUNT_TS),
+#     its empty driver-API callback (CUPTI_COUNT_CB) and both; 200 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -82,6 +86,9 @@ elif [ "$PART" = lockstep-parts ]; then
 		WINDOWS=${WINDOWS:-220} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep-replicas ]; then
 	MODES=${MODES:-"untraced,untraced b,untraced #3,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_STACKS=all,gpuspy GPUSPY_STACKS=all #2,gpuspy GPUSPY_STACKS=0"} \
+		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+elif [ "$PART" = lockstep-cupti ]; then
+	MODES=${MODES:-"untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,bare cupti CUPTI_COUNT_TS=1,bare cupti CUPTI_COUNT_CB=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"} \
 		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
 	W=/tmp/gpuspy-lockstep
