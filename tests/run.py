@@ -1868,7 +1868,8 @@ def stacks_options(tmp):
     run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACKS": "0"})
     proc, ev = only_trace(tmp)
     check(ev and not any("stack" in e for e in ev), "GPUSPY_STACKS=0 still records stacks")
-    check(proc["stacks_taken"] == 0 and proc["stacks_ns"] == 0, f"own stack time without stacks: {proc}")
+    check(proc["stacks_taken"] == 0 and proc["stacks_ns"] == 0 and proc["stacks"] == "off",
+          f"own stack time without stacks: {proc}")
     check("own time" not in report_text(tmp), "an own-time line without stacks")
     os.unlink(os.path.join(tmp, traces(tmp)[0]))
     run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "5", "GPUSPY_STACK_DEPTH": "2"})
@@ -1900,7 +1901,8 @@ def stacks_default_kinds(tmp):
     allocations, frees, pageable copies and waits, not memsets nor pinned
     or device-to-device copies; GPUSPY_STACKS=all (also with glibc) gives
     those theirs; off with anything else, or a word it does not know, is
-    refused with a warning and stacks stay on; "," (no word) is on. Exact counts, shared and
+    refused with a warning and stacks stay on; "," (no word) is on; the
+    dump's process line says which (stacks on or all). Exact counts, shared and
     static runtime."""
     def with_stack(prog, value):
         for f in traces(tmp):
@@ -1913,6 +1915,7 @@ def stacks_default_kinds(tmp):
             n, m = got.get(k, (0, 0))
             got[k] = (n + ("stack" in e), m + 1)
         check(proc["stacks_taken"] == sum(n for n, _ in got.values()), f"{prog} {value}: stacks_taken {proc}")
+        check(proc["stacks"] == ("all" if got == every else "on"), f"{prog} {value}: stacks {proc['stacks']}")
         return got, p.stderr
     on = {"alloc": (2, 2), "free": (2, 2), "copy/pageable/d2h": (2, 2), "copy/pageable/h2d": (2, 2),
           "copy/pinned/d2h": (0, 2), "copy/pinned/h2d": (0, 1), "copy/d2d": (0, 1), "launch": (0, 3),

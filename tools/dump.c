@@ -90,6 +90,9 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	add_u64(o, "stacks_taken", h->stacks_taken);
 	add_u64(o, "stacks_ns", gs_trace_stack_ns(t));
 	add_u64(o, "stack_min_ns", h->stack_min_ns);
+	/* GPUSPY_STACKS: which calls could carry a stack. */
+	cJSON_AddStringToObject(o, "stacks", !(h->stacks & GSPY_STACKS_NATIVE) ? "off"
+					     : (h->stacks & GSPY_STACKS_ALL) ? "all" : "on");
 	add_u64(o, "start_realtime_ns", h->real_start_ns);
 	add_u64(o, "start_ns", h->clock_start.mono);
 	cJSON_AddStringToObject(o, "gpu_timing", gs_gpu_timing_name(h->gpu_timing));
