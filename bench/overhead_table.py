@@ -96,10 +96,9 @@ def main():
                 v = [d[m] / d["untraced"] for d in rs for m in d if m != "untraced" and base(m) == b]
             else:
                 v = [d[m] / d["untraced"] for d in rs for m in d if base(m) == b and "untraced" in d]
-            w = [d[m] / d["bare cupti" + m[len("gpuspy+cupti"):]] for d in rs for m in d
-                 if base(m) == "gpuspy+cupti" and "bare cupti" + m[len("gpuspy+cupti"):] in d]
-            for name, x in ((f"{b}, every process / untraced", v),
-                            ("gpuspy+cupti / bare cupti, every pair", w if b == "gpuspy+cupti" else [])):
+            w = [d[m] / d["bare cupti" + m[len(b):]] for d in rs for m in d
+                 if base(m) == b and "bare cupti" + m[len(b):] in d] if b == "gpuspy+cupti" else []
+            for name, x in ((f"{b}, every process / untraced", v), ("gpuspy+cupti / bare cupti, every pair", w)):
                 if len(x) >= 2:
                     lo, hi = ci(x, rng)
                     print(f"| {loop} | {name} | {len(x)} | {statistics.median(x):.3f} | {lo:.3f}..{hi:.3f} |")

@@ -345,17 +345,18 @@ void gs_stack_note(struct gspy_record *r)
 			return;
 	}
 	/* By default only what the report's call sites use keeps a stack:
-	 * allocations, frees, pageable copies and waits. Memsets (not in
-	 * gs_stack_kinds) and other copies need GPUSPY_STACKS=all: on a
-	 * launch-bound PyTorch loop they are two thirds of the stacks. */
-	if (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable && !(gs_cfg.stacks & GSPY_STACKS_ALL))
+	 * allocations, frees, pageable copies and waits. Memsets (which only
+	 * GPUSPY_STACKS=all puts in gs_stack_kinds) and other copies need
+	 * GPUSPY_STACKS=all: on a launch-bound PyTorch loop they are two
+	 * thirds of the stacks. */
+	int other = r->kind == GSPY_KIND_memset || (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable);
+	if (other && !(gs_cfg.stacks & GSPY_STACKS_ALL))
 		return;
 	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short
 	 * call keeps no stack, unless it allocates, frees or copies pageable
 	 * memory (the report's allocation and pageable copy sites stay whole). */
 	if (GS_UNLIKELY(gs_cfg.stack_min_ticks) && r->end - r->start < gs_cfg.stack_min_ticks &&
-	    (r->kind == GSPY_KIND_memset || r->kind == GSPY_KIND_sync || r->kind == GSPY_KIND_launch ||
-	     (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable)))
+	    (other || r->kind == GSPY_KIND_sync || r->kind == GSPY_KIND_launch))
 		return;
 	int e = errno;
 	stack_note(r);
