@@ -12,14 +12,19 @@
  * records for those entry points only (counted as "api").
  * CUPTI_COUNT_TS=1 registers a timestamp callback on the TSC, as gpuspy
  * does to put GPU records on its own clock (what that costs inside CUPTI).
+ * CUPTI_COUNT_FLUSH=1 flushes as gpuspy does: CUPTI's flush period at one
+ * second and a thread asking for completed buffers (cuptiActivityFlushAll)
+ * every second.
  * cupti_count_switch(0/1) turns that choice off and on again, for paired
  * windows inside one process (tests/gpu/loops.py --toggle).
  * Build: gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c \
  *          -o libcupti_count.so -L/usr/local/cuda/lib64 -lcupti
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 #include <x86intrin.h>
@@ -148,6 +153,18 @@ static uint64_t CUPTIAPI tsc(void)
 	return __rdtsc();
 }
 
+static void *flusher(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec second = { 1, 0 };
+		while (nanosleep(&second, &second) != 0)
+			;
+		cuptiActivityFlushAll(0);
+	}
+	return NULL;
+}
+
 int InitializeInjection(void);
 int InitializeInjection(void)
 {
@@ -162,6 +179,12 @@ int InitializeInjection(void)
 	if (getenv("CUPTI_COUNT_EXTCORR"))
 		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 	correlate();
+	if (flag("CUPTI_COUNT_FLUSH")) {
+		pthread_t t;
+		cuptiActivityFlushPeriod(1000);
+		if (pthread_create(&t, NULL, flusher, NULL) == 0)
+			pthread_detach(t);
+	}
 	atexit(report);
 	return 1;
 }

@@ -37,6 +37,10 @@
 #     collector goes: gpuspy + CUPTI and the bare collector twice each, and
 #     the bare collector with gpuspy's timestamp callback (CUPTI_COUNT_TS),
 #     its empty driver-API callback (CUPTI_COUNT_CB) and both; 200 rounds.
+#   PART=lockstep-cupti-flush: the rest of that cost: the bare collector
+#     flushing as gpuspy does (CUPTI_COUNT_FLUSH), that with the timestamp
+#     and driver-API callbacks, and gpuspy without its own CUPTI but with
+#     the bare collector (callbacks on) injected beside it; 200 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -89,6 +93,10 @@ elif [ "$PART" = lockstep-replicas ]; then
 		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep-cupti ]; then
 	MODES=${MODES:-"untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,bare cupti CUPTI_COUNT_TS=1,bare cupti CUPTI_COUNT_CB=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"} \
+		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+elif [ "$PART" = lockstep-cupti-flush ]; then
+	C="CUDA_INJECTION64_PATH=/tmp/gpuspy-lockstep/libcupti_count.so"
+	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"} \
 		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
 	W=/tmp/gpuspy-lockstep
