@@ -14,7 +14,8 @@
  * does to put GPU records on its own clock (what that costs inside CUPTI).
  * CUPTI_COUNT_FLUSH=1 flushes as gpuspy does: CUPTI's flush period at one
  * second and a thread asking for completed buffers (cuptiActivityFlushAll)
- * every second.
+ * every second; =period or =thread does only one of the two;
+ * CUPTI_COUNT_FLUSH_S=N makes both every N seconds.
  * cupti_count_switch(0/1) turns that choice off and on again, for paired
  * windows inside one process (tests/gpu/loops.py --toggle).
  * Build: gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c \
@@ -153,11 +154,13 @@ static uint64_t CUPTIAPI tsc(void)
 	return __rdtsc();
 }
 
+static unsigned flush_s = 1;
+
 static void *flusher(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		struct timespec second = { 1, 0 };
+		struct timespec second = { flush_s, 0 };
 		while (nanosleep(&second, &second) != 0)
 			;
 		cuptiActivityFlushAll(0);
@@ -179,9 +182,13 @@ int InitializeInjection(void)
 	if (getenv("CUPTI_COUNT_EXTCORR"))
 		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 	correlate();
-	if (flag("CUPTI_COUNT_FLUSH")) {
+	const char *fl = getenv("CUPTI_COUNT_FLUSH"), *fs = getenv("CUPTI_COUNT_FLUSH_S");
+	if (fs && atoi(fs) > 0)
+		flush_s = (unsigned)atoi(fs);
+	if (flag("CUPTI_COUNT_FLUSH") && strcmp(fl, "thread"))
+		cuptiActivityFlushPeriod(1000 * flush_s);
+	if (flag("CUPTI_COUNT_FLUSH") && strcmp(fl, "period")) {
 		pthread_t t;
-		cuptiActivityFlushPeriod(1000);
 		if (pthread_create(&t, NULL, flusher, NULL) == 0)
 			pthread_detach(t);
 	}

@@ -41,6 +41,8 @@
 #     flushing as gpuspy does (CUPTI_COUNT_FLUSH), that with the timestamp
 #     and driver-API callbacks, and gpuspy without its own CUPTI but with
 #     the bare collector (callbacks on) injected beside it; 200 rounds.
+#   PART=lockstep-flush: which part of that flushing costs: CUPTI's flush
+#     period alone, the flushing thread alone, both every 5 s; 120 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -98,6 +100,9 @@ elif [ "$PART" = lockstep-cupti-flush ]; then
 	C="CUDA_INJECTION64_PATH=/tmp/gpuspy-lockstep/libcupti_count.so"
 	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"} \
 		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+elif [ "$PART" = lockstep-flush ]; then
+	MODES=${MODES:-"untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"} \
+		WINDOWS=${WINDOWS:-120} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
 	W=/tmp/gpuspy-lockstep
 	mkdir -p $W
