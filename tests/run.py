@@ -1403,10 +1403,10 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
 @test
 def cupti_records_reach_the_file_before_a_kill(tmp):
     """CUPTI's flush period hands back only full buffers (so does the double);
-    gpuspy's flusher thread asks every second for the completed ones: a
-    process idle after its GPU work has all 78 GPU records in its file
-    within seconds, and keeps them when SIGKILLed; the report says what a
-    killed process may lack."""
+    gpuspy's flusher thread asks for the completed ones a second after the
+    program goes quiet: a process idle after its GPU work has all 78 GPU
+    records in its file within seconds, and keeps them when SIGKILLed; the
+    report says what a killed process may lack."""
     e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
              LD_PRELOAD=PRELOAD_PREFIX + LIB, **CUPTI_ENV)
     p = subprocess.Popen([os.path.join(BIN, "prog_train"), "3", "100", "hold"], env=e,
@@ -1415,7 +1415,7 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
     try:
         check(p.stdout.readline() == "trained 3 steps\n", "prog_train hold: no output")
         path = os.path.join(tmp, traces(tmp)[0])
-        while waited < 30:  # the flusher runs every second
+        while waited < 30:  # quiet: the flusher asks within two seconds
             seen = sum(1 for x in dump(path)[1] if x["kind"] in GPU_KIND)
             if seen == 78:
                 break
@@ -1429,8 +1429,39 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
     check(head["state"] != "exited" and sum(1 for x in ev if x["kind"] in GPU_KIND) == 78,
           f"after SIGKILL: {head['state']}, {sum(1 for x in ev if x['kind'] in GPU_KIND)} GPU records")
     text = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True).stdout
-    check("GPU records of about its last second may be missing: CUPTI hands them over every second" in text,
+    check("GPU records of its last seconds may be missing: CUPTI hands them over a second after the program "
+          "goes quiet, every GPUSPY_CUPTI_FLUSH seconds (default 5) while it launches" in text,
           f"report of the killed process: {text[:600]}")
+
+
+@test
+def cupti_flushes_wait_while_the_program_launches(tmp):
+    """While the program keeps launching, gpuspy's flusher asks CUPTI for
+    its records every GPUSPY_CUPTI_FLUSH seconds (default 5), not every
+    second (that slowed a launch-bound loop on the H200): prog_train
+    launching for ~3.5 s (700 steps of 5 ms host work) gets at most one
+    unforced flush by default and at least two with GPUSPY_CUPTI_FLUSH=1
+    (three ticks; a slow machine may lose one); every one of the 700 x 26
+    GPU records is in the file either way. A bad value warns once and
+    keeps 5."""
+    def flushes(name, env):
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        p = run("prog_train", ["700", "5000"], env=dict(CUPTI_ENV, **env), tmp=d)
+        m = re.search(r"(\d+) unforced flushes", p.stderr)
+        check(m and p.stdout == "trained 700 steps\n", f"{name}: {p.stdout!r} {p.stderr!r}")
+        gpu = sum(1 for x in only_trace(d)[1] if x["kind"] in GPU_KIND)
+        check(gpu == 700 * 26, f"{name}: {gpu} GPU records")
+        return int(m[1])
+    n = flushes("default", {})
+    check(n <= 1, f"default: {n} flushes while launching for 3.5 s")
+    n = flushes("every1", {"GPUSPY_CUPTI_FLUSH": "1"})
+    check(n >= 2, f"GPUSPY_CUPTI_FLUSH=1: {n} flushes while launching for 3.5 s")
+    for bad in ("0", "x", "-1", "3601", "5s"):
+        p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH=bad, GPUSPY_QUIET="0"),
+                tmp=tmp)
+        want = f"GPUSPY_CUPTI_FLUSH={bad} is not a number of seconds (1..3600); using 5"
+        check(p.stdout == "trained 3 steps\n" and p.stderr.count(want) == 1, f"{bad}: {p.stderr!r}")
 
 
 @test

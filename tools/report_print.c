@@ -397,8 +397,9 @@ static void process_section(FILE *f, const struct gs_report *r)
 		fprintf(f, "   %strace incomplete%s: every complete event is included%s%s\n", yellow, reset,
 			r->input_error[0] ? "; input stopped at " : "", r->input_error);
 	if (r->proc.state != GSPY_STATE_EXITED && r->gpu_timing == GSPY_GPU_TIMING_cupti)
-		fprintf(f, "   GPU records of about its last second may be missing: CUPTI hands them over "
-			   "every second\n");
+		fprintf(f, "   GPU records of its last seconds may be missing: CUPTI hands them over a "
+			   "second after the program goes quiet, every GPUSPY_CUPTI_FLUSH seconds (default "
+			   "5) while it launches\n");
 	if (r->proc.dropped)
 		fprintf(f, "   %s%llu events were dropped%s: the buffer was full; raise GPUSPY_BUFFER_MB\n",
 			yellow, (unsigned long long)r->proc.dropped, reset);

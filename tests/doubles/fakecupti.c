@@ -30,8 +30,9 @@
  * both are nanoseconds).
  * FAKECUPTI_BUFFER=N uses only N bytes of each buffer (to make buffers fill
  * up; the worker takes each full one before the program goes on).
- * FAKECUPTI_STATS=1 prints at exit the callbacks made, the records written
- * and those handed back inside a context's destruction.
+ * FAKECUPTI_STATS=1 prints at exit the callbacks made, the records written,
+ * those handed back inside a context's destruction and the unforced
+ * cuptiActivityFlushAll calls.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -84,7 +85,7 @@ static struct {
 	/* the GPU: per stream, when its last work ends */
 	struct { unsigned long long handle; int device; uint64_t busy; } streams[256];
 	int nstreams;
-	unsigned long callbacks, records, at_destroy;
+	unsigned long callbacks, records, at_destroy, flushes;
 } s;
 
 static uint64_t now(void)
@@ -322,8 +323,8 @@ static __attribute__((destructor)) void stats(void)
 {
 	const char *v = getenv("FAKECUPTI_STATS");
 	if (v && *v == '1')
-		fprintf(stderr, "fakecupti: %lu callbacks, %lu records, %lu handed back at context destroy\n",
-			s.callbacks, s.records, s.at_destroy);
+		fprintf(stderr, "fakecupti: %lu callbacks, %lu records, %lu handed back at context destroy, "
+			"%lu unforced flushes\n", s.callbacks, s.records, s.at_destroy, s.flushes);
 }
 
 /* ---- the API ------------------------------------------------------------------------ */
@@ -469,6 +470,8 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	const char *v = getenv("FAKECUPTI_UNFINISHED");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && v && atol(v) > 0)
 		unfinish((size_t)atol(v));
+	if (!(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
+		__atomic_fetch_add(&s.flushes, 1, __ATOMIC_RELAXED);
 	hand_back(1);
 	return CUPTI_SUCCESS;
 }

@@ -36,7 +36,8 @@ GPUSPY_DIR="$WORK/injection" GPUSPY_CUPTI=on CUDA_INJECTION64_PATH="$ROOT/lib/li
 for f in "$WORK/injection"/*.gspy; do [ -e "$f" ] && ./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl"; done
 
 # Killed while idle after its GPU work: the GPU records must be in the file
-# (gpuspy's flusher asks CUPTI for them every second).
+# (gpuspy's flusher asks CUPTI for them a second after the program goes
+# quiet: within two seconds).
 mkdir -p "$WORK/kill"
 GPUSPY_DIR="$WORK/kill" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" \
 	python3 tests/gpu/hold.py 2000 > "$WORK/kill/out.txt" 2>&1 &
