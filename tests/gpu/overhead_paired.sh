@@ -43,6 +43,10 @@
 #     the bare collector (callbacks on) injected beside it; 200 rounds.
 #   PART=lockstep-flush: which part of that flushing costs: CUPTI's flush
 #     period alone, the flushing thread alone, both every 5 s; 120 rounds.
+#   PART=lockstep-targets: the two targets in one run: gpuspy x3, gpuspy +
+#     CUPTI x2 and the bare collector x2 against untraced x2, and gpuspy +
+#     CUPTI flushing every second as before 96109f9 (GPUSPY_CUPTI_FLUSH=1);
+#     180 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -103,6 +107,9 @@ elif [ "$PART" = lockstep-cupti-flush ]; then
 elif [ "$PART" = lockstep-flush ]; then
 	MODES=${MODES:-"untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"} \
 		WINDOWS=${WINDOWS:-120} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+elif [ "$PART" = lockstep-targets ]; then
+	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"} \
+		WINDOWS=${WINDOWS:-180} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 elif [ "$PART" = lockstep ]; then
 	W=/tmp/gpuspy-lockstep
 	mkdir -p $W
