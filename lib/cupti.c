@@ -57,7 +57,9 @@ static struct {
 	unsigned long unfinished; /* GPU records without times, left out */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
-	uint32_t last_corr; /* the latest correlation id: the flusher's "busy" */
+	/* the latest correlation id, the flusher's "busy": written by every
+	 * launch, copy and memset, so on a cache line of its own */
+	uint32_t last_corr __attribute__((aligned(64)));
 } c = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 
