@@ -279,9 +279,10 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
  * launching, since each such flush slowed a launch-bound loop on the H200
  * (a bare collector flushing every second: 0.875..0.913 of untraced
  * against 0.914..0.930 without, every 5 s 0.932), and a busy program's
- * buffers fill and come back on their own. Injected, or paused, no
- * callback says the program is busy: once a second. The thread takes no
- * signal, and what it allocates is not recorded.
+ * buffers fill and come back on their own. Injected or paused, no
+ * callback says whether the program launches: every GPUSPY_CUPTI_FLUSH
+ * seconds (a pause is meant to cost little). The thread takes no signal,
+ * and what it allocates is not recorded.
  */
 static void *flusher(void *arg)
 {
@@ -293,8 +294,9 @@ static void *flusher(void *arg)
 		struct timespec second = { 1, 0 };
 		while (nanosleep(&second, &second) != 0)
 			;
+		/* Injected or paused, no callback tells: taken as busy. */
 		uint32_t now = __atomic_load_n(&c.last_corr, __ATOMIC_RELAXED);
-		int busy = now != seen;
+		int busy = now != seen || c.injected || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED);
 		seen = now;
 		if (busy && ++busy_for < c.flush_s)
 			continue;

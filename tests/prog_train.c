@@ -6,12 +6,13 @@
  * "forward" launches 10 kernels, "backward" 12, "optimizer" allocates and
  * frees a 4 MiB buffer, launches one kernel, synchronizes and reads a loss
  * back (4-byte D2H). With `pause`, the second step runs inside
- * gpuspy_pause()/gpuspy_resume(); with `hold`, the program waits to be
+ * gpuspy_pause()/gpuspy_resume(), with `paused` every step from the second
+ * on (never resumed); with `hold`, the program waits to be
  * killed after its output; with `destroy`, it destroys its context before
  * the output; with `signal`, it then blocks SIGUSR1 in its only thread,
  * sends it to itself, and prints whether it was still pending 200 ms later
  * (no other thread took it) and whether its handler then ran on that thread.
- * Usage: prog_train [STEPS] [DATA_US] [pause|hold|destroy|signal]
+ * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal]
  */
 #include <pthread.h>
 #include <signal.h>
@@ -77,7 +78,7 @@ int main(int argc, char **argv)
 	CUfunction bwd = fakecuda_function("bwd_gemm", NULL);
 	CUfunction sgd = fakecuda_function("sgd_update", NULL);
 	for (int s = 0; s < steps; s++) {
-		if (!strcmp(mode, "pause") && s == 1)
+		if ((!strcmp(mode, "pause") || !strcmp(mode, "paused")) && s == 1)
 			GPUSPY_PAUSE();
 		if (!strcmp(mode, "pause") && s == 2)
 			GPUSPY_RESUME();

@@ -1441,13 +1441,15 @@ def cupti_flushes_wait_while_the_program_launches(tmp):
     second (that slowed a launch-bound loop on the H200): prog_train
     launching for ~3.5 s (700 steps of 5 ms host work) gets at most one
     unforced flush by default and at least two with GPUSPY_CUPTI_FLUSH=1
-    (three ticks; a slow machine may lose one); every one of the 700 x 26
-    GPU records is in the file either way. A bad value warns once and
-    keeps 5."""
-    def flushes(name, env):
+    (three ticks; a slow machine may lose one); at most one, too, paused
+    from the second step on and injected (CUDA_INJECTION64_PATH, no
+    preload), where no callback tells whether it launches; every one of the
+    700 x 26 GPU records is in the file each time. A bad value warns once
+    and keeps 5."""
+    def flushes(name, env, args=(), preload=True):
         d = os.path.join(tmp, name)
         os.makedirs(d)
-        p = run("prog_train", ["700", "5000"], env=dict(CUPTI_ENV, **env), tmp=d)
+        p = run("prog_train", ["700", "5000", *args], env=dict(CUPTI_ENV, **env), tmp=d, preload=preload)
         m = re.search(r"(\d+) unforced flushes", p.stderr)
         check(m and p.stdout == "trained 700 steps\n", f"{name}: {p.stdout!r} {p.stderr!r}")
         gpu = sum(1 for x in only_trace(d)[1] if x["kind"] in GPU_KIND)
@@ -1457,6 +1459,13 @@ def cupti_flushes_wait_while_the_program_launches(tmp):
     check(n <= 1, f"default: {n} flushes while launching for 3.5 s")
     n = flushes("every1", {"GPUSPY_CUPTI_FLUSH": "1"})
     check(n >= 2, f"GPUSPY_CUPTI_FLUSH=1: {n} flushes while launching for 3.5 s")
+    n = flushes("paused", {}, ["paused"])
+    check(n <= 1, f"paused: {n} flushes while launching for 3.5 s")
+    inject = {"CUDA_INJECTION64_PATH": LIB}
+    if SANITIZED:  # the sanitizer runtime alone, loaded first
+        inject["LD_PRELOAD"] = PRELOAD_PREFIX.rstrip(":")
+    n = flushes("injected", inject, preload=False)
+    check(n <= 1, f"injected: {n} flushes while launching for 3.5 s")
     for bad in ("0", "x", "-1", "3601", "5s"):
         p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH=bad, GPUSPY_QUIET="0"),
                 tmp=tmp)
