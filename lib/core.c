@@ -70,6 +70,22 @@ void gs_warn(const char *fmt, ...)
 	errno = e;
 }
 
+/* A whole number in lo..hi from the environment; unset or empty: dflt;
+ * anything else warns ("NAME=v is not WHAT (lo..hi); using dflt"). */
+unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned lo, unsigned hi)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	unsigned long x = strtoul(v, &end, 10);
+	if (*end || x < lo || x > hi) { /* "-1" reads as a huge number: out of range */
+		gs_warn("%s=%s is not %s (%u..%u); using %u", name, v, what, lo, hi, dflt);
+		return dflt;
+	}
+	return (unsigned)x;
+}
+
 static int env_flag(const char *name)
 {
 	const char *v = getenv(name);

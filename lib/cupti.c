@@ -307,22 +307,6 @@ static void *flusher(void *arg)
 	return NULL;
 }
 
-/* GPUSPY_CUPTI_FLUSH=N: seconds between flushes while the program keeps
- * launching (1..3600, default 5). */
-static unsigned flush_seconds(void)
-{
-	const char *v = getenv("GPUSPY_CUPTI_FLUSH");
-	if (!v || !*v)
-		return 5;
-	char *end;
-	unsigned long n = strtoul(v, &end, 10);
-	if (*end || n < 1 || n > 3600 || *v == '-' || *v == '+') {
-		gs_warn("GPUSPY_CUPTI_FLUSH=%s is not a number of seconds (1..3600); using 5", v);
-		return 5;
-	}
-	return (unsigned)n;
-}
-
 static void flush_at_exit(void)
 {
 	__atomic_store_n(&c.exiting, 1, __ATOMIC_RELEASE);
@@ -430,7 +414,8 @@ unsigned gs_cupti_start(void)
 	}
 	if (c.flush_period)
 		c.flush_period(1000);
-	c.flush_s = flush_seconds();
+	/* GPUSPY_CUPTI_FLUSH: seconds between flushes while the program launches. */
+	c.flush_s = gs_env_uint("GPUSPY_CUPTI_FLUSH", "a number of seconds", 5, 1, 3600);
 	gs_start_thread(flusher, NULL, "gpuspy-flush", 0);
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* Injected, no host record waits for a correlation id. */

@@ -426,20 +426,6 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static unsigned env_uint(const char *name, unsigned dflt, unsigned lo, unsigned hi)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
-	char *end;
-	unsigned long x = strtoul(v, &end, 10);
-	if (*end || x < lo || x > hi) {
-		gs_warn("%s=%s is not a number in %u..%u; using %u", name, v, lo, hi, dflt);
-		return dflt;
-	}
-	return (unsigned)x;
-}
-
 /* GPUSPY_STACK_MIN: a duration, "250" ns or with ns, us, ms or s. */
 static uint64_t env_duration(const char *name)
 {
@@ -498,8 +484,8 @@ void gs_stacks_setup(void)
 	int on, all, glibc;
 	stacks_choice(&on, &all, &glibc);
 	const char *v;
-	gs_cfg.stack_depth = env_uint("GPUSPY_STACK_DEPTH", 32, 1, GSPY_STACK_MAX);
-	gs_cfg.stack_launch_every = env_uint("GPUSPY_STACK_LAUNCHES", 0, 0, 1000000000);
+	gs_cfg.stack_depth = gs_env_uint("GPUSPY_STACK_DEPTH", "a number", 32, 1, GSPY_STACK_MAX);
+	gs_cfg.stack_launch_every = gs_env_uint("GPUSPY_STACK_LAUNCHES", "a number", 0, 0, 1000000000);
 	gs_cfg.stack_min_ns = env_duration("GPUSPY_STACK_MIN");
 	v = getenv("GPUSPY_PYTHON_FRAMES");
 	int python = v && *v && strcmp(v, "0") && strcmp(v, "off");

@@ -54,6 +54,12 @@ OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 make -s lib/libgpuspy.so > /dev/null || exit 1
+W=/tmp/gpuspy-lockstep # PART=lockstep's work directory and bare collector
+# A lock-step preset: one run of WINDOWS (default $1) rounds of MODES
+# (default $2).
+preset() {
+	MODES=${MODES:-$2} WINDOWS=${WINDOWS:-$1} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+}
 if [ "${PART:-toggle}" = toggle ]; then
 	for cupti in ${CUPTI_MODES:-off on events}; do
 		for i in $(seq "${TOGGLES:-5}"); do
@@ -92,26 +98,19 @@ elif [ "$PART" = lockstep-parts ]; then
 	# (off, shallower, only on calls of 20 us or more) and the PyTorch
 	# helper (off, or a part of it taken away by bench/helper_probe), one
 	# run of 220 rounds.
-	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"} \
-		WINDOWS=${WINDOWS:-220} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	preset 220 "untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"
 elif [ "$PART" = lockstep-replicas ]; then
-	MODES=${MODES:-"untraced,untraced b,untraced #3,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_STACKS=all,gpuspy GPUSPY_STACKS=all #2,gpuspy GPUSPY_STACKS=0"} \
-		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	preset 200 "untraced,untraced b,untraced #3,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_STACKS=all,gpuspy GPUSPY_STACKS=all #2,gpuspy GPUSPY_STACKS=0"
 elif [ "$PART" = lockstep-cupti ]; then
-	MODES=${MODES:-"untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,bare cupti CUPTI_COUNT_TS=1,bare cupti CUPTI_COUNT_CB=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"} \
-		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	preset 200 "untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,bare cupti CUPTI_COUNT_TS=1,bare cupti CUPTI_COUNT_CB=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
 elif [ "$PART" = lockstep-cupti-flush ]; then
-	C="CUDA_INJECTION64_PATH=/tmp/gpuspy-lockstep/libcupti_count.so"
-	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"} \
-		WINDOWS=${WINDOWS:-200} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	C="CUDA_INJECTION64_PATH=$W/libcupti_count.so"
+	preset 200 "untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
 elif [ "$PART" = lockstep-flush ]; then
-	MODES=${MODES:-"untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"} \
-		WINDOWS=${WINDOWS:-120} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	preset 120 "untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
 elif [ "$PART" = lockstep-targets ]; then
-	MODES=${MODES:-"untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"} \
-		WINDOWS=${WINDOWS:-180} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
+	preset 180 "untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
 elif [ "$PART" = lockstep ]; then
-	W=/tmp/gpuspy-lockstep
 	mkdir -p $W
 	gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
 		-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
