@@ -43,10 +43,14 @@ CASES = [  # (label, bench_call kind, threads, environment of the traced run)
 
 
 def once(kind, threads, traced, tmp, extra):
-    env = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_BUFFER_MB="256")
+    ld = os.environ.get("LD_LIBRARY_PATH")
+    env = dict(os.environ, LD_LIBRARY_PATH=BIN + (":" + ld if ld else ""), GPUSPY_DIR=tmp,
+               GPUSPY_BUFFER_MB="256")
     env.pop("LD_PRELOAD", None)
     if traced:
-        env["LD_PRELOAD"] = os.path.join(ROOT, "lib", "libgpuspy.so")
+        # CUPTI off unless the case says: on a machine with a GPU, auto would
+        # turn it on against the CUPTI double.
+        env.update(LD_PRELOAD=os.path.join(ROOT, "lib", "libgpuspy.so"), GPUSPY_CUPTI="off")
         env.update(extra)
     out = subprocess.run([os.path.join(BIN, "bench_call"), kind, str(threads), str(CALLS)],
                          env=env, capture_output=True, text=True, check=True).stdout

@@ -47,6 +47,9 @@
 #     CUPTI x2 and the bare collector x2 against untraced x2, and gpuspy +
 #     CUPTI flushing every second as before 96109f9 (GPUSPY_CUPTI_FLUSH=1);
 #     180 rounds.
+#   PART=lockstep-split: gpuspy's own cost split, two processes each: the
+#     library preloaded but passing every call through (GPUSPY_DISABLE=1),
+#     without the PyTorch helper (GPUSPY_TORCH=0), and defaults; 200 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -110,6 +113,8 @@ elif [ "$PART" = lockstep-flush ]; then
 	preset 120 "untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
 elif [ "$PART" = lockstep-targets ]; then
 	preset 180 "untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
+elif [ "$PART" = lockstep-split ]; then
+	preset 200 "untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 elif [ "$PART" = lockstep ]; then
 	mkdir -p $W
 	gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
