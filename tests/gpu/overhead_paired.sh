@@ -63,6 +63,19 @@ W=/tmp/gpuspy-lockstep # PART=lockstep's work directory and bare collector
 preset() {
 	MODES=${MODES:-$2} WINDOWS=${WINDOWS:-$1} LOCKSTEP_RUNS=1 PART=lockstep bash "$0"
 }
+# The lock-step presets: PART -> "WINDOWS MODES" (described above).
+C="CUDA_INJECTION64_PATH=$W/libcupti_count.so" # the bare collector beside gpuspy
+declare -A PRESETS=(
+	# stacks off, shallower, only on calls of 20 us or more; the PyTorch helper
+	# off, or a part of it taken away by bench/helper_probe
+	[lockstep-parts]="220 untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"
+	[lockstep-replicas]="200 untraced,untraced b,untraced #3,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_STACKS=all,gpuspy GPUSPY_STACKS=all #2,gpuspy GPUSPY_STACKS=0"
+	[lockstep-cupti]="200 untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,bare cupti CUPTI_COUNT_TS=1,bare cupti CUPTI_COUNT_CB=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
+	[lockstep-cupti-flush]="200 untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
+	[lockstep-flush]="120 untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
+	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
+	[lockstep-split]="200 untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
+)
 if [ "${PART:-toggle}" = toggle ]; then
 	for cupti in ${CUPTI_MODES:-off on events}; do
 		for i in $(seq "${TOGGLES:-5}"); do
@@ -96,25 +109,8 @@ elif [ "$PART" = cupti-toggle ]; then
 			rm -f $W/*.gspy
 		done
 	done | tee "$OUT/ctoggle.txt"
-elif [ "$PART" = lockstep-parts ]; then
-	# Where gpuspy's defaults spend their cost on the MLP loop: call stacks
-	# (off, shallower, only on calls of 20 us or more) and the PyTorch
-	# helper (off, or a part of it taken away by bench/helper_probe), one
-	# run of 220 rounds.
-	preset 220 "untraced,untraced b,gpuspy,gpuspy GPUSPY_STACKS=0,gpuspy GPUSPY_STACK_DEPTH=8,gpuspy GPUSPY_STACK_MIN=20us,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_PROBE=nolib,gpuspy GPUSPY_PROBE=nohook,gpuspy GPUSPY_PROBE=nowrap"
-elif [ "$PART" = lockstep-replicas ]; then
-	preset 200 "untraced,untraced b,untraced #3,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_STACKS=all,gpuspy GPUSPY_STACKS=all #2,gpuspy GPUSPY_STACKS=0"
-elif [ "$PART" = lockstep-cupti ]; then
-	preset 200 "untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,bare cupti CUPTI_COUNT_TS=1,bare cupti CUPTI_COUNT_CB=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
-elif [ "$PART" = lockstep-cupti-flush ]; then
-	C="CUDA_INJECTION64_PATH=$W/libcupti_count.so"
-	preset 200 "untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
-elif [ "$PART" = lockstep-flush ]; then
-	preset 120 "untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
-elif [ "$PART" = lockstep-targets ]; then
-	preset 180 "untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
-elif [ "$PART" = lockstep-split ]; then
-	preset 200 "untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
+elif [ -n "${PRESETS[$PART]:-}" ]; then
+	preset ${PRESETS[$PART]%% *} "${PRESETS[$PART]#* }"
 elif [ "$PART" = lockstep ]; then
 	mkdir -p $W
 	gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
