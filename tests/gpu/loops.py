@@ -103,6 +103,11 @@ if a.toggle:
         import ctypes
         lib = ctypes.CDLL(None)
         toggle = (lib.gpuspy_resume, lib.gpuspy_pause)  # AttributeError without gpuspy
+sampler = None
+if os.environ.get("PCSAMPLE_OUT"):  # tests/gpu/pcsample.c: sample the timed steps only
+    import ctypes
+    sampler = ctypes.CDLL(None)
+    sampler.pcsample_begin()
 lock = None
 if a.lockstep:
     lock = [int(x) for x in os.environ["LOCKSTEP_FDS"].split(",")]
@@ -132,6 +137,8 @@ for i in range(a.steps):
             os.write(lock[2], b"t")  # the next process's turn
 torch.cuda.synchronize()
 t = time.monotonic() - t0
+if sampler:
+    sampler.pcsample_end()
 if a.profile:
     prof.__exit__(None, None, None)
     prof.export_chrome_trace("prof.json")
