@@ -3,21 +3,32 @@
  * Cost of one intercepted call against the driver double: T threads each
  * make N calls of one kind; prints the mean thread-CPU ns per call (immune
  * to the oversubscription of 8 threads on a small machine).
- * Usage: bench_call launch|copy|malloc T N   (run by bench/run.py)
+ * Usage: bench_call launch|copy|malloc|launch-cold T N   (run by bench/run.py)
  * malloc: a malloc(1 MiB) + free pair per call.
+ * launch-cold: before each launch, run 256 KiB of other code and read 2 MiB
+ * of other data (BENCH_EVICT_KB), as a real program does between two
+ * launches, so that the call finds its code and data out of the L1 and L2
+ * caches; only the call itself is timed (rdtsc around it, scaled to ns by
+ * the wall clock over the whole loop).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <x86intrin.h>
 
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
 
 static long calls;
-static int copy_mode, malloc_mode;
+static int copy_mode, malloc_mode, cold_mode;
+static unsigned char *evict_data;
+static size_t evict_bytes;
+static void (*evict_code)(void);
+enum { EVICT_CODE = 256 << 10 };
 /* Through a volatile pointer: the compiler may not drop the pair. */
 static void *(*volatile do_malloc)(size_t) = malloc;
 static CUfunction fn;
@@ -34,6 +45,59 @@ static double cpu_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+static double wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Other work between two calls: code and data that push the call's own
+ * out of the L1 and L2 caches. */
+static unsigned evict(void)
+{
+	unsigned sum = 0;
+	evict_code();
+	for (size_t i = 0; i < evict_bytes; i += 64)
+		sum += evict_data[i];
+	return sum;
+}
+
+static int evict_setup(void)
+{
+	const char *kb = getenv("BENCH_EVICT_KB");
+	evict_bytes = (size_t)(kb ? atol(kb) : 2048) << 10;
+	evict_data = malloc(evict_bytes + 1);
+	unsigned char *code = mmap(NULL, EVICT_CODE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!evict_data || code == MAP_FAILED)
+		return -1;
+	memset(evict_data, 1, evict_bytes + 1);
+	memset(code, 0x90, EVICT_CODE); /* nop ... ret */
+	code[EVICT_CODE - 1] = 0xc3;
+	if (mprotect(code, EVICT_CODE, PROT_READ | PROT_EXEC) != 0)
+		return -1;
+	evict_code = (void (*)(void))(void *)code;
+	return 0;
+}
+
+/* Ticks spent in the calls alone, the other work between them left out. */
+static double cold_launches(long n)
+{
+	volatile unsigned sink = 0;
+	uint64_t ticks = 0;
+	for (long i = 0; i < n; i++) {
+		sink += evict();
+		_mm_lfence();
+		uint64_t t0 = __rdtsc();
+		_mm_lfence();
+		cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		_mm_lfence();
+		ticks += __rdtsc() - t0;
+	}
+	(void)sink;
+	return (double)ticks;
+}
+
 static void *work(void *arg)
 {
 	long id = (long)arg;
@@ -41,6 +105,16 @@ static void *work(void *arg)
 	struct rusage r0, r1;
 	getrusage(RUSAGE_THREAD, &r0);
 	double t0 = cpu_ns();
+	if (cold_mode) {
+		double w0 = wall_ns();
+		uint64_t k0 = __rdtsc();
+		double ticks = cold_launches(calls);
+		double per_tick = (wall_ns() - w0) / (double)(__rdtsc() - k0);
+		ns_per_call[id] = ticks * per_tick / (double)calls;
+		getrusage(RUSAGE_THREAD, &r1);
+		faults[id] = (r1.ru_minflt - r0.ru_minflt) + (r1.ru_majflt - r0.ru_majflt);
+		return NULL;
+	}
 	if (malloc_mode)
 		for (long i = 0; i < calls; i++)
 			free(do_malloc(1u << 20));
@@ -62,6 +136,9 @@ int main(int argc, char **argv)
 		return 2;
 	copy_mode = !strcmp(argv[1], "copy");
 	malloc_mode = !strcmp(argv[1], "malloc");
+	cold_mode = !strcmp(argv[1], "launch-cold");
+	if (cold_mode && evict_setup() != 0)
+		return 2;
 	int t = atoi(argv[2]);
 	calls = atol(argv[3]);
 	if (t < 1 || t > 256 || calls < 1)

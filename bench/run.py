@@ -9,7 +9,11 @@ not), every launch with a stack (GPUSPY_STACK_LAUNCHES=1), and a host
 malloc/free pair recorded with its stacks (GPUSPY_HOST_ALLOC_MIN) or only
 passed through (the default); launches with GPUSPY_CUPTI=events and no
 phase change (each call finds its stream's interval already started: the
-per-call cost of that mode). Writes bench/out/bench.md and prints it."""
+per-call cost of that mode); and launches with the caches cold (bench_call
+launch-cold: 256 KiB of other code and 2 MiB of other data run between two
+launches, as a program's own work does; only the call is timed), where
+the added ns are what the trace path's code and data cost when they have
+to come back from further out. Writes bench/out/bench.md and prints it."""
 import os
 import platform
 import shutil
@@ -24,7 +28,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 CALLS = int(os.environ.get("BENCH_CALLS", "200000"))
 
 
-CASES = [  # (label, bench_call kind, threads, environment of the traced run)
+CASES = [  # (label, bench_call kind, threads, environment of the traced run[, calls])
     ("cuLaunchKernel, no stacks", "launch", 1, {"GPUSPY_STACKS": "0"}),
     ("cuLaunchKernel, no stacks", "launch", 8, {"GPUSPY_STACKS": "0"}),
     ("cuMemcpyHtoDAsync (1 B), no stacks", "copy", 1, {"GPUSPY_STACKS": "0"}),
@@ -39,10 +43,11 @@ CASES = [  # (label, bench_call kind, threads, environment of the traced run)
      {"GPUSPY_STACKS": "0", "GPUSPY_CUPTI": "events"}),
     ("malloc+free 1 MiB, passed through (default)", "malloc", 1, {}),
     ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {"GPUSPY_HOST_ALLOC_MIN": "1M"}),
+    ("cuLaunchKernel, caches cold, no stacks", "launch-cold", 1, {"GPUSPY_STACKS": "0"}, 20000),
 ]
 
 
-def once(kind, threads, traced, tmp, extra):
+def once(kind, threads, traced, tmp, extra, calls):
     ld = os.environ.get("LD_LIBRARY_PATH")
     env = dict(os.environ, LD_LIBRARY_PATH=BIN + (":" + ld if ld else ""), GPUSPY_DIR=tmp,
                GPUSPY_BUFFER_MB="256")
@@ -52,7 +57,7 @@ def once(kind, threads, traced, tmp, extra):
         # turn it on against the CUPTI double.
         env.update(LD_PRELOAD=os.path.join(ROOT, "lib", "libgpuspy.so"), GPUSPY_CUPTI="off")
         env.update(extra)
-    out = subprocess.run([os.path.join(BIN, "bench_call"), kind, str(threads), str(CALLS)],
+    out = subprocess.run([os.path.join(BIN, "bench_call"), kind, str(threads), str(calls)],
                          env=env, capture_output=True, text=True, check=True).stdout
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
@@ -73,11 +78,12 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpuspy-bench-")
     rows = []
     try:
-        for label, kind, threads, extra in CASES:
+        for label, kind, threads, extra, *calls in CASES:
+            calls = calls[0] if calls else CALLS
             base, traced, added = [], [], []
             for r in range(ROUNDS):
                 order = (False, True) if r % 2 == 0 else (True, False)
-                res = {t: once(kind, threads, t, tmp, extra) for t in order}
+                res = {t: once(kind, threads, t, tmp, extra, calls) for t in order}
                 base.append(res[False])
                 traced.append(res[True])
                 added.append(res[True] - res[False])
@@ -87,7 +93,8 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     lines = [
         f"Machine: {cpu_model()}, {os.cpu_count()} CPUs; {ROUNDS} interleaved rounds of "
-        f"{CALLS} calls per thread; thread-CPU ns per call.",
+        f"{CALLS} calls per thread (caches cold: 20000); thread-CPU ns per call (caches cold: "
+        f"the call alone, by rdtsc).",
         "",
         "| call | threads | untraced ns | traced ns | added ns (median) | added min..max |",
         "| --- | --- | --- | --- | --- | --- |",
