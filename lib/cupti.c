@@ -56,7 +56,6 @@ static struct {
 	int atexit_done, exiting;
 	unsigned long unfinished; /* GPU records without times, left out */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
-	unsigned corr; /* GPUSPY_CUPTI_CORR: correlation callbacks (default 1) */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
 	/* the latest correlation id, the flusher's "busy": written by every
 	 * launch, copy and memset, so on a cache line of its own */
@@ -115,7 +114,7 @@ static unsigned enable_callbacks(void)
  * back on. A paused process then pays what a bare CUPTI collector does. */
 void gs_cupti_callbacks(int on)
 {
-	if (!gs_g.cupti || !c.enable_domain || c.injected || !c.corr)
+	if (!gs_g.cupti || !c.enable_domain || c.injected)
 		return;
 	pthread_mutex_lock(&c.lock);
 	if (on)
@@ -280,9 +279,8 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
  * launching, since each such flush slowed a launch-bound loop on the H200
  * (a bare collector flushing every second: 0.875..0.913 of untraced
  * against 0.914..0.930 without, every 5 s 0.932), and a busy program's
- * buffers fill and come back on their own. Injected, paused or
- * uncorrelated (GPUSPY_CUPTI_CORR=0), no callback says whether the
- * program launches: every GPUSPY_CUPTI_FLUSH
+ * buffers fill and come back on their own. Injected or paused, no
+ * callback says whether the program launches: every GPUSPY_CUPTI_FLUSH
  * seconds (a pause is meant to cost little). The thread takes no signal,
  * and what it allocates is not recorded.
  */
@@ -296,11 +294,9 @@ static void *flusher(void *arg)
 		struct timespec second = { 1, 0 };
 		while (nanosleep(&second, &second) != 0)
 			;
-		/* Injected, paused or uncorrelated, no callback tells: taken
-		 * as busy. */
+		/* Injected or paused, no callback tells: taken as busy. */
 		uint32_t now = __atomic_load_n(&c.last_corr, __ATOMIC_RELAXED);
-		int busy = now != seen || c.injected || !c.corr ||
-			   __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED);
+		int busy = now != seen || c.injected || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED);
 		seen = now;
 		if (busy && ++busy_for < c.flush_s)
 			continue;
@@ -422,11 +418,8 @@ unsigned gs_cupti_start(void)
 	c.flush_s = gs_env_uint("GPUSPY_CUPTI_FLUSH", "a number of seconds", 5, 1, 3600);
 	gs_start_thread(flusher, NULL, "gpuspy-flush", 0);
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-	/* Injected, no host record waits for a correlation id. With
-	 * GPUSPY_CUPTI_CORR=0 none is asked for: GPU records then stand alone,
-	 * as injected (phases by time), and the callbacks' cost is saved. */
-	c.corr = gs_env_uint("GPUSPY_CUPTI_CORR", "0 or 1", 1, 0, 1);
-	unsigned enabled = c.injected || !c.corr ? 0 : enable_callbacks();
+	/* Injected, no host record waits for a correlation id. */
+	unsigned enabled = c.injected ? 0 : enable_callbacks();
 	if (getenv("GPUSPY_DEBUG"))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);
 	gs_g.cupti = 1;
