@@ -17,6 +17,7 @@
  *   LD_PRELOAD=./pcsample.so PCSAMPLE_OUT=s.txt python3 loop.py
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
 	(void)sig;
 	(void)si;
 	ucontext_t *uc = ucv;
+	int e = errno; /* timer_settime may set it: the program must not see */
 	unsigned long i = __atomic_fetch_add(&n_samples, 1, __ATOMIC_RELAXED);
 	if (i < CAP)
 		pcs[i] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -65,6 +67,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
 		__atomic_fetch_add(&n_lost, 1, __ATOMIC_RELAXED);
 	if (on)
 		arm();
+	errno = e;
 }
 
 void pcsample_begin(void)
