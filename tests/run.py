@@ -1313,7 +1313,10 @@ def cupti_records_joined_to_their_calls(tmp):
 @test
 def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     """The CUPTI double on prog_drv (every family once): each memset's and
-    copy's GPU record has its call's bytes, the graph launch's three kernels
+    copy's GPU record has its call's bytes and direction, one record for
+    every copy but those between two contexts (CUPTI's peer-to-peer kind,
+    which gpuspy does not enable) and the batched ones (no record in the
+    double), 2D and 3D copies included; the graph launch's three kernels
     carry its correlation id and graph id. Paused (prog_train's second step):
     no callbacks and no join for that step, its GPU records still come.
     Another tool holding CUPTI: one warning, host timing, output unchanged.
@@ -1328,6 +1331,12 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
         h = host.get(g["corr"])
         check(h and h["kind"] == GPU_KIND[g["kind"]], f"GPU record {g} joined to {h}")
         check(g["kind"] == "gpu_kernel" or g["bytes"] == h["bytes"], f"bytes of {g} vs {h}")
+        check(g["kind"] != "gpu_copy" or g["dir"] == h["dir"], f"direction of {g} vs {h}")
+    timed = {g["corr"] for g in gpu if g["kind"] == "gpu_copy"}
+    copies = [(h["api"], h["bytes"], h["corr"] in timed) for h in host.values() if h["kind"] == "copy"]
+    want = [(api, n, d != "p2p" and "Batch" not in api)
+            for kind, api, n, d, *_ in drv_expected(False) if kind == "copy"]
+    check(sorted(copies) == sorted(want), f"copies with a GPU record: {sorted(copies)}")
     sets = [h["api"] for h in host.values() if h["kind"] == "memset"]
     check(len(sets) == 12 and sum(1 for g in gpu if g["kind"] == "gpu_memset") == 12, f"memsets {sets}")
     graph = [h for h in host.values() if h["api"] == "cuGraphLaunch"]

@@ -408,70 +408,93 @@ COPY1(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, COMMA_STREAM, hs)
 COPY1(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, COMMA_STREAM, hs)
 COPY1(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, COMMA_STREAM, hs)
 
-EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) { (void)dc; (void)sc; FAIL_CHECK("cuMemcpyPeer"); memmove((void *)d, (void *)s, n); return CUDA_SUCCESS; }
-EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) { return cuMemcpyPeer(d, dc, s, sc, n); }
-EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs) { (void)hs; return cuMemcpyPeer(d, dc, s, sc, n); }
-EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs) { (void)hs; return cuMemcpyPeer(d, dc, s, sc, n); }
+/* Copies between two contexts: CUPTI reports them as peer-to-peer
+ * (MEMCPY2) records, a kind the double does not make (gpuspy does not ask
+ * for it); within one context, as a device-to-device MEMCPY record. The
+ * driver-API callbacks come either way. */
+static CUresult peer(const char *api, CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs)
+{
+	FAIL_CHECK(api);
+	unsigned corr = tool_enter(api);
+	memmove((void *)d, (void *)s, n);
+	if (dc == sc)
+		tool_copy(corr, hs, d, s, n);
+	tool_exit(api, corr);
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) { return peer("cuMemcpyPeer", d, dc, s, sc, n, NULL); }
+EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) { return peer("cuMemcpyPeer_ptds", d, dc, s, sc, n, NULL); }
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs) { return peer("cuMemcpyPeerAsync", d, dc, s, sc, n, hs); }
+EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream hs) { return peer("cuMemcpyPeerAsync_ptsz", d, dc, s, sc, n, hs); }
 
 static uintptr_t end2d(CUmemorytype t, const void *h, CUdeviceptr d) { return t == CU_MEMORYTYPE_HOST ? (uintptr_t)h : (uintptr_t)d; }
 
-EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+/* 2D and 3D copies: one MEMCPY record of the bytes moved (width x height
+ * x depth), its ends' kinds those of the base pointers. */
+static CUresult copy2d(const char *api, const CUDA_MEMCPY2D *p, CUstream hs)
 {
-	FAIL_CHECK("cuMemcpy2D_v2");
+	FAIL_CHECK(api);
+	unsigned corr = tool_enter(api);
 	char *d = (char *)end2d(p->dstMemoryType, p->dstHost, p->dstDevice);
 	const char *s = (const char *)end2d(p->srcMemoryType, p->srcHost, p->srcDevice);
 	for (size_t y = 0; y < p->Height; y++)
 		memmove(d + (p->dstY + y) * p->dstPitch + p->dstXInBytes,
 			s + (p->srcY + y) * p->srcPitch + p->srcXInBytes, p->WidthInBytes);
+	tool_copy(corr, hs, (uintptr_t)d, (uintptr_t)s, p->WidthInBytes * p->Height);
+	tool_exit(api, corr);
 	return CUDA_SUCCESS;
 }
-EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
-EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
-EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
-EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream hs) { (void)hs; return cuMemcpy2D_v2(p); }
-EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream hs) { (void)hs; return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) { return copy2d("cuMemcpy2D_v2", p, NULL); }
+EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p) { return copy2d("cuMemcpy2D_v2_ptds", p, NULL); }
+EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p) { return copy2d("cuMemcpy2DUnaligned_v2", p, NULL); }
+EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p) { return copy2d("cuMemcpy2DUnaligned_v2_ptds", p, NULL); }
+EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream hs) { return copy2d("cuMemcpy2DAsync_v2", p, hs); }
+EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream hs) { return copy2d("cuMemcpy2DAsync_v2_ptsz", p, hs); }
 
-static void copy3d(char *d, const char *s, size_t dp, size_t dh, size_t sp, size_t sh, size_t w, size_t h, size_t depth)
+static CUresult copy3d(const char *api, char *d, const char *s, size_t dp, size_t dh, size_t sp, size_t sh,
+		       size_t w, size_t h, size_t depth, int cross, CUstream hs)
 {
-	for (size_t z = 0; z < (depth ? depth : 1); z++)
+	FAIL_CHECK(api);
+	unsigned corr = tool_enter(api);
+	size_t z_n = depth ? depth : 1;
+	for (size_t z = 0; z < z_n; z++)
 		for (size_t y = 0; y < h; y++)
 			memmove(d + (z * dh + y) * dp, s + (z * sh + y) * sp, w);
-}
-EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
-{
-	FAIL_CHECK("cuMemcpy3D_v2");
-	copy3d((char *)end2d(p->dstMemoryType, p->dstHost, p->dstDevice),
-	       (const char *)end2d(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstPitch,
-	       p->dstHeight, p->srcPitch, p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
+	if (!cross)
+		tool_copy(corr, hs, (uintptr_t)d, (uintptr_t)s, w * h * z_n);
+	tool_exit(api, corr);
 	return CUDA_SUCCESS;
 }
-EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p) { return cuMemcpy3D_v2(p); }
-EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream hs) { (void)hs; return cuMemcpy3D_v2(p); }
-EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream hs) { (void)hs; return cuMemcpy3D_v2(p); }
-EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
-{
-	FAIL_CHECK("cuMemcpy3DPeer");
-	copy3d((char *)end2d(p->dstMemoryType, p->dstHost, p->dstDevice),
-	       (const char *)end2d(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstPitch,
-	       p->dstHeight, p->srcPitch, p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
-	return CUDA_SUCCESS;
-}
-EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p) { return cuMemcpy3DPeer(p); }
-EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream hs) { (void)hs; return cuMemcpy3DPeer(p); }
-EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream hs) { (void)hs; return cuMemcpy3DPeer(p); }
+#define COPY3D(api, p, cross, hs)                                                                       \
+	copy3d(api, (char *)end2d((p)->dstMemoryType, (p)->dstHost, (p)->dstDevice),                  \
+	       (const char *)end2d((p)->srcMemoryType, (p)->srcHost, (p)->srcDevice), (p)->dstPitch,   \
+	       (p)->dstHeight, (p)->srcPitch, (p)->srcHeight, (p)->WidthInBytes, (p)->Height, (p)->Depth, \
+	       cross, hs)
+EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p) { return COPY3D("cuMemcpy3D_v2", p, 0, NULL); }
+EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p) { return COPY3D("cuMemcpy3D_v2_ptds", p, 0, NULL); }
+EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream hs) { return COPY3D("cuMemcpy3DAsync_v2", p, 0, hs); }
+EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream hs) { return COPY3D("cuMemcpy3DAsync_v2_ptsz", p, 0, hs); }
+EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p) { return COPY3D("cuMemcpy3DPeer", p, p->dstContext != p->srcContext, NULL); }
+EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p) { return COPY3D("cuMemcpy3DPeer_ptds", p, p->dstContext != p->srcContext, NULL); }
+EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream hs) { return COPY3D("cuMemcpy3DPeerAsync", p, p->dstContext != p->srcContext, hs); }
+EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream hs) { return COPY3D("cuMemcpy3DPeerAsync_ptsz", p, p->dstContext != p->srcContext, hs); }
 
-static CUresult batch(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c)
+/* Batched copies: the callbacks, but no GPU record (how CUPTI reports a
+ * batch, one record or one per copy, is not modelled). */
+static CUresult batch(const char *api, CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c)
 {
+	unsigned corr = tool_enter(api);
 	for (size_t i = 0; i < c; i++)
 		memmove((void *)d[i], (void *)s[i], n[i]);
+	tool_exit(api, corr);
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuMemcpyBatchAsync(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *fi, CUstream hs)
-{ (void)a; (void)ai; (void)na; (void)hs; FAIL_CHECK("cuMemcpyBatchAsync"); if (fi) *fi = SIZE_MAX; return batch(d, s, n, c); }
+{ (void)a; (void)ai; (void)na; (void)hs; FAIL_CHECK("cuMemcpyBatchAsync"); if (fi) *fi = SIZE_MAX; return batch("cuMemcpyBatchAsync", d, s, n, c); }
 EXPORT CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, size_t *fi, CUstream hs)
 { return cuMemcpyBatchAsync(d, s, n, c, a, ai, na, fi, hs); }
 EXPORT CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream hs)
-{ (void)a; (void)ai; (void)na; (void)hs; FAIL_CHECK("cuMemcpyBatchAsync_v2"); return batch(d, s, n, c); }
+{ (void)a; (void)ai; (void)na; (void)hs; FAIL_CHECK("cuMemcpyBatchAsync_v2"); return batch("cuMemcpyBatchAsync_v2", d, s, n, c); }
 EXPORT CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUmemcpyAttributes *a, size_t *ai, size_t na, CUstream hs)
 { return cuMemcpyBatchAsync_v2(d, s, n, c, a, ai, na, hs); }
 
