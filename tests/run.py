@@ -788,6 +788,18 @@ def gpuspy_run_command(tmp):
     q.terminate()
     out, _ = q.communicate(timeout=TIMEOUT)
     check(q.returncode == 3 and "got TERM" in out, f"SIGTERM not forwarded: {q.returncode} {out!r}")
+    # ... also when it comes between the fork and gpuspy's note of the
+    # child's pid (tests/fork_delay.c holds gpuspy there for 300 ms while
+    # the command runs): it waits, then goes on.
+    script = "trap 'echo got TERM; exit 3' TERM; echo ready; sleep 2 & wait"
+    q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
+                         env=dict(e, LD_PRELOAD=os.path.join(BIN, "fork_delay.so")),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(q.stdout.readline() == "ready\n", "the command did not start (fork delayed)")
+    q.terminate()
+    out, _ = q.communicate(timeout=TIMEOUT)
+    check(q.returncode == 3 and "got TERM" in out,
+          f"SIGTERM right after the fork not forwarded: {q.returncode} {out!r}")
     p = subprocess.run([GPUSPY, "run", "--cupti", "maybe", "--", "true"], capture_output=True, text=True)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
 

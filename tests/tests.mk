@@ -63,7 +63,10 @@ $(TB)/prog_stacks_static: tests/prog_stacks.c $(TB)/libfakecudart_static.a $(DOU
 $(TB)/prog_codec: tests/prog_codec.c include/gpuspy/format.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
 
-TEST_PROGS := $(addprefix $(TB)/,prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
+$(TB)/fork_delay.so: tests/fork_delay.c
+	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
+
+TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TEST_PROGS)

@@ -193,22 +193,32 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	sigemptyset(&sa.sa_mask);
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
 	struct sigaction saved[8];
-	/* Installed before the fork so that no signal is lost in between. */
-	for (size_t k = 0; k < 8; k++)
+	/* Installed before the fork, and held blocked until the child's pid is
+	 * known: a signal that arrives in between waits, then is passed on
+	 * (unblocked with child still 0, the handler would drop it). */
+	sigset_t fwd, old_mask;
+	sigemptyset(&fwd);
+	for (size_t k = 0; k < 8; k++) {
 		sigaction(sigs[k], &sa, &saved[k]);
+		sigaddset(&fwd, sigs[k]);
+	}
+	sigprocmask(SIG_BLOCK, &fwd, &old_mask);
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "gpuspy: error: run: fork failed: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		return 1;
 	}
 	if (pid == 0) {
 		for (size_t k = 0; k < 8; k++)
 			sigaction(sigs[k], &saved[k], NULL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		execvp(argv[i], argv + i);
 		fprintf(stderr, "gpuspy: error: %s: cannot run: %s\n", argv[i], strerror(errno));
 		_exit(127);
 	}
 	child = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
