@@ -219,10 +219,18 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	}
 	child = pid;
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	/* Wait for the exit without reaping: until the pid is forgotten, a
+	 * forwarded signal reaches the zombie, never a process that reused the
+	 * pid. */
+	siginfo_t info;
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	sigprocmask(SIG_BLOCK, &fwd, NULL);
+	child = 0;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	child = 0;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 	unsetenv("LD_PRELOAD");
 
