@@ -30,9 +30,15 @@ static void launches(int n)
 		cuLaunchKernel(f, (unsigned)i + 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 }
 
+static int launched; /* thread-exit: launches made by main so far */
+
 static void *exiter(void *arg)
 {
 	(void)arg;
+	/* After main's first launches (the trace file exists by then, however
+	 * slow the machine), while it keeps launching. */
+	while (__atomic_load_n(&launched, __ATOMIC_RELAXED) < 100)
+		usleep(1000);
 	usleep(20000);
 	exit(5);
 }
@@ -52,8 +58,10 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "thread-exit")) {
 		pthread_t t;
 		pthread_create(&t, NULL, exiter, NULL);
-		for (;;)
+		for (;;) {
 			launches(1);
+			__atomic_fetch_add(&launched, 1, __ATOMIC_RELAXED);
+		}
 	}
 	char *child_argv[] = { argv[0], "child", NULL };
 	if (!strcmp(mode, "exec")) {

@@ -458,6 +458,7 @@ def reader_rejects_bad_files(tmp):
         "empty": (b"", "empty file"),
         "short": (good[:100], "truncated header"),
         "magic": (b"NOTGSPY!" + good[8:8192], "bad magic"),
+        "unfinished": (bytes(8192), "before gpuspy finished creating the file"),
         "newer": (good[:8] + (99).to_bytes(4, "little") + good[12:8192], "newer"),
         "sizes": (good[:16] + (12345).to_bytes(4, "little") + good[20:8192], "corrupt header"),
     }

@@ -184,7 +184,14 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 	const struct gspy_header *h = t->h;
 	int rc;
 	if (memcmp(h->magic, GSPY_MAGIC, 8) != 0) {
-		rc = fail(err, errlen, -EINVAL, "%s", "not a gpuspy trace (bad magic)");
+		/* gpuspy sizes the file (zeros) and writes the magic last: a
+		 * process that ended in between leaves it all zero. */
+		static const char zero[8];
+		rc = fail(err, errlen, -EINVAL, "%s",
+			  memcmp(h->magic, zero, 8) == 0
+				  ? "no header: its process ended (or is still starting) before gpuspy "
+				    "finished creating the file; nothing was recorded in it"
+				  : "not a gpuspy trace (bad magic)");
 		goto bad;
 	}
 	if (h->version > GSPY_FORMAT_VERSION) {
