@@ -1467,27 +1467,30 @@ def cupti_flushes_wait_while_the_program_launches(tmp):
     from the second step on and injected (CUDA_INJECTION64_PATH, no
     preload), where no callback tells whether it launches; every one of the
     700 x 26 GPU records is in the file each time. A bad value warns once
-    and keeps 5."""
+    and keeps 5. (On a loaded machine the run takes longer: one more flush
+    is allowed per 5 s it took.)"""
     def flushes(name, env, args=(), preload=True):
         d = os.path.join(tmp, name)
         os.makedirs(d)
+        t0 = time.monotonic()
         p = run("prog_train", ["700", "5000", *args], env=dict(CUPTI_ENV, **env), tmp=d, preload=preload)
+        took = time.monotonic() - t0
         m = re.search(r"(\d+) unforced flushes", p.stderr)
         check(m and p.stdout == "trained 700 steps\n", f"{name}: {p.stdout!r} {p.stderr!r}")
         gpu = sum(1 for x in only_trace(d)[1] if x["kind"] in GPU_KIND)
         check(gpu == 700 * 26, f"{name}: {gpu} GPU records")
-        return int(m[1])
-    n = flushes("default", {})
-    check(n <= 1, f"default: {n} flushes while launching for 3.5 s")
-    n = flushes("every1", {"GPUSPY_CUPTI_FLUSH": "1"})
-    check(n >= 2, f"GPUSPY_CUPTI_FLUSH=1: {n} flushes while launching for 3.5 s")
-    n = flushes("paused", {}, ["paused"])
-    check(n <= 1, f"paused: {n} flushes while launching for 3.5 s")
+        return int(m[1]), took, max(1, int(took // 5))
+    n, took, most = flushes("default", {})
+    check(n <= most, f"default: {n} flushes while launching for {took:.1f} s")
+    n, took, _ = flushes("every1", {"GPUSPY_CUPTI_FLUSH": "1"})
+    check(n >= 2, f"GPUSPY_CUPTI_FLUSH=1: {n} flushes while launching for {took:.1f} s")
+    n, took, most = flushes("paused", {}, ["paused"])
+    check(n <= most, f"paused: {n} flushes while launching for {took:.1f} s")
     inject = {"CUDA_INJECTION64_PATH": LIB}
     if SANITIZED:  # the sanitizer runtime alone, loaded first
         inject["LD_PRELOAD"] = PRELOAD_PREFIX.rstrip(":")
-    n = flushes("injected", inject, preload=False)
-    check(n <= 1, f"injected: {n} flushes while launching for 3.5 s")
+    n, took, most = flushes("injected", inject, preload=False)
+    check(n <= most, f"injected: {n} flushes while launching for {took:.1f} s")
     for bad in ("0", "x", "-1", "3601", "5s"):
         p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH=bad, GPUSPY_QUIET="0"),
                 tmp=tmp)
