@@ -80,11 +80,13 @@ static int evict_setup(void)
 	return 0;
 }
 
-/* Ticks spent in the calls alone, the other work between them left out. */
-static double cold_launches(long n)
+/* ns spent in the n calls alone, the other work between them left out
+ * (rdtsc ticks, scaled by the wall clock over the whole loop). */
+static double cold_launches_ns(long n)
 {
 	volatile unsigned sink = 0;
-	uint64_t ticks = 0;
+	uint64_t ticks = 0, k0 = __rdtsc();
+	double w0 = wall_ns();
 	for (long i = 0; i < n; i++) {
 		sink += evict();
 		_mm_lfence();
@@ -95,7 +97,7 @@ static double cold_launches(long n)
 		ticks += __rdtsc() - t0;
 	}
 	(void)sink;
-	return (double)ticks;
+	return (double)ticks * (wall_ns() - w0) / (double)(__rdtsc() - k0);
 }
 
 static void *work(void *arg)
@@ -104,18 +106,10 @@ static void *work(void *arg)
 	cuCtxSetCurrent(ctx); /* as in a real program: a context is current */
 	struct rusage r0, r1;
 	getrusage(RUSAGE_THREAD, &r0);
-	double t0 = cpu_ns();
-	if (cold_mode) {
-		double w0 = wall_ns();
-		uint64_t k0 = __rdtsc();
-		double ticks = cold_launches(calls);
-		double per_tick = (wall_ns() - w0) / (double)(__rdtsc() - k0);
-		ns_per_call[id] = ticks * per_tick / (double)calls;
-		getrusage(RUSAGE_THREAD, &r1);
-		faults[id] = (r1.ru_minflt - r0.ru_minflt) + (r1.ru_majflt - r0.ru_majflt);
-		return NULL;
-	}
-	if (malloc_mode)
+	double t0 = cpu_ns(), ns = 0;
+	if (cold_mode)
+		ns = cold_launches_ns(calls); /* the calls' own time only */
+	else if (malloc_mode)
 		for (long i = 0; i < calls; i++)
 			free(do_malloc(1u << 20));
 	else if (copy_mode)
@@ -124,7 +118,7 @@ static void *work(void *arg)
 	else
 		for (long i = 0; i < calls; i++)
 			cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
-	ns_per_call[id] = (cpu_ns() - t0) / (double)calls;
+	ns_per_call[id] = (cold_mode ? ns : cpu_ns() - t0) / (double)calls;
 	getrusage(RUSAGE_THREAD, &r1);
 	faults[id] = (r1.ru_minflt - r0.ru_minflt) + (r1.ru_majflt - r0.ru_majflt);
 	return NULL;

@@ -225,9 +225,7 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	siginfo_t info;
 	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
-	sigprocmask(SIG_BLOCK, &fwd, NULL);
 	child = 0;
-	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;

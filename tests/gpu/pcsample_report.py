@@ -101,7 +101,10 @@ def profile(path, steps):
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: pcsample_report.py DIR STEPS")
-    d, steps = sys.argv[1], int(sys.argv[2])
+    d, steps = sys.argv[1], sys.argv[2]
+    if not os.path.isdir(d) or not steps.isdigit() or int(steps) < 1:
+        sys.exit(f"pcsample_report.py: {d} is not a directory or {steps} not a step count")
+    steps = int(steps)
     runs = collections.defaultdict(list)
     for f in sorted(os.listdir(d)):
         if f.endswith(".txt") and f.count(".") == 2:
@@ -148,7 +151,7 @@ def main():
     funcs = collections.Counter()
     for m in modes:
         for r in runs[m]:
-            funcs.update({k: v for k, v in r[1].items()})
+            funcs.update(r[1])
     print("\nFunctions with the most time (all modes), us/step median per mode:")
     print("\n| library:function | " + " | ".join(modes) + " |")
     print("| --- |" + " --- |" * len(modes))
