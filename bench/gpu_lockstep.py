@@ -21,7 +21,7 @@ activity; its Chrome trace goes to the mode's folder). MODES=a,b,...
 picks some (default the first five; untraced is always needed), WINDOWS the rounds (default 100),
 PIN_CPUS=2,3,4,5 the CPUs of every process, LOOP=mlp|conv. A mode
 "gpuspy VAR=VAL ..." is gpuspy with those variables set (GPUSPY_STACKS=0,
-GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap,
+GPUSPY_STACK_DEPTH=8, GPUSPY_TORCH=0, and GPUSPY_PROBE=nolib|nohook|nowrap|python,
 which takes a part of the PyTorch helper away: bench/helper_probe);
 "bare cupti VAR=VAL ..." is the bare collector with its options set
 (CUPTI_COUNT_CB=1, CUPTI_COUNT_API=1, CUPTI_COUNT_TS=1: tests/gpu/cupti_count.c). A

@@ -10,7 +10,9 @@
  * gpuspy_torch_fast() gives that helper its phase call as a Python builtin
  * (METH_FASTCALL) instead of a ctypes function: ctypes converts each
  * argument and releases and retakes the GIL, ~0.5 us a call; the builtin
- * costs ~50 ns. The Python C API is looked up in the process, never linked.
+ * costs ~50 ns. With it come builtins that do the helper's per-call work
+ * (its wrappers, its forward hook) in C. The Python C API is looked up in
+ * the process, never linked.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -74,15 +76,72 @@ void gs_python_setup(void)
 	free(v);
 }
 
-/* ---- the helper's phase call as a builtin ---------------------------------- */
+/* ---- the helper's phase logic as builtins ----------------------------------- */
 
+/*
+ * The helper's wrappers (backward, zero_grad, step, the DataLoader's
+ * next) and the model's forward pre-hook did their work in Python: ~37
+ * thousand instructions a step of the CPU MLP loop (bench/helper_callgrind.sh).
+ * Here that work is C: a wrapper is one Python frame that calls
+ * gpuspy_torch_call(fn, flags, args, kwargs[, after]), the hook is a
+ * builtin, and the phase state (the open lazy phase, the step count) lives
+ * here, under the GIL. The Python C API is looked up in the process, never
+ * linked; python/gpuspy_torch.py keeps its own Python version for a
+ * process without it.
+ */
 static struct {
 	const char *(*bytes)(void *);     /* PyBytes_AsString */
 	unsigned long long (*ull)(void *); /* PyLong_AsUnsignedLongLong */
+	long (*as_long)(void *);          /* PyLong_AsLong */
+	void *(*from_ull)(unsigned long long); /* PyLong_FromUnsignedLongLong */
 	void *(*occurred)(void);          /* PyErr_Occurred */
 	void (*clear)(void);              /* PyErr_Clear */
+	void (*fetch)(void **, void **, void **);  /* PyErr_Fetch */
+	void (*restore)(void *, void *, void *);  /* PyErr_Restore */
+	void (*set_string)(void *, const char *); /* PyErr_SetString */
+	void **type_error;                /* &PyExc_TypeError */
+	void *(*call)(void *, void *, void *);    /* PyObject_Call */
+	void *(*call0)(void *, void *);   /* PyObject_CallObject(f, NULL) */
+	void (*decref)(void *);           /* Py_DecRef */
 	void *(*none)(const char *, ...); /* Py_BuildValue(""): a new reference to None */
 } api;
+
+/* The helper's phases, in the order of its slot numbers. */
+enum { T_DATA, T_FORWARD, T_BACKWARD, T_OPTIMIZER, T_SLOTS };
+static const char *const t_name[T_SLOTS] = { "data", "forward", "backward", "optimizer" };
+#define T_LAZY 0x10 /* stays open until the next phase begins (data, forward) */
+#define T_STEP 0x20 /* an optimizer step: the step count goes up after it */
+
+static struct {
+	int open;                /* the open lazy phase's slot + 1, 0 none */
+	unsigned long long step; /* optimizer steps completed */
+	int learning;            /* call a step's `after` (the helper is learning) */
+} tp;
+/* Phases this thread is inside (Tensor.backward -> autograd.backward). */
+static __thread unsigned t_inside __attribute__((tls_model("initial-exec")));
+
+static void t_phase(int slot, int begin)
+{
+	if (tp.open && (begin || slot + 1 != tp.open)) {
+		gpuspy_torch_phase(t_name[tp.open - 1], tp.step, 0);
+		tp.open = 0;
+	}
+	gpuspy_torch_phase(t_name[slot], tp.step, begin);
+}
+
+static void t_begin_lazy(int slot)
+{
+	if (tp.open != slot + 1) {
+		t_phase(slot, 1);
+		tp.open = slot + 1;
+	}
+}
+
+static void *type_error(const char *what)
+{
+	api.set_string(*api.type_error, what);
+	return NULL;
+}
 
 /* gpuspy_torch_phase(name: bytes, step: int, begin: int) -> None. Never
  * raises: a call it cannot read records nothing. */
@@ -103,24 +162,141 @@ static void *fast_phase(void *self, void *const *args, ssize_t nargs)
 	return api.none("");
 }
 
+/* gpuspy_torch_call(fn, flags, args: tuple, kwargs: dict[, after]): fn's
+ * result, its phase (flags: slot | T_LAZY | T_STEP) around it, once per
+ * thread however deeply nested; after a step, `after()` while learning. */
+static void *fast_call(void *self, void *const *a, ssize_t n)
+{
+	(void)self;
+	if (n < 4 || n > 5)
+		return type_error("gpuspy_torch_call(fn, flags, args, kwargs[, after])");
+	long flags = api.as_long(a[1]);
+	if (flags == -1 && api.occurred())
+		return NULL;
+	int slot = (int)(flags & 0xf);
+	if (slot >= T_SLOTS)
+		return type_error("gpuspy_torch_call: no such phase");
+	unsigned bit = 1u << slot;
+	if (t_inside & bit)
+		return api.call(a[0], a[2], a[3]);
+	t_inside |= bit;
+	if (flags & T_LAZY)
+		t_begin_lazy(slot);
+	else
+		t_phase(slot, 1);
+	void *rc = api.call(a[0], a[2], a[3]);
+	t_inside &= ~bit;
+	if (flags & T_LAZY)
+		return rc;
+	t_phase(slot, 0);
+	if ((flags & T_STEP)) {
+		tp.step++;
+		if (tp.learning && n == 5) {
+			void *et, *ev, *tb;
+			if (!rc)
+				api.fetch(&et, &ev, &tb);
+			void *r2 = api.call0(a[4], NULL);
+			if (r2)
+				api.decref(r2);
+			if (!rc) {
+				if (!r2)
+					api.clear();
+				api.restore(et, ev, tb);
+			} else if (!r2) {
+				api.decref(rc);
+				return NULL;
+			}
+		}
+	}
+	return rc;
+}
+
+/* The forward pre-hook of the models: forward begins, unless open. */
+static void *fast_hook(void *self, void *const *a, ssize_t n)
+{
+	(void)self;
+	(void)a;
+	(void)n;
+	t_begin_lazy(T_FORWARD);
+	return api.none("");
+}
+
+/* gpuspy_torch_ctl(op, arg): 0 the step count; 1 learning = arg; 2 close
+ * the open lazy phase (pause, exit); 3 begin lazy phase `arg` (the learning
+ * hook, in Python); 4 the open lazy phase's slot + 1. */
+static void *fast_ctl(void *self, void *const *a, ssize_t n)
+{
+	(void)self;
+	if (n != 2)
+		return type_error("gpuspy_torch_ctl(op, arg)");
+	long op = api.as_long(a[0]), arg = api.as_long(a[1]);
+	if (api.occurred())
+		return NULL;
+	switch (op) {
+	case 0:
+		return api.from_ull(tp.step);
+	case 1:
+		tp.learning = arg != 0;
+		break;
+	case 2:
+		if (tp.open) {
+			gpuspy_torch_phase(t_name[tp.open - 1], tp.step, 0);
+			tp.open = 0;
+		}
+		break;
+	case 3:
+		if (arg < 0 || arg >= T_SLOTS)
+			return type_error("gpuspy_torch_ctl: no such phase");
+		t_begin_lazy((int)arg);
+		break;
+	case 4:
+		return api.from_ull((unsigned long long)tp.open);
+	default:
+		return type_error("gpuspy_torch_ctl: no such op");
+	}
+	return api.none("");
+}
+
 /* CPython's PyMethodDef; METH_FASTCALL is 0x0080 in every 3.x that has it. */
-static struct {
+struct py_method_def {
 	const char *name;
 	void *meth;
 	int flags;
 	const char *doc;
-} fast_def = { "gpuspy_torch_phase", (void *)fast_phase, 0x0080, "gpuspy: record a PyTorch phase" };
+};
+static struct py_method_def fast_defs[] = {
+	{ "gpuspy_torch_phase", (void *)fast_phase, 0x0080, "gpuspy: record a PyTorch phase" },
+	{ "gpuspy_torch_call", (void *)fast_call, 0x0080, "gpuspy: call fn inside its phase" },
+	{ "gpuspy_torch_hook", (void *)fast_hook, 0x0080, "gpuspy: forward begins" },
+	{ "gpuspy_torch_ctl", (void *)fast_ctl, 0x0080, "gpuspy: the helper's phase state" },
+	{ NULL, NULL, 0, NULL },
+};
 
-/* The PyMethodDef for PyCFunction_NewEx, or NULL when this process has no
- * Python C API (the helper then keeps ctypes). */
+/* The helper's builtins as PyMethodDefs for PyCFunction_NewEx (a NULL name
+ * ends them; the first is the phase call), or NULL when this process has no
+ * Python C API (the helper then keeps ctypes and its Python wrappers). */
 GS_API void *gpuspy_torch_fast(void);
 GS_API void *gpuspy_torch_fast(void)
 {
 	void *h = RTLD_DEFAULT;
-	api.bytes = (__typeof__(api.bytes))gs_real_dlsym(h, "PyBytes_AsString");
-	api.ull = (__typeof__(api.ull))gs_real_dlsym(h, "PyLong_AsUnsignedLongLong");
-	api.occurred = (__typeof__(api.occurred))gs_real_dlsym(h, "PyErr_Occurred");
-	api.clear = (__typeof__(api.clear))gs_real_dlsym(h, "PyErr_Clear");
-	api.none = (__typeof__(api.none))gs_real_dlsym(h, "Py_BuildValue");
-	return api.bytes && api.ull && api.occurred && api.clear && api.none ? &fast_def : NULL;
+#define PY(field, name) api.field = (__typeof__(api.field))gs_real_dlsym(h, name)
+	PY(bytes, "PyBytes_AsString");
+	PY(ull, "PyLong_AsUnsignedLongLong");
+	PY(as_long, "PyLong_AsLong");
+	PY(from_ull, "PyLong_FromUnsignedLongLong");
+	PY(occurred, "PyErr_Occurred");
+	PY(clear, "PyErr_Clear");
+	PY(fetch, "PyErr_Fetch");
+	PY(restore, "PyErr_Restore");
+	PY(set_string, "PyErr_SetString");
+	PY(type_error, "PyExc_TypeError");
+	PY(call, "PyObject_Call");
+	PY(call0, "PyObject_CallObject");
+	PY(decref, "Py_DecRef");
+	PY(none, "Py_BuildValue");
+#undef PY
+	int ok = api.bytes && api.ull && api.as_long && api.from_ull && api.occurred && api.clear &&
+		 api.fetch && api.restore && api.set_string && api.type_error && api.call && api.call0 &&
+		 api.decref && api.none;
+	return ok ? fast_defs : NULL;
 }

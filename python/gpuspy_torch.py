@@ -14,6 +14,12 @@ recorded through libgpuspy (already loaded in the process)
 with the step number: the count of optimizer steps completed so far.
 Phases are process-wide, so kernels that autograd launches from its own
 threads during backward belong to backward. PyTorch 1.13 and 2.x.
+
+The per-call work is C where libgpuspy can reach the Python C API
+(gpuspy_torch_fast): a wrapper is one Python frame calling
+gpuspy_torch_call, the models' hook is the builtin gpuspy_torch_hook, and
+the phase state (open lazy phase, step count) lives in libgpuspy. Without
+it, the same logic runs in Python here (_phase, _begin_lazy, _pre).
 """
 import atexit
 import ctypes
@@ -26,6 +32,9 @@ import threading
 import weakref
 
 _lib = None
+_C = None  # libgpuspy's builtins: call, hook, ctl (None: the Python version)
+_SLOT = {b"data": 0, b"forward": 1, b"backward": 2, b"optimizer": 3}
+_LAZY, _STEP = 0x10, 0x20
 _state = threading.local()
 _step = [0]
 _open = [None]
@@ -50,13 +59,31 @@ _roots = {}  # id(module) -> weakref.ref(module)
 _handles = []
 
 
+def _steps():
+    return _C.ctl(0, 0) if _C else _step[0]
+
+
+def _set_learning(on):
+    _learning[0] = on
+    if _C:
+        _C.ctl(1, 1 if on else 0)
+
+
 def _pre(module, inputs):
-    if _open[0] != b"forward":
+    if _C:
+        if _C.ctl(4, 0) != _SLOT[b"forward"] + 1:
+            _C.ctl(3, _SLOT[b"forward"])
+            _learn_root(module)
+    elif _open[0] != b"forward":
         _begin_lazy(b"forward")
-        if _learning[0]:
-            ref = _roots.get(id(module))
-            if ref is None or ref() is not module:  # new, or an id reused
-                _roots[id(module)] = weakref.ref(module)
+        _learn_root(module)
+
+
+def _learn_root(module):
+    if _learning[0]:
+        ref = _roots.get(id(module))
+        if ref is None or ref() is not module:  # new, or an id reused
+            _roots[id(module)] = weakref.ref(module)
 
 
 def _hooks_on():
@@ -65,10 +92,11 @@ def _hooks_on():
     if _learning[0] or _LEARN_STEPS <= 0:
         _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
         return
+    hook = _C.hook if _C else _pre
     for ref in list(_roots.values()):
         m = ref()
         if m is not None:
-            _handles.append(m.register_forward_pre_hook(_pre))
+            _handles.append(m.register_forward_pre_hook(hook))
 
 
 def _hooks_off():
@@ -80,9 +108,9 @@ def _hooks_off():
 def _learn():
     """A new pass over a DataLoader: watch every module call again."""
     if _LEARN_STEPS > 0:
-        _learn_from[0] = _step[0]
+        _learn_from[0] = _steps()
         if not _learning[0]:
-            _learning[0] = True
+            _set_learning(True)
             if not _paused[0]:
                 _hooks_off()
                 _hooks_on()
@@ -107,6 +135,19 @@ def _begin_lazy(name):
 def _wrap(fn, name, after=None, lazy=False):
     if getattr(fn, "_gpuspy", False):
         return fn
+
+    if _C:
+        call, flags = _C.call, _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
+        if after:
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return call(fn, flags, args, kwargs, after)
+        else:
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return call(fn, flags, args, kwargs)
+        wrapper._gpuspy = True
+        return wrapper
 
     key = name.decode()
 
@@ -146,16 +187,19 @@ def _hook_torch(torch):
     torch.utils.data.DataLoader.__iter__ = __iter__
 
     _torch[0] = torch
+    if _C:
+        _C.ctl(1, 1 if _learning[0] else 0)
     _hooks_on()
 
     torch.Tensor.backward = _wrap(torch.Tensor.backward, b"backward")
     torch.autograd.backward = _wrap(torch.autograd.backward, b"backward")
 
-    def stepped():
-        _step[0] += 1
-        if _learning[0] and _step[0] - _learn_from[0] >= _LEARN_STEPS:
+    def stepped():  # after each step (with libgpuspy's builtins: while learning)
+        if not _C:
+            _step[0] += 1
+        if _learning[0] and _steps() - _learn_from[0] >= _LEARN_STEPS:
             # Learned the model(s): from now on only they carry the hook.
-            _learning[0] = False
+            _set_learning(False)
             if not _paused[0]:
                 _hooks_off()
                 _hooks_on()
@@ -200,7 +244,9 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 
 def _close_open():
-    if _lib and _open[0]:
+    if _C:
+        _C.ctl(2, 0)
+    elif _lib and _open[0]:
         _lib.gpuspy_torch_phase(_open[0], _step[0], 0)
         _open[0] = None
 
@@ -253,6 +299,15 @@ def _install():
             new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
             new.restype = ctypes.py_object
             _lib = _Fast(lib, new(d, None, None))
+            # The defs that follow (a PyMethodDef is 4 pointer-sized
+            # fields): call, hook, ctl, then one without a name.
+            size = 4 * ctypes.sizeof(ctypes.c_void_p)
+            names = [ctypes.c_char_p.from_address(d + i * size).value for i in range(1, 5)]
+            if names == [b"gpuspy_torch_call", b"gpuspy_torch_hook", b"gpuspy_torch_ctl", None]:
+                global _C
+                f = [new(d + i * size, None, None) for i in range(1, 4)]
+                _C = type("_Builtins", (), {})()
+                _C.call, _C.hook, _C.ctl = f
     except (OSError, AttributeError):
         pass  # an older libgpuspy, or no C API: ctypes it is
     atexit.register(_close_open)

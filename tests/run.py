@@ -1153,6 +1153,67 @@ def torch_helper_phase_call_is_a_builtin(tmp):
 
 
 @test
+def torch_helper_builtins_and_python_version_agree(tmp):
+    """The helper's per-call work (wrappers, the models' hook, the phase
+    state) runs in libgpuspy's builtins when the process has the Python C
+    API: after learning, the model's hook is the builtin; the phases, steps
+    and order are those of the helper's Python version (forced by
+    bench/helper_probe, GPUSPY_PROBE=python), over 5 steps and a pause. The
+    call builtin refuses a bad call with TypeError, passes the wrapped
+    function's exception and result through, still counts a step that
+    raised, and records one phase for nested calls of one thread."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    probe = {"PYTHONPATH": os.path.join(ROOT, "bench", "helper_probe")}
+    seqs = {}
+    for mode in ("builtins", "python"):
+        d = os.path.join(tmp, mode)
+        os.makedirs(d)
+        env = dict(probe, GPUSPY_PROBE="python") if mode == "python" else probe
+        p = run_py(["-c", "import sys, gpuspy_torch as g; sys.argv = ['x', '5', '2', 'hooks']; "
+                    f"exec(open({TORCH_LOOP!r}).read()); "
+                    "print(type(model._forward_pre_hooks[next(iter(model._forward_pre_hooks))]).__name__, "
+                    "g._C is None)"], d, env=env)
+        want_hook = "builtin_function_or_method False" if mode == "builtins" else "function True"
+        check(p.returncode == 0 and p.stdout.splitlines() == [
+            "paused hooks 0", "resumed hooks 0", "done 5 steps", "hooks global 0 model 1", want_hook],
+            f"{mode}: {p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+        _, ev = only_trace(d)
+        seqs[mode] = [(e["kind"], e["name"], e.get("step")) for e in ev
+                      if e["kind"].startswith(("phase", "mark"))]
+    check(seqs["builtins"] == seqs["python"] and len(seqs["python"]) == 46,
+          f"builtins {seqs['builtins']} vs python {seqs['python']}")
+    script = ("import gpuspy_torch as g\n"
+              "c = g._C\n"
+              "for a in ((), (print,), (print, 9, (), {}), (print, 'x', (), {}), (print, 0, (), {}, 1, 2)):\n"
+              "    try:\n"
+              "        c.call(*a); print('no error', a)\n"
+              "    except TypeError as e:\n"
+              "        print('TypeError')\n"
+              "def bad(): raise ValueError('boom')\n"
+              "try:\n"
+              "    c.call(bad, 3 | 0x20, (), {})\n"
+              "except ValueError as e:\n"
+              "    print('raised', e, c.ctl(0, 0))\n"
+              "inner = lambda x, y=0: x + y\n"
+              "outer = lambda x: c.call(inner, 2, (x,), {'y': 1})\n"
+              "print(c.call(outer, 2, (41,), {}), c.ctl(0, 0), c.ctl(4, 0))\n"
+              "c.ctl(3, 0); print(c.ctl(4, 0)); c.ctl(2, 0); print(c.ctl(4, 0))\n")
+    d = os.path.join(tmp, "calls")
+    os.makedirs(d)
+    p = run_py(["-c", script], d)
+    check(p.returncode == 0 and p.stdout.splitlines() == ["TypeError"] * 5 + ["raised boom 1", "42 1 0", "1", "0"],
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    _, ev = only_trace(d)
+    got = [(e["kind"], e["name"], e.get("step")) for e in ev]
+    check(got == [("phase_begin", "optimizer", 0), ("phase_end", "optimizer", 0),
+                  ("phase_begin", "backward", 1), ("phase_end", "backward", 1),
+                  ("phase_begin", "data", 1), ("phase_end", "data", 1)], f"recorded {got}")
+
+
+@test
 def torch_hooks_opt_out_and_chain(tmp):
     if SANITIZED:
         raise Skip("PyTorch under a sanitized preload is not run")

@@ -50,6 +50,10 @@
 #   PART=lockstep-split: gpuspy's own cost split, two processes each: the
 #     library preloaded but passing every call through (GPUSPY_DISABLE=1),
 #     without the PyTorch helper (GPUSPY_TORCH=0), and defaults; 200 rounds.
+#   PART=lockstep-helper: the PyTorch helper's per-call work in libgpuspy's
+#     builtins (defaults, three processes) against its Python version
+#     (bench/helper_probe GPUSPY_PROBE=python, two) and no helper
+#     (GPUSPY_TORCH=0, two), untraced twice; 170 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -74,6 +78,7 @@ declare -A PRESETS=(
 	[lockstep-cupti-flush]="200 untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
 	[lockstep-flush]="120 untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
 	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
+	[lockstep-helper]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_PROBE=python,gpuspy GPUSPY_PROBE=python #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 	[lockstep-split]="200 untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 )
 if [ "${PART:-toggle}" = toggle ]; then
