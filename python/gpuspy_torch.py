@@ -29,12 +29,15 @@ import importlib.machinery
 import os
 import sys
 import threading
+import types
 import weakref
 
 _lib = None
 _C = None  # libgpuspy's builtins: call, hook, ctl (None: the Python version)
 _SLOT = {b"data": 0, b"forward": 1, b"backward": 2, b"optimizer": 3}
-_LAZY, _STEP = 0x10, 0x20
+_LAZY, _STEP = 0x10, 0x20  # gpuspy_torch_call's flags, beside the slot
+# gpuspy_torch_ctl's operations (lib/python.c)
+_CTL_STEPS, _CTL_LEARNING, _CTL_CLOSE, _CTL_BEGIN, _CTL_OPEN = range(5)
 _state = threading.local()
 _step = [0]
 _open = [None]
@@ -60,19 +63,19 @@ _handles = []
 
 
 def _steps():
-    return _C.ctl(0, 0) if _C else _step[0]
+    return _C.ctl(_CTL_STEPS, 0) if _C else _step[0]
 
 
 def _set_learning(on):
     _learning[0] = on
     if _C:
-        _C.ctl(1, 1 if on else 0)
+        _C.ctl(_CTL_LEARNING, 1 if on else 0)
 
 
 def _pre(module, inputs):
     if _C:
-        if _C.ctl(4, 0) != _SLOT[b"forward"] + 1:
-            _C.ctl(3, _SLOT[b"forward"])
+        if _C.ctl(_CTL_OPEN, 0) != _SLOT[b"forward"] + 1:
+            _C.ctl(_CTL_BEGIN, _SLOT[b"forward"])
             _learn_root(module)
     elif _open[0] != b"forward":
         _begin_lazy(b"forward")
@@ -188,7 +191,7 @@ def _hook_torch(torch):
 
     _torch[0] = torch
     if _C:
-        _C.ctl(1, 1 if _learning[0] else 0)
+        _C.ctl(_CTL_LEARNING, 1 if _learning[0] else 0)
     _hooks_on()
 
     torch.Tensor.backward = _wrap(torch.Tensor.backward, b"backward")
@@ -245,7 +248,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 def _close_open():
     if _C:
-        _C.ctl(2, 0)
+        _C.ctl(_CTL_CLOSE, 0)
     elif _lib and _open[0]:
         _lib.gpuspy_torch_phase(_open[0], _step[0], 0)
         _open[0] = None
@@ -283,7 +286,7 @@ class _Fast:
 
 
 def _install():
-    global _lib
+    global _lib, _C
     try:
         lib = ctypes.CDLL(None)
         lib.gpuspy_torch_phase.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong, ctypes.c_int]
@@ -304,10 +307,8 @@ def _install():
             size = 4 * ctypes.sizeof(ctypes.c_void_p)
             names = [ctypes.c_char_p.from_address(d + i * size).value for i in range(1, 5)]
             if names == [b"gpuspy_torch_call", b"gpuspy_torch_hook", b"gpuspy_torch_ctl", None]:
-                global _C
-                f = [new(d + i * size, None, None) for i in range(1, 4)]
-                _C = type("_Builtins", (), {})()
-                _C.call, _C.hook, _C.ctl = f
+                call, hook, ctl = (new(d + i * size, None, None) for i in range(1, 4))
+                _C = types.SimpleNamespace(call=call, hook=hook, ctl=ctl)
     except (OSError, AttributeError):
         pass  # an older libgpuspy, or no C API: ctypes it is
     atexit.register(_close_open)
