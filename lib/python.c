@@ -120,12 +120,19 @@ static struct {
 /* Phases this thread is inside (Tensor.backward -> autograd.backward). */
 static __thread unsigned t_inside __attribute__((tls_model("initial-exec")));
 
-static void t_phase(int slot, int begin)
+/* The open lazy phase ends (pause, exit, or another phase begins). */
+static void t_close(void)
 {
-	if (tp.open && (begin || slot + 1 != tp.open)) {
+	if (tp.open) {
 		gpuspy_torch_phase(t_name[tp.open - 1], tp.step, 0);
 		tp.open = 0;
 	}
+}
+
+static void t_phase(int slot, int begin)
+{
+	if (begin || slot + 1 != tp.open)
+		t_close();
 	gpuspy_torch_phase(t_name[slot], tp.step, begin);
 }
 
@@ -239,10 +246,7 @@ static void *fast_ctl(void *self, void *const *a, ssize_t n)
 		tp.learning = arg != 0;
 		break;
 	case 2:
-		if (tp.open) {
-			gpuspy_torch_phase(t_name[tp.open - 1], tp.step, 0);
-			tp.open = 0;
-		}
+		t_close();
 		break;
 	case 3:
 		if (arg < 0 || arg >= T_SLOTS)
