@@ -33,9 +33,14 @@ TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/repo
 	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
-HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h
+HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h
 
-all: lib/libgpuspy.so tools/gpuspy
+LIB_HOST := lib/libgpuspy-host.so
+
+all: libs tools/gpuspy
+
+# The libraries alone (what the GPU scripts build there).
+libs: lib/libgpuspy.so $(LIB_HOST)
 
 lib/%.o: lib/%.c $(HEADERS)
 	@echo "  CC      $@"
@@ -56,6 +61,14 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) lib/$(LIB_SONAME)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
+# The host allocator's names (malloc ... munmap), preloaded after libgpuspy
+# only to record host allocations (lib/host_shim.c). It needs libgpuspy.so.0
+# (found beside it, or the copy already preloaded).
+$(LIB_HOST): lib/host_shim.o lib/libgpuspy.so
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuspy-host.so -Wl,-z,now -Wl,-z,defs \
+		-o $@ lib/host_shim.o -Llib -l:$(LIB_SONAME) -Wl,-rpath,'$$ORIGIN'
+
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
 		tools/report.h tools/units.h tools/export.h tools/run.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h
 	@echo "  CC      $@"
@@ -73,6 +86,7 @@ install: all
 	install -m 755 $(LIB_REAL) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libgpuspy.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIB_SONAME)
 	ln -sf libgpuspy.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy.so
+	install -m 755 $(LIB_HOST) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 tools/gpuspy $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 include/gpuspy.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/gpuspy/format.h $(DESTDIR)$(PREFIX)/include/gpuspy/
@@ -82,7 +96,7 @@ install: all
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuspy.pc
 
 clean:
-	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy.so* tools/*.o tools/gpuspy
+	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy.so* lib/libgpuspy-host.so tools/*.o tools/gpuspy
 	rm -rf $(TEST_CLEAN)
 
-.PHONY: all install clean
+.PHONY: all libs install clean

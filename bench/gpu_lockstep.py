@@ -86,6 +86,8 @@ def env_of(mode, d):
     if mode.startswith("gpuspy"):
         env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI={"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off"))
         env.update(kv.split("=", 1) for kv in mode.split()[1:] if "=" in kv)
+        if env.pop("HOST_SHIM", "") == "1":  # malloc & co. interposed, as before 2026-11-30
+            env["LD_PRELOAD"] = LIB + ":" + os.path.join(os.path.dirname(LIB), "libgpuspy-host.so")
         if env.get("GPUSPY_PROBE"):  # bench/helper_probe takes a part of the PyTorch helper away
             env["PYTHONPATH"] = os.path.join(ROOT, "bench", "helper_probe")
     elif mode.startswith("bare cupti"):  # "bare cupti CUPTI_COUNT_TS=1": the collector's options

@@ -6,8 +6,9 @@ driver double, with 1 and 8 threads. Untraced and traced runs alternate
 in thread-CPU ns per call. Rows: the record path alone (GPUSPY_STACKS=0),
 then with call stacks as shipped (copies carry one; launches, sampled, do
 not), every launch with a stack (GPUSPY_STACK_LAUNCHES=1), and a host
-malloc/free pair recorded with its stacks (GPUSPY_HOST_ALLOC_MIN) or only
-passed through (the default); launches with GPUSPY_CUPTI=events and no
+malloc/free pair recorded with its stacks (GPUSPY_HOST_ALLOC_MIN and
+libgpuspy-host.so), only passed through (libgpuspy-host.so preloaded, the
+variable unset) or not interposed at all (the default); launches with GPUSPY_CUPTI=events and no
 phase change (each call finds its stream's interval already started: the
 per-call cost of that mode); and launches with the caches cold (bench_call
 launch-cold: 256 KiB of other code and 2 MiB of other data run between two
@@ -28,6 +29,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 CALLS = int(os.environ.get("BENCH_CALLS", "200000"))
 
 
+HOST = "+host"  # in a case's environment: preload libgpuspy-host.so after libgpuspy
 CASES = [  # (label, bench_call kind, threads, environment of the traced run[, calls])
     ("cuLaunchKernel, no stacks", "launch", 1, {"GPUSPY_STACKS": "0"}),
     ("cuLaunchKernel, no stacks", "launch", 8, {"GPUSPY_STACKS": "0"}),
@@ -41,8 +43,9 @@ CASES = [  # (label, bench_call kind, threads, environment of the traced run[, c
      {"GPUSPY_STACKS": "0", "GPUSPY_CUPTI": "events"}),
     ("cuLaunchKernel, GPUSPY_CUPTI=events, no stacks", "launch", 8,
      {"GPUSPY_STACKS": "0", "GPUSPY_CUPTI": "events"}),
-    ("malloc+free 1 MiB, passed through (default)", "malloc", 1, {}),
-    ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {"GPUSPY_HOST_ALLOC_MIN": "1M"}),
+    ("malloc+free 1 MiB, not interposed (default)", "malloc", 1, {}),
+    ("malloc+free 1 MiB, libgpuspy-host.so preloaded, not recorded", "malloc", 1, {HOST: "1"}),
+    ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {HOST: "1", "GPUSPY_HOST_ALLOC_MIN": "1M"}),
     ("cuLaunchKernel, caches cold, no stacks", "launch-cold", 1, {"GPUSPY_STACKS": "0"}, 20000),
 ]
 
@@ -55,8 +58,11 @@ def once(kind, threads, traced, tmp, extra, calls):
     if traced:
         # CUPTI off unless the case says: on a machine with a GPU, auto would
         # turn it on against the CUPTI double.
-        env.update(LD_PRELOAD=os.path.join(ROOT, "lib", "libgpuspy.so"), GPUSPY_CUPTI="off")
-        env.update(extra)
+        lib = os.path.join(ROOT, "lib", "libgpuspy.so")
+        if HOST in extra:
+            lib += ":" + os.path.join(ROOT, "lib", "libgpuspy-host.so")
+        env.update(LD_PRELOAD=lib, GPUSPY_CUPTI="off")
+        env.update({k: v for k, v in extra.items() if k != HOST})
     out = subprocess.run([os.path.join(BIN, "bench_call"), kind, str(threads), str(calls)],
                          env=env, capture_output=True, text=True, check=True).stdout
     for f in os.listdir(tmp):

@@ -6,18 +6,24 @@
  * recorded (kind alloc/free, mem host) with their call stacks, so that the
  * reader can tie a pageable copy to the line that allocated its buffer.
  *
- * When off, each wrapper is one predictable branch and a call. The real
- * functions are the next definitions after libgpuspy (what RTLD_NEXT
- * gives: glibc, or an allocator the program links), found without dlsym,
- * which itself allocates. Calls made inside another hook (the unwinder,
- * the driver inside cudaMalloc, the trace writer) pass through unrecorded.
- * errno is kept exactly as the real function left it.
+ * libgpuspy defines none of the names: they are in libgpuspy-host.so
+ * (host_shim.c), preloaded after it only when host allocations are
+ * recorded, each a jump to gpuspy_host_NAME here. Without it a traced
+ * process's allocations never pass through gpuspy (the wrappers cost ~5 us
+ * a step of a launch-bound PyTorch loop in place, even off). The real
+ * functions are the next definitions after libgpuspy and the shim (what
+ * RTLD_NEXT would give from the shim: glibc, or an allocator the program
+ * links), found without dlsym, which itself allocates. Calls made inside
+ * another hook (the unwinder, the driver inside cudaMalloc, the trace
+ * writer) pass through unrecorded. errno is kept exactly as the real
+ * function left it.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <sys/mman.h>
 
 #include "gs.h"
+#include "host.h"
 
 static uint64_t host_min; /* 0 = off */
 
@@ -133,7 +139,7 @@ static inline int big(size_t n)
 	return GS_UNLIKELY(host_min != 0) && n >= host_min && gs_tls.depth == 0;
 }
 
-GS_API void *malloc(size_t n)
+GS_API void *gpuspy_host_malloc(size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(malloc, malloc_fn)(n);
@@ -141,7 +147,7 @@ GS_API void *malloc(size_t n)
 	return alloc_done(r, REAL(malloc, malloc_fn)(n), n);
 }
 
-GS_API void *calloc(size_t k, size_t n)
+GS_API void *gpuspy_host_calloc(size_t k, size_t n)
 {
 	size_t total;
 	if (GS_LIKELY(__builtin_mul_overflow(k, n, &total) || !big(total)))
@@ -157,7 +163,7 @@ static void free_block(unsigned api, void *p, uint64_t size)
 	gs_end(r, 0);
 }
 
-GS_API void free(void *p)
+GS_API void gpuspy_host_free(void *p)
 {
 	uint64_t size;
 	if (GS_LIKELY(!host_min) || !p || !(size = live_take((uint64_t)(uintptr_t)p)) || gs_tls.depth) {
@@ -172,7 +178,7 @@ GS_API void free(void *p)
 	errno = e;
 }
 
-GS_API void *realloc(void *old, size_t n)
+GS_API void *gpuspy_host_realloc(void *old, size_t n)
 {
 	if (GS_LIKELY(!host_min) || gs_tls.depth)
 		return REAL(realloc, realloc_fn)(old, n);
@@ -196,7 +202,7 @@ GS_API void *realloc(void *old, size_t n)
 	return p;
 }
 
-GS_API int posix_memalign(void **out, size_t align, size_t n)
+GS_API int gpuspy_host_posix_memalign(void **out, size_t align, size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(posix_memalign, memalign_fn)(out, align, n);
@@ -209,7 +215,7 @@ GS_API int posix_memalign(void **out, size_t align, size_t n)
 	return rc;
 }
 
-GS_API void *aligned_alloc(size_t align, size_t n)
+GS_API void *gpuspy_host_aligned_alloc(size_t align, size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(aligned_alloc, aligned_fn)(align, n);
@@ -217,7 +223,7 @@ GS_API void *aligned_alloc(size_t align, size_t n)
 	return alloc_done(r, REAL(aligned_alloc, aligned_fn)(align, n), n);
 }
 
-GS_API void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
+GS_API void *gpuspy_host_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
@@ -230,7 +236,7 @@ GS_API void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
 	return p;
 }
 
-GS_API int munmap(void *p, size_t n)
+GS_API int gpuspy_host_munmap(void *p, size_t n)
 {
 	uint64_t size;
 	if (GS_LIKELY(!host_min) || !(size = live_take((uint64_t)(uintptr_t)p)) || gs_tls.depth)
@@ -263,6 +269,11 @@ void gs_host_setup(void)
 	if (*end || x == 0 || x > (1ull << 40)) {
 		gs_warn("GPUSPY_HOST_ALLOC_MIN=%s is not a size in bytes (suffix K, M or G); host "
 			"allocations not recorded", v);
+		return;
+	}
+	if (!gs_next_sym(GS_HOST_SHIM_MARK)) {
+		gs_warn("GPUSPY_HOST_ALLOC_MIN is set but libgpuspy-host.so is not preloaded after "
+			"libgpuspy.so (gpuspy run adds it); host allocations not recorded");
 		return;
 	}
 	gs_cfg.host_alloc_min = x * mul;

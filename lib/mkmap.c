@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Build helper: prints libgpuspy's version script, exporting exactly the
- * intercepted CUDA entry points, the host allocator, dlsym, dlvsym and the public phase API. The
+ * intercepted CUDA entry points, the host allocator's hooks, dlsym, dlvsym and the public phase API. The
  * script is anonymous so that the definitions interpose on versioned
  * references (dlsym@GLIBC_2.34) as LD_PRELOAD requires. */
 #include <stdio.h>
@@ -13,6 +13,10 @@ int main(void)
 #define GSPY_X(sym, k, v) printf("    %s;\n", #sym);
 	GSPY_DRIVER_API_LIST(GSPY_X)
 	GSPY_RUNTIME_API_LIST(GSPY_X)
+#undef GSPY_X
+	/* The host allocator's hooks under their own names: libgpuspy-host.so
+	 * defines malloc and the others as jumps to them (lib/host.h). */
+#define GSPY_X(sym, k, v) printf("    gpuspy_host_%s;\n", #sym);
 	GSPY_HOST_API_LIST(GSPY_X)
 #undef GSPY_X
 	printf("    gpuspy_phase_push;\n    gpuspy_phase_pop;\n    gpuspy_mark;\n");

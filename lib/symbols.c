@@ -20,6 +20,7 @@
 #include "cuda_api.h"
 
 #include "gs.h"
+#include "host.h"
 
 /* The dlsym path runs inside a sanitizer runtime's own start-up (it looks
  * up the real functions with dlsym before its shadow memory exists), so it
@@ -189,9 +190,10 @@ GS_EARLY static void *object_sym(uintptr_t base, const ElfW(Dyn) *dyn, const cha
 }
 
 /*
- * The definition the dynamic linker would bind `name` to if libgpuspy did
- * not define it (RTLD_NEXT), found without calling dlsym: the C allocator's
- * hooks need their real functions before dlsym can run (dlsym allocates).
+ * The definition the dynamic linker would bind `name` to if neither
+ * libgpuspy nor libgpuspy-host.so defined it (RTLD_NEXT from the shim),
+ * found without calling dlsym: the C allocator's hooks need their real
+ * functions before dlsym can run (dlsym allocates).
  */
 GS_EARLY void *gs_next_sym(const char *name)
 {
@@ -208,7 +210,8 @@ GS_EARLY void *gs_next_sym(const char *name)
 			if (pass == 0 && !after_self)
 				continue;
 			void *p = object_sym(m->l_addr, m->l_ld, name);
-			if (p)
+			if (p && (early_eq(name, GS_HOST_SHIM_MARK) ||
+				  !object_sym(m->l_addr, m->l_ld, GS_HOST_SHIM_MARK)))
 				return p;
 		}
 	}
@@ -244,7 +247,10 @@ static void sym_init(void)
 			h->base[n - 5] = 0;
 		strip_suffix(h->base, "_v2");
 		strip_suffix(h->base, "_v3");
-		h->wrapper = self ? real_dlsym(self, h->name) : NULL;
+		/* The host allocator's names are libgpuspy-host.so's, not ours:
+		 * dlsym on our handle would find libc's. */
+		int host = i >= GSPY_API_malloc && i <= GSPY_API_munmap;
+		h->wrapper = self && !host ? real_dlsym(self, h->name) : NULL;
 	}
 }
 

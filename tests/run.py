@@ -19,6 +19,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "tests", "bin")
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
+HOST_LIB = os.path.join(ROOT, "lib", "libgpuspy-host.so")  # malloc & co., for GPUSPY_HOST_ALLOC_MIN
 GPUSPY = os.path.join(ROOT, "tools", "gpuspy")
 TIMEOUT = 60
 STRTAB = 16 << 20  # string table bytes of a trace file with call stacks on (the default)
@@ -36,14 +37,18 @@ def check(cond, msg):
         raise Fail(msg)
 
 
-def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0):
+def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None):
+    """host: preload libgpuspy-host.so after libgpuspy (by default when
+    env asks for host allocations, as `gpuspy run` does)."""
     e = dict(os.environ)
     e.pop("LD_PRELOAD", None)
     e["LD_LIBRARY_PATH"] = BIN
     e["GPUSPY_DIR"] = tmp
     e["GPUSPY_QUIET"] = "1"
+    if host is None:
+        host = "GPUSPY_HOST_ALLOC_MIN" in (env or {})
     if preload:
-        e["LD_PRELOAD"] = PRELOAD_PREFIX + LIB
+        e["LD_PRELOAD"] = PRELOAD_PREFIX + LIB + (":" + HOST_LIB if host else "")
     e.update(env or {})
     p = subprocess.run([os.path.join(BIN, prog), *args], env=e, capture_output=True,
                        text=True, timeout=TIMEOUT)
@@ -1961,6 +1966,71 @@ def stacks_threads_recursion_and_limits(tmp):
     check(count == want and proc["dropped"] == 0, f"counts {count}")
     if not SANITIZED:
         check(sorted({e["bytes"] for e in ev if e["api"] == "malloc"}) == [2 << 20, 3 << 20], "host sizes")
+
+
+HOST_NAMES = ["malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc", "mmap", "munmap"]
+
+
+def defined_functions(lib):
+    p = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True)
+    return {l.split()[-1] for l in p.stdout.splitlines() if len(l.split()) == 3}
+
+
+@test
+def host_allocator_only_through_the_host_library(tmp):
+    """libgpuspy defines no malloc, free, mmap...: a traced process calls its
+    allocator directly unless libgpuspy-host.so is preloaded too. With
+    GPUSPY_HOST_ALLOC_MIN and libgpuspy alone: one warning naming the
+    library, host_alloc_min 0 in the trace, no host event, the CUDA events
+    whole. With both (either order, or through `gpuspy run`, which adds it
+    for --host-alloc or the variable): the 64 MiB malloc and its free."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    mine = defined_functions(os.path.realpath(LIB))
+    check(not mine & set(HOST_NAMES), f"libgpuspy defines {sorted(mine & set(HOST_NAMES))}")
+    check({"gpuspy_host_" + n for n in HOST_NAMES} <= mine, "libgpuspy lacks its gpuspy_host_* hooks")
+    shim = defined_functions(HOST_LIB)
+    check(shim == set(HOST_NAMES) | {"gpuspy_host_shim"}, f"libgpuspy-host.so defines {sorted(shim)}")
+
+    def host_events(d):
+        proc, ev = only_trace(d)
+        host = sorted((e["kind"], e["api"], e["bytes"]) for e in ev if e.get("mem") == "host")
+        cuda = sum(1 for e in ev if e["api"].startswith("cuda"))
+        for f in traces(d):
+            os.unlink(os.path.join(d, f))
+        return proc["host_alloc_min"], host, cuda
+
+    want = (1 << 20, [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)])
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_QUIET": "0"}
+    p = run("prog_stacks", ["4"], tmp=tmp, env=env, host=False)
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(len(warn) == 1 and "libgpuspy-host.so is not preloaded" in warn[0], f"warnings {warn}")
+    hmin, host, cuda_alone = host_events(tmp)
+    check(hmin == 0 and host == [] and cuda_alone > 0, f"without the host library: {hmin} {host} {cuda_alone}")
+    p = run("prog_stacks", ["4"], tmp=tmp, env=env)
+    check(not [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")], f"warned: {p.stderr!r}")
+    check(host_events(tmp) == (*want, cuda_alone), "both preloaded, libgpuspy first")
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
+             GPUSPY_HOST_ALLOC_MIN="1M", LD_PRELOAD=HOST_LIB + ":" + LIB)
+    subprocess.run([os.path.join(BIN, "prog_stacks"), "4"], env=e, check=True, capture_output=True,
+                   timeout=TIMEOUT)
+    check(host_events(tmp) == (*want, cuda_alone), "both preloaded, the host library first")
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_QUIET="1")
+    e.pop("LD_PRELOAD", None)
+    e.pop("GPUSPY_HOST_ALLOC_MIN", None)
+    for opts, extra in ((["--host-alloc", "1M"], {}), ([], {"GPUSPY_HOST_ALLOC_MIN": "1M"}), ([], {})):
+        p = subprocess.run([GPUSPY, "run", "--dir", tmp, "--no-report", *opts, "--",
+                            os.path.join(BIN, "prog_stacks"), "4"], env=dict(e, **extra),
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"gpuspy run {opts} {extra}: {p.stderr}")
+        got = host_events(tmp)
+        check(got == ((*want, cuda_alone) if opts or extra else (0, [], cuda_alone)),
+              f"gpuspy run {opts} {extra}: {got}")
+    for bad in ("1Q", "0", "-1", "M"):
+        p = subprocess.run([GPUSPY, "run", "--host-alloc", bad, "--", "true"], env=e,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 2 and p.stderr.count("\n") == 1 and "--host-alloc" in p.stderr,
+              f"--host-alloc {bad}: rc {p.returncode} {p.stderr!r}")
 
 
 @test

@@ -28,7 +28,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events] [--no-report] -- CMD ARGS...\n"
+	fprintf(f, "usage: gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events]\n"
+		   "                  [--host-alloc SIZE] [--no-report] -- CMD ARGS...\n"
 		   "       gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events] [--no-report]
- *  -- CMD ARGS...`: runs CMD with libgpuspy preloaded, forwards the signals
+ * `gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events]
+ *  [--host-alloc SIZE] [--no-report] -- CMD ARGS...`: runs CMD with libgpuspy
+ * preloaded (and libgpuspy-host.so when host allocations are recorded), forwards the signals
  * sent to gpuspy, prints the report of every process CMD started, and exits
  * with CMD's exit status (128 + N when CMD died of signal N).
  */
@@ -114,7 +115,7 @@ static int seen(const struct names *s, const char *name)
 
 int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 {
-	const char *dir = NULL, *buffer = NULL, *cupti = NULL;
+	const char *dir = NULL, *buffer = NULL, *cupti = NULL, *host = NULL;
 	int no_report = 0, i;
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -127,6 +128,8 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 			buffer = argv[++i];
 		else if (!strcmp(argv[i], "--cupti") && i + 1 < argc)
 			cupti = argv[++i];
+		else if (!strcmp(argv[i], "--host-alloc") && i + 1 < argc)
+			host = argv[++i];
 		else if (!strcmp(argv[i], "--no-report"))
 			no_report = 1;
 		else if (argv[i][0] == '-') {
@@ -145,6 +148,16 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		return 2;
 	}
 	char *end;
+	if (host) {
+		unsigned long long x = strtoull(host, &end, 10);
+		if (*end && strchr("KkMmGg", *end))
+			end++;
+		if (x == 0 || *end || host[0] < '0' || host[0] > '9') {
+			fprintf(stderr, "gpuspy: error: run: --host-alloc %s is not a size in bytes (suffix K, M or G)\n",
+				host);
+			return 2;
+		}
+	}
 	if (buffer && (strtoul(buffer, &end, 10) < 1 || *end)) {
 		fprintf(stderr, "gpuspy: error: run: --buffer-mb %s is not a size in MiB\n", buffer);
 		return 2;
@@ -153,6 +166,22 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	if (find_lib(lib, sizeof(lib)) != 0) {
 		fprintf(stderr, "gpuspy: error: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n", lib);
 		return 1;
+	}
+	/* Host allocations need the allocator's names, which only
+	 * libgpuspy-host.so (beside libgpuspy) defines. */
+	if (host)
+		setenv("GPUSPY_HOST_ALLOC_MIN", host, 1);
+	const char *want_host = getenv("GPUSPY_HOST_ALLOC_MIN");
+	char hostlib[PATH_MAX + 32] = "";
+	if (want_host && *want_host) {
+		char *slash = strrchr(lib, '/');
+		snprintf(hostlib, sizeof(hostlib), "%.*s%slibgpuspy-host.so", slash ? (int)(slash - lib) : 0,
+			 lib, slash ? "/" : "");
+		if (!exists(hostlib)) {
+			fprintf(stderr, "gpuspy: error: %s: not found (GPUSPY_HOST_ALLOC_MIN needs it beside "
+				"libgpuspy); build it (make)\n", hostlib);
+			return 1;
+		}
 	}
 	char defdir[64];
 	if (!dir) {
@@ -173,11 +202,12 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	list_traces(dir, &before);
 
 	const char *old = getenv("LD_PRELOAD");
-	size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+	size_t n = strlen(lib) + strlen(hostlib) + (old ? strlen(old) : 0) + 3;
 	char *preload = malloc(n);
 	if (!preload)
 		return 1;
-	snprintf(preload, n, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+	snprintf(preload, n, "%s%s%s%s%s", lib, *hostlib ? ":" : "", hostlib, old && *old ? ":" : "",
+		 old && *old ? old : "");
 	setenv("LD_PRELOAD", preload, 1);
 	setenv("GPUSPY_DIR", dir, 1);
 	if (buffer)

@@ -11,6 +11,6 @@ rm -f "$tmp"/*.gspy
 LD_PRELOAD=$PWD/lib/libgpuspy.so tests/bin/prog_drv >/dev/null
 tools/gpuspy dump "$tmp"/*.gspy -o tests/golden/drv.jsonl
 rm -f "$tmp"/*.gspy
-GPUSPY_HOST_ALLOC_MIN=1M LD_PRELOAD=$PWD/lib/libgpuspy.so tests/bin/prog_stacks 4 >/dev/null
+GPUSPY_HOST_ALLOC_MIN=1M LD_PRELOAD=$PWD/lib/libgpuspy.so:$PWD/lib/libgpuspy-host.so tests/bin/prog_stacks 4 >/dev/null
 tools/gpuspy dump "$tmp"/*.gspy -o tests/golden/stacks.jsonl
 rm -rf "$tmp"

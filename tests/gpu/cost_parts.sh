@@ -7,7 +7,7 @@ set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT" /tmp/gpuspy-parts
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-make -s lib/libgpuspy.so > /dev/null || exit 1
+make -s libs > /dev/null || exit 1
 L=$(pwd)/lib/libgpuspy.so
 for r in $(seq "${ROUNDS:-2}"); do
 	for how in untraced "" "GPUSPY_STACKS=0" "GPUSPY_TORCH=0" "GPUSPY_STACKS=0 GPUSPY_TORCH=0"; do

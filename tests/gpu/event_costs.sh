@@ -10,7 +10,7 @@ set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-make -s lib/libgpuspy.so > /dev/null || exit 1
+make -s libs > /dev/null || exit 1
 W=/tmp/gpuspy-event-costs
 rm -rf "$W"; mkdir -p "$W"
 nvcc -O2 -Iinclude -o "$W/event_costs" tests/gpu/event_costs.cu -lcuda || exit 1

@@ -22,6 +22,6 @@ a=t()
 for _ in range(1000000): t()
 print("python perf_counter_ns %.1f" % ((t()-a)/1e6))'
 } 2>&1 | tee "$OUT/host_clock.txt"
-make -s lib/libgpuspy.so CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
+make -s libs CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
 BENCH_ROUNDS=${BENCH_ROUNDS:-5} python3 bench/run.py > "$OUT/bench.md" 2>&1
 cat "$OUT/bench.md"

@@ -54,13 +54,17 @@
 #     builtins (defaults, three processes) against its Python version
 #     (bench/helper_probe GPUSPY_PROBE=python, two) and no helper
 #     (GPUSPY_TORCH=0, two), untraced twice; 170 rounds.
+#   PART=lockstep-host: libgpuspy-host.so (malloc & co. interposed, every
+#     call passed through: how every run before 2026-11-30 traced) preloaded
+#     beside gpuspy's defaults (three processes each), and the library
+#     passing every call through without it (GPUSPY_DISABLE=1); 170 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-make -s lib/libgpuspy.so > /dev/null || exit 1
+make -s libs > /dev/null || exit 1
 W=/tmp/gpuspy-lockstep # PART=lockstep's work directory and bare collector
 # A lock-step preset: one run of WINDOWS (default $1) rounds of MODES
 # (default $2).
@@ -79,6 +83,7 @@ declare -A PRESETS=(
 	[lockstep-flush]="120 untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
 	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
 	[lockstep-helper]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_PROBE=python,gpuspy GPUSPY_PROBE=python #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
+	[lockstep-host]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy HOST_SHIM=1,gpuspy HOST_SHIM=1 #2,gpuspy HOST_SHIM=1 #3,gpuspy GPUSPY_DISABLE=1"
 	[lockstep-split]="200 untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 )
 if [ "${PART:-toggle}" = toggle ]; then

@@ -16,7 +16,7 @@ OUT=${OUT:-/tmp/gpuspy-gpu}
 W=/tmp/gpuspy-pcsample
 rm -rf $W; mkdir -p "$OUT/pcsample" $W
 export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-make -s lib/libgpuspy.so CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
+make -s libs CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
 gcc -O2 -shared -fPIC tests/gpu/pcsample.c -o $W/pcsample.so -lrt || exit 1
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1

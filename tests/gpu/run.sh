@@ -26,7 +26,7 @@ export PYTHONUNBUFFERED=1
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-make -s lib/libgpuspy.so CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
+make -s libs CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 nvcc -O2 -o "$WORK/static_launches" examples/static_launches.cu || exit 1

@@ -11,4 +11,4 @@ WORK=$1
 rm -rf "$WORK"; mkdir -p "$OUT" "$WORK"
 export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
-make -s lib/libgpuspy.so > /dev/null || exit 1
+make -s libs > /dev/null || exit 1
