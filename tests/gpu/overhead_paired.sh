@@ -58,6 +58,9 @@
 #     call passed through: how every run before 2026-11-30 traced) preloaded
 #     beside gpuspy's defaults (three processes each), and the library
 #     passing every call through without it (GPUSPY_DISABLE=1); 170 rounds.
+#   PART=lockstep-events: the GPU time from CUDA events at phase boundaries
+#     (GPUSPY_CUPTI=events, two processes) against gpuspy without GPU
+#     timing; 120 rounds.
 # From the repository root after `make gpu-carry`:
 #   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
 set -u
@@ -84,6 +87,7 @@ declare -A PRESETS=(
 	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
 	[lockstep-helper]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_PROBE=python,gpuspy GPUSPY_PROBE=python #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 	[lockstep-host]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy HOST_SHIM=1,gpuspy HOST_SHIM=1 #2,gpuspy HOST_SHIM=1 #3,gpuspy GPUSPY_DISABLE=1"
+	[lockstep-events]="120 untraced,untraced b,gpuspy,gpuspy events,gpuspy events #2"
 	[lockstep-split]="200 untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 )
 if [ "${PART:-toggle}" = toggle ]; then
