@@ -36,6 +36,7 @@ TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h
 
 LIB_HOST := lib/libgpuspy-host.so
+LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)
 
 all: libs tools/gpuspy
 
@@ -64,10 +65,18 @@ lib/libgpuspy.so: $(LIB_REAL)
 # The host allocator's names (malloc ... munmap), preloaded after libgpuspy
 # only to record host allocations (lib/host_shim.c). It needs libgpuspy.so.0
 # (found beside it, or the copy already preloaded).
-$(LIB_HOST): lib/host_shim.o lib/libgpuspy.so
+lib/libgpuspy-host.map: lib/mkmap
+	$(Q)./lib/mkmap host > $@
+
+$(LIB_HOST_REAL): lib/host_shim.o lib/libgpuspy.so lib/libgpuspy-host.map
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuspy-host.so -Wl,-z,now -Wl,-z,defs \
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuspy-host.so.$(SOVERSION) \
+		-Wl,--version-script=lib/libgpuspy-host.map -Wl,-z,now -Wl,-z,defs \
 		-o $@ lib/host_shim.o -Llib -l:$(LIB_SONAME) -Wl,-rpath,'$$ORIGIN'
+
+$(LIB_HOST): $(LIB_HOST_REAL)
+	$(Q)ln -sf libgpuspy-host.so.$(VERSION) lib/libgpuspy-host.so.$(SOVERSION)
+	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
 		tools/report.h tools/units.h tools/export.h tools/run.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h
@@ -86,7 +95,9 @@ install: all
 	install -m 755 $(LIB_REAL) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libgpuspy.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIB_SONAME)
 	ln -sf libgpuspy.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy.so
-	install -m 755 $(LIB_HOST) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIB_HOST_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libgpuspy-host.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy-host.so.$(SOVERSION)
+	ln -sf libgpuspy-host.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy-host.so
 	install -m 755 tools/gpuspy $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 include/gpuspy.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/gpuspy/format.h $(DESTDIR)$(PREFIX)/include/gpuspy/
@@ -96,7 +107,7 @@ install: all
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuspy.pc
 
 clean:
-	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy.so* lib/libgpuspy-host.so tools/*.o tools/gpuspy
+	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy-host.map lib/libgpuspy.so* lib/libgpuspy-host.so* tools/*.o tools/gpuspy
 	rm -rf $(TEST_CLEAN)
 
 .PHONY: all libs install clean
