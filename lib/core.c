@@ -121,6 +121,7 @@ static void atfork_child(void)
 	gs_names_forked();
 	gs_phase_forked();
 	gs_stacks_forked();
+	gs_host_forked();
 	gs_events_forked();
 	gs_tls.chunk = NULL;
 	gs_tls.used = gs_tls.cap = gs_tls.nrec = 0;

@@ -113,12 +113,25 @@ void gs_stack_note(struct gspy_record *r);
 void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_STACK_MIN in ticks */
 void gs_stacks_setup(void);
 void gs_stacks_forked(void);
+/* An allocation's native frames taken now, to be recorded once the trace
+ * file exists (hook_host.c, before the first CUDA call): up to
+ * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
+ * allocations carry no stack; and, later, their stack id. */
+unsigned gs_stack_pcs(uint64_t *pc);
+uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
 
-/* Host allocations (hook_host.c). */
+/* Host allocations (hook_host.c). Those made before the trace file exists
+ * (before the process's first CUDA call) are kept in memory: each thread
+ * writes its own at its first chunk (gs_host_flush, from the writer); the
+ * rest count as dropped at exit (gs_host_unwritten). */
 void gs_host_setup(void);
+void gs_host_flush(struct gs_tls *t);
+uint64_t gs_host_unwritten(void);
+void gs_host_forked(void);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
+int gs_writer_open(void);         /* the file is open (no side effect) */
 void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r);
 uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
 uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */

@@ -21,6 +21,8 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "gs.h"
 #include "host.h"
@@ -101,6 +103,174 @@ static uint64_t live_take(uint64_t a)
 	return 0;
 }
 
+/* ---- before the trace file exists --------------------------------------------- */
+
+/*
+ * A process's trace file is created by its first CUDA call (or phase), so
+ * that a process that never makes one (a compiler, a shell the program
+ * runs) writes nothing and starts nothing: no file, thread, signal handler
+ * or CUPTI. Host allocations made before that are kept here while they
+ * live, with their native stack (Python frames need the file's string
+ * table), and their own thread writes them at its first chunk. A block
+ * freed before the file exists is forgotten: no CUDA work can have read it.
+ */
+#define PEND_CAP 4096u
+#define PEND_BUSY 1ull /* addr while its entry is being written */
+struct pend {
+	uint64_t addr; /* 0 free, PEND_BUSY being written, else the block */
+	uint64_t bytes, start, end;
+	uint32_t tid;
+	uint16_t api, npc;
+	uint64_t pc[GSPY_STACK_MAX];
+};
+static struct pend *pend_tab;   /* PEND_CAP entries, mapped at first use */
+static uint64_t pend_count;     /* entries held */
+static uint64_t pend_lost;      /* allocations not kept: no room */
+
+static struct pend *pend_table(void)
+{
+	struct pend *t = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);
+	if (t)
+		return t;
+	size_t len = PEND_CAP * sizeof(struct pend);
+	void *m = REAL(mmap, mmap_fn)(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	/* Zeroed pages before other threads can see the table. */
+	if (!__atomic_compare_exchange_n(&pend_tab, &t, (struct pend *)m, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		REAL(munmap, munmap_fn)(m, len);
+		return t;
+	}
+	return (struct pend *)m;
+}
+
+/* Keeps the block p (NULL: the call failed) of n bytes that api returned,
+ * called at start; returns p with the call's errno. */
+static void *pend_put(unsigned api, void *p, uint64_t n, uint64_t start)
+{
+	int e = errno;
+	uint64_t end = gs_now();
+	if (!p || GS_UNLIKELY(gs_g.disabled) || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) {
+		errno = e;
+		return p;
+	}
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	struct gs_tls *t = &gs_tls;
+	t->depth++; /* what the unwinder allocates passes through */
+	live_put(a, n);
+	struct pend *tab = pend_table();
+	struct pend *slot = NULL;
+	for (uint32_t i = 0, k = slot_of(a) & (PEND_CAP - 1); tab && i < 256; i++, k = (k + 1) & (PEND_CAP - 1)) {
+		uint64_t cur = 0;
+		if (__atomic_compare_exchange_n(&tab[k].addr, &cur, PEND_BUSY, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			slot = &tab[k];
+			break;
+		}
+	}
+	if (slot) {
+		slot->bytes = n;
+		slot->start = start;
+		slot->end = end;
+		slot->tid = (uint32_t)syscall(SYS_gettid);
+		slot->api = (uint16_t)api;
+		slot->npc = (uint16_t)gs_stack_pcs(slot->pc);
+		__atomic_fetch_add(&pend_count, 1, __ATOMIC_RELAXED);
+		/* The entry is whole before anyone can take it. */
+		__atomic_store_n(&slot->addr, a, __ATOMIC_RELEASE);
+	} else {
+		__atomic_fetch_add(&pend_lost, 1, __ATOMIC_RELAXED);
+	}
+	t->depth--;
+	errno = e;
+	return p;
+}
+
+/* Forgets the kept block a (freed before the file exists). */
+static void pend_take(uint64_t a)
+{
+	struct pend *tab = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0, k = slot_of(a) & (PEND_CAP - 1); tab && i < 256; i++, k = (k + 1) & (PEND_CAP - 1)) {
+		uint64_t cur = a;
+		if (__atomic_compare_exchange_n(&tab[k].addr, &cur, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&pend_count, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Thread t's first chunk is open: its kept allocations go in, oldest first. */
+void gs_host_flush(struct gs_tls *t)
+{
+	struct pend *tab = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);
+	if (!tab || !__atomic_load_n(&pend_count, __ATOMIC_RELAXED))
+		return;
+	t->depth++; /* the sort buffer and the stacks' interning pass through */
+	uint64_t (*mine)[2] = malloc(PEND_CAP * sizeof(*mine)); /* (start, index) */
+	if (!mine) {
+		t->depth--;
+		return;
+	}
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < PEND_CAP; k++)
+		if (__atomic_load_n(&tab[k].addr, __ATOMIC_ACQUIRE) > PEND_BUSY && tab[k].tid == t->tid) {
+			mine[n][0] = tab[k].start;
+			mine[n++][1] = k;
+		}
+	qsort(mine, n, sizeof(*mine), by_start);
+	for (uint32_t i = 0; i < n; i++) {
+		struct pend *e = &tab[mine[i][1]];
+		uint64_t a = __atomic_load_n(&e->addr, __ATOMIC_ACQUIRE);
+		if (a <= PEND_BUSY)
+			continue;
+		struct gspy_record r;
+		memset(&r, 0, sizeof(r));
+		r.api = e->api;
+		r.kind = GSPY_KIND_alloc;
+		r.mem = GSPY_MEM_host;
+		r.device = -1;
+		r.start = e->start;
+		r.end = e->end;
+		r.u.mem.bytes = e->bytes;
+		r.u.mem.addr = a;
+		r.stack_id = e->npc ? gs_stack_id_of(e->pc, e->npc) : 0;
+		/* Ours now; a free that got here first keeps it from being written. */
+		if (!__atomic_compare_exchange_n(&e->addr, &a, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		__atomic_fetch_sub(&pend_count, 1, __ATOMIC_RELAXED);
+		gs_commit(t, &r);
+	}
+	free(mine);
+	t->depth--;
+}
+
+static int pend_answered; /* gs_host_unwritten has answered */
+
+/* Answered once (an exit path may run twice); async-signal-safe. */
+uint64_t gs_host_unwritten(void)
+{
+	if (__atomic_exchange_n(&pend_answered, 1, __ATOMIC_RELAXED))
+		return 0;
+	return __atomic_load_n(&pend_count, __ATOMIC_RELAXED) + __atomic_load_n(&pend_lost, __ATOMIC_RELAXED);
+}
+
+/* A fork child: what its parent kept is the parent's to write. */
+void gs_host_forked(void)
+{
+	struct pend *tab = pend_tab;
+	for (uint32_t k = 0; tab && k < PEND_CAP; k++)
+		tab[k].addr = 0;
+	pend_count = pend_lost = 0;
+	pend_answered = 0;
+}
+
 /* ---- recording ------------------------------------------------------------ */
 
 static void note_alloc(struct gspy_record *r, void *p, uint64_t bytes)
@@ -143,6 +313,10 @@ GS_API void *gpuspy_host_malloc(size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(malloc, malloc_fn)(n);
+	if (!gs_writer_open()) {
+		uint64_t t0 = gs_now();
+		return pend_put(GSPY_API_malloc, REAL(malloc, malloc_fn)(n), n, t0);
+	}
 	struct gspy_record *r = gs_begin(GSPY_API_malloc, GSPY_KIND_alloc);
 	return alloc_done(r, REAL(malloc, malloc_fn)(n), n);
 }
@@ -152,6 +326,10 @@ GS_API void *gpuspy_host_calloc(size_t k, size_t n)
 	size_t total;
 	if (GS_LIKELY(__builtin_mul_overflow(k, n, &total) || !big(total)))
 		return REAL(calloc, calloc_fn)(k, n);
+	if (!gs_writer_open()) {
+		uint64_t t0 = gs_now();
+		return pend_put(GSPY_API_calloc, REAL(calloc, calloc_fn)(k, n), total, t0);
+	}
 	struct gspy_record *r = gs_begin(GSPY_API_calloc, GSPY_KIND_alloc);
 	return alloc_done(r, REAL(calloc, calloc_fn)(k, n), total);
 }
@@ -170,6 +348,11 @@ GS_API void gpuspy_host_free(void *p)
 		REAL(free, free_fn)(p);
 		return;
 	}
+	if (!gs_writer_open()) {
+		pend_take((uint64_t)(uintptr_t)p);
+		REAL(free, free_fn)(p);
+		return;
+	}
 	int e = errno;
 	struct gspy_record *r = gs_begin(GSPY_API_free, GSPY_KIND_free);
 	REAL(free, free_fn)(p);
@@ -185,6 +368,18 @@ GS_API void *gpuspy_host_realloc(void *old, size_t n)
 	uint64_t was = old ? live_take((uint64_t)(uintptr_t)old) : 0;
 	if (!was && n < host_min)
 		return REAL(realloc, realloc_fn)(old, n);
+	if (!gs_writer_open()) {
+		if (was)
+			pend_take((uint64_t)(uintptr_t)old);
+		uint64_t t0 = gs_now();
+		void *q = REAL(realloc, realloc_fn)(old, n);
+		if (!q && n && was) {
+			int e = errno;
+			live_put((uint64_t)(uintptr_t)old, was); /* failed: the old block lives on */
+			errno = e;
+		}
+		return n >= host_min ? pend_put(GSPY_API_realloc, q, n, t0) : q;
+	}
 	int e0 = errno;
 	if (was)
 		free_block(GSPY_API_realloc, old, was);
@@ -206,6 +401,12 @@ GS_API int gpuspy_host_posix_memalign(void **out, size_t align, size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(posix_memalign, memalign_fn)(out, align, n);
+	if (!gs_writer_open()) {
+		uint64_t t0 = gs_now();
+		int rc = REAL(posix_memalign, memalign_fn)(out, align, n);
+		pend_put(GSPY_API_posix_memalign, rc == 0 ? *out : NULL, n, t0);
+		return rc;
+	}
 	int e = errno;
 	struct gspy_record *r = gs_begin(GSPY_API_posix_memalign, GSPY_KIND_alloc);
 	int rc = REAL(posix_memalign, memalign_fn)(out, align, n);
@@ -219,6 +420,10 @@ GS_API void *gpuspy_host_aligned_alloc(size_t align, size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(aligned_alloc, aligned_fn)(align, n);
+	if (!gs_writer_open()) {
+		uint64_t t0 = gs_now();
+		return pend_put(GSPY_API_aligned_alloc, REAL(aligned_alloc, aligned_fn)(align, n), n, t0);
+	}
 	struct gspy_record *r = gs_begin(GSPY_API_aligned_alloc, GSPY_KIND_alloc);
 	return alloc_done(r, REAL(aligned_alloc, aligned_fn)(align, n), n);
 }
@@ -227,6 +432,11 @@ GS_API void *gpuspy_host_mmap(void *addr, size_t n, int prot, int flags, int fd,
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
+	if (!gs_writer_open()) {
+		uint64_t t0 = gs_now();
+		void *p = REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
+		return p == MAP_FAILED ? p : pend_put(GSPY_API_mmap, p, n, t0);
+	}
 	struct gspy_record *r = gs_begin(GSPY_API_mmap, GSPY_KIND_alloc);
 	void *p = REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
 	int e = errno;
@@ -241,6 +451,10 @@ GS_API int gpuspy_host_munmap(void *p, size_t n)
 	uint64_t size;
 	if (GS_LIKELY(!host_min) || !(size = live_take((uint64_t)(uintptr_t)p)) || gs_tls.depth)
 		return REAL(munmap, munmap_fn)(p, n);
+	if (!gs_writer_open()) {
+		pend_take((uint64_t)(uintptr_t)p);
+		return REAL(munmap, munmap_fn)(p, n);
+	}
 	struct gspy_record *r = gs_begin(GSPY_API_munmap, GSPY_KIND_free);
 	int rc = REAL(munmap, munmap_fn)(p, n);
 	int e = errno;

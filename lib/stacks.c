@@ -373,44 +373,84 @@ void gs_stack_note(struct gspy_record *r)
  * ones). Every frame walked costs: PyTorch's stacks are deeper than the cap. */
 #define OWN_FRAMES 4
 
-static void stack_note(struct gspy_record *r)
+struct stack_buf {
+	struct gspy_stack_entry h;
+	uint64_t pc[GSPY_STACK_MAX];
+	uint32_t py[GSPY_STACK_MAX][2];
+};
+
+/* The calling thread's native frames, gpuspy's own dropped: at most max
+ * PCs into pc, innermost first; returns how many. Inlined, so that it adds
+ * no frame of its own to what it walks. */
+static inline __attribute__((always_inline)) unsigned native_frames(uint64_t *pc, unsigned max)
 {
-	struct {
-		struct gspy_stack_entry h;
-		uint64_t pc[GSPY_STACK_MAX];
-		uint32_t py[GSPY_STACK_MAX][2];
-	} e;
 	void *buf[GSPY_STACK_MAX + OWN_FRAMES];
-	unsigned depth = gs_cfg.stack_depth;
 	int n = 0;
 	if ((gs_cfg.stacks & GSPY_STACKS_NATIVE) && grab)
-		n = grab(buf, (int)depth + OWN_FRAMES);
+		n = grab(buf, (int)max + OWN_FRAMES);
 	unsigned k = 0, i = 0;
 	while (i < (unsigned)n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
 		i++; /* gpuspy's own frames */
+	for (; i < (unsigned)n && k < max; i++)
+		pc[k++] = (uint64_t)(uintptr_t)buf[i];
+	return k;
+}
+
+/* The id of k native frames in e->pc followed by np Python (code, line)
+ * pairs packed right after them; 0 for an empty stack. */
+static uint32_t entry_id(struct stack_buf *e, unsigned k, unsigned np)
+{
+	if (!k && !np)
+		return 0;
 	uint64_t h = 0;
-	for (; i < (unsigned)n && k < depth; i++) {
-		uint64_t pc = (uint64_t)(uintptr_t)buf[i];
-		e.pc[k++] = pc;
-		h = mix(h, pc);
-	}
+	for (unsigned i = 0; i < k; i++)
+		h = mix(h, e->pc[i]);
+	const uint32_t(*pairs)[2] = (const uint32_t(*)[2])(void *)&e->pc[k];
+	for (unsigned j = 0; j < np; j++)
+		h = mix(h, (uint64_t)pairs[j][0] << 32 | pairs[j][1]);
+	memset(&e->h, 0, sizeof(e->h));
+	e->h.type = GSPY_ENTRY_STACK;
+	e->h.native = (uint8_t)k;
+	e->h.python = (uint8_t)np;
+	h = mix(h, (uint64_t)k << 8 | np);
+	return stack_id(h, e, sizeof(e->h) + k * 8 + np * 8);
+}
+
+static void stack_note(struct gspy_record *r)
+{
+	struct stack_buf e;
+	unsigned depth = gs_cfg.stack_depth;
+	unsigned k = native_frames(e.pc, depth);
 	unsigned np = 0;
 	if (gs_cfg.stacks & GSPY_STACKS_PYTHON) {
 		np = py_frames(e.py, depth);
 		/* Pack the Python pairs right after the native frames (e.py
 		 * directly follows e.pc, so this stays inside e). */
 		memmove(&e.pc[k], e.py, np * sizeof(e.py[0]));
-		for (unsigned j = 0; j < np; j++)
-			h = mix(h, (uint64_t)e.py[j][0] << 32 | e.py[j][1]);
 	}
-	if (!k && !np)
-		return;
-	memset(&e.h, 0, sizeof(e.h));
-	e.h.type = GSPY_ENTRY_STACK;
-	e.h.native = (uint8_t)k;
-	e.h.python = (uint8_t)np;
-	h = mix(h, (uint64_t)k << 8 | np);
-	r->stack_id = stack_id(h, &e, sizeof(e.h) + k * 8 + np * 8);
+	r->stack_id = entry_id(&e, k, np);
+}
+
+unsigned gs_stack_pcs(uint64_t *pc)
+{
+	if (!(gs_stack_kinds & (1u << GSPY_KIND_alloc)))
+		return 0;
+	int e = errno;
+	unsigned k = native_frames(pc, gs_cfg.stack_depth);
+	errno = e;
+	return k;
+}
+
+uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n)
+{
+	struct stack_buf e;
+	if (n > GSPY_STACK_MAX)
+		n = GSPY_STACK_MAX;
+	memcpy(e.pc, pc, n * sizeof(*pc));
+	int er = errno;
+	uint32_t id = entry_id(&e, n, 0);
+	errno = er;
+	return id;
 }
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg)

@@ -371,6 +371,10 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			t->cap = h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
 			memset(&t->prev, 0, sizeof(t->prev)); /* each chunk decodes on its own */
 			gs_writer_clock_pair();
+			/* The thread's first chunk: its host allocations made before
+			 * the file existed go first, in their own time order. */
+			if (c->seq == 0)
+				gs_host_flush(t);
 			gs_commit(t, r);
 			return;
 		}
@@ -449,11 +453,19 @@ void gs_writer_trim(void)
 	}
 }
 
+int gs_writer_open(void)
+{
+	return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN;
+}
+
 void gs_writer_exit(int state, int code, int sig)
 {
 	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != W_OPEN)
 		return;
 	struct gspy_header *h = w.hdr;
+	/* Host allocations kept from before the file that no thread wrote
+	 * (their thread recorded nothing since, or there was no room): lost. */
+	__atomic_fetch_add(&h->dropped_nochunk, gs_host_unwritten(), __ATOMIC_RELAXED);
 	gs_writer_clock_pair();
 	h->exit_code = code;
 	h->exit_signal = sig;

@@ -17,6 +17,11 @@
  * inside gpuspy_pause()/gpuspy_resume().
  * With argv[2] = "symbols", prints which objects define backtrace and
  * _Unwind_Backtrace for the process (libunwind must not take them over).
+ * With argv[2] = "early", before any CUDA call: a 3 MiB block allocated
+ * and freed, the 64 MiB host buffer allocated (make_host_buffer), and a
+ * thread that allocates 2 MiB and ends without a CUDA call; then
+ * model_init, the upload from that buffer and its free.
+ * With argv[2] = "nocuda", the host allocations alone: no CUDA call.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -122,6 +127,16 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* A thread's allocation kept from before the trace file, never written:
+ * the thread ends without a CUDA call. */
+void *volatile early_leak;
+static void *leak_early(void *arg)
+{
+	(void)arg;
+	early_leak = do_malloc(2u << 20);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 3;
@@ -147,6 +162,26 @@ int main(int argc, char **argv)
 			printf("%s %s\n", names[i], p && dladdr(p, &di) && di.dli_fname ? di.dli_fname : "(none)");
 		}
 		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[2], "early")) {
+		free(do_malloc(3u << 20));
+		char *host = make_host_buffer(64u << 20);
+		pthread_t th;
+		pthread_create(&th, NULL, leak_early, NULL);
+		pthread_join(th, NULL);
+		void *staging = NULL;
+		void *w = model_init(&staging);
+		memset(host, 1, 4096);
+		int rc = upload(w, host, 64u << 20);
+		printf("host %p rc %d\n", (void *)host, rc);
+		free(host);
+		return rc;
+	}
+	if (argc > 2 && !strcmp(argv[2], "nocuda")) {
+		free(do_malloc(3u << 20));
+		char *kept = make_host_buffer(64u << 20);
+		printf("no cuda %p\n", (void *)kept);
+		return 0; /* kept lives to the exit */
 	}
 	if (argc > 2 && !strcmp(argv[2], "threads")) {
 		rounds = steps;

@@ -2034,6 +2034,57 @@ def host_allocator_only_through_the_host_library(tmp):
 
 
 @test
+def host_allocations_before_the_first_cuda_call(tmp):
+    """A process that never calls CUDA writes nothing even with host
+    allocations recorded (a C program, and Python, each with a live 64 MiB
+    / 10 MB block at exit). Before the first CUDA call, live blocks are kept
+    and written once the file exists: the 64 MiB buffer a pageable copy
+    reads later is there, first, with its stack, and the copy is tied to it;
+    a block allocated and freed before is not; a thread's block that its
+    thread never wrote (it ended with no CUDA call) counts as dropped."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
+    p = run("prog_stacks", ["1", "nocuda"], tmp=tmp, env=env)
+    check(p.stdout.startswith("no cuda") and traces(tmp) == [], f"a process without CUDA wrote {traces(tmp)}")
+    e = dict(os.environ, GPUSPY_DIR=tmp, GPUSPY_HOST_ALLOC_MIN="1M", LD_PRELOAD=LIB + ":" + HOST_LIB)
+    q = subprocess.run([sys.executable, "-c", "x = bytearray(10**7); print(len(x))"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(q.returncode == 0 and q.stdout == "10000000\n" and traces(tmp) == [],
+          f"python without CUDA: rc {q.returncode} {q.stdout!r}, files {traces(tmp)}")
+    for stacks in ("on", "0"):
+        run("prog_stacks", ["1", "early"], tmp=tmp, env=dict(env, GPUSPY_STACKS=stacks))
+        g = os.path.join(tmp, only_trace_name(tmp))
+        ev, st = dump_stacks(g)
+        proc = json.loads(subprocess.run([GPUSPY, "dump", g], capture_output=True, text=True,
+                                         check=True).stdout.splitlines()[0])
+        host = [(x["kind"], x["api"], x["bytes"]) for x in ev if x.get("mem") == "host"]
+        check(host == [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)], f"host events {host}")
+        check(ev[0]["mem"] == "host" and ev[0]["kind"] == "alloc" and
+              ev[0]["start_ns"] < next(x["start_ns"] for x in ev if x["api"] == "cudaMalloc"),
+              f"the early block is not first: {ev[:2]}")
+        check(ev[0]["tid"] == proc["pid"] and proc["dropped"] == 1 and proc["events"] == 5,
+              f"tid {ev[0]['tid']}, dropped {proc['dropped']}, events {proc['events']}")
+        copy = next(x for x in ev if x["kind"] == "copy")
+        check(copy["addr"] == ev[0]["addr"] and copy["host_mem"] == "pageable", f"copy {copy}")
+        if stacks == "on":
+            check([fn(f) for f in st[ev[0]["stack"]]][:2] == ["make_host_buffer", "main"],
+                  f"early stack {st.get(ev[0].get('stack'))}")
+            cp = report_json(g)["copy_sites"]
+            check([fn(f) for f in cp[0].get("host_alloc_stack", [])][:2] == ["make_host_buffer", "main"],
+                  f"the copy is not tied to its early buffer: {cp}")
+        else:
+            check("stack" not in ev[0], f"a stack with GPUSPY_STACKS=0: {ev[0]}")
+        os.unlink(g)
+
+
+def only_trace_name(tmp):
+    t = traces(tmp)
+    check(len(t) == 1, f"expected one trace file, found {t}")
+    return t[0]
+
+
+@test
 def stacks_refuse_a_changed_binary(tmp):
     """The reader symbolizes a module only if its build id is the one the
     trace recorded: a program rebuilt since keeps module+offset frames, with
