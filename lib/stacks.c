@@ -431,6 +431,8 @@ static void stack_note(struct gspy_record *r)
 	r->stack_id = entry_id(&e, k, np);
 }
 
+/* Not counted in the header's stacks_taken/stacks_time: there is no file
+ * yet to count them in. */
 unsigned gs_stack_pcs(uint64_t *pc)
 {
 	if (!(gs_stack_kinds & (1u << GSPY_KIND_alloc)))
