@@ -321,8 +321,18 @@ void gs_writer_clock_pair(void)
 
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
 
-void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r)
+void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
+	/* In flight-recorder mode another thread may have recycled our chunk. */
+	if (GS_LIKELY(t->gen == gs_g.gen && t->used + GSPY_PACKED_MAX <= t->cap &&
+		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
+		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->prev);
+		t->nrec++;
+		/* Orders the record's bytes before the count readers trust. */
+		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
+		return;
+	}
+	/* The slow path makes system calls: the traced call's errno stays. */
 	int e = errno;
 	commit_slow(t, r);
 	errno = e;
