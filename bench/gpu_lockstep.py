@@ -53,6 +53,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK, OUT = sys.argv[1], sys.argv[2]
 LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
+# "gpuspy ALT_LIB=1 ...": that mode preloads this build of the library
+# instead (an A/B of two builds in one run: PART=lockstep-alt).
+ALT_LIB = os.environ.get("LOCKSTEP_ALT_LIB", "")
 COUNTER = os.path.join(WORK, "libcupti_count.so")
 DEFAULT = ["untraced", "untraced b", "gpuspy", "gpuspy+cupti", "bare cupti"]
 ALL = DEFAULT + ["gpuspy events", "torch.profiler"]
@@ -86,8 +89,10 @@ def env_of(mode, d):
     if mode.startswith("gpuspy"):
         env.update(LD_PRELOAD=LIB, GPUSPY_CUPTI={"gpuspy+cupti": "on", "gpuspy events": "events"}.get(mode, "off"))
         env.update(kv.split("=", 1) for kv in mode.split()[1:] if "=" in kv)
+        if env.pop("ALT_LIB", "") == "1":  # another build of libgpuspy: LOCKSTEP_ALT_LIB
+            env["LD_PRELOAD"] = ALT_LIB
         if env.pop("HOST_SHIM", "") == "1":  # malloc & co. interposed, as before 2026-11-30
-            env["LD_PRELOAD"] = LIB + ":" + os.path.join(os.path.dirname(LIB), "libgpuspy-host.so")
+            env["LD_PRELOAD"] += ":" + os.path.join(os.path.dirname(env["LD_PRELOAD"]), "libgpuspy-host.so")
         if env.get("GPUSPY_PROBE"):  # bench/helper_probe takes a part of the PyTorch helper away
             env["PYTHONPATH"] = os.path.join(ROOT, "bench", "helper_probe")
     elif mode.startswith("bare cupti"):  # "bare cupti CUPTI_COUNT_TS=1": the collector's options
@@ -112,6 +117,9 @@ def own_time(d, steps):
 
 
 def main():
+    if any("ALT_LIB=1" in m for m in MODES) and not os.path.exists(ALT_LIB):
+        sys.exit(f"gpu_lockstep: error: a mode asks for ALT_LIB=1 but LOCKSTEP_ALT_LIB={ALT_LIB!r} "
+                 "is not a file; set it to the other build of libgpuspy.so")
     n = len(MODES)
     ready_r, ready_w = os.pipe()
     turn = [os.pipe() for _ in range(n)]  # we write turn[i][1]; process i reads turn[i][0]

@@ -1056,17 +1056,22 @@ def lockstep_bench_hands_out_turns(tmp):
     round hands the turn to every mode once in a random order, the table has
     a row per mode in order over all rounds but the first and last, with
     the CPU per step the stub reported (median, added to untraced's), a gpuspy variant mode gets its
-    variables, a replica ("gpuspy #2") its mode's, a bare collector variant its options, and
-    BLOCKING_SYNC=1 reaches every loop."""
+    variables, a replica ("gpuspy #2") its mode's, a bare collector variant its options,
+    ALT_LIB=1 the other build (LOCKSTEP_ALT_LIB, refused in one line when missing) and HOST_SHIM=1
+    the host library beside it, and BLOCKING_SYNC=1 reaches every loop."""
     if SANITIZED:
         raise Skip("the bench is not the library")
     work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
     os.makedirs(work)
     os.makedirs(out)
     modes = ["untraced", "untraced b", "gpuspy", "gpuspy GPUSPY_CUPTI=on", "gpuspy GPUSPY_CUPTI=on #2",
-             "bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"]
+             "bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1", "gpuspy ALT_LIB=1 HOST_SHIM=1"]
+    alt = os.path.join(tmp, "alt", "libgpuspy.so")
+    os.makedirs(os.path.dirname(alt))
+    open(alt, "w").close()
     env = dict(os.environ, LOOP_CMD=f"{sys.executable} {os.path.join(ROOT, 'bench', 'lockstep_stub.py')}",
-               WINDOWS="7", MODES=",".join(modes + ["nonsense #2"]), STUB_SLOW_on="1.2", BLOCKING_SYNC="1")
+               WINDOWS="7", MODES=",".join(modes + ["nonsense #2"]), STUB_SLOW_on="1.2", BLOCKING_SYNC="1",
+               LOCKSTEP_ALT_LIB=alt)
     env.pop("PIN_CPUS", None)
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_lockstep.py"), work, out], env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
@@ -1082,7 +1087,7 @@ def lockstep_bench_hands_out_turns(tmp):
           cells["gpuspy GPUSPY_CUPTI=on"] == ["1201.0", "+200.0", "1301.0"] and
           cells["gpuspy GPUSPY_CUPTI=on #2"] == ["1201.0", "+200.0", "1301.0"], f"CPU columns {cells}")
     cpu = open(os.path.join(out, "lockstep_cpu.txt")).read().splitlines()
-    check(len(cpu) == 7 and cpu[0] == "# loop=mlp" and
+    check(len(cpu) == 8 and cpu[0] == "# loop=mlp" and
           cpu[1].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"), f"lockstep_cpu.txt {cpu[:2]}")
     lines = open(os.path.join(out, "lockstep_rates.txt")).read().splitlines()
     check(lines[0] == "# loop=mlp", f"rates file's first line {lines[0]!r}")
@@ -1099,8 +1104,16 @@ def lockstep_bench_hands_out_turns(tmp):
           seen["gpuspy GPUSPY_CUPTI=on"] == ["GPUSPY_CUPTI=on", "LD_PRELOAD=" + LIB, "blocking"] and
           seen["gpuspy GPUSPY_CUPTI=on #2"] == seen["gpuspy GPUSPY_CUPTI=on"] and
           seen["bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"] ==
-          ["GPUSPY_CUPTI=", "LD_PRELOAD=", "blocking", "CUPTI_COUNT_CB=1", "CUPTI_COUNT_TS=1"],
+          ["GPUSPY_CUPTI=", "LD_PRELOAD=", "blocking", "CUPTI_COUNT_CB=1", "CUPTI_COUNT_TS=1"] and
+          seen["gpuspy ALT_LIB=1 HOST_SHIM=1"] ==
+          ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + alt + ":" + os.path.join(tmp, "alt", "libgpuspy-host.so"),
+           "blocking"],
           f"mode environments {seen}")
+    env["LOCKSTEP_ALT_LIB"] = os.path.join(tmp, "missing.so")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_lockstep.py"), work, out], env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stderr.count("\n") == 1 and "LOCKSTEP_ALT_LIB" in p.stderr,
+          f"a missing other build: rc {p.returncode} {p.stderr!r}")
 
 
 @test

@@ -58,6 +58,9 @@
 #     call passed through: how every run before 2026-11-30 traced) preloaded
 #     beside gpuspy's defaults (three processes each), and the library
 #     passing every call through without it (GPUSPY_DISABLE=1); 170 rounds.
+#   PART=lockstep-alt: the tree's library (three processes) against another
+#     build of it (three, ALT_LIB=1): the sources that `bash bench/alt_build.sh
+#     REV` put in .gpu/alt, built here with the same compiler; 170 rounds.
 #   PART=lockstep-events: the GPU time from CUDA events at phase boundaries
 #     (GPUSPY_CUPTI=events, two processes) against gpuspy without GPU
 #     timing; 120 rounds.
@@ -87,6 +90,7 @@ declare -A PRESETS=(
 	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
 	[lockstep-helper]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_PROBE=python,gpuspy GPUSPY_PROBE=python #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 	[lockstep-host]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy HOST_SHIM=1,gpuspy HOST_SHIM=1 #2,gpuspy HOST_SHIM=1 #3,gpuspy GPUSPY_DISABLE=1"
+	[lockstep-alt]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy ALT_LIB=1,gpuspy ALT_LIB=1 #2,gpuspy ALT_LIB=1 #3"
 	[lockstep-events]="120 untraced,untraced b,gpuspy,gpuspy events,gpuspy events #2"
 	[lockstep-split]="200 untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 )
@@ -124,6 +128,12 @@ elif [ "$PART" = cupti-toggle ]; then
 		done
 	done | tee "$OUT/ctoggle.txt"
 elif [ -n "${PRESETS[$PART]:-}" ]; then
+	if [ "$PART" = lockstep-alt ]; then # the other build, from .gpu/alt (bench/alt_build.sh)
+		[ -f .gpu/alt/REV ] || { echo "lockstep-alt: no .gpu/alt: run bash bench/alt_build.sh REV first"; exit 1; }
+		make -s -C .gpu/alt libs > /dev/null || exit 1
+		export LOCKSTEP_ALT_LIB=$(pwd)/.gpu/alt/lib/libgpuspy.so
+		echo "lockstep-alt: ALT_LIB=1 is $(cat .gpu/alt/REV)"
+	fi
 	preset ${PRESETS[$PART]%% *} "${PRESETS[$PART]#* }"
 elif [ "$PART" = lockstep ]; then
 	mkdir -p $W
