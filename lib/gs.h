@@ -63,6 +63,8 @@ struct gs_global {
 			      * and CUPTI are not usable here */
 	int paused;          /* gpuspy_pause(): calls pass through unrecorded */
 	int events;          /* GPUSPY_CUPTI=events: GPU time from CUDA events */
+	int file_open;       /* the trace file is open: gs_writer_ready() is 0
+			      * (read beside disabled and paused, on every call) */
 };
 extern struct gs_global gs_g;
 
@@ -164,7 +166,7 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled) ||
 	    GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
 		return NULL;
-	if (GS_UNLIKELY(gs_writer_ready() != 0))
+	if (GS_UNLIKELY(!__atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE)) && gs_writer_ready() != 0)
 		return NULL;
 	struct gspy_record *r = &t->rec;
 	memset(r, 0, sizeof(*r));

@@ -286,6 +286,9 @@ int gs_writer_ready(void)
 		int rc = gs_g.disabled ? -1 : open_file();
 		/* Pairs with the acquire above: the mapping is set up before. */
 		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
+		/* The same for gs_begin's inline check (after the state: the
+		 * mapping is set up before either says open). */
+		__atomic_store_n(&gs_g.file_open, rc == 0, __ATOMIC_RELEASE);
 		if (rc != 0)
 			gs_g.disabled = 1;
 		else
@@ -511,6 +514,7 @@ void gs_writer_forked(void)
 	w.populated = 0;
 	w.prefault_off = 0;
 	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
+	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);
 	gs_g.gen++;
 }
