@@ -62,6 +62,12 @@ lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) lib/$(LIB_SONAME)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) $@
 
+# Each of the shim's functions must stay one jump (no frame of its own in a
+# call stack), whatever CFLAGS says: -O2 after it turns sibling calls on.
+lib/host_shim.o: lib/host_shim.c lib/host.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -O2 -foptimize-sibling-calls -c $< -o $@
+
 # The host allocator's names (malloc ... munmap), preloaded after libgpuspy
 # only to record host allocations (lib/host_shim.c). It needs libgpuspy.so.0
 # (found beside it, or the copy already preloaded).

@@ -21,6 +21,8 @@
  * and freed, the 64 MiB host buffer allocated (make_host_buffer), and a
  * thread that allocates 2 MiB and ends without a CUDA call; then
  * model_init, the upload from that buffer and its free.
+ * With argv[2] = "earlyfork", the 64 MiB buffer before any CUDA call, then
+ * a fork: child and parent each call CUDA and upload from it.
  * With argv[2] = "nocuda", the host allocations alone: no CUDA call.
  */
 #include <dlfcn.h>
@@ -28,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -175,6 +179,26 @@ int main(int argc, char **argv)
 		int rc = upload(w, host, 64u << 20);
 		printf("host %p rc %d\n", (void *)host, rc);
 		free(host);
+		return rc;
+	}
+	if (argc > 2 && !strcmp(argv[2], "earlyfork")) {
+		/* The 64 MiB buffer before any CUDA call, then a fork: the child
+		 * copies from its inherited buffer, then the parent does. */
+		char *host = make_host_buffer(64u << 20);
+		memset(host, 1, 4096);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		void *staging = NULL;
+		void *w = model_init(&staging);
+		int rc = upload(w, host, 64u << 20);
+		if (pid == 0)
+			_exit(rc);
+		int st = 1;
+		waitpid(pid, &st, 0);
+		free(host);
+		printf("parent %d child %d\n", rc, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 		return rc;
 	}
 	if (argc > 2 && !strcmp(argv[2], "nocuda")) {

@@ -2054,7 +2054,9 @@ def host_allocations_before_the_first_cuda_call(tmp):
     and written once the file exists: the 64 MiB buffer a pageable copy
     reads later is there, first, with its stack, and the copy is tied to it;
     a block allocated and freed before is not; a thread's block that its
-    thread never wrote (it ended with no CUDA call) counts as dropped."""
+    thread never wrote (it ended with no CUDA call) counts as dropped; a
+    child forked before the first CUDA call leaves the kept block to its
+    parent's trace."""
     if SANITIZED:
         raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
     env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
@@ -2089,6 +2091,19 @@ def host_allocations_before_the_first_cuda_call(tmp):
         else:
             check("stack" not in ev[0], f"a stack with GPUSPY_STACKS=0: {ev[0]}")
         os.unlink(g)
+    # A fork before the first CUDA call: the kept block is the parent's to
+    # write; the child's trace has its own calls only.
+    p = run("prog_stacks", ["1", "earlyfork"], tmp=tmp, env=env)
+    check(p.stdout == "parent 0 child 0\n" and len(traces(tmp)) == 2, f"{p.stdout!r} {traces(tmp)}")
+    procs = {}
+    for t in traces(tmp):
+        proc, ev = dump(os.path.join(tmp, t))
+        procs[proc["pid"]] = (proc["ppid"], sorted((x["kind"], x["bytes"]) for x in ev if x.get("mem") == "host"))
+        check(proc["dropped"] == 0 and any(x["kind"] == "copy" for x in ev), f"{t}: {proc['dropped']} dropped")
+    child = next((pid for pid, (ppid, _) in procs.items() if ppid in procs), None)
+    parent = next((pid for pid in procs if pid != child), None)
+    check(child and procs[parent][1] == [("alloc", 64 << 20), ("free", 64 << 20)] and procs[child][1] == [],
+          f"host events by process {procs}")
 
 
 def only_trace_name(tmp):
