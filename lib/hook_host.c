@@ -293,13 +293,33 @@ static void note_free(struct gspy_record *r, void *p, uint64_t bytes)
 	r->mem = GSPY_MEM_host;
 }
 
-/* The end of a recorded allocation: p (NULL on failure) and n bytes; the
- * real call's errno is kept. */
-static void *alloc_done(struct gspy_record *r, void *p, uint64_t n)
+/* An allocation under way: recorded once the trace file exists, else kept
+ * from `start` until it does (pend_put). */
+struct host_call {
+	unsigned api;
+	int kept;
+	struct gspy_record *r; /* recorded: gs_begin's record (paired with gs_end) */
+	uint64_t start;        /* kept: when the call began */
+};
+
+static inline struct host_call host_begin(unsigned api)
 {
+	struct host_call c = { api, !gs_writer_open(), NULL, 0 };
+	if (c.kept)
+		c.start = gs_now();
+	else
+		c.r = gs_begin(api, GSPY_KIND_alloc);
+	return c;
+}
+
+/* Its end: p (NULL on failure) and n bytes; the real call's errno is kept. */
+static void *host_done(const struct host_call *c, void *p, uint64_t n)
+{
+	if (c->kept)
+		return pend_put(c->api, p, n, c->start);
 	int e = errno;
-	note_alloc(r, p, n);
-	gs_end(r, p ? 0 : e);
+	note_alloc(c->r, p, n);
+	gs_end(c->r, p ? 0 : e);
 	errno = e;
 	return p;
 }
@@ -313,12 +333,8 @@ GS_API void *gpuspy_host_malloc(size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(malloc, malloc_fn)(n);
-	if (!gs_writer_open()) {
-		uint64_t t0 = gs_now();
-		return pend_put(GSPY_API_malloc, REAL(malloc, malloc_fn)(n), n, t0);
-	}
-	struct gspy_record *r = gs_begin(GSPY_API_malloc, GSPY_KIND_alloc);
-	return alloc_done(r, REAL(malloc, malloc_fn)(n), n);
+	struct host_call c = host_begin(GSPY_API_malloc);
+	return host_done(&c, REAL(malloc, malloc_fn)(n), n);
 }
 
 GS_API void *gpuspy_host_calloc(size_t k, size_t n)
@@ -326,12 +342,8 @@ GS_API void *gpuspy_host_calloc(size_t k, size_t n)
 	size_t total;
 	if (GS_LIKELY(__builtin_mul_overflow(k, n, &total) || !big(total)))
 		return REAL(calloc, calloc_fn)(k, n);
-	if (!gs_writer_open()) {
-		uint64_t t0 = gs_now();
-		return pend_put(GSPY_API_calloc, REAL(calloc, calloc_fn)(k, n), total, t0);
-	}
-	struct gspy_record *r = gs_begin(GSPY_API_calloc, GSPY_KIND_alloc);
-	return alloc_done(r, REAL(calloc, calloc_fn)(k, n), total);
+	struct host_call c = host_begin(GSPY_API_calloc);
+	return host_done(&c, REAL(calloc, calloc_fn)(k, n), total);
 }
 
 static void free_block(unsigned api, void *p, uint64_t size)
@@ -420,30 +432,17 @@ GS_API void *gpuspy_host_aligned_alloc(size_t align, size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(aligned_alloc, aligned_fn)(align, n);
-	if (!gs_writer_open()) {
-		uint64_t t0 = gs_now();
-		return pend_put(GSPY_API_aligned_alloc, REAL(aligned_alloc, aligned_fn)(align, n), n, t0);
-	}
-	struct gspy_record *r = gs_begin(GSPY_API_aligned_alloc, GSPY_KIND_alloc);
-	return alloc_done(r, REAL(aligned_alloc, aligned_fn)(align, n), n);
+	struct host_call c = host_begin(GSPY_API_aligned_alloc);
+	return host_done(&c, REAL(aligned_alloc, aligned_fn)(align, n), n);
 }
 
 GS_API void *gpuspy_host_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
-	if (!gs_writer_open()) {
-		uint64_t t0 = gs_now();
-		void *p = REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
-		return p == MAP_FAILED ? p : pend_put(GSPY_API_mmap, p, n, t0);
-	}
-	struct gspy_record *r = gs_begin(GSPY_API_mmap, GSPY_KIND_alloc);
+	struct host_call c = host_begin(GSPY_API_mmap);
 	void *p = REAL(mmap, mmap_fn)(addr, n, prot, flags, fd, off);
-	int e = errno;
-	note_alloc(r, p == MAP_FAILED ? NULL : p, n);
-	gs_end(r, p == MAP_FAILED ? e : 0);
-	errno = e;
-	return p;
+	return host_done(&c, p == MAP_FAILED ? NULL : p, n) ? p : MAP_FAILED;
 }
 
 GS_API int gpuspy_host_munmap(void *p, size_t n)

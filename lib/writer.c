@@ -272,6 +272,11 @@ static int open_file(void)
 	return 0;
 }
 
+int gs_writer_open(void)
+{
+	return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN;
+}
+
 int gs_writer_ready(void)
 {
 	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
@@ -437,7 +442,7 @@ uint32_t gs_intern(const char *s)
  */
 void gs_writer_trim(void)
 {
-	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != W_OPEN || gs_g.ring)
+	if (!gs_writer_open() || gs_g.ring)
 		return;
 	struct gspy_header *h = w.hdr;
 	uint32_t count = chunk_count(h);
@@ -466,14 +471,10 @@ void gs_writer_trim(void)
 	}
 }
 
-int gs_writer_open(void)
-{
-	return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN;
-}
 
 void gs_writer_exit(int state, int code, int sig)
 {
-	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != W_OPEN)
+	if (!gs_writer_open())
 		return;
 	struct gspy_header *h = w.hdr;
 	/* Host allocations kept from before the file that no thread wrote
@@ -487,19 +488,19 @@ void gs_writer_exit(int state, int code, int sig)
 
 void gs_writer_signal_seen(int sig)
 {
-	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN)
+	if (gs_writer_open())
 		__atomic_store_n(&w.hdr->exit_signal, sig, __ATOMIC_RELAXED);
 }
 
 void gs_writer_device_mem(int device, uint64_t bytes)
 {
-	if (device >= 0 && device < 8 && __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN)
+	if (device >= 0 && device < 8 && gs_writer_open())
 		__atomic_store_n(&w.hdr->device_mem[device], bytes, __ATOMIC_RELAXED);
 }
 
 void gs_writer_stack_cost(uint64_t time)
 {
-	if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN) {
+	if (gs_writer_open()) {
 		__atomic_fetch_add(&w.hdr->stacks_taken, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&w.hdr->stacks_time, time, __ATOMIC_RELAXED);
 	}

@@ -2069,10 +2069,9 @@ def host_allocations_before_the_first_cuda_call(tmp):
           f"python without CUDA: rc {q.returncode} {q.stdout!r}, files {traces(tmp)}")
     for stacks in ("on", "0"):
         run("prog_stacks", ["1", "early"], tmp=tmp, env=dict(env, GPUSPY_STACKS=stacks))
-        g = os.path.join(tmp, only_trace_name(tmp))
+        proc, _ = only_trace(tmp)
+        g = os.path.join(tmp, traces(tmp)[0])
         ev, st = dump_stacks(g)
-        proc = json.loads(subprocess.run([GPUSPY, "dump", g], capture_output=True, text=True,
-                                         check=True).stdout.splitlines()[0])
         host = [(x["kind"], x["api"], x["bytes"]) for x in ev if x.get("mem") == "host"]
         check(host == [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)], f"host events {host}")
         check(ev[0]["mem"] == "host" and ev[0]["kind"] == "alloc" and
@@ -2104,12 +2103,6 @@ def host_allocations_before_the_first_cuda_call(tmp):
     parent = next((pid for pid in procs if pid != child), None)
     check(child and procs[parent][1] == [("alloc", 64 << 20), ("free", 64 << 20)] and procs[child][1] == [],
           f"host events by process {procs}")
-
-
-def only_trace_name(tmp):
-    t = traces(tmp)
-    check(len(t) == 1, f"expected one trace file, found {t}")
-    return t[0]
 
 
 @test
