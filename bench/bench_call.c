@@ -3,13 +3,16 @@
  * Cost of one intercepted call against the driver double: T threads each
  * make N calls of one kind; prints the mean thread-CPU ns per call (immune
  * to the oversubscription of 8 threads on a small machine).
- * Usage: bench_call launch|copy|malloc|launch-cold T N   (run by bench/run.py)
+ * Usage: bench_call launch|copy|malloc|launch-cold|mixed-cold T N   (run by bench/run.py)
  * malloc: a malloc(1 MiB) + free pair per call.
  * launch-cold: before each launch, run 256 KiB of other code and read 2 MiB
  * of other data (BENCH_EVICT_KB), as a real program does between two
  * launches, so that the call finds its code and data out of the L1 and L2
  * caches; only the call itself is timed (rdtsc around it, scaled to ns by
  * the wall clock over the whole loop).
+ * mixed-cold: the same, but the calls cycle through cuLaunchKernel,
+ * cuLaunchKernelEx, cuMemsetD32Async and cuMemcpyHtoDAsync, as a PyTorch
+ * step alternates between entry points (each its own wrapper); ns per call.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@
 #include "doubles/fakecuda.h"
 
 static long calls;
-static int copy_mode, malloc_mode, cold_mode;
+static int copy_mode, malloc_mode, cold_mode, mixed_mode;
 static unsigned char *evict_data;
 static size_t evict_bytes;
 static void (*evict_code)(void);
@@ -80,6 +83,20 @@ static int evict_setup(void)
 	return 0;
 }
 
+/* The call of round i: a launch, or with mixed-cold one of four entry
+ * points in turn. */
+static void one_call(long i)
+{
+	static const CUlaunchConfig cfg = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+					    .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1 };
+	switch (mixed_mode ? i % 4 : 0) {
+	case 0: cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL); break;
+	case 1: cuLaunchKernelEx(&cfg, fn, NULL, NULL); break;
+	case 2: cuMemsetD32Async(dev, 0, 4, NULL); break;
+	default: cuMemcpyHtoDAsync_v2(dev, host, 1, NULL); break;
+	}
+}
+
 /* ns spent in the n calls alone, the other work between them left out
  * (rdtsc ticks, scaled by the wall clock over the whole loop). */
 static double cold_launches_ns(long n)
@@ -92,7 +109,7 @@ static double cold_launches_ns(long n)
 		_mm_lfence();
 		uint64_t t0 = __rdtsc();
 		_mm_lfence();
-		cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		one_call(i);
 		_mm_lfence();
 		ticks += __rdtsc() - t0;
 	}
@@ -130,7 +147,8 @@ int main(int argc, char **argv)
 		return 2;
 	copy_mode = !strcmp(argv[1], "copy");
 	malloc_mode = !strcmp(argv[1], "malloc");
-	cold_mode = !strcmp(argv[1], "launch-cold");
+	mixed_mode = !strcmp(argv[1], "mixed-cold");
+	cold_mode = mixed_mode || !strcmp(argv[1], "launch-cold");
 	if (cold_mode && evict_setup() != 0)
 		return 2;
 	int t = atoi(argv[2]);
@@ -145,6 +163,7 @@ int main(int argc, char **argv)
 	/* Warm up: first-call work (file creation, name lookup) is not the
 	 * per-call cost. */
 	for (int i = 0; i < 1000; i++) {
+		one_call(i);
 		cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 		cuMemcpyHtoDAsync_v2(dev, host, 1, NULL);
 		if (malloc_mode)

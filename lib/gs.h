@@ -63,6 +63,8 @@ struct gs_global {
 			      * and CUPTI are not usable here */
 	int paused;          /* gpuspy_pause(): calls pass through unrecorded */
 	int events;          /* GPUSPY_CUPTI=events: GPU time from CUDA events */
+	int file_open;       /* the trace file is open: gs_writer_ready() is 0
+			      * (read beside disabled and paused, on every call) */
 };
 extern struct gs_global gs_g;
 
@@ -132,7 +134,6 @@ void gs_host_forked(void);
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
 int gs_writer_open(void);         /* the file is open (no side effect) */
-void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r);
 uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
 uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */
 void gs_writer_clock_pair(void);   /* refresh header.clock_last */
@@ -147,19 +148,12 @@ void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock unit
 void gs_signals_install(void);
 void gs_signals_thread(void);
 
-static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
-{
-	/* In flight-recorder mode another thread may have recycled our chunk. */
-	if (GS_LIKELY(t->gen == gs_g.gen && t->used + GSPY_PACKED_MAX <= t->cap &&
-		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
-		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->prev);
-		t->nrec++;
-		/* Orders the record's bytes before the count readers trust. */
-		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
-		return;
-	}
-	gs_commit_slow(t, r);
-}
+/* Packs r into this thread's chunk (writer.c). One copy for every hook, not
+ * inlined into each: the encoder is the largest code on the record path,
+ * and a program alternates between hooks (three launch entry points on a
+ * PyTorch step), each of which would otherwise bring its own copy into the
+ * instruction cache. */
+void gs_commit(struct gs_tls *t, const struct gspy_record *r);
 
 /*
  * Start a wrapped call. Returns the record to fill when this call is the
@@ -172,7 +166,7 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled) ||
 	    GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
 		return NULL;
-	if (GS_UNLIKELY(gs_writer_ready() != 0))
+	if (GS_UNLIKELY(!__atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE)) && gs_writer_ready() != 0)
 		return NULL;
 	struct gspy_record *r = &t->rec;
 	memset(r, 0, sizeof(*r));
@@ -197,7 +191,7 @@ static inline struct gspy_record *gs_begin_on(unsigned api, unsigned kind, uint6
 }
 
 /* Finish a wrapped call; r is what gs_begin returned. The fast path makes
- * no call that could touch errno; gs_commit_slow keeps it. */
+ * no call that could touch errno; gs_commit's slow path keeps it. */
 static inline void gs_end(struct gspy_record *r, int result)
 {
 	struct gs_tls *t = &gs_tls;

@@ -291,6 +291,9 @@ int gs_writer_ready(void)
 		int rc = gs_g.disabled ? -1 : open_file();
 		/* Pairs with the acquire above: the mapping is set up before. */
 		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
+		/* The same for gs_begin's inline check (after the state: the
+		 * mapping is set up before either says open). */
+		__atomic_store_n(&gs_g.file_open, rc == 0, __ATOMIC_RELEASE);
 		if (rc != 0)
 			gs_g.disabled = 1;
 		else
@@ -326,8 +329,18 @@ void gs_writer_clock_pair(void)
 
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
 
-void gs_commit_slow(struct gs_tls *t, const struct gspy_record *r)
+void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
+	/* In flight-recorder mode another thread may have recycled our chunk. */
+	if (GS_LIKELY(t->gen == gs_g.gen && t->used + GSPY_PACKED_MAX <= t->cap &&
+		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
+		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->prev);
+		t->nrec++;
+		/* Orders the record's bytes before the count readers trust. */
+		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
+		return;
+	}
+	/* The slow path makes system calls: the traced call's errno stays. */
 	int e = errno;
 	commit_slow(t, r);
 	errno = e;
@@ -502,6 +515,7 @@ void gs_writer_forked(void)
 	w.populated = 0;
 	w.prefault_off = 0;
 	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
+	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);
 	gs_g.gen++;
 }

@@ -461,12 +461,28 @@ static inline int64_t gspy_unzigzag(uint64_t v)
  * used and makes *prev = *r. */
 static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct gspy_record *prev)
 {
+	/* Every field's coded value first, then one varint loop: the encoder
+	 * runs on every intercepted call, usually with its code out of the
+	 * instruction cache, so it is kept small (a varint written inline per
+	 * field was ~1 KiB of code). */
 	uint32_t w[5], pw[5];
 	memcpy(w, &r->u, sizeof(w));
 	memcpy(pw, &prev->u, sizeof(pw));
 	uint32_t fdm = r->flags | (uint32_t)r->dir << 8 | (uint32_t)r->mem << 16;
 	uint32_t pfdm = prev->flags | (uint32_t)prev->dir << 8 | (uint32_t)prev->mem << 16;
 	uint64_t dur = r->end - r->start, pdur = prev->end - prev->start;
+	uint64_t v[14];
+	v[0] = r->api;
+	v[1] = fdm;
+	v[2] = gspy_zigzag(r->device);
+	v[3] = gspy_zigzag(r->result);
+	v[4] = gspy_zigzag((int64_t)(r->start - prev->start));
+	v[5] = gspy_zigzag((int64_t)dur);
+	v[6] = r->stream;
+	for (int i = 0; i < 5; i++)
+		v[7 + i] = gspy_zigzag((int32_t)(w[i] - pw[i]));
+	v[12] = r->stack_id;
+	v[13] = r->name_id;
 	uint32_t mask = (r->api != prev->api) | (fdm != pfdm) << 1 | (r->device != prev->device) << 2 |
 			(r->result != prev->result) << 3 | (r->start != prev->start) << 4 |
 			(dur != pdur) << 5 | (r->stream != prev->stream) << 6 | (r->stack_id != prev->stack_id) << 12 |
@@ -476,27 +492,8 @@ static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct
 	uint8_t *p = out;
 	*p++ = r->kind;
 	p = gspy_put_varint(p, mask);
-	if (mask & 1)
-		p = gspy_put_varint(p, r->api);
-	if (mask & 2)
-		p = gspy_put_varint(p, fdm);
-	if (mask & 4)
-		p = gspy_put_varint(p, gspy_zigzag(r->device));
-	if (mask & 8)
-		p = gspy_put_varint(p, gspy_zigzag(r->result));
-	if (mask & 16)
-		p = gspy_put_varint(p, gspy_zigzag((int64_t)(r->start - prev->start)));
-	if (mask & 32)
-		p = gspy_put_varint(p, gspy_zigzag((int64_t)dur));
-	if (mask & 64)
-		p = gspy_put_varint(p, r->stream);
-	for (int i = 0; i < 5; i++)
-		if (mask & (1u << (7 + i)))
-			p = gspy_put_varint(p, gspy_zigzag((int32_t)(w[i] - pw[i])));
-	if (mask & (1u << 12))
-		p = gspy_put_varint(p, r->stack_id);
-	if (mask & (1u << 13))
-		p = gspy_put_varint(p, r->name_id);
+	for (uint32_t m = mask; m; m &= m - 1)
+		p = gspy_put_varint(p, v[__builtin_ctz(m)]);
 	*prev = *r;
 	return (size_t)(p - out);
 }
