@@ -18,7 +18,9 @@ Lock-step rates also give one median ratio per process (a file's mode, or
 its replica "MODE #2"; "untraced b" and "untraced #2" are the untraced
 processes not divided by): where a mode has two or more, they are listed, so
 that the spread between processes of one mode, which bootstrapping rounds
-does not see, is in view.
+does not see, is in view. A mode "gpuspy NAME=VALUE" (an A/B of one
+setting, e.g. ALT_LIB=1) is also divided by plain gpuspy round by round
+(each side the mean rate of its processes).
 Usage: bench/overhead_table.py ROUNDS_FILE..."""
 import random
 import re
@@ -102,6 +104,22 @@ def main():
                 if len(x) >= 2:
                     lo, hi = ci(x, rng)
                     print(f"| {loop} | {name} | {len(x)} | {statistics.median(x):.3f} | {lo:.3f}..{hi:.3f} |")
+        # An A/B of gpuspy against itself with one setting changed ("gpuspy
+        # ALT_LIB=1", "gpuspy HOST_SHIM=1"): per round, the mean rate of
+        # that mode's processes over the mean of plain gpuspy's.
+        for b in dict.fromkeys(base(m) for m in modes):
+            if not b.startswith("gpuspy ") or "=" not in b:
+                continue
+            x = []
+            for d in rs:
+                ra = [d[m] for m in d if base(m) == b]
+                rb = [d[m] for m in d if base(m) == "gpuspy"]
+                if ra and rb:
+                    x.append(statistics.mean(ra) / statistics.mean(rb))
+            if len(x) >= 2:
+                lo, hi = ci(x, rng)
+                print(f"| {loop} | {b} / gpuspy, the processes' mean per round | {len(x)} "
+                      f"| {statistics.median(x):.3f} | {lo:.3f}..{hi:.3f} |")
     if cpu:
         print()
         print("| loop | mode | rounds | main thread CPU us/step added to untraced's | 95% CI "

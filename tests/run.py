@@ -1124,7 +1124,8 @@ def overhead_table_pools_lockstep_runs(tmp):
     mode adds to untraced's per round; intervals from the same rounds; a
     replica ("bare cupti #2") is a row of its own, pooled with its mode's
     other processes in a row of their own, and a second process of its
-    mode in the per-process list."""
+    mode in the per-process list; an A/B of one setting ("gpuspy
+    ALT_LIB=1") divided by plain gpuspy, each side its processes' mean."""
     a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
     with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
         f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
@@ -1134,10 +1135,27 @@ def overhead_table_pools_lockstep_runs(tmp):
     with open(c, "w") as f:  # main/all threads us per step
         f.write("# loop=conv\nuntraced: 9/9 1000/1100 1000/1100 1000/1100 1000/1100 9/9\n"
                 "gpuspy: 1/1 1040/1160 1050/1150 1060/1170 1050/1190 1/1\n")
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c],
+    d = os.path.join(tmp, "ab_rates.txt")
+    with open(d, "w") as f:  # an A/B of a setting: means 84 against 80 in rounds 1..4
+        f.write("# loop=ab\nuntraced: 100 100 100 100 100 100\ngpuspy: 1 90 90 90 90 1\n"
+                "gpuspy #2: 1 70 70 70 70 1\ngpuspy ALT_LIB=1: 1 88 88 88 88 1\n"
+                "gpuspy ALT_LIB=1 #2: 1 80 80 80 80 1\n")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c, d],
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
     rows = [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| loop |" not in l]
+    ab = [l for l in rows if l.startswith("| ab ")]
+    rows = [l for l in rows if not l.startswith("| ab ")]
+    check(ab == ["| ab (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
+                 "| ab (lock step) | gpuspy #2 / untraced | 4 | 0.700 | 0.700..0.700 |",
+                 "| ab (lock step) | gpuspy ALT_LIB=1 / untraced | 4 | 0.880 | 0.880..0.880 |",
+                 "| ab (lock step) | gpuspy ALT_LIB=1 #2 / untraced | 4 | 0.800 | 0.800..0.800 |",
+                 "| ab (lock step) | gpuspy, every process / untraced | 8 | 0.800 | 0.700..0.900 |",
+                 "| ab (lock step) | gpuspy ALT_LIB=1, every process / untraced | 8 | 0.840 | 0.800..0.880 |",
+                 "| ab (lock step) | gpuspy ALT_LIB=1 / gpuspy, the processes' mean per round | 4 | 1.050 "
+                 "| 1.050..1.050 |",
+                 "| ab (lock step) | gpuspy | 2 | 0.900 0.700 | 0.700..0.900 |",
+                 "| ab (lock step) | gpuspy ALT_LIB=1 | 2 | 0.880 0.800 | 0.800..0.880 |"], f"A/B rows {ab}")
     want = ["| conv (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
             "| mlp (lock step) | bare cupti / untraced | 4 | 0.800 | 0.800..0.800 |",
             "| mlp (lock step) | gpuspy+cupti / untraced | 4 | 0.600 | 0.600..0.600 |",
