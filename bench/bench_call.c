@@ -3,7 +3,8 @@
  * Cost of one intercepted call against the driver double: T threads each
  * make N calls of one kind; prints the mean thread-CPU ns per call (immune
  * to the oversubscription of 8 threads on a small machine).
- * Usage: bench_call launch|copy|malloc|launch-cold|mixed-cold T N   (run by bench/run.py)
+ * Usage: bench_call launch|copy|malloc|launch-cold|mixed-cold|torch-cold T N
+ * (run by bench/run.py)
  * malloc: a malloc(1 MiB) + free pair per call.
  * launch-cold: before each launch, run 256 KiB of other code and read 2 MiB
  * of other data (BENCH_EVICT_KB), as a real program does between two
@@ -13,6 +14,10 @@
  * mixed-cold: the same, but the calls cycle through cuLaunchKernel,
  * cuLaunchKernelEx, cuMemsetD32Async and cuMemcpyHtoDAsync, as a PyTorch
  * step alternates between entry points (each its own wrapper); ns per call.
+ * torch-cold: the same, through the runtime as PyTorch calls it (each call
+ * a runtime wrapper with a driver wrapper nested in it): of every 32 calls,
+ * 22 __cudaLaunchKernel, 5 cudaLaunchKernelExC, 4 cudaMemsetAsync and one
+ * pageable cudaMemcpyAsync (FIELD-NOTES' MLP step: ~76 calls, 2 copies).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -27,7 +32,7 @@
 #include "doubles/fakecuda.h"
 
 static long calls;
-static int copy_mode, malloc_mode, cold_mode, mixed_mode;
+static int copy_mode, malloc_mode, cold_mode, mixed_mode, torch_mode;
 static unsigned char *evict_data;
 static size_t evict_bytes;
 static void (*evict_code)(void);
@@ -89,6 +94,20 @@ static void one_call(long i)
 {
 	static const CUlaunchConfig cfg = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
 					    .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1 };
+	if (torch_mode) {
+		static const cudaLaunchConfig_t rcfg = { .gridDim = { 1, 1, 1 }, .blockDim = { 1, 1, 1 } };
+		const dim3 one = { 1, 1, 1 };
+		long k = i % 32;
+		if (k < 22)
+			__cudaLaunchKernel((cudaKernel_t)(void *)fn, one, one, NULL, 0, NULL);
+		else if (k < 27)
+			cudaLaunchKernelExC(&rcfg, (const void *)fn, NULL);
+		else if (k < 31)
+			cudaMemsetAsync((void *)dev, 0, 4, NULL);
+		else
+			cudaMemcpyAsync((void *)dev, host, 1, cudaMemcpyHostToDevice, NULL);
+		return;
+	}
 	switch (mixed_mode ? i % 4 : 0) {
 	case 0: cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL); break;
 	case 1: cuLaunchKernelEx(&cfg, fn, NULL, NULL); break;
@@ -148,7 +167,8 @@ int main(int argc, char **argv)
 	copy_mode = !strcmp(argv[1], "copy");
 	malloc_mode = !strcmp(argv[1], "malloc");
 	mixed_mode = !strcmp(argv[1], "mixed-cold");
-	cold_mode = mixed_mode || !strcmp(argv[1], "launch-cold");
+	torch_mode = !strcmp(argv[1], "torch-cold");
+	cold_mode = mixed_mode || torch_mode || !strcmp(argv[1], "launch-cold");
 	if (cold_mode && evict_setup() != 0)
 		return 2;
 	int t = atoi(argv[2]);

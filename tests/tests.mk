@@ -80,8 +80,8 @@ test: deps
 
 .PHONY: test test-build deps
 
-$(TB)/bench_call: bench/bench_call.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+$(TB)/bench_call: bench/bench_call.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN) -lpthread
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(TB)/bench_call
