@@ -11,7 +11,7 @@ WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-protot
 	-Wno-sign-conversion
 CFLAGS ?= -O2 -g
 BASE_CFLAGS := -std=c11 $(WARN) -Iinclude -I$(CUDA_HOME)/include
-LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -mtls-dialect=gnu2
+LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -mtls-dialect=gnu2 -falign-functions=64
 CJSON_CFLAGS := $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/include/cjson)
 CJSON_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)

@@ -26,24 +26,28 @@
 
 /* Per-thread state. */
 struct gs_tls {
+	/* Line 0: what every recorded call reads or writes besides the two
+	 * records (the struct is cache-line aligned: four lines a call). */
 	unsigned depth;          /* wrapped calls active on this thread */
 	int recording;           /* the outermost call is being recorded */
-	uint32_t tid;
-	uint32_t seq;            /* next chunk number */
+	uint32_t cupti_corr;     /* set by CUPTI's callback in the driver call */
+	uint32_t launch_n;       /* launches seen, for stack sampling */
+	int device;              /* cached current device, -1 unknown */
+	uint32_t used, cap;      /* bytes used / available in body */
+	uint32_t nrec;           /* records in the chunk */
 	uint64_t gen;            /* file generation the chunk belongs to */
 	struct gspy_chunk *chunk;
 	uint8_t *body;           /* the chunk's packed records */
-	uint32_t used, cap;      /* bytes used / available in body */
-	uint32_t nrec;           /* records in the chunk */
-	struct gspy_record prev; /* the chunk's last record (packing base) */
-	uint64_t claim;          /* claim number of chunk (flight recorder) */
-	int device;              /* cached current device, -1 unknown */
 	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
-	uint32_t device_misses;  /* calls answered -1 from the cache */
-	uint32_t cupti_corr;     /* set by CUPTI's callback in the driver call */
-	uint32_t launch_n;       /* launches seen, for stack sampling */
+	/* Lines 1-3. */
+	struct gspy_pack_base base; /* the chunk's last record, as gspy_pack keeps it */
 	struct gspy_record rec;  /* the record being built */
-};
+	/* Cold. */
+	uint64_t claim;          /* claim number of chunk (flight recorder) */
+	uint32_t tid;
+	uint32_t seq;            /* next chunk number */
+	uint32_t device_misses;  /* calls answered -1 from the cache */
+} __attribute__((aligned(64)));
 
 /* initial-exec: one %fs-relative access instead of a descriptor call. The
  * block is small enough for glibc's static TLS surplus when the library is

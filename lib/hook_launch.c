@@ -173,13 +173,18 @@ GS_API CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream st)
 
 /* ---- runtime ----------------------------------------------------------------- */
 
-static void rt_launch(struct gspy_record *r, dim3 g, dim3 b, cudaStream_t st)
+static inline __attribute__((always_inline)) void rt_launch(struct gspy_record *r, dim3 g, dim3 b,
+						    cudaStream_t st)
 {
 	if (!r)
 		return;
-	dims(r, g.x, g.y, g.z, b.x, b.y, b.z);
-	r->stream = (uint64_t)st;
+	r->stream = (uint64_t)st; /* the handle as the program passed it */
 	r->flags |= GSPY_FLAG_ASYNC;
+	/* The usual case: the driver launch nested in this one has filled in
+	 * the same dimensions and the device (drv_launch). */
+	if (GS_LIKELY(r->flags & GSPY_FLAG_ENRICHED))
+		return;
+	dims(r, g.x, g.y, g.z, b.x, b.y, b.z);
 	if (r->device < 0)
 		r->device = (int16_t)gs_current_device();
 }

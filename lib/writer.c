@@ -334,7 +334,7 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 	/* In flight-recorder mode another thread may have recycled our chunk. */
 	if (GS_LIKELY(t->gen == gs_g.gen && t->used + GSPY_PACKED_MAX <= t->cap &&
 		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
-		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->prev);
+		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->base);
 		t->nrec++;
 		/* Orders the record's bytes before the count readers trust. */
 		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
@@ -387,7 +387,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			t->body = (uint8_t *)c + GSPY_CHUNK_HEADER_SIZE;
 			t->used = t->nrec = 0;
 			t->cap = h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
-			memset(&t->prev, 0, sizeof(t->prev)); /* each chunk decodes on its own */
+			memset(&t->base, 0, sizeof(t->base)); /* each chunk decodes on its own */
 			gs_writer_clock_pair();
 			/* The thread's first chunk: its host allocations made before
 			 * the file existed go first, in their own time order. */

@@ -93,8 +93,9 @@ int main(int argc, char **argv)
 			memset(buf, 0, chunk);
 			struct gspy_chunk *ch = (struct gspy_chunk *)buf;
 			uint8_t *out = (uint8_t *)buf + GSPY_CHUNK_HEADER_SIZE;
-			struct gspy_record prev, rec, *r = &rec;
-			memset(&prev, 0, sizeof(prev));
+			struct gspy_pack_base base;
+			struct gspy_record rec, *r = &rec;
+			memset(&base, 0, sizeof(base));
 			uint64_t k = 0, used = 0;
 			for (; used + GSPY_PACKED_MAX <= body && done < per_thread; k++, done++) {
 				uint64_t i = done * threads + t; /* global order: interleaved threads */
@@ -117,7 +118,7 @@ int main(int argc, char **argv)
 				case 7: r->kind = GSPY_KIND_free; r->api = GSPY_API_cuMemFree_v2; r->mem = GSPY_MEM_device; r->u.mem.bytes = 1 << 20; break;
 				default: r->kind = GSPY_KIND_sync; r->api = GSPY_API_cuStreamSynchronize; break;
 				}
-				used += gspy_pack(out + used, r, &prev);
+				used += gspy_pack(out + used, r, &base);
 			}
 			ch->tid = 100 + t;
 			ch->seq = (uint32_t)c;

@@ -70,14 +70,16 @@ int main(int argc, char **argv)
 	static struct gspy_record want[MAXREC];
 	uint64_t total = 0, bytes = 0;
 	for (long c = 0; c < chunks; c++) {
-		struct gspy_record prev, r;
-		memset(&prev, 0, sizeof(prev));
+		struct gspy_record zero, r;
+		struct gspy_pack_base base;
+		memset(&zero, 0, sizeof(zero));
+		memset(&base, 0, sizeof(base));
 		size_t used = 0, n = 0;
 		while (used + GSPY_PACKED_MAX <= BODY) {
 			memset(&r, 0, sizeof(r));
-			make(&r, n ? &want[n - 1] : &prev);
+			make(&r, n ? &want[n - 1] : &zero);
 			want[n++] = r;
-			size_t k = gspy_pack(body + used, &r, &prev);
+			size_t k = gspy_pack(body + used, &r, &base);
 			if (k == 0 || k > GSPY_PACKED_MAX) {
 				printf("chunk %ld record %zu: packed into %zu bytes\n", c, n - 1, k);
 				return 1;

@@ -457,44 +457,52 @@ static inline int64_t gspy_unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* The packing base: the previous record of the chunk, as the fourteen
+ * field values gspy_pack compares (fields 7..11 as raw words, 4 as the raw
+ * start, the others coded); all zero at a chunk's start, like a zero
+ * record. */
+#define GSPY_PACK_FIELDS 14
+struct gspy_pack_base {
+	uint64_t f[GSPY_PACK_FIELDS];
+};
+
 /* Writes r at out (GSPY_PACKED_MAX bytes available); returns the bytes
- * used and makes *prev = *r. */
-static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct gspy_record *prev)
+ * used and makes *base r's. The encoder runs on every intercepted call,
+ * usually with its code out of the instruction cache, so it is kept small:
+ * every field's value first, one loop for the mask, one over the fields it
+ * names (a varint written inline per field was ~1 KiB of code). */
+static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct gspy_pack_base *base)
 {
-	/* Every field's coded value first, then one varint loop: the encoder
-	 * runs on every intercepted call, usually with its code out of the
-	 * instruction cache, so it is kept small (a varint written inline per
-	 * field was ~1 KiB of code). */
-	uint32_t w[5], pw[5];
+	uint64_t f[GSPY_PACK_FIELDS];
+	uint32_t w[5];
 	memcpy(w, &r->u, sizeof(w));
-	memcpy(pw, &prev->u, sizeof(pw));
-	uint32_t fdm = r->flags | (uint32_t)r->dir << 8 | (uint32_t)r->mem << 16;
-	uint32_t pfdm = prev->flags | (uint32_t)prev->dir << 8 | (uint32_t)prev->mem << 16;
-	uint64_t dur = r->end - r->start, pdur = prev->end - prev->start;
-	uint64_t v[14];
-	v[0] = r->api;
-	v[1] = fdm;
-	v[2] = gspy_zigzag(r->device);
-	v[3] = gspy_zigzag(r->result);
-	v[4] = gspy_zigzag((int64_t)(r->start - prev->start));
-	v[5] = gspy_zigzag((int64_t)dur);
-	v[6] = r->stream;
+	f[0] = r->api;
+	f[1] = r->flags | (uint32_t)r->dir << 8 | (uint32_t)r->mem << 16;
+	f[2] = gspy_zigzag(r->device);
+	f[3] = gspy_zigzag(r->result);
+	f[4] = r->start;
+	f[5] = gspy_zigzag((int64_t)(r->end - r->start));
+	f[6] = r->stream;
 	for (int i = 0; i < 5; i++)
-		v[7 + i] = gspy_zigzag((int32_t)(w[i] - pw[i]));
-	v[12] = r->stack_id;
-	v[13] = r->name_id;
-	uint32_t mask = (r->api != prev->api) | (fdm != pfdm) << 1 | (r->device != prev->device) << 2 |
-			(r->result != prev->result) << 3 | (r->start != prev->start) << 4 |
-			(dur != pdur) << 5 | (r->stream != prev->stream) << 6 | (r->stack_id != prev->stack_id) << 12 |
-			(r->name_id != prev->name_id) << 13;
-	for (int i = 0; i < 5; i++)
-		mask |= (uint32_t)(w[i] != pw[i]) << (7 + i);
+		f[7 + i] = w[i];
+	f[12] = r->stack_id;
+	f[13] = r->name_id;
+	uint32_t mask = 0;
+	for (int i = 0; i < GSPY_PACK_FIELDS; i++)
+		mask |= (uint32_t)(f[i] != base->f[i]) << i;
 	uint8_t *p = out;
 	*p++ = r->kind;
 	p = gspy_put_varint(p, mask);
-	for (uint32_t m = mask; m; m &= m - 1)
-		p = gspy_put_varint(p, v[__builtin_ctz(m)]);
-	*prev = *r;
+	for (uint32_t m = mask; m; m &= m - 1) {
+		int i = __builtin_ctz(m);
+		uint64_t v = f[i];
+		if (i == 4)
+			v = gspy_zigzag((int64_t)(v - base->f[4]));
+		else if (i >= 7 && i <= 11)
+			v = gspy_zigzag((int32_t)(uint32_t)(v - base->f[i]));
+		base->f[i] = f[i];
+		p = gspy_put_varint(p, v);
+	}
 	return (size_t)(p - out);
 }
 
