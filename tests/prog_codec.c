@@ -5,7 +5,8 @@
  * small step from it, as real traces are - packed into a chunk-sized
  * buffer and decoded back; every record must come back bit for bit, and
  * every cut of a chunk must decode to a prefix and then stop.
- * Usage: prog_codec SEED CHUNKS; prints "ok RECORDS BYTES" or the first
+ * Usage: prog_codec SEED CHUNKS; prints "ok RECORDS BYTES HASH" (HASH: FNV-1a
+ * of every packed byte, which pins the encoding itself) or the first
  * mismatch.
  */
 #include <stdio.h>
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
 	enum { BODY = 65536 - GSPY_CHUNK_HEADER_SIZE, MAXREC = BODY / 2 };
 	static uint8_t body[BODY];
 	static struct gspy_record want[MAXREC];
-	uint64_t total = 0, bytes = 0;
+	uint64_t total = 0, bytes = 0, hash = 0xcbf29ce484222325ull;
 	for (long c = 0; c < chunks; c++) {
 		struct gspy_record zero, r;
 		struct gspy_pack_base base;
@@ -110,7 +111,10 @@ int main(int argc, char **argv)
 		}
 		total += n;
 		bytes += used;
+		for (size_t i = 0; i < used; i++)
+			hash = (hash ^ body[i]) * 0x100000001b3ull;
 	}
-	printf("ok %llu %llu\n", (unsigned long long)total, (unsigned long long)bytes);
+	printf("ok %llu %llu %016llx\n", (unsigned long long)total, (unsigned long long)bytes,
+	       (unsigned long long)hash);
 	return 0;
 }
