@@ -23,35 +23,52 @@ static void dims(struct gspy_record *r, unsigned gx, unsigned gy, unsigned gz, u
 	r->u.launch.block[2] = (uint16_t)(bz < 65535 ? bz : 65535);
 }
 
-/* Fill a launch record from a driver launch: our own record, or the
- * runtime launch this driver call is nested in. */
+/* Fill the record of a driver launch made at the top level (a static
+ * binary's runtime, cuBLAS, Triton). */
 static void drv_launch(struct gspy_record *r, CUfunction f, unsigned gx, unsigned gy,
 		       unsigned gz, unsigned bx, unsigned by, unsigned bz, CUstream st)
 {
-	if (!r) {
-		r = gs_outer(GSPY_KIND_launch);
-		if (!r || r->name_id)
-			return;
-		r->flags |= GSPY_FLAG_ENRICHED;
-	}
-	if (!r->name_id)
-		r->name_id = gs_kernel_name((uint64_t)f);
-	if (!r->u.launch.grid_x)
-		dims(r, gx, gy, gz, bx, by, bz);
+	r->name_id = gs_kernel_name((uint64_t)f);
+	dims(r, gx, gy, gz, bx, by, bz);
 	r->stream = (uint64_t)st;
 	r->flags |= GSPY_FLAG_ASYNC;
 	if (r->device < 0)
 		r->device = (int16_t)gs_current_device();
 }
 
+/*
+ * A driver launch nested in a wrapped call: under a runtime launch (PyTorch's
+ * every launch), whose record takes only the kernel name from here and
+ * fills in the rest itself from the same arguments (rt_launch). Taken first
+ * in each driver launch hook and kept short: it runs on every launch, its
+ * code usually out of the instruction cache. Called with the depth raised
+ * (gs_outer).
+ */
+static void drv_enrich(CUfunction f)
+{
+	struct gspy_record *r = gs_outer(GSPY_KIND_launch);
+	if (r && !r->name_id) {
+		r->flags |= GSPY_FLAG_ENRICHED;
+		r->name_id = gs_kernel_name((uint64_t)f);
+	}
+}
+
 static CUresult launch(unsigned api, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 		       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream st,
 		       void **params, void **extra)
 {
+	__typeof__(&cuLaunchKernel) real = (__typeof__(&cuLaunchKernel))gs_real(api);
+	if (GS_LIKELY(gs_tls.depth != 0)) {
+		gs_tls.depth++;
+		CUresult rc = real(f, gx, gy, gz, bx, by, bz, smem, st, params, extra);
+		drv_enrich(f);
+		gs_tls.depth--;
+		return rc;
+	}
 	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
-	CUresult rc = ((__typeof__(&cuLaunchKernel))gs_real(api))(f, gx, gy, gz, bx, by, bz, smem,
-								  st, params, extra);
-	drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
+	CUresult rc = real(f, gx, gy, gz, bx, by, bz, smem, st, params, extra);
+	if (r)
+		drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
 	gs_end(r, rc);
 	return rc;
 }
@@ -74,9 +91,18 @@ GS_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsi
 static CUresult launch_ex(unsigned api, const CUlaunchConfig *c, CUfunction f, void **params,
 			  void **extra)
 {
+	__typeof__(&cuLaunchKernelEx) real = (__typeof__(&cuLaunchKernelEx))gs_real(api);
+	if (GS_LIKELY(gs_tls.depth != 0)) {
+		gs_tls.depth++;
+		CUresult rc = real(c, f, params, extra);
+		if (c)
+			drv_enrich(f);
+		gs_tls.depth--;
+		return rc;
+	}
 	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)(c ? c->hStream : 0));
-	CUresult rc = ((__typeof__(&cuLaunchKernelEx))gs_real(api))(c, f, params, extra);
-	if (c)
+	CUresult rc = real(c, f, params, extra);
+	if (r && c)
 		drv_launch(r, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
 			   c->blockDimZ, c->hStream);
 	gs_end(r, rc);
@@ -102,7 +128,10 @@ static CUresult launch_coop(unsigned api, CUfunction f, unsigned gx, unsigned gy
 	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
 	CUresult rc = ((__typeof__(&cuLaunchCooperativeKernel))gs_real(api))(f, gx, gy, gz, bx, by,
 									     bz, smem, st, params);
-	drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
+	if (r)
+		drv_launch(r, f, gx, gy, gz, bx, by, bz, st);
+	else if (gs_tls.depth > 1)
+		drv_enrich(f);
 	gs_end(r, rc);
 	return rc;
 }
@@ -173,18 +202,15 @@ GS_API CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream st)
 
 /* ---- runtime ----------------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) void rt_launch(struct gspy_record *r, dim3 g, dim3 b,
-						    cudaStream_t st)
+/* Fill a runtime launch's record (a driver launch nested in it has given
+ * it the kernel name). */
+static void rt_launch(struct gspy_record *r, dim3 g, dim3 b, cudaStream_t st)
 {
 	if (!r)
 		return;
+	dims(r, g.x, g.y, g.z, b.x, b.y, b.z);
 	r->stream = (uint64_t)st; /* the handle as the program passed it */
 	r->flags |= GSPY_FLAG_ASYNC;
-	/* The usual case: the driver launch nested in this one has filled in
-	 * the same dimensions and the device (drv_launch). */
-	if (GS_LIKELY(r->flags & GSPY_FLAG_ENRICHED))
-		return;
-	dims(r, g.x, g.y, g.z, b.x, b.y, b.z);
 	if (r->device < 0)
 		r->device = (int16_t)gs_current_device();
 }
