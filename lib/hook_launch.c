@@ -32,8 +32,7 @@ static void drv_launch(struct gspy_record *r, CUfunction f, unsigned gx, unsigne
 	dims(r, gx, gy, gz, bx, by, bz);
 	r->stream = (uint64_t)st;
 	r->flags |= GSPY_FLAG_ASYNC;
-	if (r->device < 0)
-		r->device = (int16_t)gs_current_device();
+	r->device = (int16_t)gs_current_device(); /* -1 from gs_begin until here */
 }
 
 /*
@@ -211,8 +210,7 @@ static void rt_launch(struct gspy_record *r, dim3 g, dim3 b, cudaStream_t st)
 	dims(r, g.x, g.y, g.z, b.x, b.y, b.z);
 	r->stream = (uint64_t)st; /* the handle as the program passed it */
 	r->flags |= GSPY_FLAG_ASYNC;
-	if (r->device < 0)
-		r->device = (int16_t)gs_current_device();
+	r->device = (int16_t)gs_current_device(); /* -1 from gs_begin until here */
 }
 
 static cudaError_t rt_kernel(unsigned api, const void *fn, dim3 g, dim3 b, void **args,
