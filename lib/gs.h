@@ -69,7 +69,8 @@ struct gs_global {
 	int events;          /* GPUSPY_CUPTI=events: GPU time from CUDA events */
 	int file_open;       /* the trace file is open: gs_writer_ready() is 0
 			      * (read beside disabled and paused, on every call) */
-};
+	uint32_t stack_kinds; /* 1 << kind for the kinds that get call stacks */
+} __attribute__((aligned(64))); /* what every call reads: one cache line */
 extern struct gs_global gs_g;
 
 /* Configuration (core.c), read once from the environment. */
@@ -114,7 +115,6 @@ void gs_events_exit(void);
 void gs_events_forked(void);
 
 /* Call stacks (stacks.c). */
-extern uint32_t gs_stack_kinds; /* 1 << kind for the kinds that get stacks */
 void gs_stack_note(struct gspy_record *r);
 void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_STACK_MIN in ticks */
 void gs_stacks_setup(void);
@@ -205,7 +205,7 @@ static inline void gs_end(struct gspy_record *r, int result)
 		t->recording = 0;
 		/* Still inside the hook (depth raised): what the unwinder
 		 * allocates is not recorded. It times itself from r->end. */
-		if (GS_UNLIKELY(gs_stack_kinds & (1u << r->kind)))
+		if (GS_UNLIKELY(gs_g.stack_kinds & (1u << r->kind)))
 			gs_stack_note(r);
 		if (GS_UNLIKELY(t->cupti_corr))
 			gs_cupti_note(r, t->cupti_corr);

@@ -36,8 +36,6 @@
 
 #include "gs.h"
 
-uint32_t gs_stack_kinds;
-
 typedef int (*backtrace_fn)(void **, int);
 static backtrace_fn grab;
 static uintptr_t self_lo, self_hi; /* our own code: frames skipped */
@@ -346,7 +344,7 @@ void gs_stack_note(struct gspy_record *r)
 	}
 	/* By default only what the report's call sites use keeps a stack:
 	 * allocations, frees, pageable copies and waits. Memsets (which only
-	 * GPUSPY_STACKS=all puts in gs_stack_kinds) and other copies need
+	 * GPUSPY_STACKS=all puts in gs_g.stack_kinds) and other copies need
 	 * GPUSPY_STACKS=all: on a launch-bound PyTorch loop they are two
 	 * thirds of the stacks. */
 	int other = r->kind == GSPY_KIND_memset || (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable);
@@ -435,7 +433,7 @@ static void stack_note(struct gspy_record *r)
  * yet to count them in. */
 unsigned gs_stack_pcs(uint64_t *pc)
 {
-	if (!(gs_stack_kinds & (1u << GSPY_KIND_alloc)))
+	if (!(gs_g.stack_kinds & (1u << GSPY_KIND_alloc)))
 		return 0;
 	int e = errno;
 	unsigned k = native_frames(pc, gs_cfg.stack_depth);
@@ -554,7 +552,7 @@ void gs_stacks_setup(void)
 	}
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
 	gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (all ? GSPY_STACKS_ALL : 0);
-	gs_stack_kinds = 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
+	gs_g.stack_kinds = 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
 			 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
 			 1u << GSPY_KIND_unmap |
 			 (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
