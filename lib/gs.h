@@ -67,8 +67,8 @@ struct gs_global {
 			      * and CUPTI are not usable here */
 	int paused;          /* gpuspy_pause(): calls pass through unrecorded */
 	int events;          /* GPUSPY_CUPTI=events: GPU time from CUDA events */
-	int file_open;       /* the trace file is open: gs_writer_ready() is 0
-			      * (read beside disabled and paused, on every call) */
+	int file_open;       /* the trace file is open (gs_writer_open); set by
+			      * gs_writer_ready once the mapping is ready */
 	uint32_t stack_kinds; /* 1 << kind for the kinds that get call stacks */
 } __attribute__((aligned(64))); /* what every call reads: one cache line */
 extern struct gs_global gs_g;
@@ -126,6 +126,18 @@ void gs_stacks_forked(void);
 unsigned gs_stack_pcs(uint64_t *pc);
 uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
 
+/* The host allocator's entry points (GSPY_HOST_API_LIST): a run of enum
+ * gspy_api from GSPY_API_malloc; libgpuspy-host.so defines their names. */
+enum { GS_HOST_API_N = 0
+#define GSPY_X(sym, k, v) +1
+       GSPY_HOST_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+static inline int gs_api_host(unsigned api)
+{
+	return api - GSPY_API_malloc < GS_HOST_API_N;
+}
+
 /* Host allocations (hook_host.c). Those made before the trace file exists
  * (before the process's first CUDA call) are kept in memory: each thread
  * writes its own at its first chunk (gs_host_flush, from the writer); the
@@ -137,7 +149,6 @@ void gs_host_forked(void);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
-int gs_writer_open(void);         /* the file is open (no side effect) */
 uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
 uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */
 void gs_writer_clock_pair(void);   /* refresh header.clock_last */
@@ -151,6 +162,14 @@ void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock unit
 /* Fatal signals (signals.c). */
 void gs_signals_install(void);
 void gs_signals_thread(void);
+
+/* The trace file is open (no side effect): read on every call, beside
+ * disabled and paused. Acquire: pairs with gs_writer_ready's release, so
+ * the mapping is there for whoever sees it open. */
+static inline int gs_writer_open(void)
+{
+	return __atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE);
+}
 
 /* Packs r into this thread's chunk (writer.c). One copy for every hook, not
  * inlined into each: the encoder is the largest code on the record path,
@@ -170,7 +189,7 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled) ||
 	    GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
 		return NULL;
-	if (GS_UNLIKELY(!__atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE)) && gs_writer_ready() != 0)
+	if (GS_UNLIKELY(!gs_writer_open()) && gs_writer_ready() != 0)
 		return NULL;
 	struct gspy_record *r = &t->rec;
 	memset(r, 0, sizeof(*r));

@@ -249,8 +249,7 @@ static void sym_init(void)
 		strip_suffix(h->base, "_v3");
 		/* The host allocator's names are libgpuspy-host.so's, not ours:
 		 * dlsym on our handle would find libc's. */
-		int host = i >= GSPY_API_malloc && i <= GSPY_API_munmap;
-		h->wrapper = self && !host ? real_dlsym(self, h->name) : NULL;
+		h->wrapper = self && !gs_api_host(i) ? real_dlsym(self, h->name) : NULL;
 	}
 }
 

@@ -272,11 +272,6 @@ static int open_file(void)
 	return 0;
 }
 
-int gs_writer_open(void)
-{
-	return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == W_OPEN;
-}
-
 int gs_writer_ready(void)
 {
 	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
@@ -291,8 +286,8 @@ int gs_writer_ready(void)
 		int rc = gs_g.disabled ? -1 : open_file();
 		/* Pairs with the acquire above: the mapping is set up before. */
 		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
-		/* The same for gs_begin's inline check (after the state: the
-		 * mapping is set up before either says open). */
+		/* What gs_writer_open reads (after the state: the mapping is
+		 * set up before either says open). */
 		__atomic_store_n(&gs_g.file_open, rc == 0, __ATOMIC_RELEASE);
 		if (rc != 0)
 			gs_g.disabled = 1;
@@ -470,7 +465,6 @@ void gs_writer_trim(void)
 		close(fd);
 	}
 }
-
 
 void gs_writer_exit(int state, int code, int sig)
 {
