@@ -18,10 +18,13 @@ Lock-step rates also give one median ratio per process (a file's mode, or
 its replica "MODE #2"; "untraced b" and "untraced #2" are the untraced
 processes not divided by): where a mode has two or more, they are listed, so
 that the spread between processes of one mode, which bootstrapping rounds
-does not see, is in view. A mode "gpuspy NAME=VALUE" (an A/B of one
+does not see, is in view, with their median and, from six processes on, a
+distribution-free 95% interval of it (order statistics: each process one
+draw). A mode "gpuspy NAME=VALUE" (an A/B of one
 setting, e.g. ALT_LIB=1) is also divided by plain gpuspy round by round
 (each side the mean rate of its processes).
 Usage: bench/overhead_table.py ROUNDS_FILE..."""
+import math
 import random
 import re
 import statistics
@@ -72,6 +75,21 @@ def base(mode):
 def ci(values, rng, n=10000):
     meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(n))
     return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def median_interval(values):
+    """A distribution-free 95% interval of the median from the order
+    statistics (x(k), x(n+1-k)), k the largest with P(Bin(n, 1/2) < k) <=
+    0.025; None below 6 values. It treats each process as one draw: the
+    spread between processes, which bootstrapping rounds does not see."""
+    n, xs = len(values), sorted(values)
+    k, tail = 0, 0.0
+    while True:
+        nxt = tail + math.comb(n, k) / 2 ** n  # P(Bin(n, 1/2) <= k)
+        if nxt > 0.025:
+            break
+        tail, k = nxt, k + 1
+    return (xs[k - 1], xs[n - k]) if k >= 1 else None
 
 
 def main():
@@ -142,12 +160,16 @@ def main():
     many = {k: v for k, v in procs.items() if len(v) > 1}
     if many:
         print()
-        print("| loop | mode | processes | each process's median ratio to untraced | min..max |")
-        print("| --- | --- | --- | --- | --- |")
+        print("| loop | mode | processes | each process's median ratio to untraced | min..max "
+              "| their median | 95% interval, by processes |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
     for (loop, m), v in many.items():
         if m == "untraced":
             m = "untraced (A/A: the other untraced processes)"
-        print(f"| {loop} | {m} | {len(v)} | {' '.join(f'{x:.3f}' for x in v)} | {min(v):.3f}..{max(v):.3f} |")
+        iv = median_interval(v)
+        iv = f"{iv[0]:.3f}..{iv[1]:.3f}" if iv else "(too few)"
+        print(f"| {loop} | {m} | {len(v)} | {' '.join(f'{x:.3f}' for x in v)} | {min(v):.3f}..{max(v):.3f} "
+              f"| {statistics.median(v):.3f} | {iv} |")
 
 
 if __name__ == "__main__":

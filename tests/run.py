@@ -1124,8 +1124,10 @@ def overhead_table_pools_lockstep_runs(tmp):
     mode adds to untraced's per round; intervals from the same rounds; a
     replica ("bare cupti #2") is a row of its own, pooled with its mode's
     other processes in a row of their own, and a second process of its
-    mode in the per-process list; an A/B of one setting ("gpuspy
-    ALT_LIB=1") divided by plain gpuspy, each side its processes' mean."""
+    mode in the per-process list, with the median of the processes' medians
+    and, from six processes, its order-statistics interval (x(3)..x(10) of
+    twelve); an A/B of one setting ("gpuspy ALT_LIB=1") divided by plain
+    gpuspy, each side its processes' mean."""
     a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
     with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
         f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
@@ -1140,12 +1142,19 @@ def overhead_table_pools_lockstep_runs(tmp):
         f.write("# loop=ab\nuntraced: 100 100 100 100 100 100\ngpuspy: 1 90 90 90 90 1\n"
                 "gpuspy #2: 1 70 70 70 70 1\ngpuspy ALT_LIB=1: 1 88 88 88 88 1\n"
                 "gpuspy ALT_LIB=1 #2: 1 80 80 80 80 1\n")
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c, d],
+    e = os.path.join(tmp, "twelve_rates.txt")
+    with open(e, "w") as f:  # twelve gpuspy processes at 0.91..1.02 of untraced in rounds 1..4
+        f.write("# loop=twelve\nuntraced: 100 100 100 100 100 100\n" + "".join(
+            f"gpuspy{' #%d' % k if k > 1 else ''}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\n" for k in range(1, 13)))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c, d, e],
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
     rows = [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| loop |" not in l]
     ab = [l for l in rows if l.startswith("| ab ")]
-    rows = [l for l in rows if not l.startswith("| ab ")]
+    twelve = [l for l in rows if l.startswith("| twelve ") and "| 12 |" in l]
+    rows = [l for l in rows if not l.startswith(("| ab ", "| twelve "))]
+    check(twelve == ["| twelve (lock step) | gpuspy | 12 | " + " ".join(f"{0.9 + k / 100:.3f}" for k in range(1, 13))
+                  + " | 0.910..1.020 | 0.965 | 0.930..1.000 |"], f"twelve processes {twelve}")
     check(ab == ["| ab (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
                  "| ab (lock step) | gpuspy #2 / untraced | 4 | 0.700 | 0.700..0.700 |",
                  "| ab (lock step) | gpuspy ALT_LIB=1 / untraced | 4 | 0.880 | 0.880..0.880 |",
@@ -1154,8 +1163,9 @@ def overhead_table_pools_lockstep_runs(tmp):
                  "| ab (lock step) | gpuspy ALT_LIB=1, every process / untraced | 8 | 0.840 | 0.800..0.880 |",
                  "| ab (lock step) | gpuspy ALT_LIB=1 / gpuspy, the processes' mean per round | 4 | 1.050 "
                  "| 1.050..1.050 |",
-                 "| ab (lock step) | gpuspy | 2 | 0.900 0.700 | 0.700..0.900 |",
-                 "| ab (lock step) | gpuspy ALT_LIB=1 | 2 | 0.880 0.800 | 0.800..0.880 |"], f"A/B rows {ab}")
+                 "| ab (lock step) | gpuspy | 2 | 0.900 0.700 | 0.700..0.900 | 0.800 | (too few) |",
+                 "| ab (lock step) | gpuspy ALT_LIB=1 | 2 | 0.880 0.800 | 0.800..0.880 | 0.840 | (too few) |"],
+          f"A/B rows {ab}")
     want = ["| conv (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
             "| mlp (lock step) | bare cupti / untraced | 4 | 0.800 | 0.800..0.800 |",
             "| mlp (lock step) | gpuspy+cupti / untraced | 4 | 0.600 | 0.600..0.600 |",
@@ -1163,7 +1173,7 @@ def overhead_table_pools_lockstep_runs(tmp):
             "| mlp (lock step) | gpuspy+cupti / bare cupti | 4 | 0.750 | 0.750..0.750 |",
             "| mlp (lock step) | bare cupti, every process / untraced | 8 | 0.750 | 0.700..0.800 |",
             "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |",
-            "| mlp (lock step) | bare cupti | 2 | 0.800 0.700 | 0.700..0.800 |"]
+            "| mlp (lock step) | bare cupti | 2 | 0.800 0.700 | 0.700..0.800 | 0.750 | (too few) |"]
     check(rows == want, f"table rows {rows}")
 
 
