@@ -47,6 +47,11 @@
 #     CUPTI x2 and the bare collector x2 against untraced x2, and gpuspy +
 #     CUPTI flushing every second as before 96109f9 (GPUSPY_CUPTI_FLUSH=1);
 #     180 rounds.
+#   PART=lockstep-target-cupti: the CUPTI target alone, more pairs a round:
+#     gpuspy + CUPTI x3 and the bare collector x3 against untraced x2; 210
+#     rounds (~330 s).
+#   PART=lockstep-target-plain: the target without CUPTI alone: gpuspy x3
+#     against untraced x2; 280 rounds (~250 s).
 #   PART=lockstep-split: gpuspy's own cost split, two processes each: the
 #     library preloaded but passing every call through (GPUSPY_DISABLE=1),
 #     without the PyTorch helper (GPUSPY_TORCH=0), and defaults; 200 rounds.
@@ -88,6 +93,8 @@ declare -A PRESETS=(
 	[lockstep-cupti-flush]="200 untraced,untraced b,gpuspy,gpuspy+cupti,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1 CUPTI_COUNT_FLUSH=1,gpuspy $C CUPTI_COUNT_TS=1 CUPTI_COUNT_CB=1"
 	[lockstep-flush]="120 untraced,bare cupti,bare cupti CUPTI_COUNT_FLUSH=1,bare cupti CUPTI_COUNT_FLUSH=period,bare cupti CUPTI_COUNT_FLUSH=thread,bare cupti CUPTI_COUNT_FLUSH=1 CUPTI_COUNT_FLUSH_S=5"
 	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
+	[lockstep-target-cupti]="210 untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,gpuspy+cupti #3,bare cupti,bare cupti #2,bare cupti #3"
+	[lockstep-target-plain]="280 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3"
 	[lockstep-helper]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_PROBE=python,gpuspy GPUSPY_PROBE=python #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 	[lockstep-host]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy HOST_SHIM=1,gpuspy HOST_SHIM=1 #2,gpuspy HOST_SHIM=1 #3,gpuspy GPUSPY_DISABLE=1"
 	[lockstep-alt]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy ALT_LIB=1,gpuspy ALT_LIB=1 #2,gpuspy ALT_LIB=1 #3"
