@@ -553,9 +553,9 @@ void gs_stacks_setup(void)
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
 	gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (all ? GSPY_STACKS_ALL : 0);
 	gs_g.stack_kinds = 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
-			 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
-			 1u << GSPY_KIND_unmap |
-			 (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
+			   (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
+			   1u << GSPY_KIND_unmap |
+			   (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
 }
 
 void gs_stacks_clock(double ticks_per_s)
