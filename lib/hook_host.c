@@ -413,17 +413,17 @@ GS_API int gpuspy_host_posix_memalign(void **out, size_t align, size_t n)
 {
 	if (GS_LIKELY(!big(n)))
 		return REAL(posix_memalign, memalign_fn)(out, align, n);
-	if (!gs_writer_open()) {
-		uint64_t t0 = gs_now();
-		int rc = REAL(posix_memalign, memalign_fn)(out, align, n);
-		pend_put(GSPY_API_posix_memalign, rc == 0 ? *out : NULL, n, t0);
+	int e = errno;
+	struct host_call c = host_begin(GSPY_API_posix_memalign);
+	int rc = REAL(posix_memalign, memalign_fn)(out, align, n);
+	void *p = rc == 0 ? *out : NULL;
+	/* host_done would take errno for the result: posix_memalign returns it. */
+	if (c.kept) {
+		pend_put(c.api, p, n, c.start);
 		return rc;
 	}
-	int e = errno;
-	struct gspy_record *r = gs_begin(GSPY_API_posix_memalign, GSPY_KIND_alloc);
-	int rc = REAL(posix_memalign, memalign_fn)(out, align, n);
-	note_alloc(r, rc == 0 ? *out : NULL, n);
-	gs_end(r, rc);
+	note_alloc(c.r, p, n);
+	gs_end(c.r, rc);
 	errno = e;
 	return rc;
 }
