@@ -20,7 +20,8 @@ processes not divided by): where a mode has two or more, they are listed, so
 that the spread between processes of one mode, which bootstrapping rounds
 does not see, is in view, with their median and, from six processes on, a
 distribution-free 95% interval of it (order statistics: each process one
-draw). A mode "gpuspy NAME=VALUE" (an A/B of one
+draw); likewise each pair gpuspy+cupti #k / bare cupti #k's median ratio
+to the collector ("by pair"). A mode "gpuspy NAME=VALUE" (an A/B of one
 setting, e.g. ALT_LIB=1) is also divided by plain gpuspy round by round
 (each side the mean rate of its processes).
 Usage: bench/overhead_table.py ROUNDS_FILE..."""
@@ -53,6 +54,11 @@ def parse(paths):
                     if m != "untraced" and "untraced" in vals:
                         procs.setdefault((loop + " (lock step)", base(m)), []).append(
                             statistics.median(d[m] / d["untraced"] for d in rs))
+                for m in vals:  # gpuspy+cupti #k against bare cupti #k: each pair one draw
+                    b = "bare cupti" + m[len("gpuspy+cupti"):]
+                    if base(m) == "gpuspy+cupti" and b in vals:
+                        procs.setdefault((loop + " (lock step)", "gpuspy+cupti / bare cupti, by pair"), []).append(
+                            statistics.median(d[m] / d[b] for d in rs))
             continue
         for line in lines:
             m = re.match(r"(\w+) round \d+: (.*)", line.strip())

@@ -1127,7 +1127,8 @@ def overhead_table_pools_lockstep_runs(tmp):
     mode in the per-process list, with the median of the processes' medians
     and, from six processes, its order-statistics interval (x(3)..x(10) of
     twelve); an A/B of one setting ("gpuspy ALT_LIB=1") divided by plain
-    gpuspy, each side its processes' mean."""
+    gpuspy, each side its processes' mean; six gpuspy+cupti #k / bare cupti #k
+    pairs, each pair's median one draw of a by-pair row."""
     a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
     with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
         f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
@@ -1146,13 +1147,23 @@ def overhead_table_pools_lockstep_runs(tmp):
     with open(e, "w") as f:  # twelve gpuspy processes at 0.91..1.02 of untraced in rounds 1..4
         f.write("# loop=twelve\nuntraced: 100 100 100 100 100 100\n" + "".join(
             f"gpuspy{' #%d' % k if k > 1 else ''}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\n" for k in range(1, 13)))
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c, d, e],
+    g = os.path.join(tmp, "pairs_rates.txt")
+    with open(g, "w") as f:  # six pairs: gpuspy+cupti #k at 0.91..0.96 of bare cupti #k in rounds 1..4
+        f.write("# loop=pairs\nuntraced: 100 100 100 100 100 100\n" + "".join(
+            f"gpuspy+cupti{s}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\nbare cupti{s}: 1 99 99 99 99 1\n"
+            for k, s in ((k, " #%d" % k if k > 1 else "") for k in range(1, 7))))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c, d, e, g],
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
     rows = [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| loop |" not in l]
     ab = [l for l in rows if l.startswith("| ab ")]
     twelve = [l for l in rows if l.startswith("| twelve ") and "| 12 |" in l]
-    rows = [l for l in rows if not l.startswith(("| ab ", "| twelve "))]
+    pairs = [l for l in rows if l.startswith("| pairs ") and "by pair" in l]
+    rows = [l for l in rows if not l.startswith(("| ab ", "| twelve ", "| pairs "))]
+    check(pairs == ["| pairs (lock step) | gpuspy+cupti / bare cupti, by pair | 6 | "
+                    + " ".join(f"{(90 + k) / 99:.3f}" for k in range(1, 7))
+                    + f" | {91 / 99:.3f}..{96 / 99:.3f} | {93.5 / 99:.3f} | {91 / 99:.3f}..{96 / 99:.3f} |"],
+          f"pairs {pairs}")
     check(twelve == ["| twelve (lock step) | gpuspy | 12 | " + " ".join(f"{0.9 + k / 100:.3f}" for k in range(1, 13))
                   + " | 0.910..1.020 | 0.965 | 0.930..1.000 |"], f"twelve processes {twelve}")
     check(ab == ["| ab (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
