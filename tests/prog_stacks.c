@@ -24,12 +24,17 @@
  * With argv[2] = "earlyfork", the 64 MiB buffer before any CUDA call, then
  * a fork: child and parent each call CUDA and upload from it.
  * With argv[2] = "nocuda", the host allocations alone: no CUDA call.
+ * With argv[2] = "allocators", every host allocator once or more, with
+ * GPUSPY_HOST_ALLOC_MIN=1M: see allocators() below.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +136,69 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Through volatile pointers too, so that each call happens as written. */
+static void *(*volatile do_calloc)(size_t, size_t) = calloc;
+static void *(*volatile do_realloc)(void *, size_t) = realloc;
+static int (*volatile do_memalign)(void **, size_t, size_t) = posix_memalign;
+static void *(*volatile do_aligned)(size_t, size_t) = aligned_alloc;
+static void (*volatile do_free)(void *) = free;
+
+#define MIB (1u << 20)
+
+/* Every host allocator, in this order (GPUSPY_HOST_ALLOC_MIN=1M):
+ * before any CUDA call a 3 MiB posix_memalign kept (written when the file
+ * opens), a 2 MiB aligned_alloc freed (never written) and a 2 MiB malloc
+ * realloc'ed to 4 MiB (the 4 MiB block kept); cudaMalloc; a 2
+ * MiB calloc, realloc'ed to 4 MiB, then to 256 KiB (under the minimum),
+ * then freed; a posix_memalign with a bad alignment (EINVAL, errno left
+ * as it was); a 5 MiB aligned_alloc and its free; a 6 MiB mmap unmapped
+ * 2 MiB first, then the 4 MiB rest; 512 KiB malloc'ed and freed (under the
+ * minimum); a calloc whose size overflows and a malloc too big to succeed
+ * (both NULL, ENOMEM); the early posix_memalign and realloc blocks freed. Prints what
+ * each returned, addresses on lines of their own. */
+static int allocators(void)
+{
+	void *pm = NULL;
+	int rc = do_memalign(&pm, 4096, 3 * MIB);
+	do_free(do_aligned(4096, 2 * MIB));
+	char *early = do_realloc(do_malloc(2 * MIB), 4 * MIB);
+	void *w = NULL;
+	rc |= cudaMalloc(&w, MIB);
+	char *c = do_calloc(2, MIB);
+	printf("calloc zeroed %d\n", c && c[0] == 0 && c[2 * MIB - 1] == 0);
+	printf("addr calloc %p\n", (void *)c);
+	c = do_realloc(c, 4 * MIB);
+	printf("addr realloc %p\n", (void *)c);
+	c = do_realloc(c, MIB / 4);
+	printf("shrunk %d\n", c != NULL);
+	do_free(c);
+	void *q = &q;
+	errno = EDOM;
+	int bad = do_memalign(&q, 3, 3 * MIB);
+	printf("bad alignment rc %d errno %d untouched %d\n", bad, errno, q == (void *)&q);
+	char *a = do_aligned(64, 5 * MIB);
+	printf("aligned %d\n", a && (uintptr_t)a % 64 == 0);
+	printf("addr aligned_alloc %p\n", (void *)a);
+	do_free(a);
+	char *m = mmap(NULL, 6 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("addr mmap %p\n", (void *)m);
+	printf("munmap %d %d\n", munmap(m, 2 * MIB), munmap(m + 2 * MIB, 4 * MIB));
+	do_free(do_malloc(MIB / 2));
+	errno = 0;
+	void *over = do_calloc(SIZE_MAX, 2);
+	printf("calloc overflow %d errno %d\n", over == NULL, errno);
+	errno = 0;
+	void *huge = do_malloc(SIZE_MAX / 2);
+	printf("huge malloc %d errno %d\n", huge == NULL, errno);
+	printf("addr posix_memalign %p\n", pm);
+	printf("early aligned %d\n", rc == 0 && (uintptr_t)pm % 4096 == 0);
+	printf("addr early_realloc %p\n", (void *)early);
+	do_free(pm);
+	do_free(early);
+	cudaFree(w);
+	return 0;
+}
+
 /* A thread's allocation kept from before the trace file, never written:
  * the thread ends without a CUDA call. */
 void *volatile early_leak;
@@ -207,6 +275,8 @@ int main(int argc, char **argv)
 		printf("no cuda %p\n", (void *)kept);
 		return 0; /* kept lives to the exit */
 	}
+	if (argc > 2 && !strcmp(argv[2], "allocators"))
+		return allocators();
 	if (argc > 2 && !strcmp(argv[2], "threads")) {
 		rounds = steps;
 		pthread_t th[8];

@@ -2088,6 +2088,48 @@ def host_allocator_only_through_the_host_library(tmp):
 
 
 @test
+def host_allocators_each_recorded(tmp):
+    """Every host allocator through libgpuspy-host.so (prog_stacks
+    allocators, GPUSPY_HOST_ALLOC_MIN=1M), exact events in order: a
+    posix_memalign and a realloc'ed block kept from before the first CUDA
+    call, written first (the block realloc'ed from not at all); an
+    aligned_alloc freed before it, not written; calloc; realloc as the old
+    block's free and the new block's alloc, a shrink under the minimum as a
+    free alone (and its later free unrecorded); a failing posix_memalign
+    with its EINVAL as the result and errno untouched; aligned_alloc and
+    free; mmap, a partial munmap as what it released (the rest unrecorded);
+    a too-big malloc with ENOMEM; an overflowing calloc and a block under
+    the minimum not recorded. Addresses as the program printed them, every
+    host event with a stack, output as without gpuspy."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    a = run("prog_stacks", ["1", "allocators"], tmp=tmp, preload=False)
+    b = run("prog_stacks", ["1", "allocators"], tmp=tmp, env={"GPUSPY_HOST_ALLOC_MIN": "1M"})
+    plain = [l for l in b.stdout.splitlines() if not l.startswith("addr ")]
+    check(plain == [l for l in a.stdout.splitlines() if not l.startswith("addr ")] and
+          "bad alignment rc 22 errno 33 untouched 1" in plain and "early aligned 1" in plain,
+          f"output changed: {a.stdout!r} {b.stdout!r}")
+    addr = {l.split()[1]: int(l.split()[2], 16) for l in b.stdout.splitlines() if l.startswith("addr ")}
+    proc, ev = only_trace(tmp)
+    mib = 1 << 20
+    got = [(e["kind"], e["api"], e["bytes"], e["result"]) for e in ev]
+    want = [("alloc", "posix_memalign", 3 * mib, 0), ("alloc", "realloc", 4 * mib, 0), ("alloc", "cudaMalloc", mib, 0),
+            ("alloc", "calloc", 2 * mib, 0), ("free", "realloc", 2 * mib, 0),
+            ("alloc", "realloc", 4 * mib, 0), ("free", "realloc", 4 * mib, 0),
+            ("alloc", "posix_memalign", 3 * mib, 22), ("alloc", "aligned_alloc", 5 * mib, 0),
+            ("free", "free", 5 * mib, 0), ("alloc", "mmap", 6 * mib, 0), ("free", "munmap", 2 * mib, 0),
+            ("alloc", "malloc", (1 << 63) - 1, 12), ("free", "free", 3 * mib, 0), ("free", "free", 4 * mib, 0),
+            ("free", "cudaFree", mib, 0)]
+    check(got == want and proc["dropped"] == 0 and proc["events"] == len(want), f"events {got}")
+    host = [e for e in ev if e.get("mem") == "host"]
+    where = [e["addr"] for e in host]
+    check(where == [addr["posix_memalign"], addr["early_realloc"], addr["calloc"], addr["calloc"], addr["realloc"], addr["realloc"], 0,
+                    addr["aligned_alloc"], addr["aligned_alloc"], addr["mmap"], addr["mmap"], 0,
+                    addr["posix_memalign"], addr["early_realloc"]], f"addresses {where} against {addr}")
+    check(all("stack" in e for e in host), f"a host event without a stack: {host}")
+
+
+@test
 def host_allocations_before_the_first_cuda_call(tmp):
     """A process that never calls CUDA writes nothing even with host
     allocations recorded (a C program, and Python, each with a live 64 MiB
