@@ -808,6 +808,26 @@ def gpuspy_run_command(tmp):
           f"SIGTERM right after the fork not forwarded: {q.returncode} {out!r}")
     p = subprocess.run([GPUSPY, "run", "--cupti", "maybe", "--", "true"], capture_output=True, text=True)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
+    # GPUSPY_LIB: the library preloaded instead of the one next to gpuspy;
+    # one that is not there is a one-line error before anything runs.
+    p = subprocess.run([GPUSPY, "run", "--", "sh", "-c", "echo ran"], env=dict(e, GPUSPY_LIB=d + "/none.so"),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1 and "none.so" in p.stderr,
+          f"a missing GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {p.stderr!r}")
+    other = os.path.join(tmp, "other-libgpuspy.so")
+    shutil.copy(os.path.realpath(LIB), other)
+    d2 = os.path.join(tmp, "runs-lib")
+    p = subprocess.run([GPUSPY, "run", "--dir", d2, "--no-report", "--", "sh", "-c",
+                        'echo "$LD_PRELOAD"; exec "$0" 1', os.path.join(BIN, "prog_stacks")],
+                       env=dict(e, GPUSPY_LIB=other), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.splitlines()[0] == other and len(traces(d2)) == 1,
+          f"GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {traces(d2)}")
+    # GPUSPY_DEBUG=1: at exit, one line with the entry points handed out
+    # unwrapped (none with the doubles: each is a hook of its own).
+    p = run("prog_stacks", ["1"], tmp=d2, env={"GPUSPY_DEBUG": "1", "GPUSPY_QUIET": "0"})
+    dbg = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(len(dbg) == 1 and re.fullmatch(r"gpuspy: pid \d+: 0 entry points handed out unwrapped "
+                                         r"\(real pointer differed\)", dbg[0]), f"GPUSPY_DEBUG: {p.stderr!r}")
 
 
 SYS_PY = "/usr/bin/python3"
