@@ -85,7 +85,7 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 

@@ -830,6 +830,46 @@ def gpuspy_run_command(tmp):
                                          r"\(real pointer differed\)", dbg[0]), f"GPUSPY_DEBUG: {p.stderr!r}")
 
 
+@test
+def command_line_errors_are_one_line(tmp):
+    """Every misuse of gpuspy's commands: exit status 2, nothing on stdout,
+    one line on stderr that says what is wrong; --version and --help
+    exactly as documented."""
+    run("prog_train", ["1", "2"], tmp=tmp)
+    g = os.path.join(tmp, traces(tmp)[0])
+    cases = [
+        (["--version", "x"], "--version takes no arguments"), (["--help", "x"], "--help takes no arguments"),
+        (["frob"], "unknown command 'frob'"),
+        (["report"], "report: no trace (FILE|DIR) given"), (["report", "--json"], "report: no trace (FILE|DIR) given"),
+        (["report", "--color"], "report: --color needs a value"), (["report", "--colour", g], "report: unknown option --colour"),
+        (["report", "--color", "red", g], "--color red: use auto, always or never"),
+        (["dump"], "dump: no trace (FILE.gspy) given"), (["dump", g, "-o"], "dump: -o needs a value"),
+        (["dump", g, g], "dump: one trace at a time"), (["dump", "-x", g], "dump: unknown option -x"),
+        (["export", "--format", "chrome", "-o", os.path.join(tmp, "x.json")], "export: no trace (FILE|DIR) given"),
+        (["export", "--format", "chrome", g], "export: no output (-o OUT.json) given"),
+        (["export", g, "-o", os.path.join(tmp, "x.json"), "--format"], "export: --format needs a value"),
+        (["export", "--format", "chrome", g, "-o"], "export: -o needs a value"),
+        (["export", g, "-o", os.path.join(tmp, "x.json")], "export: --format (missing) is not known"),
+        (["run"], "run: no command given"), (["run", "--"], "run: no command given"),
+        (["run", "--dir", "--", "true"], "run: --dir needs a value"), (["run", "--cupti"], "run: --cupti needs a value"),
+        (["run", "--buffer-mb"], "run: --buffer-mb needs a value"),
+        (["run", "--host-alloc", "--", "true"], "run: --host-alloc needs a value"),
+        (["run", "--bogus", "--", "true"], "run: unknown option --bogus"),
+    ]
+    for args, want in cases:
+        p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1 and
+              p.stderr.startswith("gpuspy: error: " + want), f"gpuspy {args}: rc {p.returncode} {p.stderr!r}")
+    check(not os.path.exists(os.path.join(tmp, "x.json")), "a refused export created its output")
+    p = subprocess.run([GPUSPY, "--version"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and re.fullmatch(r"gpuspy \d+\.\d+\.\d+ \(trace format 2\)\n", p.stdout),
+          f"--version: {p.stdout!r}")
+    p = subprocess.run([GPUSPY, "--help"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.startswith("usage: gpuspy run") and p.stderr == "", "--help")
+    p = subprocess.run([GPUSPY], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 2 and p.stdout == "" and p.stderr.startswith("usage: gpuspy run"), "no command")
+
+
 SYS_PY = "/usr/bin/python3"
 TORCH_LOOP = os.path.join(ROOT, "tests", "torch_loop.py")
 

@@ -22,6 +22,7 @@
 #include "export.h"
 #include "reader.h"
 #include "report.h"
+#include "cli.h"
 #include "run.h"
 
 #define GPUSPY_VERSION "0.1.0"
@@ -44,20 +45,17 @@ static int cmd_dump(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			outp = argv[++i];
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "gpuspy: error: dump: unknown option %s, see gpuspy --help\n", argv[i]);
-			return 2;
-		} else if (!in)
+		else if (argv[i][0] == '-' && argv[i][1])
+			return gs_bad_option("dump", argv[i], "-o");
+		else if (!in)
 			in = argv[i];
 		else {
 			fprintf(stderr, "gpuspy: error: dump: one trace at a time, got %s too\n", argv[i]);
 			return 2;
 		}
 	}
-	if (!in) {
-		usage(stderr);
-		return 2;
-	}
+	if (!in)
+		return gs_missing("dump", "trace (FILE.gspy)");
 	struct gs_trace t;
 	char err[256];
 	if (gs_trace_open(in, &t, err, sizeof(err)) != 0) {
@@ -163,10 +161,9 @@ static int cmd_export(int argc, char **argv)
 			format = argv[++i];
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			outp = argv[++i];
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "gpuspy: error: export: unknown option %s, see gpuspy --help\n", argv[i]);
-			return 2;
-		} else
+		else if (argv[i][0] == '-' && argv[i][1])
+			return gs_bad_option("export", argv[i], "--format -o");
+		else
 			status |= collect(argv[i], &in);
 	}
 	if (!format || strcmp(format, "chrome") != 0) {
@@ -174,11 +171,10 @@ static int cmd_export(int argc, char **argv)
 			format ? format : "(missing)");
 		return 2;
 	}
-	if (!outp || !in.n) {
-		if (!status)
-			usage(stderr);
-		return status ? status : 2;
-	}
+	if (!in.n)
+		return status ? status : gs_missing("export", "trace (FILE|DIR)");
+	if (!outp)
+		return gs_missing("export", "output (-o OUT.json)");
 	FILE *f = fopen(outp, "w");
 	if (!f) {
 		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", outp, strerror(errno));
@@ -227,17 +223,13 @@ static int cmd_report(int argc, char **argv)
 				return 2;
 			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "gpuspy: error: report: unknown option %s, see gpuspy --help\n", argv[i]);
-			return 2;
+			return gs_bad_option("report", argv[i], "--color");
 		} else {
 			status |= collect(argv[i], &in);
 		}
 	}
-	if (!in.n) {
-		if (!status)
-			usage(stderr);
-		return status ? status : 2;
-	}
+	if (!in.n)
+		return status ? status : gs_missing("report", "trace (FILE|DIR)");
 	struct gs_report **procs = calloc(in.n, sizeof(*procs));
 	size_t n = 0;
 	for (size_t i = 0; procs && i < in.n; i++) {
@@ -297,6 +289,11 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
+		return 2;
+	}
+	if ((!strcmp(argv[1], "--version") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) &&
+	    argc > 2) {
+		fprintf(stderr, "gpuspy: error: %s takes no arguments\n", argv[1]);
 		return 2;
 	}
 	if (!strcmp(argv[1], "--version")) {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "run.h"
 
 #ifndef GPUSPY_PREFIX
@@ -113,6 +114,12 @@ static int seen(const struct names *s, const char *name)
 	return 0;
 }
 
+/* argv[i], an option, has its value after it (not the "--" before CMD). */
+static int has_value(int argc, char **argv, int i)
+{
+	return i + 1 < argc && strcmp(argv[i + 1], "--") != 0;
+}
+
 int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 {
 	const char *dir = NULL, *buffer = NULL, *cupti = NULL, *host = NULL;
@@ -122,20 +129,19 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 			i++;
 			break;
 		}
-		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+		if (!strcmp(argv[i], "--dir") && has_value(argc, argv, i))
 			dir = argv[++i];
-		else if (!strcmp(argv[i], "--buffer-mb") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--buffer-mb") && has_value(argc, argv, i))
 			buffer = argv[++i];
-		else if (!strcmp(argv[i], "--cupti") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--cupti") && has_value(argc, argv, i))
 			cupti = argv[++i];
-		else if (!strcmp(argv[i], "--host-alloc") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--host-alloc") && has_value(argc, argv, i))
 			host = argv[++i];
 		else if (!strcmp(argv[i], "--no-report"))
 			no_report = 1;
-		else if (argv[i][0] == '-') {
-			fprintf(stderr, "gpuspy: error: run: unknown option %s, see gpuspy --help\n", argv[i]);
-			return 2;
-		} else
+		else if (argv[i][0] == '-')
+			return gs_bad_option("run", argv[i], "--dir --buffer-mb --cupti --host-alloc");
+		else
 			break; /* the command starts here */
 	}
 	if (i >= argc) {
