@@ -149,6 +149,61 @@ def rt_expected(route, ptds):
     ]
 
 
+def rt_more_expected(route, ptds):
+    """prog_rt_more's calls: route 'rt' records runtime names, 'drv' the
+    driver calls the static runtime makes through cuGetProcAddress."""
+    def S(n):
+        return n + "_ptsz" if ptds else n
+
+    def D(n):
+        return n + "_ptds" if ptds else n
+    if route == "rt":
+        a = dict(malloc="cudaMalloc", pitch="cudaMallocPitch", managed="cudaMallocManaged",
+                 malloc_async=S("cudaMallocAsync"), pool=S("cudaMallocFromPoolAsync"),
+                 hostalloc="cudaHostAlloc", register="cudaHostRegister", peer="cudaMemcpyPeer",
+                 peer_async="cudaMemcpyPeerAsync", c2d=D("cudaMemcpy2D"), c2d_async=S("cudaMemcpy2DAsync"),
+                 memset_async=S("cudaMemsetAsync"), coop=S("cudaLaunchCooperativeKernel"),
+                 hostfn=S("cudaLaunchHostFunc"), graph=S("cudaGraphLaunch"), wait=S("cudaStreamWaitEvent"),
+                 event="cudaEventSynchronize", unregister="cudaHostUnregister", freehost="cudaFreeHost",
+                 free_async=S("cudaFreeAsync"), free="cudaFree")
+    else:
+        a = dict(malloc="cuMemAlloc_v2", pitch="cuMemAllocPitch_v2", managed="cuMemAllocManaged",
+                 malloc_async=S("cuMemAllocAsync"), pool=S("cuMemAllocFromPoolAsync"),
+                 hostalloc="cuMemHostAlloc", register="cuMemHostRegister_v2", peer="cuMemcpyPeer",
+                 peer_async="cuMemcpyPeerAsync", c2d=D("cuMemcpy2D_v2"), c2d_async=S("cuMemcpy2DAsync_v2"),
+                 memset_async=S("cuMemsetD8Async"), coop=S("cuLaunchCooperativeKernel"),
+                 hostfn=S("cuLaunchHostFunc"), graph=S("cuGraphLaunch"), wait=S("cuStreamWaitEvent"),
+                 event="cuEventSynchronize", unregister="cuMemHostUnregister", freehost="cuMemFreeHost",
+                 free_async=S("cuMemFreeAsync"), free="cuMemFree_v2")
+    return [
+        E("alloc", a["malloc"], 65536, mem="device"),
+        E("alloc", a["pitch"], 1024 * 10, mem="device"),  # the double's pitch for 1000 bytes: 1024
+        E("alloc", a["managed"], 8192, mem="managed"),
+        E("alloc", a["malloc_async"], 32768, mem="device"),
+        E("alloc", a["pool"], 16384, mem="device"),
+        E("alloc", a["hostalloc"], 4096, mem="pinned"),
+        E("alloc", a["register"], 8192, mem="pinned"),
+        E("copy", a["peer"], 300, "p2p"),
+        E("copy", a["peer_async"], 200, "d2d"),
+        E("copy", a["c2d"], 1000 * 3, "h2d", "pageable"),
+        E("copy", a["c2d_async"], 800 * 5, "d2h", "pinned"),
+        E("memset", a["memset_async"], 4096),
+        E("launch", a["coop"], name="coop_kernel", grid=[6, 1, 1], block=[64, 1, 1]),
+        E("launch", a["hostfn"], name="(host function)"),
+        E("launch", a["graph"], name="(graph)"),
+        E("sync", a["wait"]),
+        E("sync", a["event"]),
+        E("sync", "cuCtxSynchronize_v2"),  # through cudaGetDriverEntryPoint's pointer
+        E("free", a["unregister"], 8192, mem="pinned"),
+        E("free", a["freehost"], 4096, mem="pinned"),
+        E("free", a["free_async"], 16384, mem="device"),
+        E("free", a["free_async"], 32768, mem="device"),
+        E("free", a["free"], 8192, mem="managed"),
+        E("free", a["free"], 1024 * 10, mem="device"),
+        E("free", a["free"], 65536, mem="device"),
+    ]
+
+
 def drv_expected(ptds):
     def S(n):
         return n + "_ptsz" if ptds else n
@@ -287,6 +342,24 @@ def route3_static_runtime_per_thread_flags(tmp):
     same_output("prog_rt_static_ptds", tmp)
     _, ev = only_trace(tmp)
     compare(ev, rt_expected("drv", True))
+
+
+@test
+def runtime_entry_points_beyond_prog_rt(tmp):
+    """prog_rt_more (every runtime entry point prog_rt does not call) in its
+    four builds: exported runtime names through the shared runtime (route
+    1), the driver calls behind them through the static runtime's
+    cuGetProcAddress (route 3), with and without PTDS; one event a call
+    (none for the nested driver call), the program's output unchanged."""
+    for prog, route, ptds in (("prog_rt_more_dyn", "rt", False), ("prog_rt_more_dyn_ptds", "rt", True),
+                              ("prog_rt_more_static", "drv", False), ("prog_rt_more_static_ptds", "drv", True)):
+        p = same_output(prog, tmp)
+        check("host function ran 1 time(s), pitch 1024" in p.stdout, f"{prog}: {p.stdout[-200:]!r}")
+        proc, ev = only_trace(tmp)
+        compare(ev, rt_more_expected(route, ptds))
+        check(all(e["result"] == 0 for e in ev) and proc["dropped"] == 0, f"{prog}: a call failed")
+        for t in traces(tmp):
+            os.unlink(os.path.join(tmp, t))
 
 
 @test

@@ -42,6 +42,14 @@ $(TB)/prog_rt_static: tests/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
 $(TB)/prog_rt_static_ptds: tests/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
+$(TB)/prog_rt_more_dyn: tests/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN)
+$(TB)/prog_rt_more_dyn_ptds: tests/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(RT_DYN)
+$(TB)/prog_rt_more_static: tests/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
+$(TB)/prog_rt_more_static_ptds: tests/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
 $(TB)/prog_drv: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 $(TB)/prog_drv_ptds: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
@@ -67,6 +75,7 @@ $(TB)/fork_delay.so: tests/fork_delay.c
 	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
 
 TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
+	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
 	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TEST_PROGS)
