@@ -363,6 +363,27 @@ def runtime_entry_points_beyond_prog_rt(tmp):
 
 
 @test
+def each_call_on_its_device(tmp):
+    """prog_devices: the device of every record follows the thread's
+    current context through cuCtxSetCurrent, cuCtxPushCurrent and
+    cuCtxPopCurrent (0, then 1 pushed, 0 popped, 1 set); a copy and a free
+    take the device their address was allocated on, also on a thread with
+    no current context; the memory of both devices in the header."""
+    same_output("prog_devices", tmp)
+    proc, ev = only_trace(tmp)
+    main = proc["pid"]
+    got = [(e["kind"], e["api"], e.get("bytes"), e.get("name"), e["device"], e["tid"] == main) for e in ev]
+    want = [("alloc", "cuMemAlloc_v2", 4096, None, 0, True), ("alloc", "cuMemAlloc_v2", 8192, None, 1, True),
+            ("memset", "cuMemsetD8_v2", 8192, None, 1, True), ("launch", "cuLaunchKernel", None, "dev1_kernel", 1, True),
+            ("alloc", "cuMemAlloc_v2", 2048, None, 0, True), ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True),
+            ("copy", "cuMemcpyDtoH_v2", 1024, None, 1, True), ("copy", "cuMemcpyDtoH_v2", 64, None, 0, False),
+            ("memset", "cuMemsetD8_v2", 32, None, 1, False), ("free", "cuMemFree_v2", 2048, None, 0, True),
+            ("free", "cuMemFree_v2", 8192, None, 1, True), ("free", "cuMemFree_v2", 4096, None, 0, True)]
+    check(got == want, f"events {got}")
+    check(proc["device_mem"] == [80 << 30, 80 << 30], f"device_mem {proc['device_mem']}")
+
+
+@test
 def route1_driver_every_family(tmp):
     p = same_output("prog_drv", tmp)
     check("host function ran 1 time(s)" in p.stdout, "host function did not run")

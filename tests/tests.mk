@@ -56,6 +56,8 @@ $(TB)/prog_drv_ptds: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
 $(TB)/prog_dlsym: tests/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN) -ldl
+$(TB)/prog_devices: tests/prog_devices.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 $(TB)/prog_threads: tests/prog_threads.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 $(TB)/prog_kill: tests/prog_kill.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
@@ -76,7 +78,7 @@ $(TB)/fork_delay.so: tests/fork_delay.c
 
 TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
-	prog_drv prog_drv_ptds prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
+	prog_drv prog_drv_ptds prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TEST_PROGS)
 
