@@ -363,6 +363,38 @@ def runtime_entry_points_beyond_prog_rt(tmp):
 
 
 @test
+def streams_and_map_handles(tmp):
+    """The stream of every record: prog_drv's stream-ordered calls and
+    stream waits on its stream 0x7000, the context and event waits on 0,
+    no stream on the others; cuMemMap's physical handle as `handle` (the
+    record's stream field), not as a stream; prog_rt's calls on 0x5000
+    through the runtime, also as per-thread variants."""
+    run("prog_drv", tmp=tmp)
+    _, ev = only_trace(tmp)
+    got = [(e["api"], e.get("stream")) for e in ev if e["kind"] != "map"]
+    on_st = {"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemcpyAsync", "cuMemcpyPeerAsync",
+             "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2",
+             "cuMemcpy3DAsync_v2", "cuMemcpy3DPeerAsync", "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2",
+             "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async", "cuMemsetD2D8Async", "cuMemsetD2D16Async",
+             "cuMemsetD2D32Async", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+             "cuLaunchHostFunc", "cuGraphLaunch", "cuStreamSynchronize", "cuStreamWaitEvent", "cuMemFreeAsync"}
+    want = [(e["api"], 0x7000 if e["api"] in on_st else 0 if e["kind"] == "sync" else None)
+            for e in ev if e["kind"] != "map"]
+    check(got == want and len([a for a, st in got if st == 0x7000]) == 27, f"prog_drv streams {got}")
+    m = [e for e in ev if e["kind"] == "map"]
+    check(len(m) == 1 and m[0]["handle"] != 0 and "stream" not in m[0], f"map {m}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    for prog, sfx in (("prog_rt_dyn", ""), ("prog_rt_dyn_ptds", "_ptsz")):
+        run(prog, tmp=tmp)
+        _, ev = only_trace(tmp)
+        got = [(e["api"], e.get("stream")) for e in ev if "stream" in e]
+        want = [(a + sfx, 0x5000) for a in ("cudaMemcpyAsync", "cudaMemcpyAsync", "cudaLaunchKernel",
+                                             "__cudaLaunchKernel", "cudaLaunchKernelExC", "cudaStreamSynchronize")]
+        check(got == want + [("cudaDeviceSynchronize", 0)], f"{prog} streams {got}")
+        os.unlink(os.path.join(tmp, traces(tmp)[0]))
+
+
+@test
 def each_call_on_its_device(tmp):
     """prog_devices: the device of every record follows the thread's
     current context through cuCtxSetCurrent, cuCtxPushCurrent and
