@@ -366,7 +366,8 @@ def runtime_entry_points_beyond_prog_rt(tmp):
 def streams_and_map_handles(tmp):
     """The stream of every record: prog_drv's stream-ordered calls and
     stream waits on its stream 0x7000, the context and event waits on 0,
-    no stream on the others; cuMemMap's physical handle as `handle` (the
+    no stream on the others; `async` on each stream-ordered call (not on
+    cuStreamSynchronize, which waits); cuMemMap's physical handle as `handle` (the
     record's stream field), not as a stream; prog_rt's calls on 0x5000
     through the runtime, also as per-thread variants."""
     run("prog_drv", tmp=tmp)
@@ -381,6 +382,9 @@ def streams_and_map_handles(tmp):
     want = [(e["api"], 0x7000 if e["api"] in on_st else 0 if e["kind"] == "sync" else None)
             for e in ev if e["kind"] != "map"]
     check(got == want and len([a for a, st in got if st == 0x7000]) == 27, f"prog_drv streams {got}")
+    asy = [e["api"] for e in ev if e.get("async")]
+    check(asy == [a for a, st in got if st == 0x7000 and a != "cuStreamSynchronize"],
+          f"stream-ordered calls (async) {asy}")
     m = [e for e in ev if e["kind"] == "map"]
     check(len(m) == 1 and m[0]["handle"] != 0 and "stream" not in m[0], f"map {m}")
     os.unlink(os.path.join(tmp, traces(tmp)[0]))
