@@ -404,7 +404,9 @@ def each_call_on_its_device(tmp):
     current context through cuCtxSetCurrent, cuCtxPushCurrent and
     cuCtxPopCurrent (0, then 1 pushed, 0 popped, 1 set); a copy and a free
     take the device their address was allocated on, also on a thread with
-    no current context; the memory of both devices in the header."""
+    no current context; the memory of both devices in the header. With
+    CUPTI, each GPU record on its call's device and both devices busy in
+    the report."""
     same_output("prog_devices", tmp)
     proc, ev = only_trace(tmp)
     main = proc["pid"]
@@ -417,6 +419,19 @@ def each_call_on_its_device(tmp):
             ("free", "cuMemFree_v2", 8192, None, 1, True), ("free", "cuMemFree_v2", 4096, None, 0, True)]
     check(got == want, f"events {got}")
     check(proc["device_mem"] == [80 << 30, 80 << 30], f"device_mem {proc['device_mem']}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    # With (the double's) CUPTI: each GPU record on its call's device, and
+    # the report's GPU busy time on both devices.
+    run("prog_devices", tmp=tmp, env={"GPUSPY_CUPTI": "on"})
+    g = os.path.join(tmp, traces(tmp)[0])
+    _, ev = dump(g)
+    calls = {e["corr"]: e for e in ev if "corr" in e and not e["kind"].startswith("gpu_")}
+    gpu = [(e["kind"], e["device"], calls[e["corr"]]["device"]) for e in ev if e["kind"].startswith("gpu_")]
+    check(gpu == [("gpu_memset", 1, 1), ("gpu_kernel", 1, 1), ("gpu_kernel", 0, 0), ("gpu_copy", 1, 1),
+                  ("gpu_copy", 0, 0), ("gpu_memset", 1, 1)], f"GPU records (kind, device, call's device) {gpu}")
+    o = report_json(g)
+    check([d["device"] for d in o["gpu"]["devices"]] == [0, 1] and all(d["busy_ns"] > 0 for d in o["gpu"]["devices"]),
+          f"GPU busy per device {o['gpu']['devices']}")
 
 
 @test
