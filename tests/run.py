@@ -170,7 +170,7 @@ def rt_more_expected(route, ptds):
         a = dict(malloc="cuMemAlloc_v2", pitch="cuMemAllocPitch_v2", managed="cuMemAllocManaged",
                  malloc_async=S("cuMemAllocAsync"), pool=S("cuMemAllocFromPoolAsync"),
                  hostalloc="cuMemHostAlloc", register="cuMemHostRegister_v2", peer="cuMemcpyPeer",
-                 peer_async="cuMemcpyPeerAsync", c2d=D("cuMemcpy2D_v2"), c2d_async=S("cuMemcpy2DAsync_v2"),
+                 peer_async="cuMemcpyPeerAsync", c2d=D("cuMemcpy2DUnaligned_v2"), c2d_async=S("cuMemcpy2DAsync_v2"),
                  memset_async=S("cuMemsetD8Async"), coop=S("cuLaunchCooperativeKernel"),
                  hostfn=S("cuLaunchHostFunc"), graph=S("cuGraphLaunch"), wait=S("cuStreamWaitEvent"),
                  event="cuEventSynchronize", unregister="cuMemHostUnregister", freehost="cuMemFreeHost",

@@ -250,10 +250,12 @@ static CUDA_MEMCPY2D desc2d(void *d, size_t dp, const void *s, size_t sp, size_t
 	c.WidthInBytes = w; c.Height = h;
 	return c;
 }
+/* The real runtime's cudaMemcpy2D calls cuMemcpy2DUnaligned (H200,
+ * tests/gpu/results/rt-families.txt); its async form cuMemcpy2DAsync. */
 EXPORT cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k)
-{ READY(); CUDA_MEMCPY2D c = desc2d(d, dp, s, sp, w, h, k); return err(D(0)->cuMemcpy2D_v2(&c)); }
+{ READY(); CUDA_MEMCPY2D c = desc2d(d, dp, s, sp, w, h, k); return err(D(0)->cuMemcpy2DUnaligned_v2(&c)); }
 EXPORT cudaError_t cudaMemcpy2D_ptds(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k)
-{ READY(); CUDA_MEMCPY2D c = desc2d(d, dp, s, sp, w, h, k); return err(D(1)->cuMemcpy2D_v2(&c)); }
+{ READY(); CUDA_MEMCPY2D c = desc2d(d, dp, s, sp, w, h, k); return err(D(1)->cuMemcpy2DUnaligned_v2(&c)); }
 EXPORT cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k, cudaStream_t st)
 { READY(); CUDA_MEMCPY2D c = desc2d(d, dp, s, sp, w, h, k); return err(D(0)->cuMemcpy2DAsync_v2(&c, st)); }
 EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k, cudaStream_t st)
