@@ -140,14 +140,19 @@ static void stalls(struct gs_report *r)
 		uint64_t sc = sync_copies(&p->c);
 		if (p->count < 2 || p->c.sync.count + sc < p->count)
 			continue;
-		char t[32];
+		char t[32], waits[96] = "", copies[64] = "";
+		if (p->c.sync.count)
+			snprintf(waits, sizeof(waits), "synchronizes %llu times (%s waiting)",
+				 (unsigned long long)p->c.sync.count, gs_fmt_ns(t, p->c.sync.host_ns));
+		if (sc)
+			snprintf(copies, sizeof(copies), "makes %llu synchronous copies",
+				 (unsigned long long)sc);
 		add(r, "sync_stalls",
-		    "Phase '%s' (%llu occurrences) synchronizes %llu times (%s waiting) and makes %llu "
-		    "synchronous copies: each one stops the host until the GPU drains its queue.\n"
+		    "Phase '%s' (%llu occurrences) %s%s%s: each one stops the host until the GPU drains "
+		    "its queue.\n"
 		    "Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy with "
 		    "non_blocking=True from pinned memory.",
-		    p->name, (unsigned long long)p->count, (unsigned long long)p->c.sync.count,
-		    gs_fmt_ns(t, p->c.sync.host_ns), (unsigned long long)sc);
+		    p->name, (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies);
 	}
 }
 

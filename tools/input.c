@@ -403,7 +403,9 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->result = (int32_t)int_in(o, "result", INT32_MIN, INT32_MAX, 0);
 		ev->bytes = u64(o, "bytes");
 		ev->addr = u64(o, "addr");
-		ev->stream = u64(o, kind == GSPY_KIND_map ? "handle" : "stream");
+		/* A map's handle (in dumps before 2026-12-01: its "stream"). */
+		ev->stream = kind == GSPY_KIND_map && cJSON_GetObjectItemCaseSensitive(o, "handle")
+				     ? u64(o, "handle") : u64(o, "stream");
 		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
 		ev->corr = u64(o, "corr");
 		ev->graph_id = (uint32_t)int_in(o, "graph_id", 0, UINT32_MAX, 0);
