@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "export.h"
 #include "reader.h"
 #include "report.h"
-#include "cli.h"
 #include "run.h"
 
 #define GPUSPY_VERSION "0.1.0"
