@@ -152,8 +152,9 @@ static void init_real(void)
 	if (v && *v) {
 		char *end;
 		unsigned long long mb = strtoull(v, &end, 10);
-		if (*end || mb < 1 || mb > (1ull << 20))
-			gs_warn("GPUSPY_BUFFER_MB=%s is not a size in MiB (1..1048576); using 256", v);
+		if (*end || mb < 1 || mb > GSPY_BUFFER_MB_MAX)
+			gs_warn("GPUSPY_BUFFER_MB=%s is not a size in MiB (1..%u); using 256", v,
+				GSPY_BUFFER_MB_MAX);
 		else
 			gs_cfg.buffer_bytes = mb << 20;
 	}

@@ -953,6 +953,16 @@ def gpuspy_run_command(tmp):
           f"SIGTERM right after the fork not forwarded: {q.returncode} {out!r}")
     p = subprocess.run([GPUSPY, "run", "--cupti", "maybe", "--", "true"], capture_output=True, text=True)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
+    # A command that makes no CUDA call: the directory gpuspy made for the
+    # run (the default one, or --dir) is removed again; one that was there
+    # stays.
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    for opts in ([], ["--dir", "made"], ["--dir", "."]):
+        p = subprocess.run([GPUSPY, "run", *opts, "--", "true"], env=e, cwd=empty, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and os.listdir(empty) == [] and p.stderr.count("\n") == 1 and
+              "no trace" in p.stderr, f"gpuspy run {opts} -- true: {p.stderr!r}, left {os.listdir(empty)}")
     # GPUSPY_LIB: the library preloaded instead of the one next to gpuspy;
     # one that is not there is a one-line error before anything runs.
     p = subprocess.run([GPUSPY, "run", "--", "sh", "-c", "echo ran"], env=dict(e, GPUSPY_LIB=d + "/none.so"),
@@ -1000,6 +1010,9 @@ def command_line_errors_are_one_line(tmp):
         (["run", "--buffer-mb"], "run: --buffer-mb needs a value"),
         (["run", "--host-alloc", "--", "true"], "run: --host-alloc needs a value"),
         (["run", "--bogus", "--", "true"], "run: unknown option --bogus"),
+        (["run", "--buffer-mb", "1048577", "--", "true"], "run: --buffer-mb 1048577 is not a size in MiB (1..1048576)"),
+        (["run", "--buffer-mb", "-5", "--", "true"], "run: --buffer-mb -5 is not a size in MiB (1..1048576)"),
+        (["run", "--buffer-mb", "0", "--", "true"], "run: --buffer-mb 0 is not a size in MiB (1..1048576)"),
     ]
     for args, want in cases:
         p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gpuspy/format.h"
 #include "run.h"
 
 #ifndef GPUSPY_PREFIX
@@ -164,9 +165,13 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 			return 2;
 		}
 	}
-	if (buffer && (strtoul(buffer, &end, 10) < 1 || *end)) {
-		fprintf(stderr, "gpuspy: error: run: --buffer-mb %s is not a size in MiB\n", buffer);
-		return 2;
+	if (buffer) {
+		unsigned long long mb = strtoull(buffer, &end, 10);
+		if (*end || buffer[0] < '0' || buffer[0] > '9' || mb < 1 || mb > GSPY_BUFFER_MB_MAX) {
+			fprintf(stderr, "gpuspy: error: run: --buffer-mb %s is not a size in MiB (1..%u)\n", buffer,
+				GSPY_BUFFER_MB_MAX);
+			return 2;
+		}
 	}
 	char lib[PATH_MAX];
 	if (find_lib(lib, sizeof(lib)) != 0) {
@@ -198,6 +203,7 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		dir = defdir;
 	}
 	struct stat dst;
+	int made = stat(dir, &dst) != 0; /* ours to remove if nothing is written into it */
 	if (mkdir_p(dir) != 0 || stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
 		if (errno == EEXIST || errno == 0)
 			errno = ENOTDIR;
@@ -282,9 +288,13 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 			}
 		}
 	fflush(NULL);
-	if (!np)
-		fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace in %s\n", argv[i], dir);
-	else {
+	if (!np) {
+		/* The directory made for this run goes again if nothing is in it. */
+		if (made && rmdir(dir) == 0)
+			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace written\n", argv[i]);
+		else
+			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace in %s\n", argv[i], dir);
+	} else {
 		fprintf(stderr, "gpuspy: %d trace file%s in %s\n", np, np == 1 ? "" : "s", dir);
 		if (!no_report)
 			report(np, paths);

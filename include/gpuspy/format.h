@@ -46,6 +46,7 @@
 #define GSPY_HEADER_SIZE 4096u
 #define GSPY_RECORD_SIZE 64u
 #define GSPY_CHUNK_HEADER_SIZE 64u
+#define GSPY_BUFFER_MB_MAX (1u << 20) /* the most GPUSPY_BUFFER_MB may reserve: 1 TiB */
 
 /* Event kinds: X(name). The names are what `gpuspy dump` writes. */
 #define GSPY_KIND_LIST(X)                                                    \
