@@ -153,8 +153,7 @@ static void init_real(void)
 		char *end;
 		unsigned long long mb = strtoull(v, &end, 10);
 		if (*end || mb < 1 || mb > GSPY_BUFFER_MB_MAX)
-			gs_warn("GPUSPY_BUFFER_MB=%s is not a size in MiB (1..%u); using 256", v,
-				GSPY_BUFFER_MB_MAX);
+			gs_warn("GPUSPY_BUFFER_MB=%s is not a size in MiB (1..1048576); using 256", v);
 		else
 			gs_cfg.buffer_bytes = mb << 20;
 	}
