@@ -86,10 +86,22 @@ unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned
 	return (unsigned)x;
 }
 
-static int env_flag(const char *name)
+/* A switch from the environment: 1, on, yes, true or 0, off, no, false
+ * (any case); unset or empty: dflt; anything else warns and gives dflt. */
+int gs_env_bool(const char *name, int dflt)
 {
+	static const char *const yes[] = { "1", "on", "yes", "true" }, *const no[] = { "0", "off", "no", "false" };
 	const char *v = getenv(name);
-	return v && *v && strcmp(v, "0") != 0;
+	if (!v || !*v)
+		return dflt;
+	for (int i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return 1;
+		if (!strcasecmp(v, no[i]))
+			return 0;
+	}
+	gs_warn("%s=%s is not 1 or 0 (on or off); using %d", name, v, dflt);
+	return dflt;
 }
 
 /* The TSC is used only when the kernel itself trusts it as clocksource,
@@ -133,8 +145,8 @@ static void atfork_child(void)
 static void init_real(void)
 {
 	const char *v;
-	gs_cfg.quiet = env_flag("GPUSPY_QUIET");
-	if (env_flag("GPUSPY_DISABLE") || getauxval(AT_SECURE)) {
+	gs_cfg.quiet = gs_env_bool("GPUSPY_QUIET", 0);
+	if (gs_env_bool("GPUSPY_DISABLE", 0) || getauxval(AT_SECURE)) {
 		gs_g.disabled = 1;
 		return;
 	}
@@ -163,6 +175,8 @@ static void init_real(void)
 	else if (v && *v && strcmp(v, "drop"))
 		gs_warn("GPUSPY_MODE=%s is not drop or ring; using drop", v);
 	v = getenv("GPUSPY_CLOCK");
+	if (v && *v && strcmp(v, "mono") && strcmp(v, "auto"))
+		gs_warn("GPUSPY_CLOCK=%s is not auto or mono; using auto", v);
 	if (v && strcmp(v, "mono") == 0)
 		gs_g.clock = GSPY_CLOCK_MONOTONIC;
 	else
@@ -188,7 +202,7 @@ __attribute__((destructor)) static void gs_dtor(void)
 {
 	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
 	gs_writer_trim();
-	if (env_flag("GPUSPY_DEBUG"))
+	if (gs_env_bool("GPUSPY_DEBUG", 0))
 		gs_warn("pid %d: %llu entry points handed out unwrapped (real pointer differed)",
 			(int)getpid(), (unsigned long long)gs_symbol_mismatches());
 }

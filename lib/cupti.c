@@ -337,6 +337,8 @@ static int want(void)
 		return WANT_ON;
 	if (v && !strcmp(v, "events"))
 		return WANT_EVENTS;
+	if (v && *v && strcmp(v, "auto"))
+		gs_warn("GPUSPY_CUPTI=%s is not auto, on, off or events; using auto", v);
 	/* auto: a real NVIDIA driver */
 	return access("/dev/nvidiactl", F_OK) == 0 ? WANT_ON : WANT_OFF;
 }
@@ -420,7 +422,7 @@ unsigned gs_cupti_start(void)
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* Injected, no host record waits for a correlation id. */
 	unsigned enabled = c.injected ? 0 : enable_callbacks();
-	if (getenv("GPUSPY_DEBUG"))
+	if (gs_env_bool("GPUSPY_DEBUG", 0))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);
 	gs_g.cupti = 1;
 	return GSPY_GPU_TIMING_cupti;

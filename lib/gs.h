@@ -91,6 +91,7 @@ extern struct gs_config gs_cfg;
 void gs_init(void);               /* idempotent, cheap after the first call */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned lo, unsigned hi);
+int gs_env_bool(const char *name, int dflt);
 int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack);
 uint64_t gs_mono_ns(void);
 

@@ -277,11 +277,14 @@ static void set(NvtxFunctionTable t, unsigned n, unsigned id, NvtxFunctionPointe
 }
 
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static int nvtx_on; /* GPUSPY_NVTX, read once by gs_nvtx_setup from gs_init */
 
 static void read_config(void)
 {
 	const char *v = getenv("GPUSPY_NVTX_NESTING");
 	nv.outermost = v && !strcmp(v, "outermost");
+	if (v && *v && !nv.outermost && strcmp(v, "innermost"))
+		gs_warn("GPUSPY_NVTX_NESTING=%s is not innermost or outermost; using innermost", v);
 	v = getenv("GPUSPY_NVTX_DOMAINS");
 	snprintf(nv.domains, sizeof(nv.domains), "%s", v ? v : "");
 	v = getenv("GPUSPY_NVTX_RANGES");
@@ -293,8 +296,7 @@ GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
 GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
 {
 	gs_init();
-	const char *off = getenv("GPUSPY_NVTX");
-	if (gs_g.disabled || (off && !strcmp(off, "0")) || !get)
+	if (gs_g.disabled || !nvtx_on || !get)
 		return 0;
 	pthread_once(&cfg_once, read_config);
 	const NvtxExportTableCallbacks *cb = (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS);
@@ -335,8 +337,8 @@ GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
  * user chose another injection. */
 void gs_nvtx_setup(void)
 {
-	const char *off = getenv("GPUSPY_NVTX");
-	if ((off && !strcmp(off, "0")) || getenv("NVTX_INJECTION64_PATH"))
+	nvtx_on = gs_env_bool("GPUSPY_NVTX", 1);
+	if (!nvtx_on || getenv("NVTX_INJECTION64_PATH"))
 		return;
 	Dl_info di;
 	char path[PATH_MAX];

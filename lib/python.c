@@ -59,8 +59,7 @@ static int helper_dir(char *out, size_t cap)
 
 void gs_python_setup(void)
 {
-	const char *off = getenv("GPUSPY_TORCH");
-	if ((off && !strcmp(off, "0")) || !is_python())
+	if (!gs_env_bool("GPUSPY_TORCH", 1) || !is_python())
 		return;
 	char dir[PATH_MAX];
 	if (helper_dir(dir, sizeof(dir)) != 0)

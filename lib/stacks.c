@@ -523,12 +523,10 @@ void gs_stacks_setup(void)
 {
 	int on, all, glibc;
 	stacks_choice(&on, &all, &glibc);
-	const char *v;
 	gs_cfg.stack_depth = gs_env_uint("GPUSPY_STACK_DEPTH", "a number", 32, 1, GSPY_STACK_MAX);
 	gs_cfg.stack_launch_every = gs_env_uint("GPUSPY_STACK_LAUNCHES", "a number", 0, 0, 1000000000);
 	gs_cfg.stack_min_ns = env_duration("GPUSPY_STACK_MIN");
-	v = getenv("GPUSPY_PYTHON_FRAMES");
-	int python = v && *v && strcmp(v, "0") && strcmp(v, "off");
+	int python = gs_env_bool("GPUSPY_PYTHON_FRAMES", 0);
 	if (!on)
 		return;
 	/* A dlopen here may call malloc: the host hooks are not armed yet.

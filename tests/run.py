@@ -882,6 +882,7 @@ def nvtx_filters_and_nesting(tmp):
         ({"GPUSPY_NVTX_RANGES": "in*,async_*"}, [(B, "inner"), (N, "inner"), (B, "async_range"),
                                                 (N, "async_range")]),
         ({"GPUSPY_NVTX": "0"}, []),
+        ({"GPUSPY_NVTX": "off"}, []),
     ]
     for env, want in cases:
         for f in traces(tmp):
@@ -903,6 +904,42 @@ def nvtx_user_injection_is_respected(tmp):
 def phase_api_runs_without_gpuspy(tmp):
     p = run("prog_train", ["2", "10"], tmp=tmp, preload=False)
     check(p.stdout == "trained 2 steps\n" and traces(tmp) == [], "weak phase API changed the program")
+
+
+@test
+def switches_and_choices_refuse_unknown_values(tmp):
+    """On/off variables take 1, on, yes, true and 0, off, no, false (any
+    case); another value warns once and keeps the default (GPUSPY_DISABLE=off
+    traces: it used to disable, as any value but 0 did). GPUSPY_CUPTI and
+    GPUSPY_CLOCK warn on an unknown choice and use auto."""
+    def once(env):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run("prog_rt_dyn", tmp=tmp, env=dict({"GPUSPY_QUIET": "0"}, **env))
+        warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+        return warn, [dump(os.path.join(tmp, f))[0] for f in traces(tmp)]
+
+    for v in ("off", "OFF", "no", "false", "0"):
+        warn, procs = once({"GPUSPY_DISABLE": v})
+        check(warn == [] and len(procs) == 1, f"GPUSPY_DISABLE={v}: {warn} {len(procs)} traces")
+    for v in ("1", "on", "Yes", "true"):
+        warn, procs = once({"GPUSPY_DISABLE": v})
+        check(warn == [] and procs == [], f"GPUSPY_DISABLE={v}: {warn} {len(procs)} traces")
+    warn, procs = once({"GPUSPY_DISABLE": "maybe"})
+    check(warn == ["gpuspy: GPUSPY_DISABLE=maybe is not 1 or 0 (on or off); using 0"] and len(procs) == 1,
+          f"GPUSPY_DISABLE=maybe: {warn} {len(procs)} traces")
+    warn, _ = once({"GPUSPY_QUIET": "on", "GPUSPY_MODE": "circle", "GPUSPY_CLOCK": "wall"})
+    check(warn == [], f"GPUSPY_QUIET=on still warned: {warn}")
+    warn, procs = once({"GPUSPY_CLOCK": "wall", "GPUSPY_CUPTI": "maybe"})
+    check(warn == ["gpuspy: GPUSPY_CLOCK=wall is not auto or mono; using auto",
+                   "gpuspy: GPUSPY_CUPTI=maybe is not auto, on, off or events; using auto"] and len(procs) == 1,
+          f"GPUSPY_CLOCK=wall GPUSPY_CUPTI=maybe: {warn}")
+    p = run("prog_nvtx", tmp=tmp, env={"GPUSPY_QUIET": "0", "GPUSPY_NVTX_NESTING": "middle"})
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(warn == ["gpuspy: GPUSPY_NVTX_NESTING=middle is not innermost or outermost; using innermost"],
+          f"GPUSPY_NVTX_NESTING=middle: {warn}")
+    warn, procs = once({"GPUSPY_CLOCK": "mono", "GPUSPY_CUPTI": "auto"})
+    check(warn == [] and procs[0]["clock"] == "monotonic", f"GPUSPY_CLOCK=mono: {warn} {procs[0]['clock']}")
 
 
 @test
@@ -1494,8 +1531,9 @@ def torch_hooks_opt_out_and_chain(tmp):
         raise Skip("PyTorch under a sanitized preload is not run")
     if not have_torch():
         raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
-    p = run_py([TORCH_LOOP, "2"], tmp, env={"GPUSPY_TORCH": "0"})
-    check(p.returncode == 0 and traces(tmp) == [], "GPUSPY_TORCH=0 still recorded phases")
+    for off in ("0", "off"):
+        p = run_py([TORCH_LOOP, "2"], tmp, env={"GPUSPY_TORCH": off})
+        check(p.returncode == 0 and traces(tmp) == [], f"GPUSPY_TORCH={off} still recorded phases")
     user = os.path.join(tmp, "user")
     os.makedirs(user)
     with open(os.path.join(user, "sitecustomize.py"), "w") as f:
