@@ -50,10 +50,11 @@ _torch = [None]
 # pass) until GPUSPY_TORCH_LEARN_STEPS optimizer steps later (0: always),
 # which finds the modules that begin forward (the model, a teacher, an EMA
 # copy...); in between only they carry a hook.
-try:
-    _LEARN_STEPS = int(os.environ.get("GPUSPY_TORCH_LEARN_STEPS", "3"))
-except ValueError:
-    sys.stderr.write("gpuspy: GPUSPY_TORCH_LEARN_STEPS is not a number; using 3\n")
+_v = os.environ.get("GPUSPY_TORCH_LEARN_STEPS", "") or "3"
+_LEARN_STEPS = int(_v) if _v.isascii() and _v.isdigit() else -1
+if _LEARN_STEPS < 0:  # "-1", "x": like the library, warn (unless GPUSPY_QUIET) and use the default
+    if os.environ.get("GPUSPY_QUIET", "").lower() not in ("1", "on", "yes", "true"):
+        sys.stderr.write(f"gpuspy: GPUSPY_TORCH_LEARN_STEPS={_v} is not a number (0 or more); using 3\n")
     _LEARN_STEPS = 3
 _learning = [_LEARN_STEPS > 0]
 _learn_from = [0]  # the step count when learning began

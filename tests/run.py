@@ -1242,13 +1242,13 @@ def torch_forward_hooks_learned(tmp):
     if not have_torch():
         raise Fail("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
     for learn, hooks in (("", "global 0 model 1"), ("2", "global 0 model 1"), ("9", "global 1 model 0"),
-                         ("0", "global 1 model 0"), ("x", "global 0 model 1")):
+                         ("0", "global 1 model 0"), ("x", "global 0 model 1"), ("-1", "global 0 model 1")):
         d = os.path.join(tmp, "learn" + learn)
         os.makedirs(d)
         p = run_py([TORCH_LOOP, "5", "-1", "hooks"], d, env={"GPUSPY_TORCH_LEARN_STEPS": learn} if learn else {})
         check(p.returncode == 0 and p.stdout == f"done 5 steps\nhooks {hooks}\n", f"learn {learn!r}: {p.stdout!r}")
-        warned = "GPUSPY_TORCH_LEARN_STEPS is not a number" in p.stderr
-        check(warned == (learn == "x"), f"learn {learn!r}: {p.stderr!r}")
+        warned = f"GPUSPY_TORCH_LEARN_STEPS={learn} is not a number (0 or more); using 3" in p.stderr
+        check(warned == (learn in ("x", "-1")), f"learn {learn!r}: {p.stderr!r}")
         _, ev = only_trace(d)
         got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
         check(got == torch_sequence(5), f"learn {learn!r}: torch phases {got}")
