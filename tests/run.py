@@ -683,6 +683,15 @@ def report_of_jsonl_equals_report_of_gspy(tmp):
     p = subprocess.run([GPUSPY, "report", "--color", "never", g], capture_output=True, text=True)
     q = subprocess.run([GPUSPY, "report", "--color", "never", j], capture_output=True, text=True)
     check(p.stdout == q.stdout, "human report differs between .gspy and JSON Lines")
+    # A trace without a host name (an edited dump, a damaged header) says so.
+    lines = open(j).read().splitlines()
+    first = json.loads(lines[0])
+    first["host"] = ""
+    k = os.path.join(tmp, "nohost.jsonl")
+    with open(k, "w") as f:
+        f.write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    r = subprocess.run([GPUSPY, "report", "--color", "never", k], capture_output=True, text=True)
+    check(r.returncode == 0 and "\n   host (unknown), " in r.stdout, f"no host name: {r.stdout[:300]!r}")
 
 
 @test

@@ -385,7 +385,8 @@ static void process_section(FILE *f, const struct gs_report *r)
 {
 	char a[32], b[32], c[32];
 	fprintf(f, "\n%s== %s%s: %s\n", bold, r->label, reset, r->proc.command);
-	fprintf(f, "   host %s, %s, %s traced, %s events, %s dropped\n", r->proc.host, state_text(&r->proc),
+	fprintf(f, "   host %s, %s, %s traced, %s events, %s dropped\n",
+		*r->proc.host ? r->proc.host : "(unknown)", state_text(&r->proc),
 		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents),
 		gs_fmt_count(c, r->proc.dropped));
 	if (r->proc.state == GSPY_STATE_SIGNALED)
