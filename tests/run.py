@@ -1319,7 +1319,8 @@ def lockstep_bench_hands_out_turns(tmp):
     loops.py's --lockstep): every process runs exactly WINDOWS windows, each
     round hands the turn to every mode once in a random order, the table has
     a row per mode in order over all rounds but the first and last, with
-    the CPU per step the stub reported (median, added to untraced's), a gpuspy variant mode gets its
+    the CPU per step the stub reported (median, added to untraced's) and its
+    context switches and CPUs (lockstep_sched.txt), a gpuspy variant mode gets its
     variables, a replica ("gpuspy #2") its mode's, a bare collector variant its options,
     ALT_LIB=1 the other build (LOCKSTEP_ALT_LIB, refused in one line when missing) and HOST_SHIM=1
     the host library beside it, and BLOCKING_SYNC=1 reaches every loop."""
@@ -1353,6 +1354,8 @@ def lockstep_bench_hands_out_turns(tmp):
     cpu = open(os.path.join(out, "lockstep_cpu.txt")).read().splitlines()
     check(len(cpu) == 8 and cpu[0] == "# loop=mlp" and
           cpu[1].startswith("untraced: 1000.0/1100.0 1001.0/1101.0 1002.0/1102.0 1000.0/"), f"lockstep_cpu.txt {cpu[:2]}")
+    sched = open(os.path.join(out, "lockstep_sched.txt")).read().splitlines()
+    check(len(sched) == 7 and sched[0] == "untraced: 0@0 1@1 0@2 1@3 0@0 1@1 0@2", f"lockstep_sched.txt {sched[:2]}")
     lines = open(os.path.join(out, "lockstep_rates.txt")).read().splitlines()
     check(lines[0] == "# loop=mlp", f"rates file's first line {lines[0]!r}")
     rates = dict(l.split(": ", 1) for l in lines[1:])

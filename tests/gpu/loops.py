@@ -33,8 +33,10 @@ ap.add_argument("--lockstep", action="store_true",
                 help="bench/gpu_lockstep.py's turns: after warm-up write a byte to the first "
                      "fd of LOCKSTEP_FDS=ready,in,out, then run each window after reading a "
                      "byte from `in` and write one to `out` when it is done; print "
-                     "lockstep_windows with every window's rate in order, and lockstep_cpu "
-                     "with each window's CPU time per step in us, main thread/all threads")
+                     "lockstep_windows with every window's rate in order, lockstep_cpu "
+                     "with each window's CPU time per step in us, main thread/all threads, and "
+                     "lockstep_sched with the main thread's involuntary context switches in "
+                     "each window and the CPU it ended on (SWITCHES@CPU)")
 ap.add_argument("--blocking-sync", action="store_true",
                 help="waits sleep instead of spinning (the primary context's "
                      "CU_CTX_SCHED_BLOCKING_SYNC, set before PyTorch makes it): a "
@@ -108,17 +110,32 @@ if os.environ.get("PCSAMPLE_OUT"):  # tests/gpu/pcsample.c: sample the timed ste
     import ctypes
     sampler = ctypes.CDLL(None)
     sampler.pcsample_begin()
+
+
+def sched():
+    """The main thread's involuntary context switches so far, and its CPU."""
+    try:
+        with open("/proc/thread-self/status") as f:
+            nv = next(int(l.split()[1]) for l in f if l.startswith("nonvoluntary_ctxt_switches"))
+        with open("/proc/thread-self/stat") as f:
+            return nv, int(f.read().rsplit(")", 1)[1].split()[36])  # field 39, processor
+    except (OSError, StopIteration, ValueError, IndexError):
+        return 0, -1
+
+
 lock = None
 if a.lockstep:
     lock = [int(x) for x in os.environ["LOCKSTEP_FDS"].split(",")]
     os.write(lock[0], b"r")
 t0 = time.monotonic()
-windows, kinds, cpu = [], [], []
+windows, kinds, cpu, sw = [], [], [], []
 tw = t0
+s0 = sched()
 cw = (time.thread_time(), time.process_time())
 for i in range(a.steps):
     if lock and i % a.window == 0:
         os.read(lock[1], 1)  # our turn
+        s0 = sched()
         tw = time.monotonic()
         cw = (time.thread_time(), time.process_time())
     if toggle and i % a.window == 0:
@@ -134,6 +151,8 @@ for i in range(a.steps):
         cpu.append(f"{(c[0] - cw[0]) * 1e6 / a.window:.1f}/{(c[1] - cw[1]) * 1e6 / a.window:.1f}")
         cw = c
         if lock:
+            s = sched()
+            sw.append(f"{s[0] - s0[0]}@{s[1]}")
             os.write(lock[2], b"t")  # the next process's turn
 torch.cuda.synchronize()
 t = time.monotonic() - t0
@@ -151,6 +170,7 @@ if toggle:
 if lock:
     print("lockstep_windows " + " ".join(f"{w:.2f}" for w in windows))
     print("lockstep_cpu " + " ".join(cpu))
+    print("lockstep_sched " + " ".join(sw))
 if windows:
     windows.sort()
     print(f"window_steps_per_s {windows[len(windows) // 2]:.2f}")
