@@ -148,6 +148,7 @@ elif [ "$PART" = lockstep ]; then
 		-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 	for i in $(seq "${LOCKSTEP_RUNS:-3}"); do
 		mkdir -p "$OUT/lockstep-$i"
+		lscpu -e > "$OUT/lockstep-$i/cpus.txt" 2>&1 # which of PIN_CPUS share a core (lockstep_sched.txt)
 		PIN_CPUS=${PIN_CPUS:-2,3,4,5} python3 bench/gpu_lockstep.py $W "$OUT/lockstep-$i" || exit 1
 		rm -rf $W/lockstep-*
 	done
