@@ -196,10 +196,9 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		break;
 	}
 	cJSON_AddNumberToObject(o, "device", r->device);
-	if (r->kind == GSPY_KIND_map) /* the record's stream field holds the handle */
-		add_u64(o, "handle", r->stream);
-	else if (r->stream || (r->flags & GSPY_FLAG_ASYNC) || r->kind == GSPY_KIND_sync)
-		add_u64(o, "stream", r->stream);
+	if (r->stream || (r->flags & GSPY_FLAG_ASYNC) || r->kind == GSPY_KIND_sync ||
+	    r->kind == GSPY_KIND_map)
+		add_u64(o, gspy_stream_name(r->kind), r->stream);
 	if (r->flags & GSPY_FLAG_ASYNC)
 		cJSON_AddBoolToObject(o, "async", 1);
 	if (ev->corr)

@@ -103,10 +103,8 @@ static void slice(struct out *o, const struct gs_ev *ev, uint32_t pid, const str
 	}
 	if (ev->device >= 0)
 		cJSON_AddNumberToObject(a, "device", ev->device);
-	if (ev->kind == GSPY_KIND_map)
-		cJSON_AddNumberToObject(a, "handle", (double)ev->stream);
-	else if (ev->async || ev->stream)
-		cJSON_AddNumberToObject(a, "stream", (double)ev->stream);
+	if (ev->async || ev->stream || ev->kind == GSPY_KIND_map)
+		cJSON_AddNumberToObject(a, gspy_stream_name(ev->kind), (double)ev->stream);
 	if (st) { /* the call stack, innermost frame first, symbolized */
 		cJSON *f = cJSON_AddArrayToObject(a, "stack");
 		for (uint32_t i = 0; i < st->n; i++)

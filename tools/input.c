@@ -404,8 +404,8 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->bytes = u64(o, "bytes");
 		ev->addr = u64(o, "addr");
 		/* A map's handle (in dumps before 2026-12-01: its "stream"). */
-		ev->stream = kind == GSPY_KIND_map && cJSON_GetObjectItemCaseSensitive(o, "handle")
-				     ? u64(o, "handle") : u64(o, "stream");
+		const char *sn = gspy_stream_name((unsigned)kind);
+		ev->stream = u64(o, cJSON_GetObjectItemCaseSensitive(o, sn) ? sn : "stream");
 		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
 		ev->corr = u64(o, "corr");
 		ev->graph_id = (uint32_t)int_in(o, "graph_id", 0, UINT32_MAX, 0);

@@ -385,6 +385,13 @@ struct gspy_record {
 
 _Static_assert(sizeof(struct gspy_record) == GSPY_RECORD_SIZE, "a record is 64 bytes");
 
+/* What a record's stream field holds, by kind, as the dump and the
+ * timeline name it: a map's physical allocation handle, else the stream. */
+static inline const char *gspy_stream_name(unsigned kind)
+{
+	return kind == GSPY_KIND_map ? "handle" : "stream";
+}
+
 /* Binary string-table entries (see the file layout above). */
 #define GSPY_ENTRY_STACK 1u
 #define GSPY_ENTRY_MODULE 2u
