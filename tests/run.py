@@ -1456,6 +1456,35 @@ def overhead_table_pools_lockstep_runs(tmp):
 
 
 @test
+def lockstep_sched_reads_switches_by_cpu(tmp):
+    """bench/lockstep_sched.py on a made-up run of 6 windows (the first and
+    last left out): each process's median ratio to untraced, its involuntary
+    switches a window (mean, max), its rate over its own median on each CPU
+    it ended a window on, and all processes by CPU; a run without an
+    untraced process and an odd number of files are refused in one line."""
+    rates, sched = os.path.join(tmp, "rates.txt"), os.path.join(tmp, "sched.txt")
+    with open(rates, "w") as f:
+        f.write("# loop=mlp\nuntraced: 1 100 100 100 100 1\ngpuspy: 1 90 90 45 90 1\n")
+    with open(sched, "w") as f:
+        f.write("untraced: 9@7 0@2 0@2 1@3 0@3 9@7\ngpuspy: 9@7 0@4 2@4 4@5 0@4 9@7\n")
+    tool = [sys.executable, os.path.join(ROOT, "bench", "lockstep_sched.py")]
+    p = subprocess.run(tool + [rates, sched], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
+    rows = [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| process |" not in l]
+    check(p.stdout.startswith(f"{rates} (4 windows)\n"), f"heading {p.stdout[:80]!r}")
+    check(rows == ["| untraced | 1.000 | 0.25, 1 | 2: 1.000 (2) 3: 1.000 (2) |",
+                   "| gpuspy | 0.900 | 1.50, 4 | 4: 1.000 (3) 5: 0.500 (1) |",
+                   "| all processes | | | 2: 1.000 (2) 3: 1.000 (2) 4: 1.000 (3) 5: 0.500 (1) |"],
+          f"rows {rows}")
+    with open(rates, "w") as f:
+        f.write("gpuspy: 1 90 90 45 90 1\n")
+    for args, want in (([rates, sched], "no untraced process"), ([rates], "usage:")):
+        p = subprocess.run(tool + args, capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and want in p.stderr and len(p.stderr.splitlines()) == 1,
+              f"{args}: {p.returncode} {p.stderr!r}")
+
+
+@test
 def torch_helper_phase_call_is_a_builtin(tmp):
     """The helper calls libgpuspy through a METH_FASTCALL builtin
     (gpuspy_torch_fast), not ctypes: a good call records its phase and step;
