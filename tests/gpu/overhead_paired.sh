@@ -52,6 +52,10 @@
 #     rounds (~330 s).
 #   PART=lockstep-target-plain: the target without CUPTI alone: gpuspy x3
 #     against untraced x2; 280 rounds (~250 s).
+#   PART=lockstep-target-plain6, lockstep-target-cupti4: the same targets
+#     with more processes a run, for the statistics that take each process
+#     (pair) as one draw: gpuspy x6 against untraced x2, 150 rounds; gpuspy +
+#     CUPTI x4 and the bare collector x4 against untraced x2, 140 rounds.
 #   PART=lockstep-split: gpuspy's own cost split, two processes each: the
 #     library preloaded but passing every call through (GPUSPY_DISABLE=1),
 #     without the PyTorch helper (GPUSPY_TORCH=0), and defaults; 200 rounds.
@@ -95,6 +99,8 @@ declare -A PRESETS=(
 	[lockstep-targets]="180 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy+cupti,gpuspy+cupti #2,bare cupti,bare cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1"
 	[lockstep-target-cupti]="210 untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,gpuspy+cupti #3,bare cupti,bare cupti #2,bare cupti #3"
 	[lockstep-target-plain]="280 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3"
+	[lockstep-target-plain6]="150 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy #4,gpuspy #5,gpuspy #6"
+	[lockstep-target-cupti4]="140 untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,gpuspy+cupti #3,gpuspy+cupti #4,bare cupti,bare cupti #2,bare cupti #3,bare cupti #4"
 	[lockstep-helper]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy GPUSPY_PROBE=python,gpuspy GPUSPY_PROBE=python #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 	[lockstep-host]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy HOST_SHIM=1,gpuspy HOST_SHIM=1 #2,gpuspy HOST_SHIM=1 #3,gpuspy GPUSPY_DISABLE=1"
 	[lockstep-alt]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy ALT_LIB=1,gpuspy ALT_LIB=1 #2,gpuspy ALT_LIB=1 #3"
