@@ -224,35 +224,80 @@ static void memory(FILE *f, const struct gs_report *r)
 	fprintf(f, "\n");
 }
 
-/* A stack, one frame a line, innermost first: up to `max` frames, none of
- * the C runtime's start-up frames (none past main). With Python frames, the two innermost
- * native frames, then the Python ones (the line in the user's script). */
-static void stack_line(FILE *f, const char *indent, const char *frames, int max)
+/* Walks the frames the report shows of a stack, innermost first: none of
+ * the C runtime's start-up frames (none past main); with Python frames, the
+ * two innermost native frames, then only the Python ones (the line in the
+ * user's script). Returns the next frame's length, its text at *at, and in
+ * *gap whether frames were passed over before it; 0 at the end. */
+struct frame_walk {
+	const char *p;
+	int shown, py, done;
+};
+
+static void frame_walk_init(struct frame_walk *w, const char *frames)
 {
-	int k = 0, py = strstr(frames, ".py:") != NULL, skipped = 0;
-	const char *p = frames;
-	for (; *p && k < max; ) {
-		const char *e = strchr(p, '\n');
+	*w = (struct frame_walk){ .p = frames, .py = strstr(frames, ".py:") != NULL };
+}
+
+static int frame_next(struct frame_walk *w, const char **at, int *gap)
+{
+	*gap = 0;
+	while (!w->done && *w->p) {
+		const char *p = w->p, *e = strchr(p, '\n');
 		int n = e ? (int)(e - p) : (int)strlen(p);
-		if (!strncmp(p, "__libc_start", 12) || !strncmp(p, "_start+", 7))
-			return;
-		int is_py = memmem(p, (size_t)n, ".py:", 4) != NULL;
-		if (py && k >= 2 && !is_py) {
-			skipped = 1;
-		} else {
-			if (skipped)
-				fprintf(f, "%s...\n", indent);
-			skipped = 0;
-			fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p,
-				n > 86 ? "..." : "");
-			k++;
-			if (!strncmp(p, "main (", 6) || !strncmp(p, "main+0x", 7))
-				return; /* what is outside main is the C runtime's start-up */
+		if (!strncmp(p, "__libc_start", 12) || !strncmp(p, "_start+", 7)) {
+			w->done = 1;
+			break;
 		}
-		p += n + (e ? 1 : 0);
+		w->p = p + n + (e ? 1 : 0);
+		if (w->py && w->shown >= 2 && !memmem(p, (size_t)n, ".py:", 4)) {
+			*gap = 1;
+			continue;
+		}
+		w->shown++;
+		/* what is outside main is the C runtime's start-up */
+		w->done = !strncmp(p, "main (", 6) || !strncmp(p, "main+0x", 7);
+		*at = p;
+		return n;
 	}
-	if (*p && strncmp(p, "__libc_start", 12))
+	return 0;
+}
+
+/* A stack, one frame a line, innermost first: the first `max` of the frames
+ * frame_next shows, and the one at index `also` if that is further in (-1:
+ * none); "..." where frames were passed over or more follow. */
+static void stack_line(FILE *f, const char *indent, const char *frames, int max, int also)
+{
+	struct frame_walk w;
+	const char *p;
+	int n, gap, passed = 0, last = also > max - 1 ? also : max - 1;
+	frame_walk_init(&w, frames);
+	for (int k = 0; k <= last && (n = frame_next(&w, &p, &gap)); k++) {
+		if (k >= max && k != also) {
+			passed = 1;
+			continue;
+		}
+		if (gap || passed)
+			fprintf(f, "%s...\n", indent);
+		passed = 0;
+		fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p, n > 86 ? "..." : "");
+	}
+	if (!w.done && *w.p && strncmp(w.p, "__libc_start", 12))
 		fprintf(f, "%s...\n", indent);
+}
+
+/* How many leading shown frames two stacks have in common. */
+static int frames_in_common(const char *a, const char *b)
+{
+	struct frame_walk wa, wb;
+	const char *pa, *pb;
+	int na, nb, ga, gb, k = 0;
+	frame_walk_init(&wa, a);
+	frame_walk_init(&wb, b);
+	while ((na = frame_next(&wa, &pa, &ga)) && (nb = frame_next(&wb, &pb, &gb)) && na == nb &&
+	       !memcmp(pa, pb, (size_t)na))
+		k++;
+	return k;
 }
 
 static const char *site_kind(const struct gs_site *x, int is_copy)
@@ -262,6 +307,8 @@ static const char *site_kind(const struct gs_site *x, int is_copy)
 	return x->mem == GSPY_MEM_pinned ? "pinned" : x->mem == GSPY_MEM_managed ? "managed" : "device";
 }
 
+enum { SITE_FRAMES = 5 }; /* innermost frames a call site shows */
+
 static void site_list(FILE *f, const char *title, const struct gs_siteset *set, int by, int top,
 		      int is_copy)
 {
@@ -269,7 +316,8 @@ static void site_list(FILE *f, const char *title, const struct gs_siteset *set, 
 	size_t n = gs_sites_sorted(set, by, &v);
 	if (n) {
 		fprintf(f, "  %s\n", title);
-		for (size_t i = 0; i < n && i < (size_t)top; i++) {
+		size_t shown = n < (size_t)top ? n : (size_t)top;
+		for (size_t i = 0; i < shown; i++) {
 			char a[32], b[32], c[32];
 			const struct gs_site *x = v[i];
 			if (by == GS_BY_TIME)
@@ -281,10 +329,18 @@ static void site_list(FILE *f, const char *title, const struct gs_siteset *set, 
 			else
 				fprintf(f, "    %s %s, %s, %s in the calls:\n", gs_fmt_count(a, x->count),
 					site_kind(x, is_copy), gs_fmt_bytes(b, x->bytes), gs_fmt_ns(c, x->host_ns));
-			stack_line(f, "      ", x->frames, 5);
+			/* Five frames, and where it shares more with another site
+			 * listed (inside a library's allocator several do), the
+			 * first frame that tells them apart. */
+			int common = 0;
+			for (size_t j = 0; j < shown; j++) {
+				int k = j == i ? 0 : frames_in_common(x->frames, v[j]->frames);
+				common = k > common ? k : common;
+			}
+			stack_line(f, "      ", x->frames, SITE_FRAMES, common >= SITE_FRAMES ? common : -1);
 			if (x->host_alloc) {
 				fprintf(f, "      host buffer (%s) allocated at:\n", gs_fmt_bytes(a, x->host_alloc_bytes));
-				stack_line(f, "        ", x->host_alloc, 5);
+				stack_line(f, "        ", x->host_alloc, SITE_FRAMES, -1);
 			}
 		}
 	}
