@@ -778,6 +778,56 @@ def report_launch_bound(tmp):
 
 
 @test
+def launch_bound_judged_in_phases(tmp):
+    """The launch-bound diagnosis takes its shares of the time in phases,
+    not of a run whose start-up (10 s here, outside phases) dilutes them:
+    1000 kernels of 3.9 us, each shorter than its 4 us launch, one every 5
+    us in phase 'step', keep the GPU busy 78% of it: not launch-bound
+    (over the whole run it would be 0.04%); at 1 us each (20%) it is, and
+    says so of the time in phases. With host timing only, launches taking
+    80% of the time in phases are launch-bound (0.04% of the run)."""
+    T = 10_000_000_000
+
+    def trace(kernel_ns, timing):
+        proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+                "local_rank": -1, "command": "t", "events": 0, "dropped": 0, "mode": "drop", "overwritten": 0,
+                "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
+                "threads": 1, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": timing,
+                "device_mem": [1 << 30], "clock": "tsc"}
+        ev = [{"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000, "end_ns": 2000, "result": 0,
+               "bytes": 4096, "mem": "device", "addr": 4096, "device": 0},
+              {"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": T, "end_ns": T,
+               "result": 0, "device": 0, "name": "step", "step": 0}]
+        for i in range(1000):
+            t = T + i * 5000
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 4000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                       "corr": i + 1})
+            if timing == "cupti":
+                ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 500,
+                           "end_ns": t + 500 + kernel_ns, "result": 0, "device": 0, "stream": 7, "corr": i + 1,
+                           "name": "k"})
+        ev.append({"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": T + 5_000_000,
+                   "end_ns": T + 5_000_000, "result": 0, "device": 0, "name": "step", "step": 0})
+        proc["events"] = len(ev)
+        path = os.path.join(tmp, f"{timing}-{kernel_ns}.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join([json.dumps(proc)] + [json.dumps(dict(type="event", **e)) for e in ev]) + "\n")
+        return path
+
+    busy = report_json(trace(3900, "cupti"))
+    check([d["id"] for d in busy["diagnoses"] if d["id"] == "launch_bound"] == [],
+          f"a GPU busy 78% of the time in phases called launch-bound: {busy['diagnoses']}")
+    idle = report_text(trace(1000, "cupti"))
+    check("100% of 1000 kernels ran shorter than their launch call takes (kernel mean 1.0 us, launch mean "
+          "4.0 us) and the GPU is busy only 20% of the time in phases: the run is launch-bound." in
+          " ".join(idle.split()), f"no launch-bound diagnosis in phases: {idle[-900:]}")
+    host = report_text(trace(0, "none"))
+    check("1000 kernel launches take 80% of the host's time in phases (mean 4.0 us each) while it waits "
+          "for the GPU only 0%" in " ".join(host.split()), f"host-side: {host[-900:]}")
+
+
+@test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
     parent, child = [int(x) for x in p.stdout.split()[1::2]]

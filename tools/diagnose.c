@@ -84,6 +84,12 @@ static uint64_t sync_copies(const struct gs_cats *c)
 	return n;
 }
 
+/* A share as a person reads it: whole percent, one decimal under 1%. */
+static int pct_digits(double share)
+{
+	return share > 0 && share < 0.01 ? 1 : 0;
+}
+
 static void starvation(struct gs_report *r, uint64_t span)
 {
 	/* Share of the time spent inside phases (the loop), not of the whole
@@ -105,11 +111,11 @@ static void starvation(struct gs_report *r, uint64_t span)
 			char idle[32];
 			add(r, "data_starvation",
 			    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and the GPU is "
-			    "busy only %.0f%% of it (%s idle): the GPU waits for data.\n"
+			    "busy only %.*f%% of it (%s idle): the GPU waits for data.\n"
 			    "Load ahead: raise DataLoader num_workers, set prefetch_factor and "
 			    "persistent_workers=True, or move decoding/augmentation to the GPU.",
 			    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
-			    100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns));
+			    pct_digits(busy), 100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns));
 			continue;
 		}
 		if (p->c.launch.count > p->count)
@@ -161,36 +167,53 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	const struct gs_agg *l = &r->total.launch;
 	if (l->count < 1000 || !span)
 		return;
+	/* The loop's shares: with phases, of the time in them, as the
+	 * starvation check does; the start-up outside them (imports, the
+	 * first context, compilation) would dilute GPU busy and launch time
+	 * alike. GPU busy there sums the work that started in each phase. */
+	uint64_t window = span, busy = 0, launch_ns = l->host_ns, sync_ns = r->total.sync.host_ns;
+	uint64_t launch_n = l->count;
+	const char *of = "of the time";
+	for (int d = 0; d < 8; d++)
+		busy += r->dev[d].busy_ns;
+	if (r->nphases > 1 && span > r->phases[0].wall_ns) {
+		window = span - r->phases[0].wall_ns;
+		busy = launch_ns = sync_ns = launch_n = 0;
+		for (size_t i = 1; i < r->nphases; i++) {
+			busy += r->phases[i].gpu_busy_ns;
+			launch_n += r->phases[i].c.launch.count;
+			launch_ns += r->phases[i].c.launch.host_ns;
+			sync_ns += r->phases[i].c.sync.host_ns;
+		}
+		of = "of the time in phases";
+	}
 	if (r->gpu_timing == GSPY_GPU_TIMING_cupti && l->gpu_count) {
-		uint64_t busy = 0;
-		for (int d = 0; d < 8; d++)
-			busy += r->dev[d].busy_ns;
 		double short_share = (double)r->short_kernels / (double)l->gpu_count;
-		double busy_share = (double)busy / (double)span;
+		double busy_share = (double)busy / (double)window;
 		if (short_share < 0.5 || busy_share > 0.6)
 			return;
 		char k[32], m[32];
 		add(r, "launch_bound",
 		    "%.0f%% of %llu kernels ran shorter than their launch call takes (kernel mean %s, launch "
-		    "mean %s) and the GPU is busy only %.0f%% of the time: the run is launch-bound.\n"
+		    "mean %s) and the GPU is busy only %.*f%% %s: the run is launch-bound.\n"
 		    "Launch less often: capture the step in a CUDA graph, or use "
 		    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
 		    100 * short_share, (unsigned long long)l->gpu_count, gs_fmt_ns(k, l->gpu_ns / l->gpu_count),
-		    gs_fmt_ns(m, l->host_ns / l->count), 100 * busy_share);
+		    gs_fmt_ns(m, l->host_ns / l->count), pct_digits(busy_share), 100 * busy_share, of);
 		return;
 	}
-	double launch_share = (double)l->host_ns / (double)span;
-	double sync_share = (double)r->total.sync.host_ns / (double)span;
-	if (launch_share < 0.25 || sync_share > 0.10)
+	double launch_share = (double)launch_ns / (double)window;
+	double sync_share = (double)sync_ns / (double)window;
+	if (launch_share < 0.25 || sync_share > 0.10 || !launch_n)
 		return;
 	char m[32];
 	add(r, "launch_bound",
-	    "%llu kernel launches take %.0f%% of the host's time (mean %s each) while it waits for the "
-	    "GPU only %.0f%%: the GPU finishes work faster than it is launched (host-side estimate).\n"
+	    "%llu kernel launches take %.0f%% of the host's time%s (mean %s each) while it waits for the "
+	    "GPU only %.*f%%: the GPU finishes work faster than it is launched (host-side estimate).\n"
 	    "Launch less often: capture the step in a CUDA graph, or use "
 	    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
-	    (unsigned long long)l->count, 100 * launch_share,
-	    gs_fmt_ns(m, l->host_ns / l->count), 100 * sync_share);
+	    (unsigned long long)launch_n, 100 * launch_share, window < span ? " in phases" : "",
+	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share);
 }
 
 static void churn(struct gs_report *r)
