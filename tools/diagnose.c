@@ -218,17 +218,16 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 
 static void churn(struct gs_report *r)
 {
-	uint64_t n = r->phases_repeat ? r->churn_phase : r->churn_events;
-	uint64_t bytes = r->phases_repeat ? r->churn_phase_bytes : r->churn_events_bytes;
-	if (n < 10)
+	const struct gs_churn *c = &r->churn[r->phases_repeat ? 0 : 1];
+	if (c->allocs + c->frees < 10)
 		return;
 	char b[32];
 	add(r, "allocation_churn",
-	    "%llu device allocations and frees (%s) after warm-up (%s): each cudaMalloc/cudaFree "
+	    "%llu device allocations (%s) and %llu frees after warm-up (%s): each cudaMalloc/cudaFree "
 	    "synchronizes the device.\n"
 	    "Allocate once and reuse: keep buffers across steps, avoid torch.cuda.empty_cache() in the "
 	    "loop, keep shapes stable, or use a stream-ordered pool (cudaMallocAsync).",
-	    (unsigned long long)n, gs_fmt_bytes(b, bytes),
+	    (unsigned long long)c->allocs, gs_fmt_bytes(b, c->alloc_bytes), (unsigned long long)c->frees,
 	    r->phases_repeat ? "after the first occurrence of a repeated phase"
 			     : "after the first fifth of the events");
 }

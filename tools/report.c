@@ -189,13 +189,13 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t i
 	/* Allocation churn: device allocations and frees after warm-up, which
 	 * is the first occurrence of a repeated phase or, without one, the
 	 * first fifth of the events. */
-	if (r->phases_repeat) {
-		r->churn_phase++;
-		r->churn_phase_bytes += ev->bytes;
-	}
-	if (r->proc.events && index * 5 >= r->proc.events) {
-		r->churn_events++;
-		r->churn_events_bytes += ev->bytes;
+	for (int i = 0; i < 2; i++) {
+		struct gs_churn *c = &r->churn[i];
+		if (i == 0 ? !r->phases_repeat : !r->proc.events || index * 5 < r->proc.events)
+			continue;
+		c->allocs += is_alloc;
+		c->frees += !is_alloc;
+		c->alloc_bytes += is_alloc ? ev->bytes : 0;
 	}
 }
 

@@ -83,7 +83,11 @@ struct gs_report {
 	size_t nkernels, kernels_cap;
 	int64_t reserved, peak_reserved;
 	uint64_t peak_t, device_total;
-	uint64_t churn_phase, churn_events, churn_phase_bytes, churn_events_bytes;
+	/* Device allocations and frees after warm-up: [0] after the first
+	 * occurrence of a repeated phase, [1] after the first fifth of the events. */
+	struct gs_churn {
+		uint64_t allocs, frees, alloc_bytes;
+	} churn[2];
 	int phases_repeat;
 	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
 	struct gs_device_gpu dev[8];
