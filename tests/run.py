@@ -828,6 +828,45 @@ def launch_bound_judged_in_phases(tmp):
 
 
 @test
+def one_off_pageable_copies_not_diagnosed(tmp):
+    """Pageable host-to-device copies made only before a loop's warm-up (the
+    first occurrence of a repeated phase: weights uploaded at start-up)
+    that took under 1% of the run get no diagnosis: six of 10 us in a 1 s
+    run. One more copy in the second step, or the six taking 20 ms (2%),
+    and all of them are diagnosed."""
+    def trace(name, copy_ns, in_loop):
+        proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+                "local_rank": -1, "command": "t", "events": 0, "dropped": 0, "mode": "drop", "overwritten": 0,
+                "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
+                "threads": 1, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": "none",
+                "device_mem": [1 << 30], "clock": "tsc"}
+        copy = {"kind": "copy", "api": "cudaMemcpy", "tid": 7, "result": 0, "bytes": 1 << 20, "dir": "h2d",
+                "mem": "pageable", "device": 0}
+        ev = [dict(copy, start_ns=1000 + i * 100_000, end_ns=1000 + i * 100_000 + copy_ns) for i in range(6)]
+        for step in range(3):
+            t = 100_000_000 + step * 300_000_000
+            ev.append({"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": t, "end_ns": t,
+                       "result": 0, "device": 0, "name": "step", "step": step})
+            if in_loop and step == 1:
+                ev.append(dict(copy, start_ns=t + 1000, end_ns=t + 11_000))
+            ev.append({"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": t + 200_000_000,
+                       "end_ns": t + 200_000_000, "result": 0, "device": 0, "name": "step", "step": step})
+        proc["events"] = len(ev)
+        path = os.path.join(tmp, name + ".jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join([json.dumps(proc)] + [json.dumps(dict(type="event", **e)) for e in ev]) + "\n")
+        return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "pageable_copies"]
+
+    check(trace("startup", 10_000, False) == [], "one-off start-up copies diagnosed")
+    got = trace("loop", 10_000, True)
+    check(len(got) == 1 and got[0].startswith("7 host-to-device copies (7.0 MiB, 70.0 us on the host)"),
+          f"a copy in the loop: {got}")
+    got = trace("slow", 20_000_000 // 6, False)
+    check(len(got) == 1 and got[0].startswith("6 host-to-device copies (6.0 MiB, 20.0 ms on the host)"),
+          f"start-up copies taking 2% of the run: {got}")
+
+
+@test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
     parent, child = [int(x) for x in p.stdout.split()[1::2]]

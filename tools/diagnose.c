@@ -37,7 +37,7 @@ static void add(struct gs_report *r, const char *id, const char *fmt, ...)
 	r->ndiag++;
 }
 
-static void pageable(struct gs_report *r)
+static void pageable(struct gs_report *r, uint64_t span)
 {
 	const struct gs_agg *h = &r->total.copy[GSPY_DIR_h2d][GS_PAGEABLE];
 	const struct gs_agg *d = &r->total.copy[GSPY_DIR_d2h][GS_PAGEABLE];
@@ -62,7 +62,10 @@ static void pageable(struct gs_report *r)
 		}
 	}
 	free(v);
-	if (h->count)
+	/* Copies made only before a loop's warm-up (a model's weights uploaded
+	 * once) that took under 1% of the run are not worth pinning. */
+	int one_off = r->phases_repeat && !r->pageable_h2d_warm && h->host_ns * 100 < span;
+	if (h->count && !one_off)
 		add(r, "pageable_copies",
 		    "%llu host-to-device copies (%s, %s on the host) read pageable memory: the driver stages "
 		    "them through a bounce buffer and they cannot overlap compute.%s\n"
@@ -250,7 +253,7 @@ static void oom(struct gs_report *r)
 void gs_report_diagnose(struct gs_report *r)
 {
 	uint64_t span = r->t_last - r->t_first;
-	pageable(r);
+	pageable(r, span);
 	starvation(r, span);
 	stalls(r);
 	launch_bound(r, span);

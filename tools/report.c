@@ -446,6 +446,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		add_event(&r->total, &ev);
 		add_event(&r->phases[cur].c, &ev);
+		r->pageable_h2d_warm += r->phases_repeat && ev.kind == GSPY_KIND_copy && ev.dir == GSPY_DIR_h2d &&
+					ev.mem != GSPY_MEM_pinned;
 		if (ev.kind == GSPY_KIND_launch) {
 			struct gs_kernel_stat *k = kernel(r, launch_name(&ev));
 			uint64_t ns = ev.end_ns - ev.start_ns;

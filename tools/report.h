@@ -89,6 +89,7 @@ struct gs_report {
 		uint64_t allocs, frees, alloc_bytes;
 	} churn[2];
 	int phases_repeat;
+	uint64_t pageable_h2d_warm; /* pageable H2D copies from a phase's second occurrence on */
 	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
 	struct gs_device_gpu dev[8];
 	struct gs_corr_slot *corr;      /* external id -> launching phase */
