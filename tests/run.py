@@ -841,7 +841,7 @@ def one_off_pageable_copies_not_diagnosed(tmp):
                 "threads": 1, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": "none",
                 "device_mem": [1 << 30], "clock": "tsc"}
         copy = {"kind": "copy", "api": "cudaMemcpy", "tid": 7, "result": 0, "bytes": 1 << 20, "dir": "h2d",
-                "mem": "pageable", "device": 0}
+                "host_mem": "pageable", "device": 0}
         ev = [dict(copy, start_ns=1000 + i * 100_000, end_ns=1000 + i * 100_000 + copy_ns) for i in range(6)]
         for step in range(3):
             t = 100_000_000 + step * 300_000_000
