@@ -676,9 +676,11 @@ def strip_files(o):
 def call_sites_shown_apart(tmp):
     """Sites listed together that share their five innermost frames (a
     library's allocator) each show, after those five and "...", the first
-    frame that tells them apart, however deep: four allocation sites, two
-    sharing 7 frames, two sharing 15; a site whose first five differ from
-    every other's shows only them."""
+    frame that tells them apart, however deep: of the five listed, two
+    sharing 15, and one whose 9 frames all begin those (its hidden four
+    still marked "..."); a site whose first five differ from every other's
+    shows only them, and so does one that shares 7 frames only with a site
+    not listed (the sixth by bytes)."""
     proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
             "local_rank": -1, "command": "t", "events": 5, "dropped": 0, "mode": "drop", "overwritten": 0,
             "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
@@ -687,10 +689,10 @@ def call_sites_shown_apart(tmp):
     inner = [f"alloc_inner_{k} (lib.c:{k})" for k in range(7)]
     deep = [f"deep_{k} (d.c:{k})" for k in range(15)]
     stacks = {1: inner + ["site_a (a.c:1)", "main (a.c:9)"], 2: inner + ["site_b (b.c:2)", "main (b.c:9)"],
-              3: deep + ["x (d.c:99)"], 4: deep + ["y (d.c:98)", "z (d.c:97)"],
+              3: deep + ["x (d.c:99)"], 4: deep + ["y (d.c:98)", "z (d.c:97)"], 6: deep[:9],
               5: ["own_0 (o.c:1)", "main (o.c:2)"]}
     lines = [json.dumps(proc)]
-    for sid, frames in stacks.items():  # site k allocates 2^(20+k) bytes: by bytes, 5 4 3 2 1
+    for sid, frames in stacks.items():  # site k allocates 2^(20+k) bytes: by bytes, 6 5 4 3 2 (top five)
         lines.append(json.dumps({"type": "stack", "id": sid, "frames": frames}))
         lines.append(json.dumps({"type": "event", "kind": "alloc", "api": "cudaMalloc", "tid": 7,
                                  "start_ns": 1000 * sid, "end_ns": 1000 * sid + 100, "result": 0, "stack": sid,
@@ -702,14 +704,12 @@ def call_sites_shown_apart(tmp):
     got = out[out.index("  Allocation sites by bytes\n"):]
     got = got[:got.index("  Allocation sites by count\n")].splitlines()[1:]
     five = lambda frames: [f"      {'from' if k else 'at'} {frames[k]}" for k in range(5)]
-    want = (["    1 device, 32 MiB, 100 ns in the calls:", "      at own_0 (o.c:1)", "      from main (o.c:2)",
-             "    1 device, 16 MiB, 100 ns in the calls:"] + five(deep) + ["      ...", "      from y (d.c:98)",
-                                                                          "      ..."]
+    want = (["    1 device, 64 MiB, 100 ns in the calls:"] + five(deep) + ["      ..."]
+            + ["    1 device, 32 MiB, 100 ns in the calls:", "      at own_0 (o.c:1)", "      from main (o.c:2)",
+               "    1 device, 16 MiB, 100 ns in the calls:"] + five(deep) + ["      ...", "      from y (d.c:98)",
+                                                                             "      ..."]
             + ["    1 device, 8.0 MiB, 100 ns in the calls:"] + five(deep) + ["      ...", "      from x (d.c:99)"]
-            + ["    1 device, 4.0 MiB, 100 ns in the calls:"] + five(inner) + ["      ...", "      from site_b (b.c:2)",
-                                                                            "      ..."]
-            + ["    1 device, 2.0 MiB, 100 ns in the calls:"] + five(inner) + ["      ...", "      from site_a (a.c:1)",
-                                                                            "      ..."])
+            + ["    1 device, 4.0 MiB, 100 ns in the calls:"] + five(inner) + ["      ..."])
     check(got == want, "allocation sites:\n" + "\n".join(got))
 
 

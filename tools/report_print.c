@@ -282,7 +282,7 @@ static void stack_line(FILE *f, const char *indent, const char *frames, int max,
 		passed = 0;
 		fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p, n > 86 ? "..." : "");
 	}
-	if (!w.done && *w.p && strncmp(w.p, "__libc_start", 12))
+	if (passed || (!w.done && *w.p && strncmp(w.p, "__libc_start", 12)))
 		fprintf(f, "%s...\n", indent);
 }
 
