@@ -867,6 +867,54 @@ def one_off_pageable_copies_not_diagnosed(tmp):
 
 
 @test
+def waits_after_pageable_copies_named(tmp):
+    """A sync-stall diagnosis says how many of a phase's waits came right
+    after the same thread's pageable copy (PyTorch waits for each): three
+    steps of phase 'data', each a pageable copy then a wait on thread 7,
+    are "each right after a pageable copy" with the advice to pin; with a
+    launch between copy and wait in one step, or the wait of another
+    thread right after thread 7's copy, 2 of 3, and the general advice."""
+    def trace(name, between, other_tid):
+        proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+                "local_rank": -1, "command": "t", "events": 0, "dropped": 0, "mode": "drop", "overwritten": 0,
+                "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
+                "threads": 2, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": "none",
+                "device_mem": [1 << 30], "clock": "tsc"}
+        ev = []
+        for step in range(3):
+            t = 1_000_000 + step * 1_000_000
+            ev.append({"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": t, "end_ns": t,
+                       "result": 0, "device": 0, "name": "data", "step": step})
+            ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 1000,
+                       "end_ns": t + 2000, "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable",
+                       "device": 0, "async": True})
+            if between and step == 1:
+                ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 2500,
+                           "end_ns": t + 2600, "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1],
+                           "block": [32, 1, 1], "stream": 0})
+            tid = 8 if other_tid and step == 2 else 7
+            ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": tid, "start_ns": t + 3000,
+                       "end_ns": t + 4000, "result": 0, "device": 0, "stream": 0})
+            ev.append({"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": t + 500_000,
+                       "end_ns": t + 500_000, "result": 0, "device": 0, "name": "data", "step": step})
+        proc["events"] = len(ev)
+        path = os.path.join(tmp, name + ".jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join([json.dumps(proc)] + [json.dumps(dict(type="event", **e)) for e in ev]) + "\n")
+        return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "sync_stalls"]
+
+    got = trace("each", False, False)
+    check(len(got) == 1 and got[0].startswith(
+        "Phase 'data' (3 occurrences) synchronizes 3 times (3.0 us waiting; each right after a pageable "
+        "copy): ") and "\nCopy from pinned memory (DataLoader(pin_memory=True)" in got[0], f"each: {got}")
+    for name, between, other in (("launch", True, False), ("thread", False, True)):
+        got = trace(name, between, other)
+        check(len(got) == 1 and got[0].startswith(
+            "Phase 'data' (3 occurrences) synchronizes 3 times (3.0 us waiting; 2 right after a pageable "
+            "copy): ") and "\nRemove per-step .item()" in got[0], f"{name}: {got}")
+
+
+@test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
     parent, child = [int(x) for x in p.stdout.split()[1::2]]

@@ -149,19 +149,29 @@ static void stalls(struct gs_report *r)
 		uint64_t sc = sync_copies(&p->c);
 		if (p->count < 2 || p->c.sync.count + sc < p->count)
 			continue;
-		char t[32], waits[96] = "", copies[64] = "";
+		char t[32], waits[160] = "", copies[64] = "", after[64] = "";
+		uint64_t na = p->c.sync_after_pageable.count;
+		if (na == p->c.sync.count && na)
+			snprintf(after, sizeof(after), "; each right after a pageable copy");
+		else if (na)
+			snprintf(after, sizeof(after), "; %llu right after a pageable copy", (unsigned long long)na);
 		if (p->c.sync.count)
-			snprintf(waits, sizeof(waits), "synchronizes %llu times (%s waiting)",
-				 (unsigned long long)p->c.sync.count, gs_fmt_ns(t, p->c.sync.host_ns));
+			snprintf(waits, sizeof(waits), "synchronizes %llu times (%s waiting%s)",
+				 (unsigned long long)p->c.sync.count, gs_fmt_ns(t, p->c.sync.host_ns), after);
 		if (sc)
 			snprintf(copies, sizeof(copies), "makes %llu synchronous copies",
 				 (unsigned long long)sc);
+		/* Waits that each follow a pageable copy are the copies' own
+		 * (PyTorch waits for every copy from pageable memory). */
 		add(r, "sync_stalls",
 		    "Phase '%s' (%llu occurrences) %s%s%s: each one stops the host until the GPU drains "
-		    "its queue.\n"
-		    "Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy with "
-		    "non_blocking=True from pinned memory.",
-		    p->name, (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies);
+		    "its queue.\n%s",
+		    p->name, (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies,
+		    na && na == p->c.sync.count
+			    ? "Copy from pinned memory (DataLoader(pin_memory=True), tensor.pin_memory()) with "
+			      "non_blocking=True: a copy from pageable memory makes the host wait for it."
+			    : "Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy "
+			      "with non_blocking=True from pinned memory.");
 	}
 }
 

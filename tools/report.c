@@ -369,6 +369,28 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	heap_push(r, (struct gs_gpu_item){ ev->start_ns, ev->end_ns, host_start, ev->device });
 }
 
+/* Each thread's last host call: was it a pageable copy? (A wait right
+ * after one belongs to the copy: PyTorch waits for each copy from pageable
+ * memory.) A small open-addressing table; threads past it are not followed. */
+enum { LAST_CAP = 256 };
+struct last_call {
+	uint32_t tid;
+	uint8_t pageable_copy;
+};
+
+static struct last_call *last_call(struct last_call *t, uint32_t tid)
+{
+	for (uint32_t i = 0, k = tid * 2654435761u % LAST_CAP; i < LAST_CAP; i++, k = (k + 1) % LAST_CAP) {
+		if (t[k].tid == tid)
+			return &t[k];
+		if (!t[k].tid) {
+			t[k].tid = tid;
+			return &t[k];
+		}
+	}
+	return NULL;
+}
+
 int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen)
 {
 	struct gs_input in;
@@ -388,6 +410,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	struct open_phase stack[STACK_MAX];
 	int depth = 0;
 	uint64_t top_begin = 0, covered = 0;
+	struct last_call last[LAST_CAP] = { { 0, 0 } };
 	struct gs_ev ev;
 	int got;
 	while ((got = gs_input_next(&in, &ev)) == 1) {
@@ -446,6 +469,15 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		add_event(&r->total, &ev);
 		add_event(&r->phases[cur].c, &ev);
+		struct last_call *lc = ev.tid ? last_call(last, ev.tid) : NULL;
+		if (lc) {
+			if (ev.kind == GSPY_KIND_sync && lc->pageable_copy) {
+				agg_add(&r->total.sync_after_pageable, 0, ev.end_ns - ev.start_ns);
+				agg_add(&r->phases[cur].c.sync_after_pageable, 0, ev.end_ns - ev.start_ns);
+			}
+			lc->pageable_copy = ev.kind == GSPY_KIND_copy && ev.mem != GSPY_MEM_pinned &&
+					    (ev.dir == GSPY_DIR_h2d || ev.dir == GSPY_DIR_d2h);
+		}
 		r->pageable_h2d_warm += r->phases_repeat && ev.kind == GSPY_KIND_copy && ev.dir == GSPY_DIR_h2d &&
 					ev.mem != GSPY_MEM_pinned;
 		if (ev.kind == GSPY_KIND_launch) {

@@ -31,6 +31,7 @@ struct gs_cats {
 	struct gs_agg alloc[GS_ALLOC_KINDS];
 	struct gs_agg copy[GSPY_DIR_COUNT][2];      /* [dir][pageable/pinned] */
 	struct gs_agg copy_sync[GSPY_DIR_COUNT][2]; /* copies the host waited for */
+	struct gs_agg sync_after_pageable; /* waits a thread made right after its pageable copy */
 };
 
 struct gs_phase_stat {

@@ -39,6 +39,8 @@ check("train.py (0 workers, pageable): data starvation diagnosed", "data_starvat
 fh = phases(fast)["data"]["copy"]["h2d"]
 check("train.py (4 workers, pinned): H2D copies pinned, none pageable",
       fh["pinned"]["count"] > 0 and fh["pageable"]["count"] == 0, str(fh))
+check("train.py (4 workers, pinned): the model's start-up uploads are not diagnosed as pageable copies",
+      "pageable_copies" not in ids(fast), str(ids(fast)))
 share = lambda o: phases(o)["data"]["wall_ns"] / max(o["duration_ns"], 1)
 check("train.py: data share of wall time falls with workers",
       share(fast) < share(slow), f"{share(slow):.2f} -> {share(fast):.2f}")
