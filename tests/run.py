@@ -647,6 +647,30 @@ def report_text(*paths):
     return p.stdout
 
 
+def phase_event(begin, t, name, step):
+    """A phase_begin or phase_end event of thread 7 at t, for write_jsonl."""
+    return {"kind": "phase_begin" if begin else "phase_end", "api": "gpuspy_phase_push" if begin
+            else "gpuspy_phase_pop", "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0,
+            "name": name, "step": step}
+
+
+def write_jsonl(path, events, timing="none", threads=1, frames=None):
+    """A made-up trace in the dump's JSON Lines form: a process (pid 7)
+    with GPU timing `timing`, its stacks ({id: [frames]}) and its events
+    (dicts without "type")."""
+    proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+            "local_rank": -1, "command": "t", "events": len(events), "dropped": 0, "mode": "drop",
+            "overwritten": 0, "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0,
+            "used_bytes": 0, "threads": threads, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": timing,
+            "device_mem": [1 << 30], "clock": "tsc"}
+    lines = [json.dumps(proc)]
+    lines += [json.dumps({"type": "stack", "id": k, "frames": v}) for k, v in (frames or {}).items()]
+    lines += [json.dumps(dict(type="event", **e)) for e in events]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
 @test
 def golden_reports(tmp):
     gold = os.path.join(ROOT, "tests", "golden")
@@ -681,25 +705,16 @@ def call_sites_shown_apart(tmp):
     still marked "..."); a site whose first five differ from every other's
     shows only them, and so does one that shares 7 frames only with a site
     not listed (the sixth by bytes)."""
-    proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
-            "local_rank": -1, "command": "t", "events": 5, "dropped": 0, "mode": "drop", "overwritten": 0,
-            "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
-            "threads": 1, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": "none",
-            "device_mem": [1 << 30], "clock": "tsc"}
     inner = [f"alloc_inner_{k} (lib.c:{k})" for k in range(7)]
     deep = [f"deep_{k} (d.c:{k})" for k in range(15)]
     stacks = {1: inner + ["site_a (a.c:1)", "main (a.c:9)"], 2: inner + ["site_b (b.c:2)", "main (b.c:9)"],
               3: deep + ["x (d.c:99)"], 4: deep + ["y (d.c:98)", "z (d.c:97)"], 6: deep[:9],
               5: ["own_0 (o.c:1)", "main (o.c:2)"]}
-    lines = [json.dumps(proc)]
-    for sid, frames in stacks.items():  # site k allocates 2^(20+k) bytes: by bytes, 6 5 4 3 2 (top five)
-        lines.append(json.dumps({"type": "stack", "id": sid, "frames": frames}))
-        lines.append(json.dumps({"type": "event", "kind": "alloc", "api": "cudaMalloc", "tid": 7,
-                                 "start_ns": 1000 * sid, "end_ns": 1000 * sid + 100, "result": 0, "stack": sid,
-                                 "bytes": 1 << (20 + sid), "mem": "device", "addr": 4096 * sid, "device": 0}))
-    path = os.path.join(tmp, "sites.jsonl")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    # site k allocates 2^(20+k) bytes: by bytes, 6 5 4 3 2 (top five)
+    path = write_jsonl(os.path.join(tmp, "sites.jsonl"), [
+        {"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000 * k, "end_ns": 1000 * k + 100,
+         "result": 0, "stack": k, "bytes": 1 << (20 + k), "mem": "device", "addr": 4096 * k, "device": 0}
+        for k in stacks], frames=stacks)
     out = report_text(path)
     got = out[out.index("  Allocation sites by bytes\n"):]
     got = got[:got.index("  Allocation sites by count\n")].splitlines()[1:]
@@ -789,15 +804,9 @@ def launch_bound_judged_in_phases(tmp):
     T = 10_000_000_000
 
     def trace(kernel_ns, timing):
-        proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
-                "local_rank": -1, "command": "t", "events": 0, "dropped": 0, "mode": "drop", "overwritten": 0,
-                "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
-                "threads": 1, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": timing,
-                "device_mem": [1 << 30], "clock": "tsc"}
         ev = [{"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000, "end_ns": 2000, "result": 0,
                "bytes": 4096, "mem": "device", "addr": 4096, "device": 0},
-              {"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": T, "end_ns": T,
-               "result": 0, "device": 0, "name": "step", "step": 0}]
+              phase_event(True, T, "step", 0)]
         for i in range(1000):
             t = T + i * 5000
             ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 4000,
@@ -807,13 +816,8 @@ def launch_bound_judged_in_phases(tmp):
                 ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 500,
                            "end_ns": t + 500 + kernel_ns, "result": 0, "device": 0, "stream": 7, "corr": i + 1,
                            "name": "k"})
-        ev.append({"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": T + 5_000_000,
-                   "end_ns": T + 5_000_000, "result": 0, "device": 0, "name": "step", "step": 0})
-        proc["events"] = len(ev)
-        path = os.path.join(tmp, f"{timing}-{kernel_ns}.jsonl")
-        with open(path, "w") as f:
-            f.write("\n".join([json.dumps(proc)] + [json.dumps(dict(type="event", **e)) for e in ev]) + "\n")
-        return path
+        ev.append(phase_event(False, T + 5_000_000, "step", 0))
+        return write_jsonl(os.path.join(tmp, f"{timing}-{kernel_ns}.jsonl"), ev, timing=timing)
 
     busy = report_json(trace(3900, "cupti"))
     check([d["id"] for d in busy["diagnoses"] if d["id"] == "launch_bound"] == [],
@@ -835,26 +839,16 @@ def one_off_pageable_copies_not_diagnosed(tmp):
     run. One more copy in the second step, or the six taking 20 ms (2%),
     and all of them are diagnosed."""
     def trace(name, copy_ns, in_loop):
-        proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
-                "local_rank": -1, "command": "t", "events": 0, "dropped": 0, "mode": "drop", "overwritten": 0,
-                "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
-                "threads": 1, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": "none",
-                "device_mem": [1 << 30], "clock": "tsc"}
         copy = {"kind": "copy", "api": "cudaMemcpy", "tid": 7, "result": 0, "bytes": 1 << 20, "dir": "h2d",
                 "host_mem": "pageable", "device": 0}
         ev = [dict(copy, start_ns=1000 + i * 100_000, end_ns=1000 + i * 100_000 + copy_ns) for i in range(6)]
         for step in range(3):
             t = 100_000_000 + step * 300_000_000
-            ev.append({"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": t, "end_ns": t,
-                       "result": 0, "device": 0, "name": "step", "step": step})
+            ev.append(phase_event(True, t, "step", step))
             if in_loop and step == 1:
                 ev.append(dict(copy, start_ns=t + 1000, end_ns=t + 11_000))
-            ev.append({"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": t + 200_000_000,
-                       "end_ns": t + 200_000_000, "result": 0, "device": 0, "name": "step", "step": step})
-        proc["events"] = len(ev)
-        path = os.path.join(tmp, name + ".jsonl")
-        with open(path, "w") as f:
-            f.write("\n".join([json.dumps(proc)] + [json.dumps(dict(type="event", **e)) for e in ev]) + "\n")
+            ev.append(phase_event(False, t + 200_000_000, "step", step))
+        path = write_jsonl(os.path.join(tmp, name + ".jsonl"), ev)
         return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "pageable_copies"]
 
     check(trace("startup", 10_000, False) == [], "one-off start-up copies diagnosed")
@@ -875,16 +869,10 @@ def waits_after_pageable_copies_named(tmp):
     launch between copy and wait in one step, or the wait of another
     thread right after thread 7's copy, 2 of 3, and the general advice."""
     def trace(name, between, other_tid):
-        proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
-                "local_rank": -1, "command": "t", "events": 0, "dropped": 0, "mode": "drop", "overwritten": 0,
-                "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
-                "threads": 2, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": "none",
-                "device_mem": [1 << 30], "clock": "tsc"}
         ev = []
         for step in range(3):
             t = 1_000_000 + step * 1_000_000
-            ev.append({"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": t, "end_ns": t,
-                       "result": 0, "device": 0, "name": "data", "step": step})
+            ev.append(phase_event(True, t, "data", step))
             ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 1000,
                        "end_ns": t + 2000, "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable",
                        "device": 0, "async": True})
@@ -895,12 +883,8 @@ def waits_after_pageable_copies_named(tmp):
             tid = 8 if other_tid and step == 2 else 7
             ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": tid, "start_ns": t + 3000,
                        "end_ns": t + 4000, "result": 0, "device": 0, "stream": 0})
-            ev.append({"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": t + 500_000,
-                       "end_ns": t + 500_000, "result": 0, "device": 0, "name": "data", "step": step})
-        proc["events"] = len(ev)
-        path = os.path.join(tmp, name + ".jsonl")
-        with open(path, "w") as f:
-            f.write("\n".join([json.dumps(proc)] + [json.dumps(dict(type="event", **e)) for e in ev]) + "\n")
+            ev.append(phase_event(False, t + 500_000, "data", step))
+        path = write_jsonl(os.path.join(tmp, name + ".jsonl"), ev, threads=2)
         return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "sync_stalls"]
 
     got = trace("each", False, False)
