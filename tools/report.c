@@ -189,9 +189,10 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t i
 	/* Allocation churn: device allocations and frees after warm-up, which
 	 * is the first occurrence of a repeated phase or, without one, the
 	 * first fifth of the events. */
+	const int warm[2] = { r->phases_repeat, r->proc.events && index * 5 >= r->proc.events };
 	for (int i = 0; i < 2; i++) {
 		struct gs_churn *c = &r->churn[i];
-		if (i == 0 ? !r->phases_repeat : !r->proc.events || index * 5 < r->proc.events)
+		if (!warm[i])
 			continue;
 		c->allocs += is_alloc;
 		c->frees += !is_alloc;
@@ -369,6 +370,13 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	heap_push(r, (struct gs_gpu_item){ ev->start_ns, ev->end_ns, host_start, ev->device });
 }
 
+/* A copy between the host's pageable memory and the device. */
+static int pageable_copy(const struct gs_ev *ev)
+{
+	return ev->kind == GSPY_KIND_copy && ev->mem != GSPY_MEM_pinned &&
+	       (ev->dir == GSPY_DIR_h2d || ev->dir == GSPY_DIR_d2h);
+}
+
 /* Each thread's last host call: was it a pageable copy? (A wait right
  * after one belongs to the copy: PyTorch waits for each copy from pageable
  * memory.) A small open-addressing table; threads past it are not followed. */
@@ -475,11 +483,9 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 				agg_add(&r->total.sync_after_pageable, 0, ev.end_ns - ev.start_ns);
 				agg_add(&r->phases[cur].c.sync_after_pageable, 0, ev.end_ns - ev.start_ns);
 			}
-			lc->pageable_copy = ev.kind == GSPY_KIND_copy && ev.mem != GSPY_MEM_pinned &&
-					    (ev.dir == GSPY_DIR_h2d || ev.dir == GSPY_DIR_d2h);
+			lc->pageable_copy = (uint8_t)pageable_copy(&ev);
 		}
-		r->pageable_h2d_warm += r->phases_repeat && ev.kind == GSPY_KIND_copy && ev.dir == GSPY_DIR_h2d &&
-					ev.mem != GSPY_MEM_pinned;
+		r->pageable_h2d_warm += r->phases_repeat && pageable_copy(&ev) && ev.dir == GSPY_DIR_h2d;
 		if (ev.kind == GSPY_KIND_launch) {
 			struct gs_kernel_stat *k = kernel(r, launch_name(&ev));
 			uint64_t ns = ev.end_ns - ev.start_ns;
