@@ -867,7 +867,8 @@ def waits_after_pageable_copies_named(tmp):
     steps of phase 'data', each a pageable copy then a wait on thread 7,
     are "each right after a pageable copy" with the advice to pin; with a
     launch between copy and wait in one step, or the wait of another
-    thread right after thread 7's copy, 2 of 3, and the general advice."""
+    thread right after thread 7's copy, 2 of 3, and the general advice;
+    --json has the count per phase and in the totals."""
     def trace(name, between, other_tid):
         ev = []
         for step in range(3):
@@ -884,8 +885,12 @@ def waits_after_pageable_copies_named(tmp):
             ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": tid, "start_ns": t + 3000,
                        "end_ns": t + 4000, "result": 0, "device": 0, "stream": 0})
             ev.append(phase_event(False, t + 500_000, "data", step))
-        path = write_jsonl(os.path.join(tmp, name + ".jsonl"), ev, threads=2)
-        return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "sync_stalls"]
+        o = report_json(write_jsonl(os.path.join(tmp, name + ".jsonl"), ev, threads=2))
+        data = [p for p in o["phases"] if p["name"] == "data"][0]
+        n = 3 if name == "each" else 2
+        check(data["sync_after_pageable"]["count"] == n and data["sync_after_pageable"]["host_ns"] == 1000 * n
+              and o["totals"]["sync_after_pageable"]["count"] == n, f"{name}: --json {data['sync_after_pageable']}")
+        return [d["text"] for d in o["diagnoses"] if d["id"] == "sync_stalls"]
 
     got = trace("each", False, False)
     check(len(got) == 1 and got[0].startswith(

@@ -599,6 +599,7 @@ static void cats_json(cJSON *o, const struct gs_cats *c)
 		cJSON_AddItemToObject(alloc, alloc_names[i], agg_json(&c->alloc[i], 1));
 	cJSON_AddItemToObject(o, "free", agg_json(&c->free, 1));
 	cJSON_AddItemToObject(o, "sync", agg_json(&c->sync, 0));
+	cJSON_AddItemToObject(o, "sync_after_pageable", agg_json(&c->sync_after_pageable, 0));
 }
 
 static cJSON *phases_json(const struct gs_report *r)
