@@ -93,12 +93,22 @@ static int pct_digits(double share)
 	return share > 0 && share < 0.01 ? 1 : 0;
 }
 
+/* Narrows *span to the time in phases (the loop), which the diagnoses of a
+ * loop take their shares of: start-up and teardown outside phases would
+ * dilute them. Returns 0, *span left as the whole run, without phases. */
+static int loop_span(const struct gs_report *r, uint64_t *span)
+{
+	if (r->nphases < 2 || *span <= r->phases[0].wall_ns)
+		return 0;
+	*span -= r->phases[0].wall_ns;
+	return 1;
+}
+
 static void starvation(struct gs_report *r, uint64_t span)
 {
 	/* Share of the time spent inside phases (the loop), not of the whole
 	 * run: start-up and teardown outside phases would dilute it. */
-	if (r->nphases > 1 && span > r->phases[0].wall_ns)
-		span -= r->phases[0].wall_ns;
+	loop_span(r, &span);
 	for (size_t i = 1; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		if (!strcasestr(p->name, "data") || p->count < 2 || !span)
@@ -189,8 +199,8 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	const char *of = "of the time";
 	for (int d = 0; d < 8; d++)
 		busy += r->dev[d].busy_ns;
-	if (r->nphases > 1 && span > r->phases[0].wall_ns) {
-		window = span - r->phases[0].wall_ns;
+	int in_phases = loop_span(r, &window);
+	if (in_phases) {
 		busy = launch_ns = sync_ns = launch_n = 0;
 		for (size_t i = 1; i < r->nphases; i++) {
 			busy += r->phases[i].gpu_busy_ns;
@@ -225,7 +235,7 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	    "GPU only %.*f%%: the GPU finishes work faster than it is launched (host-side estimate).\n"
 	    "Launch less often: capture the step in a CUDA graph, or use "
 	    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
-	    (unsigned long long)launch_n, 100 * launch_share, window < span ? " in phases" : "",
+	    (unsigned long long)launch_n, 100 * launch_share, in_phases ? " in phases" : "",
 	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share);
 }
 
