@@ -2824,6 +2824,41 @@ def python_frames_only_with_the_gil(tmp):
     check(not any(".py:" in f for fr in stacks.values() for f in fr), "Python frames while off")
 
 
+
+def readme_section(text, heading):
+    """The lines of README.md's section `## heading`, up to the next `## `."""
+    m = re.search(r"^## " + re.escape(heading) + r"\n(.*?)(?=^## )", text, re.S | re.M)
+    check(m, f"README has no section '## {heading}'")
+    return m.group(1)
+
+
+@test
+def readme_lists_every_variable_and_option(tmp):
+    """README.md stays true to the code: its Environment table has a row for
+    every GPUSPY_ variable that lib/, tools/ or python/ read (and no row for
+    one they do not), and its Commands section shows every option the
+    commands take, each line of `gpuspy --help` among them."""
+    srcs = [os.path.join(ROOT, d, f) for d in ("lib", "tools", "python")
+            for f in sorted(os.listdir(os.path.join(ROOT, d))) if f.endswith((".c", ".h", ".py"))]
+    code = "".join(open(f, encoding="utf-8").read() for f in srcs)
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    read = set(re.findall(r"[\"'](GPUSPY_[A-Z0-9_]+)[\"']", code))
+    rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", readme_section(readme, "Environment"), re.M))
+    check(len(read) >= 20, f"only {sorted(read)} found in the sources")
+    check(read == rows, f"read but not in the Environment table: {sorted(read - rows)}; "
+                        f"in the table but never read: {sorted(rows - read)}")
+    commands = readme_section(readme, "Commands")
+    opts = set(re.findall(r'"(--?[a-z][a-z-]*)"', "".join(
+        open(os.path.join(ROOT, "tools", f)).read() for f in os.listdir(os.path.join(ROOT, "tools")) if f.endswith(".c"))))
+    check({"--dir", "--json", "--format", "-o", "--help"} <= opts, f"options found: {sorted(opts)}")
+    missing = sorted(o for o in opts if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", commands))
+    check(not missing, f"options not in README's Commands: {missing}")
+    usage = subprocess.run([GPUSPY, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    block = re.search(r"```\n(.*?)```", commands, re.S).group(1)
+    shown = set(re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", block))
+    for word in re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", usage.split("FILE is")[0]):
+        check(word in shown, f"'{word}' of `gpuspy --help` is not in README's usage block")
+
 def main():
     want = sys.argv[1:]
     passed = failed = skipped = 0
