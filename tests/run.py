@@ -904,6 +904,38 @@ def waits_after_pageable_copies_named(tmp):
 
 
 @test
+def counts_of_one_are_singular(tmp):
+    """A report's counts of one take the singular: two steps of phase
+    'data', one with a synchronous pageable copy of 100 us, the other with
+    a wait of 50 us that carries a stack, give "1 host-to-device copy ...
+    stages it ... it cannot overlap", "synchronizes 1 time ... and makes 1
+    synchronous copy" and, among the call sites, "1 wait"."""
+    ev = []
+    for step in range(2):
+        t = 1_000_000 * (step + 1)
+        ev.append(phase_event(True, t, "data", step))
+        if step == 0:
+            ev.append({"kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": t + 1000, "end_ns": t + 101_000,
+                       "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable", "device": 0,
+                       "async": False})
+        else:
+            ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": 7, "start_ns": t + 1000,
+                       "end_ns": t + 51_000, "result": 0, "device": 0, "stream": 0, "stack": 1})
+        ev.append(phase_event(False, t + 500_000, "data", step))
+    path = write_jsonl(os.path.join(tmp, "one.jsonl"), ev, frames={1: ["wait_here (w.c:3)", "main (w.c:9)"]})
+    said = {d["id"]: d["text"] for d in report_json(path)["diagnoses"]}
+    check(said.get("pageable_copies", "").startswith(
+        "1 host-to-device copy (4.0 KiB, 100.0 us on the host) read pageable memory: the driver stages it "
+        "through a bounce buffer and it cannot overlap compute."), f"pageable copies: {said}")
+    check(said.get("sync_stalls", "").startswith(
+        "Phase 'data' (2 occurrences) synchronizes 1 time (50.0 us waiting; each right after a pageable copy) "
+        "and makes 1 synchronous copy: "), f"sync stalls: {said}")
+    out = report_text(path)
+    check("\n    1 wait, 50.0 us in phase 'data':\n      at wait_here (w.c:3)\n      from main (w.c:9)\n" in out,
+          f"waits list:\n{out}")
+
+
+@test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
     parent, child = [int(x) for x in p.stdout.split()[1::2]]

@@ -49,16 +49,18 @@ static void pageable(struct gs_report *r, uint64_t span)
 	size_t n = gs_sites_sorted(&r->sites.copy, GS_BY_BYTES, &v);
 	if (n) {
 		const struct gs_site *x = v[0];
+		/* "All" when this site copied every pageable byte. */
+		const char *which = x->bytes == h->bytes + d->bytes ? "All" : "The largest:";
 		int k = (int)strcspn(x->frames, "\n");
 		if (x->host_alloc) {
 			int a = (int)strcspn(x->host_alloc, "\n");
 			snprintf(where, sizeof(where),
-				 " The largest: %s copied at %.*s from a %s pageable buffer allocated at %.*s; "
-				 "pin it there.", gs_fmt_bytes(w, x->bytes), k, x->frames,
+				 " %s %s copied at %.*s from a %s pageable buffer allocated at %.*s; "
+				 "pin it there.", which, gs_fmt_bytes(w, x->bytes), k, x->frames,
 				 gs_fmt_bytes(t, x->host_alloc_bytes), a, x->host_alloc);
 		} else {
-			snprintf(where, sizeof(where), " The largest: %s copied at %.*s.", gs_fmt_bytes(w, x->bytes),
-				 k, x->frames);
+			snprintf(where, sizeof(where), " %s %s copied at %.*s.", which, gs_fmt_bytes(w, x->bytes), k,
+				 x->frames);
 		}
 	}
 	free(v);
@@ -67,11 +69,13 @@ static void pageable(struct gs_report *r, uint64_t span)
 	int one_off = r->phases_repeat && !r->pageable_h2d_warm && h->host_ns * 100 < span;
 	if (h->count && !one_off)
 		add(r, "pageable_copies",
-		    "%llu host-to-device copies (%s, %s on the host) read pageable memory: the driver stages "
-		    "them through a bounce buffer and they cannot overlap compute.%s\n"
+		    "%llu host-to-device cop%s (%s, %s on the host) read pageable memory: the driver stages "
+		    "%s through a bounce buffer and %s cannot overlap compute.%s\n"
 		    "Pin the source: DataLoader(pin_memory=True) or tensor.pin_memory() (cudaHostAlloc in C), "
 		    "then copy with non_blocking=True.",
-		    (unsigned long long)h->count, gs_fmt_bytes(b, h->bytes), gs_fmt_ns(t, h->host_ns), where);
+		    (unsigned long long)h->count, h->count == 1 ? "y" : "ies", gs_fmt_bytes(b, h->bytes),
+		    gs_fmt_ns(t, h->host_ns), h->count == 1 ? "it" : "them", h->count == 1 ? "it" : "they",
+		    where);
 	if (d->count >= 10)
 		add(r, "pageable_copies_d2h",
 		    "%llu device-to-host copies (%s) land in pageable memory; copy into a pinned buffer "
@@ -166,11 +170,12 @@ static void stalls(struct gs_report *r)
 		else if (na)
 			snprintf(after, sizeof(after), "; %llu right after a pageable copy", (unsigned long long)na);
 		if (p->c.sync.count)
-			snprintf(waits, sizeof(waits), "synchronizes %llu times (%s waiting%s)",
-				 (unsigned long long)p->c.sync.count, gs_fmt_ns(t, p->c.sync.host_ns), after);
+			snprintf(waits, sizeof(waits), "synchronizes %llu time%s (%s waiting%s)",
+				 (unsigned long long)p->c.sync.count, p->c.sync.count == 1 ? "" : "s",
+				 gs_fmt_ns(t, p->c.sync.host_ns), after);
 		if (sc)
-			snprintf(copies, sizeof(copies), "makes %llu synchronous copies",
-				 (unsigned long long)sc);
+			snprintf(copies, sizeof(copies), "makes %llu synchronous cop%s",
+				 (unsigned long long)sc, sc == 1 ? "y" : "ies");
 		/* Waits that each follow a pageable copy are the copies' own
 		 * (PyTorch waits for every copy from pageable memory). */
 		add(r, "sync_stalls",

@@ -286,6 +286,12 @@ static void stack_line(FILE *f, const char *indent, const char *frames, int max,
 		fprintf(f, "%s...\n", indent);
 }
 
+/* The "s" after a noun that follows n. */
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* How many leading shown frames two stacks have in common. */
 static int frames_in_common(const char *a, const char *b)
 {
@@ -321,11 +327,12 @@ static void site_list(FILE *f, const char *title, const struct gs_siteset *set, 
 			char a[32], b[32], c[32];
 			const struct gs_site *x = v[i];
 			if (by == GS_BY_TIME)
-				fprintf(f, "    %s waits, %s in phase '%s':\n", gs_fmt_count(a, x->count),
-					gs_fmt_ns(b, x->host_ns), x->phase ? x->phase : "?");
+				fprintf(f, "    %s wait%s, %s in phase '%s':\n", gs_fmt_count(a, x->count),
+					plural(x->count), gs_fmt_ns(b, x->host_ns),
+					x->phase ? x->phase : "?");
 			else if (by == GS_BY_PEAK)
 				fprintf(f, "    %s in %s block%s at the peak:\n", gs_fmt_bytes(a, x->peak_bytes),
-					gs_fmt_count(b, x->peak_count), x->peak_count == 1 ? "" : "s");
+					gs_fmt_count(b, x->peak_count), plural(x->peak_count));
 			else
 				fprintf(f, "    %s %s, %s, %s in the calls:\n", gs_fmt_count(a, x->count),
 					site_kind(x, is_copy), gs_fmt_bytes(b, x->bytes), gs_fmt_ns(c, x->host_ns));
@@ -383,8 +390,9 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 			if (!g->spans)
 				continue;
 			double pct = span ? 100.0 * (double)g->span_ns / (double)span : 0.0;
-			fprintf(f, "  device %d: phases' GPU spans %s of %s (%s intervals): busy at most %.1f%%\n",
+			fprintf(f, "  device %d: phases' GPU spans %s of %s (%s interval%s): busy at most %.1f%%\n",
 				i, gs_fmt_ns(a, g->span_ns), gs_fmt_ns(b, span), gs_fmt_count(c, g->spans),
+				plural(g->spans),
 				pct < 100.0 ? pct : 100.0);
 		}
 		return;
@@ -403,12 +411,12 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 		fprintf(f, "    (host-bound: the work after the gap was launched only after the GPU went idle)\n");
 	}
 	if (r->queue_n)
-		fprintf(f, "  queue delay (launch call to kernel start): mean %s, max %s over %s kernels\n",
+		fprintf(f, "  queue delay (launch call to kernel start): mean %s, max %s over %s kernel%s\n",
 			gs_fmt_ns(a, r->queue_sum_ns / r->queue_n), gs_fmt_ns(b, r->queue_max_ns),
-			gs_fmt_count(c, r->queue_n));
+			gs_fmt_count(c, r->queue_n), plural(r->queue_n));
 	if (r->graph_kernels)
-		fprintf(f, "  CUDA graphs ran %s kernels (%s GPU time)\n", gs_fmt_count(a, r->graph_kernels),
-			gs_fmt_ns(b, r->graph_kernel_ns));
+		fprintf(f, "  CUDA graphs ran %s kernel%s (%s GPU time)\n", gs_fmt_count(a, r->graph_kernels),
+			plural(r->graph_kernels), gs_fmt_ns(b, r->graph_kernel_ns));
 	if (r->gpu_records)
 		fprintf(f, "  GPU records matched to the call that launched them: %.1f%% of %s\n",
 			100.0 * (double)r->gpu_matched / (double)r->gpu_records, gs_fmt_count(a, r->gpu_records));
