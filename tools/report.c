@@ -197,6 +197,7 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t i
 		c->allocs += is_alloc;
 		c->frees += !is_alloc;
 		c->alloc_bytes += is_alloc ? ev->bytes : 0;
+		c->host_ns += ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0;
 	}
 }
 

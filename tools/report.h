@@ -87,7 +87,7 @@ struct gs_report {
 	/* Device allocations and frees after warm-up: [0] after the first
 	 * occurrence of a repeated phase, [1] after the first fifth of the events. */
 	struct gs_churn {
-		uint64_t allocs, frees, alloc_bytes;
+		uint64_t allocs, frees, alloc_bytes, host_ns; /* host_ns: in the calls */
 	} churn[2];
 	int phases_repeat;
 	uint64_t pageable_h2d_warm; /* pageable H2D copies from a phase's second occurrence on */
