@@ -2491,7 +2491,8 @@ def stacks_report_sites_and_host_buffer(tmp):
     for x in o["alloc_sites"] + o["copy_sites"] + o["sync_sites"]:
         check(set(x) >= {"stack", "count", "bytes", "host_ns"} and x["host_ns"] > 0, f"site fields {x}")
     d = [x["text"] for x in o["diagnoses"] if x["id"] == "pageable_copies"]
-    check(d and "upload (prog_stacks.c:" in d[0] and "allocated at make_host_buffer (prog_stacks.c:" in d[0],
+    check(d and "All 64 MiB copied in upload (prog_stacks.c:" in d[0]
+          and "from a 64 MiB pageable buffer allocated in make_host_buffer (prog_stacks.c:" in d[0],
           f"diagnosis does not name the lines: {d}")
     g = os.path.join(tmp, traces(tmp)[0])
     j = os.path.join(tmp, "trace.jsonl")

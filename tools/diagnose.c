@@ -55,11 +55,11 @@ static void pageable(struct gs_report *r, uint64_t span)
 		if (x->host_alloc) {
 			int a = (int)strcspn(x->host_alloc, "\n");
 			snprintf(where, sizeof(where),
-				 " %s %s copied at %.*s from a %s pageable buffer allocated at %.*s; "
+				 " %s %s copied in %.*s from a %s pageable buffer allocated in %.*s; "
 				 "pin it there.", which, gs_fmt_bytes(w, x->bytes), k, x->frames,
 				 gs_fmt_bytes(t, x->host_alloc_bytes), a, x->host_alloc);
 		} else {
-			snprintf(where, sizeof(where), " %s %s copied at %.*s.", which, gs_fmt_bytes(w, x->bytes), k,
+			snprintf(where, sizeof(where), " %s %s copied in %.*s.", which, gs_fmt_bytes(w, x->bytes), k,
 				 x->frames);
 		}
 	}
