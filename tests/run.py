@@ -958,6 +958,30 @@ def churn_says_its_time(tmp):
         "the device."), f"diagnoses: {said}")
 
 @test
+def events_busy_bound_is_of_the_time_in_phases(tmp):
+    """GPUSPY_CUPTI=events: the GPU section bounds the device's busy time by
+    the spans of the phases over the time in phases, and names the spans
+    outside phases apart (a start-up interval spans its idle seconds): a
+    4.0 ms span outside phases, then two 500 us steps of 300 us spans each,
+    give 600.0 us of 1.0 ms in phases, at most 60.0%, and 4.0 ms outside."""
+    def span(t, name, ns):
+        return {"kind": "gpu_span", "api": "cuda_event_span", "tid": 7, "start_ns": t, "end_ns": t + 100,
+                "result": 0, "name": name, "gpu_ns": ns, "device": 0, "stream": 5}
+    ev = [span(1000, "", 4_000_000)]
+    for step in range(2):
+        t = 5_000_000 + step * 500_000
+        ev += [phase_event(True, t, "step", step), span(t + 1000, "step", 300_000),
+               phase_event(False, t + 500_000, "step", step)]
+    path = write_jsonl(os.path.join(tmp, "spans.jsonl"), ev, timing="events")
+    o = report_json(path)
+    check(o["gpu"]["devices"] == [{"device": 0, "span_ns": 4_600_000, "spans": 3, "phases_span_ns": 600_000,
+                                   "phases_spans": 2}], f"gpu {o['gpu']}")
+    out = report_text(path)
+    want = ("  device 0: GPU spans 600.0 us of 1.0 ms in phases (2 intervals): busy at most 60.0%\n"
+            "    outside phases: 4.0 ms (1 interval)\n")
+    check(want in out, f"GPU section:\n{out}")
+
+@test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
     parent, child = [int(x) for x in p.stdout.split()[1::2]]
@@ -1381,10 +1405,12 @@ def gpu_time_from_events(tmp):
         got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
         check(got == {"(no phase)": (0, 0), "multi": (35000, 3), "outer": (5000, 2), "inner": (2000, 1),
                       "threaded": (7000, 1)}, f"{path}: {got}")
-        check(o["gpu"]["devices"] == [{"device": 0, "span_ns": 49000, "spans": 7}], f"gpu {o.get('gpu')}")
+        check(o["gpu"]["devices"] == [{"device": 0, "span_ns": 49000, "spans": 7, "phases_span_ns": 49000,
+                                       "phases_spans": 7}], f"gpu {o.get('gpu')}")
     p = subprocess.run([GPUSPY, "report", "--color", "never", gspy], capture_output=True, text=True)
-    check("  device 0: phases' GPU spans 49.0 us of " in p.stdout and " (7 intervals): busy at most "
-          in p.stdout and max(len(l) for l in p.stdout.splitlines()) <= 100, p.stdout[-600:])
+    check("  device 0: GPU spans 49.0 us of " in p.stdout and " in phases (7 intervals): busy at most "
+          in p.stdout and "outside phases" not in p.stdout and max(len(l) for l in p.stdout.splitlines()) <= 100,
+          p.stdout[-600:])
     # The training loop: forward 10 x 64 us, backward 12 x 64 us, optimizer
     # 32 us per step; data's copies take no GPU time.
     d = os.path.join(tmp, "train")

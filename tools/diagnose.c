@@ -100,7 +100,7 @@ static int pct_digits(double share)
 /* Narrows *span to the time in phases (the loop), which the diagnoses of a
  * loop take their shares of: start-up and teardown outside phases would
  * dilute them. Returns 0, *span left as the whole run, without phases. */
-static int loop_span(const struct gs_report *r, uint64_t *span)
+int gs_loop_span(const struct gs_report *r, uint64_t *span)
 {
 	if (r->nphases < 2 || *span <= r->phases[0].wall_ns)
 		return 0;
@@ -112,7 +112,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 {
 	/* Share of the time spent inside phases (the loop), not of the whole
 	 * run: start-up and teardown outside phases would dilute it. */
-	loop_span(r, &span);
+	gs_loop_span(r, &span);
 	for (size_t i = 1; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		if (!strcasestr(p->name, "data") || p->count < 2 || !span)
@@ -204,7 +204,7 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	const char *of = "of the time";
 	for (int d = 0; d < 8; d++)
 		busy += r->dev[d].busy_ns;
-	int in_phases = loop_span(r, &window);
+	int in_phases = gs_loop_span(r, &window);
 	if (in_phases) {
 		busy = launch_ns = sync_ns = launch_n = 0;
 		for (size_t i = 1; i < r->nphases; i++) {
@@ -250,7 +250,7 @@ static void churn(struct gs_report *r, uint64_t span)
 	if (c->allocs + c->frees < 10)
 		return;
 	char b[32], t[32];
-	int in_phases = loop_span(r, &span);
+	int in_phases = gs_loop_span(r, &span);
 	double share = span ? (double)c->host_ns / (double)span : 0;
 	add(r, "allocation_churn",
 	    "%llu device allocations (%s) and %llu frees after warm-up (%s) took %s in the calls, %.*f%% "

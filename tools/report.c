@@ -464,6 +464,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (ev.device >= 0 && ev.device < 8) {
 				r->dev[ev.device].span_ns += ev.gpu_ns;
 				r->dev[ev.device].spans++;
+				r->dev[ev.device].phase_span_ns += p ? ev.gpu_ns : 0;
+				r->dev[ev.device].phase_spans += p != 0;
 			}
 			continue;
 		}
@@ -564,6 +566,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		d->dev[i].ops += s->dev[i].ops;
 		d->dev[i].span_ns += s->dev[i].span_ns;
 		d->dev[i].spans += s->dev[i].spans;
+		d->dev[i].phase_span_ns += s->dev[i].phase_span_ns;
+		d->dev[i].phase_spans += s->dev[i].phase_spans;
 	}
 	d->gpu_records += s->gpu_records;
 	d->gpu_matched += s->gpu_matched;

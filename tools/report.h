@@ -50,7 +50,8 @@ struct gs_kernel_stat {
 
 struct gs_device_gpu {
 	uint64_t busy_ns, idle_host_ns, idle_other_ns, ops;
-	uint64_t span_ns, spans; /* GPUSPY_CUPTI=events: the phases' GPU spans */
+	uint64_t span_ns, spans; /* GPUSPY_CUPTI=events: every interval's GPU spans */
+	uint64_t phase_span_ns, phase_spans; /* of those, the spans of named phases */
 	uint64_t cur_start, cur_end; /* the busy interval being merged */
 };
 
@@ -118,6 +119,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 /* Add src's numbers into dst (the whole of several processes). */
 void gs_report_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_report_diagnose(struct gs_report *r);
+/* Narrows *span (the run) to the time in phases; 0 without phases. */
+int gs_loop_span(const struct gs_report *r, uint64_t *span);
 void gs_report_free(struct gs_report *r);
 
 /* Output (report_print.c). */

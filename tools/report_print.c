@@ -389,11 +389,22 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 			const struct gs_device_gpu *g = &r->dev[i];
 			if (!g->spans)
 				continue;
-			double pct = span ? 100.0 * (double)g->span_ns / (double)span : 0.0;
-			fprintf(f, "  device %d: phases' GPU spans %s of %s (%s interval%s): busy at most %.1f%%\n",
-				i, gs_fmt_ns(a, g->span_ns), gs_fmt_ns(b, span), gs_fmt_count(c, g->spans),
-				plural(g->spans),
-				pct < 100.0 ? pct : 100.0);
+			/* With phases, of the time in them: the intervals outside
+			 * (start-up) span their idle time too. */
+			uint64_t in = span, ns = g->span_ns, n = g->spans;
+			int phased = gs_loop_span(r, &in);
+			if (phased) {
+				ns = g->phase_span_ns;
+				n = g->phase_spans;
+			}
+			double pct = in ? 100.0 * (double)ns / (double)in : 0.0;
+			fprintf(f, "  device %d: GPU spans %s of %s%s (%s interval%s): busy at most %.1f%%\n", i,
+				gs_fmt_ns(a, ns), gs_fmt_ns(b, in), phased ? " in phases" : "", gs_fmt_count(c, n),
+				plural(n), pct < 100.0 ? pct : 100.0);
+			if (phased && g->spans > g->phase_spans)
+				fprintf(f, "    outside phases: %s (%s interval%s)\n",
+					gs_fmt_ns(a, g->span_ns - g->phase_span_ns),
+					gs_fmt_count(c, g->spans - g->phase_spans), plural(g->spans - g->phase_spans));
 		}
 		return;
 	}
@@ -703,6 +714,8 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 			} else {
 				cJSON_AddNumberToObject(d, "span_ns", (double)x->span_ns);
 				cJSON_AddNumberToObject(d, "spans", (double)x->spans);
+				cJSON_AddNumberToObject(d, "phases_span_ns", (double)x->phase_span_ns);
+				cJSON_AddNumberToObject(d, "phases_spans", (double)x->phase_spans);
 			}
 			cJSON_AddItemToArray(devs, d);
 		}
