@@ -938,24 +938,32 @@ def counts_of_one_are_singular(tmp):
 @test
 def churn_says_its_time(tmp):
     """The allocation-churn diagnosis says how long the allocations and
-    frees after warm-up took and what share of the time in phases: six
-    200 us steps, each a 10 us cudaMalloc of 1 MiB and a 5 us cudaFree; the
+    frees after warm-up took and what share of the time after it: six
+    200 us steps, each a 10 us cudaMalloc of 1 MiB and a 6 us cudaFree; the
     five after the first step make 5 allocations (5.0 MiB) and 5 frees,
-    75.0 us, 6% of the 1.2 ms in phases. The first step's pair is not
-    counted, nor a pair made before the loop (outside phases)."""
+    80.0 us, 8% of the 1.0 ms from the second step's start to the end. The
+    first step's pair is not counted, nor a 50 ms pair made before the loop
+    (outside phases, like a context's creation in the first cudaMalloc)."""
     def alloc(api, t, dur, addr, size=None):
         return {"kind": "alloc" if size else "free", "api": api, "tid": 7, "start_ns": t, "end_ns": t + dur,
                 "result": 0, "mem": "device", "addr": addr, "device": 0, "bytes": size or (1 << 20)}
-    ev = [alloc("cudaMalloc", 100_000, 50_000, 1 << 40, 1 << 30), alloc("cudaFree", 160_000, 20_000, 1 << 40)]
+    ev = [alloc("cudaMalloc", 100_000, 50_000_000, 1 << 40, 1 << 30), alloc("cudaFree", 50_200_000, 20_000, 1 << 40)]
     for step in range(6):
-        t = 1_000_000 + step * 200_000
+        t = 51_000_000 + step * 200_000
         ev += [phase_event(True, t, "step", step), alloc("cudaMalloc", t + 1000, 10_000, 4096, 1 << 20),
-               alloc("cudaFree", t + 20_000, 5_000, 4096), phase_event(False, t + 200_000, "step", step)]
+               alloc("cudaFree", t + 20_000, 6_000, 4096), phase_event(False, t + 200_000, "step", step)]
     said = {d["id"]: d["text"] for d in report_json(write_jsonl(os.path.join(tmp, "churn.jsonl"), ev))["diagnoses"]}
     check(said.get("allocation_churn", "").startswith(
         "5 device allocations (5.0 MiB) and 5 frees after warm-up (after the first occurrence of a repeated "
-        "phase) took 75.0 us in the calls, 6% of the time in phases: each cudaMalloc/cudaFree synchronizes "
+        "phase) took 80.0 us in the calls, 8% of the time after it: each cudaMalloc/cudaFree synchronizes "
         "the device."), f"diagnoses: {said}")
+    # Without phases, warm-up is the first fifth of the events (3 of 14):
+    # every step's pair counts, 96.0 us of the 1.025 ms from the third event.
+    flat = [e for e in ev if not e["kind"].startswith("phase_")]
+    said = {d["id"]: d["text"] for d in report_json(write_jsonl(os.path.join(tmp, "flat.jsonl"), flat))["diagnoses"]}
+    check(said.get("allocation_churn", "").startswith(
+        "6 device allocations (6.0 MiB) and 6 frees after warm-up (after the first fifth of the events) took "
+        "96.0 us in the calls, 9% of the time after it: "), f"without phases: {said}")
 
 @test
 def events_busy_bound_is_of_the_time_in_phases(tmp):

@@ -244,24 +244,25 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share);
 }
 
-static void churn(struct gs_report *r, uint64_t span)
+static void churn(struct gs_report *r)
 {
 	const struct gs_churn *c = &r->churn[r->phases_repeat ? 0 : 1];
 	if (c->allocs + c->frees < 10)
 		return;
 	char b[32], t[32];
-	int in_phases = gs_loop_span(r, &span);
-	double share = span ? (double)c->host_ns / (double)span : 0;
+	/* Of the time after warm-up: the first calls (a context's creation
+	 * inside the first cudaMalloc) would hide a loop's churn. */
+	uint64_t after = r->t_last > c->from_ns ? r->t_last - c->from_ns : 0;
+	double share = after ? (double)c->host_ns / (double)after : 0;
 	add(r, "allocation_churn",
 	    "%llu device allocations (%s) and %llu frees after warm-up (%s) took %s in the calls, %.*f%% "
-	    "of %s: each cudaMalloc/cudaFree synchronizes the device.\n"
+	    "of the time after it: each cudaMalloc/cudaFree synchronizes the device.\n"
 	    "Allocate once and reuse: keep buffers across steps, avoid torch.cuda.empty_cache() in the "
 	    "loop, keep shapes stable, or use a stream-ordered pool (cudaMallocAsync).",
 	    (unsigned long long)c->allocs, gs_fmt_bytes(b, c->alloc_bytes), (unsigned long long)c->frees,
 	    r->phases_repeat ? "after the first occurrence of a repeated phase"
 			     : "after the first fifth of the events",
-	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share,
-	    in_phases ? "the time in phases" : "the run");
+	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share);
 }
 
 static void oom(struct gs_report *r)
@@ -286,6 +287,6 @@ void gs_report_diagnose(struct gs_report *r)
 	starvation(r, span);
 	stalls(r);
 	launch_bound(r, span);
-	churn(r, span);
+	churn(r);
 	oom(r);
 }

@@ -427,10 +427,15 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			r->t_first = ev.start_ns;
 		if (ev.end_ns > r->t_last)
 			r->t_last = ev.end_ns;
+		/* Warm-up without repeated phases: the first fifth of the events. */
+		if (!r->churn[1].from_ns && r->proc.events && r->nevents * 5 >= r->proc.events)
+			r->churn[1].from_ns = ev.start_ns;
 		if (ev.kind == GSPY_KIND_phase_begin) {
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
-			if (++r->phases[p].count == 2)
-				r->phases_repeat = 1;
+			if (++r->phases[p].count == 2 && !r->phases_repeat) {
+				r->phases_repeat = 1; /* warm-up ends: a phase's second occurrence */
+				r->churn[0].from_ns = ev.start_ns;
+			}
 			if (depth == 0)
 				top_begin = ev.start_ns;
 			if (depth < STACK_MAX)
