@@ -1883,8 +1883,8 @@ def report_gpu_timing_arithmetic(tmp):
     check(h2d["gpu_ns"] == 40 * us and h2d["gpu_bytes"] == 2 << 20, f"data copies {h2d}")
     check(ph["data"]["gpu_busy_ns"] == 40 * us and ph["data"]["gpu_idle_ns"] == 760 * us, "data idle")
     d = o["gpu"]["devices"][0]
-    check(d["busy_ns"] == 500 * us and d["idle_host_bound_ns"] == 995 * us and d["idle_other_ns"] == 40 * us,
-          f"device busy/idle {d}")
+    check(d["busy_ns"] == 500 * us and d["idle_host_bound_ns"] == 995 * us and d["idle_other_ns"] == 40 * us
+          and d["busy_in_phases_ns"] == 500 * us, f"device busy/idle {d}")
     g = o["gpu"]
     check(g["queue_delay_mean_ns"] == 110 * us and g["queue_delay_max_ns"] == 200 * us, f"queue {g}")
     check(g["graph_kernels"] == 6 and g["graph_kernel_ns"] == 240 * us and g["matched"] == g["records"] == 12,
@@ -1908,6 +1908,17 @@ def report_gpu_timing_arithmetic(tmp):
     for a, b in zip(q["phases"], o["phases"]):
         check(a["gpu_busy_ns"] == b["gpu_busy_ns"] and a["launch"]["gpu_ns"] == b["launch"]["gpu_ns"],
               f"phase {a['name']} GPU numbers depend on delivery order")
+    # A 10 us kernel between the steps, outside phases: busy 510 us, of it
+    # 500 in phases, which the text gives of the 1.8 ms in phases.
+    extra = {"type": "event", "kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": 1_000_950_000,
+             "end_ns": 1_000_960_000, "result": 0, "device": 0, "stream": 7, "corr": 999, "name": "between"}
+    path = os.path.join(tmp, "between.jsonl")
+    with open(path, "w") as f:
+        f.write("\n".join(lines + [json.dumps(extra)]) + "\n")
+    d = report_json(path)["gpu"]["devices"][0]
+    check(d["busy_ns"] == 510 * us and d["busy_in_phases_ns"] == 500 * us, f"outside phases: {d}")
+    check("  device 0: busy 510.0 us of 1.9 ms (26.8%); idle gaps: " in report_text(path)
+          and "\n    in phases: busy 500.0 us of 1.8 ms (27.8%)\n" in report_text(path), report_text(path))
 
 
 # GPU timing from the CUPTI double (tests/doubles/fakecupti.c): its GPU runs

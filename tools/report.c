@@ -241,6 +241,17 @@ static void note_phase_change(struct gs_report *r, uint64_t t, size_t phase)
 	r->nchanges++;
 }
 
+/* A busy stretch of a device ends: to its busy time, and to its time in
+ * phases when it began in a named phase. */
+static void busy_done(struct gs_report *r, struct gs_device_gpu *d)
+{
+	uint64_t ns = d->cur_end - d->cur_start;
+	d->busy_ns += ns;
+	if (phase_at(r, d->cur_start, 0))
+		d->phase_busy_ns += ns;
+	d->cur_start = d->cur_end = 0;
+}
+
 /* The device timeline, in start order: busy time and idle gaps, an idle gap
  * being host-bound when the work after it was launched only after the GPU
  * went idle. */
@@ -254,12 +265,12 @@ static void device_step(struct gs_report *r, const struct gs_gpu_item *g)
 		d->cur_start = g->start;
 		d->cur_end = g->end;
 	} else if (g->start > d->cur_end) {
-		d->busy_ns += d->cur_end - d->cur_start;
 		uint64_t gap = g->start - d->cur_end;
 		if (g->host_start > d->cur_end)
 			d->idle_host_ns += gap;
 		else
 			d->idle_other_ns += gap;
+		busy_done(r, d);
 		d->cur_start = g->start;
 		d->cur_end = g->end;
 	} else if (g->end > d->cur_end) {
@@ -525,15 +536,13 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	r->phases[0].count = 1;
 	while (r->nheap)
 		heap_pop(r);
+	for (int d = 0; d < 8; d++)
+		if (r->dev[d].cur_end)
+			busy_done(r, &r->dev[d]);
 	free(r->heap);
 	free(r->changes);
 	r->heap = NULL;
 	r->changes = NULL;
-	for (int d = 0; d < 8; d++)
-		if (r->dev[d].cur_end) {
-			r->dev[d].busy_ns += r->dev[d].cur_end - r->dev[d].cur_start;
-			r->dev[d].cur_start = r->dev[d].cur_end = 0;
-		}
 	free(r->corr);
 	r->corr = NULL;
 	gs_input_close(&in);
@@ -566,6 +575,7 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		d->gpu_timing = GSPY_GPU_TIMING_events;
 	for (int i = 0; i < 8; i++) {
 		d->dev[i].busy_ns += s->dev[i].busy_ns;
+		d->dev[i].phase_busy_ns += s->dev[i].phase_busy_ns;
 		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;
 		d->dev[i].idle_other_ns += s->dev[i].idle_other_ns;
 		d->dev[i].ops += s->dev[i].ops;

@@ -50,6 +50,7 @@ struct gs_kernel_stat {
 
 struct gs_device_gpu {
 	uint64_t busy_ns, idle_host_ns, idle_other_ns, ops;
+	uint64_t phase_busy_ns; /* of busy_ns, the stretches that began in a named phase */
 	uint64_t span_ns, spans; /* GPUSPY_CUPTI=events: every interval's GPU spans */
 	uint64_t phase_span_ns, phase_spans; /* of those, the spans of named phases */
 	uint64_t cur_start, cur_end; /* the busy interval being merged */

@@ -419,6 +419,11 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 			gs_fmt_ns(a, g->busy_ns), gs_fmt_ns(b, span),
 			span ? 100.0 * (double)g->busy_ns / (double)span : 0.0, gs_fmt_ns(c, g->idle_host_ns),
 			gs_fmt_ns(d, g->idle_other_ns));
+		/* The loop's own share: start-up outside phases dilutes the run's. */
+		uint64_t in = span;
+		if (gs_loop_span(r, &in))
+			fprintf(f, "    in phases: busy %s of %s (%.1f%%)\n", gs_fmt_ns(a, g->phase_busy_ns),
+				gs_fmt_ns(b, in), in ? 100.0 * (double)g->phase_busy_ns / (double)in : 0.0);
 		fprintf(f, "    (host-bound: the work after the gap was launched only after the GPU went idle)\n");
 	}
 	if (r->queue_n)
@@ -709,6 +714,7 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 			cJSON_AddNumberToObject(d, "device", i);
 			if (gpu_mode) {
 				cJSON_AddNumberToObject(d, "busy_ns", (double)x->busy_ns);
+				cJSON_AddNumberToObject(d, "busy_in_phases_ns", (double)x->phase_busy_ns);
 				cJSON_AddNumberToObject(d, "idle_host_bound_ns", (double)x->idle_host_ns);
 				cJSON_AddNumberToObject(d, "idle_other_ns", (double)x->idle_other_ns);
 			} else {
