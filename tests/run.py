@@ -990,6 +990,32 @@ def events_busy_bound_is_of_the_time_in_phases(tmp):
     check(want in out, f"GPU section:\n{out}")
 
 @test
+def kernel_names_shortened_from_the_end(tmp):
+    """The kernels table shows a kernel without its return type, parameter
+    list and the function's own namespaces, and without at::native::,
+    std:: and anonymous namespaces in its template arguments, cut at the
+    end: two reduce kernels of PyTorch stay apart (MeanOps, func_wrapper),
+    a mangled name is demangled, and --json keeps every name whole."""
+    mean = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+            "float, float>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, "
+            "float, float, float>, unsigned int, float, 4, 4>)")
+    names = [mean, mean.replace("MeanOps", "func_wrapper_t"),
+             "void at::native::(anonymous namespace)::fill_kernel<float>(float*, int)", "fill(float*, int, float)",
+             "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_execute_kernel",
+             "_Z11coop_kernelPf"]
+    ev = [{"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": 1000 * (i + 1),
+           "end_ns": 1000 * (i + 1) + 100 * (len(names) - i), "result": 0, "device": 0, "name": n,
+           "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0} for i, n in enumerate(names)]
+    path = write_jsonl(os.path.join(tmp, "k.jsonl"), ev)
+    out = report_text(path)
+    rows = [l[2:50].rstrip() for l in out[out.index("Top kernels"):].splitlines()[1:7]]
+    check(rows == ["reduce_kernel<512, 1, ReduceOp<float, MeanOps...", "reduce_kernel<512, 1, ReduceOp<float, func_wr...",
+                   "fill_kernel<float>", "fill", "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesiz...", "coop_kernel"],
+          "kernels table:\n" + "\n".join(rows))
+    full = sorted(k["name"] for k in report_json(path)["kernels"])
+    check(full == sorted(names[:5] + ["coop_kernel(float*)"]), f"--json names {full}")
+
+@test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
     parent, child = [int(x) for x in p.stdout.split()[1::2]]

@@ -164,6 +164,49 @@ static const struct gs_kernel_stat **sorted_kernels(const struct gs_report *r)
 	return v;
 }
 
+/* A kernel's name in the 48 columns of the kernels table: the demangled
+ * name without its return type, parameter list and the function's own
+ * namespaces, and without the at::native::, std:: and anonymous namespaces
+ * inside its template arguments; cut at the end ("...") if still longer.
+ * What tells two kernels apart is usually near the front (the function,
+ * then its first template arguments); --json keeps the whole name. */
+static void kernel_label(const char *n, char out[64])
+{
+	static const char *const drop[] = { "(anonymous namespace)::", "at::native::", "std::" };
+	char buf[512];
+	size_t k = 0;
+	if (!strncmp(n, "void ", 5))
+		n += 5;
+	while (*n && k < sizeof(buf) - 1) {
+		size_t i = 0;
+		while (i < 3 && strncmp(n, drop[i], strlen(drop[i])))
+			i++;
+		if (i < 3)
+			n += strlen(drop[i]);
+		else
+			buf[k++] = *n++;
+	}
+	buf[k] = 0;
+	/* The parameter list: the first '(' outside template arguments, unless
+	 * the name begins with it ("(host function)"). */
+	int depth = 0;
+	for (size_t i = 1; i < k; i++) {
+		depth += buf[i] == '<' ? 1 : buf[i] == '>' ? -1 : 0;
+		if (buf[i] == '(' && depth == 0) {
+			buf[k = i] = 0;
+			break;
+		}
+	}
+	/* The function's own namespaces: up to its last "::" before any '<'. */
+	const char *s = buf, *lt = strchr(buf, '<');
+	for (const char *c = buf; (c = strstr(c, "::")) && (!lt || c < lt); c += 2)
+		s = c + 2;
+	if (strlen(s) > 48)
+		snprintf(out, 64, "%.45s...", s);
+	else
+		snprintf(out, 64, "%s", s);
+}
+
 static void kernels_table(FILE *f, const struct gs_report *r)
 {
 	if (!r->nkernels)
@@ -180,13 +223,8 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 		if (gpu_mode && !v[i]->gpu_count)
 			continue; /* host functions and graph launches are not kernels */
 		shown_n++;
-		const char *n = gs_demangle(v[i]->name);
-		size_t len = strlen(n);
 		char shown[64];
-		if (len > 48)
-			snprintf(shown, sizeof(shown), "%.22s...%s", n, n + len - 23);
-		else
-			snprintf(shown, sizeof(shown), "%s", n);
+		kernel_label(gs_demangle(v[i]->name), shown);
 		if (gpu_mode && v[i]->gpu_count)
 			fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->gpu_count),
 				gs_fmt_ns(b, v[i]->gpu_total_ns), gs_fmt_ns(c, v[i]->gpu_total_ns / v[i]->gpu_count),
