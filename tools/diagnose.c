@@ -73,8 +73,8 @@ static void pageable(struct gs_report *r, uint64_t span)
 		    "%s through a bounce buffer and %s cannot overlap compute.%s\n"
 		    "Pin the source: DataLoader(pin_memory=True) or tensor.pin_memory() (cudaHostAlloc in C), "
 		    "then copy with non_blocking=True.",
-		    (unsigned long long)h->count, h->count == 1 ? "y" : "ies", gs_fmt_bytes(b, h->bytes),
-		    gs_fmt_ns(t, h->host_ns), h->count == 1 ? "it" : "them", h->count == 1 ? "it" : "they",
+		    (unsigned long long)h->count, gs_pl(h->count, "y", "ies"), gs_fmt_bytes(b, h->bytes),
+		    gs_fmt_ns(t, h->host_ns), gs_pl(h->count, "it", "them"), gs_pl(h->count, "it", "they"),
 		    where);
 	if (d->count >= 10)
 		add(r, "pageable_copies_d2h",
@@ -171,11 +171,11 @@ static void stalls(struct gs_report *r)
 			snprintf(after, sizeof(after), "; %llu right after a pageable copy", (unsigned long long)na);
 		if (p->c.sync.count)
 			snprintf(waits, sizeof(waits), "synchronizes %llu time%s (%s waiting%s)",
-				 (unsigned long long)p->c.sync.count, p->c.sync.count == 1 ? "" : "s",
+				 (unsigned long long)p->c.sync.count, gs_pl(p->c.sync.count, "", "s"),
 				 gs_fmt_ns(t, p->c.sync.host_ns), after);
 		if (sc)
 			snprintf(copies, sizeof(copies), "makes %llu synchronous cop%s",
-				 (unsigned long long)sc, sc == 1 ? "y" : "ies");
+				 (unsigned long long)sc, gs_pl(sc, "y", "ies"));
 		/* Waits that each follow a pageable copy are the copies' own
 		 * (PyTorch waits for every copy from pageable memory). */
 		add(r, "sync_stalls",

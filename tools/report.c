@@ -171,7 +171,7 @@ static void add_event(struct gs_cats *c, const struct gs_ev *ev)
 	}
 }
 
-static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t index)
+static void track_memory(struct gs_report *r, const struct gs_ev *ev)
 {
 	if (ev->result != 0 || !counts_as_reserved(ev))
 		return;
@@ -186,19 +186,25 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev, uint64_t i
 		r->peak_t = ev->end_ns;
 		gs_sites_peak(&r->sites);
 	}
-	/* Allocation churn: device allocations and frees after warm-up, which
-	 * is the first occurrence of a repeated phase or, without one, the
-	 * first fifth of the events. */
-	const int warm[2] = { r->phases_repeat, r->proc.events && index * 5 >= r->proc.events };
+	/* Allocation churn: device allocations and frees after warm-up (both
+	 * rules, warm_up). */
 	for (int i = 0; i < 2; i++) {
 		struct gs_churn *c = &r->churn[i];
-		if (!warm[i])
+		if (!c->warm)
 			continue;
 		c->allocs += is_alloc;
 		c->frees += !is_alloc;
 		c->alloc_bytes += is_alloc ? ev->bytes : 0;
 		c->host_ns += ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0;
 	}
+}
+
+/* Warm-up ends at t for one of the churn's two rules: [0] a phase's second
+ * occurrence begins, [1] the first fifth of the events is past. */
+static void warm_up(struct gs_churn *c, uint64_t t)
+{
+	c->warm = 1;
+	c->from_ns = t;
 }
 
 struct open_phase {
@@ -438,14 +444,13 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			r->t_first = ev.start_ns;
 		if (ev.end_ns > r->t_last)
 			r->t_last = ev.end_ns;
-		/* Warm-up without repeated phases: the first fifth of the events. */
-		if (!r->churn[1].from_ns && r->proc.events && r->nevents * 5 >= r->proc.events)
-			r->churn[1].from_ns = ev.start_ns;
+		if (!r->churn[1].warm && r->proc.events && r->nevents * 5 >= r->proc.events)
+			warm_up(&r->churn[1], ev.start_ns);
 		if (ev.kind == GSPY_KIND_phase_begin) {
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
 			if (++r->phases[p].count == 2 && !r->phases_repeat) {
-				r->phases_repeat = 1; /* warm-up ends: a phase's second occurrence */
-				r->churn[0].from_ns = ev.start_ns;
+				r->phases_repeat = 1;
+				warm_up(&r->churn[0], ev.start_ns);
 			}
 			if (depth == 0)
 				top_begin = ev.start_ns;
@@ -496,15 +501,16 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		add_event(&r->total, &ev);
 		add_event(&r->phases[cur].c, &ev);
+		int pc = pageable_copy(&ev);
 		struct last_call *lc = ev.tid ? last_call(last, ev.tid) : NULL;
 		if (lc) {
 			if (ev.kind == GSPY_KIND_sync && lc->pageable_copy) {
 				agg_add(&r->total.sync_after_pageable, 0, ev.end_ns - ev.start_ns);
 				agg_add(&r->phases[cur].c.sync_after_pageable, 0, ev.end_ns - ev.start_ns);
 			}
-			lc->pageable_copy = (uint8_t)pageable_copy(&ev);
+			lc->pageable_copy = (uint8_t)pc;
 		}
-		r->pageable_h2d_warm += r->phases_repeat && pageable_copy(&ev) && ev.dir == GSPY_DIR_h2d;
+		r->pageable_h2d_warm += r->phases_repeat && pc && ev.dir == GSPY_DIR_h2d;
 		if (ev.kind == GSPY_KIND_launch) {
 			struct gs_kernel_stat *k = kernel(r, launch_name(&ev));
 			uint64_t ns = ev.end_ns - ev.start_ns;
@@ -516,7 +522,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 				k->max_ns = ns;
 		}
 		gs_sites_event(&r->sites, &in, &ev, cur ? r->phases[cur].name : NULL);
-		track_memory(r, &ev, r->nevents);
+		track_memory(r, &ev);
 	}
 	/* Sync sites count only inside phases that repeat (per step). */
 	for (size_t i = 0; i < r->sites.sync.n; i++) {

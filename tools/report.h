@@ -90,7 +90,8 @@ struct gs_report {
 	 * occurrence of a repeated phase, [1] after the first fifth of the events. */
 	struct gs_churn {
 		uint64_t allocs, frees, alloc_bytes, host_ns; /* host_ns: in the calls */
-		uint64_t from_ns; /* when warm-up ended (0: it did not) */
+		int warm;         /* warm-up has ended (warm_up) */
+		uint64_t from_ns; /* when */
 	} churn[2];
 	int phases_repeat;
 	uint64_t pageable_h2d_warm; /* pageable H2D copies from a phase's second occurrence on */

@@ -324,12 +324,6 @@ static void stack_line(FILE *f, const char *indent, const char *frames, int max,
 		fprintf(f, "%s...\n", indent);
 }
 
-/* The "s" after a noun that follows n. */
-static const char *plural(uint64_t n)
-{
-	return n == 1 ? "" : "s";
-}
-
 /* How many leading shown frames two stacks have in common. */
 static int frames_in_common(const char *a, const char *b)
 {
@@ -366,11 +360,11 @@ static void site_list(FILE *f, const char *title, const struct gs_siteset *set, 
 			const struct gs_site *x = v[i];
 			if (by == GS_BY_TIME)
 				fprintf(f, "    %s wait%s, %s in phase '%s':\n", gs_fmt_count(a, x->count),
-					plural(x->count), gs_fmt_ns(b, x->host_ns),
+					gs_pl(x->count, "", "s"), gs_fmt_ns(b, x->host_ns),
 					x->phase ? x->phase : "?");
 			else if (by == GS_BY_PEAK)
 				fprintf(f, "    %s in %s block%s at the peak:\n", gs_fmt_bytes(a, x->peak_bytes),
-					gs_fmt_count(b, x->peak_count), plural(x->peak_count));
+					gs_fmt_count(b, x->peak_count), gs_pl(x->peak_count, "", "s"));
 			else
 				fprintf(f, "    %s %s, %s, %s in the calls:\n", gs_fmt_count(a, x->count),
 					site_kind(x, is_copy), gs_fmt_bytes(b, x->bytes), gs_fmt_ns(c, x->host_ns));
@@ -438,11 +432,12 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 			double pct = in ? 100.0 * (double)ns / (double)in : 0.0;
 			fprintf(f, "  device %d: GPU spans %s of %s%s (%s interval%s): busy at most %.1f%%\n", i,
 				gs_fmt_ns(a, ns), gs_fmt_ns(b, in), phased ? " in phases" : "", gs_fmt_count(c, n),
-				plural(n), pct < 100.0 ? pct : 100.0);
-			if (phased && g->spans > g->phase_spans)
+				gs_pl(n, "", "s"), pct < 100.0 ? pct : 100.0);
+			uint64_t out = g->spans - g->phase_spans;
+			if (phased && out)
 				fprintf(f, "    outside phases: %s (%s interval%s)\n",
-					gs_fmt_ns(a, g->span_ns - g->phase_span_ns),
-					gs_fmt_count(c, g->spans - g->phase_spans), plural(g->spans - g->phase_spans));
+					gs_fmt_ns(a, g->span_ns - g->phase_span_ns), gs_fmt_count(c, out),
+					gs_pl(out, "", "s"));
 		}
 		return;
 	}
@@ -467,10 +462,10 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 	if (r->queue_n)
 		fprintf(f, "  queue delay (launch call to kernel start): mean %s, max %s over %s kernel%s\n",
 			gs_fmt_ns(a, r->queue_sum_ns / r->queue_n), gs_fmt_ns(b, r->queue_max_ns),
-			gs_fmt_count(c, r->queue_n), plural(r->queue_n));
+			gs_fmt_count(c, r->queue_n), gs_pl(r->queue_n, "", "s"));
 	if (r->graph_kernels)
 		fprintf(f, "  CUDA graphs ran %s kernel%s (%s GPU time)\n", gs_fmt_count(a, r->graph_kernels),
-			plural(r->graph_kernels), gs_fmt_ns(b, r->graph_kernel_ns));
+			gs_pl(r->graph_kernels, "", "s"), gs_fmt_ns(b, r->graph_kernel_ns));
 	if (r->gpu_records)
 		fprintf(f, "  GPU records matched to the call that launched them: %.1f%% of %s\n",
 			100.0 * (double)r->gpu_matched / (double)r->gpu_records, gs_fmt_count(a, r->gpu_records));
@@ -591,7 +586,7 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 	}
 	char a[32], b[32];
 	fprintf(f, "%sgpuspy report%s: %zu process%s, %s events, %s dropped\n", bold, reset, n,
-		n == 1 ? "" : "es", gs_fmt_count(a, whole->nevents), gs_fmt_count(b, whole->proc.dropped));
+		gs_pl(n, "", "es"), gs_fmt_count(a, whole->nevents), gs_fmt_count(b, whole->proc.dropped));
 	gpu_mode = whole->gpu_timing == GSPY_GPU_TIMING_cupti;
 	events_mode = whole->gpu_timing == GSPY_GPU_TIMING_events;
 	if (events_mode)

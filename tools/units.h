@@ -10,4 +10,10 @@ char *gs_fmt_bytes(char *buf, uint64_t bytes);
 char *gs_fmt_count(char *buf, uint64_t n);
 char *gs_fmt_rate(char *buf, uint64_t bytes, uint64_t ns); /* GB/s, "-" when unknown */
 
+/* The form of a word that goes with a count of n: one or many. */
+static inline const char *gs_pl(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
 #endif
