@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,7 +21,9 @@ __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec"))) = { .de
 struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC };
 struct gs_config gs_cfg;
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+enum { INIT_NONE, INIT_BUSY, INIT_DONE }; /* gs_once's states */
+static int init_state;
+static uint32_t init_tid;
 
 uint64_t gs_mono_ns(void)
 {
@@ -181,21 +184,68 @@ static void init_real(void)
 		gs_g.clock = GSPY_CLOCK_MONOTONIC;
 	else
 		gs_g.clock = tsc_usable() ? GSPY_CLOCK_TSC : GSPY_CLOCK_MONOTONIC;
-	pthread_atfork(NULL, NULL, atfork_child);
 	gs_nvtx_setup();
 	gs_python_setup();
 	gs_stacks_setup();
 	gs_host_setup(); /* last: arms the host-allocation hooks */
 }
 
-void gs_init(void)
+/*
+ * Runs fn once, from whichever thread comes first, and never blocks
+ * without bound: fn must take no lock and never wait on another thread
+ * (no dlopen, dladdr or dlsym: the loader's lock may be held by a thread
+ * that waits on this one; no thread started). A second thread that arrives
+ * meanwhile waits up to a second for it; the running thread itself,
+ * re-entering (a hook inside fn, a signal handler), gets 0 at once, and so
+ * does a thread that waited in vain: the caller passes its call through.
+ * 1 when fn has run. Unlike pthread_once, whose waiters block as long as
+ * it takes, and forever when it is their own thread.
+ */
+int gs_once(int *state, uint32_t *tid, void (*fn)(void))
 {
-	pthread_once(&init_once, init_real);
+	int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	if (GS_LIKELY(s == INIT_DONE))
+		return 1;
+	uint32_t me = (uint32_t)syscall(SYS_gettid);
+	if (s == INIT_NONE &&
+	    __atomic_compare_exchange_n(state, &s, INIT_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(tid, me, __ATOMIC_RELAXED);
+		int e = errno;
+		fn();
+		errno = e;
+		/* What fn set up is in place before anyone reads it. */
+		__atomic_store_n(state, INIT_DONE, __ATOMIC_RELEASE);
+		return 1;
+	}
+	if (__atomic_load_n(tid, __ATOMIC_RELAXED) == me)
+		return 0;
+	for (int i = 0; i < 10000; i++) {
+		if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == INIT_DONE)
+			return 1;
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	return 0;
 }
 
+/* Reads the options, once, from whichever entry point comes first
+ * (init_real reads the environment and one sysfs file). */
+int gs_init(void)
+{
+	if (GS_LIKELY(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == INIT_DONE))
+		return 1;
+	return gs_once(&init_state, &init_tid, init_real);
+}
+
+/* The constructor runs where the loader lock is this thread's or nobody's
+ * (start-up, or dlopen of libgpuspy as an injection library): the one
+ * place for what needs the loader (libunwind). */
 __attribute__((constructor)) static void gs_ctor(void)
 {
 	gs_init();
+	pthread_atfork(NULL, NULL, atfork_child);
+	if (!gs_g.disabled)
+		gs_stacks_load();
 }
 
 __attribute__((destructor)) static void gs_dtor(void)

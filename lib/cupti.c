@@ -445,9 +445,7 @@ void gs_cupti_note(struct gspy_record *r, uint32_t corr)
  * the program's cuLaunchKernel is gpuspy's: its wrappers are in the path. */
 static int wrappers_in_path(void)
 {
-	Dl_info self, global;
-	void *p = gs_real_dlsym(RTLD_DEFAULT, "cuLaunchKernel");
-	return p && dladdr(p, &global) && dladdr((void *)&on_api, &self) && global.dli_fbase == self.dli_fbase;
+	return gs_in_self(gs_real_dlsym(RTLD_DEFAULT, "cuLaunchKernel"));
 }
 
 /*

@@ -88,7 +88,11 @@ struct gs_config {
 };
 extern struct gs_config gs_cfg;
 
-void gs_init(void);               /* idempotent, cheap after the first call */
+/* Reads the options once; cheap after the first call. 1 when they are
+ * read, 0 while another call on this thread is reading them (or, after a
+ * bounded wait, another thread): the caller passes its call through. */
+int gs_init(void);
+int gs_once(int *state, uint32_t *tid, void (*fn)(void)); /* see core.c */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned lo, unsigned hi);
 int gs_env_bool(const char *name, int dflt);
@@ -118,7 +122,8 @@ void gs_events_forked(void);
 /* Call stacks (stacks.c). */
 void gs_stack_note(struct gspy_record *r);
 void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_STACK_MIN in ticks */
-void gs_stacks_setup(void);
+void gs_stacks_setup(void); /* the options (gs_init) */
+void gs_stacks_load(void);  /* libunwind, from the constructor: stacks on */
 void gs_stacks_forked(void);
 /* An allocation's native frames taken now, to be recorded once the trace
  * file exists (hook_host.c, before the first CUDA call): up to
@@ -254,6 +259,8 @@ static inline void *gs_real(unsigned api)
 #define GS_REAL(sym) ((__typeof__(&sym))gs_real(GSPY_API_##sym))
 
 void *gs_real_dlsym(void *handle, const char *name);
+const char *gs_self_name(void); /* libgpuspy's path as the loader has it; no lock */
+int gs_in_self(const void *p);  /* p lies in libgpuspy's own image */
 void *gs_next_sym(const char *name); /* RTLD_NEXT without dlsym */
 void *gs_driver_fn(const char *name); /* unwrapped libcuda function */
 int gs_api_ptds(unsigned api);        /* a _ptds/_ptsz (per-thread stream) entry point */

@@ -340,8 +340,8 @@ void gs_nvtx_setup(void)
 	nvtx_on = gs_env_bool("GPUSPY_NVTX", 1);
 	if (!nvtx_on || getenv("NVTX_INJECTION64_PATH"))
 		return;
-	Dl_info di;
 	char path[PATH_MAX];
-	if (dladdr((void *)gs_nvtx_setup, &di) && di.dli_fname && realpath(di.dli_fname, path))
+	const char *self = gs_self_name();
+	if (self && realpath(self, path))
 		setenv("NVTX_INJECTION64_PATH", path, 0);
 }

@@ -38,9 +38,9 @@ static int is_python(void)
 /* In the tree: lib/../python. Installed: <prefix>/lib/../share/gpuspy/python. */
 static int helper_dir(char *out, size_t cap)
 {
-	Dl_info di;
 	char lib[PATH_MAX];
-	if (!dladdr((void *)helper_dir, &di) || !di.dli_fname || !realpath(di.dli_fname, lib))
+	const char *self = gs_self_name();
+	if (!self || !realpath(self, lib))
 		return -1;
 	char *slash = strrchr(lib, '/');
 	if (!slash)

@@ -517,6 +517,8 @@ static void stacks_choice(int *on, int *all, int *glibc)
 	*on = !off;
 }
 
+static int stack_on, stack_all, stack_glibc; /* the options, for gs_stacks_load */
+
 /* GPUSPY_STACKS, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES, GPUSPY_STACK_MIN,
  * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
 void gs_stacks_setup(void)
@@ -527,13 +529,26 @@ void gs_stacks_setup(void)
 	gs_cfg.stack_launch_every = gs_env_uint("GPUSPY_STACK_LAUNCHES", "a number", 0, 0, 1000000000);
 	gs_cfg.stack_min_ns = env_duration("GPUSPY_STACK_MIN");
 	int python = gs_env_bool("GPUSPY_PYTHON_FRAMES", 0);
-	if (!on)
+	stack_all = all;
+	stack_glibc = glibc;
+	stack_on = on;
+	if (on) /* what the file's header says; the kinds follow in gs_stacks_load */
+		gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (all ? GSPY_STACKS_ALL : 0);
+}
+
+/* Loads the unwinder and turns stacks on: from the constructor only (a
+ * dlopen in a hook could wait on the loader lock held by a thread that
+ * waits on the hooked one). Calls made before it carry no stack. */
+void gs_stacks_load(void)
+{
+	if (!stack_on)
 		return;
-	/* A dlopen here may call malloc: the host hooks are not armed yet.
+	gs_tls.depth++; /* what the loader calls (malloc) is not the program's */
+	/* A dlopen here may call malloc.
 	 * GPUSPY_STACKS=glibc skips libunwind (whose per-thread trace cache
 	 * has a thread-exit destructor that ThreadSanitizer's runtime cannot
 	 * take). */
-	void *h = glibc ? NULL : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	void *h = stack_glibc ? NULL : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h) {
 		grab = (backtrace_fn)gs_real_dlsym(h, "unw_backtrace");
 		int (*policy)(void *, int) = (__typeof__(policy))gs_real_dlsym(h, "_ULx86_64_set_caching_policy");
@@ -543,17 +558,20 @@ void gs_stacks_setup(void)
 	}
 	if (!grab) {
 		grab = backtrace;
-		if (!glibc)
+		if (!stack_glibc)
 			gs_warn("libunwind.so.8 not found; call stacks from glibc's backtrace()");
 		void *warm[4];
 		backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
 	}
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
-	gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (all ? GSPY_STACKS_ALL : 0);
-	gs_g.stack_kinds = 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
-			   (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
-			   1u << GSPY_KIND_unmap |
-			   (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0);
+	int all = stack_all;
+	/* Last: the hooks take stacks once they see their kind here. */
+	__atomic_store_n(&gs_g.stack_kinds,
+			 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
+				 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
+				 1u << GSPY_KIND_unmap | (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0),
+			 __ATOMIC_RELEASE);
+	gs_tls.depth--;
 }
 
 void gs_stacks_clock(double ticks_per_s)

@@ -48,8 +48,21 @@ static struct hook hooks[GSPY_API_COUNT] = {
 void *gs_real_tab[GSPY_API_COUNT];
 static dlsym_fn real_dlsym;
 static dlvsym_fn real_dlvsym;
-static pthread_once_t sym_once = PTHREAD_ONCE_INIT;
+static int sym_state; /* sym_init: gs_once's states */
+static uint32_t sym_tid;
 static uint64_t mismatches;
+
+/* libgpuspy's own image, as the linker laid it out: no dladdr, no loader
+ * lock. A DSO's first segment starts at address 0, so the ELF header's
+ * address is the load base. */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+extern ElfW(Dyn) _DYNAMIC[];
+
+int gs_in_self(const void *p)
+{
+	return (uintptr_t)p >= (uintptr_t)&__ehdr_start && (uintptr_t)p < (uintptr_t)_end;
+}
 
 /* ---- the real dlsym, from libc's own symbol table ---------------------- */
 
@@ -197,7 +210,6 @@ GS_EARLY static void *object_sym(uintptr_t base, const ElfW(Dyn) *dyn, const cha
  */
 GS_EARLY void *gs_next_sym(const char *name)
 {
-	extern ElfW(Dyn) _DYNAMIC[];
 	/* First the objects after us; then, when gpuspy was dlopen'ed
 	 * (CUDA_INJECTION64_PATH) and is last in the list, those before it. */
 	for (int pass = 0; pass < 2; pass++) {
@@ -225,8 +237,17 @@ static void strip_suffix(char *s, const char *sfx)
 		s[n - k] = 0;
 }
 
-/* The wrapper table: base names and our own definitions. Not on the early
- * path: only a CUDA name, looked up long after start-up, needs it. */
+const char *gs_self_name(void)
+{
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+		if (m->l_ld == _DYNAMIC)
+			return m->l_name && *m->l_name ? m->l_name : NULL;
+	return NULL;
+}
+
+/* The wrapper table: base names and our own definitions, read from
+ * libgpuspy's dynamic symbol table (not dlopen of itself: that would run
+ * its constructor, and so gs_init, inside a lookup gs_init may be making). */
 static void sym_init(void)
 {
 	if (!real_dlsym) {
@@ -234,10 +255,6 @@ static void sym_init(void)
 		gs_g.disabled = 1;
 		return;
 	}
-	Dl_info di;
-	void *self = NULL;
-	if (dladdr((void *)sym_init, &di) && di.dli_fname)
-		self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
 		struct hook *h = &hooks[i];
 		snprintf(h->base, sizeof(h->base), "%s", h->name);
@@ -247,48 +264,167 @@ static void sym_init(void)
 			h->base[n - 5] = 0;
 		strip_suffix(h->base, "_v2");
 		strip_suffix(h->base, "_v3");
-		/* The host allocator's names are libgpuspy-host.so's, not ours:
-		 * dlsym on our handle would find libc's. */
-		h->wrapper = self && !gs_api_host(i) ? real_dlsym(self, h->name) : NULL;
+		/* The host allocator's names are libgpuspy-host.so's, not ours. */
+		h->wrapper = gs_api_host(i) ? NULL : object_sym((uintptr_t)&__ehdr_start, _DYNAMIC, h->name);
 	}
 }
 
-static void sym_ready(void)
+/* 1 when the wrapper table is ready; 0 on the thread building it (a
+ * re-entry) or after gs_once's bounded wait: then nothing is wrapped. */
+static int sym_ready(void)
 {
 	if (!real_dlsym)
 		find_real_dl();
-	pthread_once(&sym_once, sym_init);
+	return gs_once(&sym_state, &sym_tid, sym_init);
 }
 
 void *gs_real_dlsym(void *handle, const char *name)
 {
-	sym_ready();
+	if (!real_dlsym)
+		find_real_dl();
 	return real_dlsym ? real_dlsym(handle, name) : NULL;
 }
 
-static void *libcuda(void)
+/* libcuda's own definitions, found through dl_iterate_phdr (whose lock a
+ * dlopen holds only while it links a library in, never while it runs
+ * constructors) rather than dlopen or dlsym, which take the loader lock:
+ * a hook must never wait on a thread that may wait on it. */
+struct object_find {
+	const char *soname; /* basename prefix, or NULL: the object holding addr */
+	uintptr_t addr;
+	uintptr_t base;
+	const ElfW(Dyn) *dyn;
+	int index, self_index; /* positions in the loader's list */
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	static void *h;
-	void *p = __atomic_load_n(&h, __ATOMIC_ACQUIRE);
-	if (!p) {
-		p = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-		if (p)
-			__atomic_store_n(&h, p, __ATOMIC_RELEASE);
+	(void)size;
+	struct object_find *f = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	int holds = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_LOAD && f->addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			holds = 1;
 	}
-	return p;
+	if (dyn == _DYNAMIC)
+		f->self_index = f->index;
+	f->index++;
+	const char *n = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	n = n ? n + 1 : info->dlpi_name;
+	if (f->soname ? n && strncmp(n, f->soname, strlen(f->soname)) == 0 : holds) {
+		f->base = info->dlpi_addr;
+		f->dyn = dyn;
+		return f->index; /* stops the walk */
+	}
+	return 0;
+}
+
+/* libcuda's place, once it is loaded (it is never unloaded). */
+static int libcuda_obj(uintptr_t *base, const ElfW(Dyn) **dyn)
+{
+	static uintptr_t b;
+	static const ElfW(Dyn) *d;
+	if (!__atomic_load_n(&d, __ATOMIC_ACQUIRE)) {
+		struct object_find f = { .soname = "libcuda.so", .self_index = -1 };
+		if (!dl_iterate_phdr(find_object, &f) || !f.dyn)
+			return 0;
+		b = f.base;
+		__atomic_store_n(&d, f.dyn, __ATOMIC_RELEASE); /* after b */
+	}
+	*base = b;
+	*dyn = d;
+	return 1;
+}
+
+static void *libcuda_sym(const char *name)
+{
+	uintptr_t base;
+	const ElfW(Dyn) *dyn;
+	void *p = libcuda_obj(&base, &dyn) ? object_sym(base, dyn, name) : NULL;
+	return gs_in_self(p) ? NULL : p;
+}
+
+/* Whether p may be stored as a real function: not inside libgpuspy, and
+ * in an object the loader lists after libgpuspy (an object before it, the
+ * program or an interposer preloaded ahead, leads back to gpuspy's
+ * wrappers), or in libcuda itself wherever it stands (gpuspy dlopen'ed as
+ * an injection library comes after it). */
+static int real_candidate(void *p)
+{
+	if (!p || gs_in_self(p))
+		return 0;
+	struct object_find f = { .addr = (uintptr_t)p, .self_index = -1 };
+	if (!dl_iterate_phdr(find_object, &f))
+		return 0; /* in no object: an answer we cannot place */
+	if (f.self_index >= 0) /* the walk met libgpuspy first */
+		return 1;
+	uintptr_t base;
+	const ElfW(Dyn) *dyn;
+	return libcuda_obj(&base, &dyn) && base == f.base;
 }
 
 int gs_api_ptds(unsigned api)
 {
-	sym_ready();
-	return hooks[api].ptds;
+	return sym_ready() ? hooks[api].ptds : 0;
 }
 
 void *gs_driver_fn(const char *name)
 {
-	void *h = libcuda();
-	void *p = h ? gs_real_dlsym(h, name) : NULL;
-	return p ? p : gs_real_dlsym(RTLD_NEXT, name);
+	void *p = libcuda_sym(name);
+	if (!p) {
+		p = gs_real_dlsym(RTLD_NEXT, name);
+		if (gs_in_self(p))
+			p = NULL;
+	}
+	return p;
+}
+
+/* RTLD_NEXT asked by another object (an interposer preloaded before or
+ * after gpuspy, a wrapper library) means the next definition after *that
+ * object*: found here, since the real dlsym called from libgpuspy would
+ * answer relative to libgpuspy. The answer is handed back as it is, never
+ * wrapped nor stored as a real function: the asker is in the chain of
+ * calls already (gpuspy before it calls it; it, before gpuspy, reaches
+ * gpuspy's own definition next), and wrapping or storing it makes
+ * A -> gpuspy -> A -> ... recurse until the stack overflows. */
+struct next_find {
+	uintptr_t caller;
+	const char *name;
+	int past_caller;
+	void *found;
+};
+
+static int find_next(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct next_find *f = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	int holds = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_LOAD && f->caller - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			holds = 1;
+	}
+	if (holds) {
+		f->past_caller = 1;
+		return 0;
+	}
+	if (f->past_caller && dyn)
+		f->found = object_sym(info->dlpi_addr, dyn, f->name);
+	return f->found != NULL;
+}
+
+static void *next_after(const void *caller, const char *name)
+{
+	struct next_find f = { .caller = (uintptr_t)caller, .name = name };
+	dl_iterate_phdr(find_next, &f);
+	return f.found;
 }
 
 /* Stands in for a real function that cannot be found (no CUDA library):
@@ -299,14 +435,30 @@ static int missing_real(void)
 	return 999;
 }
 
+/* The real function behind wrapper api: the next definition after
+ * libgpuspy (an interposer preloaded after it, or the library), else
+ * libcuda's own. Never an address inside libgpuspy: a libcuda linked
+ * without -Bsymbolic, or an interposer, can answer with gpuspy's own
+ * wrapper, and calling that as the real function recurses until the stack
+ * overflows. */
 void *gs_real_resolve(unsigned api)
 {
-	sym_ready();
-	void *p = gs_real_dlsym(RTLD_NEXT, hooks[api].name);
-	if (!p && hooks[api].name[0] == 'c' && hooks[api].name[1] == 'u' &&
-	    hooks[api].name[2] != 'd' && libcuda())
-		p = gs_real_dlsym(libcuda(), hooks[api].name);
-	if (p == hooks[api].wrapper)
+	const char *name = hooks[api].name;
+	void *p;
+	if (name[0] == 'c' && name[1] == 'u' && name[2] != 'd') {
+		/* A driver entry point: found without the loader lock (only
+		 * interposers and libcuda define these names). */
+		p = next_after((const void *)gs_real_resolve, name);
+		if (!p)
+			p = libcuda_sym(name);
+	} else {
+		/* A runtime one: dlsym's RTLD_NEXT, the only answer that knows
+		 * the loader's global scope (one of several copies of cudart
+		 * may be the program's). Its lock is the one the runtime's own
+		 * lazy start-up takes. */
+		p = gs_real_dlsym(RTLD_NEXT, name);
+	}
+	if (gs_in_self(p))
 		p = NULL;
 	if (p) {
 		void *expect = NULL;
@@ -321,12 +473,16 @@ void *gs_real_resolve(unsigned api)
  * Hand out the wrapper of hook i for the real function p. The first real
  * pointer seen for a hook is the one its wrapper calls; a different one
  * later (another copy of the library, an ABI we misjudged) passes through.
+ * p inside libgpuspy is one of its wrappers already; p from an object the
+ * loader lists before libgpuspy is an interposer's, which leads back to
+ * gpuspy: both pass through and are never stored.
  */
 static void *wrap(unsigned i, void *p)
 {
-	sym_ready();
+	if (!p || gs_in_self(p) || !sym_ready())
+		return p;
 	struct hook *h = &hooks[i];
-	if (!p || !h->wrapper || p == h->wrapper)
+	if (!h->wrapper || !real_candidate(p))
 		return p;
 	void *expect = NULL;
 	if (!__atomic_compare_exchange_n(&gs_real_tab[i], &expect, p, 0, __ATOMIC_RELAXED,
@@ -352,8 +508,7 @@ GS_EARLY static int by_name(const char *name)
  * `version`, the per-thread one when asked and when it exists. */
 static int by_proc(const char *symbol, long version, uint64_t flags)
 {
-	sym_ready();
-	if (!symbol || symbol[0] != 'c' || symbol[1] != 'u')
+	if (!sym_ready() || !symbol || symbol[0] != 'c' || symbol[1] != 'u')
 		return -1;
 	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	int best[2] = { -1, -1 };
@@ -378,6 +533,8 @@ GS_EARLY GS_API void *dlsym(void *handle, const char *name)
 	int i = by_name(name);
 	if (i < 0) /* a sibling call keeps the caller's return address for RTLD_NEXT */
 		return real_dlsym(handle, name);
+	if (handle == RTLD_NEXT)
+		return next_after(__builtin_return_address(0), name);
 	void *p = real_dlsym(handle, name);
 	return wrap((unsigned)i, p);
 }
@@ -391,6 +548,8 @@ GS_EARLY GS_API void *dlvsym(void *handle, const char *name, const char *version
 	int i = by_name(name);
 	if (i < 0)
 		return real_dlvsym(handle, name, version);
+	if (handle == RTLD_NEXT) /* CUDA's names carry no symbol versions */
+		return next_after(__builtin_return_address(0), name);
 	void *p = real_dlvsym(handle, name, version);
 	return wrap((unsigned)i, p);
 }
@@ -428,15 +587,6 @@ GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
 	return rc;
 }
 
-static int is_wrapper(void *p)
-{
-	sym_ready();
-	for (unsigned i = 0; i < GSPY_API_COUNT; i++)
-		if (hooks[i].wrapper == p)
-			return 1;
-	return 0;
-}
-
 static long runtime_version(void)
 {
 	int (*rv)(int *) = (int (*)(int *))gs_real_dlsym(RTLD_NEXT, "cudaRuntimeGetVersion");
@@ -456,7 +606,7 @@ GS_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
 	gs_init();
 	__typeof__(&cudaGetDriverEntryPoint) real = GS_REAL(cudaGetDriverEntryPoint);
 	cudaError_t rc = real(symbol, funcPtr, flags, driverStatus);
-	if (rc == 0 && funcPtr && *funcPtr && !is_wrapper(*funcPtr))
+	if (rc == 0 && funcPtr && *funcPtr && !gs_in_self(*funcPtr))
 		wrap_proc(symbol, funcPtr, runtime_version(), flags);
 	return rc;
 }
@@ -468,7 +618,7 @@ GS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
 	gs_init();
 	__typeof__(&cudaGetDriverEntryPointByVersion) real = GS_REAL(cudaGetDriverEntryPointByVersion);
 	cudaError_t rc = real(symbol, funcPtr, cudaVersion, flags, driverStatus);
-	if (rc == 0 && funcPtr && *funcPtr && !is_wrapper(*funcPtr))
+	if (rc == 0 && funcPtr && *funcPtr && !gs_in_self(*funcPtr))
 		wrap_proc(symbol, funcPtr, cudaVersion, flags);
 	return rc;
 }

@@ -280,7 +280,8 @@ int gs_writer_ready(void)
 	if (s == W_FAILED)
 		return -1;
 	int e = errno, opened = 0;
-	gs_init();
+	if (!gs_init())
+		return -1; /* options not read yet (a re-entry): pass through */
 	pthread_mutex_lock(&w.lock);
 	if (w.state == W_CLOSED) {
 		int rc = gs_g.disabled ? -1 : open_file();

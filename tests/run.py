@@ -7,6 +7,8 @@ back with `gpuspy dump`) must match what each program did, exactly.
 Usage: tests/run.py [NAME...]   (runs all tests, or those whose name contains NAME)
 Exit 0 when all pass; the last line is "N passed, N failed".
 """
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from harness import TESTS, Skip
 import json
 import re
 import os
@@ -15,93 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "tests", "bin")
-LIB = os.path.join(ROOT, "lib", "libgpuspy.so")
-HOST_LIB = os.path.join(ROOT, "lib", "libgpuspy-host.so")  # malloc & co., for GPUSPY_HOST_ALLOC_MIN
-GPUSPY = os.path.join(ROOT, "tools", "gpuspy")
-TIMEOUT = 60
-STRTAB = 16 << 20  # string table bytes of a trace file with call stacks on (the default)
-# make check-sanitize: the sanitizer runtime must come first in LD_PRELOAD.
-PRELOAD_PREFIX = os.environ.get("GPUSPY_TEST_PRELOAD_PREFIX", "")
-SANITIZED = bool(PRELOAD_PREFIX)
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None):
-    """host: preload libgpuspy-host.so after libgpuspy (by default when
-    env asks for host allocations, as `gpuspy run` does)."""
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    e["LD_LIBRARY_PATH"] = BIN
-    e["GPUSPY_DIR"] = tmp
-    e["GPUSPY_QUIET"] = "1"
-    if host is None:
-        host = "GPUSPY_HOST_ALLOC_MIN" in (env or {})
-    if preload:
-        e["LD_PRELOAD"] = PRELOAD_PREFIX + LIB + (":" + HOST_LIB if host else "")
-    e.update(env or {})
-    p = subprocess.run([os.path.join(BIN, prog), *args], env=e, capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    if expect_rc is not None:
-        check(p.returncode == expect_rc,
-              f"{prog} exited {p.returncode}, expected {expect_rc}: {p.stderr.strip()}")
-    return p
-
-
-def traces(tmp):
-    return sorted(f for f in os.listdir(tmp) if f.endswith(".gspy"))
-
-
-def dump(path):
-    p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 0, f"gpuspy dump {path} failed: {p.stderr.strip()}")
-    lines = [json.loads(l) for l in p.stdout.splitlines()]
-    check(lines and lines[0]["type"] == "process", "first line is not the process line")
-    return lines[0], [l for l in lines[1:] if l["type"] != "stack"]
-
-
-def dump_stacks(path):
-    """The dump's events and its stacks (id -> frames)."""
-    p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 0, f"gpuspy dump {path} failed: {p.stderr.strip()}")
-    lines = [json.loads(l) for l in p.stdout.splitlines()]
-    return ([l for l in lines[1:] if l["type"] == "event"],
-            {l["id"]: l["frames"] for l in lines[1:] if l["type"] == "stack"})
-
-
-def only_trace(tmp):
-    t = traces(tmp)
-    check(len(t) == 1, f"expected one trace file, found {t}")
-    return dump(os.path.join(tmp, t[0]))
-
-
-FIELDS = ("kind", "api", "bytes", "dir", "host_mem", "mem", "name", "grid", "block")
-
-
-def shape(ev):
-    return tuple(ev.get(f) for f in FIELDS)
-
-
-def E(kind, api, bytes=None, dir=None, host_mem=None, mem=None, name=None, grid=None, block=None):
-    return (kind, api, bytes, dir, host_mem, mem, name, grid, block)
-
-
-def compare(events, expected):
-    got = [shape(e) for e in events]
-    for i, (g, x) in enumerate(zip(got, expected)):
-        check(g == x, f"event {i}: got {dict(zip(FIELDS, g))}\n      expected {dict(zip(FIELDS, x))}")
-    check(len(got) == len(expected), f"{len(got)} events, expected {len(expected)}")
-
 
 # ---- expected traces ---------------------------------------------------------
 
@@ -276,23 +191,6 @@ def drv_expected(ptds):
 
 
 # ---- tests -------------------------------------------------------------------
-
-TESTS = []
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
-
-
-def same_output(prog, tmp, env=None):
-    """The traced program prints exactly what the untraced one prints."""
-    a = run(prog, env=env, preload=False, tmp=tmp)
-    b = run(prog, env=env, preload=True, tmp=tmp)
-    check(a.stdout == b.stdout, f"{prog}: output differs with gpuspy:\n{a.stdout}\n---\n{b.stdout}")
-    check(a.returncode == b.returncode, f"{prog}: exit code differs with gpuspy")
-    return b
-
 
 @test
 def route1_runtime_exported_symbols(tmp):
@@ -1359,10 +1257,6 @@ TORCH_LOOP = os.path.join(ROOT, "tests", "torch_loop.py")
 
 def have_torch():
     return subprocess.run([SYS_PY, "-c", "import torch"], capture_output=True).returncode == 0
-
-
-class Skip(Exception):
-    pass
 
 
 def torch_sequence(steps):
@@ -2984,6 +2878,9 @@ def readme_lists_every_variable_and_option(tmp):
     shown = set(re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", block))
     for word in re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", usage.split("FILE is")[0]):
         check(word in shown, f"'{word}' of `gpuspy --help` is not in README's usage block")
+
+import test_hostile  # noqa: E402,F401 (registers its tests)
+
 
 def main():
     want = sys.argv[1:]

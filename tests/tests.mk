@@ -184,3 +184,24 @@ $(TB)/prog_life: tests/prog_life.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 $(TB)/prog_load: tests/prog_load.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
+
+# Hostile and unusual programs (tests/hostile, tests/test_hostile.py).
+HOSTILE_HDRS := lib/cuda_api.h
+$(TB)/libhostile_ctor.so: tests/hostile/ctor_lib.c $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN)
+$(TB)/prog_ctor: tests/hostile/prog_ctor.c $(TB)/libhostile_ctor.so
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_ctor.so $(RT_DYN)
+$(TB)/libhostile_loader_lock.so: tests/hostile/loader_lock_lib.c
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
+$(TB)/prog_loader_lock: tests/hostile/prog_loader_lock.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
+$(TB)/libhostile_interposer.so: tests/hostile/interposer.c $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+$(TB)/prog_routes: tests/hostile/prog_routes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
+$(TB)/mirror/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
+	@mkdir -p $(TB)/mirror
+	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl -lpthread
+HOSTILE_PROGS := $(addprefix $(TB)/,libhostile_ctor.so prog_ctor libhostile_loader_lock.so prog_loader_lock \
+	libhostile_interposer.so prog_routes mirror/libcuda.so.1)
+test-build: $(HOSTILE_PROGS)

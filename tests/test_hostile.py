@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+"""Programs written to break gpuspy (issues of start-up, interposers,
+signals, fork, files): each test reproduces one way a real job could hang,
+crash or change behaviour under gpuspy, and asserts what the program did."""
+import os
+import subprocess
+
+from harness import BIN, GPUSPY, LIB, PRELOAD_PREFIX, TIMEOUT, check, dump, run, test, traces
+
+
+def apis(tmp):
+    """The api of every event of the one trace in tmp, in order."""
+    t = traces(tmp)
+    check(len(t) == 1, f"expected one trace file, found {t}")
+    _, ev = dump(os.path.join(tmp, t[0]))
+    return [e["api"] for e in ev]
+
+
+@test
+def constructor_cuda_call_before_gpuspys_own(tmp):
+    """A linked library's constructor calls cudaFree(0) before libgpuspy's
+    constructor runs (C++ globals that make a stream do): the program
+    finishes, prints what it prints untraced, and all three calls are in
+    the trace, the constructor's first."""
+    a = run("prog_ctor", tmp=tmp, preload=False)
+    b = run("prog_ctor", tmp=tmp)
+    check(a.stdout == b.stdout == "main: 0 0\n", f"output: {a.stdout!r} vs {b.stdout!r}")
+    check("ctor: cudaFree(0) = 0" in b.stderr, f"constructor did not run: {b.stderr!r}")
+    check(apis(tmp) == ["cudaFree", "cudaMalloc", "cudaFree"], f"events: {apis(tmp)}")
+
+
+@test
+def first_cuda_call_while_another_thread_holds_the_loader_lock(tmp):
+    """One thread is inside dlopen, in a constructor that waits for the
+    other thread's first CUDA calls (the shape of the cuBLAS + OpenMP hang):
+    gpuspy's start-up in the calling thread takes no loader lock, so the
+    constructor does not time out and the calls are recorded."""
+    p = run("prog_loader_lock", tmp=tmp, expect_rc=None)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stdout.strip()} {p.stderr.strip()}")
+    check(p.stdout == "calls 0 0 0, constructor done\n", f"output: {p.stdout!r}")
+    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemsetD8_v2", "cuMemFree_v2"], f"events: {apis(tmp)}")
+
+
+def routes(tmp, preload, mirror=False):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.update(LD_LIBRARY_PATH=(os.path.join(BIN, "mirror") + ":" if mirror else "") + BIN,
+               GPUSPY_DIR=tmp, GPUSPY_QUIET="1", LD_PRELOAD=PRELOAD_PREFIX + preload)
+    return subprocess.run([os.path.join(BIN, "prog_routes")], env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+
+
+ROUTES_OUT = "".join(f"{how}: 0 0\n" * 2 for how in ("symbol", "default", "handle", "proc"))
+INTERPOSER = os.path.join(BIN, "libhostile_interposer.so")
+
+
+@test
+def second_interposer_after_gpuspy(tmp):
+    """LD_PRELOAD=libgpuspy.so:other.so (what `gpuspy run` makes in front of
+    HAMi-core's): the other interposer's dlsym(RTLD_NEXT) means the next
+    definition after it, so neither calls the other forever. The program's
+    output is unchanged; the interposer sees the calls it sees untraced
+    (the symbol, RTLD_DEFAULT and the driver's table all bind to the first
+    preload, gpuspy, which calls it next); gpuspy records each of those
+    once. The two made through libcuda's own handle pass through
+    unrecorded: a wrapper has one real function, the interposer here."""
+    p = routes(tmp, f"{LIB}:{INTERPOSER}")
+    check(p.returncode == 0, f"exit {p.returncode} (recursion?): {p.stderr[-300:]}")
+    check(p.stdout == ROUTES_OUT, f"output: {p.stdout!r}")
+    check("interposer: 6 allocs, 6 frees" in p.stderr, f"interposer saw: {p.stderr!r}")
+    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemFree_v2"] * 6, f"events: {apis(tmp)}")
+
+
+@test
+def second_interposer_before_gpuspy(tmp):
+    """LD_PRELOAD=other.so:libgpuspy.so: the interposer's RTLD_NEXT finds
+    gpuspy's wrapper, gpuspy's finds the driver, and RTLD_DEFAULT's answer
+    (the interposer's own function) is never stored as gpuspy's real one.
+    Every route is recorded once; the interposer sees what it sees
+    untraced."""
+    alone = routes(tmp, INTERPOSER)
+    p = routes(tmp, f"{INTERPOSER}:{LIB}")
+    check(p.returncode == 0, f"exit {p.returncode} (recursion?): {p.stderr[-300:]}")
+    check(p.stdout == ROUTES_OUT == alone.stdout, f"output: {p.stdout!r}")
+    seen = [l for l in p.stderr.splitlines() if l.startswith("interposer:")]
+    check(seen == [l for l in alone.stderr.splitlines() if l.startswith("interposer:")] ==
+          ["interposer: 6 allocs, 6 frees"], f"interposer saw: {seen}")
+    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemFree_v2"] * 8, f"events: {apis(tmp)}")
+
+
+@test
+def driver_table_answers_with_gpuspys_wrappers(tmp):
+    """A driver whose entry-point table takes its answers from the global
+    scope (a libcuda linked without -Bsymbolic: &cuMemAlloc_v2 is the
+    preloaded wrapper), per-thread requests included: gpuspy never takes
+    an address inside itself for the real function. Every call is
+    recorded once and the program's output is unchanged."""
+    p = routes(tmp, LIB, mirror=True)
+    check(p.returncode == 0, f"exit {p.returncode} (recursion?): {p.stderr[-300:]}")
+    check(p.stdout == ROUTES_OUT, f"output: {p.stdout!r}")
+    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemFree_v2"] * 8, f"events: {apis(tmp)}")
