@@ -462,6 +462,7 @@ GS_API int InitializeInjection(void)
 	if (gs_g.disabled)
 		return 1;
 	c.injected = !wrappers_in_path();
+	gs_writer_inline_timing = 1;
 	gs_writer_ready(); /* opens the trace file and starts CUPTI */
 	gs_cupti_late_atexit();
 	return 1;

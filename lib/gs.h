@@ -161,6 +161,7 @@ void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
 void gs_writer_trim(void);         /* clean exit: cut the file to what it holds */
 void gs_writer_forked(void);
+extern int gs_writer_inline_timing; /* GPU timing starts in the first call's thread */
 void gs_writer_device_mem(int device, uint64_t bytes);
 void gs_writer_signal_seen(int sig); /* async-signal-safe */
 void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock units */

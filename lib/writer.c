@@ -272,6 +272,49 @@ static int open_file(void)
 	return 0;
 }
 
+/*
+ * GPU timing (CUPTI) starts on a thread of gpuspy's own: loading libcupti
+ * takes the loader lock, which a thread running a library's constructor
+ * holds, maybe while it waits on the thread whose first call got here. The
+ * call waits for it a bounded time (normally it is done in milliseconds,
+ * before the first launch); past that it goes on, and GPU timing begins
+ * when the start finishes. CUDA_INJECTION64_PATH starts it inline: the
+ * driver calls the injection with its own locks held, which a CUPTI
+ * starting elsewhere would wait on.
+ */
+static uint32_t timing_done; /* futex word: 1 once gpu_timing is set */
+
+static void *timing_main(void *arg)
+{
+	(void)arg;
+	gs_tls.depth++; /* what CUPTI's start calls is gpuspy's, not the program's */
+	w.hdr->gpu_timing = gs_cupti_start();
+	gs_tls.depth--;
+	__atomic_store_n(&timing_done, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &timing_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	return NULL;
+}
+
+int gs_writer_inline_timing; /* set by InitializeInjection */
+
+static void gpu_timing_start(void)
+{
+	if (gs_writer_inline_timing || gs_start_thread(timing_main, NULL, "gpuspy-timing", 0) != 0) {
+		timing_main(NULL);
+		return;
+	}
+	uint64_t until = gs_mono_ns() + 2000000000ull; /* 2 s */
+	while (!__atomic_load_n(&timing_done, __ATOMIC_ACQUIRE)) {
+		uint64_t now = gs_mono_ns();
+		if (now >= until) {
+			gs_warn("GPU timing is slow to start (the loader is busy elsewhere); going on without waiting");
+			return;
+		}
+		struct timespec ts = { 0, (long)((until - now) < 100000000 ? until - now : 100000000) };
+		syscall(SYS_futex, &timing_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+}
+
 int gs_writer_ready(void)
 {
 	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
@@ -301,7 +344,7 @@ int gs_writer_ready(void)
 		gs_signals_install();
 		prefault_start();
 		/* Outside the lock: CUPTI's own threads write records too. */
-		w.hdr->gpu_timing = gs_cupti_start();
+		gpu_timing_start();
 	}
 	errno = e;
 	return s == W_OPEN ? 0 : -1;
@@ -512,5 +555,6 @@ void gs_writer_forked(void)
 	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
 	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);
+	timing_done = 0;
 	gs_g.gen++;
 }

@@ -35,10 +35,13 @@ def first_cuda_call_while_another_thread_holds_the_loader_lock(tmp):
     other thread's first CUDA calls (the shape of the cuBLAS + OpenMP hang):
     gpuspy's start-up in the calling thread takes no loader lock, so the
     constructor does not time out and the calls are recorded."""
-    p = run("prog_loader_lock", tmp=tmp, expect_rc=None)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stdout.strip()} {p.stderr.strip()}")
-    check(p.stdout == "calls 0 0 0, constructor done\n", f"output: {p.stdout!r}")
-    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemsetD8_v2", "cuMemFree_v2"], f"events: {apis(tmp)}")
+    for cupti in ("off", "on"):  # on: loading libcupti needs that lock
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run("prog_loader_lock", tmp=tmp, expect_rc=None, env={"GPUSPY_CUPTI": cupti})
+        check(p.returncode == 0, f"CUPTI {cupti}: exit {p.returncode}: {p.stdout.strip()} {p.stderr.strip()}")
+        check(p.stdout == "calls 0 0 0, constructor done\n", f"CUPTI {cupti}: output: {p.stdout!r}")
+        check(apis(tmp) == ["cuMemAlloc_v2", "cuMemsetD8_v2", "cuMemFree_v2"], f"events: {apis(tmp)}")
 
 
 def routes(tmp, preload, mirror=False):
