@@ -125,8 +125,53 @@ static int tsc_usable(void)
 #endif
 }
 
+/*
+ * fork() while another thread holds one of gpuspy's locks would leave it
+ * held for ever in the child, where that thread does not exist: the fork
+ * handlers take them all first (GS_FORK_LOCK lists them), release them in
+ * the parent and start them afresh in the child. A lock is waited for a
+ * bounded time only (its holders never wait on anything, but a signal
+ * handler that forks may run on the holder's own thread): one not taken is
+ * still started afresh in the child, whose state under it may then be off.
+ */
+extern pthread_mutex_t *const __start_gs_fork_locks[] __attribute__((visibility("hidden")));
+extern pthread_mutex_t *const __stop_gs_fork_locks[] __attribute__((visibility("hidden")));
+static uint64_t fork_held; /* bit i: lock i taken by atfork_prepare */
+
+static void atfork_prepare(void)
+{
+	int e = errno;
+	fork_held = 0;
+	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
+	/* Backwards: the writer's lock, innermost (names are interned under
+	 * the others), is listed first and taken last. */
+	for (size_t i = n < 64 ? n : 64; i-- > 0;) {
+		for (int t = 0; t < 2000; t++) { /* at most ~200 ms a lock */
+			if (pthread_mutex_trylock(__start_gs_fork_locks[i]) == 0) {
+				fork_held |= 1ull << i;
+				break;
+			}
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	errno = e;
+}
+
+static void atfork_parent(void)
+{
+	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (fork_held & 1ull << i)
+			pthread_mutex_unlock(__start_gs_fork_locks[i]);
+}
+
 static void atfork_child(void)
 {
+	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
+	for (size_t i = 0; i < n; i++)
+		pthread_mutex_init(__start_gs_fork_locks[i], NULL);
+	gs_memmap_forked();
 	/* Only the forking thread exists in the child: reset its state and let
 	 * the next event open the child's own file. */
 	if (gs_g.cuda_seen)
@@ -243,7 +288,7 @@ int gs_init(void)
 __attribute__((constructor)) static void gs_ctor(void)
 {
 	gs_init();
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (!gs_g.disabled)
 		gs_stacks_load();
 }

@@ -61,6 +61,7 @@ static struct {
 	 * launch, copy and memset, so on a cache line of its own */
 	uint32_t last_corr __attribute__((aligned(64)));
 } c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(cupti, c.lock);
 
 
 #define NAMES (1u << 12)

@@ -76,6 +76,7 @@ static struct {
 	uint64_t lost;       /* pairs that could not be recorded or read */
 	int full_warned;
 } ev = { .lock = PTHREAD_MUTEX_INITIALIZER, .interval = 1 };
+GS_FORK_LOCK(events, ev.lock);
 
 static struct {
 	CUresult (*get_ctx)(CUcontext *);

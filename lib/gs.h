@@ -106,6 +106,14 @@ static inline uint64_t gs_now(void)
 	return gs_mono_ns();
 }
 
+/* gpuspy's own locks, each named once next to its definition with
+ * GS_FORK_LOCK: the fork handlers (core.c) take them all before fork() so
+ * that no thread missing in the child holds one there, and the child
+ * starts them afresh. */
+#include <pthread.h>
+#define GS_FORK_LOCK(id, mutex) \
+	__attribute__((section("gs_fork_locks"), used)) static pthread_mutex_t *const gs_fork_lock_##id = &(mutex)
+
 /* CUPTI (cupti.c). */
 unsigned gs_cupti_start(void);
 void gs_cupti_late_atexit(void);
@@ -289,6 +297,7 @@ struct gs_range {
 	uint8_t mem;  /* enum gspy_mem */
 	int16_t device;
 };
+void gs_memmap_forked(void); /* the child: no writer is half way */
 void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device);
 int gs_memmap_remove(uint64_t base, struct gs_range *out);
 int gs_memmap_find(uint64_t addr, struct gs_range *out);

@@ -163,6 +163,7 @@ static struct {
 	unsigned n;
 	struct { uint64_t handle, size; unsigned mem; } e[HANDLE_CAP];
 } handles = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(handles, handles.lock);
 
 static void handle_put(uint64_t h, uint64_t size, unsigned mem)
 {

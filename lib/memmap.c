@@ -25,6 +25,7 @@ static struct {
 	uint32_t meta[MAP_CAP]; /* mem | (device + 1) << 8 */
 	int overflow_warned;
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(memmap, m.lock);
 
 static uint32_t lower_bound(uint32_t n, uint64_t addr)
 {
@@ -103,6 +104,14 @@ int gs_memmap_remove(uint64_t base, struct gs_range *out)
 	}
 	write_end();
 	return found;
+}
+
+/* The fork handlers held the lock across fork(), so no writer was half
+ * way; should they have given up waiting for it, the entries a writer was
+ * moving may be off, but no reader spins on an odd sequence. */
+void gs_memmap_forked(void)
+{
+	m.seq &= ~1ull;
 }
 
 int gs_memmap_find(uint64_t addr, struct gs_range *out)

@@ -58,6 +58,7 @@ static struct {
 	struct { uint64_t id; uint32_t name_id; } started[STARTED];
 	uint64_t next_id;
 } nv = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(nvtx, nv.lock);
 
 /* This thread's NVTX stack: for each open range, its domain and the name
  * recorded for it (0 when it was filtered out). Allocated on the thread's

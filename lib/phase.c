@@ -22,6 +22,7 @@ static struct {
 	uint32_t stack[STACK_MAX];
 	int depth;
 } ph = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(phase, ph.lock);
 
 static uint64_t hash(const char *s)
 {

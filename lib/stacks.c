@@ -92,6 +92,7 @@ static struct {
 	uint64_t start[MOD_CAP], end[MOD_CAP];
 	unsigned long long adds; /* dlpi_adds when last scanned */
 } mods = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(modules, mods.lock);
 
 static int mod_known(uint64_t a)
 {

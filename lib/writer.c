@@ -36,6 +36,7 @@ static struct {
 	int prefault_off;
 	char path[700];     /* the trace file, for the trim at exit */
 } w = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(writer, w.lock);
 
 /*
  * Writing into a fresh page of a shared file mapping costs a page fault

@@ -205,3 +205,6 @@ $(TB)/mirror/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
 HOSTILE_PROGS := $(addprefix $(TB)/,libhostile_ctor.so prog_ctor libhostile_loader_lock.so prog_loader_lock \
 	libhostile_interposer.so prog_routes mirror/libcuda.so.1)
 test-build: $(HOSTILE_PROGS)
+$(TB)/prog_fork_busy: tests/hostile/prog_fork_busy.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_fork_busy
