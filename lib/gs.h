@@ -177,6 +177,7 @@ void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock unit
 /* Fatal signals (signals.c). */
 void gs_signals_install(void);
 void gs_signals_thread(void);
+void gs_signals_rearm(void); /* after a signal went to the program's action */
 
 /* The trace file is open (no side effect): read on every call, beside
  * disabled and paused. Acquire: pairs with gs_writer_ready's release, so

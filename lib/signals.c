@@ -2,10 +2,10 @@
 /*
  * How a traced process ended: on a fatal signal (SIGSEGV, SIGBUS, SIGFPE,
  * SIGILL, SIGABRT, SIGTERM) gpuspy marks its trace "signaled" with the
- * signal number, then behaves exactly as the process would without it: a
- * handler installed before gpuspy is called as it would have been (if it
- * recovers, nothing is marked); with no handler, the default action is
- * restored and the signal re-raised. A handler installed after gpuspy
+ * signal number, then behaves exactly as the process would without it: the
+ * action installed before gpuspy's is put back and the signal delivered
+ * again under it (a handler that recovers leaves nothing marked but the
+ * signal; the default action kills the process as it would have). A handler installed after gpuspy
  * replaces it, and reaches it again only if it chains (Python's faulthandler
  * does). The handler runs on an alternate stack where gpuspy set one, and
  * does only async-signal-safe work (atomic stores to the mapped file).
@@ -15,6 +15,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "gs.h"
 
@@ -32,40 +35,65 @@ static int slot(int sig)
 	return -1;
 }
 
+static int rearm; /* a program's action was put back: gpuspy's goes in again later */
+
+/*
+ * gpuspy never calls the program's handler itself: its sa_flags
+ * (SA_RESETHAND, SA_NODEFER, SA_ONSTACK, SA_SIGINFO) and sa_mask would not
+ * apply. It puts the program's action back and lets the kernel deliver the
+ * signal again under it: a fault re-executes the faulting instruction when
+ * this returns; any other signal is queued again to this thread with the
+ * same siginfo, pending until this returns (it is blocked here).
+ */
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	int e = errno;
 	int i = slot(sig);
-	const struct sigaction *old = i >= 0 ? &previous[i] : NULL;
+	if (i < 0)
+		return;
+	const struct sigaction *old = &previous[i];
 	/* Whatever the program's own handler does next, the trace keeps the
 	 * signal; the state says "signaled" only when gpuspy sees the death. */
 	gs_writer_signal_seen(sig);
-	if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
-		old->sa_sigaction(sig, si, uc);
-		errno = e;
-		return;
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL)
+		gs_writer_exit(GSPY_STATE_SIGNALED, -1, sig);
+	sigaction(sig, old, NULL);
+	__atomic_store_n(&rearm, 1, __ATOMIC_RELEASE);
+	int fault = si && si->si_code > 0 && sig != SIGTERM && sig != SIGABRT;
+	if (!fault) {
+		siginfo_t again = *si;
+		syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &again);
 	}
-	if (old && old->sa_handler == SIG_IGN) {
-		errno = e;
-		return;
-	}
-	if (old && old->sa_handler != SIG_DFL && old->sa_handler) {
-		old->sa_handler(sig);
-		errno = e;
-		return;
-	}
-	/* The process dies of this signal: say so, then die of it. */
-	gs_writer_exit(GSPY_STATE_SIGNALED, -1, sig);
-	signal(sig, SIG_DFL);
-	raise(sig); /* delivered when this handler returns (faults re-fault) */
 	errno = e;
 }
+
+/* gpuspy's handler goes back in front of whatever the program has now
+ * (from the record path, well after the signal was handled). */
+void gs_signals_rearm(void)
+{
+	if (!__atomic_exchange_n(&rearm, 0, __ATOMIC_ACQ_REL))
+		return;
+	struct sigaction sa, cur;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fatal;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFATAL; i++)
+		if (sigaction(fatal[i], NULL, &cur) == 0 && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal)) {
+			previous[i] = cur;
+			sigaction(fatal[i], &sa, NULL);
+		}
+}
+
+#define ALTSTACK (64u << 10)
+#define GUARD 4096u
 
 static void free_altstack(void *p)
 {
 	stack_t off = { .ss_flags = SS_DISABLE };
 	sigaltstack(&off, NULL);
-	free(p);
+	munmap((char *)p - GUARD, ALTSTACK + GUARD);
 }
 
 /* Each recording thread gets an alternate signal stack unless it has one,
@@ -77,13 +105,15 @@ void gs_signals_thread(void)
 	stack_t cur;
 	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
 		return;
-	size_t size = 64 << 10;
-	void *p = malloc(size);
-	if (!p)
+	/* A guard page below it: an overflow faults instead of writing on. */
+	char *m = mmap(NULL, ALTSTACK + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (m == MAP_FAILED)
 		return;
-	stack_t ss = { .ss_sp = p, .ss_size = size, .ss_flags = 0 };
+	mprotect(m, GUARD, PROT_NONE);
+	void *p = m + GUARD;
+	stack_t ss = { .ss_sp = p, .ss_size = ALTSTACK, .ss_flags = 0 };
 	if (sigaltstack(&ss, NULL) != 0) {
-		free(p);
+		munmap(m, ALTSTACK + GUARD);
 		return;
 	}
 	pthread_setspecific(altstack_key, p);

@@ -390,6 +390,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 {
 	struct gspy_header *h = w.hdr;
 	gs_cupti_late_atexit();
+	gs_signals_rearm();
 	if (t->gen != gs_g.gen) {
 		t->gen = gs_g.gen;
 		t->chunk = NULL;

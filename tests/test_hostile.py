@@ -113,3 +113,31 @@ def fork_while_another_thread_is_in_a_hook(tmp):
     p = run("prog_fork_busy", tmp=tmp, expect_rc=None, env={"GPUSPY_BUFFER_MB": "1"})
     check(p.returncode == 0 and p.stdout == "0 of 300 children hung\n", f"{p.stdout.strip()}")
     check(len(traces(tmp)) == 301, f"{len(traces(tmp))} traces, expected the parent's and 300")
+
+
+@test
+def program_signal_handlers_keep_their_sigaction_semantics(tmp):
+    """Handlers installed before gpuspy's: SA_RESETHAND (the returning
+    handler runs once, then the fault kills the process as it does
+    untraced, instead of looping), SA_NODEFER (longjmp out of two faults),
+    sa_mask (a signal raised in the handler stays pending), a SIGTERM
+    handler without SA_ONSTACK using 256 KiB of stack (ran on gpuspy's
+    64 KiB alternate stack and crashed), and a handler reached twice. Same
+    output and exit status as untraced, and the trace keeps the signal."""
+    want = {"resethand": ("", -11), "nodefer": ("recovered 2 times\n", 0),
+            "mask": ("in handler: SIGUSR1 pending\n", 0),
+            "bigstack": ("handler used 256 KiB of stack\n", 0),
+            "twice": ("handler ran 2 times\n", 0)}
+    for scenario, (out, rc) in want.items():
+        d = os.path.join(tmp, scenario)
+        os.mkdir(d)
+        for preload in (False, True):
+            p = run("prog_signals", [scenario], tmp=d, preload=preload, expect_rc=None,
+                    env={"GPUSPY_STACKS": "off"})
+            check((p.stdout, p.returncode) == (out, rc),
+                  f"{scenario} {'traced' if preload else 'untraced'}: {p.stdout!r} exit {p.returncode}, "
+                  f"expected {out!r} exit {rc}")
+        proc, _ = dump(os.path.join(d, traces(d)[0]))
+        if scenario in ("resethand", "mask", "bigstack"):
+            check(proc.get("signal_seen") == (15 if scenario == "bigstack" else 11),
+                  f"{scenario}: trace says {proc.get('signal_seen')}")

@@ -208,3 +208,6 @@ test-build: $(HOSTILE_PROGS)
 $(TB)/prog_fork_busy: tests/hostile/prog_fork_busy.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 test-build: $(TB)/prog_fork_busy
+$(TB)/prog_signals: tests/hostile/prog_signals.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -O0 -o $@ $< $(DRV)
+test-build: $(TB)/prog_signals
