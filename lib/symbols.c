@@ -677,12 +677,27 @@ static void note_device(int d)
 		gs_writer_device_mem(d, bytes);
 }
 
+/*
+ * gpuspy's own driver queries run after the program's call has returned:
+ * each keeps errno as that call left it (the driver's ioctls may set it),
+ * so the program never sees a value gpuspy caused.
+ */
+static int current_device_slow(struct gs_tls *t, uint64_t g);
+
 int gs_current_device(void)
 {
 	struct gs_tls *t = &gs_tls;
 	uint64_t g = __atomic_load_n(&gs_g.ctx_gen, __ATOMIC_RELAXED);
 	if (GS_LIKELY(t->device >= 0 && t->ctx_gen == g))
 		return t->device;
+	int e = errno;
+	int d = current_device_slow(t, g);
+	errno = e;
+	return d;
+}
+
+static int current_device_slow(struct gs_tls *t, uint64_t g)
+{
 	static void *get_p;
 	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))driver_cached(&get_p, "cuCtxGetDevice");
 	/* Without a current context the answer is -1 until the next context
@@ -700,6 +715,8 @@ int gs_current_device(void)
 	return t->device;
 }
 
+static unsigned classify_slow(uint64_t addr, int *device);
+
 unsigned gs_classify(uint64_t addr, int *device)
 {
 	struct gs_range r;
@@ -707,6 +724,14 @@ unsigned gs_classify(uint64_t addr, int *device)
 		*device = r.device;
 		return r.mem == GSPY_MEM_managed ? GSPY_MEM_device : r.mem;
 	}
+	int e = errno;
+	unsigned m = classify_slow(addr, device);
+	errno = e;
+	return m;
+}
+
+static unsigned classify_slow(uint64_t addr, int *device)
+{
 	static void *attr_p;
 	CUresult (*attr)(void *, CUpointer_attribute, CUdeviceptr) =
 		(CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))driver_cached(&attr_p,
@@ -748,9 +773,11 @@ static uint32_t lookup_name(uint64_t func)
 	CUresult (*kget)(const char **, CUkernel) =
 		(CUresult(*)(const char **, CUkernel))driver_cached(&kget_p, "cuKernelGetName");
 	const char *n = NULL;
+	int e = errno;
 	if (!(fget && fget(&n, (CUfunction)func) == CUDA_SUCCESS && n) &&
 	    !(kget && kget(&n, (CUkernel)func) == CUDA_SUCCESS && n))
 		n = "(unknown)";
+	errno = e;
 	return gs_intern(n);
 }
 

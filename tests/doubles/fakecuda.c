@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,7 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
+	errno = ENOTTY; /* like the real driver's ioctls: a query may leave errno */
 	if (!f || !name)
 		return CUDA_ERROR_INVALID_VALUE;
 	*name = f->name;
@@ -233,6 +235,7 @@ EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
 /* Devices of the double have 80 GiB, or FAKECUDA_DEVICE_MEM_MB. */
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 {
+	errno = ENOTTY; /* like the real driver's ioctls: a query may leave errno */
 	(void)d;
 	const char *v = getenv("FAKECUDA_DEVICE_MEM_MB");
 	*bytes = (v ? (size_t)atol(v) : 81920) << 20;
@@ -240,6 +243,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 }
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
+	errno = ENOTTY; /* like the real driver's ioctls: a query may leave errno */
 	if (cur_dev < 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*d = cur_dev;
@@ -283,6 +287,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcon
 
 EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
 {
+	errno = ENOTTY; /* like the real driver's ioctls: a query may leave errno */
 	int t = type_of(p);
 	if (!t)
 		return CUDA_ERROR_INVALID_VALUE;
