@@ -2880,6 +2880,7 @@ def readme_lists_every_variable_and_option(tmp):
         check(word in shown, f"'{word}' of `gpuspy --help` is not in README's usage block")
 
 import test_hostile  # noqa: E402,F401 (registers its tests)
+import test_tracegen  # noqa: E402,F401
 
 
 def main():

@@ -4,6 +4,9 @@
  * Lines dumps, decoded into the same struct gs_ev.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,8 +187,23 @@ int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errle
 {
 	memset(in, 0, sizeof(*in));
 	in->path = path;
-	FILE *f = fopen(path, "r");
+	/* Not a regular file (a FIFO named *.gspy, a device): refused before
+	 * anything reads it, and the open does not wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "not a regular file");
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	FILE *f = fdopen(fd, "r");
 	if (!f) {
+		close(fd);
 		snprintf(err, errlen, "cannot open: %s", strerror(errno));
 		return -errno;
 	}

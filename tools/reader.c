@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -156,11 +158,84 @@ static uint64_t to_ns(const struct gs_trace *t, uint64_t raw)
 	return d < 1.8e19 ? (uint64_t)d : UINT64_MAX;
 }
 
+/* Gives back the pages of [off, off + len) of the mapping, clamped to it:
+ * MADV_DONTNEED past its end would discard whatever is mapped after it. */
+static void drop_pages(struct gs_trace *t, uint64_t off, uint64_t len)
+{
+	uint64_t from = off & ~(uint64_t)4095;
+	if (from >= t->size)
+		return;
+	uint64_t end = off + len;
+	if (end > t->size)
+		end = t->size;
+	madvise((void *)(t->map + from), (size_t)(end - from), MADV_DONTNEED);
+}
+
+/*
+ * A trace cut while it is read (its writer's process trimmed it, or a user
+ * truncated it) turns a load past the new end into SIGBUS: the reader says
+ * so in one line and exits 1 instead of dying. The mappings are listed
+ * here for the handler.
+ */
+#define MAPS_MAX 64
+static struct {
+	const unsigned char *map;
+	size_t size;
+	const char *path;
+} maps[MAPS_MAX];
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	const char *path = NULL;
+	for (int i = 0; i < MAPS_MAX; i++) {
+		const unsigned char *m = __atomic_load_n(&maps[i].map, __ATOMIC_ACQUIRE);
+		if (m && (const unsigned char *)si->si_addr - m < (ptrdiff_t)maps[i].size && (const unsigned char *)si->si_addr >= m)
+			path = maps[i].path;
+	}
+	if (path) {
+		static const char a[] = "gpuspy: error: ", b[] = ": the file was cut while it was being read; read it again\n";
+		ssize_t w = write(2, a, sizeof(a) - 1);
+		w = write(2, path, strlen(path));
+		w = write(2, b, sizeof(b) - 1);
+		(void)w;
+		_exit(1);
+	}
+	signal(sig, SIG_DFL); /* not ours: the fault comes back and kills */
+}
+
+static void map_note(struct gs_trace *t, int add)
+{
+	static int armed;
+	if (!armed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, NULL);
+		armed = 1;
+	}
+	for (int i = 0; i < MAPS_MAX; i++) {
+		if (add && !maps[i].map) {
+			maps[i].size = t->size;
+			maps[i].path = t->path;
+			__atomic_store_n(&maps[i].map, t->map, __ATOMIC_RELEASE);
+			return;
+		}
+		if (!add && maps[i].map == t->map) {
+			__atomic_store_n(&maps[i].map, NULL, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
 int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	t->path = path;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named *.gspy must not block the open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return fail(err, errlen, -errno, "cannot open: %s", strerror(errno));
 	struct stat st;
@@ -181,6 +256,7 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 	t->map = m;
 	t->size = (size_t)st.st_size;
 	t->h = m;
+	map_note(t, 1);
 	const struct gspy_header *h = t->h;
 	int rc;
 	if (memcmp(h->magic, GSPY_MAGIC, 8) != 0) {
@@ -245,8 +321,7 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		 * drop the scanned ones every 64 chunks so that this scan does not
 		 * make the whole file resident. */
 		if (i && i % 64 == 0)
-			madvise((void *)(t->map + ((h->chunk_offset + (size_t)(i - 64) * h->chunk_size) & ~(size_t)4095)),
-				(size_t)64 * h->chunk_size, MADV_DONTNEED);
+			drop_pages(t, h->chunk_offset + (uint64_t)(i - 64) * h->chunk_size, (uint64_t)64 * h->chunk_size);
 		if (h->chunk_offset + (uint64_t)i * h->chunk_size + GSPY_CHUNK_HEADER_SIZE > t->size)
 			break; /* cut off from here on */
 		const struct gspy_chunk *c = chunk_at(t, i);
@@ -335,8 +410,7 @@ static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
 		/* Done with this chunk: drop its pages from our mapping so that
 		 * resident memory stays flat however long the trace (they stay in
 		 * the page cache and fault back in on a rewind). */
-		madvise((void *)(t->map + ((t->h->chunk_offset + (size_t)c * t->h->chunk_size) & ~(size_t)4095)),
-			t->h->chunk_size, MADV_DONTNEED);
+		drop_pages(t, t->h->chunk_offset + (uint64_t)c * t->h->chunk_size, t->h->chunk_size);
 		th->ci++;
 		cursor_reset(th);
 	}
@@ -423,7 +497,9 @@ void gs_trace_close(struct gs_trace *t)
 {
 	free(t->chunk_idx);
 	free(t->threads);
-	if (t->map)
+	if (t->map) {
+		map_note(t, 0);
 		munmap((void *)t->map, t->size);
+	}
 	memset(t, 0, sizeof(*t));
 }

@@ -527,7 +527,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	/* Sync sites count only inside phases that repeat (per step). */
 	for (size_t i = 0; i < r->sites.sync.n; i++) {
 		struct gs_site *x = &r->sites.sync.v[i];
-		if (r->phases[phase_index(r, x->phase)].count < 2)
+		size_t at = phase_index(r, x->phase); /* may move r->phases */
+		if (r->phases[at].count < 2)
 			x->count = 0;
 	}
 	if (got < 0)
@@ -601,7 +602,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->short_kernels += s->short_kernels;
 	cats_merge(&d->total, &s->total);
 	for (size_t i = 0; i < s->nphases; i++) {
-		struct gs_phase_stat *p = &d->phases[phase_index(d, s->phases[i].name)];
+		size_t at = phase_index(d, s->phases[i].name); /* may move d->phases */
+		struct gs_phase_stat *p = &d->phases[at];
 		p->count += s->phases[i].count;
 		p->wall_ns += s->phases[i].wall_ns;
 		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: MIT
+"""A structured trace generator: random processes, threads, event kinds,
+thousands of phase names nested deep, failed calls and cut files, for
+report, dump and export (under AddressSanitizer in `make check-sanitize`).
+The byte fuzzer mutates bytes and never reaches such traces: XLA's hundreds
+of NVTX range names made the report read freed memory while its phase
+table grew (tools/report.c)."""
+import json
+import os
+import random
+import subprocess
+
+from harness import BIN, GPUSPY, TIMEOUT, check, test
+
+KINDS = {
+    "alloc": ("cudaMalloc", "cuMemAlloc_v2", "cuMemAllocAsync"),
+    "free": ("cudaFree", "cuMemFree_v2"),
+    "copy": ("cudaMemcpy", "cudaMemcpyAsync", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2"),
+    "memset": ("cudaMemset", "cuMemsetD8_v2"),
+    "launch": ("cuLaunchKernel", "cudaLaunchKernel", "cuGraphLaunch"),
+    "sync": ("cudaDeviceSynchronize", "cuStreamSynchronize", "cuEventSynchronize"),
+}
+
+
+def process(rng, pid, names):
+    """One process's JSON Lines: header, then events of several threads
+    with nested phases (by NVTX-like names) and failed calls."""
+    threads = [pid * 100 + i for i in range(rng.randint(1, 4))]
+    t = 1_000_000
+    events, stack, addrs = [], [], []
+    for _ in range(rng.randint(50, 600)):
+        t += rng.randint(0, 20_000)
+        tid = rng.choice(threads)
+        r = rng.random()
+        if r < 0.25 and len(stack) < 40:
+            name = rng.choice(names)
+            stack.append(name)
+            events.append({"kind": "phase_begin", "api": "nvtxRangePush", "tid": tid, "start_ns": t,
+                           "end_ns": t, "result": 0, "device": 0, "name": name})
+            continue
+        if r < 0.45 and stack:
+            name = stack.pop() if rng.random() < 0.9 else rng.choice(names)  # a few mismatched
+            events.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": tid, "start_ns": t,
+                           "end_ns": t, "result": 0, "device": 0, "name": name})
+            continue
+        kind = rng.choice(list(KINDS))
+        e = {"kind": kind, "api": rng.choice(KINDS[kind]), "tid": tid, "start_ns": t,
+             "end_ns": t + rng.randint(0, 50_000), "result": 0 if rng.random() > 0.1 else rng.choice((1, 2, 700, 999)),
+             "device": rng.choice((0, 0, 1, -1))}
+        if kind in ("alloc", "free", "copy", "memset"):
+            e["bytes"] = rng.choice((0, 1, 4096, 1 << 20, 80 << 30))
+        if kind == "alloc":
+            e["mem"] = rng.choice(("device", "pinned", "managed"))
+            e["addr"] = rng.randint(1, 1 << 40)
+            addrs.append(e["addr"])
+        if kind == "free":
+            e["addr"] = rng.choice(addrs) if addrs and rng.random() < 0.8 else rng.randint(1, 1 << 40)
+        if kind == "copy":
+            e["dir"] = rng.choice(("h2d", "d2h", "d2d", "p2p", "h2h"))
+            e["host_mem"] = rng.choice(("pageable", "pinned"))
+            e["async"] = rng.random() < 0.5
+        if kind == "launch":
+            e["name"] = rng.choice(names[:50]) + "_kernel"
+            e["grid"] = [rng.randint(1, 1000), 1, 1]
+            e["block"] = [rng.choice((32, 128, 256)), 1, 1]
+        events.append(e)
+    header = {"type": "process", "format_version": 2, "pid": pid, "ppid": 1, "host": "gen", "rank": -1,
+              "local_rank": -1, "command": "tracegen", "events": len(events), "dropped": rng.choice((0, 0, 5)),
+              "mode": "drop", "overwritten": 0, "clean_exit": rng.random() < 0.7, "state": "exited",
+              "truncated": False, "record_bytes": 0, "used_bytes": 0, "threads": len(threads),
+              "start_realtime_ns": 1, "start_ns": 1_000_000, "gpu_timing": "none",
+              "device_mem": [80 << 30, 80 << 30], "clock": "monotonic"}
+    return [json.dumps(header)] + [json.dumps(dict(type="event", **e)) for e in events]
+
+
+def gspy(*args, cwd=None):
+    return subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd)
+
+
+def no_crash(p, what):
+    """A run may refuse bad input with one line and exit 1; it never dies
+    of a signal or a sanitizer's report (exit 97-99)."""
+    check(p.returncode in (0, 1), f"{what}: exit {p.returncode}: {p.stderr[-600:]}")
+    if p.returncode:
+        check(p.stderr.startswith("gpuspy: error: "), f"{what}: exit 1 without the error line: {p.stderr[-300:]}")
+
+
+@test
+def structured_traces_through_report_dump_export(tmp):
+    """40 generated sets of 1-4 processes, with up to 2,000 phase names
+    each, nested up to 40 deep, 10% failed calls: report (text and
+    --json), dump and export succeed on every file and on the set."""
+    rng = random.Random(20261202)
+    for case in range(40):
+        names = [f"XlaPass:#name=pass{i}#" if i % 3 else f"cub::Device{i}" for i in range(rng.choice((5, 300, 2000)))]
+        files = []
+        for k in range(rng.randint(1, 4)):
+            f = os.path.join(tmp, f"case{case}-p{k}.jsonl")
+            with open(f, "w") as out:
+                out.write("\n".join(process(rng, 1000 + k, names)) + "\n")
+            files.append(f)
+        for args in (["report", *files], ["report", "--json", *files]):
+            p = gspy(*args)
+            no_crash(p, f"case {case}: {' '.join(args[:2])}")
+            check(p.returncode == 0, f"case {case}: {args[:2]} refused a valid trace: {p.stderr[-300:]}")
+        for f in files:
+            no_crash(gspy("dump", f), f"case {case}: dump")
+            no_crash(gspy("export", "--format", "chrome", "-o", os.path.join(tmp, "out.json"), f), f"case {case}: export")
+
+
+@test
+def cut_binary_traces_are_read_or_refused(tmp):
+    """A binary trace (tests/bin/mktrace: 20,000 events, 3 threads, 4 KiB
+    chunks) cut at 60 offsets, header and string table included: report,
+    dump and export read the prefix or refuse it with one line."""
+    src = os.path.join(tmp, "whole.gspy")
+    p = subprocess.run([os.path.join(BIN, "mktrace"), src, "20000", "3", "65536", "4096"],
+                       capture_output=True, timeout=TIMEOUT)
+    check(p.returncode == 0, "mktrace failed")
+    data = open(src, "rb").read()
+    rng = random.Random(7)
+    cuts = sorted({0, 1, 4095, 4096, 4097} | {rng.randint(1, len(data) - 1) for _ in range(55)})
+    for n in cuts:
+        f = os.path.join(tmp, f"cut-{n}.gspy")
+        with open(f, "wb") as out:
+            out.write(data[:n])
+        for args in (["report", f], ["report", "--json", f], ["dump", f],
+                     ["export", "--format", "chrome", "-o", os.path.join(tmp, "o.json"), f]):
+            no_crash(gspy(*args), f"cut at {n}: {args[0]}")
+        os.unlink(f)
+
+
+@test
+def fifo_named_like_a_trace_is_refused(tmp):
+    """A FIFO named x.gspy (or x.jsonl), alone or in a directory: report,
+    dump and export refuse it in one line at once instead of waiting for a
+    writer that never comes."""
+    for name in ("x.gspy", "y.jsonl"):
+        f = os.path.join(tmp, name)
+        os.mkfifo(f)
+        for args in (["report", f], ["dump", f], ["export", "--format", "chrome", "-o", os.path.join(tmp, "o"), f]):
+            p = gspy(*args)
+            check(p.returncode == 1 and p.stderr.strip().endswith(f"{f}: not a regular file"),
+                  f"{args}: exit {p.returncode}: {p.stderr.strip()!r}")
+        os.unlink(f)
+    os.mkfifo(os.path.join(tmp, "z.gspy"))
+    p = gspy("report", tmp)
+    check(p.returncode == 1 and "not a regular file" in p.stderr, f"report DIR: exit {p.returncode}: {p.stderr!r}")
+
+
+@test
+def trace_cut_while_it_is_read(tmp):
+    """`gpuspy dump` is reading a 200,000-event trace (held up by a full
+    pipe) when the file is cut to 8 KiB: it says so in one line and exits
+    1, where it died of SIGBUS."""
+    src = os.path.join(tmp, "big.gspy")
+    subprocess.run([os.path.join(BIN, "mktrace"), src, "200000", "2"], check=True, timeout=TIMEOUT)
+    p = subprocess.Popen([GPUSPY, "dump", src], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.read(4096)  # it runs; the pipe fills behind this
+    check(first.startswith(b'{"type":"process"'), f"dump started with {first[:40]!r}")
+    import time
+    time.sleep(0.5)
+    os.truncate(src, 8192)
+    out, err = p.communicate(timeout=TIMEOUT)
+    check(p.returncode == 1, f"exit {p.returncode}: {err[-300:]!r}")
+    check(err.decode().strip() == f"gpuspy: error: {src}: the file was cut while it was being read; read it again",
+          f"stderr: {err[-300:]!r}")
