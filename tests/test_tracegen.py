@@ -165,3 +165,50 @@ def trace_cut_while_it_is_read(tmp):
     check(p.returncode == 1, f"exit {p.returncode}: {err[-300:]!r}")
     check(err.decode().strip() == f"gpuspy: error: {src}: the file was cut while it was being read; read it again",
           f"stderr: {err[-300:]!r}")
+
+
+def control_bytes(b, allowed=()):
+    """Control bytes (and UTF-8 C1 controls) in b other than newline, tab
+    and the colour sequences in allowed."""
+    for a in allowed:
+        b = b.replace(a, b"")
+    bad = [c for c in b if (c < 0x20 and c not in (0x0a, 0x09)) or c == 0x7f]
+    return bad + [0x80 + i for i in range(0x20) if bytes([0xc2, 0x80 + i]) in b]
+
+
+@test
+def trace_bytes_cannot_drive_the_terminal(tmp):
+    """A trace whose command line, phase and kernel names hold escape
+    sequences (set the title, clear the screen, colour, C1 CSI, a name cut
+    inside a sequence), and a file whose name holds one: the text report
+    and the error lines write them as \\xNN text. With --color always only
+    the report's own bold, yellow and reset remain."""
+    evil = "\x1b]0;pwned\x07 \x1b[2J\u009b6n\x7f"
+    events = [{"kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 7, "start_ns": 2000, "end_ns": 2000,
+               "result": 0, "device": 0, "name": "ph" + evil},
+              {"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": 2100, "end_ns": 2200, "result": 0,
+               "device": 0, "name": "k\x1b[31mred" + evil * 6},
+              {"kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": 2300, "end_ns": 9000, "result": 0,
+               "device": 0, "bytes": 1 << 20, "dir": "h2d", "host_mem": "pageable"},
+              {"kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 7, "start_ns": 9100, "end_ns": 9100,
+               "result": 0, "device": 0, "name": "ph" + evil}]
+    header = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "h\x1b[2J", "rank": -1,
+              "local_rank": -1, "command": "cmd" + evil, "events": len(events), "dropped": 0, "clean_exit": True,
+              "state": "exited", "truncated": False, "threads": 1, "start_realtime_ns": 1, "start_ns": 1000,
+              "device_mem": [1 << 30], "clock": "monotonic"}
+    f = os.path.join(tmp, "evil.jsonl")
+    with open(f, "w") as out:
+        out.write("\n".join(json.dumps(x) for x in [header] + [dict(type="event", **e) for e in events]) + "\n")
+    ours = (b"\x1b[1m", b"\x1b[33m", b"\x1b[0m")
+    for args, allowed in ((["--color", "never"], ()), (["--color", "always"], ours)):
+        p = subprocess.run([GPUSPY, "report", *args, f], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"report {args}: exit {p.returncode}: {p.stderr[-200:]!r}")
+        check(not control_bytes(p.stdout, allowed), f"report {args}: control bytes {control_bytes(p.stdout, allowed)[:8]}")
+        check(b"cmd\\x1b]0;pwned\\x07 \\x1b[2J\\u009b6n\\x7f" in p.stdout, "command line not shown escaped")
+    if args[-1] == "always":
+        check(b"\x1b[1m" in p.stdout, "--color always lost the report's own bold")
+    bad = os.path.join(tmp, "x\x1b[2Jy.gspy")
+    with open(bad, "w") as out:
+        out.write("garbage")
+    p = subprocess.run([GPUSPY, "report", tmp], capture_output=True, timeout=TIMEOUT)
+    check(b"x\\x1b[2Jy.gspy" in p.stderr and not control_bytes(p.stderr), f"error line: {p.stderr[-300:]!r}")

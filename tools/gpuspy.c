@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "term.h"
 #include "dump.h"
 #include "export.h"
 #include "reader.h"
@@ -266,7 +267,11 @@ static int cmd_report(int argc, char **argv)
 			cJSON_free(s);
 			cJSON_Delete(o);
 		} else {
-			gs_report_print(stdout, procs, n, &whole, color);
+			/* Names and command lines are the trace's bytes: escaped. */
+			FILE *out = gs_term_open(stdout, color);
+			gs_report_print(out ? out : stdout, procs, n, &whole, color);
+			if (out)
+				fclose(out);
 		}
 		gs_report_free(&whole);
 	}
@@ -287,6 +292,13 @@ static int cmd_report(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* What gpuspy says on stderr may quote a file name or a trace's
+	 * bytes: control bytes are escaped there too (term.c). */
+	FILE *err = gs_term_open(stderr, 0);
+	if (err) {
+		setvbuf(err, NULL, _IONBF, 0);
+		stderr = err;
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
