@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -54,12 +55,41 @@ int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t sta
 	return rc;
 }
 
+/* gpuspy's own copy of the stderr the process started with: a program
+ * that later closes fd 2 and opens a file of its own there must not find
+ * gpuspy's warnings in it. Checked by device and inode before each write
+ * (the program may close this copy too, and the number be reused). */
+static int warn_fd = -1;
+static dev_t warn_dev;
+static ino_t warn_ino;
+
+static void warn_fd_setup(void)
+{
+	struct stat st;
+	/* At 100 or above: the numbers a program's next open() returns stay
+	 * free. Where that fails, fd 2 itself, still checked. */
+	int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+	if (fd < 0)
+		fd = 2;
+	if (fstat(fd, &st) == 0) {
+		warn_dev = st.st_dev;
+		warn_ino = st.st_ino;
+		warn_fd = fd;
+	} else if (fd != 2) {
+		close(fd);
+	}
+}
+
 void gs_warn(const char *fmt, ...)
 {
 	char buf[512];
 	int e = errno;
-	if (gs_cfg.quiet)
+	struct stat st;
+	if (gs_cfg.quiet || warn_fd < 0 || fstat(warn_fd, &st) != 0 || st.st_dev != warn_dev ||
+	    st.st_ino != warn_ino) {
+		errno = e;
 		return;
+	}
 	size_t n = (size_t)snprintf(buf, sizeof(buf), "gpuspy: ");
 	va_list ap;
 	va_start(ap, fmt);
@@ -68,7 +98,7 @@ void gs_warn(const char *fmt, ...)
 	if (k > 0)
 		n += (size_t)k < sizeof(buf) - n - 1 ? (size_t)k : sizeof(buf) - n - 2;
 	buf[n++] = '\n';
-	ssize_t w = write(2, buf, n);
+	ssize_t w = write(warn_fd, buf, n);
 	(void)w;
 	errno = e;
 }
@@ -193,6 +223,7 @@ static void atfork_child(void)
 static void init_real(void)
 {
 	const char *v;
+	warn_fd_setup();
 	gs_cfg.quiet = gs_env_bool("GPUSPY_QUIET", 0);
 	if (gs_env_bool("GPUSPY_DISABLE", 0) || getauxval(AT_SECURE)) {
 		gs_g.disabled = 1;

@@ -34,8 +34,11 @@ static struct {
 	uint32_t populated; /* chunks [0, populated) are faulted in */
 	uint32_t kick;      /* futex word: claims wake the prefault thread */
 	int prefault_off;
-	char path[700];     /* the trace file, for the trim at exit */
-} w = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char path[700];     /* the trace file's name, for messages */
+	int fd;             /* the trace file, for the trim at exit (never by name) */
+	dev_t dev;          /* and what it is, checked before the trim: the */
+	ino_t ino;          /* program may close the fd and reuse its number */
+} w = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 GS_FORK_LOCK(writer, w.lock);
 
 /*
@@ -192,6 +195,12 @@ static int dir_safe(const char *dir)
 		gs_warn("GPUSPY_DIR %s is writable by anyone and not sticky; refusing it, tracing off", dir);
 		return -EPERM;
 	}
+	/* Group-writable is refused too, unless the group is this process's
+	 * own (a user-private group, as umask 002 gives). */
+	if ((st.st_mode & S_IWGRP) && !(st.st_mode & S_ISVTX) && st.st_gid != getegid()) {
+		gs_warn("GPUSPY_DIR %s is writable by its group and not sticky; refusing it, tracing off", dir);
+		return -EPERM;
+	}
 	return 0;
 }
 
@@ -225,13 +234,26 @@ static int open_file(void)
 		return -e;
 	}
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
+	struct stat fst;
+	if (p == MAP_FAILED || fstat(fd, &fst) != 0) {
 		int e = errno;
 		gs_warn("cannot map %s: %s; tracing off", path, strerror(e));
 		unlink(path);
+		close(fd);
+		if (p != MAP_FAILED)
+			munmap(p, size);
 		return -e;
 	}
+	/* Above the numbers a program expects to be free (0-2, and what it
+	 * opens next): the fd stays for the trim at exit. */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	w.fd = fd;
+	w.dev = fst.st_dev;
+	w.ino = fst.st_ino;
 	struct gspy_header *h = p;
 	h->version = GSPY_FORMAT_VERSION;
 	h->header_size = GSPY_HEADER_SIZE;
@@ -493,23 +515,25 @@ void gs_writer_trim(void)
 	__atomic_store_n(&h->chunk_count, claimed, __ATOMIC_RELEASE);
 	uint64_t size = h->chunk_offset + (uint64_t)claimed * h->chunk_size;
 	h->file_size = size;
-	if (truncate(w.path, (off_t)size) != 0) {
-		/* The header must describe the file: put the count back. */
+	/* By our own fd, never by name: the name may now be a symbolic link
+	 * someone put in the directory, or relative to another directory. */
+	struct stat st;
+	if (w.fd < 0 || fstat(w.fd, &st) != 0 || st.st_dev != w.dev || st.st_ino != w.ino ||
+	    ftruncate(w.fd, (off_t)size) != 0) {
+		/* The header must describe the file: put the count and the
+		 * claims back. */
 		h->file_size = h->chunk_offset + (uint64_t)count * h->chunk_size;
 		__atomic_store_n(&h->chunk_count, count, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
 		return;
 	}
 	/* The string table's unused tail gives its blocks back (a hole reads
 	 * as the zeros it holds). Strings appended later still fit: a write
 	 * into a hole allocates again. */
 	uint64_t from = (h->strtab_offset + __atomic_load_n(&h->strtab_used, __ATOMIC_ACQUIRE) + 4095) & ~4095ull;
-	int fd = open(w.path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		if (from < h->chunk_offset)
-			(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
-					(off_t)(h->chunk_offset - from));
-		close(fd);
-	}
+	if (from < h->chunk_offset)
+		(void)fallocate(w.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+				(off_t)(h->chunk_offset - from));
 }
 
 void gs_writer_exit(int state, int code, int sig)
@@ -550,6 +574,9 @@ void gs_writer_forked(void)
 {
 	if (w.state == W_OPEN)
 		munmap(w.base, w.size);
+	if (w.fd >= 0)
+		close(w.fd); /* the parent's file */
+	w.fd = -1;
 	w.hdr = NULL;
 	w.base = NULL;
 	w.populated = 0;

@@ -141,3 +141,96 @@ def program_signal_handlers_keep_their_sigaction_semantics(tmp):
         if scenario in ("resethand", "mask", "bigstack"):
             check(proc.get("signal_seen") == (15 if scenario == "bigstack" else 11),
                   f"{scenario}: trace says {proc.get('signal_seen')}")
+
+
+def preload_env(tmp, **extra):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.update(LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, LD_PRELOAD=PRELOAD_PREFIX + LIB, **extra)
+    return env
+
+
+@test
+def trim_at_exit_never_follows_the_name(tmp):
+    """While the program runs, its trace's name in the directory is made a
+    symbolic link to another file (a user with write access to a shared
+    trace directory can): the trim at exit cuts gpuspy's own file through
+    its fd, and the other file keeps every byte. The trace stays whole."""
+    victim = os.path.join(tmp, "victim")
+    with open(victim, "wb") as f:
+        f.write(b"precious" * 100000)
+    d = os.path.join(tmp, "traces")
+    os.mkdir(d, 0o700)
+    p = subprocess.Popen([os.path.join(BIN, "prog_files"), "wait"], env=preload_env(d, GPUSPY_QUIET="1"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    check(p.stdout.readline() == "alloc 0\n", "the program did not start")
+    t = traces(d)
+    check(len(t) == 1, f"traces: {t}")
+    real = os.path.join(tmp, "moved.gspy")
+    os.rename(os.path.join(d, t[0]), real)
+    os.symlink(victim, os.path.join(d, t[0]))
+    p.communicate("go\n", timeout=TIMEOUT)
+    check(p.returncode == 0, f"exit {p.returncode}")
+    check(open(victim, "rb").read() == b"precious" * 100000, "the other file was changed")
+    check(os.path.getsize(real) < 64 << 20, f"gpuspy's own file was not trimmed: {os.path.getsize(real)} bytes")
+    proc, ev = dump(real)
+    check([e["api"] for e in ev] == ["cuMemAlloc_v2"] and proc["clean_exit"], f"trace: {proc}, {ev}")
+
+
+@test
+def group_writable_trace_directory_is_refused(tmp):
+    """A trace directory its group (not this process's own) may write, not
+    sticky: refused with one warning, nothing written, the program as
+    untraced. With the sticky bit, or the process's own group, it is used."""
+    d = os.path.join(tmp, "shared")
+    os.mkdir(d)
+    other = 1 if os.getegid() != 1 else 2
+    os.chown(d, -1, other)
+    os.chmod(d, 0o770)
+    p = subprocess.run([os.path.join(BIN, "prog_files")], env=preload_env(d), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "alloc 0\n", f"program changed: {p.returncode} {p.stdout!r}")
+    check(p.stderr == f"gpuspy: GPUSPY_DIR {d} is writable by its group and not sticky; refusing it, tracing off\n",
+          f"stderr: {p.stderr!r}")
+    check(not os.listdir(d), f"written: {os.listdir(d)}")
+    for mode, group in ((0o1770, other), (0o770, os.getegid())):
+        os.chown(d, -1, group)
+        os.chmod(d, mode)
+        p = subprocess.run([os.path.join(BIN, "prog_files")], env=preload_env(d), capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and not p.stderr and len(traces(d)) == 1,
+              f"mode {oct(mode)} group {group}: {p.stderr!r} {os.listdir(d)}")
+        for f in traces(d):
+            os.unlink(os.path.join(d, f))
+
+
+@test
+def warnings_go_to_the_stderr_the_process_started_with(tmp):
+    """The program closes fd 2 and opens its own file there before its
+    first CUDA call, on which gpuspy warns (GPUSPY_DIR is not a directory):
+    the warning goes to the original stderr, and the program's file holds
+    only the program's line."""
+    own = os.path.join(tmp, "own.log")
+    notdir = os.path.join(tmp, "file")
+    open(notdir, "w").close()
+    p = subprocess.run([os.path.join(BIN, "prog_files"), "stderr", own], env=preload_env(notdir),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "alloc 0\n", f"program changed: {p.returncode} {p.stdout!r}")
+    check(open(own).read() == "the program's own line\n", f"own file: {open(own).read()!r}")
+    check(p.stderr == f"gpuspy: GPUSPY_DIR {notdir} is not a directory; tracing off\n", f"stderr: {p.stderr!r}")
+
+
+@test
+def run_dir_survives_a_change_of_directory(tmp):
+    """`gpuspy run --dir rel` with a command that changes directory before
+    its first CUDA call: the trace lands in rel (run exports the absolute
+    path), and run reports it instead of saying no CUDA call was made."""
+    prog = os.path.join(BIN, "prog_files")
+    env = dict(os.environ, LD_LIBRARY_PATH=BIN)
+    env.pop("LD_PRELOAD", None)
+    p = subprocess.run([GPUSPY, "run", "--dir", "rel", "--", "sh", "-c", f"cd / && exec {prog}"],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-300:]}")
+    t = traces(os.path.join(tmp, "rel"))
+    check(len(t) == 1, f"traces in rel: {t}; stderr {p.stderr[-300:]}")
+    check("made no CUDA call" not in p.stderr + p.stdout, f"run said: {p.stderr[-300:]}")

@@ -211,3 +211,6 @@ test-build: $(TB)/prog_fork_busy
 $(TB)/prog_signals: tests/hostile/prog_signals.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -O0 -o $@ $< $(DRV)
 test-build: $(TB)/prog_signals
+$(TB)/prog_files: tests/hostile/prog_files.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+test-build: $(TB)/prog_files

@@ -221,7 +221,10 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	snprintf(preload, n, "%s%s%s%s%s", lib, *hostlib ? ":" : "", hostlib, old && *old ? ":" : "",
 		 old && *old ? old : "");
 	setenv("LD_PRELOAD", preload, 1);
-	setenv("GPUSPY_DIR", dir, 1);
+	/* Absolute: a traced process that changes directory still writes
+	 * where run looks afterwards. */
+	char absdir[PATH_MAX];
+	setenv("GPUSPY_DIR", realpath(dir, absdir) ? absdir : dir, 1);
 	if (buffer)
 		setenv("GPUSPY_BUFFER_MB", buffer, 1);
 	if (cupti)
