@@ -219,7 +219,7 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 	int e = errno;
 	CUpti_Activity *a = NULL;
 	size_t n = 0;
-	gs_tls.depth++; /* the allocations below are gpuspy's, not the program's */
+	gs_hold(); /* the allocations below are gpuspy's, not the program's */
 	pthread_mutex_lock(&c.lock);
 	while (c.next(buf, valid, &a) == CUPTI_SUCCESS)
 		n++;
@@ -264,7 +264,7 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 		free(v);
 	}
 	free(buf);
-	gs_tls.depth--;
+	gs_release();
 	errno = e;
 }
 

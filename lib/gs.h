@@ -47,6 +47,7 @@ struct gs_tls {
 	uint32_t tid;
 	uint32_t seq;            /* next chunk number */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
+	uintptr_t outer_sp;      /* the outermost wrapped call's stack, for gs_stale */
 } __attribute__((aligned(64)));
 
 /* initial-exec: one %fs-relative access instead of a descriptor call. The
@@ -199,11 +200,46 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r);
  * outermost wrapped call on this thread and tracing is on, else NULL. Every
  * gs_begin() is paired with exactly one gs_end().
  */
+/*
+ * A wrapped call that never returned: a signal handler that (sig)longjmps
+ * out of a blocking wait leaves the depth raised, and every later call of
+ * the thread would look nested and go unrecorded. Each outermost call
+ * keeps its caller's stack pointer (the wrapper's CFA); a nested call is
+ * always deeper, so a call at or above it, on the same stack (within 16
+ * MiB: a handler on an alternate stack is elsewhere), finds that call gone.
+ */
+static inline int gs_stale(const struct gs_tls *t, uintptr_t cfa)
+{
+	return cfa >= t->outer_sp && cfa - t->outer_sp < (16u << 20);
+}
+
+/* gpuspy's own work that may call wrapped functions (allocations, loader
+ * calls): they pass through as nested calls. */
+static inline void gs_hold(void)
+{
+	struct gs_tls *t = &gs_tls;
+	if (t->depth++ == 0)
+		t->outer_sp = (uintptr_t)__builtin_dwarf_cfa();
+}
+
+static inline void gs_release(void)
+{
+	if (GS_LIKELY(gs_tls.depth))
+		gs_tls.depth--;
+}
+
 static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 {
 	struct gs_tls *t = &gs_tls;
-	if (t->depth++ != 0 || GS_UNLIKELY(gs_g.disabled) ||
-	    GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
+	uintptr_t sp = (uintptr_t)__builtin_dwarf_cfa();
+	if (t->depth != 0 && GS_UNLIKELY(gs_stale(t, sp))) {
+		t->depth = 0;
+		t->recording = 0;
+	}
+	if (t->depth++ != 0)
+		return NULL;
+	t->outer_sp = sp;
+	if (GS_UNLIKELY(gs_g.disabled) || GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
 		return NULL;
 	if (GS_UNLIKELY(!gs_writer_open()) && gs_writer_ready() != 0)
 		return NULL;
@@ -246,7 +282,8 @@ static inline void gs_end(struct gspy_record *r, int result)
 			gs_cupti_note(r, t->cupti_corr);
 		gs_commit(t, r);
 	}
-	t->depth--;
+	if (GS_LIKELY(t->depth))
+		t->depth--;
 }
 
 /* The record of the outermost call when this one is nested in it. */

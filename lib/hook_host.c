@@ -156,8 +156,7 @@ static void *pend_put(unsigned api, void *p, uint64_t n, uint64_t start)
 		return p;
 	}
 	uint64_t a = (uint64_t)(uintptr_t)p;
-	struct gs_tls *t = &gs_tls;
-	t->depth++; /* what the unwinder allocates passes through */
+	gs_hold(); /* what the unwinder allocates passes through */
 	live_put(a, n);
 	struct pend *tab = pend_table();
 	struct pend *slot = NULL;
@@ -182,7 +181,7 @@ static void *pend_put(unsigned api, void *p, uint64_t n, uint64_t start)
 	} else {
 		__atomic_fetch_add(&pend_lost, 1, __ATOMIC_RELAXED);
 	}
-	t->depth--;
+	gs_release();
 	errno = e;
 	return p;
 }
@@ -212,10 +211,10 @@ void gs_host_flush(struct gs_tls *t)
 	struct pend *tab = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);
 	if (!tab || !__atomic_load_n(&pend_count, __ATOMIC_RELAXED))
 		return;
-	t->depth++; /* the sort buffer and the stacks' interning pass through */
+	gs_hold(); /* the sort buffer and the stacks' interning pass through */
 	uint64_t (*mine)[2] = malloc(PEND_CAP * sizeof(*mine)); /* (start, index) */
 	if (!mine) {
-		t->depth--;
+		gs_release();
 		return;
 	}
 	uint32_t n = 0;
@@ -248,7 +247,7 @@ void gs_host_flush(struct gs_tls *t)
 		gs_commit(t, &r);
 	}
 	free(mine);
-	t->depth--;
+	gs_release();
 }
 
 static int pend_answered; /* gs_host_unwritten has answered */

@@ -58,10 +58,10 @@ static CUresult launch(unsigned api, CUfunction f, unsigned gx, unsigned gy, uns
 {
 	__typeof__(&cuLaunchKernel) real = (__typeof__(&cuLaunchKernel))gs_real(api);
 	if (GS_LIKELY(gs_tls.depth != 0)) {
-		gs_tls.depth++;
+		gs_hold();
 		CUresult rc = real(f, gx, gy, gz, bx, by, bz, smem, st, params, extra);
 		drv_enrich(f);
-		gs_tls.depth--;
+		gs_release();
 		return rc;
 	}
 	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)st);
@@ -92,11 +92,11 @@ static CUresult launch_ex(unsigned api, const CUlaunchConfig *c, CUfunction f, v
 {
 	__typeof__(&cuLaunchKernelEx) real = (__typeof__(&cuLaunchKernelEx))gs_real(api);
 	if (GS_LIKELY(gs_tls.depth != 0)) {
-		gs_tls.depth++;
+		gs_hold();
 		CUresult rc = real(c, f, params, extra);
 		if (c)
 			drv_enrich(f);
-		gs_tls.depth--;
+		gs_release();
 		return rc;
 	}
 	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_launch, (uint64_t)(c ? c->hStream : 0));

@@ -544,7 +544,7 @@ void gs_stacks_load(void)
 {
 	if (!stack_on)
 		return;
-	gs_tls.depth++; /* what the loader calls (malloc) is not the program's */
+	gs_hold(); /* what the loader calls (malloc) is not the program's */
 	/* A dlopen here may call malloc.
 	 * GPUSPY_STACKS=glibc skips libunwind (whose per-thread trace cache
 	 * has a thread-exit destructor that ThreadSanitizer's runtime cannot
@@ -572,7 +572,7 @@ void gs_stacks_load(void)
 				 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
 				 1u << GSPY_KIND_unmap | (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0),
 			 __ATOMIC_RELEASE);
-	gs_tls.depth--;
+	gs_release();
 }
 
 void gs_stacks_clock(double ticks_per_s)

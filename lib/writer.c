@@ -310,9 +310,9 @@ static uint32_t timing_done; /* futex word: 1 once gpu_timing is set */
 static void *timing_main(void *arg)
 {
 	(void)arg;
-	gs_tls.depth++; /* what CUPTI's start calls is gpuspy's, not the program's */
+	gs_hold(); /* what CUPTI's start calls is gpuspy's, not the program's */
 	w.hdr->gpu_timing = gs_cupti_start();
-	gs_tls.depth--;
+	gs_release();
 	__atomic_store_n(&timing_done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &timing_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 	return NULL;

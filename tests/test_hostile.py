@@ -234,3 +234,13 @@ def run_dir_survives_a_change_of_directory(tmp):
     t = traces(os.path.join(tmp, "rel"))
     check(len(t) == 1, f"traces in rel: {t}; stderr {p.stderr[-300:]}")
     check("made no CUDA call" not in p.stderr + p.stdout, f"run said: {p.stderr[-300:]}")
+
+
+@test
+def longjmp_out_of_a_hook_keeps_recording(tmp):
+    """A SIGALRM handler siglongjmps out of a blocking cuStreamSynchronize:
+    the 40 calls after it are recorded (none were: the thread's depth stayed
+    raised), and the wait itself, which never returned, is not."""
+    p = run("prog_longjmp", tmp=tmp)
+    check(p.stdout == "timed out of the wait; 40 calls after it\n", f"output: {p.stdout!r}")
+    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemFree_v2"] * 20, f"events: {apis(tmp)}")

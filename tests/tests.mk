@@ -214,3 +214,6 @@ test-build: $(TB)/prog_signals
 $(TB)/prog_files: tests/hostile/prog_files.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_files
+$(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+test-build: $(TB)/prog_longjmp

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../lib/cuda_api.h"
 #include "gpuspy/format.h"
@@ -722,7 +723,15 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream hs) { return cuGraphL
 
 /* ---- waits ------------------------------------------------------------------------ */
 
-EXPORT CUresult cuStreamSynchronize(CUstream hs) { (void)hs; FAIL_CHECK("cuStreamSynchronize"); return CUDA_SUCCESS; }
+/* Stream 0xb10c never finishes: the wait blocks until a signal handler
+ * jumps out of it (tests/hostile/prog_longjmp.c). */
+EXPORT CUresult cuStreamSynchronize(CUstream hs)
+{
+	FAIL_CHECK("cuStreamSynchronize");
+	while (hs == (CUstream)0xb10c)
+		pause();
+	return CUDA_SUCCESS;
+}
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hs) { return cuStreamSynchronize(hs); }
 EXPORT CUresult cuCtxSynchronize(void) { FAIL_CHECK("cuCtxSynchronize"); return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSynchronize_v2"); return CUDA_SUCCESS; }
