@@ -326,8 +326,7 @@ __attribute__((constructor)) static void gs_ctor(void)
 
 __attribute__((destructor)) static void gs_dtor(void)
 {
-	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
-	gs_writer_trim();
+	gs_writer_finish();
 	if (gs_env_bool("GPUSPY_DEBUG", 0))
 		gs_warn("pid %d: %llu entry points handed out unwrapped (real pointer differed)",
 			(int)getpid(), (unsigned long long)gs_symbol_mismatches());

@@ -169,6 +169,7 @@ uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */
 void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
 void gs_writer_trim(void);         /* clean exit: cut the file to what it holds */
+void gs_writer_finish(void);       /* gpuspy's destructor: exit and trim, and so for a file opened later */
 void gs_writer_forked(void);
 extern int gs_writer_inline_timing; /* GPU timing starts in the first call's thread */
 void gs_writer_device_mem(int device, uint64_t bytes);

@@ -390,6 +390,7 @@ void gs_writer_clock_pair(void)
 }
 
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
+static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 
 void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
@@ -457,6 +458,14 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			if (c->seq == 0)
 				gs_host_flush(t);
 			gs_commit(t, r);
+			/* A file first written after gpuspy's destructor (a linked
+			 * library's destructor made the process's first CUDA call)
+			 * is marked and trimmed now: no later moment comes. */
+			if (__atomic_load_n(&finished, __ATOMIC_ACQUIRE) &&
+			    __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == GSPY_STATE_RUNNING) {
+				gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
+				gs_writer_trim();
+			}
 			return;
 		}
 	}
@@ -548,6 +557,13 @@ void gs_writer_exit(int state, int code, int sig)
 	h->exit_code = code;
 	h->exit_signal = sig;
 	__atomic_store_n(&h->state, (uint32_t)state, __ATOMIC_RELEASE);
+}
+
+void gs_writer_finish(void)
+{
+	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
+	gs_writer_trim();
+	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
 }
 
 void gs_writer_signal_seen(int sig)

@@ -244,3 +244,20 @@ def longjmp_out_of_a_hook_keeps_recording(tmp):
     p = run("prog_longjmp", tmp=tmp)
     check(p.stdout == "timed out of the wait; 40 calls after it\n", f"output: {p.stdout!r}")
     check(apis(tmp) == ["cuMemAlloc_v2", "cuMemFree_v2"] * 20, f"events: {apis(tmp)}")
+
+
+@test
+def first_cuda_calls_in_a_destructor_after_gpuspys(tmp):
+    """A linked library's destructor, which runs after libgpuspy's, makes
+    the process's first CUDA calls: the file they open is marked exited
+    and trimmed (it said 'did not exit cleanly' and kept its 256 MiB),
+    and both calls are in it."""
+    p = run("prog_dtor", tmp=tmp, env={"GPUSPY_STACKS": "off"})
+    check(p.stdout == "main: no CUDA\n" and "dtor: 0 0" in p.stderr, f"program: {p.stdout!r} {p.stderr!r}")
+    t = traces(tmp)
+    check(len(t) == 1, f"traces: {t}")
+    size = os.path.getsize(os.path.join(tmp, t[0]))
+    check(size < 8 << 20, f"not trimmed: {size} bytes")
+    proc, ev = dump(os.path.join(tmp, t[0]))
+    check(proc["clean_exit"] is True and proc["state"] == "exited", f"process line: {proc}")
+    check([e["api"] for e in ev] == ["cudaMalloc", "cudaFree"], f"events: {ev}")

@@ -217,3 +217,8 @@ test-build: $(TB)/prog_files
 $(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_longjmp
+$(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN)
+$(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
+test-build: $(TB)/prog_dtor

@@ -12,3 +12,4 @@ __attribute__((constructor)) static void ctor_makes_a_cuda_call(void)
 {
 	fprintf(stderr, "ctor: cudaFree(0) = %d\n", cudaFree(0));
 }
+
