@@ -102,6 +102,52 @@ static void prefault_kick(uint32_t idx)
 	syscall(SYS_futex, &w.kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/*
+ * Chunks of threads that exited, handed on: a program that starts
+ * thousands of short threads would otherwise claim a 64 KiB chunk for
+ * each few calls and run out with the buffer nearly empty. A thread's key
+ * destructor puts its chunk here with the state to go on packing; a new
+ * thread takes it, writes an owner record with its tid, and appends. Not
+ * in flight-recorder mode, whose chunks are reused oldest first.
+ */
+#define SPARE_MAX 256
+static struct {
+	pthread_mutex_t lock;
+	uint32_t n;
+	struct spare {
+		struct gspy_chunk *chunk;
+		uint32_t used, cap, nrec;
+		uint64_t gen, claim;
+		struct gspy_pack_base base;
+	} v[SPARE_MAX];
+	pthread_key_t key;
+	int key_ok;
+} spare = { .lock = PTHREAD_MUTEX_INITIALIZER };
+GS_FORK_LOCK(spare, spare.lock);
+
+static void thread_gone(void *arg)
+{
+	(void)arg;
+	struct gs_tls *t = &gs_tls;
+	if (!t->chunk || t->gen != gs_g.gen || gs_g.ring || t->used + 2 * GSPY_PACKED_MAX > t->cap)
+		return;
+	pthread_mutex_lock(&spare.lock);
+	if (spare.n < SPARE_MAX) {
+		struct spare *e = &spare.v[spare.n++];
+		e->chunk = t->chunk;
+		e->used = t->used;
+		e->cap = t->cap;
+		e->nrec = t->nrec;
+		e->gen = t->gen;
+		e->claim = t->claim;
+		e->base = t->base;
+	}
+	pthread_mutex_unlock(&spare.lock);
+	/* Calls from later destructors of this thread claim afresh. */
+	t->chunk = NULL;
+	t->used = t->cap = t->nrec = 0;
+}
+
 static void read_cmdline(char *out, size_t cap)
 {
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -364,6 +410,7 @@ int gs_writer_ready(void)
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
 	if (opened) {
+		spare.key_ok = pthread_key_create(&spare.key, thread_gone) == 0;
 		gs_signals_install();
 		prefault_start();
 		/* Outside the lock: CUPTI's own threads write records too. */
@@ -392,6 +439,39 @@ void gs_writer_clock_pair(void)
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
 static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 
+/* A spare chunk for t, which has none: 1 when t now writes into it. */
+static int take_spare(struct gs_tls *t)
+{
+	if (!__atomic_load_n(&spare.n, __ATOMIC_RELAXED) || gs_g.ring)
+		return 0;
+	struct spare e = { 0 };
+	pthread_mutex_lock(&spare.lock);
+	while (spare.n && !e.chunk) {
+		e = spare.v[--spare.n];
+		if (e.gen != gs_g.gen)
+			e.chunk = NULL;
+	}
+	pthread_mutex_unlock(&spare.lock);
+	if (!e.chunk)
+		return 0;
+	t->chunk = e.chunk;
+	t->body = (uint8_t *)e.chunk + GSPY_CHUNK_HEADER_SIZE;
+	t->used = e.used;
+	t->cap = e.cap;
+	t->nrec = e.nrec;
+	t->claim = e.claim;
+	t->base = e.base;
+	struct gspy_record o;
+	memset(&o, 0, sizeof(o));
+	o.kind = GSPY_KIND_owner;
+	o.device = -1;
+	o.start = o.end = gs_now();
+	o.u.mem.bytes = t->tid;
+	gs_commit(t, &o);
+	__atomic_fetch_add(&w.hdr->chunks_reused, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
 	/* In flight-recorder mode another thread may have recycled our chunk. */
@@ -419,6 +499,19 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		t->chunk = NULL;
 		t->used = t->cap = t->nrec = 0;
 		t->seq = 0;
+	}
+	if (!t->chunk) {
+		if (!t->tid) {
+			t->tid = (uint32_t)syscall(SYS_gettid);
+			gs_signals_thread();
+		}
+		/* The key's destructor hands the chunk on when the thread ends. */
+		if (spare.key_ok && !pthread_getspecific(spare.key))
+			pthread_setspecific(spare.key, (void *)1);
+		if (take_spare(t)) {
+			gs_commit(t, r);
+			return;
+		}
 	}
 	uint32_t count = chunk_count(h);
 	if (gs_g.ring || __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < count) {
@@ -469,7 +562,9 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			return;
 		}
 	}
-	if (t->chunk)
+	if (__atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+		__atomic_fetch_add(&h->dropped_after_exit, 1, __ATOMIC_RELAXED); /* the file was cut */
+	else if (t->chunk)
 		__atomic_store_n(&t->chunk->dropped, t->chunk->dropped + 1, __ATOMIC_RELAXED);
 	else
 		__atomic_fetch_add(&h->dropped_nochunk, 1, __ATOMIC_RELAXED);

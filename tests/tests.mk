@@ -218,7 +218,10 @@ $(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(HOSTILE_HD
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_longjmp
 $(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN) -lpthread
+$(TB)/prog_threads_many: tests/hostile/prog_threads_many.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_threads_many
 $(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
 test-build: $(TB)/prog_dtor

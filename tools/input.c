@@ -74,6 +74,8 @@ static void proc_from_trace(struct gs_input *in)
 	p->events = t->events;
 	p->dropped = t->dropped;
 	p->overwritten = h->overwritten;
+	p->dropped_after_exit = h->dropped_after_exit;
+	p->chunks_reused = h->chunks_reused;
 	p->stacks_taken = h->stacks_taken;
 	p->stacks_ns = gs_trace_stack_ns(t);
 	p->stack_min_ns = h->stack_min_ns;
@@ -158,6 +160,8 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->events = u64(o, "events");
 	p->dropped = u64(o, "dropped");
 	p->overwritten = u64(o, "overwritten");
+	p->dropped_after_exit = u64(o, "dropped_after_exit");
+	p->chunks_reused = u64(o, "chunks_reused");
 	p->stacks_taken = u64(o, "stacks_taken");
 	p->stacks_ns = u64(o, "stacks_ns");
 	p->stack_min_ns = u64(o, "stack_min_ns");

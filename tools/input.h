@@ -21,6 +21,8 @@ struct gs_proc {
 	char command[1025];
 	uint64_t events, dropped;
 	uint64_t overwritten; /* flight recorder: oldest events overwritten */
+	uint64_t dropped_after_exit; /* of dropped: after gpuspy's destructor cut the file */
+	uint64_t chunks_reused;      /* chunks of threads that exited, taken over */
 	uint64_t stacks_taken, stacks_ns; /* gpuspy's own time taking call stacks */
 	uint64_t stack_min_ns; /* GPUSPY_STACK_MIN: shorter waits (etc.) have no stack */
 	unsigned state;  /* enum gspy_state */

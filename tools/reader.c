@@ -362,6 +362,9 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		t->events += t->threads[i].events;
 		t->dropped += t->threads[i].dropped;
 	}
+	/* Each chunk handed on holds one owner record, which is no event. */
+	t->events -= h->chunks_reused < t->events ? h->chunks_reused : t->events;
+	t->dropped += h->dropped_after_exit;
 	return 0;
 bad:
 	gs_trace_close(t);
@@ -374,6 +377,7 @@ static void cursor_reset(struct gs_thread *th)
 	th->ri = 0;
 	th->off = 0;
 	th->have = 0;
+	th->cur_tid = 0;
 	memset(&th->rec, 0, sizeof(th->rec)); /* each chunk is packed from zero */
 }
 
@@ -403,6 +407,10 @@ static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
 			if (k) {
 				th->off += k;
 				th->ri++;
+				if (th->rec.kind == GSPY_KIND_owner) { /* not an event */
+					th->cur_tid = (uint32_t)th->rec.u.mem.bytes;
+					continue;
+				}
 				th->have = 1;
 				return &th->rec;
 			}
@@ -432,7 +440,7 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 		return 0;
 	best->have = 0; /* consumed: the next peek decodes after it */
 	ev->rec = br;
-	ev->tid = best->tid;
+	ev->tid = best->cur_tid ? best->cur_tid : best->tid;
 	ev->start_ns = to_ns(t, br->start);
 	ev->end_ns = to_ns(t, br->end);
 	ev->corr = 0;

@@ -32,6 +32,8 @@ struct gs_thread {
 	int bound;         /* bytes and records are read for the current chunk */
 	int have;          /* rec is decoded and not yet consumed */
 	struct gspy_record rec; /* the last record decoded: the packing base */
+	uint32_t cur_tid;  /* the current chunk's records are this thread's from an
+			    * owner record on (a chunk handed on), else 0: tid's */
 	uint64_t events, dropped;
 };
 

@@ -498,9 +498,9 @@ static void process_section(FILE *f, const struct gs_report *r)
 {
 	char a[32], b[32], c[32];
 	fprintf(f, "\n%s== %s%s: %s\n", bold, r->label, reset, r->proc.command);
-	fprintf(f, "   host %s, %s, %s traced, %s events, %s dropped\n",
+	fprintf(f, "   host %s, %s, %s traced, %s %s, %s dropped\n",
 		*r->proc.host ? r->proc.host : "(unknown)", state_text(&r->proc),
-		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents),
+		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents), gs_pl(r->nevents, "event", "events"),
 		gs_fmt_count(c, r->proc.dropped));
 	if (r->proc.state == GSPY_STATE_SIGNALED)
 		fprintf(f, "   signal %d\n", r->proc.exit_signal);
@@ -514,9 +514,15 @@ static void process_section(FILE *f, const struct gs_report *r)
 		fprintf(f, "   GPU records of its last seconds may be missing: CUPTI hands them over a "
 			   "second after the program goes quiet, every GPUSPY_CUPTI_FLUSH seconds (default "
 			   "5) while it launches\n");
-	if (r->proc.dropped)
-		fprintf(f, "   %s%llu events were dropped%s: the buffer was full; raise GPUSPY_BUFFER_MB\n",
-			yellow, (unsigned long long)r->proc.dropped, reset);
+	uint64_t late = r->proc.dropped_after_exit < r->proc.dropped ? r->proc.dropped_after_exit : r->proc.dropped;
+	if (r->proc.dropped > late)
+		fprintf(f, "   %s%llu %s dropped%s: the buffer was full; raise GPUSPY_BUFFER_MB\n", yellow,
+			(unsigned long long)(r->proc.dropped - late), gs_pl(r->proc.dropped - late, "event was", "events were"),
+			reset);
+	if (late)
+		fprintf(f, "   %llu %s not recorded: %s after gpuspy's exit handler had closed the trace "
+			   "(other threads, or later destructors, still calling CUDA)\n",
+			(unsigned long long)late, gs_pl(late, "event was", "events were"), gs_pl(late, "it came", "they came"));
 	if (r->proc.overwritten)
 		fprintf(f, "   flight recorder: the %llu oldest events were overwritten; this is the newest part\n",
 			(unsigned long long)r->proc.overwritten);
@@ -585,8 +591,9 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		reset = "\033[0m";
 	}
 	char a[32], b[32];
-	fprintf(f, "%sgpuspy report%s: %zu process%s, %s events, %s dropped\n", bold, reset, n,
-		gs_pl(n, "", "es"), gs_fmt_count(a, whole->nevents), gs_fmt_count(b, whole->proc.dropped));
+	fprintf(f, "%sgpuspy report%s: %zu process%s, %s %s, %s dropped\n", bold, reset, n,
+		gs_pl(n, "", "es"), gs_fmt_count(a, whole->nevents), gs_pl(whole->nevents, "event", "events"),
+		gs_fmt_count(b, whole->proc.dropped));
 	gpu_mode = whole->gpu_timing == GSPY_GPU_TIMING_cupti;
 	events_mode = whole->gpu_timing == GSPY_GPU_TIMING_events;
 	if (events_mode)

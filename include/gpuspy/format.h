@@ -66,7 +66,9 @@
 	X(gpu_copy)    /* GPU side: a copy */                                \
 	X(gpu_memset)  /* GPU side: a memset */                              \
 	X(gpu_span)    /* GPU side without CUPTI (GPUSPY_CUPTI=events): one  \
-			* phase interval on one stream, u.span.gpu_ns */
+			* phase interval on one stream, u.span.gpu_ns */  \
+	X(owner)       /* never an event: a chunk left by a thread that      \
+			* exited goes on for thread u.mem.bytes from here */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -619,6 +621,12 @@ struct gspy_header {
 	/* GPUSPY_STACK_MIN: copies that are not pageable, memsets, waits and
 	 * sampled launches shorter than this carry no stack; 0: all do. */
 	uint64_t stack_min_ns;
+	/* Chunks that threads which exited had left part used, taken over by
+	 * new threads (each begins its part with an owner record, which is
+	 * not an event); and events not recorded because they came after
+	 * gpuspy's destructor cut the file (not the buffer being full). */
+	uint64_t chunks_reused;
+	uint64_t dropped_after_exit;
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");

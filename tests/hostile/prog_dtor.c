@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* Makes no CUDA call itself: the library it links (tests/hostile/dtor_lib.c)
- * makes two from its destructor, after libgpuspy's destructor ran. */
+/* The library it links (tests/hostile/dtor_lib.c) makes CUDA calls from
+ * its destructor, after libgpuspy's ran; main makes none, or with
+ * HOSTILE_DTOR_THREAD set one allocation. */
 #include <stdio.h>
+#include <stdlib.h>
+
+int cudaMalloc(void **p, unsigned long n);
 
 int main(void)
 {
-	printf("main: no CUDA\n");
+	void *p = 0;
+	if (getenv("HOSTILE_DTOR_THREAD"))
+		printf("main: %d\n", cudaMalloc(&p, 4096));
+	else
+		printf("main: no CUDA\n");
 	return 0;
 }
