@@ -4,6 +4,7 @@ signals, fork, files): each test reproduces one way a real job could hang,
 crash or change behaviour under gpuspy, and asserts what the program did."""
 import os
 import subprocess
+import sys
 
 from harness import BIN, GPUSPY, LIB, PRELOAD_PREFIX, TIMEOUT, check, dump, run, test, traces
 
@@ -296,3 +297,28 @@ def calls_after_exit_are_not_blamed_on_the_buffer(tmp):
     r = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True, timeout=TIMEOUT)
     check("2 events were not recorded: they came after gpuspy's exit handler had closed the trace" in r.stdout
           and "buffer was full" not in r.stdout, f"report: {r.stdout[:600]}")
+
+
+@test
+def report_of_many_traces_keeps_memory_bounded(tmp):
+    """`gpuspy report DIR` over 60 traces with call stacks (one trace of
+    tests/prog_stacks.c, copied): one symbolizer handle per distinct file
+    instead of per trace keeps the peak under 100 MiB (it was ~16 MiB a
+    trace: 60 traces ~1 GB), and the frames are still symbolized."""
+    import shutil
+    run("prog_stacks", ["4"], tmp=tmp)
+    src = os.path.join(tmp, traces(tmp)[0])
+    for i in range(59):
+        shutil.copy(src, os.path.join(tmp, f"copy-{i}.gspy"))
+    # A Python of its own whose only child is the report: its children's
+    # peak is the report's alone.
+    meter = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
+             "sys.stdout.buffer.write(p.stdout)\n"
+             "sys.stderr.write(f'{p.returncode} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}')\n")
+    p = subprocess.run([sys.executable, "-c", meter, GPUSPY, "report", "--color", "never", tmp],
+                       capture_output=True, timeout=TIMEOUT)
+    rc, peak_kib = (int(x) for x in p.stderr.split()[-2:])
+    check(rc == 0, f"report: exit {rc}")
+    check(b"60 processes" in p.stdout and b"(prog_stacks.c:" in p.stdout, f"report: {p.stdout[:400]!r}")
+    check(peak_kib < 100 * 1024, f"peak resident memory {peak_kib // 1024} MiB")

@@ -36,10 +36,6 @@ struct gs_symbolizer {
 	const struct gs_trace *t;
 	struct module *mods;
 	size_t nmods;
-	Dwfl *dwfl;
-	int dwfl_tried, warned;
-	Dwfl_Module **stale; /* reported, but another build than the trace's */
-	size_t nstale;
 	struct u64map pcs;    /* return address -> rendered frame */
 	struct u64map stacks; /* stack id -> struct gs_stack (NULL: not a stack) */
 };
@@ -76,59 +72,63 @@ static const Dwfl_Callbacks callbacks = {
 	/* No section_address: it is for ET_REL modules only. */
 };
 
-/* Whether a module's DWARF came from a separate debug file. */
-static int separate_debug(Dwfl_Module *m, void **userdata, const char *name, Dwarf_Addr start, void *arg)
-{
-	(void)userdata, (void)name, (void)start;
-	const char *mainfile = NULL, *debugfile = NULL;
-	dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
-	if (debugfile && (!mainfile || strcmp(debugfile, mainfile) != 0)) {
-		*(int *)arg = 1;
-		return DWARF_CB_ABORT;
-	}
-	return DWARF_CB_OK;
-}
+/*
+ * One libdwfl handle per distinct file (path and build id), shared by
+ * every trace that loaded it, with the file reported at bias 0: a frame's
+ * address minus its module's bias in that trace is what it looks up. A
+ * handle per trace, with all of the trace's modules reported, kept ~16 MiB
+ * a trace (200 traces of one job took 3.3 GB); files are opened only when
+ * a frame needs them. Handles live to the process's exit (the elfutils
+ * dwfl_end() problem in gs_sym_close), bounded by the files, not traces.
+ */
+static struct file_dwfl {
+	char *path;
+	unsigned char id[24];
+	int idlen;
+	Dwfl *d;
+	Dwfl_Module *m; /* NULL: not a usable file, or another build than the trace's */
+} *files;
+static size_t nfiles, files_cap;
 
-static Dwfl *dwfl_of(struct gs_symbolizer *s)
+static Dwfl_Module *module_file(const struct module *mi)
 {
-	if (s->dwfl_tried)
-		return s->dwfl;
-	s->dwfl_tried = 1;
-	Dwfl *d = dwfl_begin(&callbacks);
-	if (!d)
+	for (size_t i = 0; i < nfiles; i++)
+		if (files[i].idlen == mi->build_id_len && !memcmp(files[i].id, mi->build_id, (size_t)mi->build_id_len) &&
+		    !strcmp(files[i].path, mi->path))
+			return files[i].m;
+	if (nfiles == files_cap) {
+		files_cap = files_cap ? 2 * files_cap : 64;
+		files = xrealloc(files, files_cap * sizeof(*files));
+	}
+	struct file_dwfl *f = &files[nfiles++];
+	memset(f, 0, sizeof(*f));
+	f->path = xstrdup(mi->path);
+	f->idlen = mi->build_id_len;
+	memcpy(f->id, mi->build_id, (size_t)mi->build_id_len);
+	/* A path must be a regular file (a hostile trace may name /dev/tty)
+	 * and, when the trace has its build id, the same build: a library
+	 * updated since would give wrong names, so its frames stay
+	 * module+offset. */
+	const char *p = mi->path;
+	struct stat st;
+	if (p[0] != '/' || stat(p, &st) != 0 || !S_ISREG(st.st_mode) || !(f->d = dwfl_begin(&callbacks)))
 		return NULL;
-	dwfl_report_begin(d);
-	/* Newest first: an address maps to the latest module loaded there. A
-	 * path must be a regular file (a hostile trace may name /dev/tty) and,
-	 * when the trace has its build id, the same build: a library updated
-	 * since would give wrong names, so its frames stay module+offset. */
-	for (size_t i = s->nmods; i-- > 0;) {
-		const struct module *mi = &s->mods[i];
-		const char *p = mi->path;
-		const char *base = strrchr(p, '/');
-		struct stat st;
-		if (p[0] != '/' || stat(p, &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		Dwfl_Module *m = dwfl_report_elf(d, base ? base + 1 : p, p, -1, mi->bias, false);
-		const unsigned char *id;
-		GElf_Addr vaddr;
-		if (m && mi->build_id_len) {
-			int n = dwfl_module_build_id(m, &id, &vaddr);
-			if (n != mi->build_id_len || memcmp(id, mi->build_id, (size_t)n) != 0) {
-				if (!s->warned++)
-					fprintf(stderr, "gpuspy: warning: %s changed since the trace was "
-						"taken (build id differs); its frames are not symbolized\n", p);
-				Dwfl_Module **v = realloc(s->stale, (s->nstale + 1) * sizeof(*v));
-				if (v) {
-					s->stale = v;
-					s->stale[s->nstale++] = m;
-				}
-			}
+	dwfl_report_begin(f->d);
+	const char *base = strrchr(p, '/');
+	Dwfl_Module *m = dwfl_report_elf(f->d, base ? base + 1 : p, p, -1, 0, false);
+	dwfl_report_end(f->d, NULL, NULL);
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	if (m && mi->build_id_len) {
+		int n = dwfl_module_build_id(m, &id, &vaddr);
+		if (n != mi->build_id_len || memcmp(id, mi->build_id, (size_t)n) != 0) {
+			fprintf(stderr, "gpuspy: warning: %s changed since the trace was "
+				"taken (build id differs); its frames are not symbolized\n", p);
+			m = NULL;
 		}
 	}
-	dwfl_report_end(d, NULL, NULL);
-	s->dwfl = d;
-	return d;
+	f->m = m;
+	return m;
 }
 
 static const struct module *module_of(const struct gs_symbolizer *s, uint64_t a)
@@ -150,15 +150,12 @@ static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 {
 	uint64_t a = pc ? pc - 1 : 0; /* the call instruction, not the return */
 	const struct module *mod = module_of(s, a);
-	Dwfl *d = dwfl_of(s);
-	Dwfl_Module *m = d ? dwfl_addrmodule(d, a) : NULL;
-	for (size_t i = 0; m && i < s->nstale; i++)
-		if (s->stale[i] == m)
-			m = NULL;
+	Dwfl_Module *m = mod ? module_file(mod) : NULL;
+	uint64_t rel = mod ? a - mod->bias : a; /* the file is reported at bias 0 */
 	GElf_Off off = 0;
 	GElf_Sym sym;
-	const char *fn = m ? dwfl_module_addrinfo(m, a, &off, &sym, NULL, NULL, NULL) : NULL;
-	Dwfl_Line *l = m ? dwfl_module_getsrc(m, a) : NULL;
+	const char *fn = m ? dwfl_module_addrinfo(m, rel, &off, &sym, NULL, NULL, NULL) : NULL;
+	Dwfl_Line *l = m ? dwfl_module_getsrc(m, rel) : NULL;
 	int line = 0;
 	const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
 	char buf[4096];
@@ -293,15 +290,9 @@ void gs_sym_close(struct gs_symbolizer *s)
 	free(s->pcs.v);
 	free(s->stacks.v);
 	free(s->mods);
-	free(s->stale);
-	/* After a separate debug file was read (Debian's libc6-dbg, found by
-	 * build id), elfutils 0.188 frees an invalid pointer in dwfl_end()
-	 * about 1 run in 20 (seen here, with address randomisation): then the
-	 * handle is left to the process's exit, one per trace read. */
-	int separate = 0;
-	if (s->dwfl)
-		dwfl_getmodules(s->dwfl, separate_debug, &separate, 0);
-	if (s->dwfl && !separate)
-		dwfl_end(s->dwfl);
+	/* The file handles stay (module_file): after a separate debug file
+	 * was read (Debian's libc6-dbg, found by build id), elfutils 0.188
+	 * frees an invalid pointer in dwfl_end() about 1 run in 20 (seen
+	 * here, with address randomisation). */
 	free(s);
 }
