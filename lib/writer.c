@@ -503,6 +503,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 	if (!t->chunk) {
 		if (!t->tid) {
 			t->tid = (uint32_t)syscall(SYS_gettid);
+			__atomic_fetch_add(&h->threads_seen, 1, __ATOMIC_RELAXED);
 			gs_signals_thread();
 		}
 		/* The key's destructor hands the chunk on when the thread ends. */
@@ -532,6 +533,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			t->claim = claim;
 			if (!t->tid) {
 				t->tid = (uint32_t)syscall(SYS_gettid);
+				__atomic_fetch_add(&h->threads_seen, 1, __ATOMIC_RELAXED);
 				gs_signals_thread();
 			}
 			prefault_kick(idx);

@@ -274,7 +274,7 @@ def short_lived_threads_hand_their_chunks_on(tmp):
     p = run("prog_threads_many", tmp=tmp, env={"GPUSPY_BUFFER_MB": "16", "GPUSPY_STACKS": "off"})
     check(p.stdout == "2000 threads done\n", f"output: {p.stdout!r}")
     proc, ev = dump(os.path.join(tmp, traces(tmp)[0]))
-    check(proc["events"] == 10000 and proc["dropped"] == 0, f"process line: {proc}")
+    check(proc["events"] == 10000 and proc["dropped"] == 0 and proc["threads"] == 2000, f"process line: {proc}")
     check(len(ev) == 10000, f"{len(ev)} events")
     by_tid = {}
     for e in ev:

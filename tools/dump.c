@@ -90,7 +90,7 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 					     h->chunk_size);
 	add_u64(o, "buffer_bytes", h->buffer_bytes);
 	add_u64(o, "file_bytes", h->file_size);
-	cJSON_AddNumberToObject(o, "threads", t->nthreads);
+	cJSON_AddNumberToObject(o, "threads", h->threads_seen ? h->threads_seen : t->nthreads);
 	add_u64(o, "stacks_taken", h->stacks_taken);
 	add_u64(o, "stacks_ns", gs_trace_stack_ns(t));
 	add_u64(o, "stack_min_ns", h->stack_min_ns);

@@ -627,6 +627,7 @@ struct gspy_header {
 	 * gpuspy's destructor cut the file (not the buffer being full). */
 	uint64_t chunks_reused;
 	uint64_t dropped_after_exit;
+	uint32_t threads_seen; /* threads that recorded (chunks are handed on: fewer owners) */
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");
