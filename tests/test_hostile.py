@@ -229,7 +229,7 @@ def run_dir_survives_a_change_of_directory(tmp):
     prog = os.path.join(BIN, "prog_files")
     env = dict(os.environ, LD_LIBRARY_PATH=BIN)
     env.pop("LD_PRELOAD", None)
-    p = subprocess.run([GPUSPY, "run", "--dir", "rel", "--", "sh", "-c", f"cd / && exec {prog}"],
+    p = subprocess.run([GPUSPY, "run", "--dir", "rel", "--", prog, "chdir", "/"],
                        cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-300:]}")
     t = traces(os.path.join(tmp, "rel"))

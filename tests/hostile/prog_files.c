@@ -5,6 +5,7 @@
  *              (the test swaps the trace for a symbolic link meanwhile)
  *   stderr F   closes fd 2 and opens F there, then makes its first CUDA
  *              call (gpuspy has a warning to give: GPUSPY_DIR is bad)
+ *   chdir D    changes directory to D before its first CUDA call
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@ int main(int argc, char **argv)
 			return 2;
 		dprintf(2, "the program's own line\n");
 	}
+	if (!strcmp(s, "chdir") && argc > 2 && chdir(argv[2]) != 0)
+		return 2;
 	CUdeviceptr d = 0;
 	CUcontext ctx;
 	cuInit(0);
