@@ -30,7 +30,7 @@ LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
-	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c
+	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h
@@ -85,7 +85,7 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 

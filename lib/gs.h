@@ -159,6 +159,7 @@ static inline int gs_api_host(unsigned api)
  * rest count as dropped at exit (gs_host_unwritten). */
 void gs_host_setup(void);
 void gs_host_flush(struct gs_tls *t);
+int gs_host_pending(void); /* some thread still has host allocations from before the file */
 uint64_t gs_host_unwritten(void);
 void gs_host_forked(void);
 

@@ -206,6 +206,11 @@ static int by_start(const void *a, const void *b)
 }
 
 /* Thread t's first chunk is open: its kept allocations go in, oldest first. */
+int gs_host_pending(void)
+{
+	return __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE) && __atomic_load_n(&pend_count, __ATOMIC_RELAXED);
+}
+
 void gs_host_flush(struct gs_tls *t)
 {
 	struct pend *tab = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);

@@ -439,17 +439,27 @@ void gs_writer_clock_pair(void)
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
 static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 
-/* A spare chunk for t, which has none: 1 when t now writes into it. */
-static int take_spare(struct gs_tls *t)
+/* A spare chunk for t, which has none, about to commit r: 1 when t now
+ * writes into it. Only a chunk whose last record began no later than r
+ * (r's call may have begun before the other thread's last one did: a
+ * chunk's records must stay in time order), and none while host
+ * allocations from before the file wait to go first into a thread's
+ * first chunk. */
+static int take_spare(struct gs_tls *t, const struct gspy_record *r)
 {
-	if (!__atomic_load_n(&spare.n, __ATOMIC_RELAXED) || gs_g.ring)
+	if (!__atomic_load_n(&spare.n, __ATOMIC_RELAXED) || gs_g.ring || gs_host_pending())
 		return 0;
 	struct spare e = { 0 };
 	pthread_mutex_lock(&spare.lock);
-	while (spare.n && !e.chunk) {
-		e = spare.v[--spare.n];
-		if (e.gen != gs_g.gen)
-			e.chunk = NULL;
+	for (uint32_t i = spare.n; i-- > 0 && !e.chunk;) {
+		if (spare.v[i].gen != gs_g.gen) { /* another file's (fork) */
+			spare.v[i] = spare.v[--spare.n];
+			continue;
+		}
+		if (spare.v[i].base.f[4] <= r->start) { /* f[4]: the last record's start */
+			e = spare.v[i];
+			spare.v[i] = spare.v[--spare.n];
+		}
 	}
 	pthread_mutex_unlock(&spare.lock);
 	if (!e.chunk)
@@ -465,7 +475,7 @@ static int take_spare(struct gs_tls *t)
 	memset(&o, 0, sizeof(o));
 	o.kind = GSPY_KIND_owner;
 	o.device = -1;
-	o.start = o.end = gs_now();
+	o.start = o.end = r->start; /* between the two threads' records */
 	o.u.mem.bytes = t->tid;
 	gs_commit(t, &o);
 	__atomic_fetch_add(&w.hdr->chunks_reused, 1, __ATOMIC_RELAXED);
@@ -509,7 +519,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		/* The key's destructor hands the chunk on when the thread ends. */
 		if (spare.key_ok && !pthread_getspecific(spare.key))
 			pthread_setspecific(spare.key, (void *)1);
-		if (take_spare(t)) {
+		if (take_spare(t, r)) {
 			gs_commit(t, r);
 			return;
 		}

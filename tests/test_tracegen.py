@@ -212,3 +212,56 @@ def trace_bytes_cannot_drive_the_terminal(tmp):
         out.write("garbage")
     p = subprocess.run([GPUSPY, "report", tmp], capture_output=True, timeout=TIMEOUT)
     check(b"x\\x1b[2Jy.gspy" in p.stderr and not control_bytes(p.stderr), f"error line: {p.stderr[-300:]!r}")
+
+
+def write_trace(path, events, timing="none"):
+    """A made-up one-process trace (pid 7, thread 7) in JSON Lines."""
+    header = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+              "local_rank": -1, "command": "t", "events": len(events), "dropped": 0, "clean_exit": True,
+              "state": "exited", "truncated": False, "threads": 1, "start_realtime_ns": 1, "start_ns": 1000,
+              "gpu_timing": timing, "device_mem": [80 << 30], "clock": "monotonic"}
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in [header] + [dict(type="event", tid=7, device=0, **e)
+                                                               for e in events]) + "\n")
+    return path
+
+
+@test
+def failed_calls_are_counted_apart(tmp):
+    """A cudaMalloc of 80 GiB that returned cudaErrorMemoryAllocation (2),
+    two cuMemcpyHtoD_v2 that returned CUDA_ERROR_INVALID_VALUE (1) and a
+    failed launch, beside one good allocation and copy: the totals,
+    bandwidths and memory count only the good calls (the report said
+    'allocations: device 2 (80 GiB)' and 1073741.82 GB/s), and the failed
+    ones are listed per entry point and error code, in the text and in
+    --json."""
+    G = 1 << 30
+    ev = [dict(kind="alloc", api="cudaMalloc", start_ns=2000, end_ns=3000, result=0, bytes=1 << 20, mem="device", addr=4096),
+          dict(kind="alloc", api="cudaMalloc", start_ns=4000, end_ns=7000, result=2, bytes=80 * G, mem="device", addr=0),
+          dict(kind="copy", api="cuMemcpyHtoD_v2", start_ns=8000, end_ns=9000, result=1, bytes=G, dir="h2d", host_mem="pageable"),
+          dict(kind="copy", api="cuMemcpyHtoD_v2", start_ns=9500, end_ns=9600, result=1, bytes=2 * G, dir="h2d", host_mem="pageable"),
+          dict(kind="copy", api="cuMemcpyHtoD_v2", start_ns=10000, end_ns=1_010_000, result=0, bytes=1 << 20, dir="h2d", host_mem="pageable"),
+          dict(kind="launch", api="cuLaunchKernel", start_ns=1_100_000, end_ns=1_100_500, result=719, name="k")]
+    f = write_trace(os.path.join(tmp, "t.jsonl"), ev)
+    p = gspy("report", "--json", f)
+    check(p.returncode == 0, p.stderr)
+    o = json.loads(p.stdout)
+    t = o["totals"]
+    check(t["alloc"]["device"]["count"] == 1 and t["alloc"]["device"]["bytes"] == 1 << 20, f"alloc {t['alloc']['device']}")
+    h2d = t["copy"]["h2d"]["pageable"]
+    check(h2d["count"] == 1 and h2d["bytes"] == 1 << 20 and h2d["host_ns"] == 1_000_000, f"h2d {h2d}")
+    check(t["launch"]["count"] == 0, f"launch {t['launch']}")
+    want = [{"api": "cudaMalloc", "result": 2, "error": "cudaErrorMemoryAllocation", "count": 1, "first_ns": 2000,
+             "first_bytes": 80 * G, "bytes": 80 * G},
+            {"api": "cuMemcpyHtoD_v2", "result": 1, "error": "CUDA_ERROR_INVALID_VALUE", "count": 2, "first_ns": 6000,
+             "first_bytes": G, "bytes": 3 * G},
+            {"api": "cuLaunchKernel", "result": 719, "error": "CUDA_ERROR_LAUNCH_FAILED", "count": 1,
+             "first_ns": 1_098_000, "first_bytes": 0, "bytes": 0}]
+    check(o["failed"] == want, f"failed: {o['failed']}")
+    text = gspy("report", "--color", "never", f).stdout
+    for line in ("4 failed calls (in no total above)",
+                 "cudaMalloc                 cudaErrorMemoryAllocation (2): 1 time, the first at 2.0 us for 80 GiB",
+                 "cuMemcpyHtoD_v2            CUDA_ERROR_INVALID_VALUE (1): 2 times, the first at 6.0 us for 1.0 GiB",
+                 "cuLaunchKernel             CUDA_ERROR_LAUNCH_FAILED (719): 1 time, the first at 1.1 ms",
+                 "allocations: device 1 (1.0 MiB)"):
+        check(line in text, f"report lacks {line!r}:\n{text}")

@@ -171,6 +171,30 @@ static void add_event(struct gs_cats *c, const struct gs_ev *ev)
 	}
 }
 
+/* count failed calls of api with result, the first at t asking for
+ * first_bytes, bytes in all. */
+static void add_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
+		       uint64_t count, uint64_t bytes)
+{
+	size_t i = 0;
+	while (i < r->nfailed && !(r->failed[i].api == api && r->failed[i].result == result))
+		i++;
+	if (i == r->nfailed) {
+		if (i == sizeof(r->failed) / sizeof(r->failed[0])) {
+			r->failed_other += count;
+			return;
+		}
+		r->failed[r->nfailed++] = (struct gs_failed){ api, result, 0, t, first_bytes, 0 };
+	}
+	struct gs_failed *f = &r->failed[i];
+	if (t < f->first_ns) {
+		f->first_ns = t;
+		f->first_bytes = first_bytes;
+	}
+	f->count += count;
+	f->bytes += bytes;
+}
+
 static void track_memory(struct gs_report *r, const struct gs_ev *ev)
 {
 	if (ev->result != 0 || !counts_as_reserved(ev))
@@ -499,6 +523,10 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (cs)
 				*cs = (struct gs_corr_slot){ ev.corr, ev.start_ns, (uint32_t)cur };
 		}
+		if (ev.result != 0 && ev.kind >= GSPY_KIND_alloc && ev.kind <= GSPY_KIND_unmap) {
+			add_failed(r, gs_api_name(ev.api), ev.result, ev.start_ns, ev.bytes, 1, ev.bytes);
+			continue; /* not done: in no total, bandwidth, site or memory */
+		}
 		add_event(&r->total, &ev);
 		add_event(&r->phases[cur].c, &ev);
 		int pc = pageable_copy(&ev);
@@ -630,6 +658,11 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 			t->gpu_max_ns = k->gpu_max_ns;
 	}
 	d->peak_reserved += s->peak_reserved; /* an upper bound across processes */
+	for (size_t i = 0; i < s->nfailed; i++) {
+		const struct gs_failed *f = &s->failed[i];
+		add_failed(d, f->api, f->result, f->first_ns, f->first_bytes, f->count, f->bytes);
+	}
+	d->failed_other += s->failed_other;
 	gs_sites_merge(&d->sites, &s->sites);
 }
 

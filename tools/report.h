@@ -107,6 +107,15 @@ struct gs_report {
 	struct gs_phase_change *changes; /* ring of the latest phase changes */
 	uint64_t nchanges;
 	struct gs_sites sites;  /* call sites (events with stacks) */
+	/* Calls that failed: counted here, per entry point and error code,
+	 * and nowhere else (no totals, bandwidths, sites or memory). */
+	struct gs_failed {
+		const char *api;  /* static (the format's names) */
+		int result;
+		uint64_t count, first_ns, first_bytes, bytes;
+	} failed[32];
+	size_t nfailed;
+	uint64_t failed_other; /* beyond the table's 32 kinds */
 	char input_error[300];  /* the input stopped at a malformed line */
 	struct gs_diag *diag;
 	size_t ndiag;

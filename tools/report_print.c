@@ -8,6 +8,7 @@
 
 #include "demangle.h"
 #include "report.h"
+#include "cuda_errors.h"
 #include "units.h"
 
 static const char *const alloc_names[GS_ALLOC_KINDS] = { "device", "pinned", "managed", "host" };
@@ -240,6 +241,30 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 	free(v);
 }
 
+/* Calls that returned an error, apart: no total above counts them. */
+static void failed_calls(FILE *f, const struct gs_report *r)
+{
+	if (!r->nfailed && !r->failed_other)
+		return;
+	uint64_t n = r->failed_other;
+	for (size_t i = 0; i < r->nfailed; i++)
+		n += r->failed[i].count;
+	fprintf(f, "\n  %s%llu failed %s%s (in no total above)\n", bold, (unsigned long long)n,
+		gs_pl(n, "call", "calls"), reset);
+	for (size_t i = 0; i < r->nfailed; i++) {
+		const struct gs_failed *x = &r->failed[i];
+		char e[32], a[32], b[32];
+		fprintf(f, "  %-26s %s (%d): %llu %s, the first at %s", x->api, gs_cuda_error(x->api, x->result, e, sizeof(e)),
+			x->result, (unsigned long long)x->count, gs_pl(x->count, "time", "times"),
+			gs_fmt_ns(a, x->first_ns - r->t_first));
+		if (x->first_bytes)
+			fprintf(f, " for %s", gs_fmt_bytes(b, x->first_bytes));
+		fprintf(f, "\n");
+	}
+	if (r->failed_other)
+		fprintf(f, "  and %llu more of other kinds\n", (unsigned long long)r->failed_other);
+}
+
 static void memory(FILE *f, const struct gs_report *r)
 {
 	char a[32], b[32];
@@ -260,6 +285,7 @@ static void memory(FILE *f, const struct gs_report *r)
 	if (r->nprocs > 1)
 		fprintf(f, " (sum of the processes' peaks)");
 	fprintf(f, "\n");
+	failed_calls(f, r);
 }
 
 /* Walks the frames the report shows of a stack, innermost first: none of
@@ -743,6 +769,20 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));
 	cJSON_AddItemToObject(o, "kernels", kernels_json(r));
+	cJSON *fl = cJSON_AddArrayToObject(o, "failed");
+	for (size_t i = 0; i < r->nfailed; i++) {
+		const struct gs_failed *x = &r->failed[i];
+		char e[32];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "api", x->api);
+		cJSON_AddNumberToObject(j, "result", x->result);
+		cJSON_AddStringToObject(j, "error", gs_cuda_error(x->api, x->result, e, sizeof(e)));
+		cJSON_AddNumberToObject(j, "count", (double)x->count);
+		cJSON_AddNumberToObject(j, "first_ns", (double)(x->first_ns - r->t_first));
+		cJSON_AddNumberToObject(j, "first_bytes", (double)x->first_bytes);
+		cJSON_AddNumberToObject(j, "bytes", (double)x->bytes);
+		cJSON_AddItemToArray(fl, j);
+	}
 	if (gpu_mode || events_mode) {
 		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
 		cJSON *devs = cJSON_AddArrayToObject(g, "devices");
