@@ -265,3 +265,44 @@ def failed_calls_are_counted_apart(tmp):
                  "cuLaunchKernel             CUDA_ERROR_LAUNCH_FAILED (719): 1 time, the first at 1.1 ms",
                  "allocations: device 1 (1.0 MiB)"):
         check(line in text, f"report lacks {line!r}:\n{text}")
+
+
+@test
+def busy_in_phases_counts_only_time_in_phases(tmp):
+    """A kernel launched in a 1 ms phase runs 9.5 ms past its end (a
+    GPU-bound loop's last step, a final sync): 'in phases: busy' counts
+    the 0.5 ms inside the phase, not 10 ms (2159% was seen)."""
+    ev = [dict(kind="phase_begin", api="gpuspy_phase_push", start_ns=1_000_000, end_ns=1_000_000, result=0, name="step"),
+          dict(kind="launch", api="cuLaunchKernel", start_ns=1_400_000, end_ns=1_410_000, result=0, name="k", corr=1),
+          dict(kind="gpu_kernel", api="cupti_kernel", start_ns=1_500_000, end_ns=11_000_000, result=0, stream=7, corr=1, name="k"),
+          dict(kind="phase_end", api="gpuspy_phase_pop", start_ns=2_000_000, end_ns=2_000_000, result=0, name="step")]
+    f = write_trace(os.path.join(tmp, "t.jsonl"), ev, timing="cupti")
+    o = json.loads(gspy("report", "--json", f).stdout)
+    d = o["gpu"]["devices"][0]
+    check((d["busy_ns"], d["busy_in_phases_ns"]) == (9_500_000, 500_000), f"device: {d}")
+    text = gspy("report", "--color", "never", f).stdout
+    check("in phases: busy 500.0 us of 1.0 ms (50.0%)" in text, f"report:\n{text}")
+
+
+@test
+def pageable_upload_diagnosis_names_an_upload_site(tmp):
+    """1 MiB copied host to device at upload_batch and 100 MiB device to
+    host at read_back_logits, both pageable: the host-to-device diagnosis
+    names upload_batch with all its 1.0 MiB (it named read_back_logits,
+    'The largest: 100 MiB')."""
+    M = 1 << 20
+    ev = [dict(kind="copy", api="cudaMemcpy", start_ns=2000, end_ns=900_000, result=0, bytes=M, dir="h2d",
+               host_mem="pageable", stack=1),
+          dict(kind="copy", api="cudaMemcpy", start_ns=1_000_000, end_ns=9_000_000, result=0, bytes=100 * M,
+               dir="d2h", host_mem="pageable", stack=2)]
+    f = os.path.join(tmp, "t.jsonl")
+    write_trace(f, ev)
+    lines = open(f).read().splitlines()
+    stacks = [json.dumps({"type": "stack", "id": 1, "frames": ["upload_batch (train.c:40)", "main (train.c:90)"]}),
+              json.dumps({"type": "stack", "id": 2, "frames": ["read_back_logits (train.c:60)", "main (train.c:95)"]})]
+    with open(f, "w") as out:
+        out.write("\n".join(lines[:1] + stacks + lines[1:]) + "\n")
+    text = gspy("report", "--color", "never", f).stdout
+    diag = " ".join(text.split("Diagnoses")[1].split())  # lines are wrapped
+    check("All 1.0 MiB copied in upload_batch (train.c:40)." in diag and "read_back_logits" not in diag,
+          f"diagnoses: {diag}")

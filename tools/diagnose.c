@@ -47,10 +47,15 @@ static void pageable(struct gs_report *r, uint64_t span)
 	char where[700] = "";
 	const struct gs_site **v;
 	size_t n = gs_sites_sorted(&r->sites.copy, GS_BY_BYTES, &v);
-	if (n) {
-		const struct gs_site *x = v[0];
-		/* "All" when this site copied every pageable byte. */
-		const char *which = x->bytes == h->bytes + d->bytes ? "All" : "The largest:";
+	/* The largest host-to-device site: this diagnosis is about those
+	 * (copy sites hold both directions; mem is the direction). */
+	size_t first = 0;
+	while (first < n && v[first]->mem != GSPY_DIR_h2d)
+		first++;
+	if (first < n) {
+		const struct gs_site *x = v[first];
+		/* "All" when this site copied every pageable host-to-device byte. */
+		const char *which = x->bytes == h->bytes ? "All" : "The largest:";
 		int k = (int)strcspn(x->frames, "\n");
 		if (x->host_alloc) {
 			int a = (int)strcspn(x->host_alloc, "\n");

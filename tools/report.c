@@ -271,14 +271,47 @@ static void note_phase_change(struct gs_report *r, uint64_t t, size_t phase)
 	r->nchanges++;
 }
 
-/* A busy stretch of a device ends: to its busy time, and to its time in
- * phases when it began in a named phase. */
+/* How much of [s, e) lies inside named phases, from the ring of phase
+ * changes (what began before the ring's oldest change takes its phase). */
+static uint64_t in_phases_ns(const struct gs_report *r, uint64_t s, uint64_t e)
+{
+	if (!r->nchanges || e <= s)
+		return 0;
+	uint64_t lo = r->nchanges > CHANGES ? r->nchanges - CHANGES : 0, k = lo, hi = r->nchanges;
+	size_t ph = lo == 0 ? 0 : r->changes[lo % CHANGES].phase;
+	if (r->changes[lo % CHANGES].t <= s) {
+		while (hi - lo > 1) { /* last change at or before s */
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (r->changes[mid % CHANGES].t <= s)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		ph = r->changes[lo % CHANGES].phase;
+		k = lo + 1;
+	}
+	uint64_t sum = 0, t = s;
+	for (; k < r->nchanges && r->changes[k % CHANGES].t < e; k++) {
+		uint64_t c = r->changes[k % CHANGES].t;
+		if (ph != 0 && c > t)
+			sum += c - t;
+		if (c > t)
+			t = c;
+		ph = r->changes[k % CHANGES].phase;
+	}
+	if (ph != 0)
+		sum += e - t;
+	return sum;
+}
+
+/* A busy stretch of a device ends: to its busy time, and the part of it
+ * inside named phases to its time in phases (a stretch that began in a
+ * phase can run long past it: a GPU-bound loop, a final sync). */
 static void busy_done(struct gs_report *r, struct gs_device_gpu *d)
 {
 	uint64_t ns = d->cur_end - d->cur_start;
 	d->busy_ns += ns;
-	if (phase_at(r, d->cur_start, 0))
-		d->phase_busy_ns += ns;
+	d->phase_busy_ns += in_phases_ns(r, d->cur_start, d->cur_end);
 	d->cur_start = d->cur_end = 0;
 }
 
