@@ -306,3 +306,28 @@ def pageable_upload_diagnosis_names_an_upload_site(tmp):
     diag = " ".join(text.split("Diagnoses")[1].split())  # lines are wrapped
     check("All 1.0 MiB copied in upload_batch (train.c:40)." in diag and "read_back_logits" not in diag,
           f"diagnoses: {diag}")
+
+
+@test
+def report_json_has_no_sentinels_or_host_memory_for_device_copies(tmp):
+    """A kernel seen only on the GPU (a graph's) has null host times in
+    --json, not 1.8e19; a device-to-device copy is filed under 'device',
+    not 'pageable'; gpuspy's own time longer than a short run says so
+    instead of '142.7% of the traced time'."""
+    ev = [dict(kind="gpu_kernel", api="cupti_kernel", start_ns=2000, end_ns=5000, result=0, stream=7, corr=0, name="graphk"),
+          dict(kind="copy", api="cudaMemcpy", start_ns=6000, end_ns=9000, result=0, bytes=4096, dir="d2d"),
+          dict(kind="sync", api="cudaDeviceSynchronize", start_ns=10000, end_ns=1_002_000, result=0)]
+    f = write_trace(os.path.join(tmp, "t.jsonl"), ev, timing="cupti")
+    o = json.loads(gspy("report", "--json", f).stdout)
+    k = [x for x in o["kernels"] if x["name"] == "graphk"]
+    check(k and k[0]["count"] == 0 and k[0]["host_min_ns"] is None and k[0]["host_max_ns"] is None, f"kernels: {k}")
+    d2d = o["totals"]["copy"]["d2d"]
+    check(set(d2d) == {"device"} and d2d["device"]["count"] == 1 and d2d["device"]["bytes"] == 4096, f"d2d: {d2d}")
+    lines = open(f).read().splitlines()
+    head = json.loads(lines[0])
+    head.update(stacks_taken=2, stacks_ns=5_000_000)
+    with open(f, "w") as out:
+        out.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    text = gspy("report", "--color", "never", f).stdout
+    check("gpuspy's own time: 2 call stacks, 2.5 ms each, 5.0 ms in all (more than the 1.0 ms traced: each thread's "
+          "first stacks pay for setting the unwinder up)" in text and "% of the traced time" not in text, f"report:\n{text}")

@@ -515,8 +515,11 @@ static void own_time(FILE *f, const struct gs_report *r)
 		return;
 	fprintf(f, "   gpuspy's own time: %s call stacks, %s each, %s in all", gs_fmt_count(a, n),
 		gs_fmt_ns(b, (r->proc.stacks_ns + n / 2) / n), gs_fmt_ns(c, r->proc.stacks_ns));
-	if (span)
+	if (span && r->proc.stacks_ns <= span)
 		fprintf(f, " (%.1f%% of the traced time)", 100.0 * (double)r->proc.stacks_ns / (double)span);
+	else if (span) /* a short run: each thread's first stacks set the unwinder up */
+		fprintf(f, " (more than the %s traced: each thread's first stacks pay for setting the unwinder up)",
+			gs_fmt_ns(b, span));
 	fprintf(f, "\n");
 }
 
@@ -680,6 +683,10 @@ static void cats_json(cJSON *o, const struct gs_cats *c)
 	cJSON *copy = cJSON_AddObjectToObject(o, "copy");
 	for (int d = 1; d < GSPY_DIR_COUNT; d++) {
 		cJSON *dir = cJSON_AddObjectToObject(copy, gs_dir_name((unsigned)d));
+		if (d == GSPY_DIR_d2d || d == GSPY_DIR_p2p) { /* no host memory: one row */
+			cJSON_AddItemToObject(dir, "device", agg_json(&c->copy[d][GS_PAGEABLE], 1));
+			continue;
+		}
 		cJSON_AddItemToObject(dir, "pageable", agg_json(&c->copy[d][GS_PAGEABLE], 1));
 		cJSON_AddItemToObject(dir, "pinned", agg_json(&c->copy[d][GS_PINNED], 1));
 	}
@@ -728,8 +735,13 @@ static cJSON *kernels_json(const struct gs_report *r)
 			cJSON_AddStringToObject(k, "mangled", v[i]->name);
 		cJSON_AddNumberToObject(k, "count", (double)v[i]->count);
 		cJSON_AddNumberToObject(k, "host_ns", (double)v[i]->total_ns);
-		cJSON_AddNumberToObject(k, "host_min_ns", (double)v[i]->min_ns);
-		cJSON_AddNumberToObject(k, "host_max_ns", (double)v[i]->max_ns);
+		if (v[i]->count) {
+			cJSON_AddNumberToObject(k, "host_min_ns", (double)v[i]->min_ns);
+			cJSON_AddNumberToObject(k, "host_max_ns", (double)v[i]->max_ns);
+		} else { /* seen on the GPU only (a graph's kernels): no launch call */
+			cJSON_AddNullToObject(k, "host_min_ns");
+			cJSON_AddNullToObject(k, "host_max_ns");
+		}
 		if (gpu_mode) {
 			cJSON_AddNumberToObject(k, "gpu_count", (double)v[i]->gpu_count);
 			cJSON_AddNumberToObject(k, "gpu_ns", (double)v[i]->gpu_total_ns);
