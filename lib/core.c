@@ -19,7 +19,8 @@
 #include "gs.h"
 
 __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec"))) = { .device = -1 };
-struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC };
+static const uint64_t always_alive = 1; /* until the file's own page is set */
+struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC, .alive = &always_alive };
 struct gs_config gs_cfg;
 
 enum { INIT_NONE, INIT_BUSY, INIT_DONE }; /* gs_once's states */
@@ -196,7 +197,9 @@ static void atfork_parent(void)
 			pthread_mutex_unlock(__start_gs_fork_locks[i]);
 }
 
-static void atfork_child(void)
+/* Also called by the writer when it finds itself in a child that fork
+ * handlers never saw (syscall(SYS_fork), clone). */
+void gs_forked_child(void)
 {
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	for (size_t i = 0; i < n; i++)
@@ -218,6 +221,11 @@ static void atfork_child(void)
 	gs_tls.seq = 0;
 	gs_tls.tid = 0;
 	gs_tls.cupti_corr = 0;
+}
+
+static void atfork_child(void)
+{
+	gs_forked_child();
 }
 
 static void init_real(void)

@@ -71,7 +71,10 @@ struct gs_global {
 	int file_open;       /* the trace file is open (gs_writer_open); set by
 			      * gs_writer_ready once the mapping is ready */
 	uint32_t stack_kinds; /* 1 << kind for the kinds that get call stacks */
+	const volatile uint64_t *alive; /* 1 in this process; reads 0 in a child
+				      * forked without fork handlers (writer.c) */
 } __attribute__((aligned(64))); /* what every call reads: one cache line */
+_Static_assert(sizeof(struct gs_global) == 64, "gs_global is one cache line");
 extern struct gs_global gs_g;
 
 /* Configuration (core.c), read once from the environment. */
@@ -94,6 +97,7 @@ extern struct gs_config gs_cfg;
  * bounded wait, another thread): the caller passes its call through. */
 int gs_init(void);
 int gs_once(int *state, uint32_t *tid, void (*fn)(void)); /* see core.c */
+void gs_forked_child(void); /* this process is a fork child: start afresh */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned lo, unsigned hi);
 int gs_env_bool(const char *name, int dflt);

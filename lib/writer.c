@@ -342,6 +342,29 @@ static int open_file(void)
 }
 
 /*
+ * A child forked without fork handlers (syscall(SYS_fork), a raw clone)
+ * inherits the thread's chunk, in the parent's shared file: it must never
+ * write there. The word gs_g.alive points at lives on a page of its own
+ * marked MADV_WIPEONFORK: it reads 1 here and 0 in any child, which takes
+ * every record to the slow path, where the child starts its own file.
+ */
+static const uint64_t always_alive_w = 1;
+
+static void alive_page(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) { /* before Linux 4.14: pid checks only */
+		munmap(p, 4096);
+		return;
+	}
+	*(uint64_t *)p = 1;
+	/* The 1 is in place before a thread reads through the pointer. */
+	__atomic_store_n(&gs_g.alive, (const volatile uint64_t *)p, __ATOMIC_RELEASE);
+}
+
+/*
  * GPU timing (CUPTI) starts on a thread of gpuspy's own: loading libcupti
  * takes the loader lock, which a thread running a library's constructor
  * holds, maybe while it waits on the thread whose first call got here. The
@@ -410,6 +433,7 @@ int gs_writer_ready(void)
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
 	if (opened) {
+		alive_page();
 		spare.key_ok = pthread_key_create(&spare.key, thread_gone) == 0;
 		gs_signals_install();
 		prefault_start();
@@ -485,7 +509,7 @@ static int take_spare(struct gs_tls *t, const struct gspy_record *r)
 void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 {
 	/* In flight-recorder mode another thread may have recycled our chunk. */
-	if (GS_LIKELY(t->gen == gs_g.gen && t->used + GSPY_PACKED_MAX <= t->cap &&
+	if (GS_LIKELY(t->gen == gs_g.gen && *gs_g.alive && t->used + GSPY_PACKED_MAX <= t->cap &&
 		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
 		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->base);
 		t->nrec++;
@@ -502,6 +526,13 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 {
 	struct gspy_header *h = w.hdr;
+	if (GS_UNLIKELY(h->pid != (uint32_t)getpid())) {
+		/* A child the fork handlers never saw: its own file from here. */
+		gs_forked_child();
+		if (gs_writer_ready() != 0)
+			return;
+		h = w.hdr;
+	}
 	gs_cupti_late_atexit();
 	gs_signals_rearm();
 	if (t->gen != gs_g.gen) {
@@ -708,5 +739,6 @@ void gs_writer_forked(void)
 	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);
 	timing_done = 0;
+	gs_g.alive = &always_alive_w; /* the parent's page reads 0 here */
 	gs_g.gen++;
 }

@@ -324,3 +324,28 @@ def report_of_many_traces_keeps_memory_bounded(tmp):
     check(rc == 0, f"report: exit {rc}")
     check(b"60 processes" in p.stdout and b"(prog_stacks.c:" in p.stdout, f"report: {p.stdout[:400]!r}")
     check(peak_kib < 100 * 1024, f"peak resident memory {peak_kib // 1024} MiB")
+
+
+@test
+def raw_fork_child_writes_its_own_file(tmp):
+    """syscall(SYS_fork), which runs no fork handlers: the child's 10
+    calls go to a trace of its own (the wiped-on-fork page sends its first
+    record to the slow path, which starts the child's file), and the
+    parent's trace holds its own 12 calls, whole and in order."""
+    p = run("prog_rawfork", tmp=tmp, env={"GPUSPY_STACKS": "off"})
+    check(p.stdout == "child exited 0\n", f"output: {p.stdout!r}")
+    t = traces(tmp)
+    check(len(t) == 2, f"traces: {t}")
+    got = {}
+    for f in t:
+        proc, ev = dump(os.path.join(tmp, f))
+        got[proc["pid"]] = (proc["ppid"], [(e["api"], e.get("bytes")) for e in ev])
+    def seq(n):
+        return [x for i in range(n) for x in (("cuMemAlloc_v2", 4096 * (i + 1)), ("cuMemFree_v2", 4096 * (i + 1)))]
+    lens = sorted(len(v[1]) for v in got.values())
+    check(lens == [10, 12], f"events per trace: {lens}")
+    for pid, (ppid, ev) in got.items():
+        if len(ev) == 12:
+            check(ev == seq(3) + seq(3), f"parent's events: {ev}")
+        else:
+            check(ev == seq(5) and ppid in got, f"child's events: {ev} (ppid {ppid})")

@@ -226,3 +226,6 @@ test-build: $(TB)/prog_threads_many
 $(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
 test-build: $(TB)/prog_dtor
+$(TB)/prog_rawfork: tests/hostile/prog_rawfork.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+test-build: $(TB)/prog_rawfork
