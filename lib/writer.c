@@ -133,7 +133,8 @@ static void thread_gone(void *arg)
 		return;
 	pthread_mutex_lock(&spare.lock);
 	if (spare.n < SPARE_MAX) {
-		struct spare *e = &spare.v[spare.n++];
+		struct spare *e = &spare.v[spare.n];
+		__atomic_store_n(&spare.n, spare.n + 1, __ATOMIC_RELAXED); /* read unlocked in take_spare */
 		e->chunk = t->chunk;
 		e->used = t->used;
 		e->cap = t->cap;
@@ -476,14 +477,13 @@ static int take_spare(struct gs_tls *t, const struct gspy_record *r)
 	struct spare e = { 0 };
 	pthread_mutex_lock(&spare.lock);
 	for (uint32_t i = spare.n; i-- > 0 && !e.chunk;) {
-		if (spare.v[i].gen != gs_g.gen) { /* another file's (fork) */
-			spare.v[i] = spare.v[--spare.n];
+		int stale = spare.v[i].gen != gs_g.gen; /* another file's (fork) */
+		if (!stale && spare.v[i].base.f[4] > r->start) /* f[4]: the last record's start */
 			continue;
-		}
-		if (spare.v[i].base.f[4] <= r->start) { /* f[4]: the last record's start */
+		if (!stale)
 			e = spare.v[i];
-			spare.v[i] = spare.v[--spare.n];
-		}
+		spare.v[i] = spare.v[spare.n - 1];
+		__atomic_store_n(&spare.n, spare.n - 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&spare.lock);
 	if (!e.chunk)
