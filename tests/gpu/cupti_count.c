@@ -23,6 +23,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -80,6 +81,13 @@ static void report(void)
 {
 	cuptiActivityFlushAll(1);
 	const char *path = getenv("CUPTI_COUNT_OUT");
+	/* "%p" in the path: this process's id (a program of several processes). */
+	char buf[4096];
+	const char *pp = path ? strstr(path, "%p") : NULL;
+	if (pp) {
+		snprintf(buf, sizeof(buf), "%.*s%d%s", (int)(pp - path), path, (int)getpid(), pp + 2);
+		path = buf;
+	}
 	FILE *f = path ? fopen(path, "w") : stderr;
 	if (!f)
 		return;

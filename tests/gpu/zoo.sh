@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Real programs nobody here wrote the like of (issue 30.8), on the H200:
+# each runs untraced, then under gpuspy (CUPTI off) with the independent
+# CUPTI counter (tests/gpu/cupti_count.c) in the same processes. Checked:
+# exit code and output unchanged; kernels, copies and bytes against the
+# counter; report, dump and export succeed. Then gpuspy under Nsight
+# Compute and compute-sanitizer (issue 30.6). From the repository root
+# after `make gpu-carry`:
+#   bash tests/gpu/zoo.sh        (results: $OUT/zoo.md, $OUT/zoo.json)
+. tests/gpu/setup.sh /tmp/gpuspy-zoo
+Z=tests/gpu/zoo
+gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
+	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
+nvcc -O2 -Xcompiler -fopenmp "$Z/um_streams_cublas.cu" -lcublas -o "$WORK/um_streams_cublas" &&
+nvcc -O2 "$Z/graph_nodes.cu" -o "$WORK/graph_nodes" &&
+nvcc -O2 -rdc=true "$Z/dynpar.cu" -lcudadevrt -o "$WORK/dynpar" &&
+nvcc -O2 "$Z/vmm.cu" -lcuda -o "$WORK/vmm" &&
+nvcc -O2 "$Z/ipc.cu" -o "$WORK/ipc" || exit 1
+run_pair() { # name command...
+	local name=$1; shift
+	local d="$WORK/$name"; mkdir -p "$d/traces"
+	local t0=$(date +%s)
+	timeout 150 "$@" > "$d/untraced.out" 2> "$d/untraced.err"; echo $? > "$d/untraced.rc"
+	timeout 150 env GPUSPY_DIR="$d/traces" GPUSPY_CUPTI=off CUPTI_COUNT_OUT="$d/cupti-%p.json" \
+		CUDA_INJECTION64_PATH="$WORK/libcupti_count.so" LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" \
+		> "$d/traced.out" 2> "$d/traced.err"; echo $? > "$d/traced.rc"
+	local ok=0
+	for f in "$d"/traces/*.gspy; do
+		[ -e "$f" ] || continue
+		./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl" || ok=1
+	done
+	./tools/gpuspy report --json "$d/traces" > "$d/report.json" 2> "$d/report.err" || ok=1
+	./tools/gpuspy report --color never "$d/traces" > "$d/report.txt" 2>> "$d/report.err" || ok=1
+	./tools/gpuspy export --format chrome -o "$d/export.json" "$d/traces" 2>> "$d/report.err" || ok=1
+	echo $ok > "$d/tools.rc"
+	echo "$name: $(( $(date +%s) - t0 )) s, exit $(cat "$d/untraced.rc") / $(cat "$d/traced.rc"), tools $ok"
+}
+run_pair resnet_loader python3 "$Z/resnet_loader.py"
+run_pair transformers_adamw python3 "$Z/transformers_adamw.py"
+run_pair jax_step python3 "$Z/jax_step.py"
+run_pair cupy_kernels python3 "$Z/cupy_kernels.py"
+run_pair lightning_fit python3 "$Z/lightning_fit.py"
+run_pair um_streams_cublas "$WORK/um_streams_cublas"
+run_pair graph_nodes "$WORK/graph_nodes"
+run_pair dynpar "$WORK/dynpar"
+run_pair vmm "$WORK/vmm"
+run_pair ipc "$WORK/ipc"
+run_pair oom python3 "$Z/oom.py"
+python3 tests/gpu/zoo_check.py "$WORK" resnet_loader transformers_adamw jax_step cupy_kernels lightning_fit \
+	um_streams_cublas graph_nodes dynpar vmm ipc oom > "$OUT/zoo.md"
+rc=$?
+cp "$WORK/zoo.json" "$OUT/" 2>/dev/null
+# Under the other tools that hold CUPTI or inject themselves (30.6).
+tool_case() { # name command...
+	local name=$1; shift
+	local d="$WORK/tool-$name"; mkdir -p "$d"
+	timeout 150 "$@" > "$d/out" 2> "$d/err"
+	local r=$? n=0 ev=0
+	for f in "$d"/*.gspy; do
+		[ -e "$f" ] || continue
+		n=$((n + 1)); ev=$((ev + $(./tools/gpuspy dump "$f" | grep -c '"type":"event"')))
+	done
+	local timing=$(./tools/gpuspy report --json "$d" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("timing","?"))' 2>/dev/null)
+	echo "| $name | $r | $n | $ev | $timing | $(grep -o 'gpuspy: [^;]*' "$d/err" | head -1) |" >> "$OUT/zoo.md"
+}
+{ echo; echo "| under | exit | traces | events | gpu timing | gpuspy said |"; echo "| --- | --- | --- | --- | --- | --- |"; } >> "$OUT/zoo.md"
+P="env GPUSPY_DIR=$WORK/tool-NAME LD_PRELOAD=$ROOT/lib/libgpuspy.so"
+tool_case ncu ncu --target-processes all -c 3 ${P/NAME/ncu} "$WORK/graph_nodes"
+tool_case compute-sanitizer compute-sanitizer --tool memcheck ${P/NAME/compute-sanitizer} "$WORK/graph_nodes"
+command -v nsys > /dev/null && nsys --version > /dev/null 2>&1 && \
+	tool_case nsys nsys profile -o "$WORK/nsys-report" ${P/NAME/nsys} "$WORK/graph_nodes"
+cat "$OUT/zoo.md"
+exit $rc

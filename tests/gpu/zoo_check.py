@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+"""Checks tests/gpu/zoo.sh's runs: usage zoo_check.py WORKDIR CASE...;
+prints a Markdown table, writes WORKDIR/zoo.json, exits 1 when a program's
+exit code or output changed under gpuspy, a tool failed, or a count that
+host calls can see differs from the counter's. Kernels that host calls
+cannot see are named: those of CUDA graphs (their contents are not yet
+recorded) and device-side launches (dynamic parallelism)."""
+import glob
+import json
+import os
+import sys
+
+
+def counts(d):
+    g = {"kernels": 0, "h2d": 0, "h2d_bytes": 0, "d2h": 0, "d2h_bytes": 0, "memsets": 0, "graph_launches": 0,
+         "failed": 0, "processes": 0}
+    for f in glob.glob(os.path.join(d, "traces", "*.jsonl")):
+        for line in open(f):
+            e = json.loads(line)
+            if e["type"] == "process":
+                g["processes"] += 1
+            if e["type"] != "event":
+                continue
+            if e.get("result", 0) != 0:
+                g["failed"] += 1
+                continue
+            if e["kind"] == "launch":
+                if e["api"].startswith(("cuGraphLaunch", "cudaGraphLaunch")):
+                    g["graph_launches"] += 1
+                elif e.get("name") != "(host function)" and not e["api"].startswith(("cuLaunchHostFunc", "cudaLaunchHostFunc")):
+                    g["kernels"] += 1
+            elif e["kind"] == "copy" and e.get("dir") in ("h2d", "d2h"):
+                g[e["dir"]] += 1
+                g[e["dir"] + "_bytes"] += e["bytes"]
+            elif e["kind"] == "memset":
+                g["memsets"] += 1
+    c = {"kernels": 0, "h2d": 0, "h2d_bytes": 0, "d2h": 0, "d2h_bytes": 0, "memsets": 0}
+    for f in glob.glob(os.path.join(d, "cupti-*.json")):
+        x = json.load(open(f))
+        for k in c:
+            c[k] += x.get(k, 0)
+    return g, c
+
+
+def main():
+    work, cases = sys.argv[1], sys.argv[2:]
+    rows = ["| program | exit untraced / traced | output same | processes | kernels gpuspy / CUPTI "
+            "| H2D copies | H2D bytes | D2H copies | D2H bytes | memsets | failed calls | report, dump, export | ok |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out, bad = {}, 0
+    for case in cases:
+        d = os.path.join(work, case)
+        rc = [open(os.path.join(d, f)).read().strip() for f in ("untraced.rc", "traced.rc", "tools.rc")]
+        same = open(os.path.join(d, "untraced.out")).read() == open(os.path.join(d, "traced.out")).read()
+        g, c = counts(d)
+        hidden = g["graph_launches"] > 0 or case == "dynpar"
+        eq = {k: g[k] == c[k] for k in c}
+        ok = rc[0] == rc[1] and rc[2] == "0" and same and all(v for k, v in eq.items() if not (hidden and k in ("kernels", "h2d", "h2d_bytes", "d2h", "d2h_bytes", "memsets")))
+        bad += not ok
+        note = ""
+        if g["graph_launches"]:
+            note = f" ({g['graph_launches']} graph launches: their kernels, copies, memsets are inside)"
+        elif case == "dynpar":
+            note = " (device-side launches)"
+        pair = lambda k: f"{g[k]} / {c[k]}" + ("" if eq[k] else " *")
+        rows.append(f"| {case} | {rc[0]} / {rc[1]} | {'yes' if same else 'NO'} | {g['processes']} | {pair('kernels')}{note} "
+                    f"| {pair('h2d')} | {pair('h2d_bytes')} | {pair('d2h')} | {pair('d2h_bytes')} | {pair('memsets')} "
+                    f"| {g['failed']} | {'ok' if rc[2] == '0' else 'FAILED'} | {'yes' if ok else 'NO'} |")
+        out[case] = {"gpuspy": g, "cupti": c, "exit": rc[:2], "output_same": same, "tools_ok": rc[2] == "0", "ok": ok}
+    with open(os.path.join(work, "zoo.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print("\n".join(rows))
+    print("\n`*`: differs from the counter. Where a row names graph launches or device-side launches, "
+          "host calls cannot see that work; it is not held against the row.")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
