@@ -12,11 +12,12 @@
 Z=tests/gpu/zoo
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
-nvcc -O2 -Xcompiler -fopenmp "$Z/um_streams_cublas.cu" -lcublas -o "$WORK/um_streams_cublas" &&
-nvcc -O2 "$Z/graph_nodes.cu" -o "$WORK/graph_nodes" &&
-nvcc -O2 -rdc=true "$Z/dynpar.cu" -lcudadevrt -o "$WORK/dynpar" &&
-nvcc -O2 "$Z/vmm.cu" -lcuda -o "$WORK/vmm" &&
-nvcc -O2 "$Z/ipc.cu" -o "$WORK/ipc" || exit 1
+B="$WORK/bin"; mkdir -p "$B"
+nvcc -O2 -Xcompiler -fopenmp "$Z/um_streams_cublas.cu" -lcublas -o "$B/um_streams_cublas" &&
+nvcc -O2 "$Z/graph_nodes.cu" -o "$B/graph_nodes" &&
+nvcc -O2 -rdc=true "$Z/dynpar.cu" -lcudadevrt -o "$B/dynpar" &&
+nvcc -O2 "$Z/vmm.cu" -lcuda -o "$B/vmm" &&
+nvcc -O2 "$Z/ipc.cu" -o "$B/ipc" || exit 1
 run_pair() { # name command...
 	local name=$1; shift
 	local d="$WORK/$name"; mkdir -p "$d/traces"
@@ -41,11 +42,11 @@ run_pair transformers_adamw python3 "$Z/transformers_adamw.py"
 run_pair jax_step python3 "$Z/jax_step.py"
 run_pair cupy_kernels python3 "$Z/cupy_kernels.py"
 run_pair lightning_fit python3 "$Z/lightning_fit.py"
-run_pair um_streams_cublas "$WORK/um_streams_cublas"
-run_pair graph_nodes "$WORK/graph_nodes"
-run_pair dynpar "$WORK/dynpar"
-run_pair vmm "$WORK/vmm"
-run_pair ipc "$WORK/ipc"
+run_pair um_streams_cublas "$B/um_streams_cublas"
+run_pair graph_nodes "$B/graph_nodes"
+run_pair dynpar "$B/dynpar"
+run_pair vmm "$B/vmm"
+run_pair ipc "$B/ipc"
 run_pair oom python3 "$Z/oom.py"
 python3 tests/gpu/zoo_check.py "$WORK" resnet_loader transformers_adamw jax_step cupy_kernels lightning_fit \
 	um_streams_cublas graph_nodes dynpar vmm ipc oom > "$OUT/zoo.md"
@@ -65,10 +66,12 @@ tool_case() { # name command...
 	echo "| $name | $r | $n | $ev | $timing | $(grep -o 'gpuspy: [^;]*' "$d/err" | head -1) |" >> "$OUT/zoo.md"
 }
 { echo; echo "| under | exit | traces | events | gpu timing | gpuspy said |"; echo "| --- | --- | --- | --- | --- | --- |"; } >> "$OUT/zoo.md"
-P="env GPUSPY_DIR=$WORK/tool-NAME LD_PRELOAD=$ROOT/lib/libgpuspy.so"
-tool_case ncu ncu --target-processes all -c 3 ${P/NAME/ncu} "$WORK/graph_nodes"
-tool_case compute-sanitizer compute-sanitizer --tool memcheck ${P/NAME/compute-sanitizer} "$WORK/graph_nodes"
+P="env GPUSPY_DEBUG=1 GPUSPY_DIR=$WORK/tool-NAME LD_PRELOAD=$ROOT/lib/libgpuspy.so"
+tool_case ncu ncu --target-processes all -c 3 ${P/NAME/ncu} "$B/graph_nodes"
+tool_case ncu-python ncu --target-processes all -c 3 ${P/NAME/ncu-python} python3 "$Z/cupy_kernels.py"
+tool_case compute-sanitizer compute-sanitizer --tool memcheck ${P/NAME/compute-sanitizer} "$B/graph_nodes"
 command -v nsys > /dev/null && nsys --version > /dev/null 2>&1 && \
-	tool_case nsys nsys profile -o "$WORK/nsys-report" ${P/NAME/nsys} "$WORK/graph_nodes"
+	tool_case nsys nsys profile -o "$WORK/nsys-report" ${P/NAME/nsys} "$B/graph_nodes"
+for t in "$WORK"/tool-*; do echo "== $t"; grep -v '^==PROF==\|^ ' "$t/err" | head -20; done
 cat "$OUT/zoo.md"
 exit $rc
