@@ -335,7 +335,12 @@ __attribute__((constructor)) static void gs_ctor(void)
 __attribute__((destructor)) static void gs_dtor(void)
 {
 	gs_writer_finish();
-	if (gs_env_bool("GPUSPY_DEBUG", 0))
-		gs_warn("pid %d: %llu entry points handed out unwrapped (real pointer differed)",
-			(int)getpid(), (unsigned long long)gs_symbol_mismatches());
+	if (gs_env_bool("GPUSPY_DEBUG", 0)) {
+		uint64_t w, ours, no;
+		gs_symbol_stats(&w, &ours, &no);
+		gs_warn("pid %d: entry points handed out: %llu wrapped, %llu gpuspy's already, %llu unwrapped "
+			"(real pointer differed), %llu passed through (not a real function)",
+			(int)getpid(), (unsigned long long)w, (unsigned long long)ours,
+			(unsigned long long)gs_symbol_mismatches(), (unsigned long long)no);
+	}
 }

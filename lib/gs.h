@@ -323,6 +323,7 @@ int gs_current_device(void);
 uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
 void gs_names_forked(void);
 uint64_t gs_symbol_mismatches(void);
+void gs_symbol_stats(uint64_t *wrapped, uint64_t *ours, uint64_t *refused); /* GPUSPY_DEBUG */
 unsigned gs_api_kind(const char *name);
 
 /* Phases (phase.c). */

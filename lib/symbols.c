@@ -51,6 +51,9 @@ static dlvsym_fn real_dlvsym;
 static int sym_state; /* sym_init: gs_once's states */
 static uint32_t sym_tid;
 static uint64_t mismatches;
+/* What wrap() decided, for GPUSPY_DEBUG: wrapped, already gpuspy's, not a
+ * real function (listed before gpuspy, or in no object). */
+static uint64_t wrapped, already_ours, refused;
 
 /* libgpuspy's own image, as the linker laid it out: no dladdr, no loader
  * lock. A DSO's first segment starts at address 0, so the ELF header's
@@ -479,11 +482,15 @@ void *gs_real_resolve(unsigned api)
  */
 static void *wrap(unsigned i, void *p)
 {
+	if (p && gs_in_self(p))
+		__atomic_fetch_add(&already_ours, 1, __ATOMIC_RELAXED);
 	if (!p || gs_in_self(p) || !sym_ready())
 		return p;
 	struct hook *h = &hooks[i];
-	if (!h->wrapper || !real_candidate(p))
+	if (!h->wrapper || !real_candidate(p)) {
+		__atomic_fetch_add(&refused, 1, __ATOMIC_RELAXED);
 		return p;
+	}
 	void *expect = NULL;
 	if (!__atomic_compare_exchange_n(&gs_real_tab[i], &expect, p, 0, __ATOMIC_RELAXED,
 					 __ATOMIC_RELAXED) &&
@@ -491,6 +498,7 @@ static void *wrap(unsigned i, void *p)
 		__atomic_fetch_add(&mismatches, 1, __ATOMIC_RELAXED);
 		return p;
 	}
+	__atomic_fetch_add(&wrapped, 1, __ATOMIC_RELAXED);
 	return h->wrapper;
 }
 
@@ -815,6 +823,13 @@ unsigned gs_api_kind(const char *name)
 		if (!strcmp(hooks[i].name, name))
 			return hooks[i].kind;
 	return GSPY_KIND_none;
+}
+
+void gs_symbol_stats(uint64_t *w, uint64_t *ours, uint64_t *no)
+{
+	*w = __atomic_load_n(&wrapped, __ATOMIC_RELAXED);
+	*ours = __atomic_load_n(&already_ours, __ATOMIC_RELAXED);
+	*no = __atomic_load_n(&refused, __ATOMIC_RELAXED);
 }
 
 uint64_t gs_symbol_mismatches(void)
