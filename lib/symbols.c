@@ -335,11 +335,12 @@ static int libcuda_obj(uintptr_t *base, const ElfW(Dyn) **dyn)
 		struct object_find f = { .soname = "libcuda.so", .self_index = -1 };
 		if (!dl_iterate_phdr(find_object, &f) || !f.dyn)
 			return 0;
-		b = f.base;
+		/* Threads may race here: each stores the same values. */
+		__atomic_store_n(&b, f.base, __ATOMIC_RELAXED);
 		__atomic_store_n(&d, f.dyn, __ATOMIC_RELEASE); /* after b */
 	}
-	*base = b;
-	*dyn = d;
+	*dyn = __atomic_load_n(&d, __ATOMIC_ACQUIRE);
+	*base = __atomic_load_n(&b, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -480,6 +481,8 @@ void *gs_real_resolve(unsigned api)
  * loader lists before libgpuspy is an interposer's, which leads back to
  * gpuspy: both pass through and are never stored.
  */
+static void *proc_alternate(unsigned i, void *p);
+
 static void *wrap(unsigned i, void *p)
 {
 	if (p && gs_in_self(p))
@@ -495,6 +498,11 @@ static void *wrap(unsigned i, void *p)
 	if (!__atomic_compare_exchange_n(&gs_real_tab[i], &expect, p, 0, __ATOMIC_RELAXED,
 					 __ATOMIC_RELAXED) &&
 	    expect != p) {
+		void *alt = proc_alternate(i, p);
+		if (alt) {
+			__atomic_fetch_add(&wrapped, 1, __ATOMIC_RELAXED);
+			return alt;
+		}
 		__atomic_fetch_add(&mismatches, 1, __ATOMIC_RELAXED);
 		return p;
 	}
@@ -573,26 +581,80 @@ static void wrap_proc(const char *symbol, void **pfn, long version, uint64_t fla
 		*pfn = wrap((unsigned)i, *pfn);
 }
 
-GS_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-				 cuuint64_t flags)
+static CUresult proc_v1(void *real, const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	gs_init();
-	__typeof__(&cuGetProcAddress) real = GS_REAL(cuGetProcAddress);
-	CUresult rc = real(symbol, pfn, cudaVersion, flags);
+	CUresult rc = ((__typeof__(&cuGetProcAddress))real)(symbol, pfn, cudaVersion, flags);
 	if (rc == CUDA_SUCCESS)
 		wrap_proc(symbol, pfn, cudaVersion, flags);
 	return rc;
 }
 
-GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-				    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+static CUresult proc_v2(void *real, const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			CUdriverProcAddressQueryResult *status)
 {
 	gs_init();
-	__typeof__(&cuGetProcAddress_v2) real = GS_REAL(cuGetProcAddress_v2);
-	CUresult rc = real(symbol, pfn, cudaVersion, flags, status);
+	CUresult rc = ((__typeof__(&cuGetProcAddress_v2))real)(symbol, pfn, cudaVersion, flags, status);
 	if (rc == CUDA_SUCCESS)
 		wrap_proc(symbol, pfn, cudaVersion, flags);
 	return rc;
+}
+
+GS_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+				 cuuint64_t flags)
+{
+	return proc_v1(GS_REAL(cuGetProcAddress), symbol, pfn, cudaVersion, flags);
+}
+
+GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+				    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	return proc_v2(GS_REAL(cuGetProcAddress_v2), symbol, pfn, cudaVersion, flags, status);
+}
+
+/*
+ * A second cuGetProcAddress: a tool that injects itself into the driver
+ * (Nsight Compute) answers the runtime's lookup of "cuGetProcAddress" with
+ * its own, which is not the real function the wrapper already has. Handed
+ * out unwrapped, the runtime's whole table (~440 entry points) would bypass
+ * gpuspy: so each such answer gets a wrapper of its own, up to PROC_ALTS
+ * per ABI, each calling the function it was made for.
+ */
+#define PROC_ALTS 4
+static void *alt_v1[PROC_ALTS], *alt_v2[PROC_ALTS];
+
+#define ALT(k)                                                                                              \
+	static CUresult alt_v1_##k(const char *s, void **p, int v, cuuint64_t f)                            \
+	{                                                                                                   \
+		return proc_v1(alt_v1[k], s, p, v, f);                                                      \
+	}                                                                                                   \
+	static CUresult alt_v2_##k(const char *s, void **p, int v, cuuint64_t f,                            \
+				   CUdriverProcAddressQueryResult *q)                                       \
+	{                                                                                                   \
+		return proc_v2(alt_v2[k], s, p, v, f, q);                                                   \
+	}
+ALT(0)
+ALT(1)
+ALT(2)
+ALT(3)
+#undef ALT
+
+/* A wrapper for p, another cuGetProcAddress (hook i), or NULL when all are
+ * taken. */
+static void *proc_alternate(unsigned i, void *p)
+{
+	static void *const w1[PROC_ALTS] = { (void *)alt_v1_0, (void *)alt_v1_1, (void *)alt_v1_2, (void *)alt_v1_3 };
+	static void *const w2[PROC_ALTS] = { (void *)alt_v2_0, (void *)alt_v2_1, (void *)alt_v2_2, (void *)alt_v2_3 };
+	void **slots = i == GSPY_API_cuGetProcAddress ? alt_v1 : i == GSPY_API_cuGetProcAddress_v2 ? alt_v2 : NULL;
+	if (!slots)
+		return NULL;
+	for (int k = 0; k < PROC_ALTS; k++) {
+		void *expect = NULL;
+		if (__atomic_compare_exchange_n(&slots[k], &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+		    expect == p)
+			return slots == alt_v1 ? w1[k] : w2[k];
+	}
+	return NULL;
 }
 
 static long runtime_version(void)

@@ -421,8 +421,10 @@ int gs_writer_ready(void)
 	pthread_mutex_lock(&w.lock);
 	if (w.state == W_CLOSED) {
 		int rc = gs_g.disabled ? -1 : open_file();
-		if (rc == 0)
-			alive_page(); /* before the file is seen open: every record checks it */
+		if (rc == 0) { /* before the file is seen open: every record may use them */
+			alive_page();
+			spare.key_ok = pthread_key_create(&spare.key, thread_gone) == 0;
+		}
 		/* Pairs with the acquire above: the mapping is set up before. */
 		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
 		/* What gs_writer_open reads (after the state: the mapping is
@@ -436,7 +438,6 @@ int gs_writer_ready(void)
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
 	if (opened) {
-		spare.key_ok = pthread_key_create(&spare.key, thread_gone) == 0;
 		gs_signals_install();
 		prefault_start();
 		/* Outside the lock: CUPTI's own threads write records too. */

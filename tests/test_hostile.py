@@ -353,3 +353,28 @@ def raw_fork_child_writes_its_own_file(tmp):
             check(ev == seq(3) + seq(3), f"parent's events: {ev}")
         else:
             check(ev == seq(5) and ppid in got, f"child's events: {ev} (ppid {ppid})")
+
+
+@test
+def a_tool_in_the_driver_answers_with_its_own_lookup(tmp):
+    """A driver into which a tool has injected itself (as Nsight Compute
+    does) answers the runtime's lookup of cuGetProcAddress with the tool's
+    own function: the static runtime's calls are still all recorded (none
+    were: that one answer was handed out unwrapped, and the runtime's
+    whole table with it), and the program's output is unchanged."""
+    for v in ("12000", "11030"):  # the 5- and the 4-argument ABI
+        d = os.path.join(tmp, v)
+        os.mkdir(d)
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BIN, "proctool") + ":" + BIN, GPUSPY_DIR=d,
+                   GPUSPY_QUIET="1", FAKECUDART_GPA_VERSION=v)
+        env.pop("LD_PRELOAD", None)
+        plain = subprocess.run([os.path.join(BIN, "prog_rt_static")], env=env, capture_output=True, text=True,
+                               timeout=TIMEOUT)
+        env["LD_PRELOAD"] = PRELOAD_PREFIX + LIB
+        p = subprocess.run([os.path.join(BIN, "prog_rt_static")], env=env, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == plain.returncode == 0 and p.stdout == plain.stdout, f"{v}: output changed")
+        check(len(traces(d)) == 1, f"{v}: traces {traces(d)}: nothing recorded")
+        _, ev = dump(os.path.join(d, traces(d)[0]))
+        main = sys.modules["__main__"]  # tests/run.py: the runtime scenario's expected events
+        main.compare(ev, main.rt_expected("drv", False))

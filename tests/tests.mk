@@ -202,7 +202,10 @@ $(TB)/prog_routes: tests/hostile/prog_routes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS
 $(TB)/mirror/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
 	@mkdir -p $(TB)/mirror
 	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl -lpthread
-HOSTILE_PROGS := $(addprefix $(TB)/,libhostile_ctor.so prog_ctor libhostile_loader_lock.so prog_loader_lock \
+$(TB)/proctool/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
+	@mkdir -p $(TB)/proctool
+	$(Q)$(CC) $(TEST_CFLAGS) -DPROC_TOOL -fPIC -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o $@ $< -ldl -lpthread
+HOSTILE_PROGS := $(addprefix $(TB)/,proctool/libcuda.so.1 libhostile_ctor.so prog_ctor libhostile_loader_lock.so prog_loader_lock \
 	libhostile_interposer.so prog_routes mirror/libcuda.so.1)
 test-build: $(HOSTILE_PROGS)
 $(TB)/prog_fork_busy: tests/hostile/prog_fork_busy.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)

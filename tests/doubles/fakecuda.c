@@ -775,6 +775,12 @@ static void base_of(const char *name, char *out, size_t cap, int *ptds)
 		out[n - 3] = 0;
 }
 
+#ifdef PROC_TOOL
+static CUresult tool_proc(const char *symbol, void **pfn, int version, cuuint64_t flags);
+static CUresult tool_proc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *status);
+#endif
+
 static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags, int *found_any)
 {
 	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
@@ -794,6 +800,10 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 	}
 	int pick = want && best[1] >= 0 ? best[1] : best[0];
 	*pfn = pick >= 0 ? procs[pick].fn : NULL;
+#ifdef PROC_TOOL
+	if (pick >= 0 && !strcmp(symbol, "cuGetProcAddress"))
+		*pfn = version >= 12000 ? (void *)tool_proc_v2 : (void *)tool_proc;
+#endif
 #ifdef MIRROR_PROCS
 	/* The mirror driver (tests/bin/mirror): its table answers with
 	 * whatever the global scope binds the name to, a preloaded wrapper. */
@@ -802,6 +812,27 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 #endif
 	return CUDA_SUCCESS; /* like the real driver: success with NULL when absent */
 }
+
+#ifdef PROC_TOOL
+/* The tool driver (tests/bin/proctool): as a profiler injected into the
+ * driver does, its lookup of "cuGetProcAddress" answers with a function of
+ * its own, which then answers every lookup the same way. */
+static CUresult tool_proc(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	int any;
+	return lookup(symbol, pfn, version, flags, &any);
+}
+
+static CUresult tool_proc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *status)
+{
+	int any;
+	CUresult rc = lookup(symbol, pfn, version, flags, &any);
+	if (status)
+		*status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return rc;
+}
+#endif
 
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
