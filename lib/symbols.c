@@ -292,6 +292,22 @@ void *gs_real_dlsym(void *handle, const char *name)
  * dlopen holds only while it links a library in, never while it runs
  * constructors) rather than dlopen or dlsym, which take the loader lock:
  * a hook must never wait on a thread that may wait on it. */
+/* One loaded object (a dl_iterate_phdr entry): its dynamic section, and
+ * in *holds whether one of its segments holds addr. */
+static const ElfW(Dyn) *object_dyn(const struct dl_phdr_info *info, uintptr_t addr, int *holds)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	*holds = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_LOAD && addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			*holds = 1;
+	}
+	return dyn;
+}
+
 struct object_find {
 	const char *soname; /* basename prefix, or NULL: the object holding addr */
 	uintptr_t addr;
@@ -304,15 +320,8 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct object_find *f = arg;
-	const ElfW(Dyn) *dyn = NULL;
-	int holds = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		else if (ph->p_type == PT_LOAD && f->addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
-			holds = 1;
-	}
+	int holds;
+	const ElfW(Dyn) *dyn = object_dyn(info, f->addr, &holds);
 	if (dyn == _DYNAMIC)
 		f->self_index = f->index;
 	f->index++;
@@ -406,15 +415,8 @@ static int find_next(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct next_find *f = arg;
-	const ElfW(Dyn) *dyn = NULL;
-	int holds = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		else if (ph->p_type == PT_LOAD && f->caller - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
-			holds = 1;
-	}
+	int holds;
+	const ElfW(Dyn) *dyn = object_dyn(info, f->caller, &holds);
 	if (holds) {
 		f->past_caller = 1;
 		return 0;
