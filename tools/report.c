@@ -242,21 +242,31 @@ struct open_phase {
 
 /* The phase open at time t, from the ring of recent phase changes (the
  * current one when t is older than the ring). */
-static size_t phase_at(const struct gs_report *r, uint64_t t, size_t cur)
+/* The index of the ring's last phase change at or before t, or UINT64_MAX
+ * when t precedes every change the ring still holds. */
+static uint64_t change_at(const struct gs_report *r, uint64_t t)
 {
-	if (!r->nchanges)
-		return cur;
 	uint64_t lo = r->nchanges > CHANGES ? r->nchanges - CHANGES : 0, hi = r->nchanges;
 	if (t < r->changes[lo % CHANGES].t)
-		return lo == 0 ? 0 : cur;
-	while (hi - lo > 1) { /* last change at or before t */
+		return UINT64_MAX;
+	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (r->changes[mid % CHANGES].t <= t)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	size_t p = r->changes[lo % CHANGES].phase;
+	return lo;
+}
+
+static size_t phase_at(const struct gs_report *r, uint64_t t, size_t cur)
+{
+	if (!r->nchanges)
+		return cur;
+	uint64_t k = change_at(r, t);
+	if (k == UINT64_MAX)
+		return r->nchanges <= CHANGES ? 0 : cur;
+	size_t p = r->changes[k % CHANGES].phase;
 	return p < r->nphases ? p : cur;
 }
 
@@ -277,18 +287,14 @@ static uint64_t in_phases_ns(const struct gs_report *r, uint64_t s, uint64_t e)
 {
 	if (!r->nchanges || e <= s)
 		return 0;
-	uint64_t lo = r->nchanges > CHANGES ? r->nchanges - CHANGES : 0, k = lo, hi = r->nchanges;
-	size_t ph = lo == 0 ? 0 : r->changes[lo % CHANGES].phase;
-	if (r->changes[lo % CHANGES].t <= s) {
-		while (hi - lo > 1) { /* last change at or before s */
-			uint64_t mid = lo + (hi - lo) / 2;
-			if (r->changes[mid % CHANGES].t <= s)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		ph = r->changes[lo % CHANGES].phase;
-		k = lo + 1;
+	uint64_t lo = r->nchanges > CHANGES ? r->nchanges - CHANGES : 0, k = change_at(r, s);
+	size_t ph;
+	if (k == UINT64_MAX) { /* before the ring's oldest change: take its phase */
+		ph = lo == 0 ? 0 : r->changes[lo % CHANGES].phase;
+		k = lo;
+	} else {
+		ph = r->changes[k % CHANGES].phase;
+		k++;
 	}
 	uint64_t sum = 0, t = s;
 	for (; k < r->nchanges && r->changes[k % CHANGES].t < e; k++) {
