@@ -23,13 +23,13 @@ Q := @
 endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/hook_alloc.c \
-	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
+	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
 	lib/stacks.c lib/hook_host.c lib/gpu_events.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
-TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
+TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_graph.c \
 	tools/diagnose.c tools/report_print.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o)
 
@@ -50,7 +50,7 @@ lib/%.o: lib/%.c $(HEADERS)
 lib/mkmap: lib/mkmap.c include/gpuspy/format.h
 	$(Q)$(CC) $(BASE_CFLAGS) $< -o $@
 
-lib/libgpuspy.map: lib/mkmap
+lib/libgpuspy.map: lib/mkmap include/gpuspy/format.h
 	$(Q)./lib/mkmap > $@
 
 $(LIB_REAL): $(LIB_OBJS) lib/libgpuspy.map

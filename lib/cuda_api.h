@@ -67,6 +67,10 @@ GS_SAME(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
 GS_SAME(cuGraphLaunch_ptsz, cuGraphLaunch)
 GS_SAME(cuStreamSynchronize_ptsz, cuStreamSynchronize)
 GS_SAME(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
+GS_SAME(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
+GS_SAME(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)
+GS_SAME(cuStreamEndCapture_ptsz, cuStreamEndCapture)
+GS_SAME(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams)
 
 /* Runtime: what nvcc-generated code calls, and the per-thread variants. */
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,

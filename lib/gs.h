@@ -132,6 +132,13 @@ void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends
 void gs_events_exit(void);
 void gs_events_forked(void);
 
+/* CUDA graphs (hook_graph.c): stream captures open now, process-wide, and
+ * the mark of a call captured rather than run. */
+extern int gs_capturing;
+void gs_capture_note(struct gspy_record *r);
+struct CUDA_MEMCPY3D_st;
+void gs_copy_rec_3d(struct gspy_record *r, const struct CUDA_MEMCPY3D_st *p); /* hook_memcpy.c */
+
 /* Call stacks (stacks.c). */
 void gs_stack_note(struct gspy_record *r);
 void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_STACK_MIN in ticks */
@@ -286,6 +293,9 @@ static inline void gs_end(struct gspy_record *r, int result)
 			gs_stack_note(r);
 		if (GS_UNLIKELY(t->cupti_corr))
 			gs_cupti_note(r, t->cupti_corr);
+		if (GS_UNLIKELY(__atomic_load_n(&gs_capturing, __ATOMIC_RELAXED)) &&
+		    (r->flags & GSPY_FLAG_ASYNC))
+			gs_capture_note(r);
 		gs_commit(t, r);
 	}
 	if (GS_LIKELY(t->depth))

@@ -196,6 +196,12 @@ static void rec_3d(struct gspy_record *r, const CUDA_MEMCPY3D *p, CUstream st, i
 		 async);
 }
 
+/* A graph's copy node: the copy its launches make. */
+void gs_copy_rec_3d(struct gspy_record *r, const CUDA_MEMCPY3D *p)
+{
+	rec_3d(r, p, 0, 0);
+}
+
 static CUresult cpy2d(unsigned api, const CUDA_MEMCPY2D *p)
 {
 	struct gspy_record *r = gs_begin_on(api, GSPY_KIND_copy, (uint64_t)0);

@@ -2883,6 +2883,7 @@ def readme_lists_every_variable_and_option(tmp):
 
 import test_hostile  # noqa: E402,F401 (registers its tests)
 import test_tracegen  # noqa: E402,F401
+import test_graphs  # noqa: E402,F401
 
 
 def main():

@@ -5,10 +5,10 @@ TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parame
 TEST_CLEAN := $(TB) tests/out
 DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h tests/prog_common.h
 
-$(TB)/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
+$(TB)/libcuda.so.1: tests/doubles/fakecuda.c tests/doubles/fakegraph.c tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ tests/doubles/fakecuda.c tests/doubles/fakegraph.c -lpthread
 
 $(TB)/libcupti.so.13: tests/doubles/fakecupti.c $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
@@ -64,6 +64,8 @@ $(TB)/prog_kill: tests/prog_kill.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 $(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+$(TB)/prog_graph: tests/prog_graph.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 $(TB)/prog_stacks: tests/prog_stacks.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN) -lpthread -ldl
@@ -78,7 +80,7 @@ $(TB)/fork_delay.so: tests/fork_delay.c
 
 TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
-	prog_drv prog_drv_ptds prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
+	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TEST_PROGS)
 
@@ -199,12 +201,13 @@ $(TB)/libhostile_interposer.so: tests/hostile/interposer.c $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
 $(TB)/prog_routes: tests/hostile/prog_routes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
-$(TB)/mirror/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
+FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakegraph.c
+$(TB)/mirror/libcuda.so.1: $(FAKE_DRIVER) tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)/mirror
-	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl -lpthread
-$(TB)/proctool/libcuda.so.1: tests/doubles/fakecuda.c $(DOUBLE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_DRIVER) -ldl -lpthread
+$(TB)/proctool/libcuda.so.1: $(FAKE_DRIVER) tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)/proctool
-	$(Q)$(CC) $(TEST_CFLAGS) -DPROC_TOOL -fPIC -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o $@ $< -ldl -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -DPROC_TOOL -fPIC -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_DRIVER) -ldl -lpthread
 HOSTILE_PROGS := $(addprefix $(TB)/,proctool/libcuda.so.1 libhostile_ctor.so prog_ctor libhostile_loader_lock.so prog_loader_lock \
 	libhostile_interposer.so prog_routes mirror/libcuda.so.1)
 test-build: $(HOSTILE_PROGS)

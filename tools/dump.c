@@ -146,11 +146,9 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		add_u64(o, "bytes", r->u.mem.bytes);
 		break;
 	case GSPY_KIND_launch:
-		if (r->api == GSPY_API_cuLaunchHostFunc || r->api == GSPY_API_cuLaunchHostFunc_ptsz ||
-		    r->api == GSPY_API_cudaLaunchHostFunc || r->api == GSPY_API_cudaLaunchHostFunc_ptsz) {
+		if (gspy_api_host_func(r->api)) {
 			cJSON_AddStringToObject(o, "name", "(host function)");
-		} else if (r->api == GSPY_API_cuGraphLaunch || r->api == GSPY_API_cuGraphLaunch_ptsz ||
-			   r->api == GSPY_API_cudaGraphLaunch || r->api == GSPY_API_cudaGraphLaunch_ptsz) {
+		} else if (gspy_api_graph_launch(r->api)) {
 			cJSON_AddStringToObject(o, "name", "(graph)");
 			add_u64(o, "graph", r->u.mem.addr);
 		} else {
@@ -159,6 +157,26 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 			add_dims(o, "grid", r->u.launch.grid_x, r->u.launch.grid_yz[0], r->u.launch.grid_yz[1]);
 			add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
 		}
+		break;
+	case GSPY_KIND_graph:
+		add_u64(o, "nodes", r->u.mem.bytes);
+		add_u64(o, "cugraph", r->u.mem.addr);
+		break;
+	case GSPY_KIND_node_kernel: {
+		const char *n = gs_trace_string(t, r->name_id);
+		cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
+		add_dims(o, "grid", r->u.launch.grid_x, r->u.launch.grid_yz[0], r->u.launch.grid_yz[1]);
+		add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
+		break;
+	}
+	case GSPY_KIND_node_copy:
+		add_u64(o, "bytes", r->u.mem.bytes);
+		cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
+		if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
+			cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
+		break;
+	case GSPY_KIND_node_memset:
+		add_u64(o, "bytes", r->u.mem.bytes);
 		break;
 	case GSPY_KIND_gpu_kernel:
 	case GSPY_KIND_gpu_copy:
@@ -201,10 +219,12 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	}
 	cJSON_AddNumberToObject(o, "device", r->device);
 	if (r->stream || (r->flags & GSPY_FLAG_ASYNC) || r->kind == GSPY_KIND_sync ||
-	    r->kind == GSPY_KIND_map)
+	    r->kind == GSPY_KIND_map || (r->kind >= GSPY_KIND_graph && r->kind <= GSPY_KIND_node_memset))
 		add_u64(o, gspy_stream_name(r->kind), r->stream);
 	if (r->flags & GSPY_FLAG_ASYNC)
 		cJSON_AddBoolToObject(o, "async", 1);
+	if (r->flags & GSPY_FLAG_CAPTURED)
+		cJSON_AddBoolToObject(o, "captured", 1);
 	if (ev->corr)
 		add_u64(o, "corr", ev->corr);
 	if (gs_api_is_ptds(r->api))

@@ -190,6 +190,9 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 		 * is in the report, not on the timeline. */
 		if (ev.kind == GSPY_KIND_gpu_span)
 			continue;
+		/* A graph's nodes are what its launches run, not calls. */
+		if (ev.kind >= GSPY_KIND_node_kernel && ev.kind <= GSPY_KIND_node_memset)
+			continue;
 		/* GPU work goes on a track per device and stream; host calls on
 		 * their thread's track. */
 		int gpu = ev.kind >= GSPY_KIND_gpu_kernel && ev.kind <= GSPY_KIND_gpu_memset;

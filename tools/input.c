@@ -247,8 +247,11 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	ev->end_ns = e.end_ns;
 	ev->stream = r->stream;
 	ev->async = (r->flags & GSPY_FLAG_ASYNC) != 0;
+	ev->captured = (r->flags & GSPY_FLAG_CAPTURED) != 0;
 	ev->corr = e.corr;
-	if (r->kind == GSPY_KIND_launch) {
+	if (r->kind == GSPY_KIND_launch && (gspy_api_graph_launch(r->api) || gspy_api_host_func(r->api))) {
+		ev->addr = r->u.mem.addr; /* a graph launch's executable graph, a host function */
+	} else if (r->kind == GSPY_KIND_launch || r->kind == GSPY_KIND_node_kernel) {
 		ev->grid[0] = r->u.launch.grid_x;
 		ev->grid[1] = r->u.launch.grid_yz[0];
 		ev->grid[2] = r->u.launch.grid_yz[1];
@@ -423,12 +426,15 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->start_ns = u64(o, "start_ns");
 		ev->end_ns = u64(o, "end_ns");
 		ev->result = (int32_t)int_in(o, "result", INT32_MIN, INT32_MAX, 0);
-		ev->bytes = u64(o, "bytes");
-		ev->addr = u64(o, "addr");
+		ev->bytes = u64(o, kind == GSPY_KIND_graph ? "nodes" : "bytes");
+		ev->addr = u64(o, kind == GSPY_KIND_graph ? "cugraph" : "addr");
 		/* A map's handle (in dumps before 2026-12-01: its "stream"). */
 		const char *sn = gspy_stream_name((unsigned)kind);
 		ev->stream = u64(o, cJSON_GetObjectItemCaseSensitive(o, sn) ? sn : "stream");
 		ev->async = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "async"));
+		ev->captured = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "captured"));
+		if (kind == GSPY_KIND_launch && cJSON_GetObjectItemCaseSensitive(o, "graph"))
+			ev->addr = u64(o, "graph");
 		ev->corr = u64(o, "corr");
 		ev->graph_id = (uint32_t)int_in(o, "graph_id", 0, UINT32_MAX, 0);
 		ev->gpu_ns = u64(o, "gpu_ns");
@@ -438,14 +444,14 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->stack_id = (uint32_t)int_in(o, "stack", 0, UINT32_MAX, 0);
 		int d = gs_dir_from_name(str(o, "dir"));
 		ev->dir = (uint8_t)(d > 0 ? d : 0);
-		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy || kind == GSPY_KIND_gpu_copy
+		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy || kind == GSPY_KIND_gpu_copy || kind == GSPY_KIND_node_copy
 						   ? "host_mem" : "mem"));
 		ev->mem = (uint8_t)(m > 0 ? m : 0);
 		dims(o, "grid", ev->grid);
 		dims(o, "block", ev->block);
 		const char *n = str(o, "name");
 		snprintf(in->name, sizeof(in->name), "%s",
-			 n && !(kind == GSPY_KIND_launch && n[0] == '(') ? n : "");
+			 n && !((kind == GSPY_KIND_launch || kind == GSPY_KIND_node_kernel) && n[0] == '(') ? n : "");
 		ev->name = in->name;
 		cJSON_Delete(o);
 		if (ev->end_ns < ev->start_ns)

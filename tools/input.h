@@ -43,6 +43,7 @@ struct gs_ev {
 	uint32_t grid[3], block[3];
 	const char *name; /* valid until the next gs_input_next(); "" if none */
 	int async;
+	int captured;      /* made on a stream being captured: it did not run */
 	uint64_t corr;     /* CUPTI external correlation id, 0 none */
 	uint32_t graph_id; /* GPU kernels of a graph launch */
 	uint64_t step;     /* phase events from PyTorch: the step number */

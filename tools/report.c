@@ -106,18 +106,10 @@ static struct gs_kernel_stat *kernel(struct gs_report *r, const char *name)
 
 static const char *launch_name(const struct gs_ev *ev)
 {
-	switch (ev->api) {
-	case GSPY_API_cuLaunchHostFunc:
-	case GSPY_API_cuLaunchHostFunc_ptsz:
-	case GSPY_API_cudaLaunchHostFunc:
-	case GSPY_API_cudaLaunchHostFunc_ptsz:
+	if (gspy_api_host_func(ev->api))
 		return "(host function)";
-	case GSPY_API_cuGraphLaunch:
-	case GSPY_API_cuGraphLaunch_ptsz:
-	case GSPY_API_cudaGraphLaunch:
-	case GSPY_API_cudaGraphLaunch_ptsz:
+	if (gspy_api_graph_launch(ev->api))
 		return "(graph)";
-	}
 	return ev->name && *ev->name ? ev->name : "(unknown)";
 }
 
@@ -562,10 +554,21 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (cs)
 				*cs = (struct gs_corr_slot){ ev.corr, ev.start_ns, (uint32_t)cur };
 		}
-		if (ev.result != 0 && ev.kind >= GSPY_KIND_alloc && ev.kind <= GSPY_KIND_unmap) {
+		if (ev.captured && ev.result == 0) {
+			r->captured[ev.kind < GSPY_KIND_COUNT ? ev.kind : 0]++;
+			continue; /* it did not run: the graph's launches will */
+		}
+		if (ev.result != 0 && ((ev.kind >= GSPY_KIND_alloc && ev.kind <= GSPY_KIND_unmap) ||
+				       ev.kind == GSPY_KIND_graph)) {
 			add_failed(r, gs_api_name(ev.api), ev.result, ev.start_ns, ev.bytes, 1, ev.bytes);
 			continue; /* not done: in no total, bandwidth, site or memory */
 		}
+		if (ev.kind >= GSPY_KIND_graph && ev.kind <= GSPY_KIND_node_memset) {
+			gs_graph_event(r, &ev, cur);
+			continue;
+		}
+		if (ev.kind == GSPY_KIND_launch && gspy_api_graph_launch(ev.api))
+			gs_graph_event(r, &ev, cur);
 		add_event(&r->total, &ev);
 		add_event(&r->phases[cur].c, &ev);
 		int pc = pageable_copy(&ev);
@@ -664,6 +667,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->queue_sum_ns += s->queue_sum_ns;
 	if (s->queue_max_ns > d->queue_max_ns)
 		d->queue_max_ns = s->queue_max_ns;
+	for (int k = 0; k < GSPY_KIND_COUNT; k++)
+		d->captured[k] += s->captured[k];
 	d->graph_kernels += s->graph_kernels;
 	d->graph_kernel_ns += s->graph_kernel_ns;
 	d->short_kernels += s->short_kernels;
@@ -719,6 +724,7 @@ void gs_report_free(struct gs_report *r)
 	free(r->corr);
 	free(r->heap);
 	free(r->changes);
+	free(r->graphs);
 	gs_sites_free(&r->sites);
 	memset(r, 0, sizeof(*r));
 }

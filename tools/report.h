@@ -32,6 +32,19 @@ struct gs_cats {
 	struct gs_agg copy[GSPY_DIR_COUNT][2];      /* [dir][pageable/pinned] */
 	struct gs_agg copy_sync[GSPY_DIR_COUNT][2]; /* copies the host waited for */
 	struct gs_agg sync_after_pageable; /* waits a thread made right after its pageable copy */
+	/* What the CUDA graphs launched here ran, from their nodes as
+	 * instantiated: count and bytes only (no host call of their own).
+	 * graph_launch counts the launches of graphs whose nodes were seen,
+	 * graph_unseen the others. */
+	struct gs_agg graph_launch, graph_kernel, graph_memset, graph_unseen;
+	struct gs_agg graph_copy[GSPY_DIR_COUNT][2];
+};
+
+/* An executable graph's nodes, as last instantiated or updated. */
+struct gs_graph_exec {
+	uint64_t exec;      /* handle, 0 = free slot */
+	uint64_t kernels, memsets, memset_bytes;
+	uint64_t copies[GSPY_DIR_COUNT][2], copy_bytes[GSPY_DIR_COUNT][2];
 };
 
 struct gs_phase_stat {
@@ -100,7 +113,10 @@ struct gs_report {
 	struct gs_corr_slot *corr;      /* external id -> launching phase */
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
-	uint64_t graph_kernels, graph_kernel_ns;
+	uint64_t graph_kernels, graph_kernel_ns; /* CUPTI: kernels that graphs ran */
+	struct gs_graph_exec *graphs;   /* open addressing by handle */
+	size_t ngraphs, graphs_cap;
+	uint64_t captured[GSPY_KIND_COUNT]; /* calls captured into graphs, by kind: they did not run */
 	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
 	struct gs_gpu_item *heap;       /* min-heap by start, bounded */
 	size_t nheap;
@@ -134,6 +150,13 @@ void gs_report_diagnose(struct gs_report *r);
 /* Narrows *span (the run) to the time in phases; 0 without phases. */
 int gs_loop_span(const struct gs_report *r, uint64_t *span);
 void gs_report_free(struct gs_report *r);
+
+/* CUDA graphs (report_graph.c): a graph, node or graph-launch event; the
+ * text lines and JSON of what graphs ran and what was captured. */
+void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur);
+void gs_graphs_print(FILE *f, const struct gs_report *r);
+void gs_graphs_json(cJSON *o, const struct gs_cats *c);
+void gs_captured_json(cJSON *o, const struct gs_report *r);
 
 /* Output (report_print.c). */
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,

@@ -38,6 +38,13 @@ static uint64_t alloc_bytes(const struct gs_cats *c)
 	return n;
 }
 
+/* Kernels run: launch calls, a graph's launch counting as the kernels of
+ * its nodes where they were seen. */
+static uint64_t kernels_run(const struct gs_cats *c)
+{
+	return c->launch.count - c->graph_launch.count + c->graph_kernel.count;
+}
+
 static int gpu_mode;    /* GPU times from CUPTI */
 static int events_mode; /* GPU time per phase from CUDA events (GPUSPY_CUPTI=events) */
 
@@ -48,14 +55,14 @@ static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, 
 	if (gpu_mode)
 		fprintf(f, "  %-16.16s %5s %9s %7s %9s %9s %6s %9s %9s %8s\n", name,
 			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
-			gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.gpu_ns),
+			gs_fmt_count(d, kernels_run(c)), gs_fmt_ns(e, c->launch.gpu_ns),
 			gs_fmt_ns(g, c->launch.host_ns), gs_fmt_count(h, alloc_count(c)),
 			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns),
 			gs_fmt_ns(k, wall > busy ? wall - busy : 0));
 	else
 		fprintf(f, "  %-16.16s %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", name,
 			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
-			gs_fmt_count(d, c->launch.count), gs_fmt_ns(e, c->launch.host_ns),
+			gs_fmt_count(d, kernels_run(c)), gs_fmt_ns(e, c->launch.host_ns),
 			gs_fmt_count(h, alloc_count(c)), gs_fmt_bytes(k, alloc_bytes(c)),
 			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns),
 			events_mode ? gs_fmt_ns(q, span) : "n/a");
@@ -285,6 +292,7 @@ static void memory(FILE *f, const struct gs_report *r)
 	if (r->nprocs > 1)
 		fprintf(f, " (sum of the processes' peaks)");
 	fprintf(f, "\n");
+	gs_graphs_print(f, r);
 	failed_calls(f, r);
 }
 
@@ -697,6 +705,7 @@ static void cats_json(cJSON *o, const struct gs_cats *c)
 	cJSON_AddItemToObject(o, "free", agg_json(&c->free, 1));
 	cJSON_AddItemToObject(o, "sync", agg_json(&c->sync, 0));
 	cJSON_AddItemToObject(o, "sync_after_pageable", agg_json(&c->sync_after_pageable, 0));
+	gs_graphs_json(o, c);
 }
 
 static cJSON *phases_json(const struct gs_report *r)
@@ -781,6 +790,7 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));
 	cJSON_AddItemToObject(o, "kernels", kernels_json(r));
+	gs_captured_json(o, r);
 	cJSON *fl = cJSON_AddArrayToObject(o, "failed");
 	for (size_t i = 0; i < r->nfailed; i++) {
 		const struct gs_failed *x = &r->failed[i];

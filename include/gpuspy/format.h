@@ -68,7 +68,14 @@
 	X(gpu_span)    /* GPU side without CUPTI (GPUSPY_CUPTI=events): one  \
 			* phase interval on one stream, u.span.gpu_ns */  \
 	X(owner)       /* never an event: a chunk left by a thread that      \
-			* exited goes on for thread u.mem.bytes from here */
+			* exited goes on for thread u.mem.bytes from here */ \
+	X(graph)       /* a CUDA graph instantiated, or an executable graph  \
+			* updated: stream = the executable graph, u.mem.addr \
+			* = the graph, u.mem.bytes = the node records that   \
+			* follow it on this thread (what each launch runs) */ \
+	X(node_kernel) /* a kernel node of that graph (name, dims) */       \
+	X(node_copy)   /* a copy node (bytes, dir, host side's mem) */      \
+	X(node_memset) /* a memset node (bytes) */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -291,9 +298,24 @@ enum gspy_dir {
 /* GPU time from CUDA events at phase boundaries (GPUSPY_CUPTI=events). */
 #define GSPY_EVENTS_API_LIST(X) X(cuda_event_span, gpu_span, 0)
 
+/* CUDA graphs: stream capture (not recorded: it marks the calls made
+ * meanwhile, GSPY_FLAG_CAPTURED) and instantiation (what a launch runs).
+ * The runtime's graph calls reach these through the driver. */
+#define GSPY_GRAPH_API_LIST(X)                                               \
+	X(cuStreamBeginCapture_v2, none, 10010)                              \
+	X(cuStreamBeginCapture_v2_ptsz, none, 10010)                         \
+	X(cuStreamBeginCaptureToGraph, none, 12030)                          \
+	X(cuStreamBeginCaptureToGraph_ptsz, none, 12030)                     \
+	X(cuStreamEndCapture, none, 10000)                                   \
+	X(cuStreamEndCapture_ptsz, none, 10000)                              \
+	X(cuGraphInstantiateWithFlags, graph, 11040)                         \
+	X(cuGraphInstantiateWithParams, graph, 12000)                        \
+	X(cuGraphInstantiateWithParams_ptsz, graph, 12000)                   \
+	X(cuGraphExecUpdate_v2, graph, 12000)
+
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
-	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X)
+	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X) GSPY_GRAPH_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,
@@ -301,6 +323,20 @@ enum gspy_api {
 #undef GSPY_X
 	GSPY_API_COUNT
 };
+
+/* Launches that run no kernel of their own: a record of one keeps the
+ * graph exec or host function in u.mem.addr (grid 0). */
+static inline int gspy_api_graph_launch(unsigned api)
+{
+	return api == GSPY_API_cuGraphLaunch || api == GSPY_API_cuGraphLaunch_ptsz ||
+	       api == GSPY_API_cudaGraphLaunch || api == GSPY_API_cudaGraphLaunch_ptsz;
+}
+
+static inline int gspy_api_host_func(unsigned api)
+{
+	return api == GSPY_API_cuLaunchHostFunc || api == GSPY_API_cuLaunchHostFunc_ptsz ||
+	       api == GSPY_API_cudaLaunchHostFunc || api == GSPY_API_cudaLaunchHostFunc_ptsz;
+}
 
 /* Clock of the raw timestamps in records. */
 enum gspy_clock {
@@ -336,6 +372,8 @@ enum gspy_gpu_timing {
 #define GSPY_FLAG_STEP 0x08u   /* phase event: u.mem.bytes holds the step number */
 #define GSPY_FLAG_CORR 0x10u   /* host call carries CUPTI's correlation id of the
 				* driver call it made (u.launch.cupti_corr or u.mem.aux) */
+#define GSPY_FLAG_CAPTURED 0x20u /* made on a stream being captured into a graph:
+				  * it did not run (it runs as the graph's node) */
 
 /*
  * One event, 64 bytes. Timestamps are raw values of header.clock; readers
@@ -391,7 +429,9 @@ _Static_assert(sizeof(struct gspy_record) == GSPY_RECORD_SIZE, "a record is 64 b
  * timeline name it: a map's physical allocation handle, else the stream. */
 static inline const char *gspy_stream_name(unsigned kind)
 {
-	return kind == GSPY_KIND_map ? "handle" : "stream";
+	if (kind == GSPY_KIND_map)
+		return "handle";
+	return kind >= GSPY_KIND_graph && kind <= GSPY_KIND_node_memset ? "graph" : "stream";
 }
 
 /* Binary string-table entries (see the file layout above). */

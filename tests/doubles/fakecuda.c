@@ -25,6 +25,7 @@
 #include "../../lib/cuda_api.h"
 #include "gpuspy/format.h"
 #include "fakecuda.h"
+#include "fakecuda_int.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -101,20 +102,20 @@ static __thread int cur_dev = -1;
 
 EXPORT void fakecuda_set_tool(const struct fakecuda_tool *t) { __atomic_store_n(&tool, t, __ATOMIC_RELEASE); }
 
-static unsigned tool_enter(const char *api)
+unsigned tool_enter(const char *api)
 {
 	const struct fakecuda_tool *t = __atomic_load_n(&tool, __ATOMIC_ACQUIRE);
 	return t ? t->enter(api) : 0;
 }
 
-static void tool_exit(const char *api, unsigned corr)
+void tool_exit(const char *api, unsigned corr)
 {
 	const struct fakecuda_tool *t = __atomic_load_n(&tool, __ATOMIC_ACQUIRE);
 	if (t)
 		t->exit(api, corr);
 }
 
-static void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsigned long long bytes,
+void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsigned long long bytes,
 		      int src, int dst, const char *name, unsigned graph)
 {
 	const struct fakecuda_tool *t = __atomic_load_n(&tool, __ATOMIC_ACQUIRE);
@@ -126,12 +127,12 @@ static void tool_work(unsigned corr, int what, CUstream hs, unsigned long long n
 	t->work(corr, &w);
 }
 
-static void tool_set(unsigned corr, CUstream hs, size_t n)
+void tool_set(unsigned corr, CUstream hs, size_t n)
 {
 	tool_work(corr, FAKECUDA_MEMSET, hs, n / 100, n, 0, 0, NULL, 0);
 }
 
-static void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n)
+void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n)
 {
 	if (__atomic_load_n(&tool, __ATOMIC_ACQUIRE)) /* no tool, no lookups */
 		tool_work(corr, FAKECUDA_COPY, hs, n / 10, n, type_of(s), type_of(d), NULL, 0);
@@ -180,7 +181,7 @@ static void launch_cost(void)
 	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
-static CUresult run(CUfunction f, void **params)
+CUresult run(CUfunction f, void **params)
 {
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -196,6 +197,8 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 	*f = fakecuda_function(name, NULL);
 	return CUDA_SUCCESS;
 }
+
+const char *fk_function_name(CUfunction f) { return f->name; }
 
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
@@ -390,8 +393,10 @@ EXPORT CUresult cuMemFreeHost(void *p) { FAIL_CHECK("cuMemFreeHost"); if (!forge
 	{                                                                            \
 		FAIL_CHECK(#name);                                                   \
 		unsigned corr_ = tool_enter(#name);                                  \
-		memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);        \
-		tool_copy(corr_, stream, (uintptr_t)d, (uintptr_t)s, n);             \
+		if (!fk_capture_copy(stream, (uintptr_t)d, (uintptr_t)s, n)) {      \
+			memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n); \
+			tool_copy(corr_, stream, (uintptr_t)d, (uintptr_t)s, n);     \
+		}                                                                    \
 		tool_exit(#name, corr_);                                             \
 		return CUDA_SUCCESS;                                                 \
 	}
@@ -517,9 +522,11 @@ EXPORT CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *d, CUdeviceptr *s, size_
 	{                                                                                 \
 		FAIL_CHECK(#name);                                                        \
 		unsigned corr_ = tool_enter(#name);                                       \
-		for (size_t i = 0; i < n; i++)                                            \
-			((T *)d)[i] = v;                                                  \
-		tool_set(corr_, stream, n * sizeof(T));                                   \
+		if (!fk_capture_memset(stream, d, sizeof(T), n)) {                        \
+			for (size_t i = 0; i < n; i++)                                    \
+				((T *)d)[i] = v;                                          \
+			tool_set(corr_, stream, n * sizeof(T));                           \
+		}                                                                         \
 		tool_exit(#name, corr_);                                                  \
 		return CUDA_SUCCESS;                                                      \
 	}
@@ -611,7 +618,7 @@ static __typeof__(&clocks[0]) stream_of(CUstream hs)
 	return &clocks[255];
 }
 
-static void gpu_work(CUstream hs, unsigned grid_x)
+void gpu_work(CUstream hs, unsigned grid_x)
 {
 	__atomic_add_fetch(stream_clock(hs), (uint64_t)grid_x * 1000, __ATOMIC_RELAXED);
 }
@@ -659,8 +666,9 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuE
 EXPORT CUresult cuStreamIsCapturing(CUstream hs, CUstreamCaptureStatus *s)
 {
 	const char *v = getenv("FAKECUDA_CAPTURING");
-	*s = v && hs && strtoull(v, NULL, 0) == (uint64_t)(uintptr_t)hs ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-									 : CU_STREAM_CAPTURE_STATUS_NONE;
+	*s = (v && hs && strtoull(v, NULL, 0) == (uint64_t)(uintptr_t)hs) || fk_capturing(hs)
+		     ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+		     : CU_STREAM_CAPTURE_STATUS_NONE;
 	return CUDA_SUCCESS;
 }
 static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -684,6 +692,10 @@ EXPORT CUresult cuStreamCreate(CUstream *hs, unsigned flags)
 static CUresult launch(const char *api, CUfunction f, unsigned gx, CUstream hs, void **params)
 {
 	unsigned corr = tool_enter(api);
+	if (f && fk_capture_kernel(hs, f, gx, 1)) {
+		tool_exit(api, corr);
+		return CUDA_SUCCESS;
+	}
 	CUresult rc = run(f, params);
 	if (!rc) {
 		gpu_work(hs, gx);
@@ -706,20 +718,6 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 { return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, sm, hs, params); }
 EXPORT CUresult cuLaunchHostFunc(CUstream hs, CUhostFn fn, void *data) { (void)hs; FAIL_CHECK("cuLaunchHostFunc"); fn(data); return CUDA_SUCCESS; }
 EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hs, CUhostFn fn, void *data) { return cuLaunchHostFunc(hs, fn, data); }
-/* A graph of the double: three 2 us kernels "graph_node", the graph's id
- * the low 32 bits of its handle. */
-EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream hs)
-{
-	FAIL_CHECK("cuGraphLaunch");
-	unsigned corr = tool_enter("cuGraphLaunch");
-	for (int i = 0; i < 3; i++) {
-		gpu_work(hs, 2);
-		tool_work(corr, FAKECUDA_KERNEL, hs, 2000, 0, 0, 0, "graph_node", (unsigned)(uintptr_t)g);
-	}
-	tool_exit("cuGraphLaunch", corr);
-	return CUDA_SUCCESS;
-}
-EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream hs) { return cuGraphLaunch(g, hs); }
 
 /* ---- waits ------------------------------------------------------------------------ */
 
@@ -750,6 +748,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 static const struct { const char *name; int version; void *fn; } procs[] = {
 #define GSPY_X(sym, k, ver) { #sym, ver, (void *)&sym },
 	GSPY_DRIVER_API_LIST(GSPY_X)
+	GSPY_GRAPH_API_LIST(GSPY_X)
 #undef GSPY_X
 	{ "cuInit", 2000, (void *)&cuInit },
 	{ "cuDriverGetVersion", 2020, (void *)&cuDriverGetVersion },

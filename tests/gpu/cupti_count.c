@@ -93,11 +93,16 @@ static void report(void)
 		return;
 	fprintf(f, "{\"kernels\": %llu, \"memsets\": %llu, \"h2d\": %llu, \"h2d_bytes\": %llu, "
 		   "\"h2d_pageable\": %llu, \"h2d_pinned\": %llu, \"d2h\": %llu, \"d2h_bytes\": %llu, "
-		   "\"d2d\": %llu, \"d2d_bytes\": %llu, \"api\": %llu}\n",
+		   "\"d2d\": %llu, \"d2d_bytes\": %llu, \"api\": %llu, \"copies_by_kind\": [",
 		kernels, memsets, copies[CUPTI_ACTIVITY_MEMCPY_KIND_HTOD],
 		bytes[CUPTI_ACTIVITY_MEMCPY_KIND_HTOD], pageable_h2d, pinned_h2d,
 		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOH], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOH],
 		copies[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD], bytes[CUPTI_ACTIVITY_MEMCPY_KIND_DTOD], api);
+	/* Every CUpti_ActivityMemcpyKind, [count, bytes]: copies to or from
+	 * host memory mapped for the device are neither HtoD nor DtoH. */
+	for (int k = 0; k < 16; k++)
+		fprintf(f, "%s[%llu, %llu]", k ? ", " : "", copies[k], bytes[k]);
+	fprintf(f, "]}\n");
 	if (f != stderr)
 		fclose(f);
 }

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the driver double: what fakecuda.c and fakegraph.c share. */
+#ifndef FAKECUDA_INT_H
+#define FAKECUDA_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* fakecuda.c: the profiling tool's view, and the GPU of the double. */
+HIDDEN unsigned tool_enter(const char *api);
+HIDDEN void tool_exit(const char *api, unsigned corr);
+HIDDEN void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsigned long long bytes,
+		      int src, int dst, const char *name, unsigned graph);
+HIDDEN void tool_set(unsigned corr, CUstream hs, size_t n);
+HIDDEN void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n);
+HIDDEN void gpu_work(CUstream hs, unsigned grid_x);
+HIDDEN CUresult run(CUfunction f, void **params);
+HIDDEN const char *fk_function_name(CUfunction f);
+
+/* fakegraph.c: a stream being captured takes the work instead of running
+ * it; each returns 1 when it did. */
+HIDDEN int fk_capturing(CUstream hs);
+HIDDEN int fk_capture_kernel(CUstream hs, CUfunction f, unsigned gx, unsigned bx);
+HIDDEN int fk_capture_copy(CUstream hs, uintptr_t d, uintptr_t s, size_t n);
+HIDDEN int fk_capture_memset(CUstream hs, uintptr_t d, unsigned elem, size_t n);
+
+#endif
