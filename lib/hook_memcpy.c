@@ -21,6 +21,11 @@ static unsigned end_kind(uint64_t a, int hint, int *dev)
 	int found = gs_memmap_find(a, &g);
 	if (hint == H)
 		return found && g.mem == GSPY_MEM_pinned ? GSPY_MEM_pinned : GSPY_MEM_pageable;
+	/* A "device" end inside pinned host memory (mapped for the device, as
+	 * XLA's small result buffers are): the copy touches host memory, and
+	 * CUPTI calls it host-to-host. */
+	if (found && g.mem == GSPY_MEM_pinned)
+		return GSPY_MEM_pinned;
 	*dev = found ? g.device : gs_current_device();
 	return GSPY_MEM_device;
 }

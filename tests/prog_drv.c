@@ -57,6 +57,7 @@ int main(void)
 	CALL(S(cuMemcpyHtoDAsync_v2)(a, ph2, 2048, st));             /* h2d pinned */
 	CALL(S(cuMemcpyDtoHAsync_v2)(pg, a, 512, st));               /* d2h pageable */
 	CALL(S(cuMemcpyDtoDAsync_v2)(vaddr, a, 256, st));            /* d2d into VMM */
+	CALL(S(cuMemcpyDtoHAsync_v2)(pg, (CUdeviceptr)ph, 8, st));   /* h2h: the "device" end is pinned host memory */
 	CUDA_MEMCPY2D c2;
 	memset(&c2, 0, sizeof(c2));
 	c2.srcMemoryType = CU_MEMORYTYPE_HOST; c2.srcHost = pg; c2.srcPitch = 100;

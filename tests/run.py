@@ -146,6 +146,7 @@ def drv_expected(ptds):
         E("copy", S("cuMemcpyHtoDAsync_v2"), 2048, "h2d", "pinned"),
         E("copy", S("cuMemcpyDtoHAsync_v2"), 512, "d2h", "pageable"),
         E("copy", S("cuMemcpyDtoDAsync_v2"), 256, "d2d"),
+        E("copy", S("cuMemcpyDtoHAsync_v2"), 8, "h2h", "pageable"),
         E("copy", D("cuMemcpy2D_v2"), 1000, "h2d", "pageable"),
         E("copy", D("cuMemcpy2DUnaligned_v2"), 1000, "h2d", "pageable"),
         E("copy", S("cuMemcpy2DAsync_v2"), 1000, "h2d", "pinned"),
@@ -279,7 +280,7 @@ def streams_and_map_handles(tmp):
              "cuLaunchHostFunc", "cuGraphLaunch", "cuStreamSynchronize", "cuStreamWaitEvent", "cuMemFreeAsync"}
     want = [(e["api"], 0x7000 if e["api"] in on_st else 0 if e["kind"] == "sync" else None)
             for e in ev if e["kind"] != "map"]
-    check(got == want and len([a for a, st in got if st == 0x7000]) == 27, f"prog_drv streams {got}")
+    check(got == want and len([a for a, st in got if st == 0x7000]) == 28, f"prog_drv streams {got}")
     asy = [e["api"] for e in ev if e.get("async")]
     check(asy == [a for a, st in got if st == 0x7000 and a != "cuStreamSynchronize"],
           f"stream-ordered calls (async) {asy}")

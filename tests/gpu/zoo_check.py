@@ -15,7 +15,7 @@ import sys
 def counts(d):
     g = {"kernels": 0, "h2d": 0, "h2d_bytes": 0, "d2h": 0, "d2h_bytes": 0, "memsets": 0, "graph_launches": 0,
          "failed": 0, "processes": 0}
-    g["captured"] = g["graph_unseen"] = 0
+    g["captured"] = g["graph_unseen"] = g["empty_copies"] = 0
     for f in glob.glob(os.path.join(d, "traces", "*.jsonl")):
         nodes = {}  # executable graph -> its node events, as last instantiated
         for line in open(f):
@@ -52,6 +52,8 @@ def counts(d):
             if e["kind"] == "launch":
                 if e.get("name") != "(host function)" and not e["api"].startswith(("cuLaunchHostFunc", "cudaLaunchHostFunc")):
                     g["kernels"] += 1
+            elif e["kind"] == "copy" and e.get("bytes") == 0:
+                g["empty_copies"] += 1  # the GPU moves nothing: CUPTI has no record of them
             elif e["kind"] == "copy" and e.get("dir") in ("h2d", "d2h"):
                 g[e["dir"]] += 1
                 g[e["dir"] + "_bytes"] += e["bytes"]
@@ -87,6 +89,8 @@ def main():
             note = f" ({g['graph_launches']} graph launches, {g['captured']} captured calls)"
         elif case == "dynpar":
             note = " (device-side launches)"
+        if g["empty_copies"]:
+            note += f" ({g['empty_copies']} copies of 0 bytes not compared)"
         pair = lambda k: f"{g[k]} / {c[k]}" + ("" if eq[k] else " *")
         rows.append(f"| {case} | {rc[0]} / {rc[1]} | {'yes' if same else 'NO'} | {g['processes']} | {pair('kernels')}{note} "
                     f"| {pair('h2d')} | {pair('h2d_bytes')} | {pair('d2h')} | {pair('d2h_bytes')} | {pair('memsets')} "
