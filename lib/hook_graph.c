@@ -6,11 +6,12 @@
  * host nothing else of that work is seen. So when a graph is instantiated,
  * or an executable graph updated, its nodes are read back from the driver
  * and written after the instantiation's own record (kind graph) as
- * node_kernel, node_copy and node_memset records keyed by the executable
- * graph's handle; the reader adds them up at each launch of it. Child
- * graphs are walked into. Not counted: conditional bodies (how often they
- * run is decided on the GPU), host, event, semaphore and memory nodes, and
- * parameters changed later node by node (cuGraphExecKernelNodeSetParams).
+ * node_kernel, node_copy, node_memset, node_alloc and node_free records
+ * keyed by the executable graph's handle; the reader adds them up at each
+ * launch of it. Child graphs are walked into. Not counted: conditional
+ * bodies (how often they run is decided on the GPU), host, event and
+ * semaphore nodes, and parameters changed later node by node
+ * (cuGraphExecKernelNodeSetParams).
  *
  * A launch, copy or memset made on a stream being captured does not run:
  * it becomes a node of the graph. While some capture is open (`capturing`
@@ -35,6 +36,8 @@ static struct {
 	CUresult (*copy_params)(CUgraphNode, CUDA_MEMCPY3D *);
 	CUresult (*memset_params)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
 	CUresult (*child)(CUgraphNode, CUgraph *);
+	CUresult (*alloc_params)(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS *);
+	CUresult (*free_params)(CUgraphNode, CUdeviceptr *);
 	int resolved;
 } fn;
 
@@ -53,6 +56,8 @@ static int queries(void)
 	FN(copy_params, "cuGraphMemcpyNodeGetParams");
 	FN(memset_params, "cuGraphMemsetNodeGetParams");
 	FN(child, "cuGraphChildGraphNodeGetGraph");
+	FN(alloc_params, "cuGraphMemAllocNodeGetParams");
+	FN(free_params, "cuGraphMemFreeNodeGetParams");
 	if (!fn.node_type || !FN(get_nodes, "cuGraphGetNodes"))
 		fn.get_nodes = NULL;
 #undef FN
@@ -203,6 +208,38 @@ static void node_memset(struct nodes *ns, CUgraphNode node)
 	}
 }
 
+static void node_alloc(struct nodes *ns, CUgraphNode node)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS p;
+	memset(&p, 0, sizeof(p));
+	if (!fn.alloc_params || fn.alloc_params(node, &p) != CUDA_SUCCESS)
+		return;
+	struct gspy_record *r = node_add(ns, GSPY_KIND_node_alloc);
+	if (r) {
+		r->u.mem.bytes = p.bytesize;
+		r->u.mem.addr = (uint64_t)p.dptr;
+		r->mem = GSPY_MEM_device;
+	}
+}
+
+/* A free node's bytes: those of the graph's allocation node there. */
+static void node_free(struct nodes *ns, CUgraphNode node)
+{
+	CUdeviceptr p = 0;
+	if (!fn.free_params || fn.free_params(node, &p) != CUDA_SUCCESS)
+		return;
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < ns->n && !bytes; i++)
+		if (ns->v[i].kind == GSPY_KIND_node_alloc && ns->v[i].u.mem.addr == (uint64_t)p)
+			bytes = ns->v[i].u.mem.bytes;
+	struct gspy_record *r = node_add(ns, GSPY_KIND_node_free);
+	if (r) {
+		r->u.mem.bytes = bytes;
+		r->u.mem.addr = (uint64_t)p;
+		r->mem = GSPY_MEM_device;
+	}
+}
+
 static void walk(struct nodes *ns, CUgraph g, int depth)
 {
 	size_t n = 0;
@@ -222,6 +259,8 @@ static void walk(struct nodes *ns, CUgraph g, int depth)
 		case CU_GRAPH_NODE_TYPE_KERNEL: node_kernel(ns, v[i]); break;
 		case CU_GRAPH_NODE_TYPE_MEMCPY: node_copy(ns, v[i]); break;
 		case CU_GRAPH_NODE_TYPE_MEMSET: node_memset(ns, v[i]); break;
+		case CU_GRAPH_NODE_TYPE_MEM_ALLOC: node_alloc(ns, v[i]); break;
+		case CU_GRAPH_NODE_TYPE_MEM_FREE: node_free(ns, v[i]); break;
 		case CU_GRAPH_NODE_TYPE_GRAPH:
 			if (fn.child && fn.child(v[i], &c) == CUDA_SUCCESS)
 				walk(ns, c, depth + 1);

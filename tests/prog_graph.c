@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CUDA graphs on the driver double (tests/test_graphs.py): a graph
- * captured from a stream (a kernel, a pinned upload, a memset), a graph
+ * captured from a stream (a stream-ordered allocation, a kernel, a pinned
+ * upload, a memset, the allocation's free), a graph
  * built node by node around it (a kernel, a pageable download, the first
  * graph as a child), both instantiated (with flags; with parameters,
  * through cuGetProcAddress), launched 3 and 2 times; the first then
@@ -19,10 +20,13 @@
 static CUgraph capture(CUstream st, CUdeviceptr d, void *pinned, size_t bytes, unsigned grid)
 {
 	CUgraph g = NULL;
+	CUdeviceptr tmp = 0;
 	CALL(cuStreamBeginCapture_v2(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	CALL(cuMemAllocAsync(&tmp, bytes, st));
 	CALL(cuLaunchKernel(fakecuda_function("cap_k", NULL), grid, 1, 1, 32, 1, 1, 0, st, NULL, NULL));
 	CALL(cuMemcpyHtoDAsync_v2(d, pinned, bytes, st));
 	CALL(cuMemsetD32Async(d, 0, bytes / 4, st));
+	CALL(cuMemFreeAsync(tmp, st));
 	CALL(cuStreamEndCapture(st, &g));
 	return g;
 }

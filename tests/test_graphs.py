@@ -9,13 +9,15 @@ import subprocess
 
 from harness import GPUSPY, TIMEOUT, check, only_trace, run, test, traces
 
-# What prog_graph's launches ran: e1 (captured: kernel grid 4, 1,000 B
-# pinned upload, 1,000 B memset) 3 times; e2 (kernel, 300 B pageable
-# download, e1's graph as a child) twice; e1 updated (grid 8, 2,000 B) once.
+# What prog_graph's launches ran: e1 (captured: 1,000 B allocated, kernel
+# grid 4, 1,000 B pinned upload, 1,000 B memset, the free) 3 times; e2
+# (kernel, 300 B pageable download, e1's graph as a child) twice; e1
+# updated (grid 8, 2,000 B) once.
 RAN = {"kernels": 8,
        "copy": {"h2d": {"pageable": {"count": 0, "bytes": 0}, "pinned": {"count": 6, "bytes": 7000}},
                 "d2h": {"pageable": {"count": 2, "bytes": 600}, "pinned": {"count": 0, "bytes": 0}}},
-       "memset": {"count": 6, "bytes": 7000}, "launches_unseen": 1}
+       "memset": {"count": 6, "bytes": 7000}, "alloc": {"count": 6, "bytes": 7000},
+       "free": {"count": 6, "bytes": 7000}, "launches_unseen": 1}
 
 
 def report(path):
@@ -44,16 +46,18 @@ def graph_launches_count_what_their_nodes_ran(tmp):
     give the same report."""
     _, ev = graph_run(tmp, "off")
     graphs = [(e["api"], e["nodes"]) for e in ev if e["kind"] == "graph"]
-    check(graphs == [("cuGraphInstantiateWithFlags", 3), ("cuGraphInstantiateWithParams", 5),
-                     ("cuGraphExecUpdate_v2", 3)], f"graph records {graphs}")
+    check(graphs == [("cuGraphInstantiateWithFlags", 5), ("cuGraphInstantiateWithParams", 7),
+                     ("cuGraphExecUpdate_v2", 5)], f"graph records {graphs}")
     nodes = [(e["kind"], e.get("name"), e.get("grid"), e.get("bytes"), e.get("dir"), e.get("host_mem"))
              for e in ev if e["kind"].startswith("node_")]
-    e1 = [("node_kernel", "cap_k", [4, 1, 1], None, None, None), ("node_copy", None, None, 1000, "h2d", "pinned"),
-          ("node_memset", None, None, 1000, None, None)]
+    e1 = [("node_alloc", None, None, 1000, None, None),
+          ("node_kernel", "cap_k", [4, 1, 1], None, None, None), ("node_copy", None, None, 1000, "h2d", "pinned"),
+          ("node_memset", None, None, 1000, None, None), ("node_free", None, None, 1000, None, None)]
     e2 = [("node_kernel", "node_k", [2, 1, 1], None, None, None),
           ("node_copy", None, None, 300, "d2h", "pageable")] + e1
-    upd = [("node_kernel", "cap_k", [8, 1, 1], None, None, None), ("node_copy", None, None, 2000, "h2d", "pinned"),
-           ("node_memset", None, None, 2000, None, None)]
+    upd = [("node_alloc", None, None, 2000, None, None),
+           ("node_kernel", "cap_k", [8, 1, 1], None, None, None), ("node_copy", None, None, 2000, "h2d", "pinned"),
+           ("node_memset", None, None, 2000, None, None), ("node_free", None, None, 2000, None, None)]
     check(nodes == e1 + e2 + upd, f"nodes {nodes}")
     t = traces(tmp)[0]
     r = report(os.path.join(tmp, t))
@@ -70,6 +74,7 @@ def graph_launches_count_what_their_nodes_ran(tmp):
     rows = [l.split() for l in p.stdout.splitlines() if l.strip().startswith("total ")]
     check(rows and rows[0][4] == "10", f"kernels column: {rows}")
     check("CUDA graphs ran 8 kernels, 8 copies (7.4 KiB) and 6 memsets (6.8 KiB), as instantiated" in p.stdout
+          and "and their memory nodes made 6 allocations (6.8 KiB) and 6 frees" in p.stdout
           and "1 CUDA graph launch of graphs whose nodes were not seen" in p.stdout, p.stdout)
 
 
@@ -83,12 +88,14 @@ def calls_on_a_capturing_stream_are_counted_apart(tmp):
     for cupti in ("off", "on"):
         _, ev = graph_run(tmp, cupti)
         cap = [(e["kind"], e["api"]) for e in ev if e.get("captured")]
-        check(cap == [("launch", "cuLaunchKernel"), ("copy", "cuMemcpyHtoDAsync_v2"),
-                      ("memset", "cuMemsetD32Async")] * 2, f"CUPTI {cupti}: captured {cap}")
+        check(cap == [("alloc", "cuMemAllocAsync"), ("launch", "cuLaunchKernel"), ("copy", "cuMemcpyHtoDAsync_v2"),
+                      ("memset", "cuMemsetD32Async"), ("free", "cuMemFreeAsync")] * 2,
+              f"CUPTI {cupti}: captured {cap}")
         after = [e for e in ev if e.get("name") == "after" and e["kind"] == "launch"]
         check(len(after) == 1 and not after[0].get("captured"), f"after the capture: {after}")
         r = report(os.path.join(tmp, traces(tmp)[0]))
-        check(r.get("captured") == {"copy": 2, "memset": 2, "launch": 2}, f"captured {r.get('captured')}")
+        check(r.get("captured") == {"alloc": 2, "free": 2, "copy": 2, "memset": 2, "launch": 2},
+              f"captured {r.get('captured')}")
         t = r["totals"]
         check(t["copy"]["h2d"]["pinned"]["count"] == 0 and t["memset"]["count"] == 0,
               f"captured calls in the totals: {t['copy']['h2d']} {t['memset']}")
@@ -99,4 +106,6 @@ def calls_on_a_capturing_stream_are_counted_apart(tmp):
             check(kinds.count("gpu_copy") == 8 and kinds.count("gpu_memset") == 6 and
                   sorted(e["name"] for e in seen) == ["after"] + ["cap_k"] * 6 + ["node_k"] * 2,
                   f"GPU records {[(e['kind'], e.get('name')) for e in gpu]}")
-            check(r["gpu"]["graph_kernels"] == 11, f"CUPTI graph kernels {r['gpu']}")
+            check(r["gpu"]["graph_kernels"] == 11 and
+                  all(bool(e.get("graph_id")) for e in gpu if e["kind"] != "gpu_kernel"),
+                  f"CUPTI graph kernels {r['gpu']}; graph ids of copies and memsets")

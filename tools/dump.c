@@ -178,6 +178,11 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	case GSPY_KIND_node_memset:
 		add_u64(o, "bytes", r->u.mem.bytes);
 		break;
+	case GSPY_KIND_node_alloc:
+	case GSPY_KIND_node_free:
+		add_u64(o, "bytes", r->u.mem.bytes);
+		add_u64(o, "addr", r->u.mem.addr);
+		break;
 	case GSPY_KIND_gpu_kernel:
 	case GSPY_KIND_gpu_copy:
 	case GSPY_KIND_gpu_memset:
@@ -219,7 +224,7 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	}
 	cJSON_AddNumberToObject(o, "device", r->device);
 	if (r->stream || (r->flags & GSPY_FLAG_ASYNC) || r->kind == GSPY_KIND_sync ||
-	    r->kind == GSPY_KIND_map || (r->kind >= GSPY_KIND_graph && r->kind <= GSPY_KIND_node_memset))
+	    r->kind == GSPY_KIND_map || gspy_kind_graph(r->kind))
 		add_u64(o, gspy_stream_name(r->kind), r->stream);
 	if (r->flags & GSPY_FLAG_ASYNC)
 		cJSON_AddBoolToObject(o, "async", 1);

@@ -191,7 +191,7 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 		if (ev.kind == GSPY_KIND_gpu_span)
 			continue;
 		/* A graph's nodes are what its launches run, not calls. */
-		if (ev.kind >= GSPY_KIND_node_kernel && ev.kind <= GSPY_KIND_node_memset)
+		if (gspy_kind_graph(ev.kind) && ev.kind != GSPY_KIND_graph)
 			continue;
 		/* GPU work goes on a track per device and stream; host calls on
 		 * their thread's track. */

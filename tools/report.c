@@ -430,6 +430,13 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 			r->graph_kernels++;
 			r->graph_kernel_ns += ns;
 		}
+	} else if (ev->graph_id && ev->kind == GSPY_KIND_gpu_copy) {
+		r->graph_gpu_copies++;
+		r->graph_gpu_copy_bytes += ev->bytes;
+	} else if (ev->graph_id) {
+		r->graph_gpu_memsets++;
+	}
+	if (ev->kind == GSPY_KIND_gpu_kernel) {
 		if (host_start && ev->start_ns > host_start) {
 			uint64_t q = ev->start_ns - host_start;
 			r->queue_n++;
@@ -563,7 +570,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			add_failed(r, gs_api_name(ev.api), ev.result, ev.start_ns, ev.bytes, 1, ev.bytes);
 			continue; /* not done: in no total, bandwidth, site or memory */
 		}
-		if (ev.kind >= GSPY_KIND_graph && ev.kind <= GSPY_KIND_node_memset) {
+		if (gspy_kind_graph(ev.kind)) {
 			gs_graph_event(r, &ev, cur);
 			continue;
 		}
@@ -670,6 +677,9 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	for (int k = 0; k < GSPY_KIND_COUNT; k++)
 		d->captured[k] += s->captured[k];
 	d->graph_kernels += s->graph_kernels;
+	d->graph_gpu_copies += s->graph_gpu_copies;
+	d->graph_gpu_copy_bytes += s->graph_gpu_copy_bytes;
+	d->graph_gpu_memsets += s->graph_gpu_memsets;
 	d->graph_kernel_ns += s->graph_kernel_ns;
 	d->short_kernels += s->short_kernels;
 	cats_merge(&d->total, &s->total);

@@ -37,13 +37,14 @@ struct gs_cats {
 	 * graph_launch counts the launches of graphs whose nodes were seen,
 	 * graph_unseen the others. */
 	struct gs_agg graph_launch, graph_kernel, graph_memset, graph_unseen;
+	struct gs_agg graph_alloc, graph_free; /* memory nodes */
 	struct gs_agg graph_copy[GSPY_DIR_COUNT][2];
 };
 
 /* An executable graph's nodes, as last instantiated or updated. */
 struct gs_graph_exec {
 	uint64_t exec;      /* handle, 0 = free slot */
-	uint64_t kernels, memsets, memset_bytes;
+	uint64_t kernels, memsets, memset_bytes, allocs, alloc_bytes, frees, free_bytes;
 	uint64_t copies[GSPY_DIR_COUNT][2], copy_bytes[GSPY_DIR_COUNT][2];
 };
 
@@ -114,6 +115,7 @@ struct gs_report {
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns; /* CUPTI: kernels that graphs ran */
+	uint64_t graph_gpu_copies, graph_gpu_copy_bytes, graph_gpu_memsets; /* CUPTI: their copies, memsets */
 	struct gs_graph_exec *graphs;   /* open addressing by handle */
 	size_t ngraphs, graphs_cap;
 	uint64_t captured[GSPY_KIND_COUNT]; /* calls captured into graphs, by kind: they did not run */

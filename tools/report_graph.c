@@ -71,6 +71,12 @@ void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	} else if (ev->kind == GSPY_KIND_node_memset) {
 		g->memsets++;
 		g->memset_bytes += ev->bytes;
+	} else if (ev->kind == GSPY_KIND_node_alloc) {
+		g->allocs++;
+		g->alloc_bytes += ev->bytes;
+	} else if (ev->kind == GSPY_KIND_node_free) {
+		g->frees++;
+		g->free_bytes += ev->bytes;
 	} else if (ev->kind == GSPY_KIND_node_copy) {
 		unsigned d = ev->dir < GSPY_DIR_COUNT ? ev->dir : 0, p = ev->mem == GSPY_MEM_pinned;
 		g->copies[d][p]++;
@@ -89,6 +95,10 @@ void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 		cs[i]->graph_kernel.count += g->kernels;
 		cs[i]->graph_memset.count += g->memsets;
 		cs[i]->graph_memset.bytes += g->memset_bytes;
+		cs[i]->graph_alloc.count += g->allocs;
+		cs[i]->graph_alloc.bytes += g->alloc_bytes;
+		cs[i]->graph_free.count += g->frees;
+		cs[i]->graph_free.bytes += g->free_bytes;
 		for (int d = 0; d < GSPY_DIR_COUNT; d++)
 			for (int p = 0; p < 2; p++) {
 				cs[i]->graph_copy[d][p].count += g->copies[d][p];
@@ -113,7 +123,8 @@ static uint64_t copies(const struct gs_cats *c, uint64_t *bytes)
 static int any(const struct gs_cats *c)
 {
 	uint64_t b;
-	return c->graph_kernel.count || c->graph_memset.count || c->graph_unseen.count || copies(c, &b);
+	return c->graph_kernel.count || c->graph_memset.count || c->graph_unseen.count || c->graph_alloc.count ||
+	       copies(c, &b);
 }
 
 void gs_graphs_print(FILE *f, const struct gs_report *r)
@@ -127,6 +138,16 @@ void gs_graphs_print(FILE *f, const struct gs_report *r)
 			gs_fmt_count(b, n), gs_pl(n, "y", "ies"), gs_fmt_bytes(c, cb),
 			gs_fmt_count(d, t->graph_memset.count), gs_pl(t->graph_memset.count, "", "s"),
 			gs_fmt_bytes(e, t->graph_memset.bytes));
+	if (t->graph_alloc.count || t->graph_free.count)
+		fprintf(f, "    and their memory nodes made %s allocation%s (%s) and %s free%s\n",
+			gs_fmt_count(a, t->graph_alloc.count), gs_pl(t->graph_alloc.count, "", "s"),
+			gs_fmt_bytes(b, t->graph_alloc.bytes), gs_fmt_count(c, t->graph_free.count),
+			gs_pl(t->graph_free.count, "", "s"));
+	if (r->graph_gpu_copies || r->graph_gpu_memsets)
+		fprintf(f, "    on the GPU (CUPTI), graphs ran %s cop%s (%s) and %s memset%s\n",
+			gs_fmt_count(a, r->graph_gpu_copies), gs_pl(r->graph_gpu_copies, "y", "ies"),
+			gs_fmt_bytes(b, r->graph_gpu_copy_bytes), gs_fmt_count(c, r->graph_gpu_memsets),
+			gs_pl(r->graph_gpu_memsets, "", "s"));
 	if (t->graph_unseen.count)
 		fprintf(f, "  %s CUDA graph launch%s of graphs whose nodes were not seen (instantiated before "
 			"gpuspy was loaded)\n", gs_fmt_count(g, t->graph_unseen.count),
@@ -172,6 +193,8 @@ void gs_graphs_json(cJSON *o, const struct gs_cats *c)
 		cJSON_AddItemToObject(dir, "pinned", count_bytes(x[1].count, x[1].bytes));
 	}
 	cJSON_AddItemToObject(g, "memset", count_bytes(c->graph_memset.count, c->graph_memset.bytes));
+	cJSON_AddItemToObject(g, "alloc", count_bytes(c->graph_alloc.count, c->graph_alloc.bytes));
+	cJSON_AddItemToObject(g, "free", count_bytes(c->graph_free.count, c->graph_free.bytes));
 	cJSON_AddNumberToObject(g, "launches_unseen", (double)c->graph_unseen.count);
 }
 

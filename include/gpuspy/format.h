@@ -75,7 +75,10 @@
 			* follow it on this thread (what each launch runs) */ \
 	X(node_kernel) /* a kernel node of that graph (name, dims) */       \
 	X(node_copy)   /* a copy node (bytes, dir, host side's mem) */      \
-	X(node_memset) /* a memset node (bytes) */
+	X(node_memset) /* a memset node (bytes) */                          \
+	X(node_alloc)  /* a memory allocation node (bytes, address) */      \
+	X(node_free)   /* a memory free node (address; bytes of the graph's \
+			* allocation node there, else 0) */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -425,13 +428,20 @@ struct gspy_record {
 
 _Static_assert(sizeof(struct gspy_record) == GSPY_RECORD_SIZE, "a record is 64 bytes");
 
+/* A graph's record or one of its nodes' (their stream field is the
+ * executable graph). */
+static inline int gspy_kind_graph(unsigned kind)
+{
+	return kind >= GSPY_KIND_graph && kind <= GSPY_KIND_node_free;
+}
+
 /* What a record's stream field holds, by kind, as the dump and the
  * timeline name it: a map's physical allocation handle, else the stream. */
 static inline const char *gspy_stream_name(unsigned kind)
 {
 	if (kind == GSPY_KIND_map)
 		return "handle";
-	return kind >= GSPY_KIND_graph && kind <= GSPY_KIND_node_memset ? "graph" : "stream";
+	return kind >= GSPY_KIND_graph && kind <= GSPY_KIND_node_free ? "graph" : "stream";
 }
 
 /* Binary string-table entries (see the file layout above). */

@@ -134,8 +134,13 @@ void tool_set(unsigned corr, CUstream hs, size_t n)
 
 void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n)
 {
+	tool_graph_copy(corr, hs, d, s, n, 0);
+}
+
+void tool_graph_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n, unsigned graph)
+{
 	if (__atomic_load_n(&tool, __ATOMIC_ACQUIRE)) /* no tool, no lookups */
-		tool_work(corr, FAKECUDA_COPY, hs, n / 10, n, type_of(s), type_of(d), NULL, 0);
+		tool_work(corr, FAKECUDA_COPY, hs, n / 10, n, type_of(s), type_of(d), NULL, graph);
 }
 
 /* ---- kernels --------------------------------------------------------------- */
@@ -337,12 +342,23 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size
 	return dev_alloc(p, *pitch * h);
 }
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) { (void)f; FAIL_CHECK("cuMemAllocManaged"); return dev_alloc(p, n); }
-EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { (void)s; FAIL_CHECK("cuMemAllocAsync"); return dev_alloc(p, n); }
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
+{
+	FAIL_CHECK("cuMemAllocAsync");
+	CUresult rc = dev_alloc(p, n);
+	if (!rc)
+		fk_capture_alloc(s, *p, n);
+	return rc;
+}
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync(p, n, s); }
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)pool; (void)s; FAIL_CHECK("cuMemAllocFromPoolAsync"); return dev_alloc(p, n); }
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { return cuMemAllocFromPoolAsync(p, n, pool, s); }
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { FAIL_CHECK("cuMemFree_v2"); return dev_free(p); }
-EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; FAIL_CHECK("cuMemFreeAsync"); return dev_free(p); }
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	FAIL_CHECK("cuMemFreeAsync");
+	return fk_capture_free(s, p) ? CUDA_SUCCESS : dev_free(p);
+}
 EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { return cuMemFreeAsync(p, s); }
 
 struct vmm { size_t size; };

@@ -32,7 +32,7 @@ struct fakecuda_work {
 	unsigned long long bytes;
 	int src, dst;           /* copies: FAKECUDA_PAGEABLE, _DEVICE or _PINNED */
 	const char *name;       /* kernels: the function's name (lives as long as the process) */
-	unsigned graph;         /* kernels of a graph launch: the graph's id, else 0 */
+	unsigned graph;         /* work of a graph launch: the graph's id, else 0 */
 };
 struct fakecuda_tool {
 	unsigned (*enter)(const char *api);

@@ -15,6 +15,7 @@ HIDDEN void tool_work(unsigned corr, int what, CUstream hs, unsigned long long n
 		      int src, int dst, const char *name, unsigned graph);
 HIDDEN void tool_set(unsigned corr, CUstream hs, size_t n);
 HIDDEN void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n);
+HIDDEN void tool_graph_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n, unsigned graph);
 HIDDEN void gpu_work(CUstream hs, unsigned grid_x);
 HIDDEN CUresult run(CUfunction f, void **params);
 HIDDEN const char *fk_function_name(CUfunction f);
@@ -25,5 +26,7 @@ HIDDEN int fk_capturing(CUstream hs);
 HIDDEN int fk_capture_kernel(CUstream hs, CUfunction f, unsigned gx, unsigned bx);
 HIDDEN int fk_capture_copy(CUstream hs, uintptr_t d, uintptr_t s, size_t n);
 HIDDEN int fk_capture_memset(CUstream hs, uintptr_t d, unsigned elem, size_t n);
+HIDDEN int fk_capture_alloc(CUstream hs, uintptr_t d, size_t n);
+HIDDEN int fk_capture_free(CUstream hs, uintptr_t d);
 
 #endif

@@ -219,12 +219,11 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 #define COMMON(x)                                                                           \
 	((x)->kind = (CUpti_ActivityKind)kind, (x)->start = start, (x)->end = end,        \
 	 (x)->deviceId = (uint32_t)w->device, (x)->streamId = sid, (x)->correlationId = corr, \
-	 s.records++)
+	 (x)->graphId = w->graph, s.records++)
 	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 		CUpti_ActivityKernel10 *k = room(sizeof(*k));
 		if (k) {
 			COMMON(k);
-			k->graphId = w->graph;
 			k->name = w->name;
 		}
 	} else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {

@@ -32,6 +32,8 @@ struct CUgraphNode_st {
 	CUDA_KERNEL_NODE_PARAMS kernel;
 	CUDA_MEMCPY3D copy;
 	CUDA_MEMSET_NODE_PARAMS set;
+	CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+	CUdeviceptr freed;
 	CUgraph child;
 };
 
@@ -261,6 +263,29 @@ int fk_capture_memset(CUstream hs, uintptr_t d, unsigned elem, size_t n)
 	return 1;
 }
 
+/* Captured stream-ordered allocations: the double allocates at once (the
+ * address is the node's) and frees nothing until the process ends. */
+int fk_capture_alloc(CUstream hs, uintptr_t d, size_t n)
+{
+	CUgraph g = hs ? capture_of(hs) : NULL;
+	struct CUgraphNode_st *x = g ? add(g, CU_GRAPH_NODE_TYPE_MEM_ALLOC) : NULL;
+	if (!x)
+		return 0;
+	x->alloc.bytesize = n;
+	x->alloc.dptr = d;
+	return 1;
+}
+
+int fk_capture_free(CUstream hs, uintptr_t d)
+{
+	CUgraph g = hs ? capture_of(hs) : NULL;
+	struct CUgraphNode_st *x = g ? add(g, CU_GRAPH_NODE_TYPE_MEM_FREE) : NULL;
+	if (!x)
+		return 0;
+	x->freed = d;
+	return 1;
+}
+
 /* ---- executable graphs -------------------------------------------------------- */
 
 static CUresult instantiate(CUgraphExec *e, CUgraph g)
@@ -353,6 +378,8 @@ GET(cuGraphKernelNodeGetParams_v2, CUDA_KERNEL_NODE_PARAMS, CU_GRAPH_NODE_TYPE_K
 GET(cuGraphMemcpyNodeGetParams, CUDA_MEMCPY3D, CU_GRAPH_NODE_TYPE_MEMCPY, copy)
 GET(cuGraphMemsetNodeGetParams, CUDA_MEMSET_NODE_PARAMS, CU_GRAPH_NODE_TYPE_MEMSET, set)
 GET(cuGraphChildGraphNodeGetGraph, CUgraph, CU_GRAPH_NODE_TYPE_GRAPH, child)
+GET(cuGraphMemAllocNodeGetParams, CUDA_MEM_ALLOC_NODE_PARAMS, CU_GRAPH_NODE_TYPE_MEM_ALLOC, alloc)
+GET(cuGraphMemFreeNodeGetParams, CUdeviceptr, CU_GRAPH_NODE_TYPE_MEM_FREE, freed)
 
 /* ---- launches ----------------------------------------------------------------- */
 
@@ -379,14 +406,14 @@ static void replay(unsigned corr, CUstream hs, const struct CUgraph_st *g, unsig
 			uintptr_t d = end_of(c->dstMemoryType, c->dstHost, c->dstDevice);
 			uintptr_t s = end_of(c->srcMemoryType, c->srcHost, c->srcDevice);
 			memmove((void *)d, (const void *)s, bytes);
-			tool_copy(corr, hs, d, s, bytes);
+			tool_graph_copy(corr, hs, d, s, bytes, id);
 			break;
 		}
 		case CU_GRAPH_NODE_TYPE_MEMSET: {
 			const CUDA_MEMSET_NODE_PARAMS *m = &n->set;
 			size_t bytes = (size_t)m->elementSize * m->width * (m->height ? m->height : 1);
 			memset((void *)m->dst, (int)m->value, bytes);
-			tool_set(corr, hs, bytes);
+			tool_work(corr, FAKECUDA_MEMSET, hs, bytes / 100, bytes, 0, 0, NULL, id);
 			break;
 		}
 		case CU_GRAPH_NODE_TYPE_GRAPH:
