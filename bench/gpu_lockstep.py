@@ -8,7 +8,7 @@ pipe; a byte back when done), every round in a new random order
 others and no mode always follows the same one (a fixed ring put each mode
 at one place: the ratios fell with the place, 0.90..0.98 for four
 near-identical modes), under the same state of the shared machine: drift between rounds,
-which swamps ratios of separate runs (tests/gpu/results/issue5-spread.txt),
+which swamps ratios of separate runs,
 falls out. The ratio of a mode in round k is its window rate over the
 untraced window rate of round k; the table gives medians over rounds.
 "untraced b" is a second untraced process: its ratio is the A/A check of

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Pools the rounds of H200 overhead runs (the rounds files bench/gpu_overhead.py
-writes, e.g. tests/gpu/results/issue5-overhead-rounds*.txt, or the window
+writes, or the window
 rates of bench/gpu_lockstep.py, lockstep_rates.txt, whose rounds are its
 windows, the first and the last left out) and prints, per
 loop and mode, the median of the per-round ratios with a 95% bootstrap

@@ -2856,31 +2856,38 @@ def readme_section(text, heading):
 
 
 @test
-def readme_lists_every_variable_and_option(tmp):
-    """README.md stays true to the code: its Environment table has a row for
+def docs_list_every_variable_and_option(tmp):
+    """The docs stay true to the code: docs/environment.md has a row for
     every GPUSPY_ variable that lib/, tools/ or python/ read (and no row for
-    one they do not), and its Commands section shows every option the
-    commands take, each line of `gpuspy --help` among them."""
+    one they do not), README's Options table only real ones;
+    docs/commands.md shows every option the commands take; README's
+    Commands block has each word of `gpuspy --help`."""
     srcs = [os.path.join(ROOT, d, f) for d in ("lib", "tools", "python")
             for f in sorted(os.listdir(os.path.join(ROOT, d))) if f.endswith((".c", ".h", ".py"))]
     code = "".join(open(f, encoding="utf-8").read() for f in srcs)
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    doc = lambda name: open(os.path.join(ROOT, name), encoding="utf-8").read()
+    readme, env, commands = doc("README.md"), doc("docs/environment.md"), doc("docs/commands.md")
     read = set(re.findall(r"[\"'](GPUSPY_[A-Z0-9_]+)[\"']", code))
-    rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", readme_section(readme, "Environment"), re.M))
+    rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", env, re.M))
     check(len(read) >= 20, f"only {sorted(read)} found in the sources")
-    check(read == rows, f"read but not in the Environment table: {sorted(read - rows)}; "
+    check(read == rows, f"read but not in docs/environment.md: {sorted(read - rows)}; "
                         f"in the table but never read: {sorted(rows - read)}")
-    commands = readme_section(readme, "Commands")
+    few = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", readme_section(readme, "Options"), re.M))
+    check(few and few <= read, f"README's Options that are not read: {sorted(few - read)}")
     opts = set(re.findall(r'"(--?[a-z][a-z-]*)"', "".join(
         open(os.path.join(ROOT, "tools", f)).read() for f in os.listdir(os.path.join(ROOT, "tools")) if f.endswith(".c"))))
     check({"--dir", "--json", "--format", "-o", "--help"} <= opts, f"options found: {sorted(opts)}")
     missing = sorted(o for o in opts if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", commands))
-    check(not missing, f"options not in README's Commands: {missing}")
+    check(not missing, f"options not in docs/commands.md: {missing}")
     usage = subprocess.run([GPUSPY, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
-    block = re.search(r"```\n(.*?)```", commands, re.S).group(1)
+    block = re.search(r"```\n(.*?)```", readme_section(readme, "Commands"), re.S).group(1)
     shown = set(re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", block))
     for word in re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", usage.split("FILE is")[0]):
         check(word in shown, f"'{word}' of `gpuspy --help` is not in README's usage block")
+    links = re.findall(r"\]\((docs/[a-z-]+\.md)\)", readme)
+    check(links and all(os.path.exists(os.path.join(ROOT, l)) for l in links), f"README links {links}")
+    check(len(readme.splitlines()) <= 300, f"README.md is {len(readme.splitlines())} lines")
+
 
 import test_hostile  # noqa: E402,F401 (registers its tests)
 import test_tracegen  # noqa: E402,F401

@@ -9,7 +9,7 @@ Usage: copies_check.py STDOUT GPUSPY_JSONL COUNTER_JSON; exit 1 on a
 mismatch. The 2D, 3D, same-device peer and batched copies must each get
 one record of the call's bytes (a batch: the sum of its copies), in the
 call's direction: what the double does. First run on the H200
-(tests/gpu/results/issue5-copies-check.md) found that for all five."""
+(tests/gpu/results/copies-check.md) found that for all five."""
 import collections
 import json
 import sys
