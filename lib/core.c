@@ -172,6 +172,7 @@ static uint64_t fork_held; /* bit i: lock i taken by atfork_prepare */
 static void atfork_prepare(void)
 {
 	int e = errno;
+	gs_stacks_fork_prepare();
 	fork_held = 0;
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	/* Backwards: the writer's lock, innermost (names are interned under
@@ -191,6 +192,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
+	gs_stacks_fork_done();
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	for (size_t i = 0; i < n && i < 64; i++)
 		if (fork_held & 1ull << i)

@@ -145,6 +145,8 @@ void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_S
 void gs_stacks_setup(void); /* the options (gs_init) */
 void gs_stacks_load(void);  /* libunwind, from the constructor: stacks on */
 void gs_stacks_forked(void);
+void gs_stacks_fork_prepare(void); /* waits for unwinds in progress; none starts until */
+void gs_stacks_fork_done(void);    /* ... the parent's fork returns */
 /* An allocation's native frames taken now, to be recorded once the trace
  * file exists (hook_host.c, before the first CUDA call): up to
  * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when

@@ -38,6 +38,45 @@
 
 typedef int (*backtrace_fn)(void **, int);
 static backtrace_fn grab;
+
+/*
+ * The unwinder's own locks (libunwind's caches) are not gpuspy's: a fork
+ * while another thread is inside unw_backtrace would leave one held for
+ * ever in the child, whose first stack then hangs (1 child in ~3,600 of
+ * tests/hostile/prog_fork_busy.c under load). So fork waits, a bounded
+ * time, for the unwinds in progress, and no new one starts meanwhile (the
+ * call gets no stack). Dekker-style: each side writes its own word, then
+ * reads the other's, both sequentially consistent.
+ */
+static int unwinding, forking;
+
+void gs_stacks_fork_prepare(void)
+{
+	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+	for (int t = 0; t < 2000 && __atomic_load_n(&unwinding, __ATOMIC_SEQ_CST); t++) {
+		struct timespec ts = { 0, 100000 }; /* at most ~200 ms */
+		nanosleep(&ts, NULL);
+	}
+}
+
+void gs_stacks_fork_done(void)
+{
+	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
+}
+
+static inline int unwind_begin(void)
+{
+	__atomic_add_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
+		return 1;
+	__atomic_sub_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static inline void unwind_end(void)
+{
+	__atomic_sub_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+}
 static uintptr_t self_lo, self_hi; /* our own code: frames skipped */
 
 /* ---- distinct stacks ------------------------------------------------------ */
@@ -385,8 +424,10 @@ static inline __attribute__((always_inline)) unsigned native_frames(uint64_t *pc
 {
 	void *buf[GSPY_STACK_MAX + OWN_FRAMES];
 	int n = 0;
-	if ((gs_cfg.stacks & GSPY_STACKS_NATIVE) && grab)
+	if ((gs_cfg.stacks & GSPY_STACKS_NATIVE) && grab && unwind_begin()) {
 		n = grab(buf, (int)max + OWN_FRAMES);
+		unwind_end();
+	}
 	unsigned k = 0, i = 0;
 	while (i < (unsigned)n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
 		i++; /* gpuspy's own frames */
@@ -584,6 +625,8 @@ void gs_stacks_clock(double ticks_per_s)
 /* The child of a fork writes a new file: every id is stale. */
 void gs_stacks_forked(void)
 {
+	__atomic_store_n(&unwinding, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 	memset(tab, 0, sizeof(tab));
 	mods.n = 0;
 	mods.adds = 0;

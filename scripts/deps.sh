@@ -13,8 +13,9 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 [ -f /usr/include/cjson/cJSON.h ] || missing="$missing libcjson-dev"
 [ -f /usr/include/libunwind.h ] || [ -f /usr/include/x86_64-linux-gnu/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
-# Debian's CPU-only PyTorch, for the tests of the PyTorch phase hooks.
-if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
+# Debian's CPU-only PyTorch, for the tests of the PyTorch phase hooks (not
+# for `deps.sh demo`: the demo does not need it).
+if [ "${1:-}" != demo ] && [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
 	missing="$missing python3-torch"
 fi
 if [ -n "$missing" ]; then

@@ -64,6 +64,15 @@ int main(void)
 		}
 		if (!done) {
 			hung++;
+			/* FORK_BUSY_GDB=DIR: the hung child's stacks, for a diagnosis. */
+			const char *g = getenv("FORK_BUSY_GDB");
+			if (g) {
+				char cmd[512];
+				snprintf(cmd, sizeof(cmd), "gdb -p %d -batch -ex 'thread apply all bt' > %s/hung-%d.txt 2>&1",
+					 (int)pid, g, (int)pid);
+				if (system(cmd) != 0)
+					fprintf(stderr, "gdb failed\n");
+			}
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 		}
