@@ -729,7 +729,7 @@ static void *driver_cached(void **slot, const char *name)
 
 /* The first time a device is seen, its memory size goes into the header
  * (the report's out-of-memory diagnosis needs it). */
-static uint8_t devices_seen[8];
+static uint8_t devices_seen[GSPY_DEVICES];
 
 static void gs_devices_forked(void)
 {

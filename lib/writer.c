@@ -714,7 +714,7 @@ void gs_writer_signal_seen(int sig)
 
 void gs_writer_device_mem(int device, uint64_t bytes)
 {
-	if (device >= 0 && device < 8 && gs_writer_open())
+	if (device >= 0 && device < GSPY_DEVICES && gs_writer_open())
 		__atomic_store_n(&w.hdr->device_mem[device], bytes, __ATOMIC_RELAXED);
 }
 

@@ -207,7 +207,7 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	uint64_t window = span, busy = 0, launch_ns = l->host_ns, sync_ns = r->total.sync.host_ns;
 	uint64_t launch_n = l->count;
 	const char *of = "of the time";
-	for (int d = 0; d < 8; d++)
+	for (int d = 0; d < GSPY_DEVICES; d++)
 		busy += r->dev[d].busy_ns;
 	int in_phases = gs_loop_span(r, &window);
 	if (in_phases) {

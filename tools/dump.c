@@ -104,7 +104,7 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	add_u64(o, "start_ns", h->clock_start.mono);
 	cJSON_AddStringToObject(o, "gpu_timing", gs_gpu_timing_name(h->gpu_timing));
 	cJSON *dm = cJSON_AddArrayToObject(o, "device_mem");
-	int ndev = 8;
+	int ndev = GSPY_DEVICES;
 	while (ndev > 0 && !h->device_mem[ndev - 1])
 		ndev--;
 	for (int i = 0; i < ndev; i++)

@@ -178,7 +178,7 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 		if (!strcmp(gs_gpu_timing_name(i), gt))
 			p->gpu_timing = i;
 	const cJSON *dm = cJSON_GetObjectItemCaseSensitive(o, "device_mem");
-	for (int i = 0; i < 8 && cJSON_IsArray(dm) && i < cJSON_GetArraySize(dm); i++) {
+	for (int i = 0; i < GSPY_DEVICES && cJSON_IsArray(dm) && i < cJSON_GetArraySize(dm); i++) {
 		const cJSON *x = cJSON_GetArrayItem(dm, i);
 		p->device_mem[i] = cJSON_IsNumber(x) && x->valuedouble > 0 && x->valuedouble < 1.8e19
 					   ? (uint64_t)x->valuedouble : 0;

@@ -29,7 +29,7 @@ struct gs_proc {
 	int exit_signal;
 	int truncated;   /* the input ended early: events may be missing */
 	uint64_t start_ns;
-	uint64_t device_mem[8];
+	uint64_t device_mem[GSPY_DEVICES];
 	unsigned gpu_timing; /* enum gspy_gpu_timing */
 };
 

@@ -194,7 +194,7 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev)
 	int is_alloc = ev->kind == GSPY_KIND_alloc;
 	if (!is_alloc && ev->kind != GSPY_KIND_free)
 		return;
-	if (ev->device >= 0 && ev->device < 8 && r->proc.device_mem[ev->device])
+	if (ev->device >= 0 && ev->device < GSPY_DEVICES && r->proc.device_mem[ev->device])
 		r->device_total = r->proc.device_mem[ev->device];
 	r->reserved += is_alloc ? (int64_t)ev->bytes : -(int64_t)ev->bytes;
 	if (r->reserved > r->peak_reserved) {
@@ -318,7 +318,7 @@ static void busy_done(struct gs_report *r, struct gs_device_gpu *d)
  * went idle. */
 static void device_step(struct gs_report *r, const struct gs_gpu_item *g)
 {
-	if (g->device < 0 || g->device >= 8)
+	if (g->device < 0 || g->device >= GSPY_DEVICES)
 		return;
 	struct gs_device_gpu *d = &r->dev[g->device];
 	d->ops++;
@@ -544,7 +544,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			size_t p = ev.name && *ev.name ? phase_index(r, ev.name) : 0;
 			r->phases[p].span_ns += ev.gpu_ns;
 			r->phases[p].span_n++;
-			if (ev.device >= 0 && ev.device < 8) {
+			if (ev.device >= 0 && ev.device < GSPY_DEVICES) {
 				r->dev[ev.device].span_ns += ev.gpu_ns;
 				r->dev[ev.device].spans++;
 				r->dev[ev.device].phase_span_ns += p ? ev.gpu_ns : 0;
@@ -620,7 +620,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	r->phases[0].count = 1;
 	while (r->nheap)
 		heap_pop(r);
-	for (int d = 0; d < 8; d++)
+	for (int d = 0; d < GSPY_DEVICES; d++)
 		if (r->dev[d].cur_end)
 			busy_done(r, &r->dev[d]);
 	free(r->heap);
@@ -657,7 +657,7 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		d->gpu_timing = GSPY_GPU_TIMING_cupti;
 	else if (s->gpu_timing == GSPY_GPU_TIMING_events && d->gpu_timing != GSPY_GPU_TIMING_cupti)
 		d->gpu_timing = GSPY_GPU_TIMING_events;
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < GSPY_DEVICES; i++) {
 		d->dev[i].busy_ns += s->dev[i].busy_ns;
 		d->dev[i].phase_busy_ns += s->dev[i].phase_busy_ns;
 		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;

@@ -110,7 +110,7 @@ struct gs_report {
 	int phases_repeat;
 	uint64_t pageable_h2d_warm; /* pageable H2D copies from a phase's second occurrence on */
 	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
-	struct gs_device_gpu dev[8];
+	struct gs_device_gpu dev[GSPY_DEVICES];
 	struct gs_corr_slot *corr;      /* external id -> launching phase */
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;

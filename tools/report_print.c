@@ -71,7 +71,7 @@ static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, 
 static uint64_t total_busy(const struct gs_report *r)
 {
 	uint64_t b = 0;
-	for (int d = 0; d < 8; d++)
+	for (int d = 0; d < GSPY_DEVICES; d++)
 		b += r->dev[d].busy_ns;
 	return b;
 }
@@ -451,7 +451,7 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 		/* Spans include their gaps and may overlap across streams: their
 		 * sum bounds the GPU's work from above. */
 		fprintf(f, "\n  %sGPU%s (CUDA events at phase boundaries)\n", bold, reset);
-		for (int i = 0; i < 8; i++) {
+		for (int i = 0; i < GSPY_DEVICES; i++) {
 			const struct gs_device_gpu *g = &r->dev[i];
 			if (!g->spans)
 				continue;
@@ -478,7 +478,7 @@ static void gpu_section(FILE *f, const struct gs_report *r)
 	if (!gpu_mode)
 		return;
 	fprintf(f, "\n  %sGPU%s\n", bold, reset);
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < GSPY_DEVICES; i++) {
 		const struct gs_device_gpu *g = &r->dev[i];
 		if (!g->ops)
 			continue;
@@ -808,7 +808,7 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	if (gpu_mode || events_mode) {
 		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
 		cJSON *devs = cJSON_AddArrayToObject(g, "devices");
-		for (int i = 0; i < 8; i++) {
+		for (int i = 0; i < GSPY_DEVICES; i++) {
 			const struct gs_device_gpu *x = &r->dev[i];
 			if (!(gpu_mode ? x->ops : x->spans))
 				continue;

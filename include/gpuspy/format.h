@@ -46,6 +46,10 @@
 #define GSPY_HEADER_SIZE 4096u
 #define GSPY_RECORD_SIZE 64u
 #define GSPY_CHUNK_HEADER_SIZE 64u
+/* Devices a trace describes one by one (ordinals 0..7): header.device_mem
+ * and the report's per-device tables; work on a higher ordinal is counted
+ * but not given a row. */
+#define GSPY_DEVICES 8
 #define GSPY_BUFFER_MB_MAX (1u << 20) /* the most GPUSPY_BUFFER_MB may reserve: 1 TiB */
 
 /* Event kinds: X(name). The names are what `gpuspy dump` writes. */
@@ -653,7 +657,7 @@ struct gspy_header {
 	int32_t exit_code;
 	uint64_t strtab_used;     /* bytes of string table committed */
 	uint64_t dropped_nochunk; /* events dropped by threads with no chunk */
-	uint64_t device_mem[8];   /* total memory of devices 0..7 seen, 0 unknown */
+	uint64_t device_mem[GSPY_DEVICES]; /* total memory of devices 0..7 seen, 0 unknown */
 	uint32_t gpu_timing;      /* enum gspy_gpu_timing */
 	uint32_t ring;            /* 1: flight recorder, chunks are reused oldest first */
 	uint64_t overwritten;     /* flight recorder: committed events overwritten */
