@@ -739,7 +739,7 @@ static void gs_devices_forked(void)
 static void note_device(int d)
 {
 	uint8_t *seen = devices_seen;
-	if (d >= 8 || __atomic_exchange_n(&seen[d], 1, __ATOMIC_RELAXED))
+	if (d < 0 || d >= GSPY_DEVICES || __atomic_exchange_n(&seen[d], 1, __ATOMIC_RELAXED))
 		return;
 	static void *total_p;
 	CUresult (*total)(size_t *, CUdevice) =
