@@ -160,7 +160,9 @@ void gs_graphs_print(FILE *f, const struct gs_report *r);
 void gs_graphs_json(cJSON *o, const struct gs_cats *c);
 void gs_captured_json(cJSON *o, const struct gs_report *r);
 
-/* Output (report_print.c). */
+/* Output (report_print.c, report_json.c). */
+extern const char *const gs_alloc_names[GS_ALLOC_KINDS];
+const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* by time; free() it */
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		     const struct gs_report *whole, int color);
 /* The caller owns the returned object. */
