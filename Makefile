@@ -22,7 +22,7 @@ else
 Q := @
 endif
 
-LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/hook_alloc.c \
+LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/devices.c lib/hook_alloc.c \
 	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
 	lib/stacks.c lib/hook_host.c lib/gpu_events.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
