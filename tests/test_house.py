@@ -5,7 +5,7 @@ import re
 import shlex
 import subprocess
 
-from harness import ROOT, check, test
+from harness import ROOT, SANITIZED, Skip, check, test
 
 
 @test
