@@ -13,6 +13,8 @@ def demo_prints_a_report_and_commands_that_work(tmp):
     """scripts/demo.sh (what `make demo` runs) prints the report of the
     traced example, no build output and no raw JSON, and every command it
     prints works as printed from the repository root."""
+    if SANITIZED:
+        raise Skip("the demo builds and preloads its own library, not the sanitized one")
     p = subprocess.run(["sh", "scripts/demo.sh"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     check(p.returncode == 0, f"demo exited {p.returncode}: {p.stderr[-500:]}")
     out = p.stdout
