@@ -113,6 +113,23 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	return o;
 }
 
+/* A kernel's name and dimensions: a launch, or a graph's kernel node. */
+static void add_kernel(cJSON *o, const struct gs_trace *t, const struct gspy_record *r)
+{
+	const char *n = gs_trace_string(t, r->name_id);
+	cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
+	add_dims(o, "grid", r->u.launch.grid_x, r->u.launch.grid_yz[0], r->u.launch.grid_yz[1]);
+	add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
+}
+
+/* A copy's direction, and its host side's memory where it has one. */
+static void add_dir(cJSON *o, const struct gspy_record *r)
+{
+	cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
+	if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
+		cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
+}
+
 cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 {
 	const struct gspy_record *r = ev->rec;
@@ -137,12 +154,11 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		break;
 	case GSPY_KIND_copy:
 		add_u64(o, "bytes", r->u.mem.bytes);
-		cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
-		if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
-			cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
+		add_dir(o, r);
 		add_u64(o, "addr", r->u.mem.addr);
 		break;
 	case GSPY_KIND_memset:
+	case GSPY_KIND_node_memset:
 		add_u64(o, "bytes", r->u.mem.bytes);
 		break;
 	case GSPY_KIND_launch:
@@ -152,31 +168,19 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 			cJSON_AddStringToObject(o, "name", "(graph)");
 			add_u64(o, "graph", r->u.mem.addr);
 		} else {
-			const char *n = gs_trace_string(t, r->name_id);
-			cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
-			add_dims(o, "grid", r->u.launch.grid_x, r->u.launch.grid_yz[0], r->u.launch.grid_yz[1]);
-			add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
+			add_kernel(o, t, r);
 		}
 		break;
 	case GSPY_KIND_graph:
 		add_u64(o, "nodes", r->u.mem.bytes);
 		add_u64(o, "cugraph", r->u.mem.addr);
 		break;
-	case GSPY_KIND_node_kernel: {
-		const char *n = gs_trace_string(t, r->name_id);
-		cJSON_AddStringToObject(o, "name", *n ? n : "(unknown)");
-		add_dims(o, "grid", r->u.launch.grid_x, r->u.launch.grid_yz[0], r->u.launch.grid_yz[1]);
-		add_dims(o, "block", r->u.launch.block[0], r->u.launch.block[1], r->u.launch.block[2]);
+	case GSPY_KIND_node_kernel:
+		add_kernel(o, t, r);
 		break;
-	}
 	case GSPY_KIND_node_copy:
 		add_u64(o, "bytes", r->u.mem.bytes);
-		cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
-		if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
-			cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
-		break;
-	case GSPY_KIND_node_memset:
-		add_u64(o, "bytes", r->u.mem.bytes);
+		add_dir(o, r);
 		break;
 	case GSPY_KIND_node_alloc:
 	case GSPY_KIND_node_free:
@@ -192,11 +196,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		} else {
 			add_u64(o, "bytes", r->u.gpu.bytes);
 		}
-		if (r->kind == GSPY_KIND_gpu_copy) {
-			cJSON_AddStringToObject(o, "dir", gs_dir_name(r->dir));
-			if (r->dir == GSPY_DIR_h2d || r->dir == GSPY_DIR_d2h || r->dir == GSPY_DIR_h2h)
-				cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
-		}
+		if (r->kind == GSPY_KIND_gpu_copy)
+			add_dir(o, r);
 		cJSON_AddNumberToObject(o, "device", r->device);
 		add_u64(o, "stream", r->stream);
 		if (ev->corr)

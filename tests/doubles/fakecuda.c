@@ -31,7 +31,7 @@
 
 /* ---- fault injection ------------------------------------------------------- */
 
-static int fail(const char *name)
+int fail(const char *name)
 {
 	const char *spec = getenv("FAKECUDA_FAIL");
 	if (!spec)

@@ -8,7 +8,9 @@
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
-/* fakecuda.c: the profiling tool's view, and the GPU of the double. */
+/* fakecuda.c: FAKECUDA_FAIL's result for an entry point (0: none), the
+ * profiling tool's view, and the GPU of the double. */
+HIDDEN int fail(const char *name);
 HIDDEN unsigned tool_enter(const char *api);
 HIDDEN void tool_exit(const char *api, unsigned corr);
 HIDDEN void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsigned long long bytes,

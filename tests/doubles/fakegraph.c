@@ -426,16 +426,9 @@ static void replay(unsigned corr, CUstream hs, const struct CUgraph_st *g, unsig
 	}
 }
 
-static int fail_launch(void)
-{
-	const char *spec = getenv("FAKECUDA_FAIL");
-	const char *p = spec ? strstr(spec, "cuGraphLaunch:") : NULL;
-	return p ? atoi(p + strlen("cuGraphLaunch:")) : 0;
-}
-
 EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream hs)
 {
-	int f = fail_launch();
+	int f = fail("cuGraphLaunch");
 	if (f)
 		return (CUresult)f;
 	unsigned corr = tool_enter("cuGraphLaunch");
