@@ -48,6 +48,7 @@ struct gs_tls {
 	uint32_t seq;            /* next chunk number */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
 	uintptr_t outer_sp;      /* the outermost wrapped call's stack, for gs_stale */
+	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
 } __attribute__((aligned(64)));
 
 /* initial-exec: one %fs-relative access instead of a descriptor call. The

@@ -4,7 +4,8 @@
  * (with GPUSPY_STACKS=all, every copy and memset too).
  *
  * Native frames come from libunwind's unw_backtrace with its per-thread
- * cache: the local-only unwinder, the _ULx86_64_* symbols that a program
+ * cache, after a thread's first FIRST_STACKS stacks, which glibc's
+ * backtrace() takes (see native_frames). libunwind is the local-only unwinder, the _ULx86_64_* symbols that a program
  * compiled with UNW_LOCAL_ONLY binds to (caching policy set on
  * _ULx86_64_local_addr_space). libunwind is dlopen'ed RTLD_LOCAL, never linked:
  * libunwind.so exports `backtrace` and `_Unwind_Backtrace`, and a linked
@@ -37,7 +38,19 @@
 #include "gs.h"
 
 typedef int (*backtrace_fn)(void **, int);
-static backtrace_fn grab;
+static backtrace_fn grab; /* libunwind's unw_backtrace, or glibc's backtrace */
+
+/*
+ * unw_backtrace's first call on a thread fills a 256 KiB trace cache for
+ * that thread: 64 page faults, ~750 us on the development VM, against
+ * ~0.3 us a stack after it; glibc's backtrace() costs ~1.8 us a stack from
+ * the first (bench/stack_threads.sh). So a thread's first FIRST_STACKS
+ * stacks come from glibc: a short-lived thread (a DataLoader worker's, a
+ * thread pool's) never pays for the cache, and a long-lived one pays it
+ * once, after glibc cost it about as much (ski rental). Both return the
+ * same return addresses, so a site keeps one stack id.
+ */
+#define FIRST_STACKS 256
 
 /*
  * The unwinder's own locks (libunwind's caches) are not gpuspy's: a fork
@@ -425,7 +438,13 @@ static inline __attribute__((always_inline)) unsigned native_frames(uint64_t *pc
 	void *buf[GSPY_STACK_MAX + OWN_FRAMES];
 	int n = 0;
 	if ((gs_cfg.stacks & GSPY_STACKS_NATIVE) && grab && unwind_begin()) {
-		n = grab(buf, (int)max + OWN_FRAMES);
+		struct gs_tls *t = &gs_tls;
+		backtrace_fn f = grab;
+		if (f != backtrace && t->stacks_n < FIRST_STACKS) {
+			t->stacks_n++;
+			f = backtrace;
+		}
+		n = f(buf, (int)max + OWN_FRAMES);
 		unwind_end();
 	}
 	unsigned k = 0, i = 0;
@@ -602,9 +621,9 @@ void gs_stacks_load(void)
 		grab = backtrace;
 		if (!stack_glibc)
 			gs_warn("libunwind.so.8 not found; call stacks from glibc's backtrace()");
-		void *warm[4];
-		backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
 	}
+	void *warm[4];
+	backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
 	int all = stack_all;
 	/* Last: the hooks take stacks once they see their kind here. */

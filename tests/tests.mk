@@ -229,6 +229,12 @@ $(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13
 $(TB)/prog_threads_many: tests/hostile/prog_threads_many.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 test-build: $(TB)/prog_threads_many
+$(TB)/prog_thread_stacks: tests/hostile/prog_thread_stacks.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_thread_stacks
+$(TB)/libcount_backtrace.so: tests/hostile/count_backtrace.c
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+test-build: $(TB)/libcount_backtrace.so
 $(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
 test-build: $(TB)/prog_dtor
