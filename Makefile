@@ -24,16 +24,16 @@ endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/devices.c lib/hook_alloc.c \
 	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
-	lib/stacks.c lib/hook_host.c lib/gpu_events.c
+	lib/stacks.c lib/hook_host.c lib/gpu_events.c lib/options.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_graph.c \
-	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c
-TOOL_OBJS := $(TOOL_SRCS:.c=.o)
+	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c
+TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o
 
-HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h
+HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h
 
 LIB_HOST := lib/libgpuspy-host.so
 LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)
@@ -85,9 +85,14 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h lib/options.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
+
+# The options table and its parser, shared with the library.
+tools/options.o: lib/options.c lib/options.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -c $< -o $@
 
 tools/gpuspy: $(TOOL_OBJS)
 	@echo "  LD      $@"

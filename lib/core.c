@@ -104,38 +104,26 @@ void gs_warn(const char *fmt, ...)
 	errno = e;
 }
 
-/* A whole number in lo..hi from the environment; unset or empty: dflt;
- * anything else warns ("NAME=v is not WHAT (lo..hi); using dflt"). */
-unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned lo, unsigned hi)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
-	char *end;
-	unsigned long x = strtoul(v, &end, 10);
-	if (*end || x < lo || x > hi) { /* "-1" reads as a huge number: out of range */
-		gs_warn("%s=%s is not %s (%u..%u); using %u", name, v, what, lo, hi, dflt);
-		return dflt;
-	}
-	return (unsigned)x;
-}
+struct gs_opt_val gs_opt[GS_OPT_N];
 
-/* A switch from the environment: 1, on, yes, true or 0, off, no, false
- * (any case); unset or empty: dflt; anything else warns and gives dflt. */
-int gs_env_bool(const char *name, int dflt)
+/* Parses every variable the library reads (one getenv each), then warns
+ * about the values it could not read: GPUSPY_QUIET's first, as it decides
+ * whether to warn; in a disabled process only GPUSPY_DISABLE's. */
+static void read_options(void)
 {
-	static const char *const yes[] = { "1", "on", "yes", "true" }, *const no[] = { "0", "off", "no", "false" };
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
-	for (int i = 0; i < 4; i++) {
-		if (!strcasecmp(v, yes[i]))
-			return 1;
-		if (!strcasecmp(v, no[i]))
-			return 0;
+	for (int i = 0; i < GS_OPT_N; i++)
+		if (gs_opt_defs[i].by == GS_BY_LIB)
+			gs_opt[i] = gs_opt_parse(&gs_opt_defs[i], getenv(gs_opt_defs[i].name));
+	gs_cfg.quiet = (int)gs_optu(GS_OPT_QUIET);
+	for (int i = 0; i < GS_OPT_N; i++) {
+		if (i > GS_OPT_DISABLE && gs_optu(GS_OPT_DISABLE))
+			break;
+		if (gs_opt[i].bad) {
+			char why[320];
+			gs_opt_why(&gs_opt_defs[i], getenv(gs_opt_defs[i].name), why, sizeof(why));
+			gs_warn("%s", why);
+		}
 	}
-	gs_warn("%s=%s is not 1 or 0 (on or off); using %d", name, v, dflt);
-	return dflt;
 }
 
 /* The TSC is used only when the kernel itself trusts it as clocksource,
@@ -232,41 +220,22 @@ static void atfork_child(void)
 
 static void init_real(void)
 {
-	const char *v;
 	warn_fd_setup();
-	gs_cfg.quiet = gs_env_bool("GPUSPY_QUIET", 0);
-	if (gs_env_bool("GPUSPY_DISABLE", 0) || getauxval(AT_SECURE)) {
+	read_options();
+	if (gs_optu(GS_OPT_DISABLE) || getauxval(AT_SECURE)) {
 		gs_g.disabled = 1;
 		return;
 	}
-	v = getenv("GPUSPY_DIR");
-	if (!v || !*v)
-		v = ".";
+	const char *v = gs_opt[GS_OPT_DIR].s ? gs_opt[GS_OPT_DIR].s : ".";
 	if (strlen(v) >= sizeof(gs_cfg.dir)) {
 		gs_warn("GPUSPY_DIR is too long; tracing off");
 		gs_g.disabled = 1;
 		return;
 	}
 	strcpy(gs_cfg.dir, v);
-	gs_cfg.buffer_bytes = 256ull << 20;
-	v = getenv("GPUSPY_BUFFER_MB");
-	if (v && *v) {
-		char *end;
-		unsigned long long mb = strtoull(v, &end, 10);
-		if (*end || mb < 1 || mb > GSPY_BUFFER_MB_MAX)
-			gs_warn("GPUSPY_BUFFER_MB=%s is not a size in MiB (1..1048576); using 256", v);
-		else
-			gs_cfg.buffer_bytes = mb << 20;
-	}
-	v = getenv("GPUSPY_MODE");
-	if (v && !strcmp(v, "ring"))
-		gs_g.ring = 1;
-	else if (v && *v && strcmp(v, "drop"))
-		gs_warn("GPUSPY_MODE=%s is not drop or ring; using drop", v);
-	v = getenv("GPUSPY_CLOCK");
-	if (v && *v && strcmp(v, "mono") && strcmp(v, "auto"))
-		gs_warn("GPUSPY_CLOCK=%s is not auto or mono; using auto", v);
-	if (v && strcmp(v, "mono") == 0)
+	gs_cfg.buffer_bytes = gs_optu(GS_OPT_BUFFER_MB) << 20;
+	gs_g.ring = gs_optu(GS_OPT_MODE) == 1; /* drop|ring */
+	if (gs_optu(GS_OPT_CLOCK) == 1) /* auto|mono */
 		gs_g.clock = GSPY_CLOCK_MONOTONIC;
 	else
 		gs_g.clock = tsc_usable() ? GSPY_CLOCK_TSC : GSPY_CLOCK_MONOTONIC;
@@ -337,7 +306,7 @@ __attribute__((constructor)) static void gs_ctor(void)
 __attribute__((destructor)) static void gs_dtor(void)
 {
 	gs_writer_finish();
-	if (gs_env_bool("GPUSPY_DEBUG", 0)) {
+	if (gs_optu(GS_OPT_DEBUG)) {
 		uint64_t w, ours, no;
 		gs_symbol_stats(&w, &ours, &no);
 		gs_warn("pid %d: entry points handed out: %llu wrapped, %llu gpuspy's already, %llu unwrapped "

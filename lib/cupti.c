@@ -331,15 +331,14 @@ void gs_cupti_late_atexit(void)
 enum { WANT_OFF, WANT_ON, WANT_EVENTS };
 static int want(void)
 {
-	const char *v = getenv("GPUSPY_CUPTI");
-	if (v && !strcmp(v, "off"))
-		return WANT_OFF;
-	if (v && !strcmp(v, "on"))
+	switch (gs_optu(GS_OPT_CUPTI)) { /* auto|on|off|events */
+	case 1:
 		return WANT_ON;
-	if (v && !strcmp(v, "events"))
+	case 2:
+		return WANT_OFF;
+	case 3:
 		return WANT_EVENTS;
-	if (v && *v && strcmp(v, "auto"))
-		gs_warn("GPUSPY_CUPTI=%s is not auto, on, off or events; using auto", v);
+	}
 	/* auto: a real NVIDIA driver */
 	return access("/dev/nvidiactl", F_OK) == 0 ? WANT_ON : WANT_OFF;
 }
@@ -418,12 +417,12 @@ unsigned gs_cupti_start(void)
 	if (c.flush_period)
 		c.flush_period(1000);
 	/* GPUSPY_CUPTI_FLUSH: seconds between flushes while the program launches. */
-	c.flush_s = gs_env_uint("GPUSPY_CUPTI_FLUSH", "a number of seconds", 5, 1, 3600);
+	c.flush_s = (unsigned)gs_optu(GS_OPT_CUPTI_FLUSH);
 	gs_start_thread(flusher, NULL, "gpuspy-flush", 0);
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* Injected, no host record waits for a correlation id. */
 	unsigned enabled = c.injected ? 0 : enable_callbacks();
-	if (gs_env_bool("GPUSPY_DEBUG", 0))
+	if (gs_optu(GS_OPT_DEBUG))
 		gs_warn("CUPTI: correlation callbacks on %u driver entry points", enabled);
 	gs_g.cupti = 1;
 	return GSPY_GPU_TIMING_cupti;

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "gpuspy/format.h"
+#include "options.h"
 
 #define GS_API __attribute__((visibility("default")))
 #define GS_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -100,8 +101,13 @@ int gs_init(void);
 int gs_once(int *state, uint32_t *tid, void (*fn)(void)); /* see core.c */
 void gs_forked_child(void); /* this process is a fork child: start afresh */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-unsigned gs_env_uint(const char *name, const char *what, unsigned dflt, unsigned lo, unsigned hi);
-int gs_env_bool(const char *name, int dflt);
+/* Every GPUSPY_ variable the library reads, parsed once by gs_init
+ * (options.h): gs_opt[GS_OPT_STACK_DEPTH].u. */
+extern struct gs_opt_val gs_opt[GS_OPT_N];
+static inline uint64_t gs_optu(enum gs_opt_id i)
+{
+	return gs_opt[i].u;
+}
 int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack);
 uint64_t gs_mono_ns(void);
 

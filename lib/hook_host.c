@@ -470,29 +470,17 @@ GS_API int gpuspy_host_munmap(void *p, size_t n)
 	return rc;
 }
 
-/* GPUSPY_HOST_ALLOC_MIN=BYTES (suffixes K, M, G). Called last in gs_init. */
+/* GPUSPY_HOST_ALLOC_MIN. Called last in gs_init. */
 void gs_host_setup(void)
 {
-	const char *v = getenv("GPUSPY_HOST_ALLOC_MIN");
-	if (!v || !*v)
+	uint64_t min = gs_optu(GS_OPT_HOST_ALLOC_MIN); /* 0: unset, or not a size */
+	if (!min)
 		return;
-	char *end;
-	unsigned long long x = strtoull(v, &end, 10);
-	unsigned long long mul = *end == 'K' || *end == 'k' ? 1ull << 10
-				 : *end == 'M' || *end == 'm' ? 1ull << 20
-				 : *end == 'G' || *end == 'g' ? 1ull << 30 : 1;
-	if (mul > 1)
-		end++;
-	if (*end || x == 0 || x > (1ull << 40)) {
-		gs_warn("GPUSPY_HOST_ALLOC_MIN=%s is not a size in bytes (suffix K, M or G); host "
-			"allocations not recorded", v);
-		return;
-	}
 	if (!gs_next_sym(GS_HOST_SHIM_MARK)) {
 		gs_warn("GPUSPY_HOST_ALLOC_MIN is set but libgpuspy-host.so is not preloaded after "
 			"libgpuspy.so (gpuspy run adds it); host allocations not recorded");
 		return;
 	}
-	gs_cfg.host_alloc_min = x * mul;
-	__atomic_store_n(&host_min, x * mul, __ATOMIC_RELEASE);
+	gs_cfg.host_alloc_min = min;
+	__atomic_store_n(&host_min, min, __ATOMIC_RELEASE);
 }

@@ -282,13 +282,10 @@ static int nvtx_on; /* GPUSPY_NVTX, read once by gs_nvtx_setup from gs_init */
 
 static void read_config(void)
 {
-	const char *v = getenv("GPUSPY_NVTX_NESTING");
-	nv.outermost = v && !strcmp(v, "outermost");
-	if (v && *v && !nv.outermost && strcmp(v, "innermost"))
-		gs_warn("GPUSPY_NVTX_NESTING=%s is not innermost or outermost; using innermost", v);
-	v = getenv("GPUSPY_NVTX_DOMAINS");
+	nv.outermost = gs_optu(GS_OPT_NVTX_NESTING) == 1; /* innermost|outermost */
+	const char *v = gs_opt[GS_OPT_NVTX_DOMAINS].s;
 	snprintf(nv.domains, sizeof(nv.domains), "%s", v ? v : "");
-	v = getenv("GPUSPY_NVTX_RANGES");
+	v = gs_opt[GS_OPT_NVTX_RANGES].s;
 	snprintf(nv.ranges, sizeof(nv.ranges), "%s", v ? v : "");
 	nv.default_accepted = in_list(nv.domains, "default", 0);
 }
@@ -338,7 +335,7 @@ GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
  * user chose another injection. */
 void gs_nvtx_setup(void)
 {
-	nvtx_on = gs_env_bool("GPUSPY_NVTX", 1);
+	nvtx_on = (int)gs_optu(GS_OPT_NVTX);
 	if (!nvtx_on || getenv("NVTX_INJECTION64_PATH"))
 		return;
 	char path[PATH_MAX];

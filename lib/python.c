@@ -59,7 +59,7 @@ static int helper_dir(char *out, size_t cap)
 
 void gs_python_setup(void)
 {
-	if (!gs_env_bool("GPUSPY_TORCH", 1) || !is_python())
+	if (!gs_optu(GS_OPT_TORCH) || !is_python())
 		return;
 	char dir[PATH_MAX];
 	if (helper_dir(dir, sizeof(dir)) != 0)

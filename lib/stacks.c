@@ -527,74 +527,22 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* GPUSPY_STACK_MIN: a duration, "250" ns or with ns, us, ms or s. */
-static uint64_t env_duration(const char *name)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return 0;
-	static const struct { const char *unit; uint64_t ns; } units[] = {
-		{ "", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
-	};
-	char *end;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (end != v && v[strspn(v, " \t")] != '-') /* strtoull takes "-5" as a huge number */
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strcmp(end, units[i].unit) && x <= UINT64_MAX / units[i].ns)
-				return x * units[i].ns;
-	gs_warn("%s=%s is not a duration (e.g. 20us); using 0: every call keeps its stack", name, v);
-	return 0;
-}
-
-/* GPUSPY_STACKS: off (0) alone, or a comma-separated list of on (1), all
- * (on, and memsets and copies that are not pageable too) and glibc (on,
- * unwound by glibc's backtrace()); anything else is taken as on. */
-static void stacks_choice(int *on, int *all, int *glibc)
-{
-	const char *v = getenv("GPUSPY_STACKS");
-	*on = 1;
-	*all = *glibc = 0;
-	if (!v || !*v)
-		return;
-	char buf[64];
-	int n = snprintf(buf, sizeof(buf), "%s", v);
-	int off = 0, words = 0, bad = n < 0 || (size_t)n >= sizeof(buf);
-	for (char *save = NULL, *w = bad ? NULL : strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		words++;
-		if (!strcmp(w, "0") || !strcmp(w, "off"))
-			off = 1;
-		else if (!strcmp(w, "all"))
-			*all = 1;
-		else if (!strcmp(w, "glibc"))
-			*glibc = 1;
-		else if (strcmp(w, "1") && strcmp(w, "on"))
-			bad = 1;
-	}
-	if (bad || (off && words > 1)) { /* off goes alone */
-		gs_warn("GPUSPY_STACKS=%s is not off, nor a list of on, all and glibc; using on", v);
-		*all = *glibc = 0;
-		return;
-	}
-	*on = !off;
-}
-
 static int stack_on, stack_all, stack_glibc; /* the options, for gs_stacks_load */
 
 /* GPUSPY_STACKS, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES, GPUSPY_STACK_MIN,
  * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
 void gs_stacks_setup(void)
 {
-	int on, all, glibc;
-	stacks_choice(&on, &all, &glibc);
-	gs_cfg.stack_depth = gs_env_uint("GPUSPY_STACK_DEPTH", "a number", 32, 1, GSPY_STACK_MAX);
-	gs_cfg.stack_launch_every = gs_env_uint("GPUSPY_STACK_LAUNCHES", "a number", 0, 0, 1000000000);
-	gs_cfg.stack_min_ns = env_duration("GPUSPY_STACK_MIN");
-	int python = gs_env_bool("GPUSPY_PYTHON_FRAMES", 0);
-	stack_all = all;
-	stack_glibc = glibc;
-	stack_on = on;
-	if (on) /* what the file's header says; the kinds follow in gs_stacks_load */
-		gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (all ? GSPY_STACKS_ALL : 0);
+	uint64_t w = gs_optu(GS_OPT_STACKS); /* 0: off; bits on|all|glibc */
+	gs_cfg.stack_depth = (unsigned)gs_optu(GS_OPT_STACK_DEPTH);
+	gs_cfg.stack_launch_every = (unsigned)gs_optu(GS_OPT_STACK_LAUNCHES);
+	gs_cfg.stack_min_ns = gs_optu(GS_OPT_STACK_MIN);
+	int python = (int)gs_optu(GS_OPT_PYTHON_FRAMES);
+	stack_on = w != 0;
+	stack_all = (w & 2) != 0;
+	stack_glibc = (w & 4) != 0;
+	if (stack_on) /* what the file's header says; the kinds follow in gs_stacks_load */
+		gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (stack_all ? GSPY_STACKS_ALL : 0);
 }
 
 /* Loads the unwinder and turns stacks on: from the constructor only (a

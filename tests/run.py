@@ -2857,21 +2857,36 @@ def readme_section(text, heading):
 
 @test
 def docs_list_every_variable_and_option(tmp):
-    """The docs stay true to the code: docs/environment.md has a row for
-    every GPUSPY_ variable that lib/, tools/ or python/ read (and no row for
-    one they do not), README's Options table only real ones;
+    """The docs stay true to the code: docs/environment.md's table is the
+    library's options table (`gpuspy env --markdown`), which names every
+    GPUSPY_ variable lib/, tools/ or python/ name, each read where the
+    table says; README's Options table only real ones;
     docs/commands.md shows every option the commands take; README's
     Commands block has each word of `gpuspy --help`."""
-    srcs = [os.path.join(ROOT, d, f) for d in ("lib", "tools", "python")
-            for f in sorted(os.listdir(os.path.join(ROOT, d))) if f.endswith((".c", ".h", ".py"))]
-    code = "".join(open(f, encoding="utf-8").read() for f in srcs)
+    table = subprocess.run([GPUSPY, "env", "--markdown"], capture_output=True, text=True, timeout=TIMEOUT).stdout
     doc = lambda name: open(os.path.join(ROOT, name), encoding="utf-8").read()
     readme, env, commands = doc("README.md"), doc("docs/environment.md"), doc("docs/commands.md")
-    read = set(re.findall(r"[\"'](GPUSPY_[A-Z0-9_]+)[\"']", code))
-    rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", env, re.M))
-    check(len(read) >= 20, f"only {sorted(read)} found in the sources")
-    check(read == rows, f"read but not in docs/environment.md: {sorted(read - rows)}; "
-                        f"in the table but never read: {sorted(rows - read)}")
+    check(table.startswith("| variable |") and table in env,
+          "docs/environment.md's table is not `gpuspy env --markdown` (lib/options.c): paste it in")
+    rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", table, re.M))
+    check(len(rows) >= 20, f"only {sorted(rows)} in the table")
+    # Every variable the code names is in the table; every row is read by
+    # what the table says reads it (the library through gs_opt[GS_OPT_X]).
+    def code_of(dirs, skip=()):
+        return "".join(open(os.path.join(ROOT, d, f), encoding="utf-8").read() for d in dirs
+                       for f in sorted(os.listdir(os.path.join(ROOT, d)))
+                       if f.endswith((".c", ".h", ".py")) and f not in skip)
+    lib, py, tools = code_of(["lib"], ("options.c", "options.h")), code_of(["python"]), code_of(["tools"])
+    named = set(re.findall(r"[\"'](GPUSPY_[A-Z0-9_]+)[\"']", lib + py + tools))
+    check(named <= rows, f"named in the code but not in lib/options.c: {sorted(named - rows)}")
+    by = dict(re.findall(r'\[GS_OPT_(\w+)\] = \{ "(?:GPUSPY_\w+)", GS_OPT_\w+, (GS_BY_\w+)',
+                         open(os.path.join(ROOT, "lib", "options.c")).read()))
+    check(len(by) == len(rows), f"{len(by)} rows parsed from lib/options.c, {len(rows)} in the table")
+    unread = [i for i, b in by.items() if
+              (b == "GS_BY_LIB" and f"GS_OPT_{i})" not in lib and f"GS_OPT_{i}]" not in lib) or
+              (b == "GS_BY_PYTHON" and f"GPUSPY_{i}" not in py) or (b == "GS_BY_TOOL" and f"GPUSPY_{i}" not in tools)]
+    check(not unread, f"in lib/options.c but never read: {unread}")
+    read = rows
     few = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", readme_section(readme, "Options"), re.M))
     check(few and few <= read, f"README's Options that are not read: {sorted(few - read)}")
     opts = set(re.findall(r'"(--?[a-z][a-z-]*)"', "".join(

@@ -5,7 +5,7 @@ import re
 import shlex
 import subprocess
 
-from harness import ROOT, SANITIZED, Skip, check, test
+from harness import GPUSPY, ROOT, SANITIZED, TIMEOUT, Skip, check, run, test
 
 
 @test
@@ -49,3 +49,39 @@ def committed_binary_trace_reads_as_its_dump(tmp):
     want = open(os.path.join(gold, "format-v2.jsonl")).read()
     check(p.stdout == want, "the committed trace no longer dumps as format-v2.jsonl")
     check('"format_version":2' in want.splitlines()[0], "not a version 2 trace")
+
+
+@test
+def env_shows_the_values_as_the_library_reads_them(tmp):
+    """`gpuspy env` runs the library's own parser (lib/options.c) on this
+    environment: the values the library warns about are exactly the ones it
+    marks, with the same default; a good value is shown plain; the
+    environment's bytes are escaped."""
+    bad = {"GPUSPY_CUPTI": "maybe", "GPUSPY_STACKS": "off,all", "GPUSPY_STACK_DEPTH": "65",
+           "GPUSPY_STACK_MIN": "20 us", "GPUSPY_HOST_ALLOC_MIN": "1T", "GPUSPY_NVTX": "sometimes"}
+    good = {"GPUSPY_BUFFER_MB": "512", "GPUSPY_STACK_LAUNCHES": "7", "GPUSPY_NVTX_RANGES": "step\x1b[2J"}
+    e = dict(os.environ, **bad, **good)
+    for k in list(e):
+        if k.startswith("GPUSPY_") and k not in bad and k not in good:
+            del e[k]
+    out = subprocess.run([GPUSPY, "env"], env=e, capture_output=True, text=True, timeout=TIMEOUT)
+    check(out.returncode == 0, f"gpuspy env: {out.stderr}")
+    rows = {l.split()[0]: l for l in out.stdout.splitlines()[1:] if l.startswith("GPUSPY_")}
+    check(len(rows) >= 20 and "GPUSPY_QUIET" in rows, f"rows: {sorted(rows)}")
+    marked = {k for k, l in rows.items() if "<- not " in l}
+    check(marked == set(bad), f"marked {sorted(marked)}, expected {sorted(bad)}")
+    check(rows["GPUSPY_BUFFER_MB"].split() == ["GPUSPY_BUFFER_MB", "256", "512"], rows["GPUSPY_BUFFER_MB"])
+    check(rows["GPUSPY_NVTX_RANGES"].split() == ["GPUSPY_NVTX_RANGES", "all", "step\\x1b[2J"],
+          rows["GPUSPY_NVTX_RANGES"])
+    check(rows["GPUSPY_STACK_DEPTH"].endswith("65  <- not a number (1..64): the library uses 32"),
+          rows["GPUSPY_STACK_DEPTH"])
+    check("6 values the library would refuse" in out.stdout, out.stdout)
+    # The library, given the same environment, warns about the same six,
+    # in the table's order, each with the default env showed.
+    p = run("prog_rt_dyn", tmp=tmp, env=dict(bad, GPUSPY_QUIET="0"))
+    warned = [l.split("=")[0][len("gpuspy: "):] for l in p.stderr.splitlines() if " is not " in l]
+    order = [k for k in rows if k in bad]
+    check(warned == order, f"library warned about {warned}, env marked {order}")
+    for k in bad:
+        used = rows[k].rsplit("the library uses ", 1)[1]
+        check(f"{k}={bad[k]} is not " in p.stderr and f"; using {used}" in p.stderr, f"{k}: {p.stderr!r}")

@@ -6,6 +6,7 @@
  *   gpuspy run [options] -- CMD ARGS...   CMD under libgpuspy, then its report
  *   gpuspy dump FILE [-o OUT]     the trace as JSON Lines
  *   gpuspy export --format chrome FILE|DIR... -o OUT.json   timeline for Perfetto
+ *   gpuspy env [--markdown]       the GPUSPY_ variables, their defaults and values here
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
@@ -21,6 +22,7 @@
 #include "cli.h"
 #include "term.h"
 #include "dump.h"
+#include "env.h"
 #include "export.h"
 #include "reader.h"
 #include "report.h"
@@ -35,6 +37,7 @@ static void usage(FILE *f)
 		   "       gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
+		   "       gpuspy env [--markdown]\n"
 		   "       gpuspy --version\n"
 		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
 		   "(or, if it has none, its .jsonl files).\n");
@@ -322,6 +325,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "export"))
 		return cmd_export(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "env"))
+		return gs_cmd_env(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return gs_cmd_run(argc - 2, argv + 2, cmd_report);
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
