@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "module.h"
 
 __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec"))) = { .device = -1 };
 static const uint64_t always_alive = 1; /* until the file's own page is set */
@@ -160,7 +161,7 @@ static uint64_t fork_held; /* bit i: lock i taken by atfork_prepare */
 static void atfork_prepare(void)
 {
 	int e = errno;
-	gs_stacks_fork_prepare();
+	GS_MODULES_CALL(fork_prepare);
 	fork_held = 0;
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	/* Backwards: the writer's lock, innermost (names are interned under
@@ -180,7 +181,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
-	gs_stacks_fork_done();
+	GS_MODULES_CALL(fork_parent);
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	for (size_t i = 0; i < n && i < 64; i++)
 		if (fork_held & 1ull << i)
@@ -194,18 +195,11 @@ void gs_forked_child(void)
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	for (size_t i = 0; i < n; i++)
 		pthread_mutex_init(__start_gs_fork_locks[i], NULL);
-	gs_memmap_forked();
 	/* Only the forking thread exists in the child: reset its state and let
 	 * the next event open the child's own file. */
 	if (gs_g.cuda_seen)
 		gs_g.forked = 1;
-	gs_g.cupti = 0;
-	gs_writer_forked();
-	gs_names_forked();
-	gs_phase_forked();
-	gs_stacks_forked();
-	gs_host_forked();
-	gs_events_forked();
+	GS_MODULES_CALL(forked);
 	gs_tls.chunk = NULL;
 	gs_tls.used = gs_tls.cap = gs_tls.nrec = 0;
 	gs_tls.seq = 0;
@@ -218,8 +212,38 @@ static void atfork_child(void)
 	gs_forked_child();
 }
 
+/* The modules (module.h), sorted by their order once, in init_real (on one
+ * thread, before any hook runs). */
+extern const struct gs_module *const __start_gs_modules[] __attribute__((visibility("hidden")));
+extern const struct gs_module *const __stop_gs_modules[] __attribute__((visibility("hidden")));
+static const struct gs_module *modules[32];
+static unsigned modules_n;
+
+static void modules_sort(void)
+{
+	unsigned n = 0;
+	for (const struct gs_module *const *m = __start_gs_modules; m < __stop_gs_modules && n < 32; m++) {
+		unsigned i = n++;
+		for (; i > 0 && modules[i - 1]->order > (*m)->order; i--)
+			modules[i] = modules[i - 1];
+		modules[i] = *m;
+	}
+	__atomic_store_n(&modules_n, n, __ATOMIC_RELEASE);
+}
+
+unsigned gs_modules_n(void)
+{
+	return __atomic_load_n(&modules_n, __ATOMIC_ACQUIRE);
+}
+
+const struct gs_module *const *gs_modules_sorted(void)
+{
+	return modules;
+}
+
 static void init_real(void)
 {
+	modules_sort();
 	warn_fd_setup();
 	read_options();
 	if (gs_optu(GS_OPT_DISABLE) || getauxval(AT_SECURE)) {
@@ -239,10 +263,7 @@ static void init_real(void)
 		gs_g.clock = GSPY_CLOCK_MONOTONIC;
 	else
 		gs_g.clock = tsc_usable() ? GSPY_CLOCK_TSC : GSPY_CLOCK_MONOTONIC;
-	gs_nvtx_setup();
-	gs_python_setup();
-	gs_stacks_setup();
-	gs_host_setup(); /* last: arms the host-allocation hooks */
+	GS_MODULES_CALL(setup);
 }
 
 /*
@@ -300,7 +321,7 @@ __attribute__((constructor)) static void gs_ctor(void)
 	gs_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (!gs_g.disabled)
-		gs_stacks_load();
+		GS_MODULES_CALL(load);
 }
 
 __attribute__((destructor)) static void gs_dtor(void)

@@ -32,11 +32,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cupti.h>
 
 #include "gs.h"
+#include "module.h"
 
 static struct {
 	void *h;
@@ -322,7 +325,7 @@ static void flush_at_exit(void)
 
 /* Called after the first recorded call returned (the runtime has set up
  * its own exit handlers by then): ours must run before them. */
-void gs_cupti_late_atexit(void)
+static void cupti_slow(void)
 {
 	if ((gs_g.cupti || gs_g.events) && !__atomic_exchange_n(&c.atexit_done, 1, __ATOMIC_RELAXED))
 		atexit(flush_at_exit);
@@ -371,7 +374,7 @@ static void *load(void)
 
 /* Returns the enum gspy_gpu_timing state. Called once, with the trace file
  * open, from the first recorded call. */
-unsigned gs_cupti_start(void)
+static unsigned cupti_start(void)
 {
 	/* A child forked after its parent used CUDA (DataLoader workers)
 	 * cannot use CUDA, and CUPTI must not be started there. */
@@ -449,6 +452,51 @@ static int wrappers_in_path(void)
 }
 
 /*
+ * GPU timing (CUPTI) starts on a thread of gpuspy's own: loading libcupti
+ * takes the loader lock, which a thread running a library's constructor
+ * holds, maybe while it waits on the thread whose first call got here. The
+ * call waits for it a bounded time (normally it is done in milliseconds,
+ * before the first launch); past that it goes on, and GPU timing begins
+ * when the start finishes. CUDA_INJECTION64_PATH starts it inline: the
+ * driver calls the injection with its own locks held, which a CUPTI
+ * starting elsewhere would wait on.
+ */
+static uint32_t timing_done; /* futex word: 1 once gpu_timing is set */
+static struct gspy_header *timing_hdr;
+
+static void *timing_main(void *arg)
+{
+	(void)arg;
+	gs_hold(); /* what CUPTI's start calls is gpuspy's, not the program's */
+	timing_hdr->gpu_timing = cupti_start();
+	gs_release();
+	__atomic_store_n(&timing_done, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &timing_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	return NULL;
+}
+
+static int inline_timing; /* set by InitializeInjection */
+
+static void gpu_timing_start(struct gspy_header *h)
+{
+	timing_hdr = h;
+	if (inline_timing || gs_start_thread(timing_main, NULL, "gpuspy-timing", 0) != 0) {
+		timing_main(NULL);
+		return;
+	}
+	uint64_t until = gs_mono_ns() + 2000000000ull; /* 2 s */
+	while (!__atomic_load_n(&timing_done, __ATOMIC_ACQUIRE)) {
+		uint64_t now = gs_mono_ns();
+		if (now >= until) {
+			gs_warn("GPU timing is slow to start (the loader is busy elsewhere); going on without waiting");
+			return;
+		}
+		struct timespec ts = { 0, (long)((until - now) < 100000000 ? until - now : 100000000) };
+		syscall(SYS_futex, &timing_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+}
+
+/*
  * CUDA_INJECTION64_PATH=libgpuspy.so: the driver calls this once, at the
  * first cuInit, for launchers that strip LD_PRELOAD. The runtime has resolved
  * its driver table by then, so gpuspy's wrappers are not in the call path:
@@ -462,8 +510,16 @@ GS_API int InitializeInjection(void)
 	if (gs_g.disabled)
 		return 1;
 	c.injected = !wrappers_in_path();
-	gs_writer_inline_timing = 1;
+	inline_timing = 1;
 	gs_writer_ready(); /* opens the trace file and starts CUPTI */
-	gs_cupti_late_atexit();
+	cupti_slow();
 	return 1;
 }
+
+static void cupti_forked(void)
+{
+	gs_g.cupti = 0;
+	timing_done = 0;
+}
+
+GS_MODULE(cupti, 90, .started = gpu_timing_start, .slow = cupti_slow, .forked = cupti_forked);

@@ -12,6 +12,7 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "module.h"
 
 /* A libcuda function gpuspy calls itself, looked up once (any thread). */
 static void *driver_cached(void **slot, const char *name)
@@ -129,7 +130,7 @@ static struct {
 	uint32_t id;
 } names[NAME_CAP];
 
-void gs_names_forked(void)
+static void names_forked(void)
 {
 	gs_devices_forked();
 	memset(names, 0, sizeof(names)); /* ids belonged to the parent's file */
@@ -178,3 +179,4 @@ uint32_t gs_kernel_name(uint64_t func)
 	return lookup_name(func);
 }
 
+GS_MODULE(devices, 30, .forked = names_forked);

@@ -34,6 +34,7 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "module.h"
 
 #define SLOTS 64      /* streams followed */
 #define PENDING 4096  /* event pairs waiting for the GPU */
@@ -387,7 +388,7 @@ void gs_events_exit(void)
 }
 
 /* A fork child cannot use its parent's CUDA contexts. */
-void gs_events_forked(void)
+static void events_forked(void)
 {
 	pthread_mutex_init(&ev.lock, NULL);
 	ev.nslots = ev.n = ev.head = ev.npool = ev.depth = 0;
@@ -396,3 +397,5 @@ void gs_events_forked(void)
 	ev.interval = 1;
 	ev.lost = 0;
 }
+
+GS_MODULE(events, 100, .forked = events_forked);

@@ -127,8 +127,6 @@ static inline uint64_t gs_now(void)
 	__attribute__((section("gs_fork_locks"), used)) static pthread_mutex_t *const gs_fork_lock_##id = &(mutex)
 
 /* CUPTI (cupti.c). */
-unsigned gs_cupti_start(void);
-void gs_cupti_late_atexit(void);
 void gs_cupti_note(struct gspy_record *r, uint32_t corr);
 void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
 
@@ -137,7 +135,6 @@ unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */
 void gs_events_work(unsigned api, uint64_t stream);
 void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends */
 void gs_events_exit(void);
-void gs_events_forked(void);
 
 /* CUDA graphs (hook_graph.c): stream captures open now, process-wide, and
  * the mark of a call captured rather than run. */
@@ -148,12 +145,6 @@ void gs_copy_rec_3d(struct gspy_record *r, const struct CUDA_MEMCPY3D_st *p); /*
 
 /* Call stacks (stacks.c). */
 void gs_stack_note(struct gspy_record *r);
-void gs_stacks_clock(double ticks_per_s); /* the clock's rate is known: GPUSPY_STACK_MIN in ticks */
-void gs_stacks_setup(void); /* the options (gs_init) */
-void gs_stacks_load(void);  /* libunwind, from the constructor: stacks on */
-void gs_stacks_forked(void);
-void gs_stacks_fork_prepare(void); /* waits for unwinds in progress; none starts until */
-void gs_stacks_fork_done(void);    /* ... the parent's fork returns */
 /* An allocation's native frames taken now, to be recorded once the trace
  * file exists (hook_host.c, before the first CUDA call): up to
  * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
@@ -177,11 +168,9 @@ static inline int gs_api_host(unsigned api)
  * (before the process's first CUDA call) are kept in memory: each thread
  * writes its own at its first chunk (gs_host_flush, from the writer); the
  * rest count as dropped at exit (gs_host_unwritten). */
-void gs_host_setup(void);
 void gs_host_flush(struct gs_tls *t);
 int gs_host_pending(void); /* some thread still has host allocations from before the file */
 uint64_t gs_host_unwritten(void);
-void gs_host_forked(void);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
@@ -191,16 +180,9 @@ void gs_writer_clock_pair(void);   /* refresh header.clock_last */
 void gs_writer_exit(int state, int code, int sig);
 void gs_writer_trim(void);         /* clean exit: cut the file to what it holds */
 void gs_writer_finish(void);       /* gpuspy's destructor: exit and trim, and so for a file opened later */
-void gs_writer_forked(void);
-extern int gs_writer_inline_timing; /* GPU timing starts in the first call's thread */
 void gs_writer_device_mem(int device, uint64_t bytes);
 void gs_writer_signal_seen(int sig); /* async-signal-safe */
 void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock units */
-
-/* Fatal signals (signals.c). */
-void gs_signals_install(void);
-void gs_signals_thread(void);
-void gs_signals_rearm(void); /* after a signal went to the program's action */
 
 /* The trace file is open (no side effect): read on every call, beside
  * disabled and paused. Acquire: pairs with gs_writer_ready's release, so
@@ -340,7 +322,6 @@ int gs_api_ptds(unsigned api);        /* a _ptds/_ptsz (per-thread stream) entry
 /* Devices, contexts and names (symbols.c). */
 int gs_current_device(void);
 uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
-void gs_names_forked(void);
 uint64_t gs_symbol_mismatches(void);
 void gs_symbol_stats(uint64_t *wrapped, uint64_t *ours, uint64_t *refused); /* GPUSPY_DEBUG */
 unsigned gs_api_kind(const char *name);
@@ -348,12 +329,9 @@ unsigned gs_api_kind(const char *name);
 /* Phases (phase.c). */
 void gs_phase(unsigned api, unsigned kind, const char *name);
 GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin);
-void gs_phase_forked(void);
 /* Name ids for phases (interned once each), and a phase record by id. */
 uint32_t gs_phase_name(const char *name);
 uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id);
-void gs_nvtx_setup(void);
-void gs_python_setup(void);
 
 /* Memory ranges (memmap.c): what we know of an address. */
 struct gs_range {
@@ -361,7 +339,6 @@ struct gs_range {
 	uint8_t mem;  /* enum gspy_mem */
 	int16_t device;
 };
-void gs_memmap_forked(void); /* the child: no writer is half way */
 void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device);
 int gs_memmap_remove(uint64_t base, struct gs_range *out);
 int gs_memmap_find(uint64_t addr, struct gs_range *out);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "module.h"
 #include "host.h"
 
 static uint64_t host_min; /* 0 = off */
@@ -266,7 +267,7 @@ uint64_t gs_host_unwritten(void)
 }
 
 /* A fork child: what its parent kept is the parent's to write. */
-void gs_host_forked(void)
+static void host_forked(void)
 {
 	struct pend *tab = pend_tab;
 	for (uint32_t k = 0; tab && k < PEND_CAP; k++)
@@ -471,7 +472,7 @@ GS_API int gpuspy_host_munmap(void *p, size_t n)
 }
 
 /* GPUSPY_HOST_ALLOC_MIN. Called last in gs_init. */
-void gs_host_setup(void)
+static void host_setup(void)
 {
 	uint64_t min = gs_optu(GS_OPT_HOST_ALLOC_MIN); /* 0: unset, or not a size */
 	if (!min)
@@ -484,3 +485,6 @@ void gs_host_setup(void)
 	gs_cfg.host_alloc_min = min;
 	__atomic_store_n(&host_min, min, __ATOMIC_RELEASE);
 }
+
+/* Last at setup: arms the host-allocation hooks. */
+GS_MODULE(host, 110, .setup = host_setup, .forked = host_forked);

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "gs.h"
+#include "module.h"
 
 #define MAP_CAP (1u << 16)
 
@@ -109,7 +110,7 @@ int gs_memmap_remove(uint64_t base, struct gs_range *out)
 /* The fork handlers held the lock across fork(), so no writer was half
  * way; should they have given up waiting for it, the entries a writer was
  * moving may be off, but no reader spins on an odd sequence. */
-void gs_memmap_forked(void)
+static void memmap_forked(void)
 {
 	m.seq &= ~1ull;
 }
@@ -168,3 +169,5 @@ void gs_copy_dir(struct gspy_record *r, unsigned dst_mem, int dst_dev,
 		r->device = (int16_t)(src_dev >= 0 ? src_dev : dst_dev);
 	}
 }
+
+GS_MODULE(memmap, 10, .forked = memmap_forked);

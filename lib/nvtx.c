@@ -30,6 +30,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "gs.h"
+#include "module.h"
 
 struct nvtxDomainRegistration_st {
 	char name[64];
@@ -333,7 +334,7 @@ GS_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
 
 /* Called from gpuspy's constructor: point NVTX at this library, unless the
  * user chose another injection. */
-void gs_nvtx_setup(void)
+static void nvtx_setup(void)
 {
 	nvtx_on = (int)gs_optu(GS_OPT_NVTX);
 	if (!nvtx_on || getenv("NVTX_INJECTION64_PATH"))
@@ -343,3 +344,5 @@ void gs_nvtx_setup(void)
 	if (self && realpath(self, path))
 		setenv("NVTX_INJECTION64_PATH", path, 0);
 }
+
+GS_MODULE(nvtx, 50, .setup = nvtx_setup);

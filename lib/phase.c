@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "gs.h"
+#include "module.h"
 
 #define NAME_CACHE 1024
 #define STACK_MAX 64
@@ -75,7 +76,7 @@ uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id_)
 	return name_id_;
 }
 
-void gs_phase_forked(void)
+static void phase_forked(void)
 {
 	memset(ph.cache, 0, sizeof(ph.cache)); /* ids belonged to the parent's file */
 	pthread_mutex_init(&ph.lock, NULL);
@@ -166,3 +167,5 @@ GS_API void gpuspy_mark(const char *name)
 {
 	gs_phase(GSPY_API_gpuspy_mark, GSPY_KIND_mark, name);
 }
+
+GS_MODULE(phase, 40, .forked = phase_forked);

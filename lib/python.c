@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "module.h"
 
 static int is_python(void)
 {
@@ -57,7 +58,7 @@ static int helper_dir(char *out, size_t cap)
 	return -1;
 }
 
-void gs_python_setup(void)
+static void python_setup(void)
 {
 	if (!gs_optu(GS_OPT_TORCH) || !is_python())
 		return;
@@ -303,3 +304,5 @@ GS_API void *gpuspy_torch_fast(void)
 		 api.decref && api.none;
 	return ok ? fast_defs : NULL;
 }
+
+GS_MODULE(python, 60, .setup = python_setup);

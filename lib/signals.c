@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "module.h"
 
 static const int fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };
 #define NFATAL (sizeof(fatal) / sizeof(fatal[0]))
@@ -70,7 +71,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 
 /* gpuspy's handler goes back in front of whatever the program has now
  * (from the record path, well after the signal was handled). */
-void gs_signals_rearm(void)
+static void signals_rearm(void)
 {
 	if (!__atomic_exchange_n(&rearm, 0, __ATOMIC_ACQ_REL))
 		return;
@@ -98,7 +99,7 @@ static void free_altstack(void *p)
 
 /* Each recording thread gets an alternate signal stack unless it has one,
  * so that a stack overflow can still be reported. */
-void gs_signals_thread(void)
+static void signals_thread(void)
 {
 	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
 		return;
@@ -119,8 +120,9 @@ void gs_signals_thread(void)
 	pthread_setspecific(altstack_key, p);
 }
 
-void gs_signals_install(void)
+static void signals_install(struct gspy_header *h)
 {
+	(void)h;
 	if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) ||
 	    pthread_key_create(&altstack_key, free_altstack) != 0)
 		return;
@@ -134,3 +136,5 @@ void gs_signals_install(void)
 	/* The key and the handlers are set before other threads see this. */
 	__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
 }
+
+GS_MODULE(signals, 80, .started = signals_install, .thread = signals_thread, .slow = signals_rearm);

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "module.h"
 
 typedef int (*backtrace_fn)(void **, int);
 static backtrace_fn grab; /* libunwind's unw_backtrace, or glibc's backtrace */
@@ -63,7 +64,7 @@ static backtrace_fn grab; /* libunwind's unw_backtrace, or glibc's backtrace */
  */
 static int unwinding, forking;
 
-void gs_stacks_fork_prepare(void)
+static void stacks_fork_prepare(void)
 {
 	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
 	for (int t = 0; t < 2000 && __atomic_load_n(&unwinding, __ATOMIC_SEQ_CST); t++) {
@@ -72,7 +73,7 @@ void gs_stacks_fork_prepare(void)
 	}
 }
 
-void gs_stacks_fork_done(void)
+static void stacks_fork_done(void)
 {
 	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
@@ -531,7 +532,7 @@ static int stack_on, stack_all, stack_glibc; /* the options, for gs_stacks_load 
 
 /* GPUSPY_STACKS, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES, GPUSPY_STACK_MIN,
  * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
-void gs_stacks_setup(void)
+static void stacks_setup(void)
 {
 	uint64_t w = gs_optu(GS_OPT_STACKS); /* 0: off; bits on|all|glibc */
 	gs_cfg.stack_depth = (unsigned)gs_optu(GS_OPT_STACK_DEPTH);
@@ -548,7 +549,7 @@ void gs_stacks_setup(void)
 /* Loads the unwinder and turns stacks on: from the constructor only (a
  * dlopen in a hook could wait on the loader lock held by a thread that
  * waits on the hooked one). Calls made before it carry no stack. */
-void gs_stacks_load(void)
+static void stacks_load(void)
 {
 	if (!stack_on)
 		return;
@@ -583,14 +584,14 @@ void gs_stacks_load(void)
 	gs_release();
 }
 
-void gs_stacks_clock(double ticks_per_s)
+static void stacks_clock(struct gspy_header *h)
 {
-	double ticks = (double)gs_cfg.stack_min_ns * ticks_per_s / 1e9;
+	double ticks = (double)gs_cfg.stack_min_ns * h->tsc_hz / 1e9;
 	gs_cfg.stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
 }
 
 /* The child of a fork writes a new file: every id is stale. */
-void gs_stacks_forked(void)
+static void stacks_forked(void)
 {
 	__atomic_store_n(&unwinding, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
@@ -600,3 +601,6 @@ void gs_stacks_forked(void)
 	pthread_mutex_init(&mods.lock, NULL);
 	memset(codes, 0, sizeof(codes));
 }
+
+GS_MODULE(stacks, 70, .setup = stacks_setup, .load = stacks_load, .opened = stacks_clock,
+	  .fork_prepare = stacks_fork_prepare, .fork_parent = stacks_fork_done, .forked = stacks_forked);

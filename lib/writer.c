@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "module.h"
 
 #define STRTAB_SIZE (gs_cfg.stacks ? 16u << 20 : 4u << 20) /* names; stacks need more */
 #define CHUNK_SIZE (64u << 10)
@@ -326,7 +327,7 @@ static int open_file(void)
 	clock_pair(&h->clock_start);
 	h->tsc_hz = gs_g.clock == GSPY_CLOCK_TSC ? calibrate_tsc(&h->clock_start) : 1e9;
 	h->stack_min_ns = gs_cfg.stack_min_ns;
-	gs_stacks_clock(h->tsc_hz);
+	GS_MODULES_CALL(opened, h);
 	clock_pair(&h->clock_last);
 	h->state = GSPY_STATE_RUNNING;
 	h->ring = (uint32_t)gs_g.ring;
@@ -365,49 +366,6 @@ static void alive_page(void)
 	__atomic_store_n(&gs_g.alive, (const volatile uint64_t *)p, __ATOMIC_RELEASE);
 }
 
-/*
- * GPU timing (CUPTI) starts on a thread of gpuspy's own: loading libcupti
- * takes the loader lock, which a thread running a library's constructor
- * holds, maybe while it waits on the thread whose first call got here. The
- * call waits for it a bounded time (normally it is done in milliseconds,
- * before the first launch); past that it goes on, and GPU timing begins
- * when the start finishes. CUDA_INJECTION64_PATH starts it inline: the
- * driver calls the injection with its own locks held, which a CUPTI
- * starting elsewhere would wait on.
- */
-static uint32_t timing_done; /* futex word: 1 once gpu_timing is set */
-
-static void *timing_main(void *arg)
-{
-	(void)arg;
-	gs_hold(); /* what CUPTI's start calls is gpuspy's, not the program's */
-	w.hdr->gpu_timing = gs_cupti_start();
-	gs_release();
-	__atomic_store_n(&timing_done, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &timing_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
-	return NULL;
-}
-
-int gs_writer_inline_timing; /* set by InitializeInjection */
-
-static void gpu_timing_start(void)
-{
-	if (gs_writer_inline_timing || gs_start_thread(timing_main, NULL, "gpuspy-timing", 0) != 0) {
-		timing_main(NULL);
-		return;
-	}
-	uint64_t until = gs_mono_ns() + 2000000000ull; /* 2 s */
-	while (!__atomic_load_n(&timing_done, __ATOMIC_ACQUIRE)) {
-		uint64_t now = gs_mono_ns();
-		if (now >= until) {
-			gs_warn("GPU timing is slow to start (the loader is busy elsewhere); going on without waiting");
-			return;
-		}
-		struct timespec ts = { 0, (long)((until - now) < 100000000 ? until - now : 100000000) };
-		syscall(SYS_futex, &timing_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
-	}
-}
-
 int gs_writer_ready(void)
 {
 	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
@@ -438,10 +396,9 @@ int gs_writer_ready(void)
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
 	if (opened) {
-		gs_signals_install();
 		prefault_start();
 		/* Outside the lock: CUPTI's own threads write records too. */
-		gpu_timing_start();
+		GS_MODULES_CALL(started, w.hdr);
 	}
 	errno = e;
 	return s == W_OPEN ? 0 : -1;
@@ -535,8 +492,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			return;
 		h = w.hdr;
 	}
-	gs_cupti_late_atexit();
-	gs_signals_rearm();
+	GS_MODULES_CALL(slow);
 	if (t->gen != gs_g.gen) {
 		t->gen = gs_g.gen;
 		t->chunk = NULL;
@@ -547,7 +503,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		if (!t->tid) {
 			t->tid = (uint32_t)syscall(SYS_gettid);
 			__atomic_fetch_add(&h->threads_seen, 1, __ATOMIC_RELAXED);
-			gs_signals_thread();
+			GS_MODULES_CALL(thread);
 		}
 		/* The key's destructor hands the chunk on when the thread ends. */
 		if (spare.key_ok && !pthread_getspecific(spare.key))
@@ -577,7 +533,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			if (!t->tid) {
 				t->tid = (uint32_t)syscall(SYS_gettid);
 				__atomic_fetch_add(&h->threads_seen, 1, __ATOMIC_RELAXED);
-				gs_signals_thread();
+				GS_MODULES_CALL(thread);
 			}
 			prefault_kick(idx);
 			c->seq = t->seq++;
@@ -726,7 +682,7 @@ void gs_writer_stack_cost(uint64_t time)
 	}
 }
 
-void gs_writer_forked(void)
+static void writer_forked(void)
 {
 	if (w.state == W_OPEN)
 		munmap(w.base, w.size);
@@ -740,7 +696,8 @@ void gs_writer_forked(void)
 	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
 	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);
-	timing_done = 0;
 	gs_g.alive = &always_alive_w; /* the parent's page reads 0 here */
 	gs_g.gen++;
 }
+
+GS_MODULE(writer, 20, .forked = writer_forked);

@@ -85,3 +85,24 @@ def env_shows_the_values_as_the_library_reads_them(tmp):
     for k in bad:
         used = rows[k].rsplit("the library uses ", 1)[1]
         check(f"{k}={bad[k]} is not " in p.stderr and f"; using {used}" in p.stderr, f"{k}: {p.stderr!r}")
+
+
+@test
+def core_and_writer_reach_modules_through_their_table(tmp):
+    """lib/ in layers: core.c and writer.c call no module's setup, fork or
+    file hooks by name; each module registers them once with GS_MODULE, at
+    the order module.h lists (the only calls left are the writer asking the
+    host module for the allocations it holds for the file)."""
+    src = lambda f: open(os.path.join(ROOT, "lib", f), encoding="utf-8").read()
+    mods = "stacks|stack|cupti|signals|nvtx|python|host|events|memmap|names|phase"
+    for f in ("core.c", "writer.c"):
+        calls = set(re.findall(r"\bgs_(?:%s)_\w+(?=\()" % mods, src(f)))
+        check(calls <= {"gs_host_pending", "gs_host_flush", "gs_host_unwritten"}, f"{f} calls {sorted(calls)}")
+    listed = dict((m, int(n)) for m, n in re.findall(r"(\w+) (\d+)[,.) ]", src("module.h").split("Order:")[1].split("*/")[0]))
+    found = {}
+    for f in sorted(os.listdir(os.path.join(ROOT, "lib"))):
+        if f.endswith(".c"):
+            for m, n in re.findall(r"^GS_MODULE\((\w+), (\d+)", src(f), re.M):
+                check(m not in found, f"module {m} registered twice")
+                found[m] = int(n)
+    check(found == listed, f"GS_MODULE entries {found}, module.h lists {listed}")
