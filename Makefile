@@ -33,7 +33,7 @@ TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/repo
 	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o
 
-HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h
+HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h
 
 LIB_HOST := lib/libgpuspy-host.so
 LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "symbols.h"
+#include "writer.h"
 #include "module.h"
 
 __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec"))) = { .device = -1 };

@@ -39,6 +39,9 @@
 #include <cupti.h>
 
 #include "gs.h"
+#include "gpu_timing.h"
+#include "symbols.h"
+#include "writer.h"
 #include "module.h"
 
 static struct {

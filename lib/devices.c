@@ -12,6 +12,9 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "memmap.h"
+#include "symbols.h"
+#include "writer.h"
 #include "module.h"
 
 /* A libcuda function gpuspy calls itself, looked up once (any thread). */

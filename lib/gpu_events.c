@@ -34,6 +34,9 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "gpu_timing.h"
+#include "symbols.h"
+#include "writer.h"
 #include "module.h"
 
 #define SLOTS 64      /* streams followed */

@@ -4,6 +4,13 @@
  * used by every hook (gs_begin / gs_end), the real-function table and the
  * helpers the hook families share. Never installed.
  *
+ * The rest of the library's interface is a header per module, included
+ * where it is used: writer.h (the trace file), stacks.h, gpu_timing.h
+ * (CUPTI, CUDA events), symbols.h (real functions, devices, names),
+ * phase.h, memmap.h, host_alloc.h; options.h (every GPUSPY_ variable) and
+ * module.h (each module's setup, file and fork hooks, which core.c and
+ * writer.c call in order without naming them).
+ *
  * The hot path of an intercepted call is: gs_begin() (TLS depth check,
  * enabled check, one clock read), the real call, gs_end() (one clock read,
  * the record packed into this thread's chunk, one store-release). No lock,
@@ -128,13 +135,9 @@ static inline uint64_t gs_now(void)
 
 /* CUPTI (cupti.c). */
 void gs_cupti_note(struct gspy_record *r, uint32_t corr);
-void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
 
 /* GPU time from CUDA events at phase boundaries (gpu_events.c). */
-unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */
 void gs_events_work(unsigned api, uint64_t stream);
-void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends */
-void gs_events_exit(void);
 
 /* CUDA graphs (hook_graph.c): stream captures open now, process-wide, and
  * the mark of a call captured rather than run. */
@@ -145,44 +148,9 @@ void gs_copy_rec_3d(struct gspy_record *r, const struct CUDA_MEMCPY3D_st *p); /*
 
 /* Call stacks (stacks.c). */
 void gs_stack_note(struct gspy_record *r);
-/* An allocation's native frames taken now, to be recorded once the trace
- * file exists (hook_host.c, before the first CUDA call): up to
- * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
- * allocations carry no stack; and, later, their stack id. */
-unsigned gs_stack_pcs(uint64_t *pc);
-uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
-
-/* The host allocator's entry points (GSPY_HOST_API_LIST): a run of enum
- * gspy_api from GSPY_API_malloc; libgpuspy-host.so defines their names. */
-enum { GS_HOST_API_N = 0
-#define GSPY_X(sym, k, v) +1
-       GSPY_HOST_API_LIST(GSPY_X)
-#undef GSPY_X
-};
-static inline int gs_api_host(unsigned api)
-{
-	return api - GSPY_API_malloc < GS_HOST_API_N;
-}
-
-/* Host allocations (hook_host.c). Those made before the trace file exists
- * (before the process's first CUDA call) are kept in memory: each thread
- * writes its own at its first chunk (gs_host_flush, from the writer); the
- * rest count as dropped at exit (gs_host_unwritten). */
-void gs_host_flush(struct gs_tls *t);
-int gs_host_pending(void); /* some thread still has host allocations from before the file */
-uint64_t gs_host_unwritten(void);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
-uint32_t gs_intern(const char *s); /* string table id, 0 on failure */
-uint32_t gs_intern_bytes(const void *data, size_t len); /* a binary entry */
-void gs_writer_clock_pair(void);   /* refresh header.clock_last */
-void gs_writer_exit(int state, int code, int sig);
-void gs_writer_trim(void);         /* clean exit: cut the file to what it holds */
-void gs_writer_finish(void);       /* gpuspy's destructor: exit and trim, and so for a file opened later */
-void gs_writer_device_mem(int device, uint64_t bytes);
-void gs_writer_signal_seen(int sig); /* async-signal-safe */
-void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock units */
 
 /* The trace file is open (no side effect): read on every call, beside
  * disabled and paused. Acquire: pairs with gs_writer_ready's release, so
@@ -311,41 +279,5 @@ static inline void *gs_real(unsigned api)
 	return GS_LIKELY(p != NULL) ? p : gs_real_resolve(api);
 }
 #define GS_REAL(sym) ((__typeof__(&sym))gs_real(GSPY_API_##sym))
-
-void *gs_real_dlsym(void *handle, const char *name);
-const char *gs_self_name(void); /* libgpuspy's path as the loader has it; no lock */
-int gs_in_self(const void *p);  /* p lies in libgpuspy's own image */
-void *gs_next_sym(const char *name); /* RTLD_NEXT without dlsym */
-void *gs_driver_fn(const char *name); /* unwrapped libcuda function */
-int gs_api_ptds(unsigned api);        /* a _ptds/_ptsz (per-thread stream) entry point */
-
-/* Devices, contexts and names (symbols.c). */
-int gs_current_device(void);
-uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
-uint64_t gs_symbol_mismatches(void);
-void gs_symbol_stats(uint64_t *wrapped, uint64_t *ours, uint64_t *refused); /* GPUSPY_DEBUG */
-unsigned gs_api_kind(const char *name);
-
-/* Phases (phase.c). */
-void gs_phase(unsigned api, unsigned kind, const char *name);
-GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int begin);
-/* Name ids for phases (interned once each), and a phase record by id. */
-uint32_t gs_phase_name(const char *name);
-uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id);
-
-/* Memory ranges (memmap.c): what we know of an address. */
-struct gs_range {
-	uint64_t base, size;
-	uint8_t mem;  /* enum gspy_mem */
-	int16_t device;
-};
-void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device);
-int gs_memmap_remove(uint64_t base, struct gs_range *out);
-int gs_memmap_find(uint64_t addr, struct gs_range *out);
-/* Classify a pointer for a copy: GSPY_MEM_device/managed/pinned/pageable. */
-unsigned gs_classify(uint64_t addr, int *device);
-/* Fill rec->dir and rec->mem for a copy between two classified ends. */
-void gs_copy_dir(struct gspy_record *r, unsigned dst_mem, int dst_dev,
-		 unsigned src_mem, int src_dev);
 
 #endif /* GS_H */

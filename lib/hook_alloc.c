@@ -11,6 +11,8 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "memmap.h"
+#include "symbols.h"
 
 static void alloc_rec(struct gspy_record *r, int ok, uint64_t ptr, uint64_t bytes,
 		      unsigned mem, uint64_t stream)

@@ -25,6 +25,8 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "symbols.h"
+#include "writer.h"
 
 int gs_capturing;
 

@@ -25,6 +25,10 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "host_alloc.h"
+#include "stacks.h"
+#include "symbols.h"
+#include "writer.h"
 #include "module.h"
 #include "host.h"
 

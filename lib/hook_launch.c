@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "cuda_api.h"
 #include "gs.h"
+#include "symbols.h"
 
 static void dims(struct gspy_record *r, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		 unsigned by, unsigned bz)

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "cuda_api.h"
 #include "gs.h"
+#include "memmap.h"
+#include "symbols.h"
 
 enum { H, D, U }; /* what the API says an end is: host, device, unified */
 

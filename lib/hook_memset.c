@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "cuda_api.h"
 #include "gs.h"
+#include "memmap.h"
+#include "symbols.h"
 
 static void set_rec(struct gspy_record *r, uint64_t dst, uint64_t bytes, uint64_t stream, int async)
 {

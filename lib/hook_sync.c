@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "cuda_api.h"
 #include "gs.h"
+#include "symbols.h"
 
 static void sync_rec(struct gspy_record *r, uint64_t stream, uint64_t handle)
 {

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "gs.h"
+#include "memmap.h"
 #include "module.h"
 
 #define MAP_CAP (1u << 16)

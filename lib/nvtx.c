@@ -30,6 +30,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "gs.h"
+#include "phase.h"
+#include "symbols.h"
 #include "module.h"
 
 struct nvtxDomainRegistration_st {

@@ -12,6 +12,9 @@
 #include <pthread.h>
 
 #include "gs.h"
+#include "gpu_timing.h"
+#include "phase.h"
+#include "writer.h"
 #include "module.h"
 
 #define NAME_CACHE 1024

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "phase.h"
+#include "symbols.h"
 #include "module.h"
 
 static int is_python(void)

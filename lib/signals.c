@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "writer.h"
 #include "module.h"
 
 static const int fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };

@@ -36,6 +36,9 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "stacks.h"
+#include "symbols.h"
+#include "writer.h"
 #include "module.h"
 
 typedef int (*backtrace_fn)(void **, int);

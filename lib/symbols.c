@@ -20,6 +20,8 @@
 #include "cuda_api.h"
 
 #include "gs.h"
+#include "host_alloc.h"
+#include "symbols.h"
 #include "host.h"
 
 /* The dlsym path runs inside a sanitizer runtime's own start-up (it looks

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "host_alloc.h"
+#include "writer.h"
 #include "module.h"
 
 #define STRTAB_SIZE (gs_cfg.stacks ? 16u << 20 : 4u << 20) /* names; stacks need more */

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU timing: CUPTI (cupti.c) and CUDA events at phase boundaries (gpu_events.c); the record path's own calls are in gs.h. */
+#ifndef GS_GPU_TIMING_H
+#define GS_GPU_TIMING_H
+
+#include "gs.h"
+
+void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
+
+unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */
+void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends */
+void gs_events_exit(void);
+
+#endif

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* Call stacks (stacks.c) beyond the record path's gs_stack_note (gs.h). */
+#ifndef GS_STACKS_H
+#define GS_STACKS_H
+
+#include "gs.h"
+
+/* An allocation's native frames taken now, to be recorded once the trace
+ * file exists (hook_host.c, before the first CUDA call): up to
+ * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
+ * allocations carry no stack; and, later, their stack id. */
+unsigned gs_stack_pcs(uint64_t *pc);
+uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
+
+#endif
