@@ -121,3 +121,42 @@ def same_output(prog, tmp, env=None):
     return b
 
 
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+
+def report_json(*paths, expect_rc=0):
+    p = subprocess.run([GPUSPY, "report", "--json", *paths], capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=ROOT)
+    check(p.returncode == expect_rc, f"report exited {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+
+def report_text(*paths):
+    p = subprocess.run([GPUSPY, "report", "--color", "never", *paths], capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=ROOT)
+    check(p.returncode == 0, f"report exited {p.returncode}: {p.stderr.strip()}")
+    return p.stdout
+
+
+
+SYS_PY = "/usr/bin/python3"
+
+
+
+def have_torch():
+    return subprocess.run([SYS_PY, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+
+def run_py(args, tmp, env=None, preload=True):
+    e = dict(os.environ, GPUSPY_DIR=tmp)
+    e.pop("LD_PRELOAD", None)
+    if preload:
+        e["LD_PRELOAD"] = LIB
+    e.update(env or {})
+    return subprocess.run([SYS_PY, *args], env=e, capture_output=True, text=True, timeout=300)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""CUDA graphs (issue 30.5): what a graph launch runs is counted from the
-graph's nodes as instantiated, and calls made on a stream being captured
-are counted apart, since they do not run. tests/prog_graph.c on the driver
+"""CUDA graphs: a launch counts the nodes the graph was instantiated with.
+
+Calls made on a stream being captured are counted apart, since they do not
+run. tests/prog_graph.c on the driver
 double, whose graphs run their nodes and tell the CUPTI double of each."""
 import json
 import os

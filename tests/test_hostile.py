@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""Programs written to break gpuspy (issues of start-up, interposers,
-signals, fork, files): each test reproduces one way a real job could hang,
+"""Programs written to break gpuspy: start-up, interposers, signals, fork.
+
+Each test reproduces one way a real job could hang,
 crash or change behaviour under gpuspy, and asserts what the program did."""
 import os
 import subprocess
 import sys
 
-from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Skip, check, dump, dump_stacks, run,
-                     test, traces)
+from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Skip, check, compare, dump, dump_stacks,
+                     run, test, traces)
+from test_routes import rt_expected
 
 
 def apis(tmp):
@@ -407,5 +409,4 @@ def a_tool_in_the_driver_answers_with_its_own_lookup(tmp):
         check(p.returncode == plain.returncode == 0 and p.stdout == plain.stdout, f"{v}: output changed")
         check(len(traces(d)) == 1, f"{v}: traces {traces(d)}: nothing recorded")
         _, ev = dump(os.path.join(d, traces(d)[0]))
-        main = sys.modules["__main__"]  # tests/run.py: the runtime scenario's expected events
-        main.compare(ev, main.rt_expected("drv", False))
+        compare(ev, rt_expected("drv", False))  # the runtime scenario's expected events

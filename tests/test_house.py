@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""What a new user meets first: `make demo` (issue 36.5)."""
+"""The house: `make demo`, the docs against the code, the library's layers."""
 import os
 import re
 import shlex
@@ -106,3 +106,60 @@ def core_and_writer_reach_modules_through_their_table(tmp):
                 check(m not in found, f"module {m} registered twice")
                 found[m] = int(n)
     check(found == listed, f"GS_MODULE entries {found}, module.h lists {listed}")
+
+
+def readme_section(text, heading):
+    """The lines of README.md's section `## heading`, up to the next `## `."""
+    m = re.search(r"^## " + re.escape(heading) + r"\n(.*?)(?=^## )", text, re.S | re.M)
+    check(m, f"README has no section '## {heading}'")
+    return m.group(1)
+
+
+
+@test
+def docs_list_every_variable_and_option(tmp):
+    """The docs stay true to the code: docs/environment.md's table is the
+    library's options table (`gpuspy env --markdown`), which names every
+    GPUSPY_ variable lib/, tools/ or python/ name, each read where the
+    table says; README's Options table only real ones;
+    docs/commands.md shows every option the commands take; README's
+    Commands block has each word of `gpuspy --help`."""
+    table = subprocess.run([GPUSPY, "env", "--markdown"], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    doc = lambda name: open(os.path.join(ROOT, name), encoding="utf-8").read()
+    readme, env, commands = doc("README.md"), doc("docs/environment.md"), doc("docs/commands.md")
+    check(table.startswith("| variable |") and table in env,
+          "docs/environment.md's table is not `gpuspy env --markdown` (lib/options.c): paste it in")
+    rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", table, re.M))
+    check(len(rows) >= 20, f"only {sorted(rows)} in the table")
+    # Every variable the code names is in the table; every row is read by
+    # what the table says reads it (the library through gs_opt[GS_OPT_X]).
+    def code_of(dirs, skip=()):
+        return "".join(open(os.path.join(ROOT, d, f), encoding="utf-8").read() for d in dirs
+                       for f in sorted(os.listdir(os.path.join(ROOT, d)))
+                       if f.endswith((".c", ".h", ".py")) and f not in skip)
+    lib, py, tools = code_of(["lib"], ("options.c", "options.h")), code_of(["python"]), code_of(["tools"])
+    named = set(re.findall(r"[\"'](GPUSPY_[A-Z0-9_]+)[\"']", lib + py + tools))
+    check(named <= rows, f"named in the code but not in lib/options.c: {sorted(named - rows)}")
+    by = dict(re.findall(r'\[GS_OPT_(\w+)\] = \{ "(?:GPUSPY_\w+)", GS_OPT_\w+, (GS_BY_\w+)',
+                         open(os.path.join(ROOT, "lib", "options.c")).read()))
+    check(len(by) == len(rows), f"{len(by)} rows parsed from lib/options.c, {len(rows)} in the table")
+    unread = [i for i, b in by.items() if
+              (b == "GS_BY_LIB" and f"GS_OPT_{i})" not in lib and f"GS_OPT_{i}]" not in lib) or
+              (b == "GS_BY_PYTHON" and f"GPUSPY_{i}" not in py) or (b == "GS_BY_TOOL" and f"GPUSPY_{i}" not in tools)]
+    check(not unread, f"in lib/options.c but never read: {unread}")
+    read = rows
+    few = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", readme_section(readme, "Options"), re.M))
+    check(few and few <= read, f"README's Options that are not read: {sorted(few - read)}")
+    opts = set(re.findall(r'"(--?[a-z][a-z-]*)"', "".join(
+        open(os.path.join(ROOT, "tools", f)).read() for f in os.listdir(os.path.join(ROOT, "tools")) if f.endswith(".c"))))
+    check({"--dir", "--json", "--format", "-o", "--help"} <= opts, f"options found: {sorted(opts)}")
+    missing = sorted(o for o in opts if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", commands))
+    check(not missing, f"options not in docs/commands.md: {missing}")
+    usage = subprocess.run([GPUSPY, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    block = re.search(r"```\n(.*?)```", readme_section(readme, "Commands"), re.S).group(1)
+    shown = set(re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", block))
+    for word in re.findall(r"--?[a-z][a-z-]*|[A-Z][A-Z.|]+(?:\.\.\.)?", usage.split("FILE is")[0]):
+        check(word in shown, f"'{word}' of `gpuspy --help` is not in README's usage block")
+    links = re.findall(r"\]\((docs/[a-z-]+\.md)\)", readme)
+    check(links and all(os.path.exists(os.path.join(ROOT, l)) for l in links), f"README links {links}")
+    check(len(readme.splitlines()) <= 300, f"README.md is {len(readme.splitlines())} lines")

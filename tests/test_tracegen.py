@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""A structured trace generator: random processes, threads, event kinds,
+"""Generated traces, hostile and huge, through report, dump and export.
+
+A structured trace generator: random processes, threads, event kinds,
 thousands of phase names nested deep, failed calls and cut files, for
 report, dump and export (under AddressSanitizer in `make check-sanitize`).
 The byte fuzzer mutates bytes and never reaches such traces: XLA's hundreds

@@ -87,9 +87,19 @@ test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/
 deps:
 	@sh scripts/deps.sh
 
+# One target per topic (tests/test_TOPIC.py): `make -j test` runs them in
+# parallel, each printing its own results in one piece (-O); -k runs every
+# topic even after one fails.
+TEST_TOPICS := $(patsubst tests/test_%.py,%,$(wildcard tests/test_*.py))
+
 test: deps
 	@$(MAKE) --no-print-directory test-build examples
-	python3 tests/run.py
+	@$(MAKE) --no-print-directory -k -O $(TEST_TOPICS:%=test-topic-%)
+	@echo "all $(words $(TEST_TOPICS)) test topics passed"
+
+test-topic-%:
+	@echo "== tests/test_$*.py"
+	@python3 tests/run.py --topic $*
 
 .PHONY: test test-build deps
 

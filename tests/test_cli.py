@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+"""The command line: gpuspy run, misuse, and the library's refusal of unknown option values."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+
+
+
+@test
+def switches_and_choices_refuse_unknown_values(tmp):
+    """On/off variables take 1, on, yes, true and 0, off, no, false (any
+    case); another value warns once and keeps the default (GPUSPY_DISABLE=off
+    traces: it used to disable, as any value but 0 did). GPUSPY_CUPTI and
+    GPUSPY_CLOCK warn on an unknown choice and use auto."""
+    def once(env):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run("prog_rt_dyn", tmp=tmp, env=dict({"GPUSPY_QUIET": "0"}, **env))
+        warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+        return warn, [dump(os.path.join(tmp, f))[0] for f in traces(tmp)]
+
+    for v in ("off", "OFF", "no", "false", "0"):
+        warn, procs = once({"GPUSPY_DISABLE": v})
+        check(warn == [] and len(procs) == 1, f"GPUSPY_DISABLE={v}: {warn} {len(procs)} traces")
+    for v in ("1", "on", "Yes", "true"):
+        warn, procs = once({"GPUSPY_DISABLE": v})
+        check(warn == [] and procs == [], f"GPUSPY_DISABLE={v}: {warn} {len(procs)} traces")
+    warn, procs = once({"GPUSPY_DISABLE": "maybe"})
+    check(warn == ["gpuspy: GPUSPY_DISABLE=maybe is not 1 or 0 (on or off); using 0"] and len(procs) == 1,
+          f"GPUSPY_DISABLE=maybe: {warn} {len(procs)} traces")
+    warn, _ = once({"GPUSPY_QUIET": "on", "GPUSPY_MODE": "circle", "GPUSPY_CLOCK": "wall"})
+    check(warn == [], f"GPUSPY_QUIET=on still warned: {warn}")
+    warn, procs = once({"GPUSPY_CLOCK": "wall", "GPUSPY_CUPTI": "maybe"})
+    check(warn == ["gpuspy: GPUSPY_CLOCK=wall is not auto or mono; using auto",
+                   "gpuspy: GPUSPY_CUPTI=maybe is not auto, on, off or events; using auto"] and len(procs) == 1,
+          f"GPUSPY_CLOCK=wall GPUSPY_CUPTI=maybe: {warn}")
+    p = run("prog_nvtx", tmp=tmp, env={"GPUSPY_QUIET": "0", "GPUSPY_NVTX_NESTING": "middle"})
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(warn == ["gpuspy: GPUSPY_NVTX_NESTING=middle is not innermost or outermost; using innermost"],
+          f"GPUSPY_NVTX_NESTING=middle: {warn}")
+    warn, procs = once({"GPUSPY_CLOCK": "mono", "GPUSPY_CUPTI": "auto"})
+    check(warn == [] and procs[0]["clock"] == "monotonic", f"GPUSPY_CLOCK=mono: {warn} {procs[0]['clock']}")
+
+
+
+@test
+def gpuspy_run_command(tmp):
+    if SANITIZED:
+        raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN)
+    e.pop("LD_PRELOAD", None)
+    d = os.path.join(tmp, "runs")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--buffer-mb", "8", "--",
+                        os.path.join(BIN, "prog_fork")], env=e, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    parent, child = [int(x) for x in p.stdout.split()[1:4:2]]
+    check(f"== pid {parent}" in p.stdout and f"== pid {child}" in p.stdout,
+          "report of both processes missing")
+    check("2 trace files in" in p.stderr, p.stderr)
+    proc, _ = dump(os.path.join(d, sorted(traces(d))[0]))
+    check(proc["buffer_bytes"] == 8 << 20, "--buffer-mb not applied")
+    check(os.path.getsize(os.path.join(d, sorted(traces(d))[0])) == proc["file_bytes"] == 4096 + STRTAB + (64 << 10),
+          "the file is not cut to its chunks at exit")
+    # Exit status, and 128 + N for a signal.
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", "exit 7"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 7 and p.stdout == "", f"exit {p.returncode}")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--", "sh", "-c", "kill -9 $$"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 128 + 9, f"killed child: exit {p.returncode}")
+    # A signal sent to gpuspy reaches the command.
+    script = "trap 'echo got TERM; exit 3' TERM; echo ready; sleep 20 >/dev/null 2>&1 & wait"
+    q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script], env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(q.stdout.readline() == "ready\n", "the command did not start")
+    q.terminate()
+    out, _ = q.communicate(timeout=TIMEOUT)
+    check(q.returncode == 3 and "got TERM" in out, f"SIGTERM not forwarded: {q.returncode} {out!r}")
+    # ... also when it comes between the fork and gpuspy's note of the
+    # child's pid (tests/fork_delay.c holds gpuspy there for 300 ms while
+    # the command runs): it waits, then goes on.
+    script = "trap 'echo got TERM; exit 3' TERM; echo ready; sleep 2 >/dev/null 2>&1 & wait"
+    q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
+                         env=dict(e, LD_PRELOAD=os.path.join(BIN, "fork_delay.so")),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(q.stdout.readline() == "ready\n", "the command did not start (fork delayed)")
+    q.terminate()
+    out, _ = q.communicate(timeout=TIMEOUT)
+    check(q.returncode == 3 and "got TERM" in out,
+          f"SIGTERM right after the fork not forwarded: {q.returncode} {out!r}")
+    p = subprocess.run([GPUSPY, "run", "--cupti", "maybe", "--", "true"], capture_output=True, text=True)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
+    # A command that makes no CUDA call: the directory gpuspy made for the
+    # run (the default one, or --dir) is removed again; one that was there
+    # stays.
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    for opts in ([], ["--dir", "made"], ["--dir", "."]):
+        p = subprocess.run([GPUSPY, "run", *opts, "--", "true"], env=e, cwd=empty, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and os.listdir(empty) == [] and p.stderr.count("\n") == 1 and
+              "no trace" in p.stderr, f"gpuspy run {opts} -- true: {p.stderr!r}, left {os.listdir(empty)}")
+    # GPUSPY_LIB: the library preloaded instead of the one next to gpuspy;
+    # one that is not there is a one-line error before anything runs.
+    p = subprocess.run([GPUSPY, "run", "--", "sh", "-c", "echo ran"], env=dict(e, GPUSPY_LIB=d + "/none.so"),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1 and "none.so" in p.stderr,
+          f"a missing GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {p.stderr!r}")
+    other = os.path.join(tmp, "other-libgpuspy.so")
+    shutil.copy(os.path.realpath(LIB), other)
+    d2 = os.path.join(tmp, "runs-lib")
+    p = subprocess.run([GPUSPY, "run", "--dir", d2, "--no-report", "--", "sh", "-c",
+                        'echo "$LD_PRELOAD"; exec "$0" 1', os.path.join(BIN, "prog_stacks")],
+                       env=dict(e, GPUSPY_LIB=other), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.splitlines()[0] == other and len(traces(d2)) == 1,
+          f"GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {traces(d2)}")
+    # GPUSPY_DEBUG=1: at exit, one line saying how entry points were handed
+    # out (none unwrapped or passed through with the doubles: the driver
+    # double's table answers with gpuspy's own wrappers).
+    p = run("prog_stacks", ["1"], tmp=d2, env={"GPUSPY_DEBUG": "1", "GPUSPY_QUIET": "0"})
+    dbg = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(len(dbg) == 1 and re.fullmatch(r"gpuspy: pid \d+: entry points handed out: \d+ wrapped, \d+ gpuspy's "
+                                         r"already, 0 unwrapped \(real pointer differed\), 0 passed through "
+                                         r"\(not a real function\)", dbg[0]), f"GPUSPY_DEBUG: {p.stderr!r}")
+
+
+
+@test
+def command_line_errors_are_one_line(tmp):
+    """Every misuse of gpuspy's commands: exit status 2, nothing on stdout,
+    one line on stderr that says what is wrong; --version and --help
+    exactly as documented."""
+    run("prog_train", ["1", "2"], tmp=tmp)
+    g = os.path.join(tmp, traces(tmp)[0])
+    cases = [
+        (["--version", "x"], "--version takes no arguments"), (["--help", "x"], "--help takes no arguments"),
+        (["frob"], "unknown command 'frob'"),
+        (["report"], "report: no trace (FILE|DIR) given"), (["report", "--json"], "report: no trace (FILE|DIR) given"),
+        (["report", "--color"], "report: --color needs a value"), (["report", "--colour", g], "report: unknown option --colour"),
+        (["report", "--color", "red", g], "--color red: use auto, always or never"),
+        (["dump"], "dump: no trace (FILE.gspy) given"), (["dump", g, "-o"], "dump: -o needs a value"),
+        (["dump", g, g], "dump: one trace at a time"), (["dump", "-x", g], "dump: unknown option -x"),
+        (["export", "--format", "chrome", "-o", os.path.join(tmp, "x.json")], "export: no trace (FILE|DIR) given"),
+        (["export", "--format", "chrome", g], "export: no output (-o OUT.json) given"),
+        (["export", g, "-o", os.path.join(tmp, "x.json"), "--format"], "export: --format needs a value"),
+        (["export", "--format", "chrome", g, "-o"], "export: -o needs a value"),
+        (["export", g, "-o", os.path.join(tmp, "x.json")], "export: --format (missing) is not known"),
+        (["run"], "run: no command given"), (["run", "--"], "run: no command given"),
+        (["run", "--dir", "--", "true"], "run: --dir needs a value"), (["run", "--cupti"], "run: --cupti needs a value"),
+        (["run", "--buffer-mb"], "run: --buffer-mb needs a value"),
+        (["run", "--host-alloc", "--", "true"], "run: --host-alloc needs a value"),
+        (["run", "--bogus", "--", "true"], "run: unknown option --bogus"),
+        (["run", "--buffer-mb", "1048577", "--", "true"], "run: --buffer-mb 1048577 is not a size in MiB (1..1048576)"),
+        (["run", "--buffer-mb", "-5", "--", "true"], "run: --buffer-mb -5 is not a size in MiB (1..1048576)"),
+        (["run", "--buffer-mb", "0", "--", "true"], "run: --buffer-mb 0 is not a size in MiB (1..1048576)"),
+    ]
+    for args, want in cases:
+        p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1 and
+              p.stderr.startswith("gpuspy: error: " + want), f"gpuspy {args}: rc {p.returncode} {p.stderr!r}")
+    check(not os.path.exists(os.path.join(tmp, "x.json")), "a refused export created its output")
+    p = subprocess.run([GPUSPY, "--version"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and re.fullmatch(r"gpuspy \d+\.\d+\.\d+ \(trace format 2\)\n", p.stdout),
+          f"--version: {p.stdout!r}")
+    p = subprocess.run([GPUSPY, "--help"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.startswith("usage: gpuspy run") and p.stderr == "", "--help")
+    p = subprocess.run([GPUSPY], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 2 and p.stdout == "" and p.stderr.startswith("usage: gpuspy run"), "no command")

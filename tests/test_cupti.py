@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: MIT
+"""GPU records from CUPTI (the CUPTI double): joined to their calls, graphs and memsets, flushing, kills."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_routes import drv_expected
+
+
+# GPU timing from the CUPTI double (tests/doubles/fakecupti.c): its GPU runs
+# each stream's work in order, a kernel grid_x us, a copy 10 bytes per ns, a
+# memset 100, on gpuspy's clock (GPUSPY_CLOCK=mono: in ns).
+CUPTI_ENV = {"GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono", "FAKECUPTI_STATS": "1"}
+
+
+# GPU timing from the CUPTI double (tests/doubles/fakecupti.c): its GPU runs
+# each stream's work in order, a kernel grid_x us, a copy 10 bytes per ns, a
+# memset 100, on gpuspy's clock (GPUSPY_CLOCK=mono: in ns).
+CUPTI_ENV = {"GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono", "FAKECUPTI_STATS": "1"}
+GPU_KIND = {"gpu_kernel": "launch", "gpu_copy": "copy", "gpu_memset": "memset"}
+
+
+
+def cupti_join(ev):
+    """The host launches, copies and memsets by CUPTI correlation id, and the
+    GPU records; every GPU record must join a host record of its kind."""
+    host = {e["corr"]: e for e in ev if e["kind"] in ("launch", "copy", "memset") and "corr" in e}
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    return host, gpu
+
+
+
+def cupti_stats(p):
+    """(callbacks made, records written, records handed back from inside a
+    context's destruction)."""
+    m = re.search(r"fakecupti: (\d+) callbacks, (\d+) records, (\d+) handed back at context destroy", p.stderr)
+    check(m, f"no fakecupti statistics in {p.stderr!r}")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+
+@test
+def cupti_records_joined_to_their_calls(tmp):
+    """GPUSPY_CUPTI=on against the CUPTI double: prog_train's 69 kernels and 9
+    copies come back as GPU records with the double's exact GPU times, each
+    joined by correlation id to the call that queued it (which got one CUPTI
+    callback at entry and one at exit), and the report's per-phase GPU time
+    is theirs; the same when CUPTI hands the records back in small buffers
+    on its own thread. Without an NVIDIA driver the default leaves CUPTI
+    alone."""
+    want_kernels = {("fwd_gemm", 64000): 30, ("bwd_gemm", 64000): 36, ("sgd_update", 32000): 3}
+    want_copies = {("h2d", "pageable", 1 << 20, 104857): 6, ("d2h", "pageable", 4, 0): 3}
+    untraced = run("prog_train", ["3", "100"], preload=False, tmp=tmp)
+    # GPUSPY_CUPTI=auto (the default) without an NVIDIA driver: CUPTI stays
+    # unloaded although the double is on the library path.
+    d = os.path.join(tmp, "auto")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env={"FAKECUPTI_STATS": "1"}, tmp=d)
+    if not os.path.exists("/dev/nvidiactl"):
+        check("fakecupti" not in p.stderr and only_trace(d)[0]["gpu_timing"] == "none",
+              f"auto without a driver: {p.stderr!r}")
+    for cap in ("", "2048"):
+        d = os.path.join(tmp, cap or "whole")
+        os.makedirs(d)
+        p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_BUFFER=cap), tmp=d)
+        check(p.stdout == untraced.stdout, f"output {p.stdout!r}")
+        check(cupti_stats(p) == (2 * 78, 78, 0), f"callbacks, records {cupti_stats(p)}")
+        head, ev = only_trace(d)
+        check(head["gpu_timing"] == "cupti", f"gpu_timing {head['gpu_timing']}")
+        host, gpu = cupti_join(ev)
+        kernels, copies = {}, {}
+        for g in gpu:
+            k = ((g["name"], g["end_ns"] - g["start_ns"]) if g["kind"] == "gpu_kernel" else
+                 (g["dir"], g["host_mem"], g["bytes"], g["end_ns"] - g["start_ns"]))
+            c = kernels if g["kind"] == "gpu_kernel" else copies
+            c[k] = c.get(k, 0) + 1
+        check(kernels == want_kernels, f"{cap}: kernels {kernels}")
+        check(copies == want_copies, f"{cap}: copies {copies}")
+        check(sorted(host) == sorted(g["corr"] for g in gpu) and len(host) == 78,
+              f"{cap}: {len(host)} host calls with a correlation id for {len(gpu)} GPU records")
+        for g in gpu:
+            h = host[g["corr"]]
+            check(h["kind"] == GPU_KIND[g["kind"]] and g["start_ns"] >= h["start_ns"] + 1000,
+                  f"{cap}: GPU record {g} joined to {h}")
+            check(g["kind"] != "gpu_copy" or (g["bytes"], g["dir"]) == (h["bytes"], h["dir"]),
+                  f"{cap}: copy {g} vs {h}")
+        on_cupti_thread = sum(1 for g in gpu if g["tid"] != head["pid"])
+        check(on_cupti_thread > 0 if cap else on_cupti_thread == 0,
+              f"{cap}: {on_cupti_thread} GPU records written on CUPTI's thread")
+        o = report_json(os.path.join(d, traces(d)[0]))
+        check(o["timing"] == "gpu", o["timing"])
+        ph = {x["name"]: x for x in o["phases"]}
+        got = {n: (ph[n]["launch"]["gpu_count"], ph[n]["launch"]["gpu_ns"])
+               for n in ("forward", "backward", "optimizer")}
+        check(got == {"forward": (30, 3 * 640000), "backward": (36, 3 * 768000), "optimizer": (3, 3 * 32000)},
+              f"{cap}: per-phase GPU time {got}")
+        h2d = ph["data"]["copy"]["h2d"]["pageable"]
+        check((h2d["gpu_bytes"], h2d["gpu_ns"]) == (6 << 20, 6 * 104857), f"{cap}: data copies {h2d}")
+        check(o["gpu"]["matched"] == o["gpu"]["records"] == 78, f"{cap}: matched {o['gpu']}")
+
+
+
+@test
+def cupti_graphs_memsets_pause_holders_and_injection(tmp):
+    """The CUPTI double on prog_drv (every family once): each memset's and
+    copy's GPU record has its call's bytes and direction, one record for
+    every copy but those between two contexts (CUPTI's peer-to-peer kind,
+    which gpuspy does not enable), 2D, 3D and batched copies included (a
+    batch: one record of its summed bytes, as on the H200); the graph launch's three kernels
+    carry its correlation id and graph id. Paused (prog_train's second step):
+    no callbacks and no join for that step, its GPU records still come.
+    Another tool holding CUPTI: one warning, host timing, output unchanged.
+    CUDA_INJECTION64_PATH=libgpuspy.so without LD_PRELOAD: the GPU records
+    alone, and no correlation callbacks (nothing to join them to)."""
+    d = os.path.join(tmp, "drv")
+    os.makedirs(d)
+    run("prog_drv", env=CUPTI_ENV, tmp=d)
+    _, ev = only_trace(d)
+    host, gpu = cupti_join(ev)
+    for g in gpu:
+        h = host.get(g["corr"])
+        check(h and h["kind"] == GPU_KIND[g["kind"]], f"GPU record {g} joined to {h}")
+        check(g["kind"] == "gpu_kernel" or g["bytes"] == h["bytes"], f"bytes of {g} vs {h}")
+        check(g["kind"] != "gpu_copy" or g["dir"] == h["dir"], f"direction of {g} vs {h}")
+    timed = {g["corr"] for g in gpu if g["kind"] == "gpu_copy"}
+    copies = [(h["api"], h["bytes"], h["corr"] in timed) for h in host.values() if h["kind"] == "copy"]
+    want = [(api, n, d != "p2p")
+            for kind, api, n, d, *_ in drv_expected(False) if kind == "copy"]
+    check(sorted(copies) == sorted(want), f"copies with a GPU record: {sorted(copies)}")
+    sets = [h["api"] for h in host.values() if h["kind"] == "memset"]
+    check(len(sets) == 12 and sum(1 for g in gpu if g["kind"] == "gpu_memset") == 12, f"memsets {sets}")
+    graph = [h for h in host.values() if h["api"] == "cuGraphLaunch"]
+    check(len(graph) == 1, f"graph launches {graph}")
+    nodes = [g for g in gpu if g["corr"] == graph[0]["corr"]]
+    check([(g["name"], g.get("graph_id"), g["end_ns"] - g["start_ns"]) for g in nodes] ==
+          [("graph_node", graph[0]["graph"] & 0xffffffff, 2000)] * 3, f"graph kernels {nodes}")
+
+    d = os.path.join(tmp, "pause")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100", "pause"], env=CUPTI_ENV, tmp=d)
+    check(cupti_stats(p) == (2 * 52, 78, 0), f"paused step: callbacks, records {cupti_stats(p)}")
+    o = report_json(os.path.join(d, traces(d)[0]))
+    check((o["gpu"]["matched"], o["gpu"]["records"]) == (52, 78), f"paused step: matched {o['gpu']}")
+    ph = {x["name"]: x for x in o["phases"]}
+    check((ph["forward"]["launch"]["gpu_count"], ph["forward"]["launch"]["gpu_ns"]) == (20, 2 * 640000),
+          f"paused step: forward {ph['forward']['launch']}")
+
+    # GPU work still running at exit: the forced flush hands back 5 records
+    # without times; they are left out, with one warning.
+    d = os.path.join(tmp, "unfinished")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_UNFINISHED="5", GPUSPY_QUIET="0"), tmp=d)
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(warn == ["gpuspy: 5 GPU records had no times (GPU work still running at exit): left out of the trace"],
+          f"unfinished: {p.stderr!r}")
+    _, ev = only_trace(d)
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    check(len(gpu) == 73 and all(e["start_ns"] and e["end_ns"] >= e["start_ns"] for e in gpu),
+          f"unfinished: {len(gpu)} GPU records")
+
+    # A context destroyed mid-run (cuCtxDestroy): its records are handed
+    # back from inside the destruction, before the output.
+    d = os.path.join(tmp, "destroy")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100", "destroy"], env=CUPTI_ENV, tmp=d)
+    check(cupti_stats(p) == (2 * 78, 78, 78), f"context destroyed: {cupti_stats(p)}")
+    check(sum(1 for e in only_trace(d)[1] if e["kind"] in GPU_KIND) == 78, "context destroyed: GPU records")
+
+    d = os.path.join(tmp, "held")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_HELD="1", GPUSPY_QUIET="0"), tmp=d)
+    check(p.stdout == "trained 3 steps\n", p.stdout)
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(len(warn) == 1 and "another tool holds CUPTI" in warn[0], f"stderr {p.stderr!r}")
+    head, ev = only_trace(d)
+    check(head["gpu_timing"] == "in_use" and not cupti_join(ev)[1]
+          and sum(1 for e in ev if e["kind"] == "launch") == 69, f"held: {head['gpu_timing']}")
+
+    d = os.path.join(tmp, "inject")
+    os.makedirs(d)
+    env = dict(CUPTI_ENV, CUDA_INJECTION64_PATH=LIB)
+    if SANITIZED:  # the sanitizer runtime alone, loaded first
+        env["LD_PRELOAD"] = PRELOAD_PREFIX.rstrip(":")
+    p = run("prog_train", ["3", "100"], preload=False, tmp=d, env=env)
+    check(p.stdout == "trained 3 steps\n" and cupti_stats(p) == (0, 78, 0), f"injection: {p.stderr!r}")
+    # Preloaded and named by CUDA_INJECTION64_PATH: the wrappers are in the
+    # path, the callbacks stay on and every GPU record joins its call.
+    both = os.path.join(tmp, "both")
+    os.makedirs(both)
+    q = run("prog_train", ["3", "100"], tmp=both, env=dict(CUPTI_ENV, CUDA_INJECTION64_PATH=LIB))
+    host, gpu = cupti_join(only_trace(both)[1])
+    check(cupti_stats(q) == (2 * 78, 78, 0) and sorted(host) == sorted(g["corr"] for g in gpu),
+          f"preloaded and injected: {cupti_stats(q)}, {len(host)} joined of {len(gpu)}")
+    head, ev = only_trace(d)
+    kinds = {}
+    for e in ev:
+        kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    check(head["gpu_timing"] == "cupti" and kinds == {"gpu_kernel": 69, "gpu_copy": 9},
+          f"injection: {head['gpu_timing']} {kinds}")
+
+
+
+@test
+def cupti_records_reach_the_file_before_a_kill(tmp):
+    """CUPTI's flush period hands back only full buffers (so does the double);
+    gpuspy's flusher thread asks for the completed ones a second after the
+    program goes quiet: a process idle after its GPU work has all 78 GPU
+    records in its file within seconds, and keeps them when SIGKILLed; the
+    report says what a killed process may lack."""
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
+             LD_PRELOAD=PRELOAD_PREFIX + LIB, **CUPTI_ENV)
+    p = subprocess.Popen([os.path.join(BIN, "prog_train"), "3", "100", "hold"], env=e,
+                         stdout=subprocess.PIPE, text=True)
+    seen, waited = -1, 0.0
+    try:
+        check(p.stdout.readline() == "trained 3 steps\n", "prog_train hold: no output")
+        path = os.path.join(tmp, traces(tmp)[0])
+        while waited < 30:  # quiet: the flusher asks within two seconds
+            seen = sum(1 for x in dump(path)[1] if x["kind"] in GPU_KIND)
+            if seen == 78:
+                break
+            time.sleep(0.25)
+            waited += 0.25
+    finally:
+        p.kill()
+        p.wait()
+    check(seen == 78, f"{seen} of 78 GPU records in the file of the live process after {waited:.1f} s")
+    head, ev = only_trace(tmp)
+    check(head["state"] != "exited" and sum(1 for x in ev if x["kind"] in GPU_KIND) == 78,
+          f"after SIGKILL: {head['state']}, {sum(1 for x in ev if x['kind'] in GPU_KIND)} GPU records")
+    text = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True).stdout
+    check("GPU records of its last seconds may be missing: CUPTI hands them over a second after the program "
+          "goes quiet, every GPUSPY_CUPTI_FLUSH seconds (default 5) while it launches" in text,
+          f"report of the killed process: {text[:600]}")
+
+
+
+@test
+def cupti_flushes_wait_while_the_program_launches(tmp):
+    """While the program keeps launching, gpuspy's flusher asks CUPTI for
+    its records every GPUSPY_CUPTI_FLUSH seconds (default 5), not every
+    second (that slowed a launch-bound loop on the H200): prog_train
+    launching for ~3.5 s (700 steps of 5 ms host work) gets at most one
+    unforced flush by default and at least two with GPUSPY_CUPTI_FLUSH=1
+    (three ticks; a slow machine may lose one); at most one, too, paused
+    from the second step on and injected (CUDA_INJECTION64_PATH, no
+    preload), where no callback tells whether it launches; every one of the
+    700 x 26 GPU records is in the file each time. A bad value warns once
+    and keeps 5. (On a loaded machine the run takes longer: one more flush
+    is allowed per 5 s it took.)"""
+    def flushes(name, env, args=(), preload=True):
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        t0 = time.monotonic()
+        p = run("prog_train", ["700", "5000", *args], env=dict(CUPTI_ENV, **env), tmp=d, preload=preload)
+        took = time.monotonic() - t0
+        m = re.search(r"(\d+) unforced flushes", p.stderr)
+        check(m and p.stdout == "trained 700 steps\n", f"{name}: {p.stdout!r} {p.stderr!r}")
+        gpu = sum(1 for x in only_trace(d)[1] if x["kind"] in GPU_KIND)
+        check(gpu == 700 * 26, f"{name}: {gpu} GPU records")
+        return int(m[1]), took, max(1, int(took // 5))
+    n, took, most = flushes("default", {})
+    check(n <= most, f"default: {n} flushes while launching for {took:.1f} s")
+    n, took, _ = flushes("every1", {"GPUSPY_CUPTI_FLUSH": "1"})
+    check(n >= 2, f"GPUSPY_CUPTI_FLUSH=1: {n} flushes while launching for {took:.1f} s")
+    n, took, most = flushes("paused", {}, ["paused"])
+    check(n <= most, f"paused: {n} flushes while launching for {took:.1f} s")
+    inject = {"CUDA_INJECTION64_PATH": LIB}
+    if SANITIZED:  # the sanitizer runtime alone, loaded first
+        inject["LD_PRELOAD"] = PRELOAD_PREFIX.rstrip(":")
+    n, took, most = flushes("injected", inject, preload=False)
+    check(n <= most, f"injected: {n} flushes while launching for {took:.1f} s")
+    for bad in ("0", "x", "-1", "3601", "5s"):
+        p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH=bad, GPUSPY_QUIET="0"),
+                tmp=tmp)
+        want = f"GPUSPY_CUPTI_FLUSH={bad} is not a number of seconds (1..3600); using 5"
+        check(p.stdout == "trained 3 steps\n" and p.stderr.count(want) == 1, f"{bad}: {p.stderr!r}")

@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: MIT
+"""The timeline export (Chrome Trace Event Format)."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+
+
+
+def check_chrome(path):
+    """The Trace Event Format's rules, as Perfetto and chrome://tracing read them."""
+    d = json.load(open(path))
+    check(isinstance(d, dict) and isinstance(d.get("traceEvents"), list), "no traceEvents array")
+    slices = {}
+    for e in d["traceEvents"]:
+        check(e.get("ph") in ("X", "M", "C", "i", "s", "f"), f"unknown phase type {e}")
+        if e["ph"] in ("s", "f"):
+            check(isinstance(e.get("id"), (int, float)), f"flow event without id: {e}")
+        check(isinstance(e.get("name"), str) and isinstance(e.get("pid"), int)
+              and isinstance(e.get("tid"), int), f"name/pid/tid missing: {e}")
+        check(isinstance(e.get("ts"), (int, float)) and e["ts"] >= 0, f"bad ts: {e}")
+        if e["ph"] == "X":
+            check(isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0, f"bad dur: {e}")
+            slices.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+        elif e["ph"] == "C":
+            check(e.get("args") and all(isinstance(v, (int, float)) for v in e["args"].values()),
+                  f"counter without numeric args: {e}")
+        elif e["ph"] == "M":
+            check("name" in e["args"] or "sort_index" in e["args"], f"bad metadata: {e}")
+        elif e["ph"] == "i":
+            check(e.get("s") in ("g", "p", "t"), f"bad instant scope: {e}")
+    for key, v in slices.items():
+        stack = []
+        for b, end, name in sorted(v, key=lambda x: (x[0], -x[1])):
+            while stack and stack[-1] <= b:
+                stack.pop()
+            check(not stack or end <= stack[-1] + 1e-3, f"slice {name} at {b} overlaps its parent on {key}")
+            stack.append(end)
+    return d["traceEvents"]
+
+
+
+@test
+def export_chrome_trace(tmp):
+    run("prog_train", ["20", "100"], tmp=tmp)
+    g = os.path.join(tmp, traces(tmp)[0])
+    out = os.path.join(tmp, "out.json")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", g, "-o", out], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, p.stderr)
+    ev = check_chrome(out)
+    phases = [e for e in ev if e.get("cat") == "phase"]
+    check(len(phases) == 80 and {e["name"] for e in phases} == {"data", "forward", "backward", "optimizer"},
+          f"{len(phases)} phase slices")
+    check(len({e["tid"] for e in phases}) == 1, "phases are not on one track")
+    api = [e for e in ev if e["ph"] == "X" and e.get("cat") != "phase"]
+    _, dumped = dump(g)
+    calls = [e for e in dumped if not e["kind"].startswith("phase") and e["kind"] != "mark"]
+    check(len(api) == len(calls), f"{len(api)} API slices for {len(calls)} calls")
+    check(sum(1 for e in api if e["name"] == "fwd_gemm") == 200, "launch slices not named by kernel")
+    mem = [e["args"]["bytes"] for e in ev if e["ph"] == "C"]
+    check(len(mem) == 44 and max(mem) == (2 << 20) + (512 << 10) + (4 << 20) and mem[-1] == 0,
+          f"memory counter {len(mem)} points, max {max(mem) if mem else None}")
+    # The JSON Lines dump exports the same timeline.
+    j = os.path.join(tmp, "t.jsonl")
+    subprocess.run([GPUSPY, "dump", g, "-o", j], check=True)
+    out2 = os.path.join(tmp, "out2.json")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", j, "-o", out2], check=True)
+    check(open(out).read() == open(out2).read(), "export differs between .gspy and JSON Lines")
+    p = subprocess.run([GPUSPY, "export", "--format", "svg", g, "-o", out], capture_output=True, text=True)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1, "unknown format not refused in one line")
+
+
+
+@test
+def export_gpu_tracks_flows_and_demangled_names(tmp):
+    src = os.path.join(ROOT, "tests", "golden", "gpu.jsonl")
+    lines = open(src).read().replace('"gemm"', '"_Z4gemmPfS_i"').splitlines()
+    path = os.path.join(tmp, "m.jsonl")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    out = os.path.join(tmp, "t.json")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", path, "-o", out], check=True)
+    ev = check_chrome(out)
+    tracks = {e["args"]["name"]: e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    check("GPU 0 stream 7" in tracks, f"no GPU track: {list(tracks)}")
+    gpu = [e for e in ev if e["ph"] == "X" and e["tid"] == tracks["GPU 0 stream 7"]]
+    check(len(gpu) == 12, f"{len(gpu)} GPU slices")
+    starts = {e["id"] for e in ev if e["ph"] == "s"}
+    ends = {e["id"] for e in ev if e["ph"] == "f"}
+    check(ends <= starts and len(starts) == 8, f"flows: {len(starts)} starts, ends {ends - starts}")
+    check(sum(1 for e in gpu if e["name"] == "gemm(float*, float*, int)") == 2, "kernel name not demangled")
+    o = report_json(path)
+    k = {x["name"]: x.get("mangled") for x in o["kernels"]}
+    check(k.get("gemm(float*, float*, int)") == "_Z4gemmPfS_i", f"report kernels {k}")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True)
+    check("\n  gemm  " in h.stdout and "_Z4gemm" not in h.stdout, "human report shows the mangled name")

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: MIT
+"""Host allocations through libgpuspy-host.so."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_stacks import fn
+
+
+
+HOST_NAMES = ["malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc", "mmap", "munmap"]
+
+
+
+def defined_functions(lib):
+    p = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True)
+    return {l.split()[-1] for l in p.stdout.splitlines() if len(l.split()) == 3}
+
+
+
+@test
+def host_allocator_only_through_the_host_library(tmp):
+    """libgpuspy defines no malloc, free, mmap...: a traced process calls its
+    allocator directly unless libgpuspy-host.so is preloaded too. With
+    GPUSPY_HOST_ALLOC_MIN and libgpuspy alone: one warning naming the
+    library, host_alloc_min 0 in the trace, no host event, the CUDA events
+    whole. With both (either order, or through `gpuspy run`, which adds it
+    for --host-alloc or the variable): the 64 MiB malloc and its free."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    mine = defined_functions(os.path.realpath(LIB))
+    check(not mine & set(HOST_NAMES), f"libgpuspy defines {sorted(mine & set(HOST_NAMES))}")
+    check({"gpuspy_host_" + n for n in HOST_NAMES} <= mine, "libgpuspy lacks its gpuspy_host_* hooks")
+    shim = defined_functions(HOST_LIB)
+    check(shim == set(HOST_NAMES) | {"gpuspy_host_shim"}, f"libgpuspy-host.so defines {sorted(shim)}")
+
+    def host_events(d):
+        proc, ev = only_trace(d)
+        host = sorted((e["kind"], e["api"], e["bytes"]) for e in ev if e.get("mem") == "host")
+        cuda = sum(1 for e in ev if e["api"].startswith("cuda"))
+        for f in traces(d):
+            os.unlink(os.path.join(d, f))
+        return proc["host_alloc_min"], host, cuda
+
+    want = (1 << 20, [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)])
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_QUIET": "0"}
+    p = run("prog_stacks", ["4"], tmp=tmp, env=env, host=False)
+    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
+    check(len(warn) == 1 and "libgpuspy-host.so is not preloaded" in warn[0], f"warnings {warn}")
+    hmin, host, cuda_alone = host_events(tmp)
+    check(hmin == 0 and host == [] and cuda_alone > 0, f"without the host library: {hmin} {host} {cuda_alone}")
+    p = run("prog_stacks", ["4"], tmp=tmp, env=env)
+    check(not [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")], f"warned: {p.stderr!r}")
+    check(host_events(tmp) == (*want, cuda_alone), "both preloaded, libgpuspy first")
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
+             GPUSPY_HOST_ALLOC_MIN="1M", LD_PRELOAD=HOST_LIB + ":" + LIB)
+    subprocess.run([os.path.join(BIN, "prog_stacks"), "4"], env=e, check=True, capture_output=True,
+                   timeout=TIMEOUT)
+    check(host_events(tmp) == (*want, cuda_alone), "both preloaded, the host library first")
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_QUIET="1")
+    e.pop("LD_PRELOAD", None)
+    e.pop("GPUSPY_HOST_ALLOC_MIN", None)
+    for opts, extra in ((["--host-alloc", "1M"], {}), ([], {"GPUSPY_HOST_ALLOC_MIN": "1M"}), ([], {})):
+        p = subprocess.run([GPUSPY, "run", "--dir", tmp, "--no-report", *opts, "--",
+                            os.path.join(BIN, "prog_stacks"), "4"], env=dict(e, **extra),
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"gpuspy run {opts} {extra}: {p.stderr}")
+        got = host_events(tmp)
+        check(got == ((*want, cuda_alone) if opts or extra else (0, [], cuda_alone)),
+              f"gpuspy run {opts} {extra}: {got}")
+    for bad in ("1Q", "0", "-1", "M"):
+        p = subprocess.run([GPUSPY, "run", "--host-alloc", bad, "--", "true"], env=e,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 2 and p.stderr.count("\n") == 1 and "--host-alloc" in p.stderr,
+              f"--host-alloc {bad}: rc {p.returncode} {p.stderr!r}")
+
+
+
+@test
+def host_allocators_each_recorded(tmp):
+    """Every host allocator through libgpuspy-host.so (prog_stacks
+    allocators, GPUSPY_HOST_ALLOC_MIN=1M), exact events in order: a
+    posix_memalign and a realloc'ed block kept from before the first CUDA
+    call, written first (the block realloc'ed from not at all); an
+    aligned_alloc freed before it, not written; calloc; realloc as the old
+    block's free and the new block's alloc, a shrink under the minimum as a
+    free alone (and its later free unrecorded); a failing posix_memalign
+    with its EINVAL as the result and errno untouched; aligned_alloc and
+    free; mmap, a partial munmap as what it released (the rest unrecorded);
+    a too-big malloc with ENOMEM; an overflowing calloc and a block under
+    the minimum not recorded. Addresses as the program printed them, every
+    host event with a stack, output as without gpuspy."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    a = run("prog_stacks", ["1", "allocators"], tmp=tmp, preload=False)
+    b = run("prog_stacks", ["1", "allocators"], tmp=tmp, env={"GPUSPY_HOST_ALLOC_MIN": "1M"})
+    plain = [l for l in b.stdout.splitlines() if not l.startswith("addr ")]
+    check(plain == [l for l in a.stdout.splitlines() if not l.startswith("addr ")] and
+          "bad alignment rc 22 errno 33 untouched 1" in plain and "early aligned 1" in plain,
+          f"output changed: {a.stdout!r} {b.stdout!r}")
+    addr = {l.split()[1]: int(l.split()[2], 16) for l in b.stdout.splitlines() if l.startswith("addr ")}
+    proc, ev = only_trace(tmp)
+    mib = 1 << 20
+    got = [(e["kind"], e["api"], e["bytes"], e["result"]) for e in ev]
+    want = [("alloc", "posix_memalign", 3 * mib, 0), ("alloc", "realloc", 4 * mib, 0), ("alloc", "cudaMalloc", mib, 0),
+            ("alloc", "calloc", 2 * mib, 0), ("free", "realloc", 2 * mib, 0),
+            ("alloc", "realloc", 4 * mib, 0), ("free", "realloc", 4 * mib, 0),
+            ("alloc", "posix_memalign", 3 * mib, 22), ("alloc", "aligned_alloc", 5 * mib, 0),
+            ("free", "free", 5 * mib, 0), ("alloc", "mmap", 6 * mib, 0), ("free", "munmap", 2 * mib, 0),
+            ("alloc", "malloc", (1 << 63) - 1, 12), ("free", "free", 3 * mib, 0), ("free", "free", 4 * mib, 0),
+            ("free", "cudaFree", mib, 0)]
+    check(got == want and proc["dropped"] == 0 and proc["events"] == len(want), f"events {got}")
+    host = [e for e in ev if e.get("mem") == "host"]
+    where = [e["addr"] for e in host]
+    check(where == [addr["posix_memalign"], addr["early_realloc"], addr["calloc"], addr["calloc"], addr["realloc"], addr["realloc"], 0,
+                    addr["aligned_alloc"], addr["aligned_alloc"], addr["mmap"], addr["mmap"], 0,
+                    addr["posix_memalign"], addr["early_realloc"]], f"addresses {where} against {addr}")
+    check(all("stack" in e for e in host), f"a host event without a stack: {host}")
+
+
+
+@test
+def host_allocations_before_the_first_cuda_call(tmp):
+    """A process that never calls CUDA writes nothing even with host
+    allocations recorded (a C program, and Python, each with a live 64 MiB
+    / 10 MB block at exit). Before the first CUDA call, live blocks are kept
+    and written once the file exists: the 64 MiB buffer a pageable copy
+    reads later is there, first, with its stack, and the copy is tied to it;
+    a block allocated and freed before is not; a thread's block that its
+    thread never wrote (it ended with no CUDA call) counts as dropped; a
+    child forked before the first CUDA call leaves the kept block to its
+    parent's trace."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
+    p = run("prog_stacks", ["1", "nocuda"], tmp=tmp, env=env)
+    check(p.stdout.startswith("no cuda") and traces(tmp) == [], f"a process without CUDA wrote {traces(tmp)}")
+    e = dict(os.environ, GPUSPY_DIR=tmp, GPUSPY_HOST_ALLOC_MIN="1M", LD_PRELOAD=LIB + ":" + HOST_LIB)
+    q = subprocess.run([sys.executable, "-c", "x = bytearray(10**7); print(len(x))"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(q.returncode == 0 and q.stdout == "10000000\n" and traces(tmp) == [],
+          f"python without CUDA: rc {q.returncode} {q.stdout!r}, files {traces(tmp)}")
+    for stacks in ("on", "0"):
+        run("prog_stacks", ["1", "early"], tmp=tmp, env=dict(env, GPUSPY_STACKS=stacks))
+        proc, _ = only_trace(tmp)
+        g = os.path.join(tmp, traces(tmp)[0])
+        ev, st = dump_stacks(g)
+        host = [(x["kind"], x["api"], x["bytes"]) for x in ev if x.get("mem") == "host"]
+        check(host == [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)], f"host events {host}")
+        check(ev[0]["mem"] == "host" and ev[0]["kind"] == "alloc" and
+              ev[0]["start_ns"] < next(x["start_ns"] for x in ev if x["api"] == "cudaMalloc"),
+              f"the early block is not first: {ev[:2]}")
+        check(ev[0]["tid"] == proc["pid"] and proc["dropped"] == 1 and proc["events"] == 5,
+              f"tid {ev[0]['tid']}, dropped {proc['dropped']}, events {proc['events']}")
+        copy = next(x for x in ev if x["kind"] == "copy")
+        check(copy["addr"] == ev[0]["addr"] and copy["host_mem"] == "pageable", f"copy {copy}")
+        if stacks == "on":
+            check([fn(f) for f in st[ev[0]["stack"]]][:2] == ["make_host_buffer", "main"],
+                  f"early stack {st.get(ev[0].get('stack'))}")
+            cp = report_json(g)["copy_sites"]
+            check([fn(f) for f in cp[0].get("host_alloc_stack", [])][:2] == ["make_host_buffer", "main"],
+                  f"the copy is not tied to its early buffer: {cp}")
+        else:
+            check("stack" not in ev[0], f"a stack with GPUSPY_STACKS=0: {ev[0]}")
+        os.unlink(g)
+    # A fork before the first CUDA call: the kept block is the parent's to
+    # write; the child's trace has its own calls only.
+    p = run("prog_stacks", ["1", "earlyfork"], tmp=tmp, env=env)
+    check(p.stdout == "parent 0 child 0\n" and len(traces(tmp)) == 2, f"{p.stdout!r} {traces(tmp)}")
+    procs = {}
+    for t in traces(tmp):
+        proc, ev = dump(os.path.join(tmp, t))
+        procs[proc["pid"]] = (proc["ppid"], sorted((x["kind"], x["bytes"]) for x in ev if x.get("mem") == "host"))
+        check(proc["dropped"] == 0 and any(x["kind"] == "copy" for x in ev), f"{t}: {proc['dropped']} dropped")
+    child = next((pid for pid, (ppid, _) in procs.items() if ppid in procs), None)
+    parent = next((pid for pid in procs if pid != child), None)
+    check(child and procs[parent][1] == [("alloc", 64 << 20), ("free", 64 << 20)] and procs[child][1] == [],
+          f"host events by process {procs}")

@@ -1,0 +1,416 @@
+# SPDX-License-Identifier: MIT
+"""Phases: NVTX ranges, the PyTorch helper's automatic phases, GPU time from CUDA events."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+
+
+
+def phases_of(ev):
+    return [(e["kind"], e["name"]) for e in ev if e["kind"] in ("phase_begin", "phase_end", "mark")]
+
+
+
+@test
+def nvtx_ranges_become_phases(tmp):
+    p = run("prog_nvtx", tmp=tmp)
+    check("levels 0 1" in p.stdout, f"NVTX push levels: {p.stdout}")
+    _, ev = only_trace(tmp)
+    B, N, M = "phase_begin", "phase_end", "mark"
+    check(phases_of(ev) == [(B, "outer"), (B, "inner"), (N, "inner"), (N, "outer"), (M, "checkpoint"),
+                            (B, "dom_range"), (N, "dom_range"), (B, "async_range"), (N, "async_range")],
+          f"phases {phases_of(ev)}")
+    o = report_json(tmp)
+    ph = {x["name"]: x["launch"]["count"] for x in o["phases"]}
+    check(ph == {"(no phase)": 1, "outer": 1, "inner": 1, "dom_range": 1, "async_range": 1},
+          f"launches by phase {ph}")
+
+
+
+@test
+def nvtx_filters_and_nesting(tmp):
+    B, N = "phase_begin", "phase_end"
+    cases = [
+        ({"GPUSPY_NVTX_NESTING": "outermost"},
+         [(B, "outer"), (N, "outer"), ("mark", "checkpoint"), (B, "dom_range"), (N, "dom_range"),
+          (B, "async_range"), (N, "async_range")]),
+        ({"GPUSPY_NVTX_DOMAINS": "mydomain"}, [(B, "dom_range"), (N, "dom_range")]),
+        ({"GPUSPY_NVTX_RANGES": "in*,async_*"}, [(B, "inner"), (N, "inner"), (B, "async_range"),
+                                                (N, "async_range")]),
+        ({"GPUSPY_NVTX": "0"}, []),
+        ({"GPUSPY_NVTX": "off"}, []),
+    ]
+    for env, want in cases:
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        run("prog_nvtx", tmp=tmp, env=env)
+        _, ev = only_trace(tmp)
+        check(phases_of(ev) == want, f"{env}: {phases_of(ev)}")
+
+
+
+@test
+def nvtx_user_injection_is_respected(tmp):
+    # A user's own NVTX tool keeps its place: gpuspy does not replace it.
+    run("prog_nvtx", tmp=tmp, env={"NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})
+    _, ev = only_trace(tmp)
+    check(phases_of(ev) == [] and len(ev) == 5, f"{len(ev)} events, phases {phases_of(ev)}")
+
+
+
+@test
+def phase_api_runs_without_gpuspy(tmp):
+    p = run("prog_train", ["2", "10"], tmp=tmp, preload=False)
+    check(p.stdout == "trained 2 steps\n" and traces(tmp) == [], "weak phase API changed the program")
+
+
+SYS_PY = "/usr/bin/python3"
+TORCH_LOOP = os.path.join(ROOT, "tests", "torch_loop.py")
+
+
+
+def torch_sequence(steps):
+    B, N = "phase_begin", "phase_end"
+    seq = []
+    for s in range(steps):
+        for name in ("data", "optimizer", "forward", "backward", "optimizer"):
+            seq += [(B, name, s), (N, name, s)]
+    return seq + [(B, "data", steps), (N, "data", steps)]
+
+
+
+@test
+def torch_phases_without_code_changes(tmp):
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([TORCH_LOOP, "3"], tmp)
+    check(p.returncode == 0 and p.stdout == "done 3 steps\n", f"{p.returncode} {p.stderr[-500:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    check(got == torch_sequence(3), f"torch phases {got}")
+    check(all(e["api"].startswith("torch_phase") for e in ev), "phases not from the torch hooks")
+    # The same through gpuspy run, with its report.
+    d = os.path.join(tmp, "run")
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--", SYS_PY, TORCH_LOOP, "2"], env=e,
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0 and "done 2 steps" in p.stdout, p.stderr[-500:])
+    for name in ("data", "forward", "backward", "optimizer"):
+        check(f"\n  {name} " in p.stdout, f"report lacks the {name} phase")
+    _, ev = only_trace(d)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    check(got == torch_sequence(2), f"torch phases via gpuspy run {got}")
+
+
+
+def spans(ev):
+    return sorted((e["name"], e["gpu_ns"], "legacy" if e["stream"] == 0 else "stream")
+                  for e in ev if e["kind"] == "gpu_span")
+
+
+
+@test
+def gpu_time_from_events(tmp):
+    """GPUSPY_CUPTI=events: each phase interval's GPU time on each stream it
+    used, from CUDA events at the boundaries (the double's kernels take
+    grid_x us of their stream's clock); per-thread streams are not timed;
+    the report and the JSON Lines round trip give the same sums."""
+    p = run("prog_events", env={"GPUSPY_CUPTI": "events"}, tmp=tmp)
+    check(p.stdout == "events done\n", p.stdout)
+    head, ev = only_trace(tmp)
+    check(head["gpu_timing"] == "events", head["gpu_timing"])
+    want = sorted([("multi", 10000, "stream"), ("multi", 20000, "stream"), ("multi", 5000, "legacy"),
+                   ("outer", 1000, "stream"), ("inner", 2000, "stream"), ("outer", 4000, "stream"),
+                   ("threaded", 7000, "stream")])
+    check(spans(ev) == want, f"spans {spans(ev)}")
+    gspy = os.path.join(tmp, traces(tmp)[0])
+    for path in (gspy, None):
+        if path is None:
+            path = os.path.join(tmp, "t.jsonl")
+            with open(path, "w") as f:
+                f.write(subprocess.run([GPUSPY, "dump", gspy], capture_output=True, text=True).stdout)
+        o = report_json(path)
+        check(o["timing"] == "events", o["timing"])
+        got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
+        check(got == {"(no phase)": (0, 0), "multi": (35000, 3), "outer": (5000, 2), "inner": (2000, 1),
+                      "threaded": (7000, 1)}, f"{path}: {got}")
+        check(o["gpu"]["devices"] == [{"device": 0, "span_ns": 49000, "spans": 7, "phases_span_ns": 49000,
+                                       "phases_spans": 7}], f"gpu {o.get('gpu')}")
+    p = subprocess.run([GPUSPY, "report", "--color", "never", gspy], capture_output=True, text=True)
+    check("  device 0: GPU spans 49.0 us of " in p.stdout and " in phases (7 intervals): busy at most "
+          in p.stdout and "outside phases" not in p.stdout and max(len(l) for l in p.stdout.splitlines()) <= 100,
+          p.stdout[-600:])
+    # The training loop: forward 10 x 64 us, backward 12 x 64 us, optimizer
+    # 32 us per step; data's copies take no GPU time.
+    d = os.path.join(tmp, "train")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100"], env={"GPUSPY_CUPTI": "events"}, tmp=d)
+    check(p.stdout == "trained 3 steps\n", p.stdout)
+    o = report_json(os.path.join(d, traces(d)[0]))
+    got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
+    check(got == {"(no phase)": (0, 0), "data": (0, 3), "forward": (3 * 640000, 3),
+                  "backward": (3 * 768000, 3), "optimizer": (3 * 32000, 3)}, f"prog_train {got}")
+    # A data-starved loop (20 ms of host work per step): the diagnosis adds
+    # the bound the events give, from the phases' spans and their time.
+    d = os.path.join(tmp, "starved")
+    os.makedirs(d)
+    run("prog_train", ["5", "20000"], env={"GPUSPY_CUPTI": "events"}, tmp=d)
+    o = report_json(os.path.join(d, traces(d)[0]))
+    ph = {x["name"]: x for x in o["phases"]}
+    spans_ns = sum(x["gpu_span_ns"] for n, x in ph.items() if n != "(no phase)")
+    check(spans_ns == 5 * (640000 + 768000 + 32000), f"spans {spans_ns}")
+    in_phases = o["duration_ns"] - ph["(no phase)"]["wall_ns"]
+    text = [x["text"] for x in o["diagnoses"] if x["id"] == "data_starvation"]
+    want = f"CUDA events: the GPU worked at most {100 * spans_ns / in_phases:.0f}% of that time"
+    check(len(text) == 1 and want in text[0], f"{want!r} not in {text}")
+    # Read back in batches: 1000 intervals on one stream take a few binary
+    # searches of cuEventQuery (the double's GPU is one event behind), not
+    # a query or more per interval.
+    d = os.path.join(tmp, "loop")
+    os.makedirs(d)
+    p = run("prog_events", ["loop", "1000"], env={"GPUSPY_CUPTI": "events", "FAKECUDA_STATS": "1"}, tmp=d)
+    check(p.stdout == "loop done\n", p.stdout)
+    check(spans(only_trace(d)[1]) == [("loop", 1000, "stream")] * 1000, "1000 spans of 1 us")
+    queries = int(re.search(r"fakecuda: (\d+) event queries", p.stderr)[1])
+    check(queries <= 250, f"{queries} event queries for 1000 intervals")
+    # Off by default.
+    d = os.path.join(tmp, "off")
+    os.makedirs(d)
+    run("prog_events", tmp=d)
+    check(spans(only_trace(d)[1]) == [], "gpu_span records without GPUSPY_CUPTI=events")
+    if not SANITIZED:  # gpuspy run puts libgpuspy before the sanitizer runtime
+        e = dict(os.environ)
+        e.pop("LD_PRELOAD", None)
+        p = subprocess.run([GPUSPY, "run", "--dir", os.path.join(tmp, "r"), "--cupti", "events",
+                            "--no-report", "--", "sh", "-c", "echo $GPUSPY_CUPTI"], env=e,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.stdout == "events\n", f"gpuspy run --cupti events: {p.stdout!r} {p.stderr!r}")
+
+
+
+@test
+def gpu_time_from_events_failures(tmp):
+    """Events that cannot be recorded: the program runs unchanged, nothing
+    is timed, one warning at exit says how many intervals were not. A
+    stream being captured into a graph gets no event."""
+    p = run("prog_events", env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0",
+                                "FAKECUDA_FAIL": "cuEventRecord:999"}, tmp=tmp)
+    check(p.stdout == "events done\n", p.stdout)
+    lines = [l for l in p.stderr.splitlines() if "GPUSPY_CUPTI=events" in l]
+    check(lines == ["gpuspy: GPUSPY_CUPTI=events: 7 phase intervals could not be timed on the GPU"],
+          f"stderr {p.stderr!r}")
+    check(spans(only_trace(tmp)[1]) == [], "spans recorded although no event could be")
+    q = run("prog_events", preload=False, tmp=tmp)
+    check(q.stdout == p.stdout, "output differs from the untraced run")
+    # More streams than gpuspy follows: the first 64 are timed, one warning.
+    d = os.path.join(tmp, "many")
+    os.makedirs(d)
+    p = run("prog_events", ["many"], env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0"}, tmp=d)
+    check(p.stdout == "many done\n", p.stdout)
+    check(p.stderr.count("more than 64 streams") == 1, f"stderr {p.stderr!r}")
+    check(spans(only_trace(d)[1]) == [("many", 1000, "stream")] * 64, "64 streams timed")
+    # A stream being captured into a graph is left alone (s1 is 0x7010).
+    d = os.path.join(tmp, "capture")
+    os.makedirs(d)
+    run("prog_events", env={"GPUSPY_CUPTI": "events", "FAKECUDA_CAPTURING": "0x7010"}, tmp=d)
+    got = spans(only_trace(d)[1])
+    check(got == sorted([("multi", 20000, "stream"), ("multi", 5000, "legacy"), ("threaded", 7000, "stream")]),
+          f"spans with s1 capturing {got}")
+
+
+
+@test
+def torch_forward_hooks_learned(tmp):
+    """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS
+    steps only; then the model it saw begin forward carries the hook, and
+    the phases stay the same."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    for learn, hooks in (("", "global 0 model 1"), ("2", "global 0 model 1"), ("9", "global 1 model 0"),
+                         ("0", "global 1 model 0"), ("x", "global 0 model 1"), ("-1", "global 0 model 1")):
+        d = os.path.join(tmp, "learn" + learn)
+        os.makedirs(d)
+        p = run_py([TORCH_LOOP, "5", "-1", "hooks"], d, env={"GPUSPY_TORCH_LEARN_STEPS": learn} if learn else {})
+        check(p.returncode == 0 and p.stdout == f"done 5 steps\nhooks {hooks}\n", f"learn {learn!r}: {p.stdout!r}")
+        warned = f"GPUSPY_TORCH_LEARN_STEPS={learn} is not a number (0 or more); using 3" in p.stderr
+        check(warned == (learn in ("x", "-1")), f"learn {learn!r}: {p.stderr!r}")
+        _, ev = only_trace(d)
+        got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+        check(got == torch_sequence(5), f"learn {learn!r}: torch phases {got}")
+
+
+
+@test
+def torch_forward_hooks_relearn_each_pass(tmp):
+    """Each new pass over a DataLoader watches every module call again until
+    GPUSPY_TORCH_LEARN_STEPS steps later: a second model first used in a
+    validation pass after learning still begins forward, and both models
+    carry the hook afterwards."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([os.path.join(ROOT, "tests", "torch_two_models.py")], tmp,
+               env={"GPUSPY_TORCH_LEARN_STEPS": "2"})
+    check(p.returncode == 0 and p.stdout == "hooks global 0 a 1 b 1\ndone\n", f"{p.stdout!r} {p.stderr[-300:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    B, N = "phase_begin", "phase_end"
+
+    def train(s):
+        return [(B, "data", s), (N, "data", s), (B, "optimizer", s), (N, "optimizer", s),
+                (B, "forward", s), (N, "forward", s), (B, "backward", s), (N, "backward", s),
+                (B, "optimizer", s), (N, "optimizer", s)]
+
+    def val(s):  # B's pass: the lazy data phase of the ended pass's last
+        # next() runs on into the first batch, then B's forward per batch
+        return [(B, "data", s), (N, "data", s), (B, "forward", s), (N, "forward", s)] * 3
+    want = train(0) + train(1) + train(2) + val(3) + train(3) + train(4) + train(5) + val(6) + \
+        [(B, "data", 6), (N, "data", 6)]
+    check(got == want, f"phases {got}")
+
+
+
+@test
+def torch_pause_resume(tmp):
+    """gpuspy_torch.pause()/resume() around step 1's body: its phases are not
+    recorded, the open data phase is closed first, the module hook is off
+    while paused (module calls take PyTorch's fast path) and back after."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    p = run_py([TORCH_LOOP, "3", "1"], tmp)
+    check(p.returncode == 0 and p.stdout == "paused hooks 0\nresumed hooks 1\ndone 3 steps\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e.get("step")) for e in ev if e["kind"].startswith(("phase", "mark"))]
+    full = torch_sequence(3)
+    want = full[:10] + [full[10], ("phase_end", "data", 1), ("mark", "(paused)", None),
+                        ("mark", "(resumed)", None)] + full[20:]
+    check(got == want, f"phases around a pause {got}")
+
+
+
+@test
+def torch_helper_phase_call_is_a_builtin(tmp):
+    """The helper calls libgpuspy through a METH_FASTCALL builtin
+    (gpuspy_torch_fast), not ctypes: a good call records its phase and step;
+    calls it cannot read (wrong types, counts, a negative step) return None,
+    raise nothing and record nothing."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    script = ("import gpuspy_torch as g\n"
+              "f = g._lib.gpuspy_torch_phase\n"
+              "print(type(g._lib).__name__, type(f).__name__)\n"
+              "print([f(*a) for a in ((b'x', 7, 1), ('x', 1, 1), (b'x', 'a', 1), (b'x',), (), "
+              "(b'x', -1, 1), (b'x', 1, None), (b'x', 2**64, 1), (b'x', 7, 0))])\n")
+    p = run_py(["-c", script], tmp)
+    check(p.returncode == 0 and p.stdout == "_Fast builtin_function_or_method\n" + repr([None] * 9) + "\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e.get("step")) for e in ev]
+    check(got == [("phase_begin", "x", 7), ("phase_end", "x", 7)], f"recorded {got}")
+
+
+
+@test
+def torch_helper_builtins_and_python_version_agree(tmp):
+    """The helper's per-call work (wrappers, the models' hook, the phase
+    state) runs in libgpuspy's builtins when the process has the Python C
+    API: after learning, the model's hook is the builtin; the phases, steps
+    and order are those of the helper's Python version (forced by
+    bench/helper_probe, GPUSPY_PROBE=python), over 5 steps and a pause. The
+    call builtin refuses a bad call with TypeError, passes the wrapped
+    function's exception and result through, still counts a step that
+    raised, and records one phase for nested calls of one thread."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    probe = {"PYTHONPATH": os.path.join(ROOT, "bench", "helper_probe")}
+    seqs = {}
+    for mode in ("builtins", "python"):
+        d = os.path.join(tmp, mode)
+        os.makedirs(d)
+        env = dict(probe, GPUSPY_PROBE="python") if mode == "python" else probe
+        p = run_py(["-c", "import sys, gpuspy_torch as g; sys.argv = ['x', '5', '2', 'hooks']; "
+                    f"exec(open({TORCH_LOOP!r}).read()); "
+                    "print(type(model._forward_pre_hooks[next(iter(model._forward_pre_hooks))]).__name__, "
+                    "g._C is None)"], d, env=env)
+        want_hook = "builtin_function_or_method False" if mode == "builtins" else "function True"
+        check(p.returncode == 0 and p.stdout.splitlines() == [
+            "paused hooks 0", "resumed hooks 0", "done 5 steps", "hooks global 0 model 1", want_hook],
+            f"{mode}: {p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+        _, ev = only_trace(d)
+        seqs[mode] = [(e["kind"], e["name"], e.get("step")) for e in ev
+                      if e["kind"].startswith(("phase", "mark"))]
+    check(seqs["builtins"] == seqs["python"] and len(seqs["python"]) == 46,
+          f"builtins {seqs['builtins']} vs python {seqs['python']}")
+    script = ("import gpuspy_torch as g\n"
+              "c = g._C\n"
+              "for a in ((), (print,), (print, 9, (), {}), (print, 'x', (), {}), (print, 0, (), {}, 1, 2)):\n"
+              "    try:\n"
+              "        c.call(*a); print('no error', a)\n"
+              "    except TypeError as e:\n"
+              "        print('TypeError')\n"
+              "def bad(): raise ValueError('boom')\n"
+              "try:\n"
+              "    c.call(bad, 3 | 0x20, (), {})\n"
+              "except ValueError as e:\n"
+              "    print('raised', e, c.ctl(0, 0))\n"
+              "inner = lambda x, y=0: x + y\n"
+              "outer = lambda x: c.call(inner, 2, (x,), {'y': 1})\n"
+              "print(c.call(outer, 2, (41,), {}), c.ctl(0, 0), c.ctl(4, 0))\n"
+              "c.ctl(3, 0); print(c.ctl(4, 0)); c.ctl(2, 0); print(c.ctl(4, 0))\n")
+    d = os.path.join(tmp, "calls")
+    os.makedirs(d)
+    p = run_py(["-c", script], d)
+    check(p.returncode == 0 and p.stdout.splitlines() == ["TypeError"] * 5 + ["raised boom 1", "42 1 0", "1", "0"],
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    _, ev = only_trace(d)
+    got = [(e["kind"], e["name"], e.get("step")) for e in ev]
+    check(got == [("phase_begin", "optimizer", 0), ("phase_end", "optimizer", 0),
+                  ("phase_begin", "backward", 1), ("phase_end", "backward", 1),
+                  ("phase_begin", "data", 1), ("phase_end", "data", 1)], f"recorded {got}")
+
+
+
+@test
+def torch_hooks_opt_out_and_chain(tmp):
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    for off in ("0", "off"):
+        p = run_py([TORCH_LOOP, "2"], tmp, env={"GPUSPY_TORCH": off})
+        check(p.returncode == 0 and traces(tmp) == [], f"GPUSPY_TORCH={off} still recorded phases")
+    user = os.path.join(tmp, "user")
+    os.makedirs(user)
+    with open(os.path.join(user, "sitecustomize.py"), "w") as f:
+        f.write("import sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+    code = ("import os, sys, torch; print(os.environ.get('PYTHONPATH')); "
+            f"print(any(os.path.abspath(p) == {os.path.join(ROOT, 'python')!r} for p in sys.path)); "
+            "torch.nn.Linear(2, 2)(torch.zeros(1, 2))")
+    p = run_py(["-c", code], tmp, env={"PYTHONPATH": user})
+    check(p.returncode == 0 and "user sitecustomize ran" in p.stderr, f"user sitecustomize: {p.stderr}")
+    check(p.stdout.splitlines() == [user, "False"], f"PYTHONPATH/sys.path not restored: {p.stdout}")
+    _, ev = only_trace(tmp)
+    check(phases_of(ev) == [("phase_begin", "forward"), ("phase_end", "forward")],
+          f"forward phase missing with a user sitecustomize: {phases_of(ev)}")
+    # Not Python: nothing changes.
+    e = dict(os.environ, LD_PRELOAD=LIB, PYTHONPATH="/x", GPUSPY_DIR=tmp)
+    p = subprocess.run(["/bin/sh", "-c", "echo $PYTHONPATH"], env=e, capture_output=True, text=True)
+    check(p.stdout == "/x\n", "PYTHONPATH changed in a process that is not Python")

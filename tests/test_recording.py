@@ -1,0 +1,396 @@
+# SPDX-License-Identifier: MIT
+"""The recording: threads, drops, kills, forks, signals, trace directories, the flight recorder, process life cycles, the file format read back."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_cupti import CUPTI_ENV
+
+
+
+@test
+def threads_8_recorded_plus_dropped_equals_issued(tmp):
+    run("prog_threads", ["8", "40000"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    proc, ev = only_trace(tmp)
+    check(proc["dropped"] > 0, "a 1 MiB buffer should have dropped events")
+    check(len(ev) + proc["dropped"] == 320000,
+          f"recorded {len(ev)} + dropped {proc['dropped']} != issued 320000")
+    check(proc["events"] == len(ev), "process line's event count is wrong")
+
+
+
+@test
+def threads_8_nothing_dropped_with_room(tmp):
+    run("prog_threads", ["8", "10000"], tmp=tmp)
+    proc, ev = only_trace(tmp)
+    check(proc["dropped"] == 0 and len(ev) == 80000, f"{len(ev)} events, {proc['dropped']} dropped")
+    check(proc["threads"] == 8, f"{proc['threads']} threads recorded")
+    per = {}
+    for e in ev:
+        per[e["tid"]] = per.get(e["tid"], 0) + 1
+    check(sorted(per.values()) == [10000] * 8, f"per-thread counts {sorted(per.values())}")
+    starts = [e["start_ns"] for e in ev]
+    check(starts == sorted(starts), "events are not in start-time order")
+
+
+
+@test
+def sigkill_keeps_every_committed_event(tmp):
+    run("prog_kill", ["5000"], tmp=tmp, expect_rc=-9)
+    proc, ev = only_trace(tmp)
+    check(proc["clean_exit"] is False and proc["state"] == "running or killed",
+          f"state {proc['state']}")
+    check(len(ev) == 5000, f"{len(ev)} of 5000 events survived SIGKILL")
+    check([e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(5000)],
+          "events out of order or altered")
+
+
+
+@test
+def fork_child_writes_its_own_file(tmp):
+    p = run("prog_fork", tmp=tmp)
+    parent, child = [int(x) for x in p.stdout.split()[1::2]]
+    files = traces(tmp)
+    check(len(files) == 2, f"expected two trace files, found {files}")
+    by_pid = {}
+    for f in files:
+        proc, ev = dump(os.path.join(tmp, f))
+        by_pid[proc["pid"]] = (proc, ev)
+    check(set(by_pid) == {parent, child}, f"pids {set(by_pid)} != {parent, child}")
+    pe = [e["kind"] for e in by_pid[parent][1]]
+    check(pe == ["alloc"] * 3 + ["memset"] * 2, f"parent events {pe}")
+    ce = by_pid[child][1]
+    check([e["name"] for e in ce] == ["child_kernel"] * 5, f"child events {ce}")
+    check(by_pid[child][0]["ppid"] == parent, "child's ppid is wrong")
+
+
+
+@test
+def disabled_records_nothing(tmp):
+    same_output("prog_rt_dyn", tmp, env={"GPUSPY_DISABLE": "1"})
+    check(traces(tmp) == [], "GPUSPY_DISABLE=1 still wrote a trace")
+
+
+
+@test
+def no_cuda_use_no_file(tmp):
+    e = dict(os.environ, LD_PRELOAD=PRELOAD_PREFIX + LIB, GPUSPY_DIR=tmp)
+    p = subprocess.run(["/bin/sh", "-c", "echo hello"], env=e, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.stdout == "hello\n" and p.returncode == 0, "a non-CUDA program changed")
+    check(traces(tmp) == [], "a process without CUDA calls wrote a trace")
+
+
+
+@test
+def rank_in_file_name(tmp):
+    run("prog_dlsym", tmp=tmp, env={"RANK": "3", "LOCAL_RANK": "1"})
+    t = traces(tmp)
+    check(len(t) == 1 and t[0].endswith("-r3.gspy"), f"file name {t}")
+    proc, _ = dump(os.path.join(tmp, t[0]))
+    check(proc["rank"] == 3 and proc["local_rank"] == 1, "rank not in the header")
+
+
+
+@test
+def dump_format_types(tmp):
+    run("prog_drv", tmp=tmp)
+    t = traces(tmp)[0]
+    p = subprocess.run([GPUSPY, "dump", os.path.join(tmp, t)], capture_output=True, text=True)
+    first = json.loads(p.stdout.splitlines()[0])
+    for k in ("format_version", "pid", "host", "rank", "command", "dropped", "clean_exit"):
+        check(k in first, f"process line lacks {k}")
+    check(first["format_version"] == 2 and "prog_drv" in first["command"], "process line values")
+    for line in p.stdout.splitlines()[1:]:
+        e = json.loads(line)
+        if e["type"] == "stack":  # {"type": "stack", "id": N, "frames": [strings]}
+            check(isinstance(e["id"], int) and e["frames"] and all(isinstance(f, str) for f in e["frames"]),
+                  f"stack line: {e}")
+            continue
+        for k in ("kind", "api", "tid", "start_ns", "end_ns", "result"):
+            check(k in e, f"event lacks {k}: {e}")
+        for k in ("start_ns", "end_ns", "result", "tid"):
+            check(isinstance(e[k], int), f"{k} is not an integer: {e}")
+        check(e["end_ns"] >= e["start_ns"], "end before start")
+
+
+
+@test
+def reader_rejects_bad_files(tmp):
+    run("prog_dlsym", tmp=tmp)
+    good_path = os.path.join(tmp, traces(tmp)[0])
+    good = open(good_path, "rb").read()
+    cases = {
+        "empty": (b"", "empty file"),
+        "short": (good[:100], "truncated header"),
+        "magic": (b"NOTGSPY!" + good[8:8192], "bad magic"),
+        "unfinished": (bytes(8192), "before gpuspy finished creating the file"),
+        "newer": (good[:8] + (99).to_bytes(4, "little") + good[12:8192], "newer"),
+        "sizes": (good[:16] + (12345).to_bytes(4, "little") + good[20:8192], "corrupt header"),
+    }
+    for name, (data, what) in cases.items():
+        path = os.path.join(tmp, f"bad-{name}.gspy")
+        write(path, data)
+        p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=10)
+        err = p.stderr.strip()
+        check(p.returncode != 0, f"{name}: exit 0")
+        check(len(err.splitlines()) == 1 and err.startswith("gpuspy: error: ") and path in err
+              and what in err, f"{name}: message {err!r}")
+    # A file cut inside its records yields the complete ones and says so.
+    cut = os.path.join(tmp, "cut.gspy")
+    hdr_end = 4096 + STRTAB
+    write(cut, good[:hdr_end + 64 + 30])  # inside the first chunk's packed records
+    p = subprocess.run([GPUSPY, "dump", cut], capture_output=True, text=True, timeout=10)
+    whole = [l for l in subprocess.run([GPUSPY, "dump", good_path], capture_output=True,
+                                       text=True).stdout.splitlines() if '"type":"event"' in l]
+    got = [l for l in p.stdout.splitlines() if '"type":"event"' in l]
+    check(p.returncode == 0 and 1 <= len(got) < len(whole) and got == whole[:len(got)],
+          f"cut file: {len(got)} of {len(whole)} events, not a prefix: {p.stdout!r}")
+    check("truncated" in p.stderr, "cut file not reported as truncated")
+
+
+
+@test
+def gpuspy_threads_take_no_signal(tmp):
+    """gpuspy's threads (prefault; with CUPTI the flusher) are created with
+    every signal blocked: a signal sent to the process while its only
+    thread blocks it stays pending, and its handler then runs on that
+    thread, as without gpuspy."""
+    want = "trained 3 steps\nstill pending 1\nhandled by the main thread 1\n"
+    for env in ({}, CUPTI_ENV):
+        p = run("prog_train", ["3", "100", "signal"], env=env, tmp=tmp)
+        check(p.stdout == want, f"{env}: {p.stdout!r}")
+    check(run("prog_train", ["3", "100", "signal"], preload=False, tmp=tmp).stdout == want, "untraced run")
+
+
+
+@test
+def crashes_are_reported_and_unchanged(tmp):
+    """Each way of dying: same exit status and output as without gpuspy, every
+    committed event kept, and the trace says how the process ended."""
+    cases = {"segv": -11, "abort": -6, "fpe": -8, "term": -15, "chain-after": -11,
+             "recover-before": 0, "recover-after": 0}
+    for mode, status in cases.items():
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        a = run("prog_crash", [mode], tmp=tmp, preload=False, expect_rc=status)
+        b = run("prog_crash", [mode], tmp=tmp, preload=True, expect_rc=status)
+        check(a.stdout == b.stdout, f"{mode}: output differs: {a.stdout!r} vs {b.stdout!r}")
+        proc, ev = only_trace(tmp)
+        launches = sum(1 for e in ev if e["kind"] == "launch")
+        if status:
+            check(proc["state"] == "signaled" and proc["exit_signal"] == -status,
+                  f"{mode}: state {proc['state']} signal {proc.get('exit_signal')}")
+            check(launches == 100, f"{mode}: {launches} of 100 launches kept")
+        else:
+            check(proc["state"] == "exited" and launches == 101 and "recovered" in b.stdout,
+                  f"{mode}: recovered process recorded as {proc['state']} with {launches} launches")
+    h = subprocess.run([GPUSPY, "report", tmp], capture_output=True, text=True)
+    check("exited cleanly" in h.stdout, "report of the last case")
+    run("prog_crash", ["abort"], tmp=tmp, expect_rc=-6)
+    p = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check("died of a signal" in p.stdout and "signal 6" in p.stdout, "report does not say how it died")
+
+
+
+@test
+def unsafe_trace_directories_are_refused(tmp):
+    real = os.path.join(tmp, "real")
+    os.makedirs(real)
+    link = os.path.join(tmp, "link")
+    os.symlink(real, link)
+    open_dir = os.path.join(tmp, "open")
+    os.makedirs(open_dir)
+    os.chmod(open_dir, 0o777)
+    for d, what in ((link, "symbolic link"), (open_dir, "writable by anyone")):
+        a = run("prog_rt_dyn", tmp=d, preload=False)
+        b = run("prog_rt_dyn", tmp=d, env={"GPUSPY_QUIET": ""})
+        check(a.stdout == b.stdout and a.returncode == b.returncode, f"{what}: the program changed")
+        err = b.stderr.strip().splitlines()
+        check(len(err) == 1 and what in err[0] and err[0].startswith("gpuspy: "), f"{what}: {err}")
+        check(traces(real) == [] and traces(open_dir) == [], f"{what}: a trace was written")
+    os.chmod(open_dir, 0o1777)  # sticky, like /tmp: accepted
+    run("prog_rt_dyn", tmp=open_dir)
+    check(len(traces(open_dir)) == 1, "a sticky world-writable directory was refused")
+    t = os.path.join(open_dir, traces(open_dir)[0])
+    check(os.stat(t).st_mode & 0o777 == 0o600, f"trace mode {oct(os.stat(t).st_mode)}")
+
+
+
+@test
+def flight_recorder_keeps_the_newest(tmp):
+    """GPUSPY_MODE=ring: a 1 MiB buffer (16 chunks of 64 KiB) keeps the
+    newest events, contiguous up to the SIGKILL, and counts the rest."""
+    n = 300000
+    run("prog_kill", [str(n)], tmp=tmp, expect_rc=-9, env={"GPUSPY_MODE": "ring", "GPUSPY_BUFFER_MB": "1"})
+    proc, ev = only_trace(tmp)
+    k = len(ev)
+    check(proc["mode"] == "ring" and 15 * 1023 <= k < n, f"{k} events kept")
+    check(proc["overwritten"] + k == n and proc["dropped"] == 0,
+          f"overwritten {proc['overwritten']} + kept {k} != {n}")
+    check([e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(n - k, n)],
+          "the kept events are not the newest, in order")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check(f"the {n - k} oldest events were overwritten" in h.stdout, "report does not say what was overwritten")
+
+
+
+def all_traces(tmp):
+    out = {}
+    for f in traces(tmp):
+        proc, ev = dump(os.path.join(tmp, f))
+        out.setdefault(proc["pid"], []).append((proc, ev))
+    return out
+
+
+
+@test
+def process_life_cycles(tmp):
+    def fresh():
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+    # _exit: no exit handler runs; every committed event is there.
+    fresh()
+    run("prog_life", ["_exit"], tmp=tmp, expect_rc=3)
+    proc, ev = only_trace(tmp)
+    check(len(ev) == 10 and proc["state"] == "running or killed", f"_exit: {len(ev)} {proc['state']}")
+    # exit() from another thread while main launches.
+    fresh()
+    run("prog_life", ["thread-exit"], tmp=tmp, expect_rc=5)
+    proc, ev = only_trace(tmp)
+    check(proc["state"] == "exited" and len(ev) == proc["events"] > 0, "thread-exit")
+    # exec: the old image keeps its 5 events, the new one writes its own file.
+    fresh()
+    run("prog_life", ["exec"], tmp=tmp)
+    t = all_traces(tmp)
+    check(len(t) == 1, f"exec: pids {list(t)}")
+    files = sorted(t.values())[0]
+    counts = sorted((len(ev), proc["state"]) for proc, ev in files)
+    check(counts == [(4, "exited"), (5, "running or killed")], f"exec: {counts}")
+    # posix_spawn and vfork + exec: the child has its own file.
+    for mode in ("spawn", "vfork"):
+        fresh()
+        p = run("prog_life", [mode], tmp=tmp)
+        child = int(p.stdout.split()[1])
+        t = all_traces(tmp)
+        check(len(t) == 2 and child in t, f"{mode}: pids {list(t)}")
+        check(len(t[child][0][1]) == 4, f"{mode}: child events {len(t[child][0][1])}")
+        parent = [pid for pid in t if pid != child][0]
+        check(len(t[parent][0][1]) == 2, f"{mode}: parent events {len(t[parent][0][1])}")
+
+
+
+@test
+def load_64_threads_with_dlopen(tmp):
+    """64 threads x 1 M launches into a 64 MiB buffer, while another thread
+    dlopens, looks up and dlcloses the runtime: no deadlock, exact counts."""
+    per = 100000 if SANITIZED else 1000000  # sanitizers: the same shape, smaller
+    mb = 4 if SANITIZED else 64
+    p = run("prog_load", ["64", str(per)], tmp=tmp, env={"GPUSPY_BUFFER_MB": str(mb)})
+    check(p.stdout.strip() == f"issued {64 * per} lookups yes", p.stdout)
+    proc = report_json(tmp)
+    check(proc["events"] + proc["dropped"] == 64 * per,
+          f"recorded {proc['events']} + dropped {proc['dropped']} != {64 * per}")
+    cap = (mb << 20) // (64 << 10) * 1023  # as many 64-byte records: packed ones are smaller
+    check(proc["dropped"] > 0 and proc["events"] >= cap - 64 * 1023, f"{proc['events']} recorded")
+
+
+
+@test
+def bad_trace_directory_leaves_the_program_alone(tmp):
+    for d in ("/nonexistent/gpuspy-dir", "/proc"):
+        a = run("prog_rt_dyn", tmp=d, preload=False)
+        b = run("prog_rt_dyn", tmp=d, env={"GPUSPY_QUIET": ""})
+        check(a.stdout == b.stdout and a.returncode == b.returncode, f"{d}: the program changed")
+        err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
+        check(len(err) == 1 and "tracing off" in err[0], f"{d}: {b.stderr!r}")
+
+
+
+@test
+def full_disk_leaves_the_program_alone(tmp):
+    """ENOSPC when the trace file is sized: one warning, no trace, no change."""
+    mnt = os.path.join(tmp, "small")
+    os.makedirs(mnt)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if m.returncode:
+        raise Skip(f"cannot mount a small tmpfs here: {m.stderr.strip()}")
+    try:
+        a = run("prog_rt_dyn", tmp=mnt, preload=False)
+        b = run("prog_rt_dyn", tmp=mnt, env={"GPUSPY_QUIET": "", "GPUSPY_BUFFER_MB": "8"})
+        check(a.stdout == b.stdout and a.returncode == b.returncode, "the program changed on a full disk")
+        err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
+        check(len(err) == 1 and "No space left" in err[0], f"warning: {b.stderr!r}")
+        check(traces(mnt) == [], "a partial trace was left on the full disk")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+
+@test
+def secure_execution_is_left_alone(tmp):
+    """A setuid program run by another user: the loader ignores a preload
+    path in secure mode and gpuspy checks AT_SECURE itself; nothing is written."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        raise Skip("needs root and setpriv to make a setuid run")
+    if SANITIZED:
+        raise Skip("the setuid run is about the loader, not gpuspy's code")
+    exe = os.path.join(tmp, "echo_setuid")
+    shutil.copy("/bin/echo", exe)
+    os.chmod(tmp, 0o1777)
+    os.chmod(exe, 0o4755)
+    e = dict(os.environ, LD_PRELOAD=LIB, GPUSPY_DIR=tmp)
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", exe, "hello"]
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=TIMEOUT)
+    q = subprocess.run(cmd, env=dict(e, LD_PRELOAD=""), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.stdout == q.stdout == "hello\n" and p.returncode == q.returncode == 0,
+          f"the setuid program changed: {p.stdout!r} {p.stderr!r}")
+    check(traces(tmp) == [], "gpuspy wrote a trace in a secure-execution process")
+
+
+
+@test
+def python_faulthandler_keeps_working(tmp):
+    """Python's faulthandler, enabled before gpuspy installs its handlers (at
+    the first event) and after: its report and the death by SIGSEGV are as
+    without gpuspy, and the trace keeps the signal."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    code = ("import ctypes, faulthandler, sys\n"
+            "if sys.argv[1] == 'after': faulthandler.enable()\n"
+            "ctypes.CDLL(None).gpuspy_mark(b'x') if hasattr(ctypes.CDLL(None), 'gpuspy_mark') else None\n"
+            "if sys.argv[1] == 'late': faulthandler.enable()\n"
+            "ctypes.string_at(0)\n")
+    for when, flags in (("before", ["-X", "faulthandler"]), ("late", [])):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        args = [*flags, "-c", code, when]
+        a = run_py(args, tmp, preload=False)
+        b = run_py(args, tmp, env={"GPUSPY_TORCH": "0"})
+        check(a.returncode == b.returncode == -11, f"{when}: exit {a.returncode} / {b.returncode}")
+        check("Fatal Python error: Segmentation fault" in b.stderr, f"{when}: faulthandler silent: {b.stderr[-300:]}")
+        proc, ev = only_trace(tmp)
+        sig = proc.get("exit_signal") or proc.get("signal_seen")
+        check(sig == 11 and [e["name"] for e in ev] == ["x"], f"{when}: trace {proc['state']} {sig}")
+
+
+
+@test
+def pause_and_resume(tmp):
+    """gpuspy_pause()/gpuspy_resume(): the calls in between are not recorded,
+    each leaves its mark, the program's output is the same with and without
+    libgpuspy (the weak symbols are null without it)."""
+    a = run("prog_stacks", ["1", "pause"], tmp=tmp, preload=False)
+    b = run("prog_stacks", ["1", "pause"], tmp=tmp)
+    check(a.stdout == b.stdout == "paused run done\n", f"output {a.stdout!r} / {b.stdout!r}")
+    _, ev = only_trace(tmp)
+    seq = [e["kind"] if e["kind"] != "mark" else e["name"] for e in ev]
+    check(seq == ["alloc", "free"] * 3 + ["(paused)", "(resumed)"] + ["alloc", "free"] * 2,
+          f"events {seq}")

@@ -1,0 +1,537 @@
+# SPDX-License-Identifier: MIT
+"""The report: goldens, phases, diagnoses and their wording, GPU timing arithmetic, hostile input, the examples."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+
+
+
+def phase_event(begin, t, name, step):
+    """A phase_begin or phase_end event of thread 7 at t, for write_jsonl."""
+    return {"kind": "phase_begin" if begin else "phase_end", "api": "gpuspy_phase_push" if begin
+            else "gpuspy_phase_pop", "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0,
+            "name": name, "step": step}
+
+
+
+def write_jsonl(path, events, timing="none", threads=1, frames=None):
+    """A made-up trace in the dump's JSON Lines form: a process (pid 7)
+    with GPU timing `timing`, its stacks ({id: [frames]}) and its events
+    (dicts without "type")."""
+    proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+            "local_rank": -1, "command": "t", "events": len(events), "dropped": 0, "mode": "drop",
+            "overwritten": 0, "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0,
+            "used_bytes": 0, "threads": threads, "start_realtime_ns": 1, "start_ns": 1000, "gpu_timing": timing,
+            "device_mem": [1 << 30], "clock": "tsc"}
+    lines = [json.dumps(proc)]
+    lines += [json.dumps({"type": "stack", "id": k, "frames": v}) for k, v in (frames or {}).items()]
+    lines += [json.dumps(dict(type="event", **e)) for e in events]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+
+@test
+def golden_reports(tmp):
+    gold = os.path.join(ROOT, "tests", "golden")
+    for f in sorted(os.listdir(gold)):
+        if not f.endswith(".jsonl"):
+            continue
+        rel = os.path.join("tests", "golden", f)
+        for args, ext in ((["--color", "never"], ".report.txt"), (["--json"], ".report.json")):
+            p = subprocess.run([GPUSPY, "report", *args, rel], capture_output=True, text=True,
+                               timeout=TIMEOUT, cwd=ROOT)
+            check(p.returncode == 0, f"report {rel} failed: {p.stderr.strip()}")
+            want = os.path.join(gold, f[:-len(".jsonl")] + ext)
+            got = os.path.join(tmp, "got" + ext)
+            with open(got, "w") as g:
+                g.write(p.stdout)
+            d = subprocess.run(["diff", "-u", want, got], capture_output=True, text=True)
+            check(d.returncode == 0, f"{rel} {' '.join(args)} differs from {want}:\n{d.stdout[:3000]}")
+
+
+
+def strip_files(o):
+    for p in o["processes"]:
+        p.pop("file")
+    return o
+
+
+
+@test
+def call_sites_shown_apart(tmp):
+    """Sites listed together that share their five innermost frames (a
+    library's allocator) each show, after those five and "...", the first
+    frame that tells them apart, however deep: of the five listed, two
+    sharing 15, and one whose 9 frames all begin those (its hidden four
+    still marked "..."); a site whose first five differ from every other's
+    shows only them, and so does one that shares 7 frames only with a site
+    not listed (the sixth by bytes)."""
+    inner = [f"alloc_inner_{k} (lib.c:{k})" for k in range(7)]
+    deep = [f"deep_{k} (d.c:{k})" for k in range(15)]
+    stacks = {1: inner + ["site_a (a.c:1)", "main (a.c:9)"], 2: inner + ["site_b (b.c:2)", "main (b.c:9)"],
+              3: deep + ["x (d.c:99)"], 4: deep + ["y (d.c:98)", "z (d.c:97)"], 6: deep[:9],
+              5: ["own_0 (o.c:1)", "main (o.c:2)"]}
+    # site k allocates 2^(20+k) bytes: by bytes, 6 5 4 3 2 (top five)
+    path = write_jsonl(os.path.join(tmp, "sites.jsonl"), [
+        {"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000 * k, "end_ns": 1000 * k + 100,
+         "result": 0, "stack": k, "bytes": 1 << (20 + k), "mem": "device", "addr": 4096 * k, "device": 0}
+        for k in stacks], frames=stacks)
+    out = report_text(path)
+    got = out[out.index("  Allocation sites by bytes\n"):]
+    got = got[:got.index("  Allocation sites by count\n")].splitlines()[1:]
+    five = lambda frames: [f"      {'from' if k else 'at'} {frames[k]}" for k in range(5)]
+    want = (["    1 device, 64 MiB, 100 ns in the calls:"] + five(deep) + ["      ..."]
+            + ["    1 device, 32 MiB, 100 ns in the calls:", "      at own_0 (o.c:1)", "      from main (o.c:2)",
+               "    1 device, 16 MiB, 100 ns in the calls:"] + five(deep) + ["      ...", "      from y (d.c:98)",
+                                                                             "      ..."]
+            + ["    1 device, 8.0 MiB, 100 ns in the calls:"] + five(deep) + ["      ...", "      from x (d.c:99)"]
+            + ["    1 device, 4.0 MiB, 100 ns in the calls:"] + five(inner) + ["      ..."])
+    check(got == want, "allocation sites:\n" + "\n".join(got))
+
+
+
+@test
+def report_of_jsonl_equals_report_of_gspy(tmp):
+    run("prog_train", ["5", "200"], tmp=tmp)
+    g = os.path.join(tmp, traces(tmp)[0])
+    j = os.path.join(tmp, "trace.jsonl")
+    subprocess.run([GPUSPY, "dump", g, "-o", j], check=True, timeout=TIMEOUT)
+    a, b = strip_files(report_json(g)), strip_files(report_json(j))
+    check(a == b, "report --json differs between the .gspy and its JSON Lines dump")
+    p = subprocess.run([GPUSPY, "report", "--color", "never", g], capture_output=True, text=True)
+    q = subprocess.run([GPUSPY, "report", "--color", "never", j], capture_output=True, text=True)
+    check(p.stdout == q.stdout, "human report differs between .gspy and JSON Lines")
+    # A trace without a host name (an edited dump, a damaged header) says so.
+    lines = open(j).read().splitlines()
+    first = json.loads(lines[0])
+    first["host"] = ""
+    k = os.path.join(tmp, "nohost.jsonl")
+    with open(k, "w") as f:
+        f.write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    r = subprocess.run([GPUSPY, "report", "--color", "never", k], capture_output=True, text=True)
+    check(r.returncode == 0 and "\n   host (unknown), " in r.stdout, f"no host name: {r.stdout[:300]!r}")
+
+
+
+@test
+def report_phases_and_diagnoses(tmp):
+    run("prog_train", ["20", "2000"], tmp=tmp, env={"FAKECUDA_DEVICE_MEM_MB": "7"})
+    o = report_json(tmp)
+    ph = {p["name"]: p for p in o["phases"]}
+    check(list(ph) == ["(no phase)", "data", "forward", "backward", "optimizer"], f"phases {list(ph)}")
+    for n in ("data", "forward", "backward", "optimizer"):
+        check(ph[n]["count"] == 20, f"{n} occurred {ph[n]['count']} times")
+    check(ph["forward"]["launch"]["count"] == 200 and ph["backward"]["launch"]["count"] == 240
+          and ph["optimizer"]["launch"]["count"] == 20 and ph["data"]["launch"]["count"] == 0,
+          "launches attributed to the wrong phases")
+    h2d = ph["data"]["copy"]["h2d"]["pageable"]
+    check(h2d["count"] == 40 and h2d["bytes"] == 40 << 20, f"data phase copies {h2d}")
+    check(ph["optimizer"]["alloc"]["device"]["count"] == 20
+          and ph["optimizer"]["alloc"]["device"]["bytes"] == 80 << 20, "optimizer allocations")
+    check(ph["optimizer"]["sync"]["count"] == 20, "optimizer syncs")
+    check(ph["optimizer"]["copy"]["d2h"]["pageable"]["count"] == 20, "optimizer D2H")
+    check(ph["(no phase)"]["alloc"]["device"]["count"] == 2, "allocations outside phases")
+    t = o["totals"]
+    check(t["launch"]["count"] == 460 and t["free"]["count"] == 22 and
+          t["free"]["bytes"] == (80 << 20) + (2 << 20) + (512 << 10), f"totals {t['free']}")
+    check(t["launch"]["gpu_ns"] is None, "gpu_ns must be null without GPU timing")
+    check(o["memory"]["peak_reserved_bytes"] == (2 << 20) + (512 << 10) + (4 << 20), "peak")
+    ids = {d["id"] for d in o["diagnoses"]}
+    for want in ("pageable_copies", "data_starvation", "sync_stalls", "allocation_churn", "oom_risk"):
+        check(want in ids, f"diagnosis {want} missing from {ids}")
+    check("launch_bound" not in ids, "launch_bound on a data-bound loop")
+    k = {x["name"]: x["count"] for x in o["kernels"]}
+    check(k == {"fwd_gemm": 200, "bwd_gemm": 240, "sgd_update": 20}, f"kernels {k}")
+
+
+
+@test
+def report_launch_bound(tmp):
+    if SANITIZED:
+        raise Skip("a timing heuristic: sanitizers change the timing it measures")
+    run("prog_threads", ["1", "5000"], tmp=tmp, env={"FAKECUDA_LAUNCH_NS": "3000"})
+    o = report_json(tmp)
+    ids = {d["id"] for d in o["diagnoses"]}
+    check("launch_bound" in ids, f"no launch_bound diagnosis in {ids}")
+    check(o["kernels"][0]["count"] == 5000, "kernel count")
+
+
+
+@test
+def launch_bound_judged_in_phases(tmp):
+    """The launch-bound diagnosis takes its shares of the time in phases,
+    not of a run whose start-up (10 s here, outside phases) dilutes them:
+    1000 kernels of 3.9 us, each shorter than its 4 us launch, one every 5
+    us in phase 'step', keep the GPU busy 78% of it: not launch-bound
+    (over the whole run it would be 0.04%); at 1 us each (20%) it is, and
+    says so of the time in phases. With host timing only, launches taking
+    80% of the time in phases are launch-bound (0.04% of the run)."""
+    T = 10_000_000_000
+
+    def trace(kernel_ns, timing):
+        ev = [{"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000, "end_ns": 2000, "result": 0,
+               "bytes": 4096, "mem": "device", "addr": 4096, "device": 0},
+              phase_event(True, T, "step", 0)]
+        for i in range(1000):
+            t = T + i * 5000
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 4000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                       "corr": i + 1})
+            if timing == "cupti":
+                ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 500,
+                           "end_ns": t + 500 + kernel_ns, "result": 0, "device": 0, "stream": 7, "corr": i + 1,
+                           "name": "k"})
+        ev.append(phase_event(False, T + 5_000_000, "step", 0))
+        return write_jsonl(os.path.join(tmp, f"{timing}-{kernel_ns}.jsonl"), ev, timing=timing)
+
+    busy = report_json(trace(3900, "cupti"))
+    check([d["id"] for d in busy["diagnoses"] if d["id"] == "launch_bound"] == [],
+          f"a GPU busy 78% of the time in phases called launch-bound: {busy['diagnoses']}")
+    idle = report_text(trace(1000, "cupti"))
+    check("100% of 1000 kernels ran shorter than their launch call takes (kernel mean 1.0 us, launch mean "
+          "4.0 us) and the GPU is busy only 20% of the time in phases: the run is launch-bound." in
+          " ".join(idle.split()), f"no launch-bound diagnosis in phases: {idle[-900:]}")
+    host = report_text(trace(0, "none"))
+    check("1000 kernel launches take 80% of the host's time in phases (mean 4.0 us each) while it waits "
+          "for the GPU only 0%" in " ".join(host.split()), f"host-side: {host[-900:]}")
+
+
+
+@test
+def one_off_pageable_copies_not_diagnosed(tmp):
+    """Pageable host-to-device copies made only before a loop's warm-up (the
+    first occurrence of a repeated phase: weights uploaded at start-up)
+    that took under 1% of the run get no diagnosis: six of 10 us in a 1 s
+    run. One more copy in the second step, or the six taking 20 ms (2%),
+    and all of them are diagnosed."""
+    def trace(name, copy_ns, in_loop):
+        copy = {"kind": "copy", "api": "cudaMemcpy", "tid": 7, "result": 0, "bytes": 1 << 20, "dir": "h2d",
+                "host_mem": "pageable", "device": 0}
+        ev = [dict(copy, start_ns=1000 + i * 100_000, end_ns=1000 + i * 100_000 + copy_ns) for i in range(6)]
+        for step in range(3):
+            t = 100_000_000 + step * 300_000_000
+            ev.append(phase_event(True, t, "step", step))
+            if in_loop and step == 1:
+                ev.append(dict(copy, start_ns=t + 1000, end_ns=t + 11_000))
+            ev.append(phase_event(False, t + 200_000_000, "step", step))
+        path = write_jsonl(os.path.join(tmp, name + ".jsonl"), ev)
+        return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "pageable_copies"]
+
+    check(trace("startup", 10_000, False) == [], "one-off start-up copies diagnosed")
+    got = trace("loop", 10_000, True)
+    check(len(got) == 1 and got[0].startswith("7 host-to-device copies (7.0 MiB, 70.0 us on the host)"),
+          f"a copy in the loop: {got}")
+    got = trace("slow", 20_000_000 // 6, False)
+    check(len(got) == 1 and got[0].startswith("6 host-to-device copies (6.0 MiB, 20.0 ms on the host)"),
+          f"start-up copies taking 2% of the run: {got}")
+
+
+
+@test
+def waits_after_pageable_copies_named(tmp):
+    """A sync-stall diagnosis says how many of a phase's waits came right
+    after the same thread's pageable copy (PyTorch waits for each): three
+    steps of phase 'data', each a pageable copy then a wait on thread 7,
+    are "each right after a pageable copy" with the advice to pin; with a
+    launch between copy and wait in one step, or the wait of another
+    thread right after thread 7's copy, 2 of 3, and the general advice;
+    --json has the count per phase and in the totals."""
+    def trace(name, between, other_tid):
+        ev = []
+        for step in range(3):
+            t = 1_000_000 + step * 1_000_000
+            ev.append(phase_event(True, t, "data", step))
+            ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 1000,
+                       "end_ns": t + 2000, "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable",
+                       "device": 0, "async": True})
+            if between and step == 1:
+                ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 2500,
+                           "end_ns": t + 2600, "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1],
+                           "block": [32, 1, 1], "stream": 0})
+            tid = 8 if other_tid and step == 2 else 7
+            ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": tid, "start_ns": t + 3000,
+                       "end_ns": t + 4000, "result": 0, "device": 0, "stream": 0})
+            ev.append(phase_event(False, t + 500_000, "data", step))
+        o = report_json(write_jsonl(os.path.join(tmp, name + ".jsonl"), ev, threads=2))
+        data = [p for p in o["phases"] if p["name"] == "data"][0]
+        n = 3 if name == "each" else 2
+        check(data["sync_after_pageable"]["count"] == n and data["sync_after_pageable"]["host_ns"] == 1000 * n
+              and o["totals"]["sync_after_pageable"]["count"] == n, f"{name}: --json {data['sync_after_pageable']}")
+        return [d["text"] for d in o["diagnoses"] if d["id"] == "sync_stalls"]
+
+    got = trace("each", False, False)
+    check(len(got) == 1 and got[0].startswith(
+        "Phase 'data' (3 occurrences) synchronizes 3 times (3.0 us waiting; each right after a pageable "
+        "copy): ") and "\nCopy from pinned memory (DataLoader(pin_memory=True)" in got[0], f"each: {got}")
+    for name, between, other in (("launch", True, False), ("thread", False, True)):
+        got = trace(name, between, other)
+        check(len(got) == 1 and got[0].startswith(
+            "Phase 'data' (3 occurrences) synchronizes 3 times (3.0 us waiting; 2 right after a pageable "
+            "copy): ") and "\nRemove per-step .item()" in got[0], f"{name}: {got}")
+
+
+
+@test
+def counts_of_one_are_singular(tmp):
+    """A report's counts of one take the singular: two steps of phase
+    'data', one with a synchronous pageable copy of 100 us, the other with
+    a wait of 50 us that carries a stack, give "1 host-to-device copy ...
+    stages it ... it cannot overlap", "synchronizes 1 time ... and makes 1
+    synchronous copy" and, among the call sites, "1 wait"."""
+    ev = []
+    for step in range(2):
+        t = 1_000_000 * (step + 1)
+        ev.append(phase_event(True, t, "data", step))
+        if step == 0:
+            ev.append({"kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": t + 1000, "end_ns": t + 101_000,
+                       "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable", "device": 0,
+                       "async": False})
+        else:
+            ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": 7, "start_ns": t + 1000,
+                       "end_ns": t + 51_000, "result": 0, "device": 0, "stream": 0, "stack": 1})
+        ev.append(phase_event(False, t + 500_000, "data", step))
+    path = write_jsonl(os.path.join(tmp, "one.jsonl"), ev, frames={1: ["wait_here (w.c:3)", "main (w.c:9)"]})
+    said = {d["id"]: d["text"] for d in report_json(path)["diagnoses"]}
+    check(said.get("pageable_copies", "").startswith(
+        "1 host-to-device copy (4.0 KiB, 100.0 us on the host) read pageable memory: the driver stages it "
+        "through a bounce buffer and it cannot overlap compute."), f"pageable copies: {said}")
+    check(said.get("sync_stalls", "").startswith(
+        "Phase 'data' (2 occurrences) synchronizes 1 time (50.0 us waiting; each right after a pageable copy) "
+        "and makes 1 synchronous copy: "), f"sync stalls: {said}")
+    out = report_text(path)
+    check("\n    1 wait, 50.0 us in phase 'data':\n      at wait_here (w.c:3)\n      from main (w.c:9)\n" in out,
+          f"waits list:\n{out}")
+
+
+
+@test
+def churn_says_its_time(tmp):
+    """The allocation-churn diagnosis says how long the allocations and
+    frees after warm-up took and what share of the time after it: six
+    200 us steps, each a 10 us cudaMalloc of 1 MiB and a 6 us cudaFree; the
+    five after the first step make 5 allocations (5.0 MiB) and 5 frees,
+    80.0 us, 8% of the 1.0 ms from the second step's start to the end. The
+    first step's pair is not counted, nor a 50 ms pair made before the loop
+    (outside phases, like a context's creation in the first cudaMalloc)."""
+    def alloc(api, t, dur, addr, size=None):
+        return {"kind": "alloc" if size else "free", "api": api, "tid": 7, "start_ns": t, "end_ns": t + dur,
+                "result": 0, "mem": "device", "addr": addr, "device": 0, "bytes": size or (1 << 20)}
+    ev = [alloc("cudaMalloc", 100_000, 50_000_000, 1 << 40, 1 << 30), alloc("cudaFree", 50_200_000, 20_000, 1 << 40)]
+    for step in range(6):
+        t = 51_000_000 + step * 200_000
+        ev += [phase_event(True, t, "step", step), alloc("cudaMalloc", t + 1000, 10_000, 4096, 1 << 20),
+               alloc("cudaFree", t + 20_000, 6_000, 4096), phase_event(False, t + 200_000, "step", step)]
+    said = {d["id"]: d["text"] for d in report_json(write_jsonl(os.path.join(tmp, "churn.jsonl"), ev))["diagnoses"]}
+    check(said.get("allocation_churn", "").startswith(
+        "5 device allocations (5.0 MiB) and 5 frees after warm-up (after the first occurrence of a repeated "
+        "phase) took 80.0 us in the calls, 8% of the time after it: each cudaMalloc/cudaFree synchronizes "
+        "the device."), f"diagnoses: {said}")
+    # Without phases, warm-up is the first fifth of the events (3 of 14):
+    # every step's pair counts, 96.0 us of the 1.025 ms from the third event.
+    flat = [e for e in ev if not e["kind"].startswith("phase_")]
+    said = {d["id"]: d["text"] for d in report_json(write_jsonl(os.path.join(tmp, "flat.jsonl"), flat))["diagnoses"]}
+    check(said.get("allocation_churn", "").startswith(
+        "6 device allocations (6.0 MiB) and 6 frees after warm-up (after the first fifth of the events) took "
+        "96.0 us in the calls, 9% of the time after it: "), f"without phases: {said}")
+
+
+
+@test
+def events_busy_bound_is_of_the_time_in_phases(tmp):
+    """GPUSPY_CUPTI=events: the GPU section bounds the device's busy time by
+    the spans of the phases over the time in phases, and names the spans
+    outside phases apart (a start-up interval spans its idle seconds): a
+    4.0 ms span outside phases, then two 500 us steps of 300 us spans each,
+    give 600.0 us of 1.0 ms in phases, at most 60.0%, and 4.0 ms outside."""
+    def span(t, name, ns):
+        return {"kind": "gpu_span", "api": "cuda_event_span", "tid": 7, "start_ns": t, "end_ns": t + 100,
+                "result": 0, "name": name, "gpu_ns": ns, "device": 0, "stream": 5}
+    ev = [span(1000, "", 4_000_000)]
+    for step in range(2):
+        t = 5_000_000 + step * 500_000
+        ev += [phase_event(True, t, "step", step), span(t + 1000, "step", 300_000),
+               phase_event(False, t + 500_000, "step", step)]
+    path = write_jsonl(os.path.join(tmp, "spans.jsonl"), ev, timing="events")
+    o = report_json(path)
+    check(o["gpu"]["devices"] == [{"device": 0, "span_ns": 4_600_000, "spans": 3, "phases_span_ns": 600_000,
+                                   "phases_spans": 2}], f"gpu {o['gpu']}")
+    out = report_text(path)
+    want = ("  device 0: GPU spans 600.0 us of 1.0 ms in phases (2 intervals): busy at most 60.0%\n"
+            "    outside phases: 4.0 ms (1 interval)\n")
+    check(want in out, f"GPU section:\n{out}")
+
+
+
+@test
+def kernel_names_shortened_from_the_end(tmp):
+    """The kernels table shows a kernel without its return type, parameter
+    list and the function's own namespaces, and without at::native::,
+    std:: and anonymous namespaces in its template arguments, cut at the
+    end: two reduce kernels of PyTorch stay apart (MeanOps, func_wrapper),
+    a mangled name is demangled, and --json keeps every name whole."""
+    mean = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+            "float, float>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, "
+            "float, float, float>, unsigned int, float, 4, 4>)")
+    names = [mean, mean.replace("MeanOps", "func_wrapper_t"),
+             "void at::native::(anonymous namespace)::fill_kernel<float>(float*, int)", "fill(float*, int, float)",
+             "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_execute_kernel",
+             "_Z11coop_kernelPf"]
+    ev = [{"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": 1000 * (i + 1),
+           "end_ns": 1000 * (i + 1) + 100 * (len(names) - i), "result": 0, "device": 0, "name": n,
+           "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0} for i, n in enumerate(names)]
+    path = write_jsonl(os.path.join(tmp, "k.jsonl"), ev)
+    out = report_text(path)
+    rows = [l[2:50].rstrip() for l in out[out.index("Top kernels"):].splitlines()[1:7]]
+    check(rows == ["reduce_kernel<512, 1, ReduceOp<float, MeanOps...", "reduce_kernel<512, 1, ReduceOp<float, func_wr...",
+                   "fill_kernel<float>", "fill", "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesiz...", "coop_kernel"],
+          "kernels table:\n" + "\n".join(rows))
+    full = sorted(k["name"] for k in report_json(path)["kernels"])
+    check(full == sorted(names[:5] + ["coop_kernel(float*)"]), f"--json names {full}")
+
+
+
+@test
+def report_several_processes(tmp):
+    p = run("prog_fork", tmp=tmp)
+    parent, child = [int(x) for x in p.stdout.split()[1::2]]
+    o = report_json(tmp)
+    pids = [x["pid"] for x in o["processes"]]
+    check(sorted(pids) == sorted([parent, child]), f"processes {pids}")
+    check(o["totals"]["launch"]["count"] == 5 and o["totals"]["alloc"]["device"]["count"] == 3
+          and o["totals"]["memset"]["count"] == 2, "whole-run totals are not the sum")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check(f"== pid {parent}" in h.stdout and f"== pid {child}" in h.stdout
+          and "== all 2 processes" in h.stdout, "human report lacks a process section")
+    check(all(len(l) <= 100 for l in h.stdout.splitlines()), "a line is wider than 100 columns")
+
+
+
+@test
+def report_killed_process_is_incomplete(tmp):
+    run("prog_kill", ["3000"], tmp=tmp, expect_rc=-9)
+    o = report_json(tmp)
+    check(o["processes"][0]["incomplete"] is True and o["events"] == 3000, "killed process report")
+    h = subprocess.run([GPUSPY, "report", tmp], capture_output=True, text=True)
+    check("trace incomplete" in h.stdout and "\033[" not in h.stdout, "incomplete not said, or colour off a TTY")
+
+
+
+@test
+def report_rejects_hostile_input(tmp):
+    run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    good = os.path.join(tmp, traces(tmp)[0])
+    data = open(good, "rb").read()
+    check(len(data) == 4096 + STRTAB + (64 << 10), f"file size {len(data)}: not cut to its one chunk at exit")
+    jl = os.path.join(tmp, "good.jsonl")
+    subprocess.run([GPUSPY, "dump", good, "-o", jl], check=True)
+    lines = open(jl).read().splitlines()
+    cases = {
+        "empty.gspy": b"",
+        "random.gspy": os.urandom(5000),
+        "magic.gspy": b"XXXXXXXX" + data[8:8192],
+        "empty.jsonl": b"",
+        "noproc.jsonl": (lines[1] + "\n").encode(),
+        "newer.jsonl": lines[0].replace('"format_version":2', '"format_version":7').encode() + b"\n",
+        "badline.jsonl": ("\n".join(lines[:5] + ["{not json"] + lines[5:]) + "\n").encode(),
+        "twoproc.jsonl": ("\n".join(lines[:3] + [lines[0]] + lines[3:]) + "\n").encode(),
+        "badevent.jsonl": ("\n".join(lines[:2] + ['{"type":"event","kind":"warp"}']) + "\n").encode(),
+    }
+    for name, content in cases.items():
+        path = os.path.join(tmp, name)
+        write(path, content)
+        p = subprocess.run([GPUSPY, "report", path], capture_output=True, text=True, timeout=10)
+        err = p.stderr.strip().splitlines()
+        check(p.returncode == 1, f"{name}: exit {p.returncode}")
+        check(len(err) == 1 and err[0].startswith(f"gpuspy: error: {path}: "), f"{name}: {err}")
+    # Cut anywhere: never a crash, and every complete record up to the cut.
+    step = max(1, len(data) // 300)
+    cut = os.path.join(tmp, "cut.gspy")
+    for n in list(range(0, 8192, 97)) + list(range(8192, len(data), step)):
+        write(cut, data[:n])
+        p = subprocess.run([GPUSPY, "report", "--json", cut], capture_output=True, text=True, timeout=10)
+        check(p.returncode in (0, 1), f"cut at {n}: exit {p.returncode} {p.stderr[-300:]}")
+        if p.returncode == 1:
+            check(len(p.stderr.strip().splitlines()) == 1, f"cut at {n}: {p.stderr}")
+
+
+
+@test
+def examples_diagnoses(tmp):
+    """examples/*.cu, built by nvcc with the shared runtime, on the doubles."""
+    want = {"pinned_vs_pageable": "pageable_copies", "data_starved": "data_starvation",
+            "alloc_churn": "allocation_churn"}
+    for ex, diag in want.items():
+        exe = os.path.join(BIN, "ex_" + ex)
+        check(os.path.exists(exe), f"{exe} not built (make examples needs nvcc)")
+        d = os.path.join(tmp, ex)
+        os.makedirs(d)
+        run("ex_" + ex, tmp=d)
+        o = report_json(d)
+        ids = [x["id"] for x in o["diagnoses"]]
+        check(diag in ids, f"{ex}: expected diagnosis {diag}, got {ids}")
+    o = report_json(os.path.join(tmp, "alloc_churn"))
+    step = [x for x in o["phases"] if x["name"] == "step"][0]
+    check(step["count"] == 100 and step["alloc"]["device"]["count"] == 100
+          and step["alloc"]["device"]["bytes"] == 100 * (32 << 20) and step["launch"]["count"] == 100,
+          f"alloc_churn step phase {step['alloc']['device']} {step['launch']}")
+
+
+
+@test
+def report_gpu_timing_arithmetic(tmp):
+    """tests/golden/gpu.jsonl (made by make_gpu_trace.py): GPU records joined to their launches."""
+    o = report_json(os.path.join(ROOT, "tests", "golden", "gpu.jsonl"))
+    check(o["timing"] == "gpu", "timing")
+    ph = {p["name"]: p for p in o["phases"]}
+    us = 1000
+    check(ph["forward"]["launch"]["gpu_ns"] == 460 * us and ph["forward"]["launch"]["gpu_count"] == 10,
+          f"forward GPU time {ph['forward']['launch']}")
+    h2d = ph["data"]["copy"]["h2d"]["pageable"]
+    check(h2d["gpu_ns"] == 40 * us and h2d["gpu_bytes"] == 2 << 20, f"data copies {h2d}")
+    check(ph["data"]["gpu_busy_ns"] == 40 * us and ph["data"]["gpu_idle_ns"] == 760 * us, "data idle")
+    d = o["gpu"]["devices"][0]
+    check(d["busy_ns"] == 500 * us and d["idle_host_bound_ns"] == 995 * us and d["idle_other_ns"] == 40 * us
+          and d["busy_in_phases_ns"] == 500 * us, f"device busy/idle {d}")
+    g = o["gpu"]
+    check(g["queue_delay_mean_ns"] == 110 * us and g["queue_delay_max_ns"] == 200 * us, f"queue {g}")
+    check(g["graph_kernels"] == 6 and g["graph_kernel_ns"] == 240 * us and g["matched"] == g["records"] == 12,
+          f"graph/match {g}")
+    k = {x["name"]: (x["gpu_count"], x["gpu_ns"]) for x in o["kernels"]}
+    check(k["graph_kernel"] == (6, 240 * us) and k["gemm"] == (2, 200 * us), f"kernels {k}")
+    ids = [x["id"] for x in o["diagnoses"]]
+    check(ids == ["pageable_copies", "data_starvation"], f"diagnoses {ids}")
+    # CUPTI hands records over late and in overlapping buffers: the same
+    # trace with its GPU records delivered last, in reverse order, must give
+    # the same device timeline and per-phase GPU numbers.
+    lines = open(os.path.join(ROOT, "tests", "golden", "gpu.jsonl")).read().splitlines()
+    gpu_lines = [l for l in lines if '"kind":"gpu_' in l]
+    late = [l for l in lines if l not in gpu_lines] + gpu_lines[::-1]
+    path = os.path.join(tmp, "late.jsonl")
+    with open(path, "w") as f:
+        f.write("\n".join(late) + "\n")
+    q = report_json(path)
+    check(q["gpu"]["devices"] == o["gpu"]["devices"], f"device timeline depends on delivery order: "
+          f"{q['gpu']['devices']} vs {o['gpu']['devices']}")
+    for a, b in zip(q["phases"], o["phases"]):
+        check(a["gpu_busy_ns"] == b["gpu_busy_ns"] and a["launch"]["gpu_ns"] == b["launch"]["gpu_ns"],
+              f"phase {a['name']} GPU numbers depend on delivery order")
+    # A 10 us kernel between the steps, outside phases: busy 510 us, of it
+    # 500 in phases, which the text gives of the 1.8 ms in phases.
+    extra = {"type": "event", "kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": 1_000_950_000,
+             "end_ns": 1_000_960_000, "result": 0, "device": 0, "stream": 7, "corr": 999, "name": "between"}
+    path = os.path.join(tmp, "between.jsonl")
+    with open(path, "w") as f:
+        f.write("\n".join(lines + [json.dumps(extra)]) + "\n")
+    d = report_json(path)["gpu"]["devices"][0]
+    check(d["busy_ns"] == 510 * us and d["busy_in_phases_ns"] == 500 * us, f"outside phases: {d}")
+    check("  device 0: busy 510.0 us of 1.9 ms (26.8%); idle gaps: " in report_text(path)
+          and "\n    in phases: busy 500.0 us of 1.8 ms (27.8%)\n" in report_text(path), report_text(path))

@@ -1,0 +1,403 @@
+# SPDX-License-Identifier: MIT
+"""How calls are caught: the runtime's and driver's routes (exported symbols, per-thread variants, cudaGetDriverEntryPoint, dlsym), every API family, and errors passed back unchanged."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+
+
+# ---- expected traces ---------------------------------------------------------
+
+def rt_expected(route, ptds):
+    """prog_rt's calls: route 'rt' records runtime names, 'drv' driver names."""
+    def S(n):
+        return n + "_ptsz" if ptds else n
+
+    def D(n):
+        return n + "_ptds" if ptds else n
+    if route == "rt":
+        a = dict(malloc="cudaMalloc", mallochost="cudaMallocHost", h2d=D("cudaMemcpy"),
+                 h2da=S("cudaMemcpyAsync"), d2h=D("cudaMemcpy"), d2ha=S("cudaMemcpyAsync"),
+                 d2d=D("cudaMemcpy"), uni=D("cudaMemcpy"), memset=D("cudaMemset"),
+                 lk=S("cudaLaunchKernel"), lk2=S("__cudaLaunchKernel"),
+                 lkex=S("cudaLaunchKernelExC"), ss=S("cudaStreamSynchronize"),
+                 ds="cudaDeviceSynchronize", free="cudaFree", freehost="cudaFreeHost")
+    else:
+        a = dict(malloc="cuMemAlloc_v2", mallochost="cuMemAllocHost_v2",
+                 h2d=D("cuMemcpyHtoD_v2"), h2da=S("cuMemcpyHtoDAsync_v2"),
+                 d2h=D("cuMemcpyDtoH_v2"), d2ha=S("cuMemcpyDtoHAsync_v2"),
+                 d2d=D("cuMemcpyDtoD_v2"), uni=D("cuMemcpy"), memset=D("cuMemsetD8_v2"),
+                 lk=S("cuLaunchKernel"), lk2=S("cuLaunchKernel"), lkex=S("cuLaunchKernelEx"),
+                 ss=S("cuStreamSynchronize"), ds="cuCtxSynchronize", free="cuMemFree_v2",
+                 freehost="cuMemFreeHost")
+    return [
+        E("alloc", a["malloc"], 1 << 20, mem="device"),
+        E("alloc", a["mallochost"], 4096, mem="pinned"),
+        E("copy", a["h2d"], 8192, "h2d", "pageable"),
+        E("copy", a["h2da"], 4096, "h2d", "pinned"),
+        E("copy", a["d2h"], 2048, "d2h", "pageable"),
+        E("copy", a["d2ha"], 1024, "d2h", "pinned"),
+        E("copy", a["d2d"], 512, "d2d"),
+        E("copy", a["uni"], 256, "h2d", "pageable"),
+        E("copy", a["uni"], 128, "d2h", "pinned"),
+        E("memset", a["memset"], 4096),
+        E("launch", a["lk"], name="scale_kernel", grid=[4, 2, 1], block=[128, 1, 1]),
+        E("launch", a["lk2"], name="scale_kernel", grid=[8, 1, 1], block=[64, 1, 1]),
+        E("launch", a["lkex"], name="add_kernel", grid=[2, 2, 2], block=[32, 4, 1]),
+        E("sync", a["ss"]),
+        E("sync", a["ds"]),
+        E("copy", a["d2h"], 16, "d2h", "pageable"),
+        E("free", a["free"], 1 << 20, mem="device"),
+        E("free", a["freehost"], 4096, mem="pinned"),
+    ]
+
+
+
+def rt_more_expected(route, ptds):
+    """prog_rt_more's calls: route 'rt' records runtime names, 'drv' the
+    driver calls the static runtime makes through cuGetProcAddress."""
+    def S(n):
+        return n + "_ptsz" if ptds else n
+
+    def D(n):
+        return n + "_ptds" if ptds else n
+    if route == "rt":
+        a = dict(malloc="cudaMalloc", pitch="cudaMallocPitch", managed="cudaMallocManaged",
+                 malloc_async=S("cudaMallocAsync"), pool=S("cudaMallocFromPoolAsync"),
+                 hostalloc="cudaHostAlloc", register="cudaHostRegister", peer="cudaMemcpyPeer",
+                 peer_async="cudaMemcpyPeerAsync", c2d=D("cudaMemcpy2D"), c2d_async=S("cudaMemcpy2DAsync"),
+                 memset_async=S("cudaMemsetAsync"), coop=S("cudaLaunchCooperativeKernel"),
+                 hostfn=S("cudaLaunchHostFunc"), graph=S("cudaGraphLaunch"), wait=S("cudaStreamWaitEvent"),
+                 event="cudaEventSynchronize", unregister="cudaHostUnregister", freehost="cudaFreeHost",
+                 free_async=S("cudaFreeAsync"), free="cudaFree")
+    else:
+        a = dict(malloc="cuMemAlloc_v2", pitch="cuMemAllocPitch_v2", managed="cuMemAllocManaged",
+                 malloc_async=S("cuMemAllocAsync"), pool=S("cuMemAllocFromPoolAsync"),
+                 hostalloc="cuMemHostAlloc", register="cuMemHostRegister_v2", peer="cuMemcpyPeer",
+                 peer_async="cuMemcpyPeerAsync", c2d=D("cuMemcpy2DUnaligned_v2"), c2d_async=S("cuMemcpy2DAsync_v2"),
+                 memset_async=S("cuMemsetD8Async"), coop=S("cuLaunchCooperativeKernel"),
+                 hostfn=S("cuLaunchHostFunc"), graph=S("cuGraphLaunch"), wait=S("cuStreamWaitEvent"),
+                 event="cuEventSynchronize", unregister="cuMemHostUnregister", freehost="cuMemFreeHost",
+                 free_async=S("cuMemFreeAsync"), free="cuMemFree_v2")
+    return [
+        E("alloc", a["malloc"], 65536, mem="device"),
+        E("alloc", a["pitch"], 1024 * 10, mem="device"),  # the double's pitch for 1000 bytes: 1024
+        E("alloc", a["managed"], 8192, mem="managed"),
+        E("alloc", a["malloc_async"], 32768, mem="device"),
+        E("alloc", a["pool"], 16384, mem="device"),
+        E("alloc", a["hostalloc"], 4096, mem="pinned"),
+        E("alloc", a["register"], 8192, mem="pinned"),
+        E("copy", a["peer"], 300, "p2p"),
+        E("copy", a["peer_async"], 200, "d2d"),
+        E("copy", a["c2d"], 1000 * 3, "h2d", "pageable"),
+        E("copy", a["c2d_async"], 800 * 5, "d2h", "pinned"),
+        E("memset", a["memset_async"], 4096),
+        E("launch", a["coop"], name="coop_kernel", grid=[6, 1, 1], block=[64, 1, 1]),
+        E("launch", a["hostfn"], name="(host function)"),
+        E("launch", a["graph"], name="(graph)"),
+        E("sync", a["wait"]),
+        E("sync", a["event"]),
+        E("sync", "cuCtxSynchronize_v2"),  # through cudaGetDriverEntryPoint's pointer
+        E("free", a["unregister"], 8192, mem="pinned"),
+        E("free", a["freehost"], 4096, mem="pinned"),
+        E("free", a["free_async"], 16384, mem="device"),
+        E("free", a["free_async"], 32768, mem="device"),
+        E("free", a["free"], 8192, mem="managed"),
+        E("free", a["free"], 1024 * 10, mem="device"),
+        E("free", a["free"], 65536, mem="device"),
+    ]
+
+
+
+def drv_expected(ptds):
+    def S(n):
+        return n + "_ptsz" if ptds else n
+
+    def D(n):
+        return n + "_ptds" if ptds else n
+    return [
+        E("alloc", "cuMemAlloc_v2", 65536, mem="device"),
+        E("alloc", "cuMemAllocPitch_v2", 1024 * 10, mem="device"),
+        E("alloc", "cuMemAllocManaged", 8192, mem="managed"),
+        E("alloc", S("cuMemAllocAsync"), 32768, mem="device"),
+        E("alloc", S("cuMemAllocFromPoolAsync"), 16384, mem="device"),
+        E("alloc", "cuMemHostAlloc", 4096, mem="pinned"),
+        E("alloc", "cuMemAllocHost_v2", 2048, mem="pinned"),
+        E("alloc", "cuMemHostRegister_v2", 8192, mem="pinned"),
+        E("alloc", "cuMemCreate", 2 << 20, mem="device"),
+        E("map", "cuMemMap", 2 << 20, mem="device"),
+        E("copy", D("cuMemcpy"), 1000, "h2d", "pageable"),
+        E("copy", S("cuMemcpyAsync"), 500, "d2h", "pinned"),
+        E("copy", D("cuMemcpyPeer"), 300, "p2p"),
+        E("copy", S("cuMemcpyPeerAsync"), 200, "d2d"),
+        E("copy", D("cuMemcpyHtoD_v2"), 4096, "h2d", "pinned"),
+        E("copy", D("cuMemcpyDtoH_v2"), 2048, "d2h", "pageable"),
+        E("copy", D("cuMemcpyDtoD_v2"), 1024, "d2d"),
+        E("copy", S("cuMemcpyHtoDAsync_v2"), 2048, "h2d", "pinned"),
+        E("copy", S("cuMemcpyDtoHAsync_v2"), 512, "d2h", "pageable"),
+        E("copy", S("cuMemcpyDtoDAsync_v2"), 256, "d2d"),
+        E("copy", S("cuMemcpyDtoHAsync_v2"), 8, "h2h", "pageable"),
+        E("copy", D("cuMemcpy2D_v2"), 1000, "h2d", "pageable"),
+        E("copy", D("cuMemcpy2DUnaligned_v2"), 1000, "h2d", "pageable"),
+        E("copy", S("cuMemcpy2DAsync_v2"), 1000, "h2d", "pinned"),
+        E("copy", D("cuMemcpy3D_v2"), 512, "d2h", "pageable"),
+        E("copy", S("cuMemcpy3DAsync_v2"), 512, "d2h", "pageable"),
+        E("copy", D("cuMemcpy3DPeer"), 64, "p2p"),
+        E("copy", S("cuMemcpy3DPeerAsync"), 64, "p2p"),
+        E("copy", S("cuMemcpyBatchAsync"), 128, "h2d", "pinned"),
+        E("copy", S("cuMemcpyBatchAsync_v2"), 128, "h2d", "pinned"),
+        E("memset", D("cuMemsetD8_v2"), 100),
+        E("memset", D("cuMemsetD16_v2"), 200),
+        E("memset", D("cuMemsetD32_v2"), 400),
+        E("memset", D("cuMemsetD2D8_v2"), 30),
+        E("memset", D("cuMemsetD2D16_v2"), 60),
+        E("memset", D("cuMemsetD2D32_v2"), 120),
+        E("memset", S("cuMemsetD8Async"), 7),
+        E("memset", S("cuMemsetD16Async"), 14),
+        E("memset", S("cuMemsetD32Async"), 28),
+        E("memset", S("cuMemsetD2D8Async"), 10),
+        E("memset", S("cuMemsetD2D16Async"), 20),
+        E("memset", S("cuMemsetD2D32Async"), 40),
+        E("launch", S("cuLaunchKernel"), name="gemm_kernel", grid=[10, 20, 1], block=[256, 1, 1]),
+        E("launch", S("cuLaunchKernelEx"), name="ex_kernel", grid=[3, 1, 1], block=[32, 8, 2]),
+        E("launch", S("cuLaunchCooperativeKernel"), name="coop_kernel", grid=[6, 1, 1], block=[64, 1, 1]),
+        E("launch", S("cuLaunchHostFunc"), name="(host function)"),
+        E("launch", S("cuGraphLaunch"), name="(graph)"),
+        E("sync", S("cuStreamSynchronize")),
+        E("sync", "cuCtxSynchronize"),
+        E("sync", "cuCtxSynchronize_v2"),
+        E("sync", "cuEventSynchronize"),
+        E("sync", S("cuStreamWaitEvent")),
+        E("unmap", "cuMemUnmap", 2 << 20, mem="device"),
+        E("free", "cuMemRelease", 2 << 20, mem="device"),
+        E("free", "cuMemHostUnregister", 8192, mem="pinned"),
+        E("free", "cuMemFreeHost", 2048, mem="pinned"),
+        E("free", "cuMemFreeHost", 4096, mem="pinned"),
+        E("free", S("cuMemFreeAsync"), 16384, mem="device"),
+        E("free", S("cuMemFreeAsync"), 32768, mem="device"),
+        E("free", "cuMemFree_v2", 8192, mem="managed"),
+        E("free", "cuMemFree_v2", 10240, mem="device"),
+        E("free", "cuMemFree_v2", 65536, mem="device"),
+    ]
+
+
+# ---- tests -------------------------------------------------------------------
+
+@test
+def route1_runtime_exported_symbols(tmp):
+    same_output("prog_rt_dyn", tmp)
+    proc, ev = only_trace(tmp)
+    compare(ev, rt_expected("rt", False))
+    check(all(e["result"] == 0 for e in ev), "a call failed")
+    check(proc["clean_exit"] is True and proc["dropped"] == 0, "process line wrong")
+
+
+
+@test
+def route1_runtime_per_thread_variants(tmp):
+    same_output("prog_rt_dyn_ptds", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("rt", True))
+    check(all(e.get("per_thread_stream") for e in ev if e["api"].endswith(("_ptsz", "_ptds"))),
+          "per_thread_stream flag missing")
+
+
+
+@test
+def nested_runtime_driver_calls_recorded_once(tmp):
+    # The runtime double calls the driver through wrappers it got from
+    # cuGetProcAddress: each runtime call must still be one event.
+    run("prog_rt_dyn", tmp=tmp)
+    _, ev = only_trace(tmp)
+    check(len(ev) == 18, f"{len(ev)} events for 18 runtime calls")
+    check(not any(e["api"].startswith("cu") and not e["api"].startswith("cuda") for e in ev),
+          "a nested driver call was recorded")
+
+
+
+@test
+def route3_static_runtime_get_proc_address_v12(tmp):
+    same_output("prog_rt_static", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("drv", False))
+
+
+
+@test
+def route3_static_runtime_get_proc_address_v11_abi(tmp):
+    same_output("prog_rt_static", tmp, env={"FAKECUDART_GPA_VERSION": "11030"})
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("drv", False))
+
+
+
+@test
+def route3_static_runtime_per_thread_flags(tmp):
+    same_output("prog_rt_static_ptds", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, rt_expected("drv", True))
+
+
+
+@test
+def runtime_entry_points_beyond_prog_rt(tmp):
+    """prog_rt_more (every runtime entry point prog_rt does not call) in its
+    four builds: exported runtime names through the shared runtime (route
+    1), the driver calls behind them through the static runtime's
+    cuGetProcAddress (route 3), with and without PTDS; one event a call
+    (none for the nested driver call), the program's output unchanged."""
+    for prog, route, ptds in (("prog_rt_more_dyn", "rt", False), ("prog_rt_more_dyn_ptds", "rt", True),
+                              ("prog_rt_more_static", "drv", False), ("prog_rt_more_static_ptds", "drv", True)):
+        p = same_output(prog, tmp)
+        check("host function ran 1 time(s), pitch 1024" in p.stdout, f"{prog}: {p.stdout[-200:]!r}")
+        proc, ev = only_trace(tmp)
+        compare(ev, rt_more_expected(route, ptds))
+        check(all(e["result"] == 0 for e in ev) and proc["dropped"] == 0, f"{prog}: a call failed")
+        for t in traces(tmp):
+            os.unlink(os.path.join(tmp, t))
+
+
+
+@test
+def streams_and_map_handles(tmp):
+    """The stream of every record: prog_drv's stream-ordered calls and
+    stream waits on its stream 0x7000, the context and event waits on 0,
+    no stream on the others; `async` on each stream-ordered call (not on
+    cuStreamSynchronize, which waits); cuMemMap's physical handle as `handle` (the
+    record's stream field), not as a stream; prog_rt's calls on 0x5000
+    through the runtime, also as per-thread variants."""
+    run("prog_drv", tmp=tmp)
+    _, ev = only_trace(tmp)
+    got = [(e["api"], e.get("stream")) for e in ev if e["kind"] != "map"]
+    on_st = {"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemcpyAsync", "cuMemcpyPeerAsync",
+             "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2",
+             "cuMemcpy3DAsync_v2", "cuMemcpy3DPeerAsync", "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2",
+             "cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async", "cuMemsetD2D8Async", "cuMemsetD2D16Async",
+             "cuMemsetD2D32Async", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+             "cuLaunchHostFunc", "cuGraphLaunch", "cuStreamSynchronize", "cuStreamWaitEvent", "cuMemFreeAsync"}
+    want = [(e["api"], 0x7000 if e["api"] in on_st else 0 if e["kind"] == "sync" else None)
+            for e in ev if e["kind"] != "map"]
+    check(got == want and len([a for a, st in got if st == 0x7000]) == 28, f"prog_drv streams {got}")
+    asy = [e["api"] for e in ev if e.get("async")]
+    check(asy == [a for a, st in got if st == 0x7000 and a != "cuStreamSynchronize"],
+          f"stream-ordered calls (async) {asy}")
+    m = [e for e in ev if e["kind"] == "map"]
+    check(len(m) == 1 and m[0]["handle"] != 0 and "stream" not in m[0], f"map {m}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    for prog, sfx in (("prog_rt_dyn", ""), ("prog_rt_dyn_ptds", "_ptsz")):
+        run(prog, tmp=tmp)
+        _, ev = only_trace(tmp)
+        got = [(e["api"], e.get("stream")) for e in ev if "stream" in e]
+        want = [(a + sfx, 0x5000) for a in ("cudaMemcpyAsync", "cudaMemcpyAsync", "cudaLaunchKernel",
+                                             "__cudaLaunchKernel", "cudaLaunchKernelExC", "cudaStreamSynchronize")]
+        check(got == want + [("cudaDeviceSynchronize", 0)], f"{prog} streams {got}")
+        os.unlink(os.path.join(tmp, traces(tmp)[0]))
+
+
+
+@test
+def each_call_on_its_device(tmp):
+    """prog_devices: the device of every record follows the thread's
+    current context through cuCtxSetCurrent, cuCtxPushCurrent and
+    cuCtxPopCurrent (0, then 1 pushed, 0 popped, 1 set); a copy and a free
+    take the device their address was allocated on, also on a thread with
+    no current context; the memory of both devices in the header. With
+    CUPTI, each GPU record on its call's device and both devices busy in
+    the report."""
+    same_output("prog_devices", tmp)
+    proc, ev = only_trace(tmp)
+    main = proc["pid"]
+    got = [(e["kind"], e["api"], e.get("bytes"), e.get("name"), e["device"], e["tid"] == main) for e in ev]
+    want = [("alloc", "cuMemAlloc_v2", 4096, None, 0, True), ("alloc", "cuMemAlloc_v2", 8192, None, 1, True),
+            ("memset", "cuMemsetD8_v2", 8192, None, 1, True), ("launch", "cuLaunchKernel", None, "dev1_kernel", 1, True),
+            ("alloc", "cuMemAlloc_v2", 2048, None, 0, True), ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True),
+            ("copy", "cuMemcpyDtoH_v2", 1024, None, 1, True), ("copy", "cuMemcpyDtoH_v2", 64, None, 0, False),
+            ("memset", "cuMemsetD8_v2", 32, None, 1, False), ("free", "cuMemFree_v2", 2048, None, 0, True),
+            ("free", "cuMemFree_v2", 8192, None, 1, True), ("free", "cuMemFree_v2", 4096, None, 0, True)]
+    check(got == want, f"events {got}")
+    check(proc["device_mem"] == [80 << 30, 80 << 30], f"device_mem {proc['device_mem']}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    # With (the double's) CUPTI: each GPU record on its call's device, and
+    # the report's GPU busy time on both devices.
+    run("prog_devices", tmp=tmp, env={"GPUSPY_CUPTI": "on"})
+    g = os.path.join(tmp, traces(tmp)[0])
+    _, ev = dump(g)
+    calls = {e["corr"]: e for e in ev if "corr" in e and not e["kind"].startswith("gpu_")}
+    gpu = [(e["kind"], e["device"], calls[e["corr"]]["device"]) for e in ev if e["kind"].startswith("gpu_")]
+    check(gpu == [("gpu_memset", 1, 1), ("gpu_kernel", 1, 1), ("gpu_kernel", 0, 0), ("gpu_copy", 1, 1),
+                  ("gpu_copy", 0, 0), ("gpu_memset", 1, 1)], f"GPU records (kind, device, call's device) {gpu}")
+    o = report_json(g)
+    check([d["device"] for d in o["gpu"]["devices"]] == [0, 1] and all(d["busy_ns"] > 0 for d in o["gpu"]["devices"]),
+          f"GPU busy per device {o['gpu']['devices']}")
+
+
+
+@test
+def route1_driver_every_family(tmp):
+    p = same_output("prog_drv", tmp)
+    check("host function ran 1 time(s)" in p.stdout, "host function did not run")
+    _, ev = only_trace(tmp)
+    compare(ev, drv_expected(False))
+
+
+
+@test
+def route1_driver_every_family_per_thread(tmp):
+    same_output("prog_drv_ptds", tmp)
+    _, ev = only_trace(tmp)
+    compare(ev, drv_expected(True))
+
+
+
+@test
+def route2_dlsym_and_self_lookup_abis(tmp):
+    p = same_output("prog_dlsym", tmp)
+    out = p.stdout
+    check("cuInit comes from libcuda.so.1" in out, "an unknown name did not pass through untouched")
+    check("cuModuleGetFunction comes from libcuda.so.1" in out,
+          "an unhooked cuGetProcAddress result was changed")
+    check("unknown rc=0 ptr=NULL status=1" in out, "a missing symbol did not come back as NULL")
+    _, ev = only_trace(tmp)
+    compare(ev, [
+        E("alloc", "cuMemAlloc_v2", 4096, mem="device"),
+        E("launch", "cuLaunchKernel", name="dl_kernel", grid=[2, 1, 1], block=[32, 1, 1]),
+        E("sync", "cuStreamSynchronize"),
+        E("memset", "cuMemsetD32_v2", 40),
+        E("copy", "cuMemcpyDtoH_v2_ptds", 64, "d2h", "pageable"),
+        E("copy", "cuMemcpyBatchAsync", 48, "h2d", "pageable"),
+        E("copy", "cuMemcpyBatchAsync_v2", 48, "h2d", "pageable"),
+        E("free", "cuMemFree_v2", 4096, mem="device"),  # via cudaGetDriverEntryPointByVersion
+    ])
+
+
+
+@test
+def injected_errors_come_back_unchanged(tmp):
+    env = {"FAKECUDA_FAIL": "cuMemcpyHtoD_v2:1,cuLaunchKernel:98,cuStreamSynchronize:700"}
+    p = same_output("prog_rt_static", tmp, env=env)
+    check("rc=98 errno=1234" in p.stdout and "rc=700 errno=1234" in p.stdout,
+          "injected errors not seen by the program")
+    _, ev = only_trace(tmp)
+    res = {(e["api"], e.get("bytes"), e.get("grid", [0])[0]): e["result"] for e in ev}
+    check(res[("cuMemcpyHtoD_v2", 8192, 0)] == 1, "HtoD result not recorded")
+    check(res[("cuLaunchKernel", None, 4)] == 98 and res[("cuLaunchKernel", None, 8)] == 98,
+          "launch result not recorded")
+    check(res[("cuStreamSynchronize", None, 0)] == 700, "sync result not recorded")
+    check(res[("cuMemcpyHtoDAsync_v2", 4096, 0)] == 0, "an uninjected call failed")
+
+
+
+@test
+def injected_out_of_memory(tmp):
+    env = {"FAKECUDA_FAIL": "cuMemAlloc_v2:2"}
+    p = same_output("prog_rt_dyn", tmp, env=env)
+    check("allocation failed" in p.stdout, "the program did not see the failure")
+    _, ev = only_trace(tmp)
+    check(ev[0]["api"] == "cudaMalloc" and ev[0]["result"] == 2 and ev[0]["addr"] == 0,
+          f"failed allocation recorded wrongly: {ev[0]}")

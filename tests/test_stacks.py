@@ -1,0 +1,352 @@
+# SPDX-License-Identifier: MIT
+"""Call stacks: exact chains, sites, options, Python frames."""
+import json  # noqa: F401
+import os  # noqa: F401
+import re  # noqa: F401
+import shutil  # noqa: F401
+import subprocess  # noqa: F401
+import sys  # noqa: F401
+import tempfile  # noqa: F401
+import time  # noqa: F401
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_report import strip_files
+
+
+# ---- issue 6: call stacks, host allocations, sites ----------------------------
+
+STACKS_SRC = os.path.join(ROOT, "tests", "prog_stacks.c")
+
+
+
+def src_line(path, needle):
+    """The 1-based line of the only line of path that contains needle."""
+    hits = [i + 1 for i, l in enumerate(open(path)) if needle in l]
+    check(len(hits) == 1, f"{needle!r} found {len(hits)} times in {path}")
+    return hits[0]
+
+
+
+def fn(frame):
+    """A rendered frame's function: "f (file:line)" or "f+0x1a (module)"."""
+    return frame.split(" (")[0].split("+0x")[0]
+
+
+
+def chain_from(frames, first):
+    """The function names from `first` outward (frames before it are CUDA's)."""
+    names = [fn(f) for f in frames]
+    check(first in names, f"{first} not in the stack {frames}")
+    return names[names.index(first):]
+
+
+
+STACK_CHAINS = {  # (kind, mem/dir) -> innermost user functions, in order
+    ("alloc", "device"): ["alloc_weights", "model_init", "main"],
+    ("alloc", "pinned"): ["alloc_staging", "model_init", "main"],
+    ("alloc", "host"): ["make_host_buffer", "load_batch", "main"],
+    ("copy", "h2d"): ["upload", "load_batch", "main"],
+    ("memset", None): ["clear_grads", "train_step", "main"],
+    ("sync", None): ["wait_for_gpu", "train_step", "main"],
+}
+
+
+
+def stack_key(e):
+    return (e["kind"], e.get("mem") or e.get("dir"))
+
+
+
+@test
+def packed_records_round_trip(tmp):
+    """format.h's codec: 200 chunks of random records (fields unchanged, a
+    small step, or anything, as in real traces) decode bit for bit; a cut
+    chunk decodes to a prefix and stops at the cut. The records, their
+    packed size and a hash of the packed bytes are pinned: an encoder
+    rewritten for speed must write the same bytes (the format's readers
+    decode files written by any version)."""
+    p = run("prog_codec", ["12345", "200"], tmp=tmp, preload=False)
+    check(p.stdout.split() == ["ok", "307221", "13079891", "170ff4f4e8749de6"], p.stdout)
+
+
+
+@test
+def stacks_exact_call_chains(tmp):
+    """With GPUSPY_STACKS=all, every device/pinned/host allocation, copy,
+    memset and wait of a program with known call chains carries its stack:
+    the user's functions in order, file:line from DWARF, no gpuspy frame;
+    shared and static runtime."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    lines = {"alloc_weights": src_line(STACKS_SRC, "cudaMalloc(&d, n);"),
+             "upload": src_line(STACKS_SRC, "cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice)"),
+             "make_host_buffer": src_line(STACKS_SRC, "char *p = malloc(n);"),
+             "wait_for_gpu": src_line(STACKS_SRC, "int rc = cudaDeviceSynchronize();")}
+    for prog in ("prog_stacks", "prog_stacks_static"):
+        d = os.path.join(tmp, prog)
+        os.makedirs(d)
+        run(prog, ["4"], tmp=d, env={"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_STACKS": "all"})
+        ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
+        seen = {}
+        for e in ev:
+            if e["kind"] in ("phase_begin", "phase_end", "free"):
+                continue
+            check("stack" in e and e["stack"] in stacks, f"{prog}: no stack on {e}")
+            frames = stacks[e["stack"]]
+            check(not any("gpuspy" in f or fn(f).startswith("gs_") for f in frames),
+                  f"{prog}: gpuspy's own frames in {frames}")
+            want = STACK_CHAINS[stack_key(e)]
+            got = chain_from(frames, want[0])[:3]
+            check(got == want, f"{prog}: {stack_key(e)} stack {got}, expected {want}")
+            first = frames[[fn(f) for f in frames].index(want[0])]
+            if want[0] in lines:
+                check(first == f"{want[0]} (prog_stacks.c:{lines[want[0]]})",
+                      f"{prog}: frame {first!r}, expected line {lines[want[0]]}")
+            seen[stack_key(e)] = seen.get(stack_key(e), 0) + 1
+        check(seen == {("alloc", "device"): 1, ("alloc", "pinned"): 1, ("alloc", "host"): 1,
+                       ("copy", "h2d"): 1, ("memset", None): 4, ("sync", None): 4},
+              f"{prog}: events with stacks {seen}")
+        frees = [e for e in ev if e["kind"] == "free"]
+        check(sorted((e["mem"], e["bytes"]) for e in frees) ==
+              [("device", 64 << 20), ("host", 64 << 20), ("pinned", 1 << 20)], f"{prog}: frees {frees}")
+        check(all("stack" in e for e in frees), f"{prog}: a free without its stack")
+
+
+
+@test
+def stacks_report_sites_and_host_buffer(tmp):
+    """report --json lists alloc_sites, peak_sites, copy_sites (tied to the
+    malloc of the pageable buffer) and sync_sites with exact numbers; the
+    diagnosis names both lines; the JSON Lines dump reports the same."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    run("prog_stacks", ["4"], tmp=tmp, env={"GPUSPY_HOST_ALLOC_MIN": "1M"})
+    o = report_json(tmp)
+    names = lambda site: [fn(f) for f in site["stack"]][:3]
+    al = [(names(x), x["mem"], x["count"], x["bytes"]) for x in o["alloc_sites"]]
+    check(al == [(["alloc_weights", "model_init", "main"], "device", 1, 64 << 20),
+                 (["alloc_staging", "model_init", "main"], "pinned", 1, 1 << 20)], f"alloc_sites {al}")
+    pk = [(names(x), x["count"], x["bytes"]) for x in o["peak_sites"]]
+    check(pk == [(["alloc_weights", "model_init", "main"], 1, 64 << 20)], f"peak_sites {pk}")
+    cp = o["copy_sites"]
+    check(len(cp) == 1 and names(cp[0]) == ["upload", "load_batch", "main"] and cp[0]["count"] == 1
+          and cp[0]["bytes"] == 64 << 20 and cp[0]["dir"] == "h2d", f"copy_sites {cp}")
+    check([fn(f) for f in cp[0].get("host_alloc_stack", [])][:3] == ["make_host_buffer", "load_batch", "main"]
+          and cp[0]["host_alloc_bytes"] == 64 << 20, f"host buffer of the copy: {cp[0]}")
+    sy = [(names(x), x["count"], x["phase"]) for x in o["sync_sites"]]
+    check(sy == [(["wait_for_gpu", "train_step", "main"], 4, "step")], f"sync_sites {sy}")
+    for x in o["alloc_sites"] + o["copy_sites"] + o["sync_sites"]:
+        check(set(x) >= {"stack", "count", "bytes", "host_ns"} and x["host_ns"] > 0, f"site fields {x}")
+    d = [x["text"] for x in o["diagnoses"] if x["id"] == "pageable_copies"]
+    check(d and "All 64 MiB copied in upload (prog_stacks.c:" in d[0]
+          and "from a 64 MiB pageable buffer allocated in make_host_buffer (prog_stacks.c:" in d[0],
+          f"diagnosis does not name the lines: {d}")
+    g = os.path.join(tmp, traces(tmp)[0])
+    j = os.path.join(tmp, "trace.jsonl")
+    subprocess.run([GPUSPY, "dump", g, "-o", j], check=True, timeout=TIMEOUT)
+    check(strip_files(report_json(g)) == strip_files(report_json(j)),
+          "report --json with stacks differs between the .gspy and its JSON Lines dump")
+    h = subprocess.run([GPUSPY, "report", "--color", "never", tmp], capture_output=True, text=True)
+    check("Call sites" in h.stdout and "host buffer (64 MiB) allocated at:" in h.stdout
+          and max(len(l) for l in h.stdout.splitlines()) <= 100, "human report's call sites")
+    out = os.path.join(tmp, "trace.json")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", g, "-o", out], check=True, timeout=TIMEOUT)
+    ev = json.load(open(out))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    st = {e["name"]: [fn(f) for f in e["args"]["stack"]][:3] for e in ev if "stack" in e.get("args", {})}
+    check(st.get("cudaMalloc") == ["alloc_weights", "model_init", "main"] and
+          st.get("cudaMemcpy") == ["upload", "load_batch", "main"], f"export's stacks: {st}")
+
+
+
+@test
+def stacks_threads_recursion_and_limits(tmp):
+    """8 threads x 200 rounds with host allocations recorded (the unwinder and
+    the loader allocate inside the hooks): exact counts, every event with its
+    stack, output unchanged; allocations under the minimum not recorded.
+    Under a sanitizer (whose allocator comes first) without the host part."""
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_STACKS": "all"}
+    if "tsan" in PRELOAD_PREFIX:  # libunwind's thread-exit destructor breaks TSan's runtime
+        env["GPUSPY_STACKS"] = "all,glibc"
+    rounds = 20 if SANITIZED else 200  # sanitizers make each unwind slow
+    a = run("prog_stacks", [str(rounds), "threads"], tmp=tmp, env=env, preload=False)
+    b = run("prog_stacks", [str(rounds), "threads"], tmp=tmp, env=env)
+    check(a.stdout == b.stdout, "output changed")
+    proc, ev = only_trace(tmp)
+    count = {}
+    for e in ev:
+        k = (e["kind"], e["api"])
+        count[k] = count.get(k, 0) + 1
+        check("stack" in e, f"no stack: {e}")
+    n = 8 * rounds
+    want = {("alloc", "cudaMalloc"): n, ("alloc", "cudaMallocHost"): n, ("alloc", "malloc"): 2 * n,
+            ("copy", "cudaMemcpy"): n, ("free", "cudaFree"): n, ("free", "cudaFreeHost"): n,
+            ("free", "free"): 2 * n, ("memset", "cudaMemset"): n, ("sync", "cudaDeviceSynchronize"): n}
+    if SANITIZED:
+        del want[("alloc", "malloc")], want[("free", "free")]
+    check(count == want and proc["dropped"] == 0, f"counts {count}")
+    if not SANITIZED:
+        check(sorted({e["bytes"] for e in ev if e["api"] == "malloc"}) == [2 << 20, 3 << 20], "host sizes")
+
+
+
+@test
+def stacks_refuse_a_changed_binary(tmp):
+    """The reader symbolizes a module only if its build id is the one the
+    trace recorded: a program rebuilt since keeps module+offset frames, with
+    one warning, never wrong names."""
+    exe = os.path.join(tmp, "prog_copy")
+    shutil.copy(os.path.join(BIN, "prog_stacks"), exe)
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1", LD_PRELOAD=PRELOAD_PREFIX + LIB)
+    subprocess.run([exe, "2"], env=e, check=True, capture_output=True, timeout=TIMEOUT)
+    trace = os.path.join(tmp, traces(tmp)[0])
+    _, stacks = dump_stacks(trace)
+    check(any(f.startswith("alloc_weights (prog_stacks.c:") for fr in stacks.values() for f in fr),
+          "not symbolized while the binary is unchanged")
+    os.unlink(exe)
+    shutil.copy(os.path.join(BIN, "prog_stacks_static"), exe)  # another build at the same path
+    p = subprocess.run([GPUSPY, "dump", trace], capture_output=True, text=True, timeout=TIMEOUT)
+    frames = [f for l in p.stdout.splitlines() if '"type":"stack"' in l for f in json.loads(l)["frames"]]
+    check(p.returncode == 0 and "build id differs" in p.stderr and p.stderr.count("warning") == 1,
+          f"no single warning: {p.stderr!r}")
+    check(not any("prog_stacks.c" in f for f in frames) and any(f.startswith("prog_copy+0x") for f in frames),
+          f"frames of the changed binary: {frames[:6]}")
+
+
+
+@test
+def stacks_options(tmp):
+    """GPUSPY_STACKS=0 records none; GPUSPY_STACK_DEPTH caps the frames;
+    GPUSPY_STACK_LAUNCHES=N gives exactly 1 launch in N a stack; libunwind
+    takes neither backtrace() nor _Unwind_Backtrace from the process."""
+    run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACKS": "0"})
+    proc, ev = only_trace(tmp)
+    check(ev and not any("stack" in e for e in ev), "GPUSPY_STACKS=0 still records stacks")
+    check(proc["stacks_taken"] == 0 and proc["stacks_ns"] == 0 and proc["stacks"] == "off",
+          f"own stack time without stacks: {proc}")
+    check("own time" not in report_text(tmp), "an own-time line without stacks")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "5", "GPUSPY_STACK_DEPTH": "2"})
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    launches = [e for e in ev if e["kind"] == "launch"]
+    check(len(launches) == 69, f"{len(launches)} launches")
+    with_stack = [i for i, e in enumerate(launches) if "stack" in e]
+    check(with_stack == list(range(0, 69, 5)), f"launches with stacks: {with_stack}")
+    # gpuspy counts its own time for stacks: one per event that has one.
+    proc, _ = only_trace(tmp)
+    n = sum("stack" in e for e in ev)
+    # 14 of the 69 launches, 6 H2D and 3 D2H copies, 3 waits, 5 allocations, 5 frees
+    check(n == 14 + 6 + 3 + 3 + 5 + 5 and proc["stacks_taken"] == n and proc["stacks_ns"] > 0,
+          f"stacks_taken {proc['stacks_taken']}, {n} events with a stack, {proc['stacks_ns']} ns")
+    check(f"gpuspy's own time: {n} call stacks, " in report_text(tmp), "no own-time line")
+    o = report_json(tmp)
+    check(o["processes"][0]["stacks_taken"] == n == o["stacks_taken"], "stacks_taken not in report --json")
+    check(stacks and all(1 <= len(f) <= 2 for f in stacks.values()), "depth not capped at 2")
+    check(all("stack" in e for e in ev if e["kind"] in ("alloc", "free", "sync")), "alloc/free/sync stack")
+    p = run("prog_stacks", ["1", "symbols"], tmp=tmp)
+    got = dict(l.split(" ", 1) for l in p.stdout.splitlines())
+    check("libunwind" not in got["backtrace"] and "libunwind" not in got["_Unwind_Backtrace"],
+          f"backtrace symbols taken over: {got}")
+
+
+
+@test
+def stacks_default_kinds(tmp):
+    """By default only what the report's call sites use keeps a stack:
+    allocations, frees, pageable copies and waits, not memsets nor pinned
+    or device-to-device copies; GPUSPY_STACKS=all (also with glibc) gives
+    those theirs; off with anything else, or a word it does not know, is
+    refused with a warning and stacks stay on; "," (no word) is on; the
+    dump's process line says which (stacks on or all). Exact counts, shared and
+    static runtime."""
+    def with_stack(prog, value):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run(prog, tmp=tmp, env={"GPUSPY_STACKS": value, "GPUSPY_QUIET": "0"})
+        proc, ev = only_trace(tmp)
+        got = {}
+        for e in ev:
+            k = "/".join(str(e.get(f)) for f in ("kind", "host_mem", "dir") if e.get(f))
+            n, m = got.get(k, (0, 0))
+            got[k] = (n + ("stack" in e), m + 1)
+        check(proc["stacks_taken"] == sum(n for n, _ in got.values()), f"{prog} {value}: stacks_taken {proc}")
+        check(proc["stacks"] == ("all" if got == every else "on"), f"{prog} {value}: stacks {proc['stacks']}")
+        return got, p.stderr
+    on = {"alloc": (2, 2), "free": (2, 2), "copy/pageable/d2h": (2, 2), "copy/pageable/h2d": (2, 2),
+          "copy/pinned/d2h": (0, 2), "copy/pinned/h2d": (0, 1), "copy/d2d": (0, 1), "launch": (0, 3),
+          "memset": (0, 1), "sync": (2, 2)}
+    every = dict(on, **{"copy/pinned/d2h": (2, 2), "copy/pinned/h2d": (1, 1), "copy/d2d": (1, 1),
+                        "memset": (1, 1)})
+    for prog in ("prog_rt_dyn", "prog_rt_static"):
+        for value, want, warned in (("", on, False), ("on", on, False), ("all", every, False),
+                                    ("glibc,all", every, False), ("off,all", on, True), ("on,off", on, True),
+                                    ("all,every", on, True), (",", on, False)):
+            got, err = with_stack(prog, value)
+            check(got == want, f"{prog} GPUSPY_STACKS={value}: (with a stack, of) {got}")
+            check(("is not off, nor a list of on, all and glibc; using on" in err) == warned,
+                  f"{prog} GPUSPY_STACKS={value}: stderr {err!r}")
+
+
+
+@test
+def stacks_min_duration(tmp):
+    """GPUSPY_STACK_MIN (nsys's backtrace threshold): waits, memsets, copies
+    that are not pageable and sampled launches shorter than it keep no stack;
+    allocations, frees and pageable copies always do; the header, the dump
+    and the report say which threshold; a bad value is refused with a warning."""
+    def kinds(env):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "1", **env})
+        proc, ev = only_trace(tmp)
+        got = {}
+        for e in ev:
+            if e["kind"] not in ("phase_begin", "phase_end", "mark"):
+                k = e["kind"] + ("/" + e["host_mem"] if "host_mem" in e else "")
+                n, m = got.get(k, (0, 0))
+                got[k] = (n + ("stack" in e), m + 1)
+        return proc, got, p.stderr
+    # Launches of 2 ms pass a 1 ms threshold; the double's waits take no time.
+    proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms", "FAKECUDA_LAUNCH_NS": "2000000"})
+    check(got == {"alloc": (5, 5), "free": (5, 5), "copy/pageable": (9, 9), "sync": (0, 3),
+                  "launch": (69, 69)}, f"(with a stack, of) by kind: {got}")
+    check(proc["stack_min_ns"] == 1000000 and proc["stacks_taken"] == 88, f"process line {proc}")
+    check("carry a stack only when they took 1.0 ms or more" in report_text(tmp), "no threshold note")
+    proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms"})
+    check(got["launch"] == (0, 69) and got["sync"] == (0, 3) and got["copy/pageable"] == (9, 9),
+          f"instant launches with a 1 ms threshold: {got}")
+    proc, got, err = kinds({"GPUSPY_STACK_MIN": "20 us", "GPUSPY_QUIET": "0"})
+    check(proc["stack_min_ns"] == 0 and got["sync"] == (3, 3) and got["launch"] == (69, 69), f"{proc} {got}")
+    check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using 0" in err, f"stderr {err!r}")
+    check("GPUSPY_STACK_MIN" not in report_text(tmp), "a threshold note without a threshold")
+
+
+
+@test
+def python_frames_only_with_the_gil(tmp):
+    """GPUSPY_PYTHON_FRAMES=1: a CUDA call made holding the GIL (ctypes.PyDLL)
+    shows the Python functions and lines in order; one made without it
+    (ctypes.CDLL releases the GIL) shows none; off by default."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    script = os.path.join(ROOT, "tests", "py_stacks.py")
+    lib = os.path.join(BIN, "libcudart.so.13")
+    env = {"LD_LIBRARY_PATH": BIN, "GPUSPY_PYTHON_FRAMES": "1", "GPUSPY_TORCH": "0"}
+    p = subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **env),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "rc 0 0\n", f"script failed: {p.stdout} {p.stderr}")
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    allocs = [e for e in ev if e["kind"] == "alloc"]
+    check(len(allocs) == 2, f"{len(allocs)} allocations")
+    py = lambda e: [f for f in stacks[e["stack"]] if ".py:" in f]
+    line = lambda tag: src_line(script, "# " + tag)
+    want = [f"alloc_holding_gil ({script}:{line('LINE_HELD')})", f"Model.build ({script}:{line('LINE_BUILD')})",
+            f"<module> ({script}:{line('LINE_MODULE')})"]
+    check(py(allocs[0]) == want, f"Python frames {py(allocs[0])}, expected {want}")
+    check(py(allocs[1]) == [], f"Python frames without the GIL: {py(allocs[1])}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    del env["GPUSPY_PYTHON_FRAMES"]
+    subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **env),
+                   capture_output=True, text=True, timeout=TIMEOUT, check=True)
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    check(not any(".py:" in f for fr in stacks.values() for f in fr), "Python frames while off")
