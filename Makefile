@@ -28,10 +28,13 @@ LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/devices.c lib
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
+LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpuspy.map \
+	-Wl,-z,defs -Wl,--no-undefined-version
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_graph.c \
 	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o
+TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h
 
@@ -55,8 +58,7 @@ lib/libgpuspy.map: lib/mkmap include/gpuspy/format.h
 
 $(LIB_REAL): $(LIB_OBJS) lib/libgpuspy.map
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpuspy.map \
-		-Wl,-z,defs -Wl,--no-undefined-version -o $@ $(LIB_OBJS) -ldl -lpthread
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) -ldl -lpthread
 
 lib/libgpuspy.so: $(LIB_REAL)
 	$(Q)ln -sf libgpuspy.so.$(VERSION) lib/$(LIB_SONAME)
@@ -76,7 +78,7 @@ lib/libgpuspy-host.map: lib/mkmap
 
 $(LIB_HOST_REAL): lib/host_shim.o lib/libgpuspy.so lib/libgpuspy-host.map
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuspy-host.so.$(SOVERSION) \
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libgpuspy-host.so.$(SOVERSION) \
 		-Wl,--version-script=lib/libgpuspy-host.map -Wl,-z,now -Wl,-z,defs \
 		-o $@ lib/host_shim.o -Llib -l:$(LIB_SONAME) -Wl,-rpath,'$$ORIGIN'
 
@@ -96,7 +98,7 @@ tools/options.o: lib/options.c lib/options.h
 
 tools/gpuspy: $(TOOL_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)
 
 include tests/tests.mk
 
@@ -117,8 +119,26 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' gpuspy.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuspy.pc
 
+# What the Python wheel holds under gpuspy/ (setup.py), in STAGE: the
+# command, linked to find its libraries in ../lib; libgpuspy, linked to find
+# libunwind beside it; libgpuspy-host; the libraries a GPU machine may lack
+# (GPU_CARRY_LIBS: the command's cJSON and elfutils, libunwind); the PyTorch
+# helper in python/.
+GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8
+wheel-stage: all
+	@test -n "$(STAGE)" || { echo "wheel-stage: STAGE= is not set" >&2; exit 1; }
+	@install -d $(STAGE)/bin $(STAGE)/lib $(STAGE)/python
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $(STAGE)/bin/gpuspy $(TOOL_OBJS) $(TOOL_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(LIB_LDFLAGS) -Wl,-rpath,'$$ORIGIN' -o $(STAGE)/lib/$(LIB_SONAME) \
+		$(LIB_OBJS) -ldl -lpthread
+	@install -m 755 $(LIB_HOST_REAL) $(STAGE)/lib/libgpuspy-host.so
+	@for l in $(GPU_CARRY_LIBS); do \
+		cp -L $$(ldconfig -p | awk -v l="$$l" '$$1 == l {print $$NF; exit}') $(STAGE)/lib/$$l || exit 1; \
+	done
+	@install -m 644 python/sitecustomize.py python/gpuspy_torch.py $(STAGE)/python/
+
 clean:
 	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy-host.map lib/libgpuspy.so* lib/libgpuspy-host.so* tools/*.o tools/gpuspy
 	rm -rf $(TEST_CLEAN)
 
-.PHONY: all libs install clean
+.PHONY: all libs install clean wheel-stage

@@ -6,10 +6,13 @@
 # forward, backward and optimizer phases) on the CUDA test doubles, with GPU
 # times from the CUPTI double. The build's output goes to a log, shown only
 # if the build fails.
+# GPUSPY_CMD=/path/to/gpuspy: use that (an installed copy, with the
+# library installed beside it) instead of the tree's tools/gpuspy.
 set -e
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh demo
 dir=$(mktemp -d /tmp/gpuspy-demo.XXXXXX)
+gpuspy=${GPUSPY_CMD:-tools/gpuspy}
 build() {
 	if ! make "$@" > "$dir/build.log" 2>&1; then
 		cat "$dir/build.log" >&2
@@ -22,21 +25,21 @@ build all
 if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null 2>&1; then
 	echo "== GPU found: tracing examples/static_launches.cu (built by nvcc, static cudart)"
 	nvcc -O2 -o "$dir/static_launches" examples/static_launches.cu
-	GPUSPY_DIR="$dir" LD_PRELOAD="$PWD/lib/libgpuspy.so" "$dir/static_launches"
+	"$gpuspy" run --dir "$dir" --no-report -- "$dir/static_launches"
 else
 	echo "== no GPU here: tracing tests/prog_train.c on the CUDA and CUPTI test doubles (tests/doubles)"
 	build test-build
 	# GPUSPY_CLOCK=mono: the double's GPU times are in the clock callback's
 	# units, nanoseconds only on the monotonic clock.
-	GPUSPY_DIR="$dir" GPUSPY_CUPTI=on GPUSPY_CLOCK=mono LD_LIBRARY_PATH="$PWD/tests/bin" \
-		LD_PRELOAD="$PWD/lib/libgpuspy.so" tests/bin/prog_train > /dev/null
+	GPUSPY_CLOCK=mono LD_LIBRARY_PATH="$PWD/tests/bin" \
+		"$gpuspy" run --dir "$dir" --cupti on --no-report -- tests/bin/prog_train > /dev/null
 fi
 trace=$(ls "$dir"/*.gspy | head -1)
-echo "== tools/gpuspy report $dir"
+echo "== $gpuspy report $dir"
 echo
-tools/gpuspy report "$dir"
+"$gpuspy" report "$dir"
 echo
 echo "== next, from $PWD:"
-echo "   tools/gpuspy report --json $dir            # the same numbers as JSON"
-echo "   tools/gpuspy export --format chrome $dir -o $dir/timeline.json   # open in ui.perfetto.dev"
-echo "   tools/gpuspy dump $trace -o $dir/trace.jsonl   # every event, one JSON line each"
+echo "   $gpuspy report --json $dir            # the same numbers as JSON"
+echo "   $gpuspy export --format chrome $dir -o $dir/timeline.json   # open in ui.perfetto.dev"
+echo "   $gpuspy dump $trace -o $dir/trace.jsonl   # every event, one JSON line each"

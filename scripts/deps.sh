@@ -15,7 +15,15 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
 # Debian's CPU-only PyTorch, for the tests of the PyTorch phase hooks (not
 # for `deps.sh demo`: the demo does not need it).
-if [ "${1:-}" != demo ] && [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
+if [ "${1:-}" = packages ]; then # make packages: the .deb's and the wheel's build tools
+	command -v dh >/dev/null 2>&1 || missing="$missing debhelper"
+	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$missing dpkg-dev"
+	/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing="$missing python3-venv"
+	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing="$missing python3-pip"
+	/usr/bin/python3 -c 'import wheel' >/dev/null 2>&1 || missing="$missing python3-wheel"
+	/usr/bin/python3 -c 'import setuptools' >/dev/null 2>&1 || missing="$missing python3-setuptools"
+fi
+if [ "${1:-}" != demo ] && [ "${1:-}" != packages ] && [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
 	missing="$missing python3-torch"
 fi
 if [ -n "$missing" ]; then

@@ -116,7 +116,6 @@ bench: deps
 # cJSON library it links (the GPU image has no cJSON).
 # Libraries the GPU image may lack, for tools/gpuspy (cJSON, elfutils) and for
 # libgpuspy's call stacks (libunwind, dlopen'ed): carried in .gpu/lib.
-GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8
 gpu-carry: tools/gpuspy
 	@mkdir -p .gpu/lib
 	@for l in $(GPU_CARRY_LIBS); do \
@@ -128,7 +127,12 @@ gpu-carry: tools/gpuspy
 demo:
 	@sh scripts/demo.sh
 
-.PHONY: demo
+# The Debian package and the Python wheel, built, installed apart and
+# checked by running the demo with each (scripts/packages.sh); left in dist/.
+packages:
+	@sh scripts/packages.sh
+
+.PHONY: demo packages
 
 $(TB)/prog_train: tests/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
