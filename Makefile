@@ -32,7 +32,7 @@ LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpus
 	-Wl,-z,defs -Wl,--no-undefined-version
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_graph.c \
-	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c
+	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
@@ -87,7 +87,7 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h lib/options.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h tools/memory.h lib/options.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 

@@ -249,10 +249,102 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share);
 }
 
+/* The innermost frame a site shows, for one line of text. */
+static const char *first_frame(const char *frames, char *buf, size_t cap)
+{
+	size_t k = strcspn(frames, "\n");
+	snprintf(buf, cap, "%.*s", (int)(k < cap - 1 ? k : cap - 1), frames);
+	return buf;
+}
+
+/* "136 GiB in 17 blocks at F; 2.0 GiB in 1 block at G" for the top three
+ * sites by what they held at the failure (GS_BY_OOM) or grew by (GS_BY_GROWTH). */
+static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
+{
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(set, by, &v), len = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n && i < 3 && len + 2 < cap; i++) {
+		char b[32], f[200], blocks[48] = "";
+		uint64_t bytes = by == GS_BY_OOM ? v[i]->oom_bytes : v[i]->last_bytes - v[i]->base_bytes;
+		if (by == GS_BY_OOM)
+			snprintf(blocks, sizeof(blocks), " in %llu block%s", (unsigned long long)v[i]->oom_count,
+				 v[i]->oom_count == 1 ? "" : "s");
+		int k = snprintf(out + len, cap - len, "%s%s%s at %s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
+				 first_frame(v[i]->frames, f, sizeof(f)));
+		if (k < 0 || (size_t)k >= cap - len)
+			break;
+		len += (size_t)k;
+	}
+	free(v);
+}
+
+/* An allocation failed for lack of device memory: the fact, first. */
+static void out_of_memory(struct gs_report *r)
+{
+	const struct gs_oom *o = &r->oom;
+	if (!o->n)
+		return;
+	char t[32], b[32], held[32], dev[32], fr[32], where[64] = "", site[240] = "", tops[700], step[96] = "",
+		f[200];
+	if (o->phase)
+		snprintf(step, sizeof(step), " in %s (its occurrence %llu)", o->phase, (unsigned long long)o->phase_n);
+	if (r->device_total)
+		snprintf(where, sizeof(where), " of the device's %s", gs_fmt_bytes(dev, r->device_total));
+	if (o->frames)
+		snprintf(site, sizeof(site), " Asked at %s.", first_frame(o->frames, f, sizeof(f)));
+	holders(&r->sites.alloc, GS_BY_OOM, tops, sizeof(tops));
+	char retry[200] = "";
+	if (o->retry)
+		snprintf(retry, sizeof(retry), " The caching allocator then freed %llu cached block%s (%s) and retried: %s.",
+			 (unsigned long long)o->freed_n, o->freed_n == 1 ? "" : "s", gs_fmt_bytes(fr, o->freed_bytes),
+			 o->retry > 0 ? "the retry succeeded" : "it failed again");
+	add(r, "out_of_memory",
+	    "Out of device memory at %s%s: %s asked for %s while %s was held%s (%llu allocation%s failed "
+	    "for lack of memory).%s%s%s%s.\n"
+	    "Hold less at that point: a smaller batch, activation checkpointing, mixed precision; free what "
+	    "the loop keeps (tensors kept across steps); or set "
+	    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if the memory is fragmented.",
+	    gs_fmt_ns(t, o->t_ns > r->t_first ? o->t_ns - r->t_first : 0), step, o->api, gs_fmt_bytes(b, o->bytes),
+	    gs_fmt_bytes(held, (uint64_t)(o->reserved > 0 ? o->reserved : 0)), where, (unsigned long long)o->n,
+	    o->n == 1 ? "" : "s", retry, site, tops[0] ? " Held then: " : "", tops);
+}
+
+/* Device memory that grows every step and never comes back: a leak. */
+static int growth(struct gs_report *r)
+{
+	double per;
+	size_t steps;
+	if (!gs_mem_leak(r, &per, &steps))
+		return 0;
+	const struct gs_growth *g = &r->growth;
+	char p[32], now[32], full[120] = "", tops[700];
+	int64_t last = g->at[g->n - 1];
+	if (r->device_total && (double)r->device_total > (double)last && per > 0)
+		snprintf(full, sizeof(full), "; at that rate the device's %s is full in %.0f more steps",
+			 gs_fmt_bytes(now, r->device_total), ((double)r->device_total - (double)last) / per);
+	holders(&r->sites.alloc, GS_BY_GROWTH, tops, sizeof(tops));
+	char unit[80];
+	if (g->by_step)
+		snprintf(unit, sizeof(unit), "step");
+	else
+		snprintf(unit, sizeof(unit), "%s phase", r->phases[g->phase].name);
+	add(r, "memory_growth",
+	    "Device memory grows every %s and is never returned: %s more per %s over %zu %ss, %s held at the "
+	    "end%s: a leak.%s%s%s\n"
+	    "Find what the loop keeps: tensors stored across steps (a loss kept for logging without .item() "
+	    "or .detach() keeps its whole graph), caches that only grow, lists of outputs.",
+	    unit, gs_fmt_bytes(p, (uint64_t)per), unit, steps, unit, gs_fmt_bytes(now, (uint64_t)(last > 0 ? last : 0)),
+	    full, tops[0] ? " Grew the most: " : "", tops, tops[0] ? "." : "");
+	return 1;
+}
+
 static void churn(struct gs_report *r)
 {
 	const struct gs_churn *c = &r->churn[r->phases_repeat ? 0 : 1];
-	if (c->allocs + c->frees < 10)
+	/* Churn is allocations that are freed again: growth with few frees is
+	 * a leak (growth) or a cache filling up, not churn. */
+	if (c->allocs + c->frees < 10 || c->frees * 2 < c->allocs)
 		return;
 	char b[32], t[32];
 	/* Of the time after warm-up: the first calls (a context's creation
@@ -272,7 +364,7 @@ static void churn(struct gs_report *r)
 
 static void oom(struct gs_report *r)
 {
-	if (!r->device_total || r->peak_reserved <= 0)
+	if (!r->device_total || r->peak_reserved <= 0 || r->oom.n) /* a real one is said first */
 		return;
 	double share = (double)r->peak_reserved / (double)r->device_total;
 	if (share < 0.9)
@@ -288,10 +380,13 @@ static void oom(struct gs_report *r)
 void gs_report_diagnose(struct gs_report *r)
 {
 	uint64_t span = r->t_last - r->t_first;
+	out_of_memory(r);
+	int leak = growth(r);
 	pageable(r, span);
 	starvation(r, span);
 	stalls(r);
 	launch_bound(r, span);
-	churn(r);
+	if (!leak && !r->oom.n) /* the leak or the failure is the story */
+		churn(r);
 	oom(r);
 }

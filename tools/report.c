@@ -200,7 +200,7 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev)
 	if (r->reserved > r->peak_reserved) {
 		r->peak_reserved = r->reserved;
 		r->peak_t = ev->end_ns;
-		gs_sites_peak(&r->sites);
+		gs_sites_snapshot(&r->sites, GS_SNAP_PEAK);
 	}
 	/* Allocation churn: device allocations and frees after warm-up (both
 	 * rules, warm_up). */
@@ -519,6 +519,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (depth < STACK_MAX)
 				stack[depth++] = (struct open_phase){ p, ev.start_ns };
 			note_phase_change(r, ev.start_ns, stack[depth - 1].idx);
+			gs_mem_phase_begin(r, &ev, p, depth - 1);
 			continue;
 		}
 		if (ev.kind == GSPY_KIND_phase_end) {
@@ -568,6 +569,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		if (ev.result != 0 && ((ev.kind >= GSPY_KIND_alloc && ev.kind <= GSPY_KIND_unmap) ||
 				       ev.kind == GSPY_KIND_graph)) {
 			add_failed(r, gs_api_name(ev.api), ev.result, ev.start_ns, ev.bytes, 1, ev.bytes);
+			gs_mem_failed(r, &in, &ev, cur);
 			continue; /* not done: in no total, bandwidth, site or memory */
 		}
 		if (gspy_kind_graph(ev.kind)) {
@@ -600,6 +602,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		gs_sites_event(&r->sites, &in, &ev, cur ? r->phases[cur].name : NULL);
 		track_memory(r, &ev);
+		gs_mem_event(r, &ev);
 	}
 	/* Sync sites count only inside phases that repeat (per step). */
 	for (size_t i = 0; i < r->sites.sync.n; i++) {
@@ -636,6 +639,12 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 
 void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 {
+	/* The first process's out-of-memory failure stands for the merge's. */
+	if (s->oom.n && !d->oom.n) {
+		d->oom = s->oom;
+		d->oom.phase = s->oom.phase ? xstrdup(s->oom.phase) : NULL;
+		d->oom.frames = s->oom.frames ? xstrdup(s->oom.frames) : NULL;
+	}
 	if (!d->nprocs) {
 		phase_index(d, "(no phase)");
 		d->t_first = s->t_first;
@@ -722,6 +731,7 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 
 void gs_report_free(struct gs_report *r)
 {
+	gs_mem_free(r);
 	for (size_t i = 0; i < r->nphases; i++)
 		free(r->phases[i].name);
 	for (size_t i = 0; i < r->kernels_cap; i++)

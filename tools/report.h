@@ -14,6 +14,7 @@
 #include <cJSON.h>
 
 #include "input.h"
+#include "memory.h"
 #include "sites.h"
 
 struct gs_diag;
@@ -125,6 +126,8 @@ struct gs_report {
 	struct gs_phase_change *changes; /* ring of the latest phase changes */
 	uint64_t nchanges;
 	struct gs_sites sites;  /* call sites (events with stacks) */
+	struct gs_oom oom;      /* the first out-of-memory failure (memory.c) */
+	struct gs_growth growth; /* reserved memory step by step (memory.c) */
 	/* Calls that failed: counted here, per entry point and error code,
 	 * and nowhere else (no totals, bandwidths, sites or memory). */
 	struct gs_failed {

@@ -174,12 +174,33 @@ void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
 	}
 }
 
-void gs_sites_peak(struct gs_sites *s)
+void gs_sites_snapshot(struct gs_sites *s, unsigned what)
 {
 	for (size_t i = 0; i < s->alloc.n; i++) {
-		s->alloc.v[i].peak_bytes = s->alloc.v[i].live_bytes;
-		s->alloc.v[i].peak_count = s->alloc.v[i].live_count;
+		struct gs_site *x = &s->alloc.v[i];
+		if (what & GS_SNAP_PEAK) {
+			x->peak_bytes = x->live_bytes;
+			x->peak_count = x->live_count;
+		}
+		if (what & GS_SNAP_OOM) {
+			x->oom_bytes = x->live_bytes;
+			x->oom_count = x->live_count;
+		}
+		if (what & GS_SNAP_BASE)
+			x->base_bytes = x->live_bytes;
+		if (what & GS_SNAP_LAST)
+			x->last_bytes = x->live_bytes;
 	}
+}
+
+int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap)
+{
+	(void)s;
+	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
+	if (!st)
+		return 0;
+	join(st, buf, cap);
+	return 1;
 }
 
 static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
@@ -238,8 +259,19 @@ static uint64_t metric(const struct gs_site *x)
 	case GS_BY_COUNT: return x->count;
 	case GS_BY_PEAK: return x->peak_bytes;
 	case GS_BY_TIME: return x->host_ns;
+	case GS_BY_OOM: return x->oom_bytes;
+	case GS_BY_GROWTH: return x->last_bytes > x->base_bytes ? x->last_bytes - x->base_bytes : 0;
 	}
 	return x->bytes;
+}
+
+static uint64_t metric_of(const struct gs_site *x, int by)
+{
+	int was = sort_by;
+	sort_by = by;
+	uint64_t m = metric(x);
+	sort_by = was;
+	return m;
 }
 
 static int cmp_site(const void *a, const void *b)
@@ -256,7 +288,7 @@ size_t gs_sites_sorted(const struct gs_siteset *set, int by, const struct gs_sit
 	const struct gs_site **v = xrealloc(NULL, (set->n + 1) * sizeof(*v));
 	size_t n = 0;
 	for (size_t i = 0; i < set->n; i++)
-		if (set->v[i].count && (by != GS_BY_PEAK || set->v[i].peak_bytes))
+		if (set->v[i].count && (by < GS_BY_PEAK || by == GS_BY_TIME || metric_of(&set->v[i], by)))
 			v[n++] = &set->v[i];
 	sort_by = by;
 	qsort(v, n, sizeof(*v), cmp_site);

@@ -25,6 +25,8 @@ struct gs_site {
 	uint64_t count, bytes, host_ns;
 	uint64_t live_bytes, live_count; /* alloc sites: device memory held now */
 	uint64_t peak_bytes, peak_count; /* ... and at the peak of reserved memory */
+	uint64_t oom_bytes, oom_count;   /* ... when an allocation first ran out of memory */
+	uint64_t base_bytes, last_bytes; /* ... at the second and the latest step (memory.c) */
 	char *host_alloc;  /* copy sites: where the host buffer came from */
 	uint64_t host_alloc_bytes;
 };
@@ -51,14 +53,19 @@ struct gs_sites {
 /* Before the memory bookkeeping of the event (the peak uses its result). */
 void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev,
 		    const char *phase);
-/* Reserved device memory reached a new peak: remember what each site holds. */
-void gs_sites_peak(struct gs_sites *s);
+/* Remember what each allocation site holds now: at the peak of reserved
+ * memory, at an out-of-memory failure, at a step (GS_SNAP_*, or'ed). */
+enum { GS_SNAP_PEAK = 1, GS_SNAP_OOM = 2, GS_SNAP_BASE = 4, GS_SNAP_LAST = 8 };
+void gs_sites_snapshot(struct gs_sites *s, unsigned what);
+/* The frames of ev's stack as a site shows them, into buf; 0 without one. */
+int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap);
 void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s);
 void gs_sites_free(struct gs_sites *s);
 /* The four lists for --json (sites with a zero count are left out). */
 void gs_sites_json(cJSON *o, const struct gs_sites *s);
 /* Sorted views for printing: count returned, *out malloc'ed. */
 size_t gs_sites_sorted(const struct gs_siteset *set, int by, const struct gs_site ***out);
-enum { GS_BY_BYTES, GS_BY_COUNT, GS_BY_PEAK, GS_BY_TIME };
+/* The by-peak, by-OOM and by-growth views hold only sites with a share. */
+enum { GS_BY_BYTES, GS_BY_COUNT, GS_BY_PEAK, GS_BY_TIME, GS_BY_OOM, GS_BY_GROWTH };
 
 #endif

@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Real traces for the report's tests (tests/fixtures/h200/), captured the
+# way a user would: the Python wheel (dist/, from `make packages`, carried)
+# installed into a venv of its own (or, where the image cannot make one,
+# with pip --target), and `gpuspy run` from it on the image's python3, with
+# default options plus Python frames. Each
+# program's traces come back as $OUT/NAME.tar.gz, its report beside them in
+# $OUT/fixtures.md. From the repository root:
+#   bash tests/gpu/fixtures.sh          (carry: dist)
+#   FIXTURES="oom leak" bash tests/gpu/fixtures.sh
+set -u
+OUT=${OUT:-/tmp/gpuspy-gpu}
+WORK=/tmp/gpuspy-fixtures
+rm -rf "$WORK"; mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1
+Z=tests/gpu/zoo
+md="$OUT/fixtures.md"
+if python3 -m venv "$WORK/venv" > "$WORK/venv.log" 2>&1; then
+	"$WORK/venv/bin/pip" install -q --no-index --no-deps dist/gpuspy-*.whl || exit 1
+	G="$WORK/venv/bin/gpuspy"; how="into a venv"
+else # the command the console script runs, from the package itself
+	python3 -m pip install -q --no-index --no-deps --target "$WORK/wheel" dist/gpuspy-*.whl || exit 1
+	G="$WORK/wheel/gpuspy/bin/gpuspy"; how="with pip --target (no venv here: $(tail -1 "$WORK/venv.log"))"
+fi
+{
+	echo "# Fixtures: real traces from the H200"
+	echo
+	echo "\`tests/gpu/fixtures.sh\`, on nvidia-h200, with \`$("$G" --version)\` installed from its wheel $how"
+	echo "(\`pip install dist/gpuspy-*.whl\`): \`gpuspy run\` with \`GPUSPY_PYTHON_FRAMES=1\`."
+	echo
+} > "$md"
+mkdir -p "$WORK/bin"; nvcc -O2 "$Z/graph_nodes.cu" -o "$WORK/bin/graph_nodes" || exit 1
+CASES="${FIXTURES:-resnet_loader transformers_adamw jax_step cupy_kernels oom leak graph_nodes}"
+for name in $CASES; do
+	case $name in
+	graph_nodes) cmd=("$WORK/bin/graph_nodes") ;;
+	*) cmd=(python3 "$Z/$name.py") ;;
+	esac
+	d="$WORK/$name"
+	t0=$(date +%s)
+	GPUSPY_PYTHON_FRAMES=1 timeout 200 "$G" run --dir "$d" --no-report -- "${cmd[@]}" > "$WORK/$name.out" 2>&1
+	rc=$?
+	"$G" report --color never "$d" > "$WORK/$name.report.txt" 2>&1
+	tar -C "$WORK" -czf "$OUT/$name.tar.gz" "$name"
+	{
+		echo "## $name: exit $rc, $(( $(date +%s) - t0 )) s, $(ls "$d" | wc -l) traces, $(du -sh "$d" | cut -f1) on disk, $(du -h "$OUT/$name.tar.gz" | cut -f1) packed"
+		echo
+		echo '```'
+		tail -3 "$WORK/$name.out"
+		echo '```'
+		echo
+		echo '```'
+		head -c 12000 "$WORK/$name.report.txt"
+		echo '```'
+		echo
+	} >> "$md"
+	echo "$name: exit $rc, $(du -h "$OUT/$name.tar.gz" | cut -f1)"
+done

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+"""Real traces from the H200 (tests/fixtures/h200/, tests/gpu/fixtures.sh): the report's facts on them.
+
+Each fixture is the traces of one real program, run through the wheel's
+`gpuspy run`; the programs are in tests/gpu/zoo/. The assertions are what
+those programs did: oom.py holds 17 blocks of 8 GiB and asks for an 18th;
+leak.py keeps every step's loss with its graph for 24 steps."""
+import os
+import subprocess
+import tarfile
+
+from harness import GPUSPY, ROOT, TIMEOUT, check, test
+
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "h200")
+
+
+def fixture_report(tmp, name, *args):
+    with tarfile.open(os.path.join(FIXTURES, name + ".tar.gz")) as t:
+        t.extractall(tmp)
+    p = subprocess.run([GPUSPY, "report", "--color", "never", *args, os.path.join(tmp, name)],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"report of {name} exited {p.returncode}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def diagnoses(text):
+    """The diagnoses, each as one line of words (the report wraps them)."""
+    part = text.split("\nDiagnoses\n", 1)[1] if "\nDiagnoses\n" in text else ""
+    items = [" ".join(d.split()) for d in ("\n" + part).split("\n  * ") if d.strip()]
+    return items
+
+
+@test
+def fixture_oom_is_a_fact_first(tmp):
+    """oom.py: the first diagnosis is the out-of-memory failure, with its
+    size, what was held (17 blocks of 8 GiB) and the device's total; the
+    caching allocator's retry failed too; no 'close to out-of-memory' and no
+    churn from the teardown."""
+    d = diagnoses(fixture_report(tmp, "oom"))
+    check(d and d[0].startswith("Out of device memory at ") and
+          "cudaMalloc asked for 8.0 GiB while 136 GiB was held of the device's 140 GiB "
+          "(2 allocations failed for lack of memory)" in d[0], f"first diagnosis: {d[:1]}")
+    check("retried: it failed again" in d[0] and "Held then: 136 GiB in 17 blocks at " in d[0], d[0])
+    check(not any("close to out-of-memory" in x or "device allocations" in x for x in d), f"diagnoses: {d}")
+
+
+@test
+def fixture_leak_is_growth_not_churn(tmp):
+    """leak.py: memory grows by the same amount every step and is never
+    freed: a leak, with its rate per step (10 GiB over 22 steps after the
+    first two) and the steps until the device is full; not churn."""
+    d = diagnoses(fixture_report(tmp, "leak"))
+    leak = [x for x in d if x.startswith("Device memory grows every step")]
+    check(len(leak) == 1, f"diagnoses: {d}")
+    check("394 MiB more per step over 22 steps, 10 GiB held at the end; at that rate the device's 140 GiB "
+          "is full in 336 more steps: a leak. Grew the most: 5.5 GiB at " in leak[0], leak[0])
+    check(not any("allocations" in x and "frees after warm-up" in x for x in d), f"churn reported: {d}")

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory facts of a process (memory.c): an out-of-memory failure with what
+ * was held at that moment, and device memory that grows step after step
+ * (a leak), with the sites that grew. Fed by report.c, read by diagnose.c.
+ */
+#ifndef GPUSPY_MEMORY_H
+#define GPUSPY_MEMORY_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct gs_report;
+struct gs_input;
+struct gs_ev;
+
+struct gs_oom {
+	uint64_t n;          /* allocations that failed for lack of memory */
+	uint64_t t_ns;       /* the first: when (trace clock) */
+	uint64_t bytes;      /* ... the size it asked for */
+	const char *api;
+	char *phase;         /* ... the phase it was in, or NULL */
+	uint64_t phase_n;    /* ... that phase's occurrence (1 = the first) */
+	int64_t reserved;    /* ... device memory held then */
+	char *frames;        /* ... its call stack, or NULL */
+	/* The caching allocator's free-and-retry: frees between the failure
+	 * and the next allocation of the same size, and how that retry went. */
+	uint64_t freed_n, freed_bytes;
+	int retry;           /* 0 none seen, 1 retried and succeeded, -1 retried and failed */
+};
+
+struct gs_growth {
+	size_t phase;        /* the phase sampled at each begin (0: by step number) */
+	int by_step;         /* samples at each new PyTorch step */
+	uint64_t last_step;
+	int64_t *at;         /* reserved device memory at each sample */
+	size_t n, cap;
+};
+
+/* An allocation failed (result != 0), in phase cur. */
+void gs_mem_failed(struct gs_report *r, struct gs_input *in, const struct gs_ev *ev, size_t cur);
+/* An event done (after track_memory): the retry of a failed allocation. */
+void gs_mem_event(struct gs_report *r, const struct gs_ev *ev);
+/* A phase begins (p, at depth before it): maybe a step's sample. */
+void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, int depth);
+
+/* A leak: reserved memory rose at most step transitions and never fell.
+ * 1 with the rate per step and the steps measured; 0 otherwise. */
+int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps);
+void gs_mem_free(struct gs_report *r);
+
+#endif
