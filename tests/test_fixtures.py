@@ -6,6 +6,7 @@ Each fixture is the traces of one real program, run through the wheel's
 those programs did: oom.py holds 17 blocks of 8 GiB and asks for an 18th;
 leak.py keeps every step's loss with its graph for 24 steps."""
 import os
+import re
 import subprocess
 import tarfile
 
@@ -55,3 +56,17 @@ def fixture_leak_is_growth_not_churn(tmp):
     check("394 MiB more per step over 22 steps, 10 GiB held at the end; at that rate the device's 140 GiB "
           "is full in 336 more steps: a leak. Grew the most: 5.5 GiB at " in leak[0], leak[0])
     check(not any("allocations" in x and "frees after warm-up" in x for x in d), f"churn reported: {d}")
+
+
+@test
+def fixture_jax_phases_are_not_xlas(tmp):
+    """jax_step.py: XLA's 5,877 NVTX ranges (4,135 names: compiler passes,
+    modules) are the library's, not phases: the table has only "(no phase)"
+    with every one of the step's 943 kernels, and one line per group of
+    XLA's ranges (the longest three). The report was 4,408 lines."""
+    text = fixture_report(tmp, "jax_step")
+    rows = re.findall(r"^  (\S.*?) +\d+ +[\d.]+ [mun]?s +(\d+) ", text.split("Copies and memsets")[0], re.M)
+    check(rows == [("(no phase)", "943")], f"phase rows: {rows}")
+    check("Libraries' own ranges, inside the phases above (which keep their time): 5877 ranges" in text and
+          re.search(r"^    XlaCompileBackend +73 ", text, re.M), text[:3000])
+    check(len(text.splitlines()) < 250, f"{len(text.splitlines())} lines")

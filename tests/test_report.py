@@ -535,3 +535,43 @@ def report_gpu_timing_arithmetic(tmp):
     check(d["busy_ns"] == 510 * us and d["busy_in_phases_ns"] == 500 * us, f"outside phases: {d}")
     check("  device 0: busy 510.0 us of 1.9 ms (26.8%); idle gaps: " in report_text(path)
           and "\n    in phases: busy 500.0 us of 1.8 ms (27.8%)\n" in report_text(path), report_text(path))
+
+
+@test
+def library_ranges_nest_in_the_users_phase(tmp):
+    """A library's NVTX range (CUB's, XLA's) inside the user's `backward`
+    takes none of its calls: backward keeps all 3 launches; the range is
+    counted apart (JSON "library": true, 2 ranges, 0 launches) and the text
+    table has no row for it, only the libraries' line. Over 20 phases the
+    table shows 19 by wall time and counts the rest; --all shows them."""
+    def launch(t):
+        return {"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 100, "result": 0,
+                "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0}
+    ev = [phase_event(True, 1000, "backward", 0), launch(1100),
+          phase_event(True, 1200, "cub::DeviceRadixSort::SortPairs", 0), launch(1300),
+          phase_event(False, 1400, "cub::DeviceRadixSort::SortPairs", 0),
+          phase_event(True, 1500, "cub::DeviceRadixSort::SortPairs", 0), launch(1600),
+          phase_event(False, 1700, "cub::DeviceRadixSort::SortPairs", 0),
+          phase_event(False, 1800, "backward", 0)]
+    path = write_jsonl(os.path.join(tmp, "lib.jsonl"), ev)
+    o = report_json(path)
+    ph = {p["name"]: p for p in o["processes"][0]["phases"]}
+    check(ph["backward"]["launch"]["count"] == 3 and not ph["backward"].get("library"), f"backward: {ph['backward']}")
+    cub = ph["cub::DeviceRadixSort::SortPairs"]
+    check(cub.get("library") is True and cub["count"] == 2 and cub["launch"]["count"] == 0, f"cub: {cub}")
+    text = report_text(path)
+    check(not re.search(r"^  cub::", text, re.M) and
+          "Libraries' own ranges, inside the phases above (which keep their time): 2 ranges" in text and
+          re.search(r"^    cub::DeviceRadixSort::SortPairs +2 +400 ns$", text, re.M), text)
+    # 25 user phases: 19 rows, then the rest in one line.
+    ev = []
+    for i in range(25):
+        ev += [phase_event(True, 10_000 * i + 1, f"p{i:02d}", 0), phase_event(False, 10_000 * i + 1 + 100 * (i + 1), f"p{i:02d}", 0)]
+    path = write_jsonl(os.path.join(tmp, "many.jsonl"), ev)
+    text = report_text(path)
+    rows = re.findall(r"^  (p\d\d) ", text, re.M)
+    check(rows == [f"p{i:02d}" for i in range(6, 25)], f"rows {rows}")
+    check("  ... and 6 more phases, 2.1 us of wall time in all (gpuspy report --all lists them)" in text, text)
+    p = subprocess.run([GPUSPY, "report", "--all", "--color", "never", path], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(re.findall(r"^  (p\d\d) ", p.stdout, re.M) == [f"p{i:02d}" for i in range(25)], p.stdout)

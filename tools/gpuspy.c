@@ -34,7 +34,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events]\n"
 		   "                  [--host-alloc SIZE] [--no-report] -- CMD ARGS...\n"
-		   "       gpuspy report [--json] [--color auto|always|never] FILE|DIR...\n"
+		   "       gpuspy report [--json] [--all] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
 		   "       gpuspy env [--markdown]\n"
@@ -216,6 +216,8 @@ static int cmd_report(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = 1;
+		} else if (!strcmp(argv[i], "--all")) {
+			gs_report_all = 1;
 		} else if (!strcmp(argv[i], "--color") && i + 1 < argc) {
 			const char *w = argv[++i];
 			if (!strcmp(w, "always"))

@@ -66,6 +66,22 @@ static size_t phase_index(struct gs_report *r, const char *name)
 	return r->nphases++;
 }
 
+int gs_library_range(const char *name)
+{
+	/* The libraries' own NVTX ranges, by the prefixes they use: CCCL
+	 * (cub::, thrust::), XLA and its compiler (Xla*, Thunk), cuDNN,
+	 * cuBLAS, NCCL, TensorRT, and unnamed ranges (registered payloads that
+	 * carry no message). */
+	static const char *const prefixes[] = {
+		"cub::", "thrust::", "CUB", "Xla", "xla::", "Thunk", "cudnn", "cuDNN", "cublas", "cuBLAS",
+		"nccl", "NCCL", "TensorRT", "TRT", "(unnamed)",
+	};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
 static uint64_t hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -495,8 +511,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	else
 		snprintf(r->label, sizeof(r->label), "pid %u", r->proc.pid);
 	phase_index(r, "(no phase)");
-	struct open_phase stack[STACK_MAX];
-	int depth = 0;
+	struct open_phase stack[STACK_MAX], lib[STACK_MAX]; /* the user's phases; libraries' ranges */
+	int depth = 0, ldepth = 0;
 	uint64_t top_begin = 0, covered = 0;
 	struct last_call last[LAST_CAP] = { { 0, 0 } };
 	struct gs_ev ev;
@@ -508,6 +524,27 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			r->t_last = ev.end_ns;
 		if (!r->churn[1].warm && r->proc.events && r->nevents * 5 >= r->proc.events)
 			warm_up(&r->churn[1], ev.start_ns);
+		if (ev.kind == GSPY_KIND_phase_begin && gs_library_range(ev.name && *ev.name ? ev.name : "(unnamed)")) {
+			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
+			r->phases[p].library = 1;
+			r->phases[p].count++;
+			if (ldepth < STACK_MAX)
+				lib[ldepth++] = (struct open_phase){ p, ev.start_ns };
+			continue;
+		}
+		if (ev.kind == GSPY_KIND_phase_end && ldepth &&
+		    gs_library_range(ev.name && *ev.name ? ev.name : "(unnamed)")) {
+			int i = ldepth - 1;
+			const char *nm = ev.name && *ev.name ? ev.name : "(unnamed)";
+			while (i >= 0 && strcmp(r->phases[lib[i].idx].name, nm))
+				i--;
+			if (i >= 0) {
+				r->phases[lib[i].idx].wall_ns += ev.start_ns - lib[i].begin;
+				memmove(&lib[i], &lib[i + 1], (size_t)(ldepth - i - 1) * sizeof(lib[0]));
+				ldepth--;
+			}
+			continue;
+		}
 		if (ev.kind == GSPY_KIND_phase_begin) {
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
 			if (++r->phases[p].count == 2 && !r->phases_repeat) {
@@ -616,6 +653,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	/* Phases still open at the end run to the end of the trace. */
 	for (int i = 0; i < depth; i++)
 		r->phases[stack[i].idx].wall_ns += r->t_last - stack[i].begin;
+	for (int i = 0; i < ldepth; i++)
+		r->phases[lib[i].idx].wall_ns += r->t_last - lib[i].begin;
 	if (depth)
 		covered += r->t_last - top_begin;
 	uint64_t span = r->t_last - r->t_first;
@@ -700,6 +739,7 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;
 		p->span_ns += s->phases[i].span_ns;
 		p->span_n += s->phases[i].span_n;
+		p->library |= s->phases[i].library;
 		cats_merge(&p->c, &s->phases[i].c);
 	}
 	for (size_t i = 0; i < s->kernels_cap; i++) {

@@ -55,7 +55,13 @@ struct gs_phase_stat {
 	uint64_t gpu_busy_ns; /* GPU work that started during the phase */
 	uint64_t span_ns, span_n; /* GPUSPY_CUPTI=events: GPU time of its intervals */
 	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */
+	int library;          /* a library's range (gs_library_range): counted, attributed nothing */
 };
+
+/* A range that a library opens (CUB, XLA, cuDNN, NCCL, TensorRT, ... by
+ * name), not the user's: it nests inside the user's phase and takes none of
+ * its calls or GPU work. */
+int gs_library_range(const char *name);
 
 struct gs_kernel_stat {
 	char *name;
@@ -166,6 +172,7 @@ void gs_captured_json(cJSON *o, const struct gs_report *r);
 /* Output (report_print.c, report_json.c). */
 extern const char *const gs_alloc_names[GS_ALLOC_KINDS];
 const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* by time; free() it */
+extern int gs_report_all; /* --all: every phase and library range (report_print.c) */
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		     const struct gs_report *whole, int color);
 /* The caller owns the returned object. */

@@ -62,6 +62,8 @@ static cJSON *phases_json(const struct gs_report *r)
 	for (size_t i = 0; i < r->nphases; i++) {
 		cJSON *p = cJSON_CreateObject();
 		cJSON_AddStringToObject(p, "name", r->phases[i].name);
+		if (r->phases[i].library)
+			cJSON_AddTrueToObject(p, "library");
 		cJSON_AddNumberToObject(p, "count", (double)r->phases[i].count);
 		cJSON_AddNumberToObject(p, "wall_ns", (double)r->phases[i].wall_ns);
 		if (gpu_mode) {

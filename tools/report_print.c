@@ -10,6 +10,9 @@
 #include "report.h"
 #include "cuda_errors.h"
 #include "units.h"
+#include "xalloc.h"
+
+enum { PHASE_ROWS = 20 }; /* rows of the phase table, without --all */
 
 const char *const gs_alloc_names[GS_ALLOC_KINDS] = { "device", "pinned", "managed", "host" };
 static const char *bold = "", *yellow = "", *reset = "";
@@ -84,6 +87,77 @@ static uint64_t total_span(const struct gs_report *r)
 	return n;
 }
 
+int gs_report_all; /* --all: every phase and library range */
+
+static int cmp_u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The libraries' own ranges (CUB, XLA, ...): inside the user's phases, which
+ * keep their calls and GPU work. Grouped by the name before its ":#"
+ * arguments (XLA's "XlaPass:#name=...,module=...#"); the longest three
+ * groups by wall time (all with --all), and how many in all. */
+struct lib_group {
+	char name[64];
+	uint64_t names, count, wall_ns;
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct lib_group *x = a, *y = b;
+	return x->wall_ns < y->wall_ns ? 1 : x->wall_ns > y->wall_ns ? -1 : strcmp(x->name, y->name);
+}
+
+static void library_ranges(FILE *f, const struct gs_report *r)
+{
+	struct lib_group *g = NULL;
+	size_t ng = 0, cap = 0;
+	uint64_t count = 0;
+	for (size_t i = 0; i < r->nphases; i++) {
+		const struct gs_phase_stat *p = &r->phases[i];
+		if (!p->library)
+			continue;
+		count += p->count;
+		const char *cut = strstr(p->name, ":#");
+		int len = cut ? (int)(cut - p->name) : (int)strlen(p->name);
+		char key[64];
+		snprintf(key, sizeof(key), "%.*s", len, p->name);
+		size_t j = 0;
+		while (j < ng && strcmp(g[j].name, key))
+			j++;
+		if (j == ng) {
+			if (ng == cap) {
+				cap = cap ? cap * 2 : 16;
+				g = xrealloc(g, cap * sizeof(*g));
+			}
+			memset(&g[ng], 0, sizeof(g[ng]));
+			snprintf(g[ng].name, sizeof(g[ng].name), "%s", key);
+			ng++;
+		}
+		g[j].names++;
+		g[j].count += p->count;
+		g[j].wall_ns += p->wall_ns;
+	}
+	if (!ng)
+		return;
+	qsort(g, ng, sizeof(*g), cmp_group);
+	size_t show = gs_report_all || ng <= 4 ? ng : 3;
+	fprintf(f, "  Libraries' own ranges, inside the phases above (which keep their time): %llu range%s\n",
+		(unsigned long long)count, count == 1 ? "" : "s");
+	for (size_t i = 0; i < show; i++) {
+		char w[32], names[32] = "";
+		if (g[i].names > 1)
+			snprintf(names, sizeof(names), "  (%llu names)", (unsigned long long)g[i].names);
+		fprintf(f, "    %-40.40s %7llu %9s%s\n", g[i].name, (unsigned long long)g[i].count,
+			gs_fmt_ns(w, g[i].wall_ns), names);
+	}
+	if (show < ng)
+		fprintf(f, "    ... and %zu more (gpuspy report --all lists them)\n", ng - show);
+	free(g);
+}
+
 static void phases_table(FILE *f, const struct gs_report *r)
 {
 	if (gpu_mode)
@@ -94,14 +168,44 @@ static void phases_table(FILE *f, const struct gs_report *r)
 		fprintf(f, "\n  %sPhases%s           %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", bold, reset,
 			"count", "wall", "kernels", "launch", "alloc", "allocated", "alloc t", "sync",
 			events_mode ? "GPU span" : "GPU idle");
+	/* At most PHASE_ROWS rows of the user's phases, in their order: the
+	 * longest by wall time; the rest in one line (all with --all). */
+	size_t users = 0, shown = 0;
+	uint64_t cut = 0; /* the wall time a phase needs to be shown */
+	for (size_t i = 1; i < r->nphases; i++) /* "(no phase)" aside */
+		users += !r->phases[i].library;
+	if (users > PHASE_ROWS && !gs_report_all) {
+		uint64_t *w = xcalloc(users, sizeof(*w));
+		size_t k = 0;
+		for (size_t i = 1; i < r->nphases; i++)
+			if (!r->phases[i].library)
+				w[k++] = r->phases[i].wall_ns;
+		qsort(w, k, sizeof(*w), cmp_u64_desc);
+		cut = w[PHASE_ROWS - 2];
+		free(w);
+	}
+	uint64_t rest_n = 0, rest_wall = 0;
 	for (size_t i = 0; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
+		if (p->library)
+			continue; /* a library's range: below */
 		if (i == 0 && !p->wall_ns && !p->c.launch.count && !alloc_count(&p->c) &&
 		    !p->c.sync.count && r->nphases > 1)
 			continue; /* an empty "(no phase)" row says nothing */
+		if (cut && i && (p->wall_ns < cut || shown >= PHASE_ROWS - 1)) {
+			rest_n++;
+			rest_wall += p->wall_ns;
+			continue;
+		}
+		shown += i > 0; /* "(no phase)" is always shown */
 		phase_row(f, p->name, p->count, p->wall_ns, p->gpu_busy_ns, p->span_ns, &p->c);
 	}
 	phase_row(f, "total", 0, r->t_last - r->t_first, total_busy(r), total_span(r), &r->total);
+	char w[32];
+	if (rest_n)
+		fprintf(f, "  ... and %llu more phases, %s of wall time in all (gpuspy report --all lists them)\n",
+			(unsigned long long)rest_n, gs_fmt_ns(w, rest_wall));
+	library_ranges(f, r);
 }
 
 static void copies_table(FILE *f, const struct gs_report *r)
