@@ -41,7 +41,7 @@ def fixture_oom_is_a_fact_first(tmp):
     check(d and d[0].startswith("Out of device memory at ") and
           "cudaMalloc asked for 8.0 GiB while 136 GiB was held of the device's 140 GiB "
           "(2 allocations failed for lack of memory)" in d[0], f"first diagnosis: {d[:1]}")
-    check("retried: it failed again" in d[0] and "Held then: 136 GiB in 17 blocks at " in d[0], d[0])
+    check("retried: it failed again" in d[0] and "Held then: 136 GiB in 17 blocks in PyTorch (libc10_cuda.so+0x" in d[0], d[0])
     check(not any("close to out-of-memory" in x or "device allocations" in x for x in d), f"diagnoses: {d}")
 
 
@@ -54,7 +54,7 @@ def fixture_leak_is_growth_not_churn(tmp):
     leak = [x for x in d if x.startswith("Device memory grows every step")]
     check(len(leak) == 1, f"diagnoses: {d}")
     check("394 MiB more per step over 22 steps, 10 GiB held at the end; at that rate the device's 140 GiB "
-          "is full in 336 more steps: a leak. Grew the most: 5.5 GiB at " in leak[0], leak[0])
+          "is full in 336 more steps: a leak. Grew the most: 5.5 GiB in PyTorch (" in leak[0], leak[0])
     check(not any("allocations" in x and "frees after warm-up" in x for x in d), f"churn reported: {d}")
 
 

@@ -575,3 +575,33 @@ def library_ranges_nest_in_the_users_phase(tmp):
     p = subprocess.run([GPUSPY, "report", "--all", "--color", "never", path], capture_output=True, text=True,
                        timeout=TIMEOUT)
     check(re.findall(r"^  (p\d\d) ", p.stdout, re.M) == [f"p{i:02d}" for i in range(25)], p.stdout)
+
+
+@test
+def sites_start_at_the_programs_own_code(tmp):
+    """A site passes over the frames of PyTorch, the interpreter and Python
+    packages to the program's own line: the allocation's site is
+    train.py:42 (the frames above it are c10's allocator, ATen, CPython
+    and torch/nn), its diagnosis says so, and a copy whose stack has no
+    frame of the program's own is named by its owner."""
+    lib = ["c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int)+0x10 (libc10_cuda.so)",
+           "at::native::empty_cuda(long)+0x20 (libtorch_cuda.so)", "_PyEval_EvalFrameDefault+0x1 (python3.12)",
+           "forward (/usr/lib/python3/dist-packages/torch/nn/modules/linear.py:125)",
+           "_call_impl (/usr/lib/python3/dist-packages/torch/nn/modules/module.py:1750)"]
+    frames = {1: lib + ["train_step (train.py:42)", "<module> (train.py:50)"],
+              2: ["at::native::copy_kernel_cuda(at::TensorIterator&, bool)+0x6ff (libtorch_cuda.so)",
+                  "libtorch_python.so+0x5eb170", "python3.12+0x58216e"]}
+    ev = []
+    for i in range(3):
+        ev.append({"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000 + 100 * i, "end_ns": 1050 + 100 * i,
+                   "result": 0, "bytes": 1 << 20, "mem": "device", "addr": 4096 * (i + 1), "device": 0, "stack": 1})
+    ev.append({"kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": 2000, "end_ns": 3000, "result": 0,
+               "bytes": 1 << 20, "dir": "h2d", "host_mem": "pageable", "addr": 12345, "device": 0, "stack": 2})
+    path = write_jsonl(os.path.join(tmp, "sites.jsonl"), ev, frames=frames)
+    o = report_json(path)
+    alloc = o["processes"][0]["alloc_sites"]
+    check(len(alloc) == 1 and alloc[0]["stack"][:2] == ["train_step (train.py:42)", "<module> (train.py:50)"],
+          f"allocation site: {alloc}")
+    text = " ".join(report_text(path).split())
+    check("All 1.0 MiB copied in PyTorch (at::native::copy_kernel_cuda(at::TensorIterator&, bool)+0x6ff "
+          "(libtorch_cuda.so))." in text, text[-1500:])

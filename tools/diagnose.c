@@ -37,6 +37,22 @@ static void add(struct gs_report *r, const char *id, const char *fmt, ...)
 	r->ndiag++;
 }
 
+/* Where a site is, for a sentence: "PREP F" with F the innermost frame it
+ * shows; when even that frame is a library's (the stack has no frame of
+ * the program's own), "in OWNER (F)". */
+static const char *place(const char *frames, const char *prep, char *buf, size_t cap)
+{
+	size_t k = strcspn(frames, "\n");
+	char f[200];
+	snprintf(f, sizeof(f), "%.*s", (int)(k < sizeof(f) - 1 ? k : sizeof(f) - 1), frames);
+	const char *owner = gs_frame_owner(f);
+	if (owner)
+		snprintf(buf, cap, "in %s (%.180s)", owner, f);
+	else
+		snprintf(buf, cap, "%s %.180s", prep, f);
+	return buf;
+}
+
 static void pageable(struct gs_report *r, uint64_t span)
 {
 	const struct gs_agg *h = &r->total.copy[GSPY_DIR_h2d][GS_PAGEABLE];
@@ -56,16 +72,15 @@ static void pageable(struct gs_report *r, uint64_t span)
 		const struct gs_site *x = v[first];
 		/* "All" when this site copied every pageable host-to-device byte. */
 		const char *which = x->bytes == h->bytes ? "All" : "The largest:";
-		int k = (int)strcspn(x->frames, "\n");
+		char at[240], from[240];
+		place(x->frames, "in", at, sizeof(at));
 		if (x->host_alloc) {
-			int a = (int)strcspn(x->host_alloc, "\n");
 			snprintf(where, sizeof(where),
-				 " %s %s copied in %.*s from a %s pageable buffer allocated in %.*s; "
-				 "pin it there.", which, gs_fmt_bytes(w, x->bytes), k, x->frames,
-				 gs_fmt_bytes(t, x->host_alloc_bytes), a, x->host_alloc);
+				 " %s %s copied %s from a %s pageable buffer allocated %s; "
+				 "pin it there.", which, gs_fmt_bytes(w, x->bytes), at,
+				 gs_fmt_bytes(t, x->host_alloc_bytes), place(x->host_alloc, "in", from, sizeof(from)));
 		} else {
-			snprintf(where, sizeof(where), " %s %s copied in %.*s.", which, gs_fmt_bytes(w, x->bytes), k,
-				 x->frames);
+			snprintf(where, sizeof(where), " %s %s copied %s.", which, gs_fmt_bytes(w, x->bytes), at);
 		}
 	}
 	free(v);
@@ -249,14 +264,6 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share);
 }
 
-/* The innermost frame a site shows, for one line of text. */
-static const char *first_frame(const char *frames, char *buf, size_t cap)
-{
-	size_t k = strcspn(frames, "\n");
-	snprintf(buf, cap, "%.*s", (int)(k < cap - 1 ? k : cap - 1), frames);
-	return buf;
-}
-
 /* "136 GiB in 17 blocks at F; 2.0 GiB in 1 block at G" for the top three
  * sites by what they held at the failure (GS_BY_OOM) or grew by (GS_BY_GROWTH). */
 static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
@@ -265,13 +272,13 @@ static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
 	size_t n = gs_sites_sorted(set, by, &v), len = 0;
 	out[0] = 0;
 	for (size_t i = 0; i < n && i < 3 && len + 2 < cap; i++) {
-		char b[32], f[200], blocks[48] = "";
+		char b[32], f[240], blocks[48] = "";
 		uint64_t bytes = by == GS_BY_OOM ? v[i]->oom_bytes : v[i]->last_bytes - v[i]->base_bytes;
 		if (by == GS_BY_OOM)
 			snprintf(blocks, sizeof(blocks), " in %llu block%s", (unsigned long long)v[i]->oom_count,
 				 v[i]->oom_count == 1 ? "" : "s");
-		int k = snprintf(out + len, cap - len, "%s%s%s at %s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
-				 first_frame(v[i]->frames, f, sizeof(f)));
+		int k = snprintf(out + len, cap - len, "%s%s%s %s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
+				 place(v[i]->frames, "at", f, sizeof(f)));
 		if (k < 0 || (size_t)k >= cap - len)
 			break;
 		len += (size_t)k;
@@ -286,13 +293,13 @@ static void out_of_memory(struct gs_report *r)
 	if (!o->n)
 		return;
 	char t[32], b[32], held[32], dev[32], fr[32], where[64] = "", site[240] = "", tops[700], step[96] = "",
-		f[200];
+		f[240];
 	if (o->phase)
 		snprintf(step, sizeof(step), " in %s (its occurrence %llu)", o->phase, (unsigned long long)o->phase_n);
 	if (r->device_total)
 		snprintf(where, sizeof(where), " of the device's %s", gs_fmt_bytes(dev, r->device_total));
 	if (o->frames)
-		snprintf(site, sizeof(site), " Asked at %s.", first_frame(o->frames, f, sizeof(f)));
+		snprintf(site, sizeof(site), " Asked %s.", place(o->frames, "at", f, sizeof(f)));
 	holders(&r->sites.alloc, GS_BY_OOM, tops, sizeof(tops));
 	char retry[200] = "";
 	if (o->retry)

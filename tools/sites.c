@@ -63,21 +63,69 @@ static size_t site(struct gs_siteset *set, const char *frames, unsigned mem, con
 	return set->n - 1;
 }
 
-/* CUDA's own libraries at the top of a stack say nothing about the caller:
- * the site starts at the first frame outside them (the whole stack if all
- * frames are inside). */
-static int cuda_internal(const char *f)
+/* Frames of a module: "function+0xOFF (module)", or "module+0xOFF" unsymbolized. */
+static int in_module(const char *f, const char *mod)
 {
-	return !strncmp(f, "cudart::", 8) || !strncmp(f, "__cudart", 8) || strstr(f, "(libcuda.so") ||
-	       strstr(f, "(libcudart.so") || !strncmp(f, "libcuda.so", 10) || !strncmp(f, "libcudart.so", 12);
+	size_t n = strlen(mod);
+	if (!strncmp(f, mod, n))
+		return 1;
+	const char *p = strrchr(f, '(');
+	return p && !strncmp(p + 1, mod, n);
+}
+
+const char *gs_frame_owner(const char *f)
+{
+	/* Python frames, "function (file.py:line)": packages and the standard
+	 * library are not the program's; its own files are. */
+	if (strstr(f, ".py:")) {
+		if (strstr(f, "/site-packages/") || strstr(f, "/dist-packages/"))
+			return "a Python package";
+		if (strstr(f, "/lib/python3") || strstr(f, "(<frozen "))
+			return "Python's library";
+		return NULL;
+	}
+	static const struct { const char *mod, *owner; } mods[] = {
+		{ "libcuda.so", "the CUDA driver" }, { "libcudart.so", "the CUDA runtime" },
+		{ "libcublas", "cuBLAS" }, { "libcudnn", "cuDNN" }, { "libnccl", "NCCL" },
+		{ "libcufft", "cuFFT" }, { "libcurand", "cuRAND" }, { "libcusparse", "cuSPARSE" },
+		{ "libcusolver", "cuSOLVER" }, { "libnvrtc", "NVRTC" }, { "libnvJitLink", "nvJitLink" },
+		{ "libc10", "PyTorch" }, { "libtorch", "PyTorch" }, { "libshm", "PyTorch" }, { "_C.cpython", "PyTorch" },
+		{ "xla_extension", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
+		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
+		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
+		{ "ld-linux", "the loader" },
+	};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+		if (in_module(f, mods[i].mod))
+			return mods[i].owner;
+	/* Symbolized frames without a module ("function (file.c:line)"). */
+	static const struct { const char *prefix, *owner; } syms[] = {
+		{ "cudart::", "the CUDA runtime" }, { "__cudart", "the CUDA runtime" },
+		{ "c10::", "PyTorch" }, { "at::", "PyTorch" }, { "torch::", "PyTorch" }, { "caffe2::", "PyTorch" },
+		{ "pybind11::", "PyTorch" }, { "xla::", "XLA" }, { "stream_executor::", "XLA" }, { "tsl::", "XLA" },
+		{ "cublas", "cuBLAS" }, { "cudnn", "cuDNN" }, { "_Py", "the Python interpreter" },
+		{ "std::", "the C++ library" },
+	};
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+		if (!strncmp(f, syms[i].prefix, strlen(syms[i].prefix)))
+			return syms[i].owner;
+	if (f[0] == 'P' && f[1] == 'y' && f[2] >= 'A' && f[2] <= 'Z')
+		return "the Python interpreter"; /* PyObject_Call, PyEval_... */
+	return NULL;
 }
 
 static void join(const struct gs_stack *st, char *buf, size_t cap)
 {
 	size_t n = 0;
 	uint32_t i = 0;
-	while (i + 1 < st->n && cuda_internal(st->frames[i]))
-		i++;
+	/* The site starts at the program's own code: the frames of CUDA, the
+	 * frameworks, the interpreter and packages above it say nothing of the
+	 * caller (the whole stack if every frame is theirs). */
+	uint32_t own = 0;
+	while (own < st->n && gs_frame_owner(st->frames[own]))
+		own++;
+	if (own < st->n)
+		i = own;
 	buf[0] = 0;
 	for (; i < st->n && n + 2 < cap; i++) {
 		int k = snprintf(buf + n, cap - n, "%s%s", n ? "\n" : "", st->frames[i]);

@@ -57,6 +57,10 @@ void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
  * memory, at an out-of-memory failure, at a step (GS_SNAP_*, or'ed). */
 enum { GS_SNAP_PEAK = 1, GS_SNAP_OOM = 2, GS_SNAP_BASE = 4, GS_SNAP_LAST = 8 };
 void gs_sites_snapshot(struct gs_sites *s, unsigned what);
+/* Who owns a rendered frame: NULL for the program's own code, else the
+ * library, framework or interpreter ("PyTorch", "cuBLAS", "a Python
+ * package") whose frames a site passes over. */
+const char *gs_frame_owner(const char *frame);
 /* The frames of ev's stack as a site shows them, into buf; 0 without one. */
 int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap);
 void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s);
