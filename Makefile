@@ -24,7 +24,7 @@ endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/devices.c lib/hook_alloc.c \
 	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
-	lib/stacks.c lib/hook_host.c lib/gpu_events.c lib/options.c
+	lib/stacks.c lib/hook_host.c lib/gpu_events.c lib/options.c lib/pyframes.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
@@ -36,7 +36,7 @@ TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/repo
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
-HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h
+HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
 
 LIB_HOST := lib/libgpuspy-host.so
 LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)

@@ -76,9 +76,11 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 			       "not pageable and sampled launches shorter than it keep no stack (nsys's "
 			       "backtrace threshold); allocations, frees and pageable copies always do; `0`: "
 			       "every call" },
-	[GS_OPT_PYTHON_FRAMES] = { "GPUSPY_PYTHON_FRAMES", GS_OPT_BOOL, GS_BY_LIB, 0, "0", 0, 0, NULL,
+	[GS_OPT_PYTHON_FRAMES] = { "GPUSPY_PYTHON_FRAMES", GS_OPT_BOOL, GS_BY_LIB, 1, "1", 0, 0, NULL,
 				   "1 or 0 (on or off)",
-				   "`1`: add the Python frames of calls made while holding the GIL" },
+				   "`0`: no Python frames in call stacks. On, a Python process's stacks carry its "
+				   "Python functions and lines, also where a binding released the GIL (PyTorch's "
+				   "do around each operation; CPython 3.11 and later, see `commands.md`)" },
 	[GS_OPT_HOST_ALLOC_MIN] = { "GPUSPY_HOST_ALLOC_MIN", GS_OPT_BYTES, GS_BY_LIB, 0, "off", 1, 1ull << 40, NULL,
 				    "a size in bytes (suffix K, M or G)",
 				    "record host allocations (`malloc`, `calloc`, `realloc`, `posix_memalign`, "

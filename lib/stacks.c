@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "pyframes.h"
 #include "stacks.h"
 #include "symbols.h"
 #include "writer.h"
@@ -358,13 +359,14 @@ static uint32_t code_id(void *code)
 /* Python frames of this thread, innermost first, as (code id, line). */
 static unsigned py_frames(uint32_t (*out)[2], unsigned max)
 {
+	/* Looked up by the constructor: a dlsym here could wait on the
+	 * loader's lock, held by a thread that waits on this one. */
 	int st = __atomic_load_n(&py_state, __ATOMIC_ACQUIRE);
-	if (st == 0) {
-		py_lookup();
-		st = py_state;
-	}
-	if (st < 0 || !py.is_init() || !py.gil_check())
+	if (st <= 0 || !py.is_init())
 		return 0;
+	if (!py.gil_check()) /* a binding released it: read the frames raw */
+		return gs_pyframes_raw(out, max);
+	gpuspy_python_frames_learn(); /* once, unless the start-up hook did */
 	unsigned n = 0;
 	void *f = py.get_frame(); /* borrowed */
 	int owned = 0;
@@ -577,6 +579,10 @@ static void stacks_load(void)
 	void *warm[4];
 	backtrace(warm, 4); /* loads libgcc_s now rather than inside a hook */
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)gs_stack_note);
+	if (gs_cfg.stacks & GSPY_STACKS_PYTHON) { /* the interpreter's functions, if this is Python */
+		py_lookup();
+		gs_pyframes_lookup();
+	}
 	int all = stack_all;
 	/* Last: the hooks take stacks once they see their kind here. */
 	__atomic_store_n(&gs_g.stack_kinds,

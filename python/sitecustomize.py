@@ -31,4 +31,21 @@ def _chain():
         sys.modules["sitecustomize"] = sys.modules.get(__name__) or type(sys)("sitecustomize")
 
 
+def _learn_frames():
+    """Python frames (on unless GPUSPY_PYTHON_FRAMES=0): libgpuspy learns, holding the GIL, how this
+    interpreter lays out its frames, to read them on threads that released
+    it (lib/pyframes.c). Called two frames down: it compares a stack of
+    three with what the C API says of it."""
+    if os.environ.get("GPUSPY_PYTHON_FRAMES", "").lower() in ("0", "off", "no", "false"):
+        return
+    try:
+        import ctypes
+        fn = ctypes.PyDLL(None).gpuspy_python_frames_learn  # PyDLL: the GIL stays held
+        fn.restype = ctypes.c_int
+        (lambda: (lambda: fn())())()
+    except Exception:  # never break the traced program
+        pass
+
+
+_learn_frames()
 _chain()

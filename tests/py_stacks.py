@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Python frames in call stacks (issue 6): cudaMalloc through ctypes on the
-runtime double. PyDLL keeps the GIL during the call (gpuspy may walk the
-Python frames); CDLL releases it (gpuspy must not). Prints each pointer's
+runtime double. PyDLL keeps the GIL during the call (gpuspy walks the
+Python frames through the C API); CDLL releases it, as PyTorch's bindings
+do (gpuspy reads them raw, lib/pyframes.c). Prints each pointer's
 line numbers for the test to compare.
 Usage: py_stacks.py LIBCUDART"""
 import ctypes
@@ -29,5 +30,5 @@ class Model:
 
 
 rc1, _ = Model().build()  # LINE_MODULE
-rc2, _ = alloc_without_gil(2 << 20)
+rc2, _ = alloc_without_gil(2 << 20)  # LINE_SECOND
 print("rc", rc1, rc2)

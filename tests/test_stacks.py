@@ -323,10 +323,12 @@ def stacks_min_duration(tmp):
 
 
 @test
-def python_frames_only_with_the_gil(tmp):
+def python_frames_with_and_without_the_gil(tmp):
     """GPUSPY_PYTHON_FRAMES=1: a CUDA call made holding the GIL (ctypes.PyDLL)
-    shows the Python functions and lines in order; one made without it
-    (ctypes.CDLL releases the GIL) shows none; off by default."""
+    shows the Python functions and lines in order, and so does one made
+    without it (ctypes.CDLL releases the GIL, as PyTorch's bindings do),
+    whose frames are read raw by the layout learned from the first (with
+    GPUSPY_TORCH=0) or by the start-up hook; GPUSPY_PYTHON_FRAMES=0: none."""
     if SANITIZED:
         raise Skip("Python under a sanitized preload is not run")
     script = os.path.join(ROOT, "tests", "py_stacks.py")
@@ -343,10 +345,21 @@ def python_frames_only_with_the_gil(tmp):
     want = [f"alloc_holding_gil ({script}:{line('LINE_HELD')})", f"Model.build ({script}:{line('LINE_BUILD')})",
             f"<module> ({script}:{line('LINE_MODULE')})"]
     check(py(allocs[0]) == want, f"Python frames {py(allocs[0])}, expected {want}")
-    check(py(allocs[1]) == [], f"Python frames without the GIL: {py(allocs[1])}")
+    want = [f"alloc_without_gil ({script}:{line('LINE_RELEASED')})", f"<module> ({script}:{line('LINE_SECOND')})"]
+    check(py(allocs[1]) == want, f"Python frames without the GIL {py(allocs[1])}, expected {want}")
+    # The start-up hook learns instead (GPUSPY_TORCH on): the same frames.
     os.unlink(os.path.join(tmp, traces(tmp)[0]))
-    del env["GPUSPY_PYTHON_FRAMES"]
+    e2 = dict(env)
+    del e2["GPUSPY_TORCH"]
+    p = subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **e2),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "rc 0 0\n", f"script failed: {p.stdout} {p.stderr}")
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    allocs = [e for e in ev if e["kind"] == "alloc"]
+    check(py(allocs[1]) == want, f"with the start-up hook: {py(allocs[1])}, expected {want}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    env["GPUSPY_PYTHON_FRAMES"] = "0"
     subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **env),
                    capture_output=True, text=True, timeout=TIMEOUT, check=True)
     ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
-    check(not any(".py:" in f for fr in stacks.values() for f in fr), "Python frames while off")
+    check(not any(".py:" in f for fr in stacks.values() for f in fr), "Python frames with GPUSPY_PYTHON_FRAMES=0")

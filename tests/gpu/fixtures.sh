@@ -57,3 +57,19 @@ for name in $CASES; do
 	} >> "$md"
 	echo "$name: exit $rc, $(du -h "$OUT/$name.tar.gz" | cut -f1)"
 done
+# What a Python frame costs: resnet_loader's stacks with and without
+# GPUSPY_PYTHON_FRAMES, interleaved, as the library times them (the trace
+# header's stacks_ns over stacks_taken).
+{
+	echo "## Stack cost with and without Python frames (resnet_loader, 3 runs each, interleaved)"
+	echo
+	echo "| run | GPUSPY_PYTHON_FRAMES | stacks | us a stack |"
+	echo "| --- | --- | --- | --- |"
+} >> "$md"
+for i in 1 2 3; do
+	for pf in 0 1; do
+		d="$WORK/cost-$pf-$i"
+		GPUSPY_PYTHON_FRAMES=$pf timeout 200 "$G" run --dir "$d" --no-report -- python3 "$Z/resnet_loader.py" > /dev/null 2>&1
+		"$G" dump "$(ls "$d"/*.gspy | head -1)" | head -1 | python3 -c "import json,sys; h=json.load(sys.stdin); print('| $i | $pf | %d | %.2f |' % (h['stacks_taken'], h['stacks_ns'] / max(1, h['stacks_taken']) / 1e3))" >> "$md"
+	done
+done
