@@ -13,7 +13,7 @@ run_variant() { # name cflags runtime tests...
 	( cd "$dir" && make -s all test-build examples CFLAGS="-O1 -g -fno-omit-frame-pointer $flags" > build.log 2>&1 ) \
 		|| { tail -20 "$dir/build.log"; exit 1; }
 	echo "== $name: $(basename "$rt") preloaded first"
-	GPUSPY_TEST_PRELOAD_PREFIX="$rt:" python3 "$dir/tests/run.py" "$@"
+	GPUSPY_TEST_PRELOAD_PREFIX="$rt:" python3 "$dir/tests/run.py" -j"$(nproc 2>/dev/null || echo 2)" "$@"
 }
 # The crash tests compare deaths by signal with and without gpuspy: the
 # sanitizers must not turn those signals into their own reports.

@@ -87,14 +87,15 @@ test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/
 deps:
 	@sh scripts/deps.sh
 
-# One target per topic (tests/test_TOPIC.py): `make -j test` runs them in
-# parallel, each printing its own results in one piece (-O); -k runs every
-# topic even after one fails.
+# One target per topic (tests/test_TOPIC.py), TEST_JOBS at a time (default:
+# one per core), each printing its own results in one piece (-O); -k runs
+# every topic even after one fails.
 TEST_TOPICS := $(patsubst tests/test_%.py,%,$(wildcard tests/test_*.py))
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: deps
 	@$(MAKE) --no-print-directory test-build examples
-	@$(MAKE) --no-print-directory -k -O $(TEST_TOPICS:%=test-topic-%)
+	@$(MAKE) --no-print-directory -k -O -j$(TEST_JOBS) $(TEST_TOPICS:%=test-topic-%)
 	@echo "all $(words $(TEST_TOPICS)) test topics passed"
 
 test-topic-%:
