@@ -88,3 +88,21 @@ def fixture_sites_are_the_users_lines(tmp):
           f"first sites: {first}")
     d = diagnoses(fixture_report(tmp, "leak"))
     check(any(re.search(r"All 512 MiB copied in <module> \(\S*/leak\.py:10\)\.", x) for x in d), f"diagnoses: {d}")
+
+
+@test
+def fixture_advice_in_each_frameworks_terms(tmp):
+    """Each process's framework comes from its trace (PyTorch's phases and
+    allocator frames, XLA's ranges, CuPy's kernels) and its advice is in
+    those terms: the JAX step is told about jax.device_put, never about
+    DataLoader, .item() or torch; CuPy's about cupyx.empty_pinned."""
+    want = {"resnet_loader": "PyTorch", "jax_step": "JAX", "cupy_kernels": "CuPy", "graph_nodes": None}
+    for name, fw in want.items():
+        text = fixture_report(tmp, name)
+        head = re.search(r"^   host \S+, exited cleanly(, (\w+))?, ", text, re.M)
+        check(head and head.group(2) == fw, f"{name}: header {head and head.group(0)!r}, expected {fw}")
+        d = " ".join(diagnoses(text))
+        if name == "jax_step":
+            check("jax.device_put" in d and not re.search(r"DataLoader|\.item\(\)|torch|PYTORCH", d), d)
+        if name == "cupy_kernels":
+            check("cupyx.empty_pinned()" in d and "torch" not in d, d)

@@ -37,6 +37,109 @@ static void add(struct gs_report *r, const char *id, const char *fmt, ...)
 	r->ndiag++;
 }
 
+/* What to change, in the terms of the process's framework (gs_framework:
+ * CUDA, PyTorch, JAX, CuPy): a JAX program is not told about DataLoader. */
+enum { ADV_PIN, ADV_PIN_D2H, ADV_STARVE, ADV_SYNC, ADV_SYNC_PAGEABLE, ADV_LAUNCH, ADV_CHURN, ADV_OOM, ADV_LEAK,
+       ADV_OOM_RISK, ADV_COUNT };
+static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
+	[ADV_PIN] = {
+		"Pin the source: allocate it with cudaHostAlloc/cudaMallocHost (or register it with "
+		"cudaHostRegister), then copy with cudaMemcpyAsync.",
+		"Pin the source: DataLoader(pin_memory=True) or tensor.pin_memory() (cudaHostAlloc in C), then copy "
+		"with non_blocking=True.",
+		"Feed the step ahead of time: jax.device_put the next batch while this step runs (or prefetch it to "
+		"the device, as flax.jax_utils.prefetch_to_device does).",
+		"Copy from pinned memory: make the host array with cupyx.empty_pinned() (or "
+		"cupy.cuda.alloc_pinned_memory), then copy on a stream of your own.",
+	},
+	[ADV_PIN_D2H] = {
+		"copy into a pinned buffer (cudaHostAlloc) to make them asynchronous",
+		"copy into a pinned buffer (torch.empty(..., pin_memory=True)) to make them asynchronous",
+		"fetch results every N steps rather than each step (jax.device_get of a batch of them)",
+		"copy into a pinned buffer (cupyx.empty_pinned()) to make them asynchronous",
+	},
+	[ADV_STARVE] = {
+		"Load ahead: prepare the next batch on another thread while the GPU runs, and copy it asynchronously "
+		"from pinned memory.",
+		"Load ahead: raise DataLoader num_workers, set prefetch_factor and persistent_workers=True, or move "
+		"decoding/augmentation to the GPU.",
+		"Load ahead: prefetch batches on another thread (tf.data's prefetch, grain) and device_put the next "
+		"one while the step runs.",
+		"Load ahead: prepare the next batch on another thread while the GPU runs, and copy it from pinned "
+		"memory on a stream of your own.",
+	},
+	[ADV_SYNC] = {
+		"Remove per-step cudaDeviceSynchronize/cudaStreamSynchronize and synchronous cudaMemcpy; order work "
+		"with events (cudaEventRecord, cudaStreamWaitEvent).",
+		"Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy with "
+		"non_blocking=True from pinned memory.",
+		"Remove per-step block_until_ready(), jax.device_get(), float(x) and print(x) of device arrays: keep "
+		"values on the device and fetch them every N steps.",
+		"Remove per-step .get(), cupy.asnumpy(), float(x) and stream synchronize calls; fetch results every "
+		"N steps.",
+	},
+	[ADV_SYNC_PAGEABLE] = {
+		"Copy from pinned memory (cudaHostAlloc) with cudaMemcpyAsync: a copy from pageable memory makes the "
+		"host wait for it.",
+		"Copy from pinned memory (DataLoader(pin_memory=True), tensor.pin_memory()) with non_blocking=True: a "
+		"copy from pageable memory makes the host wait for it.",
+		"Put batches on the device ahead of the step (jax.device_put while the previous step runs): a copy "
+		"from pageable memory makes the host wait for it.",
+		"Copy from pinned memory (cupyx.empty_pinned()) on a stream of your own: a copy from pageable memory "
+		"makes the host wait for it.",
+	},
+	[ADV_LAUNCH] = {
+		"Launch less often: capture the step in a CUDA graph (cudaStreamBeginCapture, cudaGraphLaunch); fuse "
+		"small kernels.",
+		"Launch less often: capture the step in a CUDA graph, or use torch.compile(mode=\"reduce-overhead\"); "
+		"fuse small operations.",
+		"Launch less often: jit the whole step rather than its parts, and turn Python loops inside it into "
+		"lax.scan or lax.fori_loop.",
+		"Launch less often: fuse element-wise operations (cupy.fuse, ElementwiseKernel), or capture the step "
+		"in a CUDA graph through stream capture.",
+	},
+	[ADV_CHURN] = {
+		"Allocate once and reuse, or allocate from a stream-ordered pool (cudaMallocAsync, cudaFreeAsync).",
+		"Allocate once and reuse: keep buffers across steps, avoid torch.cuda.empty_cache() in the loop, keep "
+		"shapes stable, or use a stream-ordered pool (cudaMallocAsync).",
+		"Allocate once and reuse: keep shapes stable across steps (each new shape compiles and allocates "
+		"anew), and leave XLA's preallocation on (XLA_PYTHON_CLIENT_PREALLOCATE).",
+		"Allocate once and reuse: keep CuPy's memory pool (no free_all_blocks() in the loop) and keep shapes "
+		"stable.",
+	},
+	[ADV_OOM] = {
+		"Hold less at that point: free buffers no longer needed, or work in smaller chunks.",
+		"Hold less at that point: a smaller batch, activation checkpointing, mixed precision; free what the "
+		"loop keeps (tensors kept across steps); or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if "
+		"the memory is fragmented.",
+		"Hold less at that point: a smaller batch, jax.checkpoint (rematerialization), bfloat16; or lower "
+		"XLA_PYTHON_CLIENT_MEM_FRACTION if another process shares the GPU.",
+		"Hold less at that point: free what the loop keeps, release the pool's cached blocks "
+		"(cupy.get_default_memory_pool().free_all_blocks()), or work in smaller chunks.",
+	},
+	[ADV_LEAK] = {
+		"Find what the loop keeps: buffers allocated each step and never freed.",
+		"Find what the loop keeps: tensors stored across steps (a loss kept for logging without .item() or "
+		".detach() keeps its whole graph), caches that only grow, lists of outputs.",
+		"Find what the loop keeps: device arrays stored across steps (lists of outputs or metrics kept "
+		"without jax.device_get), caches that only grow.",
+		"Find what the loop keeps: arrays stored across steps (lists of outputs), caches that only grow.",
+	},
+	[ADV_OOM_RISK] = {
+		"Hold less: smaller batches or chunks, fewer buffers alive at once.",
+		"Lower the batch size, use activation checkpointing or mixed precision, or set "
+		"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.",
+		"Hold less: a smaller batch, jax.checkpoint, bfloat16.",
+		"Hold less: smaller batches or chunks; the memory pool keeps freed blocks "
+		"(free_all_blocks() releases them).",
+	},
+};
+
+static const char *advice(const struct gs_report *r, int what)
+{
+	return advice_text[what][r->framework < GS_FW_COUNT ? r->framework : GS_FW_CUDA];
+}
+
 /* Where a site is, for a sentence: "PREP F" with F the innermost frame it
  * shows; when even that frame is a library's (the stack has no frame of
  * the program's own), "in OWNER (F)". */
@@ -90,17 +193,14 @@ static void pageable(struct gs_report *r, uint64_t span)
 	if (h->count && !one_off)
 		add(r, "pageable_copies",
 		    "%llu host-to-device cop%s (%s, %s on the host) read pageable memory: the driver stages "
-		    "%s through a bounce buffer and %s cannot overlap compute.%s\n"
-		    "Pin the source: DataLoader(pin_memory=True) or tensor.pin_memory() (cudaHostAlloc in C), "
-		    "then copy with non_blocking=True.",
+		    "%s through a bounce buffer and %s cannot overlap compute.%s\n%s",
 		    (unsigned long long)h->count, gs_pl(h->count, "y", "ies"), gs_fmt_bytes(b, h->bytes),
 		    gs_fmt_ns(t, h->host_ns), gs_pl(h->count, "it", "them"), gs_pl(h->count, "it", "they"),
-		    where);
+		    where, advice(r, ADV_PIN));
 	if (d->count >= 10)
 		add(r, "pageable_copies_d2h",
-		    "%llu device-to-host copies (%s) land in pageable memory; copy into a pinned buffer "
-		    "(torch.empty(..., pin_memory=True)) to make them asynchronous.",
-		    (unsigned long long)d->count, gs_fmt_bytes(b, d->bytes));
+		    "%llu device-to-host copies (%s) land in pageable memory; %s.",
+		    (unsigned long long)d->count, gs_fmt_bytes(b, d->bytes), advice(r, ADV_PIN_D2H));
 }
 
 static uint64_t sync_copies(const struct gs_cats *c)
@@ -148,11 +248,10 @@ static void starvation(struct gs_report *r, uint64_t span)
 			char idle[32];
 			add(r, "data_starvation",
 			    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and the GPU is "
-			    "busy only %.*f%% of it (%s idle): the GPU waits for data.\n"
-			    "Load ahead: raise DataLoader num_workers, set prefetch_factor and "
-			    "persistent_workers=True, or move decoding/augmentation to the GPU.",
+			    "busy only %.*f%% of it (%s idle): the GPU waits for data.\n%s",
 			    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
-			    pct_digits(busy), 100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns));
+			    pct_digits(busy), 100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns),
+			    advice(r, ADV_STARVE));
 			continue;
 		}
 		if (p->c.launch.count > p->count)
@@ -169,10 +268,9 @@ static void starvation(struct gs_report *r, uint64_t span)
 		add(r, "data_starvation",
 		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "
 		    "GPU work: "
-		    "the GPU waits for data (host-side estimate%s).\n"
-		    "Load ahead: raise DataLoader num_workers, set prefetch_factor and persistent_workers=True, "
-		    "or move decoding/augmentation to the GPU.",
-		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound);
+		    "the GPU waits for data (host-side estimate%s).\n%s",
+		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound,
+		    advice(r, ADV_STARVE));
 	}
 }
 
@@ -202,11 +300,7 @@ static void stalls(struct gs_report *r)
 		    "Phase '%s' (%llu occurrences) %s%s%s: each one stops the host until the GPU drains "
 		    "its queue.\n%s",
 		    p->name, (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies,
-		    na && na == p->c.sync.count
-			    ? "Copy from pinned memory (DataLoader(pin_memory=True), tensor.pin_memory()) with "
-			      "non_blocking=True: a copy from pageable memory makes the host wait for it."
-			    : "Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy "
-			      "with non_blocking=True from pinned memory.");
+		    advice(r, na && na == p->c.sync.count ? ADV_SYNC_PAGEABLE : ADV_SYNC));
 	}
 }
 
@@ -243,11 +337,10 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 		char k[32], m[32];
 		add(r, "launch_bound",
 		    "%.0f%% of %llu kernels ran shorter than their launch call takes (kernel mean %s, launch "
-		    "mean %s) and the GPU is busy only %.*f%% %s: the run is launch-bound.\n"
-		    "Launch less often: capture the step in a CUDA graph, or use "
-		    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
+		    "mean %s) and the GPU is busy only %.*f%% %s: the run is launch-bound.\n%s",
 		    100 * short_share, (unsigned long long)l->gpu_count, gs_fmt_ns(k, l->gpu_ns / l->gpu_count),
-		    gs_fmt_ns(m, l->host_ns / l->count), pct_digits(busy_share), 100 * busy_share, of);
+		    gs_fmt_ns(m, l->host_ns / l->count), pct_digits(busy_share), 100 * busy_share, of,
+		    advice(r, ADV_LAUNCH));
 		return;
 	}
 	double launch_share = (double)launch_ns / (double)window;
@@ -257,11 +350,9 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	char m[32];
 	add(r, "launch_bound",
 	    "%llu kernel launches take %.0f%% of the host's time%s (mean %s each) while it waits for the "
-	    "GPU only %.*f%%: the GPU finishes work faster than it is launched (host-side estimate).\n"
-	    "Launch less often: capture the step in a CUDA graph, or use "
-	    "torch.compile(mode=\"reduce-overhead\"); fuse small operations.",
+	    "GPU only %.*f%%: the GPU finishes work faster than it is launched (host-side estimate).\n%s",
 	    (unsigned long long)launch_n, 100 * launch_share, in_phases ? " in phases" : "",
-	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share);
+	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share, advice(r, ADV_LAUNCH));
 }
 
 /* "136 GiB in 17 blocks at F; 2.0 GiB in 1 block at G" for the top three
@@ -308,13 +399,10 @@ static void out_of_memory(struct gs_report *r)
 			 o->retry > 0 ? "the retry succeeded" : "it failed again");
 	add(r, "out_of_memory",
 	    "Out of device memory at %s%s: %s asked for %s while %s was held%s (%llu allocation%s failed "
-	    "for lack of memory).%s%s%s%s.\n"
-	    "Hold less at that point: a smaller batch, activation checkpointing, mixed precision; free what "
-	    "the loop keeps (tensors kept across steps); or set "
-	    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if the memory is fragmented.",
+	    "for lack of memory).%s%s%s%s.\n%s",
 	    gs_fmt_ns(t, o->t_ns > r->t_first ? o->t_ns - r->t_first : 0), step, o->api, gs_fmt_bytes(b, o->bytes),
 	    gs_fmt_bytes(held, (uint64_t)(o->reserved > 0 ? o->reserved : 0)), where, (unsigned long long)o->n,
-	    o->n == 1 ? "" : "s", retry, site, tops[0] ? " Held then: " : "", tops);
+	    o->n == 1 ? "" : "s", retry, site, tops[0] ? " Held then: " : "", tops, advice(r, ADV_OOM));
 }
 
 /* Device memory that grows every step and never comes back: a leak. */
@@ -338,11 +426,9 @@ static int growth(struct gs_report *r)
 		snprintf(unit, sizeof(unit), "%s phase", r->phases[g->phase].name);
 	add(r, "memory_growth",
 	    "Device memory grows every %s and is never returned: %s more per %s over %zu %ss, %s held at the "
-	    "end%s: a leak.%s%s%s\n"
-	    "Find what the loop keeps: tensors stored across steps (a loss kept for logging without .item() "
-	    "or .detach() keeps its whole graph), caches that only grow, lists of outputs.",
+	    "end%s: a leak.%s%s%s\n%s",
 	    unit, gs_fmt_bytes(p, (uint64_t)per), unit, steps, unit, gs_fmt_bytes(now, (uint64_t)(last > 0 ? last : 0)),
-	    full, tops[0] ? " Grew the most: " : "", tops, tops[0] ? "." : "");
+	    full, tops[0] ? " Grew the most: " : "", tops, tops[0] ? "." : "", advice(r, ADV_LEAK));
 	return 1;
 }
 
@@ -358,15 +444,15 @@ static void churn(struct gs_report *r)
 	 * inside the first cudaMalloc) would hide a loop's churn. */
 	uint64_t after = r->t_last > c->from_ns ? r->t_last - c->from_ns : 0;
 	double share = after ? (double)c->host_ns / (double)after : 0;
+	if (share < 0.01)
+		return; /* under 1% of the time: not worth changing the code for */
 	add(r, "allocation_churn",
 	    "%llu device allocations (%s) and %llu frees after warm-up (%s) took %s in the calls, %.*f%% "
-	    "of the time after it: each cudaMalloc/cudaFree synchronizes the device.\n"
-	    "Allocate once and reuse: keep buffers across steps, avoid torch.cuda.empty_cache() in the "
-	    "loop, keep shapes stable, or use a stream-ordered pool (cudaMallocAsync).",
+	    "of the time after it: each cudaMalloc/cudaFree synchronizes the device.\n%s",
 	    (unsigned long long)c->allocs, gs_fmt_bytes(b, c->alloc_bytes), (unsigned long long)c->frees,
 	    r->phases_repeat ? "after the first occurrence of a repeated phase"
 			     : "after the first fifth of the events",
-	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share);
+	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share, advice(r, ADV_CHURN));
 }
 
 static void oom(struct gs_report *r)
@@ -378,10 +464,9 @@ static void oom(struct gs_report *r)
 		return;
 	char p[32], t[32];
 	add(r, "oom_risk",
-	    "Peak reserved device memory %s is %.0f%% of the device's %s: close to out-of-memory.\n"
-	    "Lower the batch size, use activation checkpointing or mixed precision, or set "
-	    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.",
-	    gs_fmt_bytes(p, (uint64_t)r->peak_reserved), 100 * share, gs_fmt_bytes(t, r->device_total));
+	    "Peak reserved device memory %s is %.0f%% of the device's %s: close to out-of-memory.\n%s",
+	    gs_fmt_bytes(p, (uint64_t)r->peak_reserved), 100 * share, gs_fmt_bytes(t, r->device_total),
+	    advice(r, ADV_OOM_RISK));
 }
 
 void gs_report_diagnose(struct gs_report *r)

@@ -66,6 +66,32 @@ static size_t phase_index(struct gs_report *r, const char *name)
 	return r->nphases++;
 }
 
+const char *const gs_framework_names[GS_FW_COUNT] = { "CUDA", "PyTorch", "JAX", "CuPy" };
+
+/* The framework, from the evidence: XLA's ranges or frames, PyTorch's
+ * phases or frames or kernels, CuPy's frames or kernels. */
+static void framework(struct gs_report *r)
+{
+	unsigned seen = r->fw_seen;
+	seen |= (r->sites.owners & 1 ? 1u << GS_FW_PYTORCH : 0) | (r->sites.owners & 2 ? 1u << GS_FW_JAX : 0) |
+		(r->sites.owners & 4 ? 1u << GS_FW_CUPY : 0);
+	for (size_t i = 0; i < r->nphases; i++)
+		if (r->phases[i].library && !strncmp(r->phases[i].name, "Xla", 3))
+			seen |= 1u << GS_FW_JAX;
+	for (size_t i = 0; i < r->kernels_cap; i++) {
+		const char *k = r->kernels[i].name;
+		if (!k)
+			continue;
+		if (!strncmp(k, "cupy", 4))
+			seen |= 1u << GS_FW_CUPY;
+		else if (strstr(k, "at::native::") || strstr(k, "c10::"))
+			seen |= 1u << GS_FW_PYTORCH;
+	}
+	r->fw_seen = seen;
+	r->framework = seen & 1u << GS_FW_JAX ? GS_FW_JAX : seen & 1u << GS_FW_PYTORCH ? GS_FW_PYTORCH
+		       : seen & 1u << GS_FW_CUPY ? GS_FW_CUPY : GS_FW_CUDA;
+}
+
 int gs_library_range(const char *name)
 {
 	/* The libraries' own NVTX ranges, by the prefixes they use: CCCL
@@ -547,6 +573,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		if (ev.kind == GSPY_KIND_phase_begin) {
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
+			if (ev.has_step) /* the PyTorch helper's phases */
+				r->fw_seen |= 1u << GS_FW_PYTORCH;
 			if (++r->phases[p].count == 2 && !r->phases_repeat) {
 				r->phases_repeat = 1;
 				warm_up(&r->churn[0], ev.start_ns);
@@ -672,12 +700,16 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	free(r->corr);
 	r->corr = NULL;
 	gs_input_close(&in);
+	framework(r);
 	gs_report_diagnose(r);
 	return 0;
 }
 
 void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 {
+	d->fw_seen |= s->fw_seen;
+	if (s->framework == GS_FW_JAX || (d->framework == GS_FW_CUDA && s->framework != GS_FW_CUDA))
+		d->framework = s->framework;
 	/* The first process's out-of-memory failure stands for the merge's. */
 	if (s->oom.n && !d->oom.n) {
 		d->oom = s->oom;

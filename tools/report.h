@@ -58,6 +58,11 @@ struct gs_phase_stat {
 	int library;          /* a library's range (gs_library_range): counted, attributed nothing */
 };
 
+/* The framework a process runs on, from its allocations' stacks, its
+ * phases and its kernels' names; the diagnoses advise in its terms. */
+enum gs_framework { GS_FW_CUDA, GS_FW_PYTORCH, GS_FW_JAX, GS_FW_CUPY, GS_FW_COUNT };
+extern const char *const gs_framework_names[GS_FW_COUNT];
+
 /* A range that a library opens (CUB, XLA, cuDNN, NCCL, TensorRT, ... by
  * name), not the user's: it nests inside the user's phase and takes none of
  * its calls or GPU work. */
@@ -133,6 +138,8 @@ struct gs_report {
 	uint64_t nchanges;
 	struct gs_sites sites;  /* call sites (events with stacks) */
 	struct gs_oom oom;      /* the first out-of-memory failure (memory.c) */
+	unsigned framework;     /* enum gs_framework: whose terms the advice is in */
+	unsigned fw_seen;       /* evidence: bit per enum gs_framework */
 	struct gs_growth growth; /* reserved memory step by step (memory.c) */
 	/* Calls that failed: counted here, per entry point and error code,
 	 * and nowhere else (no totals, bandwidths, sites or memory). */

@@ -217,6 +217,7 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddStringToObject(p, "command", r->proc.command);
 		cJSON_AddStringToObject(p, "state", gs_state_name(r->proc.state));
 		cJSON_AddStringToObject(p, "gpu_timing", gs_gpu_timing_name(r->gpu_timing));
+		cJSON_AddStringToObject(p, "framework", gs_framework_names[r->framework]);
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
 		cJSON_AddNumberToObject(p, "overwritten", (double)r->proc.overwritten);
 		cJSON_AddNumberToObject(p, "stack_min_ns", (double)r->proc.stack_min_ns);

@@ -639,8 +639,9 @@ static void process_section(FILE *f, const struct gs_report *r)
 {
 	char a[32], b[32], c[32];
 	fprintf(f, "\n%s== %s%s: %s\n", bold, r->label, reset, r->proc.command);
-	fprintf(f, "   host %s, %s, %s traced, %s %s, %s dropped\n",
+	fprintf(f, "   host %s, %s%s%s, %s traced, %s %s, %s dropped\n",
 		*r->proc.host ? r->proc.host : "(unknown)", state_text(&r->proc),
+		r->framework != GS_FW_CUDA ? ", " : "", r->framework != GS_FW_CUDA ? gs_framework_names[r->framework] : "",
 		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents), gs_pl(r->nevents, "event", "events"),
 		gs_fmt_count(c, r->proc.dropped));
 	if (r->proc.state == GSPY_STATE_SIGNALED)

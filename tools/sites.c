@@ -90,7 +90,7 @@ const char *gs_frame_owner(const char *f)
 		{ "libcufft", "cuFFT" }, { "libcurand", "cuRAND" }, { "libcusparse", "cuSPARSE" },
 		{ "libcusolver", "cuSOLVER" }, { "libnvrtc", "NVRTC" }, { "libnvJitLink", "nvJitLink" },
 		{ "libc10", "PyTorch" }, { "libtorch", "PyTorch" }, { "libshm", "PyTorch" }, { "_C.cpython", "PyTorch" },
-		{ "xla_extension", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
+		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
 		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
 		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
 		{ "ld-linux", "the loader" },
@@ -168,6 +168,12 @@ void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
 	if (ev->result != 0)
 		return;
 	if (alloc && st) {
+		for (uint32_t k = 0; k < st->n; k++) { /* whose allocator this is */
+			const char *o = gs_frame_owner(st->frames[k]);
+			if (o)
+				s->owners |= !strcmp(o, "PyTorch") ? 1u : !strcmp(o, "XLA") || !strcmp(o, "JAX") ? 2u
+					   : !strcmp(o, "CuPy") ? 4u : 0u;
+		}
 		if (ev->mem == GSPY_MEM_host) {
 			size_t i = site(&s->host, buf, GSPY_MEM_host, NULL);
 			live_add(&s->hostlive, &s->nhost, &s->hostcap, ev->addr, ev->bytes, i);

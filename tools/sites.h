@@ -48,6 +48,7 @@ struct gs_sites {
 	struct gs_live *dev, *hostlive; /* live recorded allocations */
 	size_t ndev, devcap, nhost, hostcap;
 	int any; /* some event had a stack */
+	unsigned owners; /* allocations' frames: 1 PyTorch, 2 XLA/JAX, 4 CuPy */
 };
 
 /* Before the memory bookkeeping of the event (the peak uses its result). */
