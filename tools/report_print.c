@@ -319,6 +319,37 @@ static void kernel_label(const char *n, char out[64])
 		snprintf(out, 64, "%s", s);
 }
 
+/* The next tool: for the top three kernels, the Nsight Compute command
+ * that profiles the middle run of each (-s skips that many launches of
+ * the kernels -k matches, -c 1 profiles one). -k is a regex on the mangled
+ * name (exact for a plain name), from its start, as much of it as fits. */
+static void ncu_commands(FILE *f, const struct gs_report *r, const struct gs_kernel_stat **v)
+{
+	int header = 0;
+	for (size_t i = 0, n = 0; i < r->nkernels && n < 3; i++) {
+		uint64_t runs = gpu_mode ? v[i]->gpu_count : v[i]->count;
+		if (!runs || (gpu_mode && !v[i]->gpu_count))
+			continue;
+		n++;
+		if (!header++)
+			fprintf(f, "  Profile the middle run of each with Nsight Compute (CMD: the command above):\n");
+		char re[40];
+		size_t k = 0;
+		const char *p = v[i]->name;
+		for (; *p && k + 2 < sizeof(re); p++) {
+			if (strchr(".$^*+?()[]{}|\\'", *p)) {
+				if (k + 3 >= sizeof(re))
+					break;
+				re[k++] = '\\';
+			}
+			re[k++] = *p;
+		}
+		re[k] = 0;
+		fprintf(f, "    ncu --kernel-name-base mangled -k regex:'^%s%s' -s %llu -c 1 CMD\n", re, *p ? "" : "$",
+			(unsigned long long)(runs / 2));
+	}
+}
+
 static void kernels_table(FILE *f, const struct gs_report *r)
 {
 	if (!r->nkernels)
@@ -349,6 +380,7 @@ static void kernels_table(FILE *f, const struct gs_report *r)
 	}
 	if (r->nkernels > shown_n && shown_n == 10)
 		fprintf(f, "  ... and more (gpuspy report --json lists all)\n");
+	ncu_commands(f, r, v);
 	free(v);
 }
 
