@@ -107,17 +107,13 @@ def cupti_records_joined_to_their_calls(tmp):
 
 
 @test
-def cupti_graphs_memsets_pause_holders_and_injection(tmp):
+def cupti_copies_memsets_and_graph_kernels_join_their_calls(tmp):
     """The CUPTI double on prog_drv (every family once): each memset's and
     copy's GPU record has its call's bytes and direction, one record for
     every copy but those between two contexts (CUPTI's peer-to-peer kind,
     which gpuspy does not enable), 2D, 3D and batched copies included (a
-    batch: one record of its summed bytes, as on the H200); the graph launch's three kernels
-    carry its correlation id and graph id. Paused (prog_train's second step):
-    no callbacks and no join for that step, its GPU records still come.
-    Another tool holding CUPTI: one warning, host timing, output unchanged.
-    CUDA_INJECTION64_PATH=libgpuspy.so without LD_PRELOAD: the GPU records
-    alone, and no correlation callbacks (nothing to join them to)."""
+    batch: one record of its summed bytes, as on the H200); the graph
+    launch's three kernels carry its correlation id and graph id."""
     d = os.path.join(tmp, "drv")
     os.makedirs(d)
     run("prog_drv", env=CUPTI_ENV, tmp=d)
@@ -141,6 +137,11 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     check([(g["name"], g.get("graph_id"), g["end_ns"] - g["start_ns"]) for g in nodes] ==
           [("graph_node", graph[0]["graph"] & 0xffffffff, 2000)] * 3, f"graph kernels {nodes}")
 
+
+@test
+def cupti_paused_step_has_records_but_no_join(tmp):
+    """Paused (prog_train's second step): no callbacks and no join for
+    that step, its GPU records still come."""
     d = os.path.join(tmp, "pause")
     os.makedirs(d)
     p = run("prog_train", ["3", "100", "pause"], env=CUPTI_ENV, tmp=d)
@@ -151,8 +152,11 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     check((ph["forward"]["launch"]["gpu_count"], ph["forward"]["launch"]["gpu_ns"]) == (20, 2 * 640000),
           f"paused step: forward {ph['forward']['launch']}")
 
-    # GPU work still running at exit: the forced flush hands back 5 records
-    # without times; they are left out, with one warning.
+
+@test
+def cupti_unfinished_records_left_out_with_a_warning(tmp):
+    """GPU work still running at exit: the forced flush hands back 5
+    records without times; they are left out, with one warning."""
     d = os.path.join(tmp, "unfinished")
     os.makedirs(d)
     p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_UNFINISHED="5", GPUSPY_QUIET="0"), tmp=d)
@@ -164,14 +168,22 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     check(len(gpu) == 73 and all(e["start_ns"] and e["end_ns"] >= e["start_ns"] for e in gpu),
           f"unfinished: {len(gpu)} GPU records")
 
-    # A context destroyed mid-run (cuCtxDestroy): its records are handed
-    # back from inside the destruction, before the output.
+
+@test
+def cupti_records_of_a_destroyed_context_kept(tmp):
+    """A context destroyed mid-run (cuCtxDestroy): its records are handed
+    back from inside the destruction, before the output."""
     d = os.path.join(tmp, "destroy")
     os.makedirs(d)
     p = run("prog_train", ["3", "100", "destroy"], env=CUPTI_ENV, tmp=d)
     check(cupti_stats(p) == (2 * 78, 78, 78), f"context destroyed: {cupti_stats(p)}")
     check(sum(1 for e in only_trace(d)[1] if e["kind"] in GPU_KIND) == 78, "context destroyed: GPU records")
 
+
+@test
+def cupti_held_by_another_tool_means_host_timing(tmp):
+    """Another tool holding CUPTI: one warning, host timing, output
+    unchanged."""
     d = os.path.join(tmp, "held")
     os.makedirs(d)
     p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_HELD="1", GPUSPY_QUIET="0"), tmp=d)
@@ -182,6 +194,12 @@ def cupti_graphs_memsets_pause_holders_and_injection(tmp):
     check(head["gpu_timing"] == "in_use" and not cupti_join(ev)[1]
           and sum(1 for e in ev if e["kind"] == "launch") == 69, f"held: {head['gpu_timing']}")
 
+
+@test
+def cupti_injection_without_preload_records_gpu_work(tmp):
+    """CUDA_INJECTION64_PATH=libgpuspy.so without LD_PRELOAD: the GPU
+    records alone, and no correlation callbacks (nothing to join them to);
+    preloaded and injected both, every GPU record joins its call."""
     d = os.path.join(tmp, "inject")
     os.makedirs(d)
     env = dict(CUPTI_ENV, CUDA_INJECTION64_PATH=LIB)
