@@ -66,48 +66,6 @@ static size_t phase_index(struct gs_report *r, const char *name)
 	return r->nphases++;
 }
 
-const char *const gs_framework_names[GS_FW_COUNT] = { "CUDA", "PyTorch", "JAX", "CuPy" };
-
-/* The framework, from the evidence: XLA's ranges or frames, PyTorch's
- * phases or frames or kernels, CuPy's frames or kernels. */
-static void framework(struct gs_report *r)
-{
-	unsigned seen = r->fw_seen;
-	seen |= (r->sites.owners & 1 ? 1u << GS_FW_PYTORCH : 0) | (r->sites.owners & 2 ? 1u << GS_FW_JAX : 0) |
-		(r->sites.owners & 4 ? 1u << GS_FW_CUPY : 0);
-	for (size_t i = 0; i < r->nphases; i++)
-		if (r->phases[i].library && !strncmp(r->phases[i].name, "Xla", 3))
-			seen |= 1u << GS_FW_JAX;
-	for (size_t i = 0; i < r->kernels_cap; i++) {
-		const char *k = r->kernels[i].name;
-		if (!k)
-			continue;
-		if (!strncmp(k, "cupy", 4))
-			seen |= 1u << GS_FW_CUPY;
-		else if (strstr(k, "at::native::") || strstr(k, "c10::"))
-			seen |= 1u << GS_FW_PYTORCH;
-	}
-	r->fw_seen = seen;
-	r->framework = seen & 1u << GS_FW_JAX ? GS_FW_JAX : seen & 1u << GS_FW_PYTORCH ? GS_FW_PYTORCH
-		       : seen & 1u << GS_FW_CUPY ? GS_FW_CUPY : GS_FW_CUDA;
-}
-
-int gs_library_range(const char *name)
-{
-	/* The libraries' own NVTX ranges, by the prefixes they use: CCCL
-	 * (cub::, thrust::), XLA and its compiler (Xla*, Thunk), cuDNN,
-	 * cuBLAS, NCCL, TensorRT, and unnamed ranges (registered payloads that
-	 * carry no message). */
-	static const char *const prefixes[] = {
-		"cub::", "thrust::", "CUB", "Xla", "xla::", "Thunk", "cudnn", "cuDNN", "cublas", "cuBLAS",
-		"nccl", "NCCL", "TensorRT", "TRT", "(unnamed)",
-	};
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-			return 1;
-	return 0;
-}
-
 static uint64_t hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -700,7 +658,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	free(r->corr);
 	r->corr = NULL;
 	gs_input_close(&in);
-	framework(r);
+	gs_framework_detect(r);
 	gs_report_diagnose(r);
 	return 0;
 }

@@ -62,9 +62,13 @@ struct gs_phase_stat {
  * phases and its kernels' names; the diagnoses advise in its terms. */
 enum gs_framework { GS_FW_CUDA, GS_FW_PYTORCH, GS_FW_JAX, GS_FW_CUPY, GS_FW_COUNT };
 extern const char *const gs_framework_names[GS_FW_COUNT];
+/* From the process's evidence, at the end of its pass (frameworks.c). */
+void gs_framework_detect(struct gs_report *r);
+/* The libraries' own ranges, grouped, below the phase table (frameworks.c). */
+void gs_library_ranges_print(FILE *f, const struct gs_report *r);
 
 /* A range that a library opens (CUB, XLA, cuDNN, NCCL, TensorRT, ... by
- * name), not the user's: it nests inside the user's phase and takes none of
+ * name; frameworks.c), not the user's: it nests inside the user's phase and takes none of
  * its calls or GPU work. */
 int gs_library_range(const char *name);
 

@@ -95,69 +95,6 @@ static int cmp_u64_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The libraries' own ranges (CUB, XLA, ...): inside the user's phases, which
- * keep their calls and GPU work. Grouped by the name before its ":#"
- * arguments (XLA's "XlaPass:#name=...,module=...#"); the longest three
- * groups by wall time (all with --all), and how many in all. */
-struct lib_group {
-	char name[64];
-	uint64_t names, count, wall_ns;
-};
-
-static int cmp_group(const void *a, const void *b)
-{
-	const struct lib_group *x = a, *y = b;
-	return x->wall_ns < y->wall_ns ? 1 : x->wall_ns > y->wall_ns ? -1 : strcmp(x->name, y->name);
-}
-
-static void library_ranges(FILE *f, const struct gs_report *r)
-{
-	struct lib_group *g = NULL;
-	size_t ng = 0, cap = 0;
-	uint64_t count = 0;
-	for (size_t i = 0; i < r->nphases; i++) {
-		const struct gs_phase_stat *p = &r->phases[i];
-		if (!p->library)
-			continue;
-		count += p->count;
-		const char *cut = strstr(p->name, ":#");
-		int len = cut ? (int)(cut - p->name) : (int)strlen(p->name);
-		char key[64];
-		snprintf(key, sizeof(key), "%.*s", len, p->name);
-		size_t j = 0;
-		while (j < ng && strcmp(g[j].name, key))
-			j++;
-		if (j == ng) {
-			if (ng == cap) {
-				cap = cap ? cap * 2 : 16;
-				g = xrealloc(g, cap * sizeof(*g));
-			}
-			memset(&g[ng], 0, sizeof(g[ng]));
-			snprintf(g[ng].name, sizeof(g[ng].name), "%s", key);
-			ng++;
-		}
-		g[j].names++;
-		g[j].count += p->count;
-		g[j].wall_ns += p->wall_ns;
-	}
-	if (!ng)
-		return;
-	qsort(g, ng, sizeof(*g), cmp_group);
-	size_t show = gs_report_all || ng <= 4 ? ng : 3;
-	fprintf(f, "  Libraries' own ranges, inside the phases above (which keep their time): %llu range%s\n",
-		(unsigned long long)count, count == 1 ? "" : "s");
-	for (size_t i = 0; i < show; i++) {
-		char w[32], names[32] = "";
-		if (g[i].names > 1)
-			snprintf(names, sizeof(names), "  (%llu names)", (unsigned long long)g[i].names);
-		fprintf(f, "    %-40.40s %7llu %9s%s\n", g[i].name, (unsigned long long)g[i].count,
-			gs_fmt_ns(w, g[i].wall_ns), names);
-	}
-	if (show < ng)
-		fprintf(f, "    ... and %zu more (gpuspy report --all lists them)\n", ng - show);
-	free(g);
-}
-
 static void phases_table(FILE *f, const struct gs_report *r)
 {
 	if (gpu_mode)
@@ -205,7 +142,7 @@ static void phases_table(FILE *f, const struct gs_report *r)
 	if (rest_n)
 		fprintf(f, "  ... and %llu more phases, %s of wall time in all (gpuspy report --all lists them)\n",
 			(unsigned long long)rest_n, gs_fmt_ns(w, rest_wall));
-	library_ranges(f, r);
+	gs_library_ranges_print(f, r);
 }
 
 static void copies_table(FILE *f, const struct gs_report *r)
