@@ -12,7 +12,6 @@ import time  # noqa: F401
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
-
 @test
 def lockstep_bench_hands_out_turns(tmp):
     """bench/gpu_lockstep.py without a GPU (bench/lockstep_stub.py speaks
@@ -81,7 +80,6 @@ def lockstep_bench_hands_out_turns(tmp):
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.count("\n") == 1 and "LOCKSTEP_ALT_LIB" in p.stderr,
           f"a missing other build: rc {p.returncode} {p.stderr!r}")
-
 
 
 @test
@@ -154,7 +152,6 @@ def overhead_table_pools_lockstep_runs(tmp):
             "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |",
             "| mlp (lock step) | bare cupti | 2 | 0.800 0.700 | 0.700..0.800 | 0.750 | (too few) |"]
     check(rows == want, f"table rows {rows}")
-
 
 
 @test

@@ -12,7 +12,6 @@ import time  # noqa: F401
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
-
 @test
 def switches_and_choices_refuse_unknown_values(tmp):
     """On/off variables take 1, on, yes, true and 0, off, no, false (any
@@ -47,7 +46,6 @@ def switches_and_choices_refuse_unknown_values(tmp):
           f"GPUSPY_NVTX_NESTING=middle: {warn}")
     warn, procs = once({"GPUSPY_CLOCK": "mono", "GPUSPY_CUPTI": "auto"})
     check(warn == [] and procs[0]["clock"] == "monotonic", f"GPUSPY_CLOCK=mono: {warn} {procs[0]['clock']}")
-
 
 
 @test
@@ -130,7 +128,6 @@ def gpuspy_run_command(tmp):
     check(len(dbg) == 1 and re.fullmatch(r"gpuspy: pid \d+: entry points handed out: \d+ wrapped, \d+ gpuspy's "
                                          r"already, 0 unwrapped \(real pointer differed\), 0 passed through "
                                          r"\(not a real function\)", dbg[0]), f"GPUSPY_DEBUG: {p.stderr!r}")
-
 
 
 @test

@@ -26,7 +26,6 @@ CUPTI_ENV = {"GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono", "FAKECUPTI_STATS": "1
 GPU_KIND = {"gpu_kernel": "launch", "gpu_copy": "copy", "gpu_memset": "memset"}
 
 
-
 def cupti_join(ev):
     """The host launches, copies and memsets by CUPTI correlation id, and the
     GPU records; every GPU record must join a host record of its kind."""
@@ -35,14 +34,12 @@ def cupti_join(ev):
     return host, gpu
 
 
-
 def cupti_stats(p):
     """(callbacks made, records written, records handed back from inside a
     context's destruction)."""
     m = re.search(r"fakecupti: (\d+) callbacks, (\d+) records, (\d+) handed back at context destroy", p.stderr)
     check(m, f"no fakecupti statistics in {p.stderr!r}")
     return int(m[1]), int(m[2]), int(m[3])
-
 
 
 @test
@@ -103,7 +100,6 @@ def cupti_records_joined_to_their_calls(tmp):
         h2d = ph["data"]["copy"]["h2d"]["pageable"]
         check((h2d["gpu_bytes"], h2d["gpu_ns"]) == (6 << 20, 6 * 104857), f"{cap}: data copies {h2d}")
         check(o["gpu"]["matched"] == o["gpu"]["records"] == 78, f"{cap}: matched {o['gpu']}")
-
 
 
 @test
@@ -223,7 +219,6 @@ def cupti_injection_without_preload_records_gpu_work(tmp):
           f"injection: {head['gpu_timing']} {kinds}")
 
 
-
 @test
 def cupti_records_reach_the_file_before_a_kill(tmp):
     """CUPTI's flush period hands back only full buffers (so does the double);
@@ -256,7 +251,6 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
     check("GPU records of its last seconds may be missing: CUPTI hands them over a second after the program "
           "goes quiet, every GPUSPY_CUPTI_FLUSH seconds (default 5) while it launches" in text,
           f"report of the killed process: {text[:600]}")
-
 
 
 @test

@@ -12,7 +12,6 @@ import time  # noqa: F401
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
-
 def check_chrome(path):
     """The Trace Event Format's rules, as Perfetto and chrome://tracing read them."""
     d = json.load(open(path))
@@ -45,7 +44,6 @@ def check_chrome(path):
     return d["traceEvents"]
 
 
-
 @test
 def export_chrome_trace(tmp):
     run("prog_train", ["20", "100"], tmp=tmp)
@@ -75,7 +73,6 @@ def export_chrome_trace(tmp):
     check(open(out).read() == open(out2).read(), "export differs between .gspy and JSON Lines")
     p = subprocess.run([GPUSPY, "export", "--format", "svg", g, "-o", out], capture_output=True, text=True)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "unknown format not refused in one line")
-
 
 
 @test

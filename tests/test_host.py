@@ -13,15 +13,12 @@ from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 from test_stacks import fn
 
 
-
 HOST_NAMES = ["malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc", "mmap", "munmap"]
-
 
 
 def defined_functions(lib):
     p = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True)
     return {l.split()[-1] for l in p.stdout.splitlines() if len(l.split()) == 3}
-
 
 
 @test
@@ -81,7 +78,6 @@ def host_allocator_only_through_the_host_library(tmp):
               f"--host-alloc {bad}: rc {p.returncode} {p.stderr!r}")
 
 
-
 @test
 def host_allocators_each_recorded(tmp):
     """Every host allocator through libgpuspy-host.so (prog_stacks
@@ -122,7 +118,6 @@ def host_allocators_each_recorded(tmp):
                     addr["aligned_alloc"], addr["aligned_alloc"], addr["mmap"], addr["mmap"], 0,
                     addr["posix_memalign"], addr["early_realloc"]], f"addresses {where} against {addr}")
     check(all("stack" in e for e in host), f"a host event without a stack: {host}")
-
 
 
 @test

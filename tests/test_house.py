@@ -115,7 +115,6 @@ def readme_section(text, heading):
     return m.group(1)
 
 
-
 @test
 def docs_list_every_variable_and_option(tmp):
     """The docs stay true to the code: docs/environment.md's table is the

@@ -12,10 +12,8 @@ import time  # noqa: F401
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
-
 def phases_of(ev):
     return [(e["kind"], e["name"]) for e in ev if e["kind"] in ("phase_begin", "phase_end", "mark")]
-
 
 
 @test
@@ -31,7 +29,6 @@ def nvtx_ranges_become_phases(tmp):
     ph = {x["name"]: x["launch"]["count"] for x in o["phases"]}
     check(ph == {"(no phase)": 1, "outer": 1, "inner": 1, "dom_range": 1, "async_range": 1},
           f"launches by phase {ph}")
-
 
 
 @test
@@ -55,14 +52,12 @@ def nvtx_filters_and_nesting(tmp):
         check(phases_of(ev) == want, f"{env}: {phases_of(ev)}")
 
 
-
 @test
 def nvtx_user_injection_is_respected(tmp):
     # A user's own NVTX tool keeps its place: gpuspy does not replace it.
     run("prog_nvtx", tmp=tmp, env={"NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})
     _, ev = only_trace(tmp)
     check(phases_of(ev) == [] and len(ev) == 5, f"{len(ev)} events, phases {phases_of(ev)}")
-
 
 
 @test
@@ -75,7 +70,6 @@ SYS_PY = "/usr/bin/python3"
 TORCH_LOOP = os.path.join(ROOT, "tests", "torch_loop.py")
 
 
-
 def torch_sequence(steps):
     B, N = "phase_begin", "phase_end"
     seq = []
@@ -83,7 +77,6 @@ def torch_sequence(steps):
         for name in ("data", "optimizer", "forward", "backward", "optimizer"):
             seq += [(B, name, s), (N, name, s)]
     return seq + [(B, "data", steps), (N, "data", steps)]
-
 
 
 @test
@@ -112,11 +105,9 @@ def torch_phases_without_code_changes(tmp):
     check(got == torch_sequence(2), f"torch phases via gpuspy run {got}")
 
 
-
 def spans(ev):
     return sorted((e["name"], e["gpu_ns"], "legacy" if e["stream"] == 0 else "stream")
                   for e in ev if e["kind"] == "gpu_span")
-
 
 
 @test
@@ -197,7 +188,6 @@ def gpu_time_from_events(tmp):
         check(p.stdout == "events\n", f"gpuspy run --cupti events: {p.stdout!r} {p.stderr!r}")
 
 
-
 @test
 def gpu_time_from_events_failures(tmp):
     """Events that cannot be recorded: the program runs unchanged, nothing
@@ -228,7 +218,6 @@ def gpu_time_from_events_failures(tmp):
           f"spans with s1 capturing {got}")
 
 
-
 @test
 def torch_forward_hooks_learned(tmp):
     """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS
@@ -249,7 +238,6 @@ def torch_forward_hooks_learned(tmp):
         _, ev = only_trace(d)
         got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
         check(got == torch_sequence(5), f"learn {learn!r}: torch phases {got}")
-
 
 
 @test
@@ -282,7 +270,6 @@ def torch_forward_hooks_relearn_each_pass(tmp):
     check(got == want, f"phases {got}")
 
 
-
 @test
 def torch_pause_resume(tmp):
     """gpuspy_torch.pause()/resume() around step 1's body: its phases are not
@@ -301,7 +288,6 @@ def torch_pause_resume(tmp):
     want = full[:10] + [full[10], ("phase_end", "data", 1), ("mark", "(paused)", None),
                         ("mark", "(resumed)", None)] + full[20:]
     check(got == want, f"phases around a pause {got}")
-
 
 
 @test
@@ -323,7 +309,6 @@ def torch_helper_phase_call_is_a_builtin(tmp):
     _, ev = only_trace(tmp)
     got = [(e["kind"], e["name"], e.get("step")) for e in ev]
     check(got == [("phase_begin", "x", 7), ("phase_end", "x", 7)], f"recorded {got}")
-
 
 
 @test
@@ -385,7 +370,6 @@ def torch_helper_builtins_and_python_version_agree(tmp):
     check(got == [("phase_begin", "optimizer", 0), ("phase_end", "optimizer", 0),
                   ("phase_begin", "backward", 1), ("phase_end", "backward", 1),
                   ("phase_begin", "data", 1), ("phase_end", "data", 1)], f"recorded {got}")
-
 
 
 @test

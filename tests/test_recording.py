@@ -13,7 +13,6 @@ from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 from test_cupti import CUPTI_ENV
 
 
-
 @test
 def threads_8_recorded_plus_dropped_equals_issued(tmp):
     run("prog_threads", ["8", "40000"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
@@ -22,7 +21,6 @@ def threads_8_recorded_plus_dropped_equals_issued(tmp):
     check(len(ev) + proc["dropped"] == 320000,
           f"recorded {len(ev)} + dropped {proc['dropped']} != issued 320000")
     check(proc["events"] == len(ev), "process line's event count is wrong")
-
 
 
 @test
@@ -39,7 +37,6 @@ def threads_8_nothing_dropped_with_room(tmp):
     check(starts == sorted(starts), "events are not in start-time order")
 
 
-
 @test
 def sigkill_keeps_every_committed_event(tmp):
     run("prog_kill", ["5000"], tmp=tmp, expect_rc=-9)
@@ -49,7 +46,6 @@ def sigkill_keeps_every_committed_event(tmp):
     check(len(ev) == 5000, f"{len(ev)} of 5000 events survived SIGKILL")
     check([e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(5000)],
           "events out of order or altered")
-
 
 
 @test
@@ -70,12 +66,10 @@ def fork_child_writes_its_own_file(tmp):
     check(by_pid[child][0]["ppid"] == parent, "child's ppid is wrong")
 
 
-
 @test
 def disabled_records_nothing(tmp):
     same_output("prog_rt_dyn", tmp, env={"GPUSPY_DISABLE": "1"})
     check(traces(tmp) == [], "GPUSPY_DISABLE=1 still wrote a trace")
-
 
 
 @test
@@ -87,7 +81,6 @@ def no_cuda_use_no_file(tmp):
     check(traces(tmp) == [], "a process without CUDA calls wrote a trace")
 
 
-
 @test
 def rank_in_file_name(tmp):
     run("prog_dlsym", tmp=tmp, env={"RANK": "3", "LOCAL_RANK": "1"})
@@ -95,7 +88,6 @@ def rank_in_file_name(tmp):
     check(len(t) == 1 and t[0].endswith("-r3.gspy"), f"file name {t}")
     proc, _ = dump(os.path.join(tmp, t[0]))
     check(proc["rank"] == 3 and proc["local_rank"] == 1, "rank not in the header")
-
 
 
 @test
@@ -118,7 +110,6 @@ def dump_format_types(tmp):
         for k in ("start_ns", "end_ns", "result", "tid"):
             check(isinstance(e[k], int), f"{k} is not an integer: {e}")
         check(e["end_ns"] >= e["start_ns"], "end before start")
-
 
 
 @test
@@ -155,7 +146,6 @@ def reader_rejects_bad_files(tmp):
     check("truncated" in p.stderr, "cut file not reported as truncated")
 
 
-
 @test
 def gpuspy_threads_take_no_signal(tmp):
     """gpuspy's threads (prefault; with CUPTI the flusher) are created with
@@ -167,7 +157,6 @@ def gpuspy_threads_take_no_signal(tmp):
         p = run("prog_train", ["3", "100", "signal"], env=env, tmp=tmp)
         check(p.stdout == want, f"{env}: {p.stdout!r}")
     check(run("prog_train", ["3", "100", "signal"], preload=False, tmp=tmp).stdout == want, "untraced run")
-
 
 
 @test
@@ -198,7 +187,6 @@ def crashes_are_reported_and_unchanged(tmp):
     check("died of a signal" in p.stdout and "signal 6" in p.stdout, "report does not say how it died")
 
 
-
 @test
 def unsafe_trace_directories_are_refused(tmp):
     real = os.path.join(tmp, "real")
@@ -222,7 +210,6 @@ def unsafe_trace_directories_are_refused(tmp):
     check(os.stat(t).st_mode & 0o777 == 0o600, f"trace mode {oct(os.stat(t).st_mode)}")
 
 
-
 @test
 def flight_recorder_keeps_the_newest(tmp):
     """GPUSPY_MODE=ring: a 1 MiB buffer (16 chunks of 64 KiB) keeps the
@@ -240,14 +227,12 @@ def flight_recorder_keeps_the_newest(tmp):
     check(f"the {n - k} oldest events were overwritten" in h.stdout, "report does not say what was overwritten")
 
 
-
 def all_traces(tmp):
     out = {}
     for f in traces(tmp):
         proc, ev = dump(os.path.join(tmp, f))
         out.setdefault(proc["pid"], []).append((proc, ev))
     return out
-
 
 
 @test
@@ -285,7 +270,6 @@ def process_life_cycles(tmp):
         check(len(t[parent][0][1]) == 2, f"{mode}: parent events {len(t[parent][0][1])}")
 
 
-
 @test
 def load_64_threads_with_dlopen(tmp):
     """64 threads x 1 M launches into a 64 MiB buffer, while another thread
@@ -301,7 +285,6 @@ def load_64_threads_with_dlopen(tmp):
     check(proc["dropped"] > 0 and proc["events"] >= cap - 64 * 1023, f"{proc['events']} recorded")
 
 
-
 @test
 def bad_trace_directory_leaves_the_program_alone(tmp):
     for d in ("/nonexistent/gpuspy-dir", "/proc"):
@@ -310,7 +293,6 @@ def bad_trace_directory_leaves_the_program_alone(tmp):
         check(a.stdout == b.stdout and a.returncode == b.returncode, f"{d}: the program changed")
         err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
         check(len(err) == 1 and "tracing off" in err[0], f"{d}: {b.stderr!r}")
-
 
 
 @test
@@ -333,7 +315,6 @@ def full_disk_leaves_the_program_alone(tmp):
         subprocess.run(["umount", mnt])
 
 
-
 @test
 def secure_execution_is_left_alone(tmp):
     """A setuid program run by another user: the loader ignores a preload
@@ -353,7 +334,6 @@ def secure_execution_is_left_alone(tmp):
     check(p.stdout == q.stdout == "hello\n" and p.returncode == q.returncode == 0,
           f"the setuid program changed: {p.stdout!r} {p.stderr!r}")
     check(traces(tmp) == [], "gpuspy wrote a trace in a secure-execution process")
-
 
 
 @test
@@ -379,7 +359,6 @@ def python_faulthandler_keeps_working(tmp):
         proc, ev = only_trace(tmp)
         sig = proc.get("exit_signal") or proc.get("signal_seen")
         check(sig == 11 and [e["name"] for e in ev] == ["x"], f"{when}: trace {proc['state']} {sig}")
-
 
 
 @test

@@ -12,13 +12,11 @@ import time  # noqa: F401
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
-
 def phase_event(begin, t, name, step):
     """A phase_begin or phase_end event of thread 7 at t, for write_jsonl."""
     return {"kind": "phase_begin" if begin else "phase_end", "api": "gpuspy_phase_push" if begin
             else "gpuspy_phase_pop", "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0,
             "name": name, "step": step}
-
 
 
 def write_jsonl(path, events, timing="none", threads=1, frames=None):
@@ -36,7 +34,6 @@ def write_jsonl(path, events, timing="none", threads=1, frames=None):
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
-
 
 
 @test
@@ -58,12 +55,10 @@ def golden_reports(tmp):
             check(d.returncode == 0, f"{rel} {' '.join(args)} differs from {want}:\n{d.stdout[:3000]}")
 
 
-
 def strip_files(o):
     for p in o["processes"]:
         p.pop("file")
     return o
-
 
 
 @test
@@ -98,7 +93,6 @@ def call_sites_shown_apart(tmp):
     check(got == want, "allocation sites:\n" + "\n".join(got))
 
 
-
 @test
 def report_of_jsonl_equals_report_of_gspy(tmp):
     run("prog_train", ["5", "200"], tmp=tmp)
@@ -119,7 +113,6 @@ def report_of_jsonl_equals_report_of_gspy(tmp):
         f.write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
     r = subprocess.run([GPUSPY, "report", "--color", "never", k], capture_output=True, text=True)
     check(r.returncode == 0 and "\n   host (unknown), " in r.stdout, f"no host name: {r.stdout[:300]!r}")
-
 
 
 @test
@@ -153,7 +146,6 @@ def report_phases_and_diagnoses(tmp):
     check(k == {"fwd_gemm": 200, "bwd_gemm": 240, "sgd_update": 20}, f"kernels {k}")
 
 
-
 @test
 def report_launch_bound(tmp):
     if SANITIZED:
@@ -163,7 +155,6 @@ def report_launch_bound(tmp):
     ids = {d["id"] for d in o["diagnoses"]}
     check("launch_bound" in ids, f"no launch_bound diagnosis in {ids}")
     check(o["kernels"][0]["count"] == 5000, "kernel count")
-
 
 
 @test
@@ -205,7 +196,6 @@ def launch_bound_judged_in_phases(tmp):
           "for the GPU only 0%" in " ".join(host.split()), f"host-side: {host[-900:]}")
 
 
-
 @test
 def one_off_pageable_copies_not_diagnosed(tmp):
     """Pageable host-to-device copies made only before a loop's warm-up (the
@@ -233,7 +223,6 @@ def one_off_pageable_copies_not_diagnosed(tmp):
     got = trace("slow", 20_000_000 // 6, False)
     check(len(got) == 1 and got[0].startswith("6 host-to-device copies (6.0 MiB, 20.0 ms on the host)"),
           f"start-up copies taking 2% of the run: {got}")
-
 
 
 @test
@@ -279,7 +268,6 @@ def waits_after_pageable_copies_named(tmp):
             "copy): ") and "\nRemove per-step .item()" in got[0], f"{name}: {got}")
 
 
-
 @test
 def counts_of_one_are_singular(tmp):
     """A report's counts of one take the singular: two steps of phase
@@ -310,7 +298,6 @@ def counts_of_one_are_singular(tmp):
     out = report_text(path)
     check("\n    1 wait, 50.0 us in phase 'data':\n      at wait_here (w.c:3)\n      from main (w.c:9)\n" in out,
           f"waits list:\n{out}")
-
 
 
 @test
@@ -344,7 +331,6 @@ def churn_says_its_time(tmp):
         "96.0 us in the calls, 9% of the time after it: "), f"without phases: {said}")
 
 
-
 @test
 def events_busy_bound_is_of_the_time_in_phases(tmp):
     """GPUSPY_CUPTI=events: the GPU section bounds the device's busy time by
@@ -368,7 +354,6 @@ def events_busy_bound_is_of_the_time_in_phases(tmp):
     want = ("  device 0: GPU spans 600.0 us of 1.0 ms in phases (2 intervals): busy at most 60.0%\n"
             "    outside phases: 4.0 ms (1 interval)\n")
     check(want in out, f"GPU section:\n{out}")
-
 
 
 @test
@@ -398,7 +383,6 @@ def kernel_names_shortened_from_the_end(tmp):
     check(full == sorted(names[:5] + ["coop_kernel(float*)"]), f"--json names {full}")
 
 
-
 @test
 def report_several_processes(tmp):
     p = run("prog_fork", tmp=tmp)
@@ -414,7 +398,6 @@ def report_several_processes(tmp):
     check(all(len(l) <= 100 for l in h.stdout.splitlines()), "a line is wider than 100 columns")
 
 
-
 @test
 def report_killed_process_is_incomplete(tmp):
     run("prog_kill", ["3000"], tmp=tmp, expect_rc=-9)
@@ -422,7 +405,6 @@ def report_killed_process_is_incomplete(tmp):
     check(o["processes"][0]["incomplete"] is True and o["events"] == 3000, "killed process report")
     h = subprocess.run([GPUSPY, "report", tmp], capture_output=True, text=True)
     check("trace incomplete" in h.stdout and "\033[" not in h.stdout, "incomplete not said, or colour off a TTY")
-
 
 
 @test
@@ -463,7 +445,6 @@ def report_rejects_hostile_input(tmp):
             check(len(p.stderr.strip().splitlines()) == 1, f"cut at {n}: {p.stderr}")
 
 
-
 @test
 def examples_diagnoses(tmp):
     """examples/*.cu, built by nvcc with the shared runtime, on the doubles."""
@@ -483,7 +464,6 @@ def examples_diagnoses(tmp):
     check(step["count"] == 100 and step["alloc"]["device"]["count"] == 100
           and step["alloc"]["device"]["bytes"] == 100 * (32 << 20) and step["launch"]["count"] == 100,
           f"alloc_churn step phase {step['alloc']['device']} {step['launch']}")
-
 
 
 @test

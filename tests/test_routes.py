@@ -58,7 +58,6 @@ def rt_expected(route, ptds):
     ]
 
 
-
 def rt_more_expected(route, ptds):
     """prog_rt_more's calls: route 'rt' records runtime names, 'drv' the
     driver calls the static runtime makes through cuGetProcAddress."""
@@ -112,7 +111,6 @@ def rt_more_expected(route, ptds):
         E("free", a["free"], 1024 * 10, mem="device"),
         E("free", a["free"], 65536, mem="device"),
     ]
-
 
 
 def drv_expected(ptds):
@@ -198,7 +196,6 @@ def route1_runtime_exported_symbols(tmp):
     check(proc["clean_exit"] is True and proc["dropped"] == 0, "process line wrong")
 
 
-
 @test
 def route1_runtime_per_thread_variants(tmp):
     same_output("prog_rt_dyn_ptds", tmp)
@@ -206,7 +203,6 @@ def route1_runtime_per_thread_variants(tmp):
     compare(ev, rt_expected("rt", True))
     check(all(e.get("per_thread_stream") for e in ev if e["api"].endswith(("_ptsz", "_ptds"))),
           "per_thread_stream flag missing")
-
 
 
 @test
@@ -220,13 +216,11 @@ def nested_runtime_driver_calls_recorded_once(tmp):
           "a nested driver call was recorded")
 
 
-
 @test
 def route3_static_runtime_get_proc_address_v12(tmp):
     same_output("prog_rt_static", tmp)
     _, ev = only_trace(tmp)
     compare(ev, rt_expected("drv", False))
-
 
 
 @test
@@ -236,13 +230,11 @@ def route3_static_runtime_get_proc_address_v11_abi(tmp):
     compare(ev, rt_expected("drv", False))
 
 
-
 @test
 def route3_static_runtime_per_thread_flags(tmp):
     same_output("prog_rt_static_ptds", tmp)
     _, ev = only_trace(tmp)
     compare(ev, rt_expected("drv", True))
-
 
 
 @test
@@ -261,7 +253,6 @@ def runtime_entry_points_beyond_prog_rt(tmp):
         check(all(e["result"] == 0 for e in ev) and proc["dropped"] == 0, f"{prog}: a call failed")
         for t in traces(tmp):
             os.unlink(os.path.join(tmp, t))
-
 
 
 @test
@@ -300,7 +291,6 @@ def streams_and_map_handles(tmp):
         os.unlink(os.path.join(tmp, traces(tmp)[0]))
 
 
-
 @test
 def each_call_on_its_device(tmp):
     """prog_devices: the device of every record follows the thread's
@@ -337,7 +327,6 @@ def each_call_on_its_device(tmp):
           f"GPU busy per device {o['gpu']['devices']}")
 
 
-
 @test
 def route1_driver_every_family(tmp):
     p = same_output("prog_drv", tmp)
@@ -346,13 +335,11 @@ def route1_driver_every_family(tmp):
     compare(ev, drv_expected(False))
 
 
-
 @test
 def route1_driver_every_family_per_thread(tmp):
     same_output("prog_drv_ptds", tmp)
     _, ev = only_trace(tmp)
     compare(ev, drv_expected(True))
-
 
 
 @test
@@ -376,7 +363,6 @@ def route2_dlsym_and_self_lookup_abis(tmp):
     ])
 
 
-
 @test
 def injected_errors_come_back_unchanged(tmp):
     env = {"FAKECUDA_FAIL": "cuMemcpyHtoD_v2:1,cuLaunchKernel:98,cuStreamSynchronize:700"}
@@ -390,7 +376,6 @@ def injected_errors_come_back_unchanged(tmp):
           "launch result not recorded")
     check(res[("cuStreamSynchronize", None, 0)] == 700, "sync result not recorded")
     check(res[("cuMemcpyHtoDAsync_v2", 4096, 0)] == 0, "an uninjected call failed")
-
 
 
 @test

@@ -18,7 +18,6 @@ from test_report import strip_files
 STACKS_SRC = os.path.join(ROOT, "tests", "prog_stacks.c")
 
 
-
 def src_line(path, needle):
     """The 1-based line of the only line of path that contains needle."""
     hits = [i + 1 for i, l in enumerate(open(path)) if needle in l]
@@ -26,11 +25,9 @@ def src_line(path, needle):
     return hits[0]
 
 
-
 def fn(frame):
     """A rendered frame's function: "f (file:line)" or "f+0x1a (module)"."""
     return frame.split(" (")[0].split("+0x")[0]
-
 
 
 def chain_from(frames, first):
@@ -38,7 +35,6 @@ def chain_from(frames, first):
     names = [fn(f) for f in frames]
     check(first in names, f"{first} not in the stack {frames}")
     return names[names.index(first):]
-
 
 
 STACK_CHAINS = {  # (kind, mem/dir) -> innermost user functions, in order
@@ -51,10 +47,8 @@ STACK_CHAINS = {  # (kind, mem/dir) -> innermost user functions, in order
 }
 
 
-
 def stack_key(e):
     return (e["kind"], e.get("mem") or e.get("dir"))
-
 
 
 @test
@@ -67,7 +61,6 @@ def packed_records_round_trip(tmp):
     decode files written by any version)."""
     p = run("prog_codec", ["12345", "200"], tmp=tmp, preload=False)
     check(p.stdout.split() == ["ok", "307221", "13079891", "170ff4f4e8749de6"], p.stdout)
-
 
 
 @test
@@ -110,7 +103,6 @@ def stacks_exact_call_chains(tmp):
         check(sorted((e["mem"], e["bytes"]) for e in frees) ==
               [("device", 64 << 20), ("host", 64 << 20), ("pinned", 1 << 20)], f"{prog}: frees {frees}")
         check(all("stack" in e for e in frees), f"{prog}: a free without its stack")
-
 
 
 @test
@@ -158,7 +150,6 @@ def stacks_report_sites_and_host_buffer(tmp):
           st.get("cudaMemcpy") == ["upload", "load_batch", "main"], f"export's stacks: {st}")
 
 
-
 @test
 def stacks_threads_recursion_and_limits(tmp):
     """8 threads x 200 rounds with host allocations recorded (the unwinder and
@@ -189,7 +180,6 @@ def stacks_threads_recursion_and_limits(tmp):
         check(sorted({e["bytes"] for e in ev if e["api"] == "malloc"}) == [2 << 20, 3 << 20], "host sizes")
 
 
-
 @test
 def stacks_refuse_a_changed_binary(tmp):
     """The reader symbolizes a module only if its build id is the one the
@@ -211,7 +201,6 @@ def stacks_refuse_a_changed_binary(tmp):
           f"no single warning: {p.stderr!r}")
     check(not any("prog_stacks.c" in f for f in frames) and any(f.startswith("prog_copy+0x") for f in frames),
           f"frames of the changed binary: {frames[:6]}")
-
 
 
 @test
@@ -247,7 +236,6 @@ def stacks_options(tmp):
     got = dict(l.split(" ", 1) for l in p.stdout.splitlines())
     check("libunwind" not in got["backtrace"] and "libunwind" not in got["_Unwind_Backtrace"],
           f"backtrace symbols taken over: {got}")
-
 
 
 @test
@@ -287,7 +275,6 @@ def stacks_default_kinds(tmp):
                   f"{prog} GPUSPY_STACKS={value}: stderr {err!r}")
 
 
-
 @test
 def stacks_min_duration(tmp):
     """GPUSPY_STACK_MIN (nsys's backtrace threshold): waits, memsets, copies
@@ -319,7 +306,6 @@ def stacks_min_duration(tmp):
     check(proc["stack_min_ns"] == 0 and got["sync"] == (3, 3) and got["launch"] == (69, 69), f"{proc} {got}")
     check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using 0" in err, f"stderr {err!r}")
     check("GPUSPY_STACK_MIN" not in report_text(tmp), "a threshold note without a threshold")
-
 
 
 @test
