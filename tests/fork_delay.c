@@ -4,7 +4,7 @@
  * fork() returns to the parent only after FORK_DELAY_MS (default 300)
  * milliseconds, so that a signal sent while the child already runs lands
  * between the fork and the parent's note of the child's pid
- * (gpuspy_run_command). Other programs (the command, which inherits the
+ * (run_forwards_a_signal_sent_right_after_the_fork in tests/test_cli.py). Other programs (the command, which inherits the
  * preload) fork as usual.
  */
 #ifndef _GNU_SOURCE

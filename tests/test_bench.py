@@ -21,7 +21,7 @@ def lockstep_bench_hands_out_turns(tmp):
     the CPU per step the stub reported (median, added to untraced's) and its
     context switches and CPUs (lockstep_sched.txt), a gpuspy variant mode gets its
     variables, a replica ("gpuspy #2") its mode's, a bare collector variant its options,
-    ALT_LIB=1 the other build (LOCKSTEP_ALT_LIB, refused in one line when missing) and HOST_SHIM=1
+    ALT_LIB=1 the other build (LOCKSTEP_ALT_LIB) and HOST_SHIM=1
     the host library beside it, and BLOCKING_SYNC=1 reaches every loop."""
     if SANITIZED:
         raise Skip("the bench is not the library")
@@ -75,11 +75,37 @@ def lockstep_bench_hands_out_turns(tmp):
           ["GPUSPY_CUPTI=off", "LD_PRELOAD=" + alt + ":" + os.path.join(tmp, "alt", "libgpuspy-host.so"),
            "blocking"],
           f"mode environments {seen}")
-    env["LOCKSTEP_ALT_LIB"] = os.path.join(tmp, "missing.so")
+
+
+@test
+def lockstep_bench_refuses_a_missing_other_build(tmp):
+    """A mode with ALT_LIB=1 and LOCKSTEP_ALT_LIB naming no file: one line,
+    exit 1, before any loop runs."""
+    if SANITIZED:
+        raise Skip("the bench is not the library")
+    work, out = os.path.join(tmp, "w"), os.path.join(tmp, "o")
+    os.makedirs(work)
+    os.makedirs(out)
+    env = dict(os.environ, LOOP_CMD=f"{sys.executable} {os.path.join(ROOT, 'bench', 'lockstep_stub.py')}",
+               WINDOWS="3", MODES="untraced,gpuspy ALT_LIB=1", LOCKSTEP_ALT_LIB=os.path.join(tmp, "missing.so"))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_lockstep.py"), work, out], env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.count("\n") == 1 and "LOCKSTEP_ALT_LIB" in p.stderr,
           f"a missing other build: rc {p.returncode} {p.stderr!r}")
+    check(os.listdir(out) == [], f"the bench wrote {os.listdir(out)}")
+
+
+def _overhead_rows(tmp, files):
+    """bench/overhead_table.py on made-up files {name: text}: its table rows."""
+    paths = []
+    for name, text in files.items():
+        paths.append(os.path.join(tmp, name))
+        with open(paths[-1], "w") as f:
+            f.write(text)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), *paths],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
+    return [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| loop |" not in l]
 
 
 @test
@@ -90,59 +116,16 @@ def overhead_table_pools_lockstep_runs(tmp):
     mode adds to untraced's per round; intervals from the same rounds; a
     replica ("bare cupti #2") is a row of its own, pooled with its mode's
     other processes in a row of their own, and a second process of its
-    mode in the per-process list, with the median of the processes' medians
-    and, from six processes, its order-statistics interval (x(3)..x(10) of
-    twelve); an A/B of one setting ("gpuspy ALT_LIB=1") divided by plain
-    gpuspy, each side its processes' mean; six gpuspy+cupti #k / bare cupti #k
-    pairs, each pair's median one draw of a by-pair row."""
-    a, b, c = (os.path.join(tmp, n) for n in ("a_rates.txt", "b_rates.txt", "a_cpu.txt"))
-    with open(a, "w") as f:  # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
-        f.write("# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n")
-    with open(b, "w") as f:  # no loop line: mlp; bare cupti at 0.8, gpuspy+cupti 0.75 of bare
-        f.write("untraced: 100 100 100 100 100 100\nbare cupti: 80 80 80 80 80 80\n"
-                "gpuspy+cupti: 60 60 60 60 60 60\nbare cupti #2: 1 70 70 70 70 1\n")
-    with open(c, "w") as f:  # main/all threads us per step
-        f.write("# loop=conv\nuntraced: 9/9 1000/1100 1000/1100 1000/1100 1000/1100 9/9\n"
-                "gpuspy: 1/1 1040/1160 1050/1150 1060/1170 1050/1190 1/1\n")
-    d = os.path.join(tmp, "ab_rates.txt")
-    with open(d, "w") as f:  # an A/B of a setting: means 84 against 80 in rounds 1..4
-        f.write("# loop=ab\nuntraced: 100 100 100 100 100 100\ngpuspy: 1 90 90 90 90 1\n"
-                "gpuspy #2: 1 70 70 70 70 1\ngpuspy ALT_LIB=1: 1 88 88 88 88 1\n"
-                "gpuspy ALT_LIB=1 #2: 1 80 80 80 80 1\n")
-    e = os.path.join(tmp, "twelve_rates.txt")
-    with open(e, "w") as f:  # twelve gpuspy processes at 0.91..1.02 of untraced in rounds 1..4
-        f.write("# loop=twelve\nuntraced: 100 100 100 100 100 100\n" + "".join(
-            f"gpuspy{' #%d' % k if k > 1 else ''}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\n" for k in range(1, 13)))
-    g = os.path.join(tmp, "pairs_rates.txt")
-    with open(g, "w") as f:  # six pairs: gpuspy+cupti #k at 0.91..0.96 of bare cupti #k in rounds 1..4
-        f.write("# loop=pairs\nuntraced: 100 100 100 100 100 100\n" + "".join(
-            f"gpuspy+cupti{s}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\nbare cupti{s}: 1 99 99 99 99 1\n"
-            for k, s in ((k, " #%d" % k if k > 1 else "") for k in range(1, 7))))
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "overhead_table.py"), a, b, c, d, e, g],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 0, f"failed: {p.stderr[-500:]}")
-    rows = [l for l in p.stdout.splitlines() if l.startswith("| ") and "---" not in l and "| loop |" not in l]
-    ab = [l for l in rows if l.startswith("| ab ")]
-    twelve = [l for l in rows if l.startswith("| twelve ") and "| 12 |" in l]
-    pairs = [l for l in rows if l.startswith("| pairs ") and "by pair" in l]
-    rows = [l for l in rows if not l.startswith(("| ab ", "| twelve ", "| pairs "))]
-    check(pairs == ["| pairs (lock step) | gpuspy+cupti / bare cupti, by pair | 6 | "
-                    + " ".join(f"{(90 + k) / 99:.3f}" for k in range(1, 7))
-                    + f" | {91 / 99:.3f}..{96 / 99:.3f} | {93.5 / 99:.3f} | {91 / 99:.3f}..{96 / 99:.3f} |"],
-          f"pairs {pairs}")
-    check(twelve == ["| twelve (lock step) | gpuspy | 12 | " + " ".join(f"{0.9 + k / 100:.3f}" for k in range(1, 13))
-                  + " | 0.910..1.020 | 0.965 | 0.930..1.000 |"], f"twelve processes {twelve}")
-    check(ab == ["| ab (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
-                 "| ab (lock step) | gpuspy #2 / untraced | 4 | 0.700 | 0.700..0.700 |",
-                 "| ab (lock step) | gpuspy ALT_LIB=1 / untraced | 4 | 0.880 | 0.880..0.880 |",
-                 "| ab (lock step) | gpuspy ALT_LIB=1 #2 / untraced | 4 | 0.800 | 0.800..0.800 |",
-                 "| ab (lock step) | gpuspy, every process / untraced | 8 | 0.800 | 0.700..0.900 |",
-                 "| ab (lock step) | gpuspy ALT_LIB=1, every process / untraced | 8 | 0.840 | 0.800..0.880 |",
-                 "| ab (lock step) | gpuspy ALT_LIB=1 / gpuspy, the processes' mean per round | 4 | 1.050 "
-                 "| 1.050..1.050 |",
-                 "| ab (lock step) | gpuspy | 2 | 0.900 0.700 | 0.700..0.900 | 0.800 | (too few) |",
-                 "| ab (lock step) | gpuspy ALT_LIB=1 | 2 | 0.880 0.800 | 0.800..0.880 | 0.840 | (too few) |"],
-          f"A/B rows {ab}")
+    mode in the per-process list."""
+    rows = _overhead_rows(tmp, {
+        # gpuspy at 0.9 of untraced in rounds 1..4; rounds 0 and 5 wild
+        "a_rates.txt": "# loop=conv\nuntraced: 100 200 300 400 500 600\ngpuspy: 500 180 270 360 450 10\n",
+        # no loop line: mlp; bare cupti at 0.8, gpuspy+cupti 0.75 of bare
+        "b_rates.txt": "untraced: 100 100 100 100 100 100\nbare cupti: 80 80 80 80 80 80\n"
+                       "gpuspy+cupti: 60 60 60 60 60 60\nbare cupti #2: 1 70 70 70 70 1\n",
+        # main/all threads us per step
+        "a_cpu.txt": "# loop=conv\nuntraced: 9/9 1000/1100 1000/1100 1000/1100 1000/1100 9/9\n"
+                     "gpuspy: 1/1 1040/1160 1050/1150 1060/1170 1050/1190 1/1\n"})
     want = ["| conv (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
             "| mlp (lock step) | bare cupti / untraced | 4 | 0.800 | 0.800..0.800 |",
             "| mlp (lock step) | gpuspy+cupti / untraced | 4 | 0.600 | 0.600..0.600 |",
@@ -152,6 +135,53 @@ def overhead_table_pools_lockstep_runs(tmp):
             "| conv (lock step) | gpuspy | 4 | +50.0 | +40.0..+60.0 | +65.0 | +50.0..+90.0 |",
             "| mlp (lock step) | bare cupti | 2 | 0.800 0.700 | 0.700..0.800 | 0.750 | (too few) |"]
     check(rows == want, f"table rows {rows}")
+
+
+@test
+def overhead_table_divides_an_ab_of_one_setting(tmp):
+    """An A/B of one setting ("gpuspy ALT_LIB=1") is divided by plain
+    gpuspy, each side its processes' mean per round (84 against 80)."""
+    rows = _overhead_rows(tmp, {"ab_rates.txt":
+                                "# loop=ab\nuntraced: 100 100 100 100 100 100\ngpuspy: 1 90 90 90 90 1\n"
+                                "gpuspy #2: 1 70 70 70 70 1\ngpuspy ALT_LIB=1: 1 88 88 88 88 1\n"
+                                "gpuspy ALT_LIB=1 #2: 1 80 80 80 80 1\n"})
+    check(rows == ["| ab (lock step) | gpuspy / untraced | 4 | 0.900 | 0.900..0.900 |",
+                   "| ab (lock step) | gpuspy #2 / untraced | 4 | 0.700 | 0.700..0.700 |",
+                   "| ab (lock step) | gpuspy ALT_LIB=1 / untraced | 4 | 0.880 | 0.880..0.880 |",
+                   "| ab (lock step) | gpuspy ALT_LIB=1 #2 / untraced | 4 | 0.800 | 0.800..0.800 |",
+                   "| ab (lock step) | gpuspy, every process / untraced | 8 | 0.800 | 0.700..0.900 |",
+                   "| ab (lock step) | gpuspy ALT_LIB=1, every process / untraced | 8 | 0.840 | 0.800..0.880 |",
+                   "| ab (lock step) | gpuspy ALT_LIB=1 / gpuspy, the processes' mean per round | 4 | 1.050 "
+                   "| 1.050..1.050 |",
+                   "| ab (lock step) | gpuspy | 2 | 0.900 0.700 | 0.700..0.900 | 0.800 | (too few) |",
+                   "| ab (lock step) | gpuspy ALT_LIB=1 | 2 | 0.880 0.800 | 0.800..0.880 | 0.840 | (too few) |"],
+          f"A/B rows {rows}")
+
+
+@test
+def overhead_table_interval_over_processes(tmp):
+    """Twelve gpuspy processes at 0.91..1.02 of untraced: the median of the
+    processes' medians and its order-statistics interval (x(3)..x(10) of
+    twelve)."""
+    rows = _overhead_rows(tmp, {"twelve_rates.txt": "# loop=twelve\nuntraced: 100 100 100 100 100 100\n" + "".join(
+        f"gpuspy{' #%d' % k if k > 1 else ''}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\n" for k in range(1, 13))})
+    twelve = [l for l in rows if "| 12 |" in l]
+    check(twelve == ["| twelve (lock step) | gpuspy | 12 | " + " ".join(f"{0.9 + k / 100:.3f}" for k in range(1, 13))
+                     + " | 0.910..1.020 | 0.965 | 0.930..1.000 |"], f"twelve processes {twelve}")
+
+
+@test
+def overhead_table_by_pair(tmp):
+    """Six gpuspy+cupti #k / bare cupti #k pairs (0.91..0.96 of bare): each
+    pair's median is one draw of a by-pair row."""
+    rows = _overhead_rows(tmp, {"pairs_rates.txt": "# loop=pairs\nuntraced: 100 100 100 100 100 100\n" + "".join(
+        f"gpuspy+cupti{s}: 1 {90 + k} {90 + k} {90 + k} {90 + k} 1\nbare cupti{s}: 1 99 99 99 99 1\n"
+        for k, s in ((k, " #%d" % k if k > 1 else "") for k in range(1, 7)))})
+    pairs = [l for l in rows if "by pair" in l]
+    check(pairs == ["| pairs (lock step) | gpuspy+cupti / bare cupti, by pair | 6 | "
+                    + " ".join(f"{(90 + k) / 99:.3f}" for k in range(1, 7))
+                    + f" | {91 / 99:.3f}..{96 / 99:.3f} | {93.5 / 99:.3f} | {91 / 99:.3f}..{96 / 99:.3f} |"],
+          f"pairs {pairs}")
 
 
 @test

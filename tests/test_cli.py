@@ -48,15 +48,23 @@ def switches_and_choices_refuse_unknown_values(tmp):
     check(warn == [] and procs[0]["clock"] == "monotonic", f"GPUSPY_CLOCK=mono: {warn} {procs[0]['clock']}")
 
 
-@test
-def gpuspy_run_command(tmp):
+def _run_env():
+    """The environment gpuspy run gets in these tests: the doubles on the
+    library path, nothing preloaded already."""
     if SANITIZED:
         raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
     e = dict(os.environ, LD_LIBRARY_PATH=BIN)
     e.pop("LD_PRELOAD", None)
+    return e
+
+
+@test
+def run_reports_each_process_and_cuts_the_file(tmp):
+    """gpuspy run traces a forking command: one report per process, the
+    count of trace files, --buffer-mb applied, each file cut to its chunks."""
     d = os.path.join(tmp, "runs")
     p = subprocess.run([GPUSPY, "run", "--dir", d, "--buffer-mb", "8", "--",
-                        os.path.join(BIN, "prog_fork")], env=e, capture_output=True, text=True,
+                        os.path.join(BIN, "prog_fork")], env=_run_env(), capture_output=True, text=True,
                        timeout=TIMEOUT)
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
     parent, child = [int(x) for x in p.stdout.split()[1:4:2]]
@@ -67,38 +75,58 @@ def gpuspy_run_command(tmp):
     check(proc["buffer_bytes"] == 8 << 20, "--buffer-mb not applied")
     check(os.path.getsize(os.path.join(d, sorted(traces(d))[0])) == proc["file_bytes"] == 4096 + STRTAB + (64 << 10),
           "the file is not cut to its chunks at exit")
-    # Exit status, and 128 + N for a signal.
-    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", "exit 7"], env=e,
+
+
+@test
+def run_exits_with_the_commands_status(tmp):
+    """gpuspy run exits with the command's status, and 128 + N for a signal."""
+    e = _run_env()
+    p = subprocess.run([GPUSPY, "run", "--dir", tmp, "--no-report", "--", "sh", "-c", "exit 7"], env=e,
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 7 and p.stdout == "", f"exit {p.returncode}")
-    p = subprocess.run([GPUSPY, "run", "--dir", d, "--", "sh", "-c", "kill -9 $$"], env=e,
+    p = subprocess.run([GPUSPY, "run", "--dir", tmp, "--", "sh", "-c", "kill -9 $$"], env=e,
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 128 + 9, f"killed child: exit {p.returncode}")
-    # A signal sent to gpuspy reaches the command.
-    script = "trap 'echo got TERM; exit 3' TERM; echo ready; sleep 20 >/dev/null 2>&1 & wait"
-    q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script], env=e,
+
+
+def _sigterm_reaches(tmp, env, sleep):
+    script = f"trap 'echo got TERM; exit 3' TERM; echo ready; sleep {sleep} >/dev/null 2>&1 & wait"
+    q = subprocess.Popen([GPUSPY, "run", "--dir", tmp, "--no-report", "--", "sh", "-c", script], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(q.stdout.readline() == "ready\n", "the command did not start")
     q.terminate()
     out, _ = q.communicate(timeout=TIMEOUT)
     check(q.returncode == 3 and "got TERM" in out, f"SIGTERM not forwarded: {q.returncode} {out!r}")
-    # ... also when it comes between the fork and gpuspy's note of the
-    # child's pid (tests/fork_delay.c holds gpuspy there for 300 ms while
-    # the command runs): it waits, then goes on.
-    script = "trap 'echo got TERM; exit 3' TERM; echo ready; sleep 2 >/dev/null 2>&1 & wait"
-    q = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
-                         env=dict(e, LD_PRELOAD=os.path.join(BIN, "fork_delay.so")),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check(q.stdout.readline() == "ready\n", "the command did not start (fork delayed)")
-    q.terminate()
-    out, _ = q.communicate(timeout=TIMEOUT)
-    check(q.returncode == 3 and "got TERM" in out,
-          f"SIGTERM right after the fork not forwarded: {q.returncode} {out!r}")
+
+
+@test
+def run_forwards_a_signal_to_the_command(tmp):
+    """A SIGTERM sent to gpuspy run reaches the command, whose handler
+    decides the exit status."""
+    _sigterm_reaches(tmp, _run_env(), 20)
+
+
+@test
+def run_forwards_a_signal_sent_right_after_the_fork(tmp):
+    """A SIGTERM that comes between the fork and gpuspy's note of the
+    child's pid (tests/fork_delay.c holds gpuspy there for 300 ms while the
+    command runs) still reaches the command: gpuspy waits, then goes on."""
+    _sigterm_reaches(tmp, dict(_run_env(), LD_PRELOAD=os.path.join(BIN, "fork_delay.so")), 2)
+
+
+@test
+def run_refuses_a_bad_option_in_one_line(tmp):
+    """An option value gpuspy run does not know is one line and exit 2."""
     p = subprocess.run([GPUSPY, "run", "--cupti", "maybe", "--", "true"], capture_output=True, text=True)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, "bad option not refused in one line")
-    # A command that makes no CUDA call: the directory gpuspy made for the
-    # run (the default one, or --dir) is removed again; one that was there
-    # stays.
+
+
+@test
+def run_without_cuda_leaves_no_directory(tmp):
+    """A command that makes no CUDA call: the directory gpuspy made for the
+    run (the default one, or --dir) is removed again; one that was there
+    stays; one line says there is no trace."""
+    e = _run_env()
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)
     for opts in ([], ["--dir", "made"], ["--dir", "."]):
@@ -106,24 +134,38 @@ def gpuspy_run_command(tmp):
                            text=True, timeout=TIMEOUT)
         check(p.returncode == 0 and os.listdir(empty) == [] and p.stderr.count("\n") == 1 and
               "no trace" in p.stderr, f"gpuspy run {opts} -- true: {p.stderr!r}, left {os.listdir(empty)}")
-    # GPUSPY_LIB: the library preloaded instead of the one next to gpuspy;
-    # one that is not there is a one-line error before anything runs.
-    p = subprocess.run([GPUSPY, "run", "--", "sh", "-c", "echo ran"], env=dict(e, GPUSPY_LIB=d + "/none.so"),
+
+
+@test
+def run_refuses_a_missing_gpuspy_lib(tmp):
+    """GPUSPY_LIB naming no file is a one-line error before anything runs."""
+    p = subprocess.run([GPUSPY, "run", "--", "sh", "-c", "echo ran"],
+                       env=dict(_run_env(), GPUSPY_LIB=tmp + "/none.so"),
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1 and "none.so" in p.stderr,
           f"a missing GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {p.stderr!r}")
+
+
+@test
+def run_preloads_gpuspy_lib(tmp):
+    """GPUSPY_LIB: that library is preloaded instead of the one next to
+    gpuspy, and it traces."""
     other = os.path.join(tmp, "other-libgpuspy.so")
     shutil.copy(os.path.realpath(LIB), other)
-    d2 = os.path.join(tmp, "runs-lib")
-    p = subprocess.run([GPUSPY, "run", "--dir", d2, "--no-report", "--", "sh", "-c",
+    d = os.path.join(tmp, "runs-lib")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c",
                         'echo "$LD_PRELOAD"; exec "$0" 1', os.path.join(BIN, "prog_stacks")],
-                       env=dict(e, GPUSPY_LIB=other), capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 0 and p.stdout.splitlines()[0] == other and len(traces(d2)) == 1,
-          f"GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {traces(d2)}")
-    # GPUSPY_DEBUG=1: at exit, one line saying how entry points were handed
-    # out (none unwrapped or passed through with the doubles: the driver
-    # double's table answers with gpuspy's own wrappers).
-    p = run("prog_stacks", ["1"], tmp=d2, env={"GPUSPY_DEBUG": "1", "GPUSPY_QUIET": "0"})
+                       env=dict(_run_env(), GPUSPY_LIB=other), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.splitlines()[0] == other and len(traces(d)) == 1,
+          f"GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {traces(d)}")
+
+
+@test
+def debug_says_how_entry_points_were_handed_out(tmp):
+    """GPUSPY_DEBUG=1: at exit, one line saying how entry points were handed
+    out (none unwrapped or passed through with the doubles: the driver
+    double's table answers with gpuspy's own wrappers)."""
+    p = run("prog_stacks", ["1"], tmp=tmp, env={"GPUSPY_DEBUG": "1", "GPUSPY_QUIET": "0"})
     dbg = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
     check(len(dbg) == 1 and re.fullmatch(r"gpuspy: pid \d+: entry points handed out: \d+ wrapped, \d+ gpuspy's "
                                          r"already, 0 unwrapped \(real pointer differed\), 0 passed through "

@@ -21,14 +21,34 @@ def defined_functions(lib):
     return {l.split()[-1] for l in p.stdout.splitlines() if len(l.split()) == 3}
 
 
+def _host_events(d):
+    """The trace in d, removed after: its host_alloc_min, its host events
+    (kind, api, bytes) and its count of CUDA events."""
+    proc, ev = only_trace(d)
+    host = sorted((e["kind"], e["api"], e["bytes"]) for e in ev if e.get("mem") == "host")
+    cuda = sum(1 for e in ev if e["api"].startswith("cuda"))
+    for f in traces(d):
+        os.unlink(os.path.join(d, f))
+    return proc["host_alloc_min"], host, cuda
+
+
+# prog_stacks 4 with GPUSPY_HOST_ALLOC_MIN=1M: its 64 MiB malloc and its free.
+HOST_WANT = (1 << 20, [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)])
+HOST_ENV = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_QUIET": "0"}
+
+
+def _cuda_events(d):
+    """prog_stacks 4's count of CUDA events, traced without host allocations."""
+    run("prog_stacks", ["4"], tmp=d, host=False)
+    return _host_events(d)[2]
+
+
 @test
-def host_allocator_only_through_the_host_library(tmp):
+def libgpuspy_defines_no_allocator(tmp):
     """libgpuspy defines no malloc, free, mmap...: a traced process calls its
-    allocator directly unless libgpuspy-host.so is preloaded too. With
-    GPUSPY_HOST_ALLOC_MIN and libgpuspy alone: one warning naming the
-    library, host_alloc_min 0 in the trace, no host event, the CUDA events
-    whole. With both (either order, or through `gpuspy run`, which adds it
-    for --host-alloc or the variable): the 64 MiB malloc and its free."""
+    allocator directly unless libgpuspy-host.so is preloaded too, which
+    defines those and nothing else; libgpuspy has the gpuspy_host_* hooks
+    it calls."""
     if SANITIZED:
         raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
     mine = defined_functions(os.path.realpath(LIB))
@@ -37,42 +57,69 @@ def host_allocator_only_through_the_host_library(tmp):
     shim = defined_functions(HOST_LIB)
     check(shim == set(HOST_NAMES) | {"gpuspy_host_shim"}, f"libgpuspy-host.so defines {sorted(shim)}")
 
-    def host_events(d):
-        proc, ev = only_trace(d)
-        host = sorted((e["kind"], e["api"], e["bytes"]) for e in ev if e.get("mem") == "host")
-        cuda = sum(1 for e in ev if e["api"].startswith("cuda"))
-        for f in traces(d):
-            os.unlink(os.path.join(d, f))
-        return proc["host_alloc_min"], host, cuda
 
-    want = (1 << 20, [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)])
-    env = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_QUIET": "0"}
-    p = run("prog_stacks", ["4"], tmp=tmp, env=env, host=False)
+@test
+def host_alloc_min_without_the_host_library_warns(tmp):
+    """GPUSPY_HOST_ALLOC_MIN with libgpuspy alone: one warning naming the
+    host library, host_alloc_min 0 in the trace, no host event, the CUDA
+    events whole."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    cuda = _cuda_events(tmp)
+    p = run("prog_stacks", ["4"], tmp=tmp, env=HOST_ENV, host=False)
     warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
     check(len(warn) == 1 and "libgpuspy-host.so is not preloaded" in warn[0], f"warnings {warn}")
-    hmin, host, cuda_alone = host_events(tmp)
-    check(hmin == 0 and host == [] and cuda_alone > 0, f"without the host library: {hmin} {host} {cuda_alone}")
-    p = run("prog_stacks", ["4"], tmp=tmp, env=env)
+    got = _host_events(tmp)
+    check(got == (0, [], cuda), f"without the host library: {got}, {cuda} CUDA events untraced")
+
+
+@test
+def host_library_in_either_order(tmp):
+    """Both libraries preloaded, either one first: the 64 MiB malloc and its
+    free, no warning, the CUDA events as without host allocations."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    cuda = _cuda_events(tmp)
+    p = run("prog_stacks", ["4"], tmp=tmp, env=HOST_ENV)
     check(not [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")], f"warned: {p.stderr!r}")
-    check(host_events(tmp) == (*want, cuda_alone), "both preloaded, libgpuspy first")
+    check(_host_events(tmp) == (*HOST_WANT, cuda), "both preloaded, libgpuspy first")
     e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
              GPUSPY_HOST_ALLOC_MIN="1M", LD_PRELOAD=HOST_LIB + ":" + LIB)
     subprocess.run([os.path.join(BIN, "prog_stacks"), "4"], env=e, check=True, capture_output=True,
                    timeout=TIMEOUT)
-    check(host_events(tmp) == (*want, cuda_alone), "both preloaded, the host library first")
+    check(_host_events(tmp) == (*HOST_WANT, cuda), "both preloaded, the host library first")
+
+
+def _run_env_without_host():
     e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_QUIET="1")
     e.pop("LD_PRELOAD", None)
     e.pop("GPUSPY_HOST_ALLOC_MIN", None)
+    return e
+
+
+@test
+def gpuspy_run_adds_the_host_library(tmp):
+    """gpuspy run preloads libgpuspy-host.so too for --host-alloc or
+    GPUSPY_HOST_ALLOC_MIN, and not without either."""
+    if SANITIZED:
+        raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
+    cuda = _cuda_events(tmp)
+    e = _run_env_without_host()
     for opts, extra in ((["--host-alloc", "1M"], {}), ([], {"GPUSPY_HOST_ALLOC_MIN": "1M"}), ([], {})):
         p = subprocess.run([GPUSPY, "run", "--dir", tmp, "--no-report", *opts, "--",
                             os.path.join(BIN, "prog_stacks"), "4"], env=dict(e, **extra),
                            capture_output=True, text=True, timeout=TIMEOUT)
         check(p.returncode == 0, f"gpuspy run {opts} {extra}: {p.stderr}")
-        got = host_events(tmp)
-        check(got == ((*want, cuda_alone) if opts or extra else (0, [], cuda_alone)),
+        got = _host_events(tmp)
+        check(got == ((*HOST_WANT, cuda) if opts or extra else (0, [], cuda)),
               f"gpuspy run {opts} {extra}: {got}")
+
+
+@test
+def gpuspy_run_refuses_a_bad_host_alloc(tmp):
+    """--host-alloc takes a size over 0: another value is one line, exit 2."""
     for bad in ("1Q", "0", "-1", "M"):
-        p = subprocess.run([GPUSPY, "run", "--host-alloc", bad, "--", "true"], env=e,
+        p = subprocess.run([GPUSPY, "run", "--host-alloc", bad, "--", "true"], env=_run_env_without_host(),
                            capture_output=True, text=True, timeout=TIMEOUT)
         check(p.returncode == 2 and p.stderr.count("\n") == 1 and "--host-alloc" in p.stderr,
               f"--host-alloc {bad}: rc {p.returncode} {p.stderr!r}")
@@ -121,16 +168,10 @@ def host_allocators_each_recorded(tmp):
 
 
 @test
-def host_allocations_before_the_first_cuda_call(tmp):
+def host_allocations_without_cuda_write_nothing(tmp):
     """A process that never calls CUDA writes nothing even with host
-    allocations recorded (a C program, and Python, each with a live 64 MiB
-    / 10 MB block at exit). Before the first CUDA call, live blocks are kept
-    and written once the file exists: the 64 MiB buffer a pageable copy
-    reads later is there, first, with its stack, and the copy is tied to it;
-    a block allocated and freed before is not; a thread's block that its
-    thread never wrote (it ended with no CUDA call) counts as dropped; a
-    child forked before the first CUDA call leaves the kept block to its
-    parent's trace."""
+    allocations recorded: a C program, and Python, each with a live 64 MiB
+    / 10 MB block at exit."""
     if SANITIZED:
         raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
     env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
@@ -141,6 +182,19 @@ def host_allocations_before_the_first_cuda_call(tmp):
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(q.returncode == 0 and q.stdout == "10000000\n" and traces(tmp) == [],
           f"python without CUDA: rc {q.returncode} {q.stdout!r}, files {traces(tmp)}")
+
+
+@test
+def host_allocations_before_the_first_cuda_call(tmp):
+    """Before the first CUDA call, live blocks are kept and written once the
+    file exists: the 64 MiB buffer a pageable copy reads later is there,
+    first, with its stack (none with GPUSPY_STACKS=0), and the copy is tied
+    to it; a block allocated and freed before is not; a thread's block that
+    its thread never wrote (it ended with no CUDA call) counts as
+    dropped."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
     for stacks in ("on", "0"):
         run("prog_stacks", ["1", "early"], tmp=tmp, env=dict(env, GPUSPY_STACKS=stacks))
         proc, _ = only_trace(tmp)
@@ -164,8 +218,15 @@ def host_allocations_before_the_first_cuda_call(tmp):
         else:
             check("stack" not in ev[0], f"a stack with GPUSPY_STACKS=0: {ev[0]}")
         os.unlink(g)
-    # A fork before the first CUDA call: the kept block is the parent's to
-    # write; the child's trace has its own calls only.
+
+
+@test
+def host_allocations_kept_before_a_fork(tmp):
+    """A child forked before the first CUDA call leaves the kept block to
+    its parent's trace; the child's trace has its own calls only."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M"}
     p = run("prog_stacks", ["1", "earlyfork"], tmp=tmp, env=env)
     check(p.stdout == "parent 0 child 0\n" and len(traces(tmp)) == 2, f"{p.stdout!r} {traces(tmp)}")
     procs = {}

@@ -141,22 +141,28 @@ def gpu_time_from_events(tmp):
     check("  device 0: GPU spans 49.0 us of " in p.stdout and " in phases (7 intervals): busy at most "
           in p.stdout and "outside phases" not in p.stdout and max(len(l) for l in p.stdout.splitlines()) <= 100,
           p.stdout[-600:])
-    # The training loop: forward 10 x 64 us, backward 12 x 64 us, optimizer
-    # 32 us per step; data's copies take no GPU time.
-    d = os.path.join(tmp, "train")
-    os.makedirs(d)
-    p = run("prog_train", ["3", "100"], env={"GPUSPY_CUPTI": "events"}, tmp=d)
+
+
+@test
+def gpu_time_from_events_per_training_phase(tmp):
+    """The training loop under GPUSPY_CUPTI=events: forward 10 x 64 us,
+    backward 12 x 64 us, optimizer 32 us per step; data's copies take no
+    GPU time."""
+    p = run("prog_train", ["3", "100"], env={"GPUSPY_CUPTI": "events"}, tmp=tmp)
     check(p.stdout == "trained 3 steps\n", p.stdout)
-    o = report_json(os.path.join(d, traces(d)[0]))
+    o = report_json(os.path.join(tmp, traces(tmp)[0]))
     got = {x["name"]: (x["gpu_span_ns"], x["gpu_span_intervals"]) for x in o["phases"]}
     check(got == {"(no phase)": (0, 0), "data": (0, 3), "forward": (3 * 640000, 3),
                   "backward": (3 * 768000, 3), "optimizer": (3 * 32000, 3)}, f"prog_train {got}")
-    # A data-starved loop (20 ms of host work per step): the diagnosis adds
-    # the bound the events give, from the phases' spans and their time.
-    d = os.path.join(tmp, "starved")
-    os.makedirs(d)
-    run("prog_train", ["5", "20000"], env={"GPUSPY_CUPTI": "events"}, tmp=d)
-    o = report_json(os.path.join(d, traces(d)[0]))
+
+
+@test
+def gpu_time_from_events_bounds_starvation(tmp):
+    """A data-starved loop (20 ms of host work per step) under
+    GPUSPY_CUPTI=events: the diagnosis adds the bound the events give, from
+    the phases' spans and their time."""
+    run("prog_train", ["5", "20000"], env={"GPUSPY_CUPTI": "events"}, tmp=tmp)
+    o = report_json(os.path.join(tmp, traces(tmp)[0]))
     ph = {x["name"]: x for x in o["phases"]}
     spans_ns = sum(x["gpu_span_ns"] for n, x in ph.items() if n != "(no phase)")
     check(spans_ns == 5 * (640000 + 768000 + 32000), f"spans {spans_ns}")
@@ -164,35 +170,40 @@ def gpu_time_from_events(tmp):
     text = [x["text"] for x in o["diagnoses"] if x["id"] == "data_starvation"]
     want = f"CUDA events: the GPU worked at most {100 * spans_ns / in_phases:.0f}% of that time"
     check(len(text) == 1 and want in text[0], f"{want!r} not in {text}")
-    # Read back in batches: 1000 intervals on one stream take a few binary
-    # searches of cuEventQuery (the double's GPU is one event behind), not
-    # a query or more per interval.
-    d = os.path.join(tmp, "loop")
-    os.makedirs(d)
-    p = run("prog_events", ["loop", "1000"], env={"GPUSPY_CUPTI": "events", "FAKECUDA_STATS": "1"}, tmp=d)
+
+
+@test
+def gpu_time_from_events_read_in_batches(tmp):
+    """1000 intervals on one stream are read back with a few binary searches
+    of cuEventQuery (the double's GPU is one event behind), not a query or
+    more per interval."""
+    p = run("prog_events", ["loop", "1000"], env={"GPUSPY_CUPTI": "events", "FAKECUDA_STATS": "1"}, tmp=tmp)
     check(p.stdout == "loop done\n", p.stdout)
-    check(spans(only_trace(d)[1]) == [("loop", 1000, "stream")] * 1000, "1000 spans of 1 us")
+    check(spans(only_trace(tmp)[1]) == [("loop", 1000, "stream")] * 1000, "1000 spans of 1 us")
     queries = int(re.search(r"fakecuda: (\d+) event queries", p.stderr)[1])
     check(queries <= 250, f"{queries} event queries for 1000 intervals")
-    # Off by default.
-    d = os.path.join(tmp, "off")
-    os.makedirs(d)
-    run("prog_events", tmp=d)
-    check(spans(only_trace(d)[1]) == [], "gpu_span records without GPUSPY_CUPTI=events")
-    if not SANITIZED:  # gpuspy run puts libgpuspy before the sanitizer runtime
-        e = dict(os.environ)
-        e.pop("LD_PRELOAD", None)
-        p = subprocess.run([GPUSPY, "run", "--dir", os.path.join(tmp, "r"), "--cupti", "events",
-                            "--no-report", "--", "sh", "-c", "echo $GPUSPY_CUPTI"], env=e,
-                           capture_output=True, text=True, timeout=TIMEOUT)
-        check(p.stdout == "events\n", f"gpuspy run --cupti events: {p.stdout!r} {p.stderr!r}")
+
+
+@test
+def gpu_time_from_events_is_off_by_default(tmp):
+    """Without GPUSPY_CUPTI=events no gpu_span record is written; gpuspy
+    run --cupti events sets the variable for the command."""
+    run("prog_events", tmp=tmp)
+    check(spans(only_trace(tmp)[1]) == [], "gpu_span records without GPUSPY_CUPTI=events")
+    if SANITIZED:
+        raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    p = subprocess.run([GPUSPY, "run", "--dir", os.path.join(tmp, "r"), "--cupti", "events",
+                        "--no-report", "--", "sh", "-c", "echo $GPUSPY_CUPTI"], env=e,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.stdout == "events\n", f"gpuspy run --cupti events: {p.stdout!r} {p.stderr!r}")
 
 
 @test
 def gpu_time_from_events_failures(tmp):
     """Events that cannot be recorded: the program runs unchanged, nothing
-    is timed, one warning at exit says how many intervals were not. A
-    stream being captured into a graph gets no event."""
+    is timed, one warning at exit says how many intervals were not."""
     p = run("prog_events", env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0",
                                 "FAKECUDA_FAIL": "cuEventRecord:999"}, tmp=tmp)
     check(p.stdout == "events done\n", p.stdout)
@@ -202,18 +213,22 @@ def gpu_time_from_events_failures(tmp):
     check(spans(only_trace(tmp)[1]) == [], "spans recorded although no event could be")
     q = run("prog_events", preload=False, tmp=tmp)
     check(q.stdout == p.stdout, "output differs from the untraced run")
-    # More streams than gpuspy follows: the first 64 are timed, one warning.
-    d = os.path.join(tmp, "many")
-    os.makedirs(d)
-    p = run("prog_events", ["many"], env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0"}, tmp=d)
+
+
+@test
+def gpu_time_from_events_follows_64_streams(tmp):
+    """More streams than gpuspy follows: the first 64 are timed, one warning."""
+    p = run("prog_events", ["many"], env={"GPUSPY_CUPTI": "events", "GPUSPY_QUIET": "0"}, tmp=tmp)
     check(p.stdout == "many done\n", p.stdout)
     check(p.stderr.count("more than 64 streams") == 1, f"stderr {p.stderr!r}")
-    check(spans(only_trace(d)[1]) == [("many", 1000, "stream")] * 64, "64 streams timed")
-    # A stream being captured into a graph is left alone (s1 is 0x7010).
-    d = os.path.join(tmp, "capture")
-    os.makedirs(d)
-    run("prog_events", env={"GPUSPY_CUPTI": "events", "FAKECUDA_CAPTURING": "0x7010"}, tmp=d)
-    got = spans(only_trace(d)[1])
+    check(spans(only_trace(tmp)[1]) == [("many", 1000, "stream")] * 64, "64 streams timed")
+
+
+@test
+def gpu_time_from_events_leaves_capturing_streams(tmp):
+    """A stream being captured into a graph gets no event (s1 is 0x7010)."""
+    run("prog_events", env={"GPUSPY_CUPTI": "events", "FAKECUDA_CAPTURING": "0x7010"}, tmp=tmp)
+    got = spans(only_trace(tmp)[1])
     check(got == sorted([("multi", 20000, "stream"), ("multi", 5000, "legacy"), ("threaded", 7000, "stream")]),
           f"spans with s1 capturing {got}")
 
