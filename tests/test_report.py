@@ -585,3 +585,103 @@ def sites_start_at_the_programs_own_code(tmp):
     text = " ".join(report_text(path).split())
     check("All 1.0 MiB copied in PyTorch (at::native::copy_kernel_cuda(at::TensorIterator&, bool)+0x6ff "
           "(libtorch_cuda.so))." in text, text[-1500:])
+
+
+def fmt_ns(ns):
+    """tools/units.c gs_fmt_ns."""
+    if ns < 1000:
+        return f"{ns} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.1f} us"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+@test
+def savings_come_from_the_timeline(tmp):
+    """Each diagnosis of time says what its change saves, as an upper bound
+    from the trace (tests/golden/train.jsonl, 20 steps): pinning, the
+    pageable copies' host time; removing the data phase's waits, their
+    time (prog_train's copies there are synchronous cudaMemcpy); loading
+    ahead, the shorter of the data phase and the rest of the loop; reusing
+    buffers, the churn's time in the calls. Per step is that over the
+    steps, and the text says both."""
+    path = os.path.join(ROOT, "tests", "golden", "train.jsonl")
+    o = report_json(path)
+    ph = {p["name"]: p for p in o["phases"]}
+    data = ph["data"]
+    loop = o["duration_ns"] - ph["(no phase)"]["wall_ns"]
+    pageable = o["totals"]["copy"]["h2d"]["pageable"]["host_ns"]
+    got = {(d["id"], d["saving"]["ns"]) for d in o["diagnoses"] if d.get("saving")}
+    want_data = data["sync"]["host_ns"] + data["copy"]["h2d"]["pageable"]["host_ns"]
+    check(("pageable_copies", pageable) in got and ("sync_stalls", want_data) in got and
+          ("data_starvation", min(data["wall_ns"], loop - data["wall_ns"])) in got, f"savings {got}")
+    for d in o["diagnoses"]:
+        s = d.get("saving")
+        if d["id"] == "oom_risk":
+            check(s is None, f"a saving for a memory diagnosis: {s}")
+            continue
+        check(s["steps"] == 20 and s["per_step_ns"] == s["ns"] // 20 and s["bound"] == "upper",
+              f"{d['id']}: {s}")
+    churn = next(d for d in o["diagnoses"] if d["id"] == "allocation_churn")
+    check(f"took {fmt_ns(churn['saving']['ns'])} in the calls" in churn["text"], f"churn {churn}")
+    text = " ".join(report_text(path).split())
+    s = next(d["saving"] for d in o["diagnoses"] if d["id"] == "pageable_copies")
+    want = (f"Saves up to {fmt_ns(s['ns'] // 20)} a step ({fmt_ns(s['ns'])} over 20 steps): the copies' host "
+            "time, as a copy from pinned memory returns at once (no pinned copy here measured the bandwidth).")
+    check(want in text, f"{want!r} not in the report")
+
+
+@test
+def pinning_saving_at_the_measured_pinned_bandwidth(tmp):
+    """With a pinned copy timed on the GPU (CUPTI), pinning saves about the
+    pageable copies' host time less their bytes at that bandwidth: the two
+    1 MiB pageable copies of tests/golden/gpu.jsonl took 20 us on the host;
+    a 4 MiB pinned copy ran 10 us on the GPU, so their 2 MiB take 5 us
+    there: about 15 us, an estimate. A slow pinned copy (4 MiB in 100 us)
+    leaves no saving."""
+    lines = open(os.path.join(ROOT, "tests", "golden", "gpu.jsonl")).read().splitlines()
+
+    def with_pinned(gpu_ns):
+        pinned = [{"type": "event", "kind": "copy", "api": "cudaMemcpyAsync", "tid": 100, "start_ns": 1_000_001_000,
+                   "end_ns": 1_000_002_000, "result": 0, "device": 0, "bytes": 4 << 20, "dir": "h2d",
+                   "host_mem": "pinned", "stream": 0, "corr": 900, "async": True},
+                  {"type": "event", "kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": 1_000_003_000,
+                   "end_ns": 1_000_003_000 + gpu_ns, "result": 0, "device": 0, "stream": 7, "corr": 900,
+                   "bytes": 4 << 20, "dir": "h2d", "host_mem": "pinned"}]
+        path = os.path.join(tmp, f"pinned{gpu_ns}.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(lines[:1] + [json.dumps(e) for e in pinned] + lines[1:]) + "\n")
+        o = report_json(path)
+        check(o["totals"]["copy"]["h2d"]["pageable"]["host_ns"] == 20_000, "the golden's pageable copies changed")
+        return next(d for d in o["diagnoses"] if d["id"] == "pageable_copies")
+
+    d = with_pinned(10_000)
+    s = d["saving"]
+    check(s["ns"] == 15_000 and s["bound"] == "estimate" and s["how"].startswith(
+        "the copies' host time, 20.0 us, less the same bytes at the pinned bandwidth measured here, 419.43 GB/s"),
+          f"saving {s}")
+    check(with_pinned(100_000)["saving"]["ns"] == 0, "a saving although pinned copies are slower")
+
+
+@test
+def graph_saving_keeps_one_launch_a_step(tmp):
+    """Launch-bound: folding a step's launches into one graph launch saves
+    at most the launch calls' host time less one launch a step: 4 steps of
+    1000 launches of 4 us each (16 ms) keep 4 x 4 us."""
+    ev = []
+    for step in range(4):
+        t0 = 1_000_000 + step * 10_000_000
+        ev.append(phase_event(True, t0, "step", step))
+        for i in range(1000):
+            t = t0 + 1000 + i * 5000
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 4000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1],
+                       "stream": 0, "corr": step * 1000 + i + 1})
+        ev.append(phase_event(False, t0 + 6_000_000, "step", step))
+    o = report_json(write_jsonl(os.path.join(tmp, "launches.jsonl"), ev))
+    d = [x for x in o["diagnoses"] if x["id"] == "launch_bound"]
+    check(len(d) == 1 and d[0]["saving"]["ns"] == 16_000_000 - 4 * 4000 and d[0]["saving"]["steps"] == 4 and
+          d[0]["saving"]["how"] == "the 4000 launch calls' host time, 16.0 ms, less one launch (4.0 us) per step",
+          f"launch-bound saving {d}")

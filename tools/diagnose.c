@@ -32,9 +32,67 @@ static void add(struct gs_report *r, const char *id, const char *fmt, ...)
 		return;
 	}
 	r->diag = d;
-	r->diag[r->ndiag].id = id;
-	r->diag[r->ndiag].text = t;
+	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = t };
 	r->ndiag++;
+}
+
+/* What the change in the diagnosis just added would save: save_ns in all,
+ * an upper bound (about = 0) or an estimate (about = 1), and how it was
+ * computed from the timeline, as a clause ("the host's waits in them"). */
+static void saving(struct gs_report *r, uint64_t save_ns, int about, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void saving(struct gs_report *r, uint64_t save_ns, int about, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	struct gs_diag *d = &r->diag[r->ndiag - 1];
+	d->save_ns = save_ns;
+	d->steps = gs_mem_steps(r);
+	d->about = about;
+	d->how = strdup(buf);
+}
+
+const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap)
+{
+	char all[32], per[32];
+	if (!d->how)
+		return NULL;
+	const char *q = d->about ? "about" : "up to";
+	if (d->steps)
+		snprintf(buf, cap, "Saves %s %s a step (%s over %llu steps): %s.", q,
+			 gs_fmt_ns(per, d->save_ns / d->steps), gs_fmt_ns(all, d->save_ns),
+			 (unsigned long long)d->steps, d->how);
+	else
+		snprintf(buf, cap, "Saves %s %s in all: %s.", q, gs_fmt_ns(all, d->save_ns), d->how);
+	return buf;
+}
+
+/* What pinning the pageable copies of one direction saves: their host
+ * time less the same bytes at the pinned bandwidth this run measured on
+ * the GPU (CUPTI), an estimate; without a pinned copy to measure, their
+ * whole host time, an upper bound (an asynchronous copy from pinned
+ * memory returns at once). */
+static void pin_saving(struct gs_report *r, int dir)
+{
+	const struct gs_agg *pg = &r->total.copy[dir][GS_PAGEABLE];
+	const struct gs_agg *pin = &r->total.copy[dir][GS_PINNED];
+	char t[32], bw[32];
+	if (pin->gpu_ns && pin->gpu_bytes >= (1u << 20)) {
+		double at_pinned = (double)pg->bytes * (double)pin->gpu_ns / (double)pin->gpu_bytes;
+		uint64_t save = (double)pg->host_ns > at_pinned ? pg->host_ns - (uint64_t)at_pinned : 0;
+		saving(r, save, 1,
+		       "the copies' host time, %s, less the same bytes at the pinned bandwidth measured here, %s GB/s "
+		       "(more where they then overlap compute)",
+		       gs_fmt_ns(t, pg->host_ns), gs_fmt_rate(bw, pin->gpu_bytes, pin->gpu_ns));
+		return;
+	}
+	saving(r, pg->host_ns, 0,
+	       "the copies' host time, as a copy from pinned memory returns at once (no pinned copy here "
+	       "measured the bandwidth)");
 }
 
 /* What to change, in the terms of the process's framework (gs_framework:
@@ -197,10 +255,25 @@ static void pageable(struct gs_report *r, uint64_t span)
 		    (unsigned long long)h->count, gs_pl(h->count, "y", "ies"), gs_fmt_bytes(b, h->bytes),
 		    gs_fmt_ns(t, h->host_ns), gs_pl(h->count, "it", "them"), gs_pl(h->count, "it", "they"),
 		    where, advice(r, ADV_PIN));
-	if (d->count >= 10)
+	if (h->count && !one_off)
+		pin_saving(r, GSPY_DIR_h2d);
+	if (d->count >= 10) {
 		add(r, "pageable_copies_d2h",
 		    "%llu device-to-host copies (%s) land in pageable memory; %s.",
 		    (unsigned long long)d->count, gs_fmt_bytes(b, d->bytes), advice(r, ADV_PIN_D2H));
+		pin_saving(r, GSPY_DIR_d2h);
+	}
+}
+
+/* Loading ahead overlaps a data phase with the rest of the loop: it saves
+ * at most the shorter of the two. */
+static void overlap_saving(struct gs_report *r, const struct gs_phase_stat *p, uint64_t loop)
+{
+	uint64_t rest = loop > p->wall_ns ? loop - p->wall_ns : 0;
+	char a[32], b[32];
+	saving(r, p->wall_ns < rest ? p->wall_ns : rest, 0,
+	       "loading ahead overlaps '%s' (%s) with the rest of the loop (%s): at most the shorter of the two",
+	       p->name, gs_fmt_ns(a, p->wall_ns), gs_fmt_ns(b, rest));
 }
 
 static uint64_t sync_copies(const struct gs_cats *c)
@@ -252,6 +325,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 			    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
 			    pct_digits(busy), 100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns),
 			    advice(r, ADV_STARVE));
+			overlap_saving(r, p, span);
 			continue;
 		}
 		if (p->c.launch.count > p->count)
@@ -271,6 +345,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 		    "the GPU waits for data (host-side estimate%s).\n%s",
 		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound,
 		    advice(r, ADV_STARVE));
+		overlap_saving(r, p, span);
 	}
 }
 
@@ -301,7 +376,26 @@ static void stalls(struct gs_report *r)
 		    "its queue.\n%s",
 		    p->name, (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies,
 		    advice(r, na && na == p->c.sync.count ? ADV_SYNC_PAGEABLE : ADV_SYNC));
+		uint64_t wait = p->c.sync.host_ns;
+		for (int d = 0; d < GSPY_DIR_COUNT; d++)
+			wait += p->c.copy_sync[d][0].host_ns + p->c.copy_sync[d][1].host_ns;
+		saving(r, wait, 0, "the host's time in those waits and synchronous copies (the GPU's work stays)");
 	}
+}
+
+/* Folding a step's launches into one graph launch: the launch calls' host
+ * time less one launch (at their mean) per step. */
+static void graph_saving(struct gs_report *r, uint64_t launch_n, uint64_t launch_ns)
+{
+	uint64_t steps = gs_mem_steps(r), left = steps ? steps : 1;
+	if (!launch_n)
+		return;
+	double mean = (double)launch_ns / (double)launch_n;
+	uint64_t keep = (uint64_t)(mean * (double)(left < launch_n ? left : launch_n));
+	char a[32], m[32];
+	saving(r, launch_ns - keep, 0, "the %llu launch calls' host time, %s, less one launch (%s) per %s",
+	       (unsigned long long)launch_n, gs_fmt_ns(a, launch_ns), gs_fmt_ns(m, (uint64_t)mean),
+	       steps ? "step" : "run");
 }
 
 static void launch_bound(struct gs_report *r, uint64_t span)
@@ -341,6 +435,7 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 		    100 * short_share, (unsigned long long)l->gpu_count, gs_fmt_ns(k, l->gpu_ns / l->gpu_count),
 		    gs_fmt_ns(m, l->host_ns / l->count), pct_digits(busy_share), 100 * busy_share, of,
 		    advice(r, ADV_LAUNCH));
+		graph_saving(r, launch_n, launch_ns);
 		return;
 	}
 	double launch_share = (double)launch_ns / (double)window;
@@ -353,6 +448,7 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	    "GPU only %.*f%%: the GPU finishes work faster than it is launched (host-side estimate).\n%s",
 	    (unsigned long long)launch_n, 100 * launch_share, in_phases ? " in phases" : "",
 	    gs_fmt_ns(m, launch_ns / launch_n), pct_digits(sync_share), 100 * sync_share, advice(r, ADV_LAUNCH));
+	graph_saving(r, launch_n, launch_ns);
 }
 
 /* "136 GiB in 17 blocks at F; 2.0 GiB in 1 block at G" for the top three
@@ -453,6 +549,7 @@ static void churn(struct gs_report *r)
 	    r->phases_repeat ? "after the first occurrence of a repeated phase"
 			     : "after the first fifth of the events",
 	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share, advice(r, ADV_CHURN));
+	saving(r, c->host_ns, 0, "the time in those calls, which a buffer reused or taken from a pool does not make");
 }
 
 static void oom(struct gs_report *r)

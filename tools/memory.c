@@ -103,6 +103,14 @@ int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps)
 	return 1;
 }
 
+uint64_t gs_mem_steps(const struct gs_report *r)
+{
+	const struct gs_growth *g = &r->growth;
+	if (g->by_step)
+		return g->n;
+	return g->phase ? r->phases[g->phase].count : 0;
+}
+
 void gs_mem_free(struct gs_report *r)
 {
 	free(r->oom.phase);

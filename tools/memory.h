@@ -47,6 +47,10 @@ void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, i
 /* A leak: reserved memory rose at most step transitions and never fell.
  * 1 with the rate per step and the steps measured; 0 otherwise. */
 int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps);
+/* The loop's steps as the growth samples count them (PyTorch's step
+ * numbers, else the occurrences of the first top-level phase to repeat);
+ * 0 for a run without a repeated phase. */
+uint64_t gs_mem_steps(const struct gs_report *r);
 void gs_mem_free(struct gs_report *r);
 
 #endif

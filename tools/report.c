@@ -766,8 +766,10 @@ void gs_report_free(struct gs_report *r)
 		free(r->phases[i].name);
 	for (size_t i = 0; i < r->kernels_cap; i++)
 		free(r->kernels[i].name);
-	for (size_t i = 0; i < r->ndiag; i++)
+	for (size_t i = 0; i < r->ndiag; i++) {
 		free(r->diag[i].text);
+		free(r->diag[i].how);
+	}
 	free(r->phases);
 	free(r->kernels);
 	free(r->diag);

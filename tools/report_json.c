@@ -124,6 +124,15 @@ static cJSON *diag_json(struct gs_report *const *procs, size_t n)
 			cJSON_AddStringToObject(d, "id", procs[i]->diag[j].id);
 			cJSON_AddNumberToObject(d, "pid", procs[i]->proc.pid);
 			cJSON_AddStringToObject(d, "text", procs[i]->diag[j].text);
+			const struct gs_diag *g = &procs[i]->diag[j];
+			if (g->how) { /* what the change would save, and how that was computed */
+				cJSON *s = cJSON_AddObjectToObject(d, "saving");
+				cJSON_AddNumberToObject(s, "ns", (double)g->save_ns);
+				cJSON_AddNumberToObject(s, "steps", (double)g->steps);
+				cJSON_AddNumberToObject(s, "per_step_ns", g->steps ? (double)(g->save_ns / g->steps) : 0);
+				cJSON_AddStringToObject(s, "bound", g->about ? "estimate" : "upper");
+				cJSON_AddStringToObject(s, "how", g->how);
+			}
 			cJSON_AddItemToArray(a, d);
 		}
 	return a;

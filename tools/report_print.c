@@ -690,6 +690,9 @@ static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n)
 			wrap(f, first, 4, t, nl ? (size_t)(nl - t) : strlen(t));
 			if (nl)
 				wrap(f, "    -> ", 7, nl + 1, strlen(nl + 1));
+			char save[700];
+			if (gs_diag_saving(&procs[i]->diag[j], save, sizeof(save)))
+				wrap(f, "       ", 7, save, strlen(save));
 		}
 }
 
