@@ -44,7 +44,14 @@ struct nvtxStringRegistration_st {
 };
 
 #define MAX_DOMAINS 256
-#define MAX_STRINGS 4096
+/* Registered strings: XLA registers one per kernel and instruction of
+ * every module it builds (tens of thousands), and the same names again
+ * for each module that shares them. Kept once each (a hash of the text),
+ * in chunks allocated as they fill, up to MAX_STRINGS; past that, one
+ * handle that says so. */
+#define STR_CHUNK 1024
+#define MAX_STRINGS (64 * STR_CHUNK)
+#define STR_HASH (2 * MAX_STRINGS) /* slots: index + 1, 0 = empty */
 #define STACK 64
 #define STARTED 1024
 
@@ -56,7 +63,8 @@ static struct {
 	int default_accepted;
 	struct nvtxDomainRegistration_st dom[MAX_DOMAINS];
 	unsigned ndom;
-	struct nvtxStringRegistration_st str[MAX_STRINGS];
+	struct nvtxStringRegistration_st *str[MAX_STRINGS / STR_CHUNK];
+	uint32_t *str_hash;
 	unsigned nstr;
 	struct { uint64_t id; uint32_t name_id; } started[STARTED];
 	uint64_t next_id;
@@ -257,16 +265,40 @@ static nvtxDomainHandle_t NVTX_API dom_create_a(const char *n) { return domain(n
 static nvtxDomainHandle_t NVTX_API dom_create_w(const wchar_t *n) { char b[64]; wide(n, b, sizeof(b)); return domain(b); }
 static void NVTX_API dom_destroy(nvtxDomainHandle_t d) { (void)d; /* handles stay valid: ranges may still refer to them */ }
 
+static struct nvtxStringRegistration_st str_full = { "(more than 65536 NVTX strings)" };
+
 static nvtxStringHandle_t reg(const char *s)
 {
-	nvtxStringHandle_t h = NULL;
+	char text[sizeof(str_full.s)];
+	snprintf(text, sizeof(text), "%s", s);
+	uint64_t h = 1469598103934665603ull; /* FNV-1a of what is kept */
+	for (const char *c = text; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	nvtxStringHandle_t out = &str_full;
 	pthread_mutex_lock(&nv.lock);
-	if (nv.nstr < MAX_STRINGS) {
-		h = &nv.str[nv.nstr++];
-		snprintf(h->s, sizeof(h->s), "%s", s);
+	if (!nv.str_hash)
+		nv.str_hash = calloc(STR_HASH, sizeof(*nv.str_hash));
+	for (size_t k = h % STR_HASH, probes = 0; nv.str_hash && probes < STR_HASH; k = (k + 1) % STR_HASH, probes++) {
+		uint32_t v = nv.str_hash[k];
+		if (v) {
+			struct nvtxStringRegistration_st *e = &nv.str[(v - 1) / STR_CHUNK][(v - 1) % STR_CHUNK];
+			if (strcmp(e->s, text))
+				continue;
+			out = e;
+			break;
+		}
+		unsigned i = nv.nstr;
+		if (i >= MAX_STRINGS)
+			break;
+		if (!nv.str[i / STR_CHUNK] && !(nv.str[i / STR_CHUNK] = calloc(STR_CHUNK, sizeof(**nv.str))))
+			break;
+		out = &nv.str[i / STR_CHUNK][i % STR_CHUNK];
+		memcpy(out->s, text, sizeof(text));
+		nv.str_hash[k] = ++nv.nstr;
+		break;
 	}
 	pthread_mutex_unlock(&nv.lock);
-	return h;
+	return out;
 }
 
 static nvtxStringHandle_t NVTX_API reg_a(nvtxDomainHandle_t d, const char *s) { (void)d; return reg(s ? s : ""); }

@@ -3,6 +3,9 @@
  * NVTX v3 ranges, header-only from the CUDA toolkit (no libnvToolsExt), as
  * phases: push/pop (nested), a mark, a domain range, a registered string,
  * and a start/end range that ends on another thread. One launch inside each.
+ * "strings": 70000 distinct registered strings after "dom_range" (past
+ * gpuspy's 65536), "dom_range" registered again, and a range named by
+ * each of x0, x65534 and x65535.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -26,9 +29,38 @@ static void *ender(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void strings(void)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("strings");
+	nvtxStringHandle_t first = nvtxDomainRegisterStringA(d, "dom_range"), h[3] = { 0 };
+	char b[32];
+	for (int i = 0; i < 70000; i++) {
+		snprintf(b, sizeof(b), "x%d", i);
+		nvtxStringHandle_t x = nvtxDomainRegisterStringA(d, b);
+		if (i == 0 || i == 65534 || i == 65535)
+			h[i == 0 ? 0 : i == 65534 ? 1 : 2] = x;
+	}
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	for (int i = 0; i < 3; i++) {
+		a.message.registered = h[i];
+		nvtxDomainRangePushEx(d, &a);
+		launch();
+		nvtxDomainRangePop(d);
+	}
+	printf("same %d\n", nvtxDomainRegisterStringA(d, "dom_range") == first);
+}
+
+int main(int argc, char **argv)
 {
 	f = fakecuda_function("nvtx_kernel", NULL);
+	if (argc > 1 && !strcmp(argv[1], "strings")) {
+		strings();
+		return 0;
+	}
 	int l0 = nvtxRangePushA("outer");
 	launch();
 	int l1 = nvtxRangePushA("inner");

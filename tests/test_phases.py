@@ -53,6 +53,20 @@ def nvtx_filters_and_nesting(tmp):
 
 
 @test
+def nvtx_registered_strings_kept_once_each(tmp):
+    """Registered strings (XLA registers one per kernel of every module) are
+    kept once per text and up to 65536 of them: 70000 distinct ones after
+    "dom_range" name their ranges up to the 65536th (x65534); the next says
+    the table is full, where it used to be "(unnamed)" after 4096; the same
+    text registered again is the same handle."""
+    p = run("prog_nvtx", ["strings"], tmp=tmp)
+    check(p.stdout == "same 1\n", f"a text registered again got another handle: {p.stdout!r}")
+    _, ev = only_trace(tmp)
+    got = [e["name"] for e in ev if e["kind"] == "phase_begin"]
+    check(got == ["x0", "x65534", "(more than 65536 NVTX strings)"], f"range names {got}")
+
+
+@test
 def nvtx_user_injection_is_respected(tmp):
     # A user's own NVTX tool keeps its place: gpuspy does not replace it.
     run("prog_nvtx", tmp=tmp, env={"NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})

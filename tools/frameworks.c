@@ -46,7 +46,7 @@ int gs_library_range(const char *name)
 	 * carry no message). */
 	static const char *const prefixes[] = {
 		"cub::", "thrust::", "CUB", "Xla", "xla::", "Thunk", "cudnn", "cuDNN", "cublas", "cuBLAS",
-		"nccl", "NCCL", "TensorRT", "TRT", "(unnamed)",
+		"nccl", "NCCL", "TensorRT", "TRT", "(unnamed)", "(more than 65536 NVTX strings)",
 	};
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
