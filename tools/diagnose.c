@@ -98,7 +98,7 @@ static void pin_saving(struct gs_report *r, int dir)
 /* What to change, in the terms of the process's framework (gs_framework:
  * CUDA, PyTorch, JAX, CuPy): a JAX program is not told about DataLoader. */
 enum { ADV_PIN, ADV_PIN_D2H, ADV_STARVE, ADV_SYNC, ADV_SYNC_PAGEABLE, ADV_LAUNCH, ADV_CHURN, ADV_OOM, ADV_LEAK,
-       ADV_OOM_RISK, ADV_COUNT };
+       ADV_OOM_RISK, ADV_COMPILE, ADV_COUNT };
 static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 	[ADV_PIN] = {
 		"Pin the source: allocate it with cudaHostAlloc/cudaMallocHost (or register it with "
@@ -190,6 +190,14 @@ static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 		"Hold less: a smaller batch, jax.checkpoint, bfloat16.",
 		"Hold less: smaller batches or chunks; the memory pool keeps freed blocks "
 		"(free_all_blocks() releases them).",
+	},
+	[ADV_COMPILE] = { /* only XLA's compilations are seen (XlaCompile ranges) */
+		"Compile less: keep input shapes and types the same from step to step.",
+		"Compile less: keep input shapes and types the same from step to step.",
+		"Compile less: keep shapes, dtypes and static arguments the same from step to step (each new one "
+		"compiles anew; pad to a few fixed sizes), and keep compiled programs across runs with the "
+		"persistent cache (jax.config.update(\"jax_compilation_cache_dir\", DIR)).",
+		"Compile less: keep input shapes and types the same from step to step.",
 	},
 };
 
@@ -566,6 +574,30 @@ static void oom(struct gs_report *r)
 	    advice(r, ADV_OOM_RISK));
 }
 
+/* XLA's compilations (the "XLA compile" phase) took a large share of the
+ * run: compile against execute, and the jitted step's runs. */
+static void compilation(struct gs_report *r, uint64_t span)
+{
+	const struct gs_phase_stat *c = NULL;
+	for (size_t i = 1; i < r->nphases; i++)
+		if (r->phases[i].compile)
+			c = &r->phases[i];
+	if (!c || !span || c->wall_ns * 5 < span)
+		return;
+	char t[32], s[32], runs[160] = "";
+	if (r->growth.phase && !r->growth.by_step) {
+		const struct gs_phase_stat *p = &r->phases[r->growth.phase];
+		snprintf(runs, sizeof(runs), "; the step, %s, then ran %llu times in %s", p->name,
+			 (unsigned long long)p->count, gs_fmt_ns(s, p->wall_ns));
+	}
+	add(r, "xla_compile", "XLA compiled %llu time%s for %s, %.0f%% of the run%s.\n%s",
+	    (unsigned long long)c->count, gs_pl(c->count, "", "s"), gs_fmt_ns(t, c->wall_ns),
+	    100.0 * (double)c->wall_ns / (double)span, runs, advice(r, ADV_COMPILE));
+	saving(r, c->wall_ns, 0, "the compilations' time, which a run that finds its programs in the persistent "
+	       "cache does not spend");
+	r->diag[r->ndiag - 1].steps = 0; /* once a run, not a step */
+}
+
 void gs_report_diagnose(struct gs_report *r)
 {
 	uint64_t span = r->t_last - r->t_first;
@@ -575,6 +607,7 @@ void gs_report_diagnose(struct gs_report *r)
 	starvation(r, span);
 	stalls(r);
 	launch_bound(r, span);
+	compilation(r, span);
 	if (!leak && !r->oom.n) /* the leak or the failure is the story */
 		churn(r);
 	oom(r);

@@ -76,10 +76,17 @@ void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, i
 	if (g->by_step)
 		return;
 	/* Otherwise the step is the first top-level phase to begin a third
-	 * time, sampled at each of its begins from then on. */
-	if (!g->phase && depth == 0 && r->phases[p].count >= 3)
+	 * time, sampled at each of its begins from then on, until another
+	 * top-level phase has begun more often: then that one is the step,
+	 * sampled anew (JAX runs a few one-off jitted functions three times or
+	 * more before the step's). A compilation is never the step. */
+	if (depth != 0 || r->phases[p].compile || r->phases[p].count < 3)
+		return;
+	if (!g->phase || (p != g->phase && r->phases[p].count > r->phases[g->phase].count)) {
 		g->phase = p;
-	if (g->phase && p == g->phase)
+		g->n = 0;
+	}
+	if (p == g->phase)
 		sample(r);
 }
 

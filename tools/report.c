@@ -508,6 +508,15 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			r->t_last = ev.end_ns;
 		if (!r->churn[1].warm && r->proc.events && r->nevents * 5 >= r->proc.events)
 			warm_up(&r->churn[1], ev.start_ns);
+		/* XLA's runs and compilations of the user's jitted functions are
+		 * the user's phases, under the function's name. */
+		char fw_name[128];
+		int compile = 0;
+		if ((ev.kind == GSPY_KIND_phase_begin || ev.kind == GSPY_KIND_phase_end) && ev.name &&
+		    gs_framework_phase(ev.name, fw_name, sizeof(fw_name), &compile)) {
+			ev.name = fw_name;
+			r->fw_seen |= 1u << GS_FW_JAX;
+		}
 		if (ev.kind == GSPY_KIND_phase_begin && gs_library_range(ev.name && *ev.name ? ev.name : "(unnamed)")) {
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
 			r->phases[p].library = 1;
@@ -533,6 +542,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
 			if (ev.has_step) /* the PyTorch helper's phases */
 				r->fw_seen |= 1u << GS_FW_PYTORCH;
+			r->phases[p].compile |= compile;
 			if (++r->phases[p].count == 2 && !r->phases_repeat) {
 				r->phases_repeat = 1;
 				warm_up(&r->churn[0], ev.start_ns);
@@ -730,6 +740,7 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		p->span_ns += s->phases[i].span_ns;
 		p->span_n += s->phases[i].span_n;
 		p->library |= s->phases[i].library;
+		p->compile |= s->phases[i].compile;
 		cats_merge(&p->c, &s->phases[i].c);
 	}
 	for (size_t i = 0; i < s->kernels_cap; i++) {

@@ -56,6 +56,7 @@ struct gs_phase_stat {
 	uint64_t span_ns, span_n; /* GPUSPY_CUPTI=events: GPU time of its intervals */
 	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */
 	int library;          /* a library's range (gs_library_range): counted, attributed nothing */
+	int compile;          /* a framework's compilation (gs_framework_phase): never the step */
 };
 
 /* The framework a process runs on, from its allocations' stacks, its
@@ -71,6 +72,12 @@ void gs_library_ranges_print(FILE *f, const struct gs_report *r);
  * name; frameworks.c), not the user's: it nests inside the user's phase and takes none of
  * its calls or GPU work. */
 int gs_library_range(const char *name);
+/* A framework's range that stands for a phase of the user's (frameworks.c):
+ * XLA's run of a jitted function, "XlaModule:#hlo_module=jit_step,...#",
+ * is the phase "jit_step"; XLA's compilation of one, "XlaCompile:#...#",
+ * is "XLA compile" (*compile = 1: never the loop's step). The phase's name
+ * in buf, or NULL for another range. */
+const char *gs_framework_phase(const char *name, char *buf, size_t cap, int *compile);
 
 struct gs_kernel_stat {
 	char *name;
