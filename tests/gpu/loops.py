@@ -2,8 +2,14 @@
 """The FIELD-NOTES loops for the overhead benchmark and the CUPTI checks.
   mlp:  8-layer 512-wide MLP, batch 128, SGD, inputs made on the CPU each step
         (launch-bound, ~40 kernels per ~1 ms step);
-  conv: a small conv net fed by a DataLoader (0 workers, no pinning).
-Usage: loops.py mlp|conv [--steps N] [--warmup W] [--window W] [--profile] [--toggle]
+  conv: a small conv net fed by a DataLoader (0 workers, no pinning);
+  resnet: the zoo's torchvision ResNet-18, DataLoader(num_workers=2,
+        pin_memory=True, persistent workers), bf16 autocast, SGD;
+  gpt2: the zoo's transformers GPT-2 (2 layers, from a config), AdamW;
+  jax:  a JAX jitted training step of an MLP (no PyTorch imported).
+LOOP_PAUSED=1 under gpuspy: paused (gpuspy_pause) before the first CUDA
+call, never resumed: what a preloaded, paused gpuspy costs.
+Usage: loops.py mlp|conv|resnet|gpt2|jax [--steps N] [--warmup W] [--window W] [--profile] [--toggle]
                 [--lockstep] [--blocking-sync]
 Prints "steps_per_s X" for the steps after warm-up, and "window_steps_per_s
 Y": the median over windows of --window steps (the device synchronised at
@@ -12,13 +18,11 @@ each window's end), which a stall of the shared machine moves less;
 prof.json in the cwd."""
 import argparse
 import os
+import sys
 import time
 
-import torch
-import torch.nn as nn
-
 ap = argparse.ArgumentParser()
-ap.add_argument("loop", choices=("mlp", "conv"))
+ap.add_argument("loop", choices=("mlp", "conv", "resnet", "gpt2", "jax"))
 ap.add_argument("--steps", type=int, default=300)
 ap.add_argument("--warmup", type=int, default=10)
 ap.add_argument("--window", type=int, default=50)
@@ -48,52 +52,113 @@ if a.blocking_sync:
     dev = ctypes.c_int()
     if cu.cuInit(0) or cu.cuDeviceGet(ctypes.byref(dev), 0) or cu.cuDevicePrimaryCtxSetFlags(dev, 4):
         raise SystemExit("loops.py: cannot set CU_CTX_SCHED_BLOCKING_SYNC")
-torch.manual_seed(0)
+if os.environ.get("LOOP_PAUSED") == "1":
+    import ctypes
+    ctypes.CDLL(None).gpuspy_pause()  # AttributeError without gpuspy
+    if "gpuspy_torch" in sys.modules:
+        sys.modules["gpuspy_torch"].pause()
 
-if a.loop == "mlp":
-    layers = []
-    for _ in range(8):
-        layers += [nn.Linear(512, 512), nn.ReLU()]
-    model = nn.Sequential(*layers[:-1]).cuda()
-    lossf = nn.MSELoss()
+if a.loop == "jax":
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
 
-    def batches():
-        while True:
-            yield torch.randn(128, 512), torch.randn(128, 512)
+    def loss(p, x, y):
+        h = jnp.tanh(x @ p["w1"])
+        return jnp.mean((h @ p["w2"] - y) ** 2)
+
+    @jax.jit
+    def jstep(p, x, y):
+        g = jax.grad(loss)(p, x, y)
+        return jax.tree_util.tree_map(lambda u, v: u - 0.01 * v, p, g)
+
+    k = jax.random.PRNGKey(0)
+    state = {"p": {"w1": jax.random.normal(k, (1024, 2048)), "w2": jax.random.normal(k, (2048, 64))}}
+    jx, jy = jax.random.normal(k, (512, 1024)), jax.random.normal(k, (512, 64))
+
+    def step():
+        state["p"] = jstep(state["p"], jx, jy)
+
+    def sync():
+        jax.block_until_ready(state["p"])
 else:
-    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(64 * 8 * 8, 10)).cuda()
-    lossf = nn.CrossEntropyLoss()
-    data = torch.utils.data.TensorDataset(torch.randn(4096, 3, 32, 32), torch.randint(0, 10, (4096,)))
+    import torch
+    import torch.nn as nn
+    torch.manual_seed(0)
+    sync = torch.cuda.synchronize
+    ctx = None
+    if a.loop == "mlp":
+        layers = []
+        for _ in range(8):
+            layers += [nn.Linear(512, 512), nn.ReLU()]
+        model = nn.Sequential(*layers[:-1]).cuda()
+        lossf = nn.MSELoss()
 
-    def batches():
-        while True:
-            for x, y in torch.utils.data.DataLoader(data, batch_size=64, num_workers=0):
-                yield x, y
+        def batches():
+            while True:
+                yield torch.randn(128, 512), torch.randn(128, 512)
+    elif a.loop == "conv":
+        model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(64 * 8 * 8, 10)).cuda()
+        lossf = nn.CrossEntropyLoss()
+        data = torch.utils.data.TensorDataset(torch.randn(4096, 3, 32, 32), torch.randint(0, 10, (4096,)))
 
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-it = batches()
+        def batches():
+            while True:
+                for x, y in torch.utils.data.DataLoader(data, batch_size=64, num_workers=0):
+                    yield x, y
+    elif a.loop == "resnet":
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=10).cuda()
+        lossf = nn.CrossEntropyLoss()
+        data = torch.utils.data.TensorDataset(torch.randn(1024, 3, 64, 64), torch.randint(0, 10, (1024,)))
+        loader = torch.utils.data.DataLoader(data, batch_size=32, num_workers=2, pin_memory=True,
+                                             persistent_workers=True)
+        ctx = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
 
+        def batches():
+            while True:
+                for x, y in loader:
+                    yield x, y
+    if a.loop == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+        model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000,
+                                           n_positions=128)).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
-def step():
-    x, y = next(it)
-    x, y = x.cuda(), y.cuda()
-    opt.zero_grad()
-    loss = lossf(model(x), y)
-    loss.backward()
-    opt.step()
+        def step():
+            ids = torch.randint(0, 1000, (8, 64), device="cuda")
+            loss = model(ids, labels=ids).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        it = batches()
+
+        def step():
+            x, y = next(it)
+            nb = a.loop == "resnet"  # pinned batches copied asynchronously, as the zoo's
+            x, y = x.cuda(non_blocking=nb), y.cuda(non_blocking=nb)
+            opt.zero_grad()
+            if ctx:
+                with ctx():
+                    loss = lossf(model(x), y)
+            else:
+                loss = lossf(model(x), y)
+            loss.backward()
+            opt.step()
 
 
 for _ in range(a.warmup):
     step()
-torch.cuda.synchronize()
+sync()
 if a.profile:
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
     prof.__enter__()
 toggle = None
 if a.toggle:
-    import sys
     if os.environ.get("CUPTI_COUNT_LIB"):  # the bare collector's correlation choice
         import ctypes
         sw = ctypes.CDLL(os.environ["CUPTI_COUNT_LIB"]).cupti_count_switch
@@ -143,7 +208,7 @@ for i in range(a.steps):
         toggle[kinds[-1]]()
     step()
     if (i + 1) % a.window == 0:
-        torch.cuda.synchronize()
+        sync()
         now = time.monotonic()
         windows.append(a.window / (now - tw))
         tw = now
@@ -154,7 +219,7 @@ for i in range(a.steps):
             s = sched()
             sw.append(f"{s[0] - s0[0]}@{s[1]}")
             os.write(lock[2], b"t")  # the next process's turn
-torch.cuda.synchronize()
+sync()
 t = time.monotonic() - t0
 if sampler:
     sampler.pcsample_end()
