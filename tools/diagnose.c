@@ -362,8 +362,8 @@ static void stalls(struct gs_report *r)
 	for (size_t i = 1; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		uint64_t sc = sync_copies(&p->c);
-		if (p->count < 2 || p->c.sync.count + sc < p->count)
-			continue;
+		if (p->compile || p->count < 2 || p->c.sync.count + sc < p->count)
+			continue; /* (a compiler's waits are not the loop's) */
 		char t[32], waits[160] = "", copies[64] = "", after[64] = "";
 		uint64_t na = p->c.sync_after_pageable.count;
 		if (na == p->c.sync.count && na)
