@@ -23,6 +23,7 @@ for loop in ${COST_LOOPS:-resnet gpt2 jax}; do
 	[ "$loop" = jax ] || modes="$modes,torch.profiler"
 	rm -rf "$W"/lockstep-*
 	echo "== $loop: $modes"
+	mkdir -p "$W/out-$loop"
 	LOOP=$loop MODES=$modes WINDOWS=${COST_WINDOWS:-16} LOCKSTEP_TIMEOUT=420 \
 		python3 bench/gpu_lockstep.py "$W" "$W/out-$loop" > "$W/$loop.log" 2>&1
 	rc=$?
