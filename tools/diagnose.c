@@ -263,8 +263,11 @@ static void pageable(struct gs_report *r, uint64_t span)
 		    (unsigned long long)h->count, gs_pl(h->count, "y", "ies"), gs_fmt_bytes(b, h->bytes),
 		    gs_fmt_ns(t, h->host_ns), gs_pl(h->count, "it", "them"), gs_pl(h->count, "it", "they"),
 		    where, advice(r, ADV_PIN));
-	if (h->count && !one_off)
+	if (h->count && !one_off) {
 		pin_saving(r, GSPY_DIR_h2d);
+		if (r->phases_repeat && !r->pageable_h2d_warm)
+			r->diag[r->ndiag - 1].steps = 0; /* copies made once, before the loop: not a step's */
+	}
 	if (d->count >= 10) {
 		add(r, "pageable_copies_d2h",
 		    "%llu device-to-host copies (%s) land in pageable memory; %s.",
