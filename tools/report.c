@@ -512,14 +512,15 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		 * the user's phases, under the function's name. */
 		char fw_name[128];
 		int compile = 0;
-		/* (Modules XLA runs while it compiles, its autotuner's, stay its own.) */
-		int compiling = 0;
-		for (int k = 0; k < depth && k < STACK_MAX; k++)
-			compiling |= r->phases[stack[k].idx].compile;
 		if ((ev.kind == GSPY_KIND_phase_begin || ev.kind == GSPY_KIND_phase_end) && ev.name &&
-		    gs_framework_phase(ev.name, fw_name, sizeof(fw_name), &compile) && !(compiling && !compile)) {
-			ev.name = fw_name;
-			r->fw_seen |= 1u << GS_FW_JAX;
+		    gs_framework_phase(ev.name, fw_name, sizeof(fw_name), &compile)) {
+			int compiling = 0;
+			for (int k = 0; k < depth && k < STACK_MAX && !compile; k++)
+				compiling |= r->phases[stack[k].idx].compile;
+			if (!compiling) { /* else a module XLA runs while it compiles: its own range */
+				ev.name = fw_name;
+				r->fw_seen |= 1u << GS_FW_JAX;
+			}
 		}
 		if (ev.kind == GSPY_KIND_phase_begin && gs_library_range(ev.name && *ev.name ? ev.name : "(unnamed)")) {
 			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
