@@ -405,8 +405,11 @@ void gs_stack_note(struct gspy_record *r)
 	 * allocations, frees, pageable copies and waits. Memsets (which only
 	 * GPUSPY_STACKS=all puts in gs_g.stack_kinds) and other copies need
 	 * GPUSPY_STACKS=all: on a launch-bound PyTorch loop they are two
-	 * thirds of the stacks. */
-	int other = r->kind == GSPY_KIND_memset || (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable);
+	 * thirds of the stacks. A stream's wait on an event is the GPU's:
+	 * the host does not stop, so it is no wait site either (XLA makes one
+	 * every step, at ~12 us a stack through its deep C++ frames). */
+	int other = r->kind == GSPY_KIND_memset || (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable) ||
+		    (r->kind == GSPY_KIND_sync && (r->flags & GSPY_FLAG_ASYNC));
 	if (other && !(gs_cfg.stacks & GSPY_STACKS_ALL))
 		return;
 	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short

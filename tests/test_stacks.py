@@ -239,6 +239,26 @@ def stacks_options(tmp):
 
 
 @test
+def stacks_skip_a_streams_wait_on_an_event(tmp):
+    """A stream's wait on an event (cuStreamWaitEvent) holds the GPU, not the
+    host, so it is no wait site and keeps no stack by default; the host's
+    waits (stream, context, event synchronisation) each keep one, and
+    GPUSPY_STACKS=all gives the stream's wait its stack too."""
+    want = {"cuStreamSynchronize": 1, "cuCtxSynchronize": 1, "cuCtxSynchronize_v2": 1,
+            "cuEventSynchronize": 1, "cuStreamWaitEvent": 0}
+    for value, wait in (("on", 0), ("all", 1)):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        run("prog_drv", tmp=tmp, env={"GPUSPY_STACKS": value})
+        _, ev = only_trace(tmp)
+        got = {}
+        for e in ev:
+            if e["kind"] == "sync":
+                got[e["api"]] = got.get(e["api"], 0) + ("stack" in e)
+        check(got == dict(want, cuStreamWaitEvent=wait), f"GPUSPY_STACKS={value}: waits with a stack {got}")
+
+
+@test
 def stacks_default_kinds(tmp):
     """By default only what the report's call sites use keeps a stack:
     allocations, frees, pageable copies and waits, not memsets nor pinned

@@ -12,6 +12,7 @@
 # with 95% intervals into $OUT/cost-programs.md.
 # From the repository root, on the GPU machine (carry: tools/gpuspy .gpu):
 #   bash tests/gpu/cost_programs.sh        COST_LOOPS="jax" COST_WINDOWS=10 ...
+# COST_EXTRA="gpuspy GPUSPY_STACKS=0,..." adds modes that split gpuspy's cost.
 . tests/gpu/setup.sh /tmp/gpuspy-lockstep
 W=$WORK
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$W/libcupti_count.so" \
@@ -21,6 +22,7 @@ rates=()
 for loop in ${COST_LOOPS:-resnet gpt2 jax}; do
 	modes=$BASE
 	[ "$loop" = jax ] || modes="$modes,torch.profiler"
+	[ -n "$COST_EXTRA" ] && modes="$modes,$COST_EXTRA"
 	rm -rf "$W"/lockstep-*
 	echo "== $loop: $modes"
 	mkdir -p "$W/out-$loop"
