@@ -415,9 +415,18 @@ void gs_stack_note(struct gspy_record *r)
 	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short
 	 * call keeps no stack, unless it allocates, frees or copies pageable
 	 * memory (the report's allocation and pageable copy sites stay whole). */
-	if (GS_UNLIKELY(gs_cfg.stack_min_ticks) && r->end - r->start < gs_cfg.stack_min_ticks &&
-	    (other || r->kind == GSPY_KIND_sync || r->kind == GSPY_KIND_launch))
+	if (r->kind == GSPY_KIND_sync && !other) {
+		/* A wait that returned within 10 us (by default) found the GPU
+		 * done or nearly: it costs the step nothing a site could fix, and
+		 * a stack through a framework's C++ costs about as much as the
+		 * wait (XLA syncs two or three times a step, each under 1 us).
+		 * The report counts the waits left without a site. */
+		if (r->end - r->start < gs_cfg.wait_stack_min_ticks)
+			return;
+	} else if (GS_UNLIKELY(gs_cfg.stack_min_ticks) && r->end - r->start < gs_cfg.stack_min_ticks &&
+		   (other || r->kind == GSPY_KIND_launch)) {
 		return;
+	}
 	int e = errno;
 	stack_note(r);
 	/* Counted in the file's header, timed from the call's end (gs_end
@@ -538,6 +547,10 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 
 static int stack_on, stack_all, stack_glibc; /* the options, for gs_stacks_load */
 
+/* GPUSPY_STACK_MIN's default for waits (nsys's --cudabacktrace default is
+ * 80 us for every kind; waits this short are the GPU already done). */
+#define WAIT_STACK_MIN_NS 10000ull
+
 /* GPUSPY_STACKS, GPUSPY_STACK_DEPTH, GPUSPY_STACK_LAUNCHES, GPUSPY_STACK_MIN,
  * GPUSPY_PYTHON_FRAMES. Called once from gs_init. */
 static void stacks_setup(void)
@@ -546,6 +559,9 @@ static void stacks_setup(void)
 	gs_cfg.stack_depth = (unsigned)gs_optu(GS_OPT_STACK_DEPTH);
 	gs_cfg.stack_launch_every = (unsigned)gs_optu(GS_OPT_STACK_LAUNCHES);
 	gs_cfg.stack_min_ns = gs_optu(GS_OPT_STACK_MIN);
+	/* Unset, waits have their own threshold; set, it is every kind's. */
+	int set = gs_opt[GS_OPT_STACK_MIN].set && !gs_opt[GS_OPT_STACK_MIN].bad;
+	gs_cfg.wait_stack_min_ns = set ? gs_cfg.stack_min_ns : WAIT_STACK_MIN_NS;
 	int python = (int)gs_optu(GS_OPT_PYTHON_FRAMES);
 	stack_on = w != 0;
 	stack_all = (w & 2) != 0;
@@ -600,6 +616,8 @@ static void stacks_clock(struct gspy_header *h)
 {
 	double ticks = (double)gs_cfg.stack_min_ns * h->tsc_hz / 1e9;
 	gs_cfg.stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
+	ticks = (double)gs_cfg.wait_stack_min_ns * h->tsc_hz / 1e9;
+	gs_cfg.wait_stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
 }
 
 /* The child of a fork writes a new file: every id is stale. */

@@ -329,6 +329,7 @@ static int open_file(void)
 	clock_pair(&h->clock_start);
 	h->tsc_hz = gs_g.clock == GSPY_CLOCK_TSC ? calibrate_tsc(&h->clock_start) : 1e9;
 	h->stack_min_ns = gs_cfg.stack_min_ns;
+	h->wait_stack_min_ns = gs_cfg.wait_stack_min_ns;
 	GS_MODULES_CALL(opened, h);
 	clock_pair(&h->clock_last);
 	h->state = GSPY_STATE_RUNNING;

@@ -313,19 +313,31 @@ def stacks_min_duration(tmp):
                 n, m = got.get(k, (0, 0))
                 got[k] = (n + ("stack" in e), m + 1)
         return proc, got, p.stderr
-    # Launches of 2 ms pass a 1 ms threshold; the double's waits take no time.
+    # Launches of 2 ms pass a 1 ms threshold; the double's waits take 20 us.
     proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms", "FAKECUDA_LAUNCH_NS": "2000000"})
     check(got == {"alloc": (5, 5), "free": (5, 5), "copy/pageable": (9, 9), "sync": (0, 3),
                   "launch": (69, 69)}, f"(with a stack, of) by kind: {got}")
-    check(proc["stack_min_ns"] == 1000000 and proc["stacks_taken"] == 88, f"process line {proc}")
+    check(proc["stack_min_ns"] == 1000000 and proc["wait_stack_min_ns"] == 1000000 and
+          proc["stacks_taken"] == 88, f"process line {proc}")
     check("carry a stack only when they took 1.0 ms or more" in report_text(tmp), "no threshold note")
     proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms"})
     check(got["launch"] == (0, 69) and got["sync"] == (0, 3) and got["copy/pageable"] == (9, 9),
           f"instant launches with a 1 ms threshold: {got}")
     proc, got, err = kinds({"GPUSPY_STACK_MIN": "20 us", "GPUSPY_QUIET": "0"})
-    check(proc["stack_min_ns"] == 0 and got["sync"] == (3, 3) and got["launch"] == (69, 69), f"{proc} {got}")
-    check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using 0" in err, f"stderr {err!r}")
+    check(proc["stack_min_ns"] == 0 and proc["wait_stack_min_ns"] == 10000 and got["sync"] == (3, 3) and
+          got["launch"] == (69, 69), f"{proc} {got}")
+    check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using waits: 10us" in err, f"stderr {err!r}")
     check("GPUSPY_STACK_MIN" not in report_text(tmp), "a threshold note without a threshold")
+    # Unset, waits under 10 us keep no stack (the double's take none here)
+    # and the report counts them; everything else keeps its stack.
+    proc, got, _ = kinds({"FAKECUDA_SYNC_NS": "0"})
+    check(proc["stack_min_ns"] == 0 and proc["wait_stack_min_ns"] == 10000 and got["sync"] == (0, 3) and
+          got["launch"] == (69, 69) and got["copy/pageable"] == (9, 9), f"{proc} {got}")
+    check(re.search(r"\(3 waits inside repeated phases, [0-9.]+ us in all, were shorter than 10\.0 us and "
+                    r"carry no stack: GPUSPY_STACK_MIN\)", report_text(tmp)), "no note of the waits without a site")
+    proc, got, _ = kinds({"FAKECUDA_SYNC_NS": "0", "GPUSPY_STACK_MIN": "0"})
+    check(proc["wait_stack_min_ns"] == 0 and got["sync"] == (3, 3), f"GPUSPY_STACK_MIN=0: every wait {got}")
+    check("GPUSPY_STACK_MIN" not in report_text(tmp), "a note with every wait sited")
 
 
 @test

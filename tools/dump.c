@@ -94,6 +94,7 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	add_u64(o, "stacks_taken", h->stacks_taken);
 	add_u64(o, "stacks_ns", gs_trace_stack_ns(t));
 	add_u64(o, "stack_min_ns", h->stack_min_ns);
+	add_u64(o, "wait_stack_min_ns", h->wait_stack_min_ns);
 	/* GPUSPY_HOST_ALLOC_MIN as the library took it: 0 when host
 	 * allocations were not recorded. */
 	add_u64(o, "host_alloc_min", h->host_alloc_min);

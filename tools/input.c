@@ -79,6 +79,7 @@ static void proc_from_trace(struct gs_input *in)
 	p->stacks_taken = h->stacks_taken;
 	p->stacks_ns = gs_trace_stack_ns(t);
 	p->stack_min_ns = h->stack_min_ns;
+	p->wait_stack_min_ns = h->wait_stack_min_ns;
 	p->state = h->state;
 	p->exit_signal = h->exit_signal;
 	p->truncated = t->truncated;
@@ -165,6 +166,7 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->stacks_taken = u64(o, "stacks_taken");
 	p->stacks_ns = u64(o, "stacks_ns");
 	p->stack_min_ns = u64(o, "stack_min_ns");
+	p->wait_stack_min_ns = u64(o, "wait_stack_min_ns");
 	const char *st = str(o, "state");
 	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
 		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;

@@ -706,6 +706,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->proc.stacks_ns += s->proc.stacks_ns;
 	if (s->proc.stack_min_ns > d->proc.stack_min_ns)
 		d->proc.stack_min_ns = s->proc.stack_min_ns;
+	if (s->proc.wait_stack_min_ns > d->proc.wait_stack_min_ns)
+		d->proc.wait_stack_min_ns = s->proc.wait_stack_min_ns;
 	if (s->gpu_timing == GSPY_GPU_TIMING_cupti)
 		d->gpu_timing = GSPY_GPU_TIMING_cupti;
 	else if (s->gpu_timing == GSPY_GPU_TIMING_events && d->gpu_timing != GSPY_GPU_TIMING_cupti)

@@ -230,6 +230,7 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
 		cJSON_AddNumberToObject(p, "overwritten", (double)r->proc.overwritten);
 		cJSON_AddNumberToObject(p, "stack_min_ns", (double)r->proc.stack_min_ns);
+		cJSON_AddNumberToObject(p, "wait_stack_min_ns", (double)r->proc.wait_stack_min_ns);
 		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
 							 r->proc.truncated || r->input_error[0]);
 		summary_json(p, r);

@@ -509,9 +509,17 @@ static void sites_section(FILE *f, const struct gs_report *r)
 	site_list(f, "Holding device memory at its peak", &r->sites.alloc, GS_BY_PEAK, 5, 0);
 	site_list(f, "Pageable copy sites", &r->sites.copy, GS_BY_BYTES, 5, 1);
 	site_list(f, "Waits inside repeated phases", &r->sites.sync, GS_BY_TIME, 5, 0);
+	uint64_t un, uns;
+	gs_sites_unsited(&r->sites.sync, &un, &uns);
+	if (un && r->sites.any && r->proc.wait_stack_min_ns) {
+		char a[32], b[32];
+		fprintf(f, "    (%llu waits inside repeated phases, %s in all, were shorter than %s and carry no "
+			   "stack: GPUSPY_STACK_MIN)\n",
+			(unsigned long long)un, gs_fmt_ns(b, uns), gs_fmt_ns(a, r->proc.wait_stack_min_ns));
+	}
 	if (r->proc.stack_min_ns) {
 		char a[32];
-		fprintf(f, "    (waits, memsets and copies that are not pageable carry a stack only when they "
+		fprintf(f, "    (memsets and copies that are not pageable carry a stack only when they "
 			   "took %s or more: GPUSPY_STACK_MIN)\n", gs_fmt_ns(a, r->proc.stack_min_ns));
 	}
 }

@@ -220,8 +220,11 @@ void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
 		}
 		return;
 	}
-	if (ev->kind == GSPY_KIND_sync && st && phase) {
-		size_t i = site(&s->sync, buf, 0, phase); /* may move the array */
+	if (ev->kind == GSPY_KIND_sync && phase && (st || !ev->async)) {
+		/* A host wait with no stack (GPUSPY_STACK_MIN: it was short)
+		 * counts in its phase's site of no frames, which the lists leave
+		 * out and the report counts apart. */
+		size_t i = site(&s->sync, st ? buf : "", 0, phase); /* may move the array */
 		struct gs_site *x = &s->sync.v[i];
 		x->count++;
 		x->host_ns += ev->end_ns - ev->start_ns;
@@ -342,7 +345,7 @@ size_t gs_sites_sorted(const struct gs_siteset *set, int by, const struct gs_sit
 	const struct gs_site **v = xrealloc(NULL, (set->n + 1) * sizeof(*v));
 	size_t n = 0;
 	for (size_t i = 0; i < set->n; i++)
-		if (set->v[i].count && (by < GS_BY_PEAK || by == GS_BY_TIME || metric_of(&set->v[i], by)))
+		if (set->v[i].count && set->v[i].frames[0] && (by < GS_BY_PEAK || by == GS_BY_TIME || metric_of(&set->v[i], by)))
 			v[n++] = &set->v[i];
 	sort_by = by;
 	qsort(v, n, sizeof(*v), cmp_site);
@@ -400,4 +403,19 @@ void gs_sites_json(cJSON *o, const struct gs_sites *s)
 	list(o, "peak_sites", &s->alloc, GS_BY_PEAK);
 	list(o, "copy_sites", &s->copy, GS_BY_BYTES);
 	list(o, "sync_sites", &s->sync, GS_BY_TIME);
+	uint64_t n, ns;
+	gs_sites_unsited(&s->sync, &n, &ns);
+	cJSON *u = cJSON_AddObjectToObject(o, "sync_unsited");
+	cJSON_AddNumberToObject(u, "count", (double)n);
+	cJSON_AddNumberToObject(u, "host_ns", (double)ns);
+}
+
+void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns)
+{
+	*n = *ns = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (!set->v[i].frames[0]) {
+			*n += set->v[i].count;
+			*ns += set->v[i].count ? set->v[i].host_ns : 0;
+		}
 }

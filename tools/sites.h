@@ -68,6 +68,8 @@ void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s);
 void gs_sites_free(struct gs_sites *s);
 /* The four lists for --json (sites with a zero count are left out). */
 void gs_sites_json(cJSON *o, const struct gs_sites *s);
+/* The waits in repeated phases that carry no stack (GPUSPY_STACK_MIN). */
+void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns);
 /* Sorted views for printing: count returned, *out malloc'ed. */
 size_t gs_sites_sorted(const struct gs_siteset *set, int by, const struct gs_site ***out);
 /* The by-peak, by-OOM and by-growth views hold only sites with a share. */

@@ -682,6 +682,9 @@ struct gspy_header {
 	uint64_t chunks_reused;
 	uint64_t dropped_after_exit;
 	uint32_t threads_seen; /* threads that recorded (chunks are handed on: fewer owners) */
+	/* Waits (a host that stops for the GPU) shorter than this carry no
+	 * stack: GPUSPY_STACK_MIN, or 10 us by default; 0: all do. */
+	uint64_t wait_stack_min_ns;
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");

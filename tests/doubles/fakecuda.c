@@ -166,16 +166,14 @@ EXPORT CUfunction fakecuda_function(const char *name, fake_kernel_fn body)
 	return f;
 }
 
-/* FAKECUDA_LAUNCH_NS=N makes each launch take N ns of host time, like a
- * real driver's launch path (for the launch-bound diagnosis test). */
-static void launch_cost(void)
+/* Spends $var ns (or dflt) of host time, read once into *cached. */
+static void host_cost(const char *var, long dflt, long *cached)
 {
-	static long cached = -1;
-	long ns = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	long ns = __atomic_load_n(cached, __ATOMIC_RELAXED);
 	if (ns < 0) {
-		const char *v = getenv("FAKECUDA_LAUNCH_NS");
-		ns = v ? atol(v) : 0;
-		__atomic_store_n(&cached, ns, __ATOMIC_RELAXED);
+		const char *v = getenv(var);
+		ns = v ? atol(v) : dflt;
+		__atomic_store_n(cached, ns, __ATOMIC_RELAXED);
 	}
 	if (!ns)
 		return;
@@ -184,6 +182,23 @@ static void launch_cost(void)
 	do
 		clock_gettime(CLOCK_MONOTONIC, &b);
 	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+/* FAKECUDA_LAUNCH_NS=N makes each launch take N ns of host time, like a
+ * real driver's launch path (for the launch-bound diagnosis test). */
+static void launch_cost(void)
+{
+	static long cached = -1;
+	host_cost("FAKECUDA_LAUNCH_NS", 0, &cached);
+}
+
+/* A wait on the double takes 20 us of host time (FAKECUDA_SYNC_NS=N:
+ * N ns), as a real one does while the GPU finishes: over gpuspy's 10 us
+ * default below which a wait keeps no stack. */
+static void sync_cost(void)
+{
+	static long cached = -1;
+	host_cost("FAKECUDA_SYNC_NS", 20000, &cached);
 }
 
 CUresult run(CUfunction f, void **params)
@@ -744,12 +759,13 @@ EXPORT CUresult cuStreamSynchronize(CUstream hs)
 	FAIL_CHECK("cuStreamSynchronize");
 	while (hs == (CUstream)0xb10c)
 		pause();
+	sync_cost();
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hs) { return cuStreamSynchronize(hs); }
-EXPORT CUresult cuCtxSynchronize(void) { FAIL_CHECK("cuCtxSynchronize"); return CUDA_SUCCESS; }
-EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSynchronize_v2"); return CUDA_SUCCESS; }
-EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; FAIL_CHECK("cuEventSynchronize"); return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize(void) { FAIL_CHECK("cuCtxSynchronize"); sync_cost(); return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSynchronize_v2"); sync_cost(); return CUDA_SUCCESS; }
+EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; FAIL_CHECK("cuEventSynchronize"); sync_cost(); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamWaitEvent(CUstream hs, CUevent e, unsigned f) { (void)hs; (void)e; (void)f; FAIL_CHECK("cuStreamWaitEvent"); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hs, CUevent e, unsigned f) { return cuStreamWaitEvent(hs, e, f); }
 
