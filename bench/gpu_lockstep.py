@@ -77,7 +77,9 @@ def known(mode):
 
 MODES = [m for m in ALL if m in _asked] + [m for m in _asked if m not in ALL and known(base(m))]
 WINDOWS = int(os.environ.get("WINDOWS", "100"))
-WINDOW = 50
+# LOCKSTEP_WINDOW: steps a window (a step of 60 us makes 50 steps a 3 ms window,
+# which one stall of the machine moves by a third).
+WINDOW = int(os.environ.get("LOCKSTEP_WINDOW", "50"))
 PIN = {int(c) for c in os.environ.get("PIN_CPUS", "").split(",") if c.strip()}
 # LOOP_CMD replaces the loop (a dry run without a GPU); it must speak --lockstep.
 LOOP = os.environ.get("LOOP", "mlp")

@@ -12,12 +12,13 @@
 # with 95% intervals into $OUT/cost-programs.md.
 # From the repository root, on the GPU machine (carry: tools/gpuspy .gpu):
 #   bash tests/gpu/cost_programs.sh        COST_LOOPS="jax" COST_WINDOWS=10 ...
-# COST_EXTRA="gpuspy GPUSPY_STACKS=0,..." adds modes that split gpuspy's cost.
+# COST_EXTRA="gpuspy GPUSPY_STACKS=0,..." adds modes that split gpuspy's cost;
+# COST_MODES replaces the base modes (untraced must stay first).
 . tests/gpu/setup.sh /tmp/gpuspy-lockstep
 W=$WORK
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$W/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
-BASE="untraced,untraced b,gpuspy,gpuspy+cupti,gpuspy events,gpuspy LOOP_PAUSED=1,bare cupti"
+BASE=${COST_MODES:-"untraced,untraced b,gpuspy,gpuspy+cupti,gpuspy events,gpuspy LOOP_PAUSED=1,bare cupti"}
 rates=()
 for loop in ${COST_LOOPS:-resnet gpt2 jax}; do
 	modes=$BASE
@@ -26,7 +27,9 @@ for loop in ${COST_LOOPS:-resnet gpt2 jax}; do
 	rm -rf "$W"/lockstep-*
 	echo "== $loop: $modes"
 	mkdir -p "$W/out-$loop"
-	LOOP=$loop MODES=$modes WINDOWS=${COST_WINDOWS:-16} LOCKSTEP_TIMEOUT=420 \
+	# JAX's step is ~60 us: 1000-step windows (~60 ms), the others' 50 (~5-10 ms).
+	win=50; [ "$loop" = jax ] && win=1000
+	LOOP=$loop MODES=$modes WINDOWS=${COST_WINDOWS:-16} LOCKSTEP_TIMEOUT=420 LOCKSTEP_WINDOW=$win \
 		python3 bench/gpu_lockstep.py "$W" "$W/out-$loop" > "$W/$loop.log" 2>&1
 	rc=$?
 	tail -20 "$W/$loop.log"
