@@ -414,19 +414,17 @@ void gs_stack_note(struct gspy_record *r)
 		return;
 	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short
 	 * call keeps no stack, unless it allocates, frees or copies pageable
-	 * memory (the report's allocation and pageable copy sites stay whole). */
-	if (r->kind == GSPY_KIND_sync && !other) {
-		/* A wait that returned within 10 us (by default) found the GPU
-		 * done or nearly: it costs the step nothing a site could fix, and
-		 * a stack through a framework's C++ costs about as much as the
-		 * wait (XLA syncs two or three times a step, each under 1 us).
-		 * The report counts the waits left without a site. */
-		if (r->end - r->start < gs_cfg.wait_stack_min_ticks)
-			return;
-	} else if (GS_UNLIKELY(gs_cfg.stack_min_ticks) && r->end - r->start < gs_cfg.stack_min_ticks &&
-		   (other || r->kind == GSPY_KIND_launch)) {
+	 * memory (the report's allocation and pageable copy sites stay whole).
+	 * A host wait has its own, 10 us by default: one that returned sooner
+	 * found the GPU done or nearly, which costs the step nothing a site
+	 * could fix, while a stack through a framework's C++ costs about as
+	 * much as the wait (XLA syncs two or three times a step, each under
+	 * 1 us). The report counts the waits left without a site. */
+	int wait = r->kind == GSPY_KIND_sync && !other;
+	uint64_t min = wait ? gs_cfg.wait_stack_min_ticks
+		       : other || r->kind == GSPY_KIND_launch ? gs_cfg.stack_min_ticks : 0;
+	if (r->end - r->start < min)
 		return;
-	}
 	int e = errno;
 	stack_note(r);
 	/* Counted in the file's header, timed from the call's end (gs_end
@@ -612,12 +610,16 @@ static void stacks_load(void)
 	gs_release();
 }
 
+static uint64_t ticks_of(uint64_t ns, const struct gspy_header *h)
+{
+	double ticks = (double)ns * h->tsc_hz / 1e9;
+	return ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
+}
+
 static void stacks_clock(struct gspy_header *h)
 {
-	double ticks = (double)gs_cfg.stack_min_ns * h->tsc_hz / 1e9;
-	gs_cfg.stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
-	ticks = (double)gs_cfg.wait_stack_min_ns * h->tsc_hz / 1e9;
-	gs_cfg.wait_stack_min_ticks = ticks < 1.8e19 ? (uint64_t)ticks : UINT64_MAX;
+	gs_cfg.stack_min_ticks = ticks_of(gs_cfg.stack_min_ns, h);
+	gs_cfg.wait_stack_min_ticks = ticks_of(gs_cfg.wait_stack_min_ns, h);
 }
 
 /* The child of a fork writes a new file: every id is stale. */
