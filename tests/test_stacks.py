@@ -213,7 +213,13 @@ def stacks_options(tmp):
     check(ev and not any("stack" in e for e in ev), "GPUSPY_STACKS=0 still records stacks")
     check(proc["stacks_taken"] == 0 and proc["stacks_ns"] == 0 and proc["stacks"] == "off",
           f"own stack time without stacks: {proc}")
-    check("own time" not in report_text(tmp), "an own-time line without stacks")
+    # Without stacks the own time is the records' estimate alone.
+    host = sum(not e["kind"].startswith("gpu_") for e in ev)
+    own = report_json(tmp)["processes"][0]["own_time"]
+    check(own == {"estimate_ns": host * 300, "host_records": host, "record_ns": 300}, f"own_time {own}, {host} host records")
+    text = report_text(tmp).splitlines()
+    line = [text[i:i + 2] for i, x in enumerate(text) if "own time" in x]
+    check(len(line) == 1 and line[0][1] == f"      {host} records at ~300 ns each (estimated)", f"own-time lines: {line}")
     os.unlink(os.path.join(tmp, traces(tmp)[0]))
     run("prog_train", ["3", "10"], tmp=tmp, env={"GPUSPY_STACK_LAUNCHES": "5", "GPUSPY_STACK_DEPTH": "2"})
     ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
@@ -227,8 +233,11 @@ def stacks_options(tmp):
     # 14 of the 69 launches, 6 H2D and 3 D2H copies, 3 waits, 5 allocations, 5 frees
     check(n == 14 + 6 + 3 + 3 + 5 + 5 and proc["stacks_taken"] == n and proc["stacks_ns"] > 0,
           f"stacks_taken {proc['stacks_taken']}, {n} events with a stack, {proc['stacks_ns']} ns")
-    check(f"gpuspy's own time: {n} call stacks, " in report_text(tmp), "no own-time line")
     o = report_json(tmp)
+    host = sum(not e["kind"].startswith("gpu_") for e in ev)
+    own = o["processes"][0]["own_time"]
+    check(own["host_records"] == host and own["estimate_ns"] == host * 300 + proc["stacks_ns"], f"own_time {own}")
+    check(f" records at ~300 ns each (estimated), {n} call stacks at " in report_text(tmp), "no stacks in the own-time line")
     check(o["processes"][0]["stacks_taken"] == n == o["stacks_taken"], "stacks_taken not in report --json")
     check(stacks and all(1 <= len(f) <= 2 for f in stacks.values()), "depth not capped at 2")
     check(all("stack" in e for e in ev if e["kind"] in ("alloc", "free", "sync")), "alloc/free/sync stack")

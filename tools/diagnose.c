@@ -304,6 +304,14 @@ static int pct_digits(double share)
 /* Narrows *span to the time in phases (the loop), which the diagnoses of a
  * loop take their shares of: start-up and teardown outside phases would
  * dilute them. Returns 0, *span left as the whole run, without phases. */
+uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records)
+{
+	uint64_t n = r->nevents > r->gpu_records ? r->nevents - r->gpu_records : 0;
+	if (host_records)
+		*host_records = n;
+	return n * GS_RECORD_COST_NS + r->proc.stacks_ns;
+}
+
 int gs_loop_span(const struct gs_report *r, uint64_t *span)
 {
 	if (r->nphases < 2 || *span <= r->phases[0].wall_ns)

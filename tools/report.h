@@ -188,6 +188,12 @@ const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap);
 /* Narrows *span (the run) to the time in phases; 0 without phases. */
 int gs_loop_span(const struct gs_report *r, uint64_t *span);
 void gs_report_free(struct gs_report *r);
+/* gpuspy's own time on the program's threads, estimated: each host record
+ * at GS_RECORD_COST_NS (records cost ~250-400 ns each in place, sampled on
+ * the H200: docs/measurements.md, tests/gpu/pcsample.sh) plus the call
+ * stacks' measured time. CUPTI's own cost, when on, is not in it. */
+#define GS_RECORD_COST_NS 300
+uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records);
 
 /* CUDA graphs (report_graph.c): a graph, node or graph-launch event; the
  * text lines and JSON of what graphs ran and what was captured. */

@@ -145,6 +145,11 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cJSON_AddNumberToObject(o, "dropped", (double)r->proc.dropped);
 	cJSON_AddNumberToObject(o, "stacks_taken", (double)r->proc.stacks_taken);
 	cJSON_AddNumberToObject(o, "stacks_ns", (double)r->proc.stacks_ns);
+	uint64_t records, own = gs_own_ns(r, &records);
+	cJSON *w = cJSON_AddObjectToObject(o, "own_time");
+	cJSON_AddNumberToObject(w, "estimate_ns", (double)own);
+	cJSON_AddNumberToObject(w, "host_records", (double)records);
+	cJSON_AddNumberToObject(w, "record_ns", GS_RECORD_COST_NS);
 	cJSON *t = cJSON_AddObjectToObject(o, "totals");
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));

@@ -595,20 +595,25 @@ static const char *state_text(const struct gs_proc *p)
 	return "did not exit cleanly (killed, crashed or still running)";
 }
 
-/* What gpuspy itself spent where it measures it: call stacks. */
+/* What gpuspy itself cost the program's threads: its records, estimated
+ * at their cost measured in place, and its call stacks, timed. */
 static void own_time(FILE *f, const struct gs_report *r)
 {
-	char a[32], b[32], c[32];
-	uint64_t n = r->proc.stacks_taken, span = r->t_last - r->t_first;
-	if (!n)
+	char a[32], b[32], c[32], d[32];
+	uint64_t records, n = r->proc.stacks_taken, span = r->t_last - r->t_first;
+	uint64_t own = gs_own_ns(r, &records);
+	if (!records && !n)
 		return;
-	fprintf(f, "   gpuspy's own time: %s call stacks, %s each, %s in all", gs_fmt_count(a, n),
-		gs_fmt_ns(b, (r->proc.stacks_ns + n / 2) / n), gs_fmt_ns(c, r->proc.stacks_ns));
-	if (span && r->proc.stacks_ns <= span)
-		fprintf(f, " (%.1f%% of the traced time)", 100.0 * (double)r->proc.stacks_ns / (double)span);
+	fprintf(f, "   gpuspy's own time: about %s", gs_fmt_ns(a, own));
+	if (span && own <= span)
+		fprintf(f, " (%.1f%% of the traced time)", 100.0 * (double)own / (double)span);
 	else if (span) /* a short run: each thread's first stacks set the unwinder up */
-		fprintf(f, " (more than the %s traced: each thread's first stacks pay for setting the unwinder up)",
-			gs_fmt_ns(b, span));
+		fprintf(f, " (more than the %s traced: a thread's first stacks set the unwinder up)", gs_fmt_ns(b, span));
+	fprintf(f, "%s\n      %s %s at ~%s each (estimated)", r->gpu_records ? ", CUPTI's own cost aside" : "",
+		gs_fmt_count(b, records), gs_pl(records, "record", "records"), gs_fmt_ns(c, GS_RECORD_COST_NS));
+	if (n)
+		fprintf(f, ", %s call %s at %s each", gs_fmt_count(d, n), gs_pl(n, "stack", "stacks"),
+			gs_fmt_ns(a, (r->proc.stacks_ns + n / 2) / n));
 	fprintf(f, "\n");
 }
 

@@ -23,7 +23,7 @@ rates=()
 for loop in ${COST_LOOPS:-resnet gpt2 jax}; do
 	modes=$BASE
 	[ "$loop" = jax ] || modes="$modes,torch.profiler"
-	[ -n "$COST_EXTRA" ] && modes="$modes,$COST_EXTRA"
+	[ -n "${COST_EXTRA:-}" ] && modes="$modes,$COST_EXTRA"
 	rm -rf "$W"/lockstep-*
 	echo "== $loop: $modes"
 	mkdir -p "$W/out-$loop"
