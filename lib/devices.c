@@ -51,6 +51,24 @@ static void note_device(int d)
 		gs_writer_device_mem(d, bytes);
 }
 
+/* The devices seen so far, as bits (GPUSPY_NVML_MS samples these). */
+unsigned gs_devices_seen(void)
+{
+	unsigned m = 0;
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		if (__atomic_load_n(&devices_seen[d], __ATOMIC_RELAXED))
+			m |= 1u << d;
+	return m;
+}
+
+/* Device d's PCI bus id ("0000:3b:00.0"), what NVML finds it by: 0, or -1. */
+int gs_device_bus_id(int d, char *buf, int len)
+{
+	static void *bus_p;
+	CUresult (*bus)(char *, int, CUdevice) = (CUresult(*)(char *, int, CUdevice))driver_cached(&bus_p, "cuDeviceGetPCIBusId");
+	return bus && bus(buf, len, d) == CUDA_SUCCESS ? 0 : -1;
+}
+
 /*
  * gpuspy's own driver queries run after the program's call has returned:
  * each keeps errno as that call left it (the driver's ioctls may set it),

@@ -82,6 +82,11 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 				   "`0`: no Python frames in call stacks. On, a Python process's stacks carry its "
 				   "Python functions and lines, also where a binding released the GIL (PyTorch's "
 				   "do around each operation; CPython 3.11 and later, see `commands.md`)" },
+	[GS_OPT_NVML_MS] = { "GPUSPY_NVML_MS", GS_OPT_UINT, GS_BY_LIB, 100, "100", 0, 60000, NULL,
+			     "a number of milliseconds (0..60000)",
+			     "milliseconds between NVML samples of each device the process uses "
+			     "(utilization, memory, power, clocks and their throttle reasons, temperature, "
+			     "PCIe); one process per device samples; `0`: off (see `telemetry.md`)" },
 	[GS_OPT_HOST_ALLOC_MIN] = { "GPUSPY_HOST_ALLOC_MIN", GS_OPT_BYTES, GS_BY_LIB, 0, "off", 1, 1ull << 40, NULL,
 				    "a size in bytes (suffix K, M or G)",
 				    "record host allocations (`malloc`, `calloc`, `realloc`, `posix_memalign`, "

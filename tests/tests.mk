@@ -15,6 +15,13 @@ $(TB)/libcupti.so.13: tests/doubles/fakecupti.c $(DOUBLE_HDRS)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcupti.so.13 -o $@ $< -ldl -lpthread
 
+# NVML's double in a folder of its own: only the telemetry tests put it on
+# the library path, so other tests' traces hold no samples.
+$(TB)/nvml/libnvidia-ml.so.1: tests/doubles/fakenvml.c
+	@mkdir -p $(TB)/nvml
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+
 $(TB)/libcuda.so: $(TB)/libcuda.so.1
 	$(Q)ln -sf libcuda.so.1 $@
 
@@ -82,7 +89,7 @@ TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stack
 	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
 	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
 
-test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TEST_PROGS)
+test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TB)/nvml/libnvidia-ml.so.1 $(TEST_PROGS)
 
 deps:
 	@sh scripts/deps.sh

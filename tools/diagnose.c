@@ -13,10 +13,9 @@
 #include "report.h"
 #include "units.h"
 
-static void add(struct gs_report *r, const char *id, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define add gs_diag_add
 
-static void add(struct gs_report *r, const char *id, const char *fmt, ...)
+void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -622,4 +621,5 @@ void gs_report_diagnose(struct gs_report *r)
 	if (!leak && !r->oom.n) /* the leak or the failure is the story */
 		churn(r);
 	oom(r);
+	gs_tele_diagnose(r);
 }

@@ -95,6 +95,16 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	add_u64(o, "stacks_ns", gs_trace_stack_ns(t));
 	add_u64(o, "stack_min_ns", h->stack_min_ns);
 	add_u64(o, "wait_stack_min_ns", h->wait_stack_min_ns);
+	/* Telemetry: the period (0 off), how it went, per device the pid
+	 * that sampled it (one process per device does). */
+#define GSPY_X(n) #n,
+	static const char *const nvml_states[] = { GSPY_NVML_STATE_LIST(GSPY_X) };
+#undef GSPY_X
+	cJSON_AddNumberToObject(o, "nvml_ms", h->nvml_ms);
+	cJSON_AddStringToObject(o, "nvml", h->nvml_state < 3 ? nvml_states[h->nvml_state] : "off");
+	cJSON *smp = cJSON_AddArrayToObject(o, "nvml_sampler");
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		cJSON_AddItemToArray(smp, cJSON_CreateNumber(h->nvml_sampler[d]));
 	/* GPUSPY_HOST_ALLOC_MIN as the library took it: 0 when host
 	 * allocations were not recorded. */
 	add_u64(o, "host_alloc_min", h->host_alloc_min);
@@ -141,7 +151,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 	cJSON_AddNumberToObject(o, "tid", ev->tid);
 	add_u64(o, "start_ns", ev->start_ns);
 	add_u64(o, "end_ns", ev->end_ns);
-	add_i64(o, "result", r->result);
+	if (r->kind != GSPY_KIND_nvml) /* its result field holds the sample */
+		add_i64(o, "result", r->result);
 	if (r->stack_id)
 		cJSON_AddNumberToObject(o, "stack", r->stack_id);
 	switch (r->kind) {
@@ -206,6 +217,20 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		if (r->u.gpu.graph_id)
 			cJSON_AddNumberToObject(o, "graph_id", r->u.gpu.graph_id);
 		return o;
+	case GSPY_KIND_nvml: {
+		struct gspy_nvml s;
+		gspy_nvml_get(r, &s);
+		cJSON_AddNumberToObject(o, "device", r->device);
+		cJSON_AddStringToObject(o, "uuid", gs_trace_string(t, r->name_id));
+#define GSPY_X(f)                                    \
+	if (s.f == GSPY_NVML_NA)                     \
+		cJSON_AddNullToObject(o, #f);        \
+	else                                         \
+		cJSON_AddNumberToObject(o, #f, s.f);
+		GSPY_NVML_FIELDS(GSPY_X)
+#undef GSPY_X
+		return o;
+	}
 	case GSPY_KIND_gpu_span: {
 		const char *n = gs_trace_string(t, r->name_id);
 		cJSON_AddStringToObject(o, "name", *n ? n : "(no phase)");

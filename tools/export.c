@@ -122,6 +122,29 @@ static void counter(struct out *o, uint32_t pid, uint64_t ns, int64_t bytes)
 	emit(o, e);
 }
 
+/* An NVML sample: counter tracks per device, NVML's values as they came. */
+static void nvml_counters(struct out *o, uint32_t pid, const struct gs_ev *ev)
+{
+	const struct gspy_nvml *s = &ev->nvml;
+	struct { const char *track, *arg; uint32_t v; double scale; } c[] = {
+		{ "GPU-Util %", "gpu", s->util_gpu, 1 },     { "memory util %", "memory", s->util_mem, 1 },
+		{ "power W", "watts", s->power_dw, 0.1 },     { "SM clock MHz", "mhz", s->sm_mhz ? s->sm_mhz : GSPY_NVML_NA, 1 },
+		{ "temperature C", "celsius", s->temp_c, 1 }, { "PCIe TX MB/s", "mbs", s->tx_mbs, 1 },
+		{ "PCIe RX MB/s", "mbs", s->rx_mbs, 1 },      { "throttle reasons", "bits", s->reasons, 1 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (c[i].v == GSPY_NVML_NA)
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "GPU %d %s", ev->device, c[i].track);
+		cJSON *e = event("C", name, pid, 0);
+		add_us(e, "ts", ev->start_ns);
+		cJSON *a = cJSON_AddObjectToObject(e, "args");
+		cJSON_AddNumberToObject(a, c[i].arg, c[i].v * c[i].scale);
+		emit(o, e);
+	}
+}
+
 struct open_phase {
 	char name[128];
 	uint64_t begin;
@@ -190,6 +213,10 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 		 * is in the report, not on the timeline. */
 		if (ev.kind == GSPY_KIND_gpu_span)
 			continue;
+		if (ev.kind == GSPY_KIND_nvml) {
+			nvml_counters(o, pid, &ev);
+			continue;
+		}
 		/* A graph's nodes are what its launches run, not calls. */
 		if (gspy_kind_graph(ev.kind) && ev.kind != GSPY_KIND_graph)
 			continue;

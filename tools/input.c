@@ -80,6 +80,10 @@ static void proc_from_trace(struct gs_input *in)
 	p->stacks_ns = gs_trace_stack_ns(t);
 	p->stack_min_ns = h->stack_min_ns;
 	p->wait_stack_min_ns = h->wait_stack_min_ns;
+	p->nvml_ms = h->nvml_ms;
+	p->nvml_state = h->nvml_state < 3 ? h->nvml_state : 0;
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		p->nvml_sampler[d] = h->nvml_sampler[d];
 	p->state = h->state;
 	p->exit_signal = h->exit_signal;
 	p->truncated = t->truncated;
@@ -167,6 +171,15 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->stacks_ns = u64(o, "stacks_ns");
 	p->stack_min_ns = u64(o, "stack_min_ns");
 	p->wait_stack_min_ns = u64(o, "wait_stack_min_ns");
+	p->nvml_ms = (unsigned)int_in(o, "nvml_ms", 0, 60000, 0);
+	const char *ns = str(o, "nvml");
+	p->nvml_state = ns && !strcmp(ns, "on") ? GSPY_NVML_on : ns && !strcmp(ns, "unavailable") ? GSPY_NVML_unavailable : 0;
+	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(o, "nvml_sampler");
+	for (int d = 0; d < GSPY_DEVICES; d++) {
+		const cJSON *it = cJSON_GetArrayItem(smp, d);
+		p->nvml_sampler[d] = cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble <= INT32_MAX
+					     ? (int)it->valuedouble : 0;
+	}
 	const char *st = str(o, "state");
 	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
 		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;
@@ -264,6 +277,11 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 		ev->graph_id = r->u.gpu.graph_id;
 	} else if (r->kind == GSPY_KIND_gpu_span) {
 		ev->gpu_ns = r->u.span.gpu_ns;
+	} else if (r->kind == GSPY_KIND_nvml) {
+		gspy_nvml_get(r, &ev->nvml);
+		ev->stream = 0;
+		ev->dir = ev->mem = 0;
+		ev->result = 0;
 	} else {
 		ev->bytes = r->u.mem.bytes;
 		ev->addr = r->u.mem.addr;
@@ -385,6 +403,20 @@ static int bad(struct gs_input *in, const char *what)
 	return -1;
 }
 
+/* An nvml event's fields: null or absent is what NVML could not give. */
+static void nvml_fields(const cJSON *o, struct gspy_nvml *s)
+{
+#define GSPY_X(f)                                                                                    \
+	{                                                                                            \
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, #f);                          \
+		s->f = cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < GSPY_NVML_NA \
+			       ? (uint32_t)v->valuedouble                                          \
+			       : GSPY_NVML_NA;                                                     \
+	}
+	GSPY_NVML_FIELDS(GSPY_X)
+#undef GSPY_X
+}
+
 static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 {
 	for (;;) {
@@ -451,7 +483,12 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->mem = (uint8_t)(m > 0 ? m : 0);
 		dims(o, "grid", ev->grid);
 		dims(o, "block", ev->block);
-		const char *n = str(o, "name");
+		if (kind == GSPY_KIND_nvml) {
+			nvml_fields(o, &ev->nvml);
+			ev->stream = 0;
+			ev->dir = ev->mem = 0;
+		}
+		const char *n = str(o, kind == GSPY_KIND_nvml ? "uuid" : "name");
 		snprintf(in->name, sizeof(in->name), "%s",
 			 n && !((kind == GSPY_KIND_launch || kind == GSPY_KIND_node_kernel) && n[0] == '(') ? n : "");
 		ev->name = in->name;

@@ -26,6 +26,8 @@ struct gs_proc {
 	uint64_t stacks_taken, stacks_ns; /* gpuspy's own time taking call stacks */
 	uint64_t stack_min_ns; /* GPUSPY_STACK_MIN: shorter memsets (etc.) have no stack */
 	uint64_t wait_stack_min_ns; /* the same for waits (10 us unless GPUSPY_STACK_MIN was set) */
+	unsigned nvml_ms, nvml_state; /* telemetry: GPUSPY_NVML_MS, enum gspy_nvml_state */
+	int nvml_sampler[GSPY_DEVICES]; /* per device, the pid that sampled it, 0 none */
 	unsigned state;  /* enum gspy_state */
 	int exit_signal;
 	int truncated;   /* the input ended early: events may be missing */
@@ -51,6 +53,7 @@ struct gs_ev {
 	int has_step;
 	uint32_t stack_id; /* call stack (gs_input_stack), 0 none */
 	uint64_t gpu_ns;   /* gpu_span: GPU time of the phase interval */
+	struct gspy_nvml nvml; /* nvml: the sample; name is the device's UUID */
 };
 
 struct gs_input {

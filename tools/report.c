@@ -578,6 +578,10 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		if (ev.kind == GSPY_KIND_mark)
 			continue;
 		size_t cur = depth ? stack[depth - 1].idx : 0;
+		if (ev.kind == GSPY_KIND_nvml) {
+			gs_tele_event(r, &ev, cur);
+			continue;
+		}
 		if (ev.kind == GSPY_KIND_gpu_span) {
 			/* Named by the phase its interval belonged to. */
 			size_t p = ev.name && *ev.name ? phase_index(r, ev.name) : 0;
@@ -748,8 +752,13 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		p->span_n += s->phases[i].span_n;
 		p->library |= s->phases[i].library;
 		p->compile |= s->phases[i].compile;
+		p->nvml_n += s->phases[i].nvml_n;
+		p->util_sum += s->phases[i].util_sum;
+		p->power_sum += s->phases[i].power_sum;
+		p->sm_sum += s->phases[i].sm_sum;
 		cats_merge(&p->c, &s->phases[i].c);
 	}
+	gs_tele_merge(d, s);
 	for (size_t i = 0; i < s->kernels_cap; i++) {
 		const struct gs_kernel_stat *k = &s->kernels[i];
 		if (!k->name)

@@ -57,6 +57,24 @@ struct gs_phase_stat {
 	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */
 	int library;          /* a library's range (gs_library_range): counted, attributed nothing */
 	int compile;          /* a framework's compilation (gs_framework_phase): never the step */
+	uint64_t nvml_n;      /* NVML samples taken in the phase, and their sums */
+	double util_sum, power_sum, sm_sum;
+};
+
+/* A device's NVML samples (telemetry.c). */
+#define GS_NVML_REASONS 9 /* GSPY_NVML_REASON_LIST, bit by bit */
+struct gs_tele {
+	uint64_t n, first_ns, last_ns, period_ns;
+	uint64_t util_n, power_n, sm_n, temp_n;
+	double util_sum, util_mem_sum, power_sum, sm_sum;
+	uint32_t limit_w, sm_max, temp_max, used_max, other_max;
+	uint64_t reason_n[GS_NVML_REASONS]; /* samples with each reason */
+	uint64_t slowed_n;     /* samples with a reason that slows a busy GPU */
+	uint64_t busy_n, busy_low_power_n; /* util > 0; of those, under 70% of the limit */
+	uint64_t hot_n;        /* samples over 85 C */
+	uint64_t link_n, link_low_n; /* samples moving PCIe data; of those, on a link below its max */
+	uint32_t gen, gen_max, width, width_max; /* the last link seen below its max, or the last */
+	char uuid[64];
 };
 
 /* The framework a process runs on, from its allocations' stacks, its
@@ -134,6 +152,7 @@ struct gs_report {
 	uint64_t pageable_h2d_warm; /* pageable H2D copies from a phase's second occurrence on */
 	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
 	struct gs_device_gpu dev[GSPY_DEVICES];
+	struct gs_tele tele[GSPY_DEVICES];
 	struct gs_corr_slot *corr;      /* external id -> launching phase */
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
@@ -188,6 +207,15 @@ const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap);
 /* Narrows *span (the run) to the time in phases; 0 without phases. */
 int gs_loop_span(const struct gs_report *r, uint64_t *span);
 void gs_report_free(struct gs_report *r);
+void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Telemetry (telemetry.c): an nvml event in phase cur; the sums of
+ * several processes; the diagnoses; the report's section and --json. */
+void gs_tele_event(struct gs_report *r, const struct gs_ev *ev, size_t cur);
+void gs_tele_merge(struct gs_report *dst, const struct gs_report *src);
+void gs_tele_diagnose(struct gs_report *r);
+void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const char *reset);
+void gs_tele_json(cJSON *o, const struct gs_report *r);
 /* gpuspy's own time on the program's threads, estimated: each host record
  * at GS_RECORD_COST_NS (records cost ~250-400 ns each in place, sampled on
  * the H200: docs/measurements.md, tests/gpu/pcsample.sh) plus the call

@@ -77,6 +77,15 @@ static cJSON *phases_json(const struct gs_report *r)
 			cJSON_AddNumberToObject(p, "gpu_span_ns", (double)r->phases[i].span_ns);
 			cJSON_AddNumberToObject(p, "gpu_span_intervals", (double)r->phases[i].span_n);
 		}
+		if (r->phases[i].nvml_n) {
+			const struct gs_phase_stat *ph = &r->phases[i];
+			double n = (double)ph->nvml_n;
+			cJSON *t = cJSON_AddObjectToObject(p, "nvml");
+			cJSON_AddNumberToObject(t, "samples", n);
+			cJSON_AddNumberToObject(t, "util_gpu_mean", ph->util_sum / n);
+			cJSON_AddNumberToObject(t, "power_w_mean", ph->power_sum / n);
+			cJSON_AddNumberToObject(t, "sm_mhz_mean", ph->sm_sum / n);
+		}
 		cats_json(p, &r->phases[i].c);
 		cJSON_AddItemToArray(a, p);
 	}
@@ -154,6 +163,7 @@ static void summary_json(cJSON *o, const struct gs_report *r)
 	cats_json(t, &r->total);
 	cJSON_AddItemToObject(o, "phases", phases_json(r));
 	cJSON_AddItemToObject(o, "kernels", kernels_json(r));
+	gs_tele_json(o, r);
 	gs_captured_json(o, r);
 	cJSON *fl = cJSON_AddArrayToObject(o, "failed");
 	for (size_t i = 0; i < r->nfailed; i++) {

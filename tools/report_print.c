@@ -655,6 +655,7 @@ static void process_section(FILE *f, const struct gs_report *r)
 	copies_table(f, r);
 	kernels_table(f, r);
 	gpu_section(f, r);
+	gs_tele_print(f, r, bold, reset);
 	memory(f, r);
 	sites_section(f, r);
 }

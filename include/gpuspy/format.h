@@ -82,7 +82,9 @@
 	X(node_memset) /* a memset node (bytes) */                          \
 	X(node_alloc)  /* a memory allocation node (bytes, address) */      \
 	X(node_free)   /* a memory free node (address; bytes of the graph's \
-			* allocation node there, else 0) */
+			* allocation node there, else 0) */               \
+	X(nvml)        /* a device's telemetry, sampled through NVML (NVML  \
+			* sample below): start = when, end = read done */
 
 enum gspy_kind {
 #define GSPY_X(n) GSPY_KIND_##n,
@@ -320,9 +322,13 @@ enum gspy_dir {
 	X(cuGraphInstantiateWithParams_ptsz, graph, 12000)                   \
 	X(cuGraphExecUpdate_v2, graph, 12000)
 
+/* Device telemetry (GPUSPY_NVML_MS): one record per device and sample. */
+#define GSPY_TELEMETRY_API_LIST(X) X(nvml_sample, nvml, 0)
+
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
-	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X) GSPY_GRAPH_API_LIST(X)
+	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X) GSPY_GRAPH_API_LIST(X)   \
+	GSPY_TELEMETRY_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,
@@ -365,6 +371,14 @@ enum gspy_gpu_timing {
 	GSPY_GPU_TIMING_LIST(GSPY_X)
 #undef GSPY_X
 	GSPY_GPU_TIMING_COUNT
+};
+
+/* header.nvml_state. */
+#define GSPY_NVML_STATE_LIST(X) X(off) X(on) X(unavailable)
+enum gspy_nvml_state {
+#define GSPY_X(n) GSPY_NVML_##n,
+	GSPY_NVML_STATE_LIST(GSPY_X)
+#undef GSPY_X
 };
 
 /* header.stacks. */
@@ -418,6 +432,7 @@ struct gspy_record {
 					  * start and end events on its stream */
 			uint32_t pad[3];
 		} __attribute__((packed)) span;
+		uint32_t nvml[5]; /* nvml: see struct gspy_nvml */
 	} u;
 	uint32_t stack_id; /* string table id of the call stack, 0 = none */
 	int32_t result;   /* CUresult or cudaError_t as returned */
@@ -431,6 +446,96 @@ struct gspy_record {
 };
 
 _Static_assert(sizeof(struct gspy_record) == GSPY_RECORD_SIZE, "a record is 64 bytes");
+
+/*
+ * An NVML sample (kind nvml), decoded. The record's device is the CUDA
+ * ordinal, name_id the device's UUID ("GPU-..."), and its fields hold:
+ *
+ *   stream      clock event (throttle) reasons (low 32) | MiB that other
+ *               processes hold on the device (high 32)
+ *   u.nvml[0]   power draw in 0.1 W (low 16) | enforced limit in W (high 16)
+ *   u.nvml[1]   memory used, MiB
+ *   u.nvml[2]   SM clock | its max, MHz (16 each)
+ *   u.nvml[3]   memory clock | its max, MHz
+ *   u.nvml[4]   PCIe TX | RX throughput, MB/s
+ *   result      utilization gpu % | memory % << 8 | temperature C << 16 |
+ *               PCIe generation << 24 | its max << 28
+ *   dir, mem    PCIe link width, its max
+ *
+ * A value NVML could not give reads GSPY_NVML_NA (all ones in its bits;
+ * 0 for clocks, generations and widths, which are never 0).
+ */
+#define GSPY_NVML_NA 0xffffffffu
+/* The sample's fields, by the names `gpuspy dump` gives them. */
+#define GSPY_NVML_FIELDS(X)                                                  \
+	X(util_gpu) X(util_mem) X(used_mib) X(other_mib) X(power_dw)        \
+	X(limit_w) X(sm_mhz) X(sm_max_mhz) X(mem_mhz) X(mem_max_mhz)        \
+	X(reasons) X(temp_c) X(tx_mbs) X(rx_mbs) X(gen) X(gen_max) X(width) \
+	X(width_max)
+struct gspy_nvml {
+#define GSPY_X(f) uint32_t f;
+	GSPY_NVML_FIELDS(GSPY_X)
+#undef GSPY_X
+};
+
+/* Clock event reasons (nvmlClocksEventReason*), as NVML numbers them. */
+#define GSPY_NVML_REASON_LIST(X)                                             \
+	X(0x1, gpu_idle, "GPU idle")                                         \
+	X(0x2, app_clocks, "application clocks setting")                     \
+	X(0x4, sw_power_cap, "software power cap")                           \
+	X(0x8, hw_slowdown, "hardware slowdown")                             \
+	X(0x10, sync_boost, "sync boost")                                    \
+	X(0x20, sw_thermal, "software thermal slowdown")                     \
+	X(0x40, hw_thermal, "hardware thermal slowdown")                     \
+	X(0x80, hw_power_brake, "hardware power brake")                      \
+	X(0x100, display_clocks, "display clock setting")
+
+static inline uint32_t gspy_nvml_field(uint32_t v, uint32_t bits)
+{
+	uint32_t na = bits == 32 ? GSPY_NVML_NA : (1u << bits) - 1;
+	return v == GSPY_NVML_NA || v > na ? na : v;
+}
+
+static inline void gspy_nvml_put(struct gspy_record *r, const struct gspy_nvml *s)
+{
+#define F gspy_nvml_field
+	r->stream = (uint64_t)s->reasons | (uint64_t)s->other_mib << 32;
+	r->u.nvml[0] = F(s->power_dw, 16) | F(s->limit_w, 16) << 16;
+	r->u.nvml[1] = s->used_mib;
+	r->u.nvml[2] = (s->sm_mhz & 0xffff) | (s->sm_max_mhz & 0xffff) << 16;
+	r->u.nvml[3] = (s->mem_mhz & 0xffff) | (s->mem_max_mhz & 0xffff) << 16;
+	r->u.nvml[4] = F(s->tx_mbs, 16) | F(s->rx_mbs, 16) << 16;
+	r->result = (int32_t)(F(s->util_gpu, 8) | F(s->util_mem, 8) << 8 | F(s->temp_c, 8) << 16 |
+			      (s->gen & 0xf) << 24 | (s->gen_max & 0xf) << 28);
+	r->dir = (uint8_t)s->width;
+	r->mem = (uint8_t)s->width_max;
+#undef F
+}
+
+static inline void gspy_nvml_get(const struct gspy_record *r, struct gspy_nvml *s)
+{
+#define W(v, bits) (((v) & ((1u << (bits)) - 1)) == (1u << (bits)) - 1 ? GSPY_NVML_NA : (v) & ((1u << (bits)) - 1))
+	uint32_t res = (uint32_t)r->result;
+	s->reasons = (uint32_t)r->stream;
+	s->other_mib = (uint32_t)(r->stream >> 32);
+	s->power_dw = W(r->u.nvml[0], 16);
+	s->limit_w = W(r->u.nvml[0] >> 16, 16);
+	s->used_mib = r->u.nvml[1];
+	s->sm_mhz = r->u.nvml[2] & 0xffff;
+	s->sm_max_mhz = r->u.nvml[2] >> 16;
+	s->mem_mhz = r->u.nvml[3] & 0xffff;
+	s->mem_max_mhz = r->u.nvml[3] >> 16;
+	s->tx_mbs = W(r->u.nvml[4], 16);
+	s->rx_mbs = W(r->u.nvml[4] >> 16, 16);
+	s->util_gpu = W(res, 8);
+	s->util_mem = W(res >> 8, 8);
+	s->temp_c = W(res >> 16, 8);
+	s->gen = res >> 24 & 0xf;
+	s->gen_max = res >> 28;
+	s->width = r->dir;
+	s->width_max = r->mem;
+#undef W
+}
 
 /* A graph's record or one of its nodes' (their stream field is the
  * executable graph). */
@@ -685,6 +790,12 @@ struct gspy_header {
 	/* Waits (a host that stops for the GPU) shorter than this carry no
 	 * stack: GPUSPY_STACK_MIN, or 10 us by default; 0: all do. */
 	uint64_t wait_stack_min_ns;
+	/* Telemetry (GPUSPY_NVML_MS): the period, 0 off; how it went (enum
+	 * gspy_nvml_state); per device, the pid of the process that samples it
+	 * (one per device: this one, or the one that held it first), 0 none. */
+	uint32_t nvml_ms;
+	uint32_t nvml_state;
+	int32_t nvml_sampler[GSPY_DEVICES];
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");

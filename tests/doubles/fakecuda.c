@@ -265,6 +265,12 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 	*bytes = (v ? (size_t)atol(v) : 81920) << 20;
 	return CUDA_SUCCESS;
 }
+/* Device d sits on PCI bus 0x10 + d (the NVML double finds it there). */
+EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
+{
+	snprintf(buf, (size_t)len, "0000:%02X:00.0", 0x10 + d);
+	return CUDA_SUCCESS;
+}
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
 	errno = ENOTTY; /* like the real driver's ioctls: a query may leave errno */
@@ -791,6 +797,7 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	{ "cuModuleGetFunction", 2000, (void *)&cuModuleGetFunction },
 	{ "cuDevicePrimaryCtxRetain", 7000, (void *)&cuDevicePrimaryCtxRetain },
 	{ "cuDeviceTotalMem", 3020, (void *)&cuDeviceTotalMem_v2 },
+	{ "cuDeviceGetPCIBusId", 4010, (void *)&cuDeviceGetPCIBusId },
 	{ "cuMemAddressReserve", 10020, (void *)&cuMemAddressReserve },
 	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
 };

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+"""Device telemetry (GPUSPY_NVML_MS): the sampler against the NVML double,
+one sampler per device, the report's numbers and diagnoses."""
+import fcntl
+import json
+import math
+import os
+import subprocess
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_report import strip_files
+
+NVML = os.path.join(BIN, "nvml")
+
+
+def traced(tmp, nvml, ms="10", steps="10", extra=None, path=True):
+    """prog_train with a 20 ms wait a step (about 200 ms), the NVML double
+    answering `nvml`; the samples the double gave, from its log."""
+    log = os.path.join(tmp, "nvml.log")
+    env = {"GPUSPY_NVML_MS": ms, "FAKENVML": nvml, "FAKENVML_LOG": log, "TMPDIR": tmp,
+           "FAKECUDA_SYNC_NS": "20000000", "GPUSPY_CUPTI": "off"}
+    if path:
+        env["LD_LIBRARY_PATH"] = NVML + ":" + BIN
+    env.update(extra or {})
+    run("prog_train", [steps, "10"], tmp=tmp, env=env)
+    given = open(log).read().splitlines() if os.path.exists(log) else []
+    proc, ev = only_trace(tmp)
+    return proc, [e for e in ev if e["kind"] == "nvml"], given
+
+
+@test
+def telemetry_samples_are_nvmls_values(tmp):
+    """Every sample NVML gave is one nvml record with NVML's values, in
+    order; what NVML lacks reads null; the header names this process as
+    the device's sampler; the JSON Lines dump reads back to the same report."""
+    proc, ev, given = traced(tmp, "util=95/40,mem_util=30,power_mw=350000,limit_mw=700000,sm=1500,sm_max=1980,"
+                                  "reasons=0x4/0/0/0,used_mib=4096,other_mib=2048,missing=pcie")
+    n = len(ev)
+    check(n >= 5 and given == [f"device 0 sample {i}" for i in range(n)],
+          f"{n} nvml records, NVML gave {len(given)}: {given[:3]}")
+    check(proc["nvml_ms"] == 10 and proc["nvml"] == "on" and proc["nvml_sampler"] == [proc["pid"]] + [0] * 7,
+          f"header: {proc['nvml_ms']} {proc['nvml']} {proc['nvml_sampler']}")
+    for i, e in enumerate(ev):
+        want = dict(device=0, uuid="GPU-fake-0", util_gpu=95 if i % 2 == 0 else 40, util_mem=30, used_mib=4096,
+                    other_mib=2048, power_dw=3500, limit_w=700, sm_mhz=1500, sm_max_mhz=1980, mem_mhz=2619,
+                    mem_max_mhz=2619, reasons=4 if i % 4 == 0 else 0, temp_c=40, tx_mbs=None, rx_mbs=None,
+                    gen=5, gen_max=5, width=16, width_max=16)
+        got = {k: e.get(k) for k in want}
+        check(got == want, f"sample {i}: {got}\n    expected {want}")
+        check(e["end_ns"] >= e["start_ns"] and (i == 0 or e["start_ns"] > ev[i - 1]["start_ns"]), f"sample {i} times")
+    g = os.path.join(tmp, traces(tmp)[0])
+    j = os.path.join(tmp, "t.jsonl")
+    subprocess.run([GPUSPY, "dump", g, "-o", j], check=True, timeout=TIMEOUT)
+    a, b = strip_files(report_json(g)), strip_files(report_json(j))
+    check(a == b, "report --json differs between the .gspy and its JSON Lines dump")
+    t = a["telemetry"]
+    held = math.ceil(n / 4)
+    check(len(t) == 1 and t[0]["samples"] == n and t[0]["uuid"] == "GPU-fake-0", f"telemetry: {t}")
+    t = t[0]
+    util = (95 * math.ceil(n / 2) + 40 * (n // 2)) / n
+    check(abs(t["util_gpu_mean"] - util) < 1e-9 and t["util_mem_mean"] == 30 and t["power_w_mean"] == 350
+          and t["power_limit_w"] == 700 and t["sm_mhz_mean"] == 1500 and t["sm_max_mhz"] == 1980
+          and t["used_max_mib"] == 4096 and t["other_max_mib"] == 2048 and t["temp_max_c"] == 40,
+          f"means: {t}")
+    check(t["reasons"] == {"sw_power_cap": held} and t["slowed_busy_samples"] == held and t["busy_samples"] == n
+          and t["throttled_ns"] == held * 10_000_000, f"reasons: {t['reasons']}, {t['slowed_busy_samples']} slowed")
+    ph = {p["name"]: p.get("nvml", {}).get("samples", 0) for p in a["phases"]}
+    check(sum(ph.values()) == n, f"samples by phase {ph}, {n} in all")
+    ids = sorted(d["id"] for d in a["diagnoses"] if d["id"] in (
+        "clocks_throttled", "power_below_limit", "other_process_memory", "pcie_link_below_max", "gpu_hot",
+        "gpu_util_vs_busy"))
+    check(ids == ["clocks_throttled", "other_process_memory", "power_below_limit"], f"diagnoses {ids}")
+    out = os.path.join(tmp, "t.json")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", g, "-o", out], check=True, timeout=TIMEOUT)
+    te = json.load(open(out))["traceEvents"]
+    util = [e["args"]["gpu"] for e in te if e.get("ph") == "C" and e["name"] == "GPU 0 GPU-Util %"]
+    power = [e["args"]["watts"] for e in te if e.get("ph") == "C" and e["name"] == "GPU 0 power W"]
+    check(util == [95 if i % 2 == 0 else 40 for i in range(n)] and power == [350] * n
+          and not [e for e in te if e.get("name") == "GPU 0 PCIe TX MB/s"], f"export counters: {util} {power}")
+    text = report_text(g)
+    check(f"GPU 0's clocks were held back in {100 * held / n:.0f}% of the busy samples" in text
+          and "software power cap" in text and f"device 0 GPU-fake-0: {n} samples over " in text
+          and "SM clock 1500 of 1980 MHz" in text, "report text:\n" + text)
+
+
+@test
+def telemetry_link_and_heat(tmp):
+    """A link below its best while moving data and a hot GPU are diagnosed;
+    an idle slow link and a cool GPU are not."""
+    proc, ev, given = traced(tmp, "util=80,gen=4,width=8,tx_kbs=500000,rx_kbs=0,temp=90/80,power_mw=650000")
+    n = len(ev)
+    o = report_json(os.path.join(tmp, traces(tmp)[0]))
+    t = o["telemetry"][0]
+    check(t["pcie"] == {"gen": 4, "gen_max": 5, "width": 8, "width_max": 16, "moving_samples": n,
+                        "below_max_samples": n} and t["temp_max_c"] == 90, f"telemetry {t}")
+    d = {x["id"]: x["text"] for x in o["diagnoses"]}
+    hot = math.ceil(n / 2)
+    check("PCIe link ran at gen4 x8 while moving data (100% of those samples); it can run gen5 x16"
+          in d.get("pcie_link_below_max", "") and f"reached 90 C (85 C or more in {100 * hot / n:.0f}%"
+          in d.get("gpu_hot", "") and "power_below_limit" not in d and "clocks_throttled" not in d, f"diagnoses {d}")
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    proc, ev, given = traced(tmp, "util=0,gen=2,width=16,tx_kbs=0,rx_kbs=0")
+    o = report_json(os.path.join(tmp, traces(tmp)[0]))
+    check(o["telemetry"][0]["pcie"]["below_max_samples"] == 0
+          and not {"pcie_link_below_max", "gpu_hot"} & {x["id"] for x in o["diagnoses"]},
+          f"an idle link's downshift diagnosed: {o['telemetry'][0]['pcie']}")
+
+
+@test
+def telemetry_one_sampler_per_device(tmp):
+    """A device whose lock another process holds is not sampled here: no
+    NVML reading, the header and the report name that process."""
+    lock = os.path.join(tmp, "gpuspy-nvml-0000_10_00_0.lock")
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write("4242\n")
+        f.flush()
+        proc, ev, given = traced(tmp, "util=95")
+    check(not ev and proc["nvml_sampler"][0] == 4242 and proc["nvml"] == "on",
+          f"{len(ev)} samples, sampler {proc['nvml_sampler']}")
+    check(all(not l.startswith("device 0 sample") for l in given), f"NVML was read: {given[:2]}")
+    check("device 0 is sampled by pid 4242 (one process per device samples)"
+          in report_text(os.path.join(tmp, traces(tmp)[0])), "report does not name the sampler")
+    # Released, the next process samples.
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    proc, ev, given = traced(tmp, "util=95")
+    check(ev and proc["nvml_sampler"][0] == proc["pid"], f"after release: {len(ev)} samples, {proc['nvml_sampler']}")
+
+
+@test
+def telemetry_off_and_without_nvml(tmp):
+    """GPUSPY_NVML_MS=0 reads no NVML at all; without libnvidia-ml the
+    header says unavailable; neither has samples or a telemetry section."""
+    proc, ev, given = traced(tmp, "util=95", ms="0")
+    check(not ev and not given and proc["nvml_ms"] == 0 and proc["nvml"] == "off", f"off: {proc['nvml']}, {given}")
+    g = os.path.join(tmp, traces(tmp)[0])
+    check("Telemetry" not in report_text(g) and report_json(g)["telemetry"] == [], "a telemetry section when off")
+    os.unlink(g)
+    proc, ev, given = traced(tmp, "util=95", path=False)
+    check(not ev and proc["nvml"] == "unavailable" and proc["nvml_ms"] == 10, f"no NVML: {proc['nvml']}")
