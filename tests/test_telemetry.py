@@ -62,6 +62,7 @@ def telemetry_samples_are_nvmls_values(tmp):
           and t["power_limit_w"] == 700 and t["sm_mhz_mean"] == 1500 and t["sm_max_mhz"] == 1980
           and t["used_max_mib"] == 4096 and t["other_max_mib"] == 2048 and t["temp_max_c"] == 40,
           f"means: {t}")
+    check(t["pattern"] == "throttled", f"pattern {t['pattern']}")
     check(t["reasons"] == {"sw_power_cap": held} and t["slowed_busy_samples"] == held and t["busy_samples"] == n
           and t["throttled_ns"] == held * 10_000_000, f"reasons: {t['reasons']}, {t['slowed_busy_samples']} slowed")
     ph = {p["name"]: p.get("nvml", {}).get("samples", 0) for p in a["phases"]}
@@ -91,6 +92,7 @@ def telemetry_link_and_heat(tmp):
     n = len(ev)
     o = report_json(os.path.join(tmp, traces(tmp)[0]))
     t = o["telemetry"][0]
+    check(t["pattern"] == "link_below_max", f"pattern {t['pattern']}")
     check(t["pcie"] == {"gen": 4, "gen_max": 5, "width": 8, "width_max": 16, "moving_samples": n,
                         "below_max_samples": n} and t["temp_max_c"] == 90, f"telemetry {t}")
     d = {x["id"]: x["text"] for x in o["diagnoses"]}
@@ -102,9 +104,23 @@ def telemetry_link_and_heat(tmp):
         os.unlink(os.path.join(tmp, f))
     proc, ev, given = traced(tmp, "util=0,gen=2,width=16,tx_kbs=0,rx_kbs=0")
     o = report_json(os.path.join(tmp, traces(tmp)[0]))
+    check(o["telemetry"][0]["pattern"] == "starved", f"pattern {o['telemetry'][0]['pattern']}")
     check(o["telemetry"][0]["pcie"]["below_max_samples"] == 0
           and not {"pcie_link_below_max", "gpu_hot"} & {x["id"] for x in o["diagnoses"]},
           f"an idle link's downshift diagnosed: {o['telemetry'][0]['pcie']}")
+
+
+@test
+def telemetry_patterns_healthy_and_memory_full(tmp):
+    """nvidia-smi's patterns: busy at full clocks is healthy; memory at 95%
+    of the device's (FAKECUDA_DEVICE_MEM_MB) is memory_full, before all else."""
+    proc, ev, given = traced(tmp, "util=90,power_mw=600000")
+    g = os.path.join(tmp, traces(tmp)[0])
+    check(report_json(g)["telemetry"][0]["pattern"] == "healthy"
+          and "pattern: healthy (GPU-Util 80% or more, clocks not held back)" in report_text(g), "not healthy")
+    os.unlink(g)
+    proc, ev, given = traced(tmp, "util=90,used_mib=7800,reasons=0x4", extra={"FAKECUDA_DEVICE_MEM_MB": "8192"})
+    check(report_json(os.path.join(tmp, traces(tmp)[0]))["telemetry"][0]["pattern"] == "memory_full", "not memory_full")
 
 
 @test

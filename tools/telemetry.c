@@ -141,6 +141,35 @@ static void reason_list(char *buf, size_t cap, const struct gs_tele *t)
 					      pct(t->reason_n[i], t->n));
 }
 
+/* The seed's nvidia-smi patterns, the first that fits: memory full,
+ * clocks throttled, a slow link, then by mean GPU-Util: starved (under
+ * 50%), partly busy, healthy (80% or more). NULL with too few samples. */
+static const char *pattern(const struct gs_report *r, int d, const char **why)
+{
+	const struct gs_tele *t = &r->tele[d];
+	uint64_t total = (r->proc.device_mem[d] ? r->proc.device_mem[d] : r->device_total) >> 20;
+	double util = t->util_n ? t->util_sum / (double)t->util_n : -1;
+	if (t->n < 5)
+		return NULL;
+	if (total && t->used_max >= total * 95 / 100) {
+		*why = "device memory 95% full or more";
+		return "memory_full";
+	}
+	if (t->busy_n && pct(t->slowed_n, t->busy_n) >= 10) {
+		*why = "clocks held back by power or heat";
+		return "throttled";
+	}
+	if (t->link_low_n && pct(t->link_low_n, t->link_n) >= 50) {
+		*why = "PCIe link below its best while moving data";
+		return "link_below_max";
+	}
+	if (util < 0)
+		return NULL;
+	*why = util < 50 ? "GPU-Util under 50%: the GPU waits for work (input, the host, synchronization)"
+	       : util < 80 ? "GPU-Util 50-80%" : "GPU-Util 80% or more, clocks not held back";
+	return util < 50 ? "starved" : util < 80 ? "partly_busy" : "healthy";
+}
+
 void gs_tele_diagnose(struct gs_report *r)
 {
 	char a[32], b[32], why[256];
@@ -224,6 +253,9 @@ void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const c
 				gs_fmt_count(a, t->slowed_n), gs_fmt_ns(c, t->slowed_n * t->period_ns));
 		if (t->gen)
 			fprintf(f, "    PCIe gen%u x%u (at most gen%u x%u)\n", t->gen, t->width, t->gen_max, t->width_max);
+		const char *said = NULL, *pat = pattern(r, d, &said);
+		if (pat)
+			fprintf(f, "    pattern: %s (%s)\n", pat, said);
 	}
 	for (int d = 0; d < GSPY_DEVICES; d++)
 		if (r->proc.nvml_sampler[d] && r->proc.nvml_sampler[d] != (int)r->proc.pid && !r->tele[d].n)
@@ -274,6 +306,11 @@ void gs_tele_json(cJSON *o, const struct gs_report *r)
 		cJSON_AddNumberToObject(j, "slowed_busy_samples", (double)t->slowed_n);
 		cJSON_AddNumberToObject(j, "busy_samples", (double)t->busy_n);
 		cJSON_AddNumberToObject(j, "throttled_ns", (double)(t->slowed_n * t->period_ns));
+		const char *why = NULL, *pat = pattern(r, d, &why);
+		if (pat)
+			cJSON_AddStringToObject(j, "pattern", pat);
+		else
+			cJSON_AddNullToObject(j, "pattern");
 		cJSON *l = cJSON_AddObjectToObject(j, "pcie");
 		cJSON_AddNumberToObject(l, "gen", t->gen);
 		cJSON_AddNumberToObject(l, "gen_max", t->gen_max);

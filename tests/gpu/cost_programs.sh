@@ -13,7 +13,9 @@
 # From the repository root, on the GPU machine (carry: tools/gpuspy .gpu):
 #   bash tests/gpu/cost_programs.sh        COST_LOOPS="jax" COST_WINDOWS=10 ...
 # COST_EXTRA="gpuspy GPUSPY_STACKS=0,..." adds modes that split gpuspy's cost;
-# COST_MODES replaces the base modes (untraced must stay first).
+# COST_MODES replaces the base modes and torch.profiler (untraced must stay
+# first). The sampler's cost (issue 32), in tests/gpu/results/telemetry/:
+#   COST_LOOPS="mlp resnet" COST_MODES="untraced,untraced b,gpuspy GPUSPY_NVML_MS=0,gpuspy"
 . tests/gpu/setup.sh /tmp/gpuspy-lockstep
 W=$WORK
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$W/libcupti_count.so" \
@@ -22,7 +24,7 @@ BASE=${COST_MODES:-"untraced,untraced b,gpuspy,gpuspy+cupti,gpuspy events,gpuspy
 rates=()
 for loop in ${COST_LOOPS:-resnet gpt2 jax}; do
 	modes=$BASE
-	[ "$loop" = jax ] || modes="$modes,torch.profiler"
+	[ "$loop" = jax ] || [ -n "${COST_MODES:-}" ] || modes="$modes,torch.profiler"
 	[ -n "${COST_EXTRA:-}" ] && modes="$modes,$COST_EXTRA"
 	rm -rf "$W"/lockstep-*
 	echo "== $loop: $modes"
