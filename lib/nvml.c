@@ -264,7 +264,7 @@ static void *sampler(void *arg)
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
 			;
 		unsigned seen = gs_devices_seen();
-		if (!seen)
+		if (!seen || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) /* gpuspy_pause: nothing recorded */
 			continue;
 		if (!loaded) {
 			pthread_mutex_lock(&load_lock);

@@ -145,6 +145,24 @@ def telemetry_one_sampler_per_device(tmp):
 
 
 @test
+def telemetry_pauses_with_gpuspy_pause(tmp):
+    """While gpuspy_pause() holds (prog_train paused: every step from the
+    second, about 180 ms), NVML is not read: no sample starts later than
+    one period after the last recorded call, and NVML gave only those."""
+    log = os.path.join(tmp, "nvml.log")
+    env = {"GPUSPY_NVML_MS": "10", "FAKENVML": "util=50", "FAKENVML_LOG": log, "TMPDIR": tmp,
+           "FAKECUDA_SYNC_NS": "20000000", "GPUSPY_CUPTI": "off", "LD_LIBRARY_PATH": NVML + ":" + BIN}
+    run("prog_train", ["10", "10", "paused"], tmp=tmp, env=env)
+    proc, ev = only_trace(tmp)
+    calls = [e for e in ev if e["kind"] != "nvml"]
+    samples = [e for e in ev if e["kind"] == "nvml"]
+    given = open(log).read().splitlines() if os.path.exists(log) else []
+    last = max(e["end_ns"] for e in calls)
+    late = [e["start_ns"] - last for e in samples if e["start_ns"] > last + 12_000_000]
+    check(not late and len(given) == len(samples), f"samples {len(samples)}, NVML gave {len(given)}, late by {late}")
+
+
+@test
 def telemetry_off_and_without_nvml(tmp):
     """GPUSPY_NVML_MS=0 reads no NVML at all; without libnvidia-ml the
     header says unavailable; neither has samples or a telemetry section."""
