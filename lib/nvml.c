@@ -134,8 +134,10 @@ static int take_lock(struct dev *v, const char *bus, int32_t *owner)
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 		char b[16];
 		int len = snprintf(b, sizeof(b), "%d\n", (int)nv.pid);
-		if (ftruncate(fd, 0) != 0 || pwrite(fd, b, (size_t)len, 0) != len)
-			len = 0; /* the others will not know who: they still keep off */
+		/* If the pid cannot be written the others do not know who samples,
+		 * but the lock still keeps them off. */
+		if (ftruncate(fd, 0) == 0)
+			(void)!pwrite(fd, b, (size_t)len, 0);
 		v->lock_fd = fd;
 		*owner = nv.pid;
 		return 1;

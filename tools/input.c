@@ -172,8 +172,15 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->stack_min_ns = u64(o, "stack_min_ns");
 	p->wait_stack_min_ns = u64(o, "wait_stack_min_ns");
 	p->nvml_ms = (unsigned)int_in(o, "nvml_ms", 0, 60000, 0);
+	/* The names `gpuspy dump` writes (GSPY_NVML_STATE_LIST); unknown: off. */
+#define GSPY_X(n) #n,
+	static const char *const nvml_states[] = { GSPY_NVML_STATE_LIST(GSPY_X) };
+#undef GSPY_X
 	const char *ns = str(o, "nvml");
-	p->nvml_state = ns && !strcmp(ns, "on") ? GSPY_NVML_on : ns && !strcmp(ns, "unavailable") ? GSPY_NVML_unavailable : 0;
+	p->nvml_state = 0;
+	for (unsigned i = 0; ns && i < sizeof(nvml_states) / sizeof(nvml_states[0]); i++)
+		if (!strcmp(ns, nvml_states[i]))
+			p->nvml_state = i;
 	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(o, "nvml_sampler");
 	for (int d = 0; d < GSPY_DEVICES; d++) {
 		const cJSON *it = cJSON_GetArrayItem(smp, d);
