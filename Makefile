@@ -32,8 +32,8 @@ LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpus
 	-Wl,-z,defs -Wl,--no-undefined-version
 
 TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_graph.c tools/telemetry.c \
-	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c
-TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o
+	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c
+TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
@@ -87,9 +87,15 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h tools/memory.h lib/options.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h tools/memory.h tools/series.h lib/options.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
+
+# The HTML report's page script, style and the vendored uPlot, as strings.
+tools/html_assets.o: tools/html_assets.S tools/html/page.js tools/html/page.css tools/html/uplot/uPlot.iife.min.js \
+		tools/html/uplot/uPlot.min.css
+	@echo "  AS      $@"
+	$(Q)$(CC) -c $< -o $@
 
 # The options table and its parser, shared with the library.
 tools/options.o: lib/options.c lib/options.h

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define GPUSPY_VERSION "0.1.0"
+
 /* argv's OPT, which CMD's parser did not take: "needs a value" when OPT is
  * one of VALUED (its options that take one, space-separated; OPT came last,
  * or before "--"), else unknown. Returns 2. */

@@ -28,13 +28,13 @@
 #include "report.h"
 #include "run.h"
 
-#define GPUSPY_VERSION "0.1.0"
+
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events]\n"
 		   "                  [--host-alloc SIZE] [--no-report] -- CMD ARGS...\n"
-		   "       gpuspy report [--json] [--all] [--color auto|always|never] FILE|DIR...\n"
+		   "       gpuspy report [--json | --html OUT.html] [--all] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
 		   "       gpuspy env [--markdown]\n"
@@ -208,9 +208,34 @@ static int cmp_report(const void *a, const void *b)
 	return x->proc.pid < y->proc.pid ? -1 : x->proc.pid > y->proc.pid;
 }
 
+/* The page into path, written beside it and renamed: a reader never sees
+ * half a page. */
+static int write_html(const char *path, struct gs_report *const *procs, size_t n, const struct gs_report *whole)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "gpuspy: error: --html %s: name too long\n", path);
+		return 1;
+	}
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	int bad = gs_report_html(f, procs, n, whole) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, bad ? "write failed" : strerror(errno));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	int json = 0, color = isatty(1) && !getenv("NO_COLOR");
+	const char *html = NULL;
 	struct paths in = { 0 };
 	int status = 0;
 	for (int i = 0; i < argc; i++) {
@@ -218,6 +243,9 @@ static int cmd_report(int argc, char **argv)
 			json = 1;
 		} else if (!strcmp(argv[i], "--all")) {
 			gs_report_all = 1;
+		} else if (!strcmp(argv[i], "--html") && i + 1 < argc) {
+			html = argv[++i];
+			gs_series_on = 1;
 		} else if (!strcmp(argv[i], "--color") && i + 1 < argc) {
 			const char *w = argv[++i];
 			if (!strcmp(w, "always"))
@@ -229,7 +257,7 @@ static int cmd_report(int argc, char **argv)
 				return 2;
 			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return gs_bad_option("report", argv[i], "--color");
+			return gs_bad_option("report", argv[i], "--color --html");
 		} else {
 			status |= collect(argv[i], &in);
 		}
@@ -264,7 +292,9 @@ static int cmd_report(int argc, char **argv)
 			whole.device_total = procs[0]->device_total;
 			whole.peak_reserved = procs[0]->peak_reserved;
 		}
-		if (json) {
+		if (html) {
+			status |= write_html(html, procs, n, &whole);
+		} else if (json) {
 			cJSON *o = gs_report_json(procs, n, &whole);
 			char *s = cJSON_Print(o);
 			if (s)

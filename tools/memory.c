@@ -49,9 +49,10 @@ void gs_mem_event(struct gs_report *r, const struct gs_ev *ev)
 	}
 }
 
-static void sample(struct gs_report *r)
+static void sample(struct gs_report *r, uint64_t t)
 {
 	struct gs_growth *g = &r->growth;
+	gs_series_step(r->series, r, t, g->n == 0 ? (g->by_step ? 1 : r->phases[g->phase].count) : 0);
 	if (g->n == g->cap) {
 		g->cap = g->cap ? g->cap * 2 : 64;
 		g->at = xrealloc(g->at, g->cap * sizeof(*g->at));
@@ -65,11 +66,12 @@ static void sample(struct gs_report *r)
 void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, int depth)
 {
 	struct gs_growth *g = &r->growth;
+	gs_series_phase_begin(r->series, r, p, depth);
 	if (ev->has_step) { /* PyTorch's phases: a sample at each new step */
 		if (!g->by_step || ev->step != g->last_step) {
 			g->by_step = 1;
 			g->last_step = ev->step;
-			sample(r);
+			sample(r, ev->start_ns);
 		}
 		return;
 	}
@@ -87,7 +89,7 @@ void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, i
 		g->n = 0;
 	}
 	if (p == g->phase)
-		sample(r);
+		sample(r, ev->start_ns);
 }
 
 int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps)

@@ -197,6 +197,7 @@ static void track_memory(struct gs_report *r, const struct gs_ev *ev)
 	if (ev->device >= 0 && ev->device < GSPY_DEVICES && r->proc.device_mem[ev->device])
 		r->device_total = r->proc.device_mem[ev->device];
 	r->reserved += is_alloc ? (int64_t)ev->bytes : -(int64_t)ev->bytes;
+	gs_series_reserved(r->series, ev->end_ns, r->reserved);
 	if (r->reserved > r->peak_reserved) {
 		r->peak_reserved = r->reserved;
 		r->peak_t = ev->end_ns;
@@ -309,6 +310,7 @@ static void busy_done(struct gs_report *r, struct gs_device_gpu *d)
 {
 	uint64_t ns = d->cur_end - d->cur_start;
 	d->busy_ns += ns;
+	gs_series_busy(r->series, d->cur_start, d->cur_end);
 	d->phase_busy_ns += in_phases_ns(r, d->cur_start, d->cur_end);
 	d->cur_start = d->cur_end = 0;
 }
@@ -502,8 +504,10 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	struct gs_ev ev;
 	int got;
 	while ((got = gs_input_next(&in, &ev)) == 1) {
-		if (!r->nevents++)
+		if (!r->nevents++) {
 			r->t_first = ev.start_ns;
+			r->series = gs_series_on ? gs_series_new(ev.start_ns) : NULL;
+		}
 		if (ev.end_ns > r->t_last)
 			r->t_last = ev.end_ns;
 		if (!r->churn[1].warm && r->proc.events && r->nevents * 5 >= r->proc.events)
@@ -570,8 +574,10 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 				continue;
 			r->phases[stack[i].idx].wall_ns += ev.start_ns - stack[i].begin;
 			memmove(&stack[i], &stack[i + 1], (size_t)(depth - i - 1) * sizeof(stack[0]));
-			if (--depth == 0)
+			if (--depth == 0) {
 				covered += ev.start_ns - top_begin;
+				gs_series_top_end(r->series, ev.start_ns);
+			}
 			note_phase_change(r, ev.start_ns, depth ? stack[depth - 1].idx : 0);
 			continue;
 		}
@@ -653,6 +659,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		if (r->phases[at].count < 2)
 			x->count = 0;
 	}
+	gs_series_end(r->series, r, r->t_last);
 	if (got < 0)
 		snprintf(r->input_error, sizeof(r->input_error), "%s", in.err);
 	/* Phases still open at the end run to the end of the trace. */
@@ -805,5 +812,6 @@ void gs_report_free(struct gs_report *r)
 	free(r->changes);
 	free(r->graphs);
 	gs_sites_free(&r->sites);
+	gs_series_free(r->series);
 	memset(r, 0, sizeof(*r));
 }

@@ -15,6 +15,7 @@
 
 #include "input.h"
 #include "memory.h"
+#include "series.h"
 #include "sites.h"
 
 struct gs_diag;
@@ -183,6 +184,7 @@ struct gs_report {
 	char input_error[300];  /* the input stopped at a malformed line */
 	struct gs_diag *diag;
 	size_t ndiag;
+	struct gs_series *series; /* over time, for --html (series.h); else NULL */
 };
 
 struct gs_diag {
@@ -236,6 +238,8 @@ const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* b
 extern int gs_report_all; /* --all: every phase and library range (report_print.c) */
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		     const struct gs_report *whole, int color);
+/* The page of `report --html` (report_html.c): 0, or -1 when writing failed. */
+int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_report *whole);
 /* The caller owns the returned object. */
 cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_report *whole);
 

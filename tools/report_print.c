@@ -713,11 +713,9 @@ static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n)
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		     const struct gs_report *whole, int color)
 {
-	if (color) {
-		bold = "\033[1m";
-		yellow = "\033[33m";
-		reset = "\033[0m";
-	}
+	bold = color ? "\033[1m" : "";
+	yellow = color ? "\033[33m" : "";
+	reset = color ? "\033[0m" : "";
 	char a[32], b[32];
 	fprintf(f, "%sgpuspy report%s: %zu process%s, %s %s, %s dropped\n", bold, reset, n,
 		gs_pl(n, "", "es"), gs_fmt_count(a, whole->nevents), gs_pl(whole->nevents, "event", "events"),

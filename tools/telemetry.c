@@ -40,6 +40,7 @@ void gs_tele_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	if (ev->name && *ev->name)
 		snprintf(t->uuid, sizeof(t->uuid), "%s", ev->name);
 	p->nvml_n++;
+	gs_series_nvml(r->series, ev->start_ns, s);
 	if (s->util_gpu != GSPY_NVML_NA) {
 		t->util_n++;
 		t->util_sum += s->util_gpu;

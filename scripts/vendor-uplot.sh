@@ -1,0 +1,19 @@
+#!/bin/sh
+# Fetches uPlot's npm package and checks (or, with --update, replaces) the
+# copy vendored in tools/html/uplot/ (see its README.md).
+set -e
+VERSION=1.6.32
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && npm pack --silent "uplot@$VERSION" >/dev/null && tar xzf "uplot-$VERSION.tgz")
+for f in dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE; do
+	b=$(basename "$f")
+	if [ "${1:-}" = --update ]; then
+		cp "$tmp/package/$f" "tools/html/uplot/$b"
+	elif ! cmp -s "$tmp/package/$f" "tools/html/uplot/$b"; then
+		echo "vendor-uplot: tools/html/uplot/$b differs from uplot@$VERSION's $f" >&2
+		exit 1
+	fi
+done
+echo "vendor-uplot: tools/html/uplot is uplot@$VERSION"
