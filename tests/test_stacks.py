@@ -332,7 +332,9 @@ def stacks_min_duration(tmp):
     proc, got, _ = kinds({"GPUSPY_STACK_MIN": "1ms"})
     check(got["launch"] == (0, 69) and got["sync"] == (0, 3) and got["copy/pageable"] == (9, 9),
           f"instant launches with a 1 ms threshold: {got}")
-    proc, got, err = kinds({"GPUSPY_STACK_MIN": "20 us", "GPUSPY_QUIET": "0"})
+    # Waits of 200 us here: far over the 10 us default, also on a loaded
+    # machine (under the sanitizers, beside the browser tests).
+    proc, got, err = kinds({"GPUSPY_STACK_MIN": "20 us", "GPUSPY_QUIET": "0", "FAKECUDA_SYNC_NS": "200000"})
     check(proc["stack_min_ns"] == 0 and proc["wait_stack_min_ns"] == 10000 and got["sync"] == (3, 3) and
           got["launch"] == (69, 69), f"{proc} {got}")
     check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using waits: 10us" in err, f"stderr {err!r}")
