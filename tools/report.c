@@ -26,16 +26,6 @@ static void agg_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
 	a->host_ns += ns;
 }
 
-static void agg_merge(struct gs_agg *d, const struct gs_agg *s)
-{
-	d->count += s->count;
-	d->bytes += s->bytes;
-	d->host_ns += s->host_ns;
-	d->gpu_count += s->gpu_count;
-	d->gpu_bytes += s->gpu_bytes;
-	d->gpu_ns += s->gpu_ns;
-}
-
 static void gpu_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
 {
 	a->gpu_count++;
@@ -43,15 +33,7 @@ static void gpu_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
 	a->gpu_ns += ns;
 }
 
-static void cats_merge(struct gs_cats *d, const struct gs_cats *s)
-{
-	const struct gs_agg *a = (const struct gs_agg *)s;
-	struct gs_agg *b = (struct gs_agg *)d;
-	for (size_t i = 0; i < sizeof(*s) / sizeof(struct gs_agg); i++)
-		agg_merge(&b[i], &a[i]);
-}
-
-static size_t phase_index(struct gs_report *r, const char *name)
+size_t gs_report_phase(struct gs_report *r, const char *name)
 {
 	for (size_t i = 0; i < r->nphases; i++)
 		if (!strcmp(r->phases[i].name, name))
@@ -74,7 +56,7 @@ static uint64_t hash(const char *s)
 	return h;
 }
 
-static struct gs_kernel_stat *kernel(struct gs_report *r, const char *name)
+struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name)
 {
 	if (2 * (r->nkernels + 1) > r->kernels_cap) {
 		size_t cap = r->kernels_cap ? 2 * r->kernels_cap : 64;
@@ -165,8 +147,8 @@ static void add_event(struct gs_cats *c, const struct gs_ev *ev)
 
 /* count failed calls of api with result, the first at t asking for
  * first_bytes, bytes in all. */
-static void add_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
-		       uint64_t count, uint64_t bytes)
+void gs_report_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
+		      uint64_t count, uint64_t bytes)
 {
 	size_t i = 0;
 	while (i < r->nfailed && !(r->failed[i].api == api && r->failed[i].result == result))
@@ -421,7 +403,7 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	 * this work started (records arrive late, so look the time up). */
 	r->phases[phase_at(r, ev->start_ns, cur)].gpu_busy_ns += ns;
 	if (ev->kind == GSPY_KIND_gpu_kernel) {
-		struct gs_kernel_stat *k = kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
+		struct gs_kernel_stat *k = gs_report_kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
 		k->gpu_count++;
 		k->gpu_total_ns += ns;
 		if (ns < k->gpu_min_ns)
@@ -496,7 +478,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		snprintf(r->label, sizeof(r->label), "rank %d (pid %u)", r->proc.rank, r->proc.pid);
 	else
 		snprintf(r->label, sizeof(r->label), "pid %u", r->proc.pid);
-	phase_index(r, "(no phase)");
+	gs_report_phase(r, "(no phase)");
 	struct open_phase stack[STACK_MAX], lib[STACK_MAX]; /* the user's phases; libraries' ranges */
 	int depth = 0, ldepth = 0;
 	uint64_t top_begin = 0, covered = 0;
@@ -527,7 +509,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			}
 		}
 		if (ev.kind == GSPY_KIND_phase_begin && gs_library_range(ev.name && *ev.name ? ev.name : "(unnamed)")) {
-			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
+			size_t p = gs_report_phase(r, ev.name && *ev.name ? ev.name : "(unnamed)");
 			r->phases[p].library = 1;
 			r->phases[p].count++;
 			if (ldepth < STACK_MAX)
@@ -548,7 +530,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			continue;
 		}
 		if (ev.kind == GSPY_KIND_phase_begin) {
-			size_t p = phase_index(r, ev.name && *ev.name ? ev.name : "(unnamed)");
+			size_t p = gs_report_phase(r, ev.name && *ev.name ? ev.name : "(unnamed)");
 			if (ev.has_step) /* the PyTorch helper's phases */
 				r->fw_seen |= 1u << GS_FW_PYTORCH;
 			r->phases[p].compile |= compile;
@@ -590,7 +572,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		if (ev.kind == GSPY_KIND_gpu_span) {
 			/* Named by the phase its interval belonged to. */
-			size_t p = ev.name && *ev.name ? phase_index(r, ev.name) : 0;
+			size_t p = ev.name && *ev.name ? gs_report_phase(r, ev.name) : 0;
 			r->phases[p].span_ns += ev.gpu_ns;
 			r->phases[p].span_n++;
 			if (ev.device >= 0 && ev.device < GSPY_DEVICES) {
@@ -616,7 +598,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		if (ev.result != 0 && ((ev.kind >= GSPY_KIND_alloc && ev.kind <= GSPY_KIND_unmap) ||
 				       ev.kind == GSPY_KIND_graph)) {
-			add_failed(r, gs_api_name(ev.api), ev.result, ev.start_ns, ev.bytes, 1, ev.bytes);
+			gs_report_failed(r, gs_api_name(ev.api), ev.result, ev.start_ns, ev.bytes, 1, ev.bytes);
 			gs_mem_failed(r, &in, &ev, cur);
 			continue; /* not done: in no total, bandwidth, site or memory */
 		}
@@ -639,7 +621,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 		}
 		r->pageable_h2d_warm += r->phases_repeat && pc && ev.dir == GSPY_DIR_h2d;
 		if (ev.kind == GSPY_KIND_launch) {
-			struct gs_kernel_stat *k = kernel(r, launch_name(&ev));
+			struct gs_kernel_stat *k = gs_report_kernel(r, launch_name(&ev));
 			uint64_t ns = ev.end_ns - ev.start_ns;
 			k->count++;
 			k->total_ns += ns;
@@ -655,7 +637,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	/* Sync sites count only inside phases that repeat (per step). */
 	for (size_t i = 0; i < r->sites.sync.n; i++) {
 		struct gs_site *x = &r->sites.sync.v[i];
-		size_t at = phase_index(r, x->phase); /* may move r->phases */
+		size_t at = gs_report_phase(r, x->phase); /* may move r->phases */
 		if (r->phases[at].count < 2)
 			x->count = 0;
 	}
@@ -687,110 +669,6 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	gs_framework_detect(r);
 	gs_report_diagnose(r);
 	return 0;
-}
-
-void gs_report_merge(struct gs_report *d, const struct gs_report *s)
-{
-	d->fw_seen |= s->fw_seen;
-	if (s->framework == GS_FW_JAX || (d->framework == GS_FW_CUDA && s->framework != GS_FW_CUDA))
-		d->framework = s->framework;
-	/* The first process's out-of-memory failure stands for the merge's. */
-	if (s->oom.n && !d->oom.n) {
-		d->oom = s->oom;
-		d->oom.phase = s->oom.phase ? xstrdup(s->oom.phase) : NULL;
-		d->oom.frames = s->oom.frames ? xstrdup(s->oom.frames) : NULL;
-	}
-	if (!d->nprocs) {
-		phase_index(d, "(no phase)");
-		d->t_first = s->t_first;
-		snprintf(d->label, sizeof(d->label), "all processes");
-	}
-	d->nprocs += s->nprocs;
-	if (s->nevents && (!d->nevents || s->t_first < d->t_first))
-		d->t_first = s->t_first;
-	if (s->t_last > d->t_last)
-		d->t_last = s->t_last;
-	d->nevents += s->nevents;
-	d->proc.events += s->proc.events;
-	d->proc.dropped += s->proc.dropped;
-	d->proc.stacks_taken += s->proc.stacks_taken;
-	d->proc.stacks_ns += s->proc.stacks_ns;
-	if (s->proc.stack_min_ns > d->proc.stack_min_ns)
-		d->proc.stack_min_ns = s->proc.stack_min_ns;
-	if (s->proc.wait_stack_min_ns > d->proc.wait_stack_min_ns)
-		d->proc.wait_stack_min_ns = s->proc.wait_stack_min_ns;
-	if (s->gpu_timing == GSPY_GPU_TIMING_cupti)
-		d->gpu_timing = GSPY_GPU_TIMING_cupti;
-	else if (s->gpu_timing == GSPY_GPU_TIMING_events && d->gpu_timing != GSPY_GPU_TIMING_cupti)
-		d->gpu_timing = GSPY_GPU_TIMING_events;
-	for (int i = 0; i < GSPY_DEVICES; i++) {
-		d->dev[i].busy_ns += s->dev[i].busy_ns;
-		d->dev[i].phase_busy_ns += s->dev[i].phase_busy_ns;
-		d->dev[i].idle_host_ns += s->dev[i].idle_host_ns;
-		d->dev[i].idle_other_ns += s->dev[i].idle_other_ns;
-		d->dev[i].ops += s->dev[i].ops;
-		d->dev[i].span_ns += s->dev[i].span_ns;
-		d->dev[i].spans += s->dev[i].spans;
-		d->dev[i].phase_span_ns += s->dev[i].phase_span_ns;
-		d->dev[i].phase_spans += s->dev[i].phase_spans;
-	}
-	d->gpu_records += s->gpu_records;
-	d->gpu_matched += s->gpu_matched;
-	d->queue_n += s->queue_n;
-	d->queue_sum_ns += s->queue_sum_ns;
-	if (s->queue_max_ns > d->queue_max_ns)
-		d->queue_max_ns = s->queue_max_ns;
-	for (int k = 0; k < GSPY_KIND_COUNT; k++)
-		d->captured[k] += s->captured[k];
-	d->graph_kernels += s->graph_kernels;
-	d->graph_gpu_copies += s->graph_gpu_copies;
-	d->graph_gpu_copy_bytes += s->graph_gpu_copy_bytes;
-	d->graph_gpu_memsets += s->graph_gpu_memsets;
-	d->graph_kernel_ns += s->graph_kernel_ns;
-	d->short_kernels += s->short_kernels;
-	cats_merge(&d->total, &s->total);
-	for (size_t i = 0; i < s->nphases; i++) {
-		size_t at = phase_index(d, s->phases[i].name); /* may move d->phases */
-		struct gs_phase_stat *p = &d->phases[at];
-		p->count += s->phases[i].count;
-		p->wall_ns += s->phases[i].wall_ns;
-		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;
-		p->span_ns += s->phases[i].span_ns;
-		p->span_n += s->phases[i].span_n;
-		p->library |= s->phases[i].library;
-		p->compile |= s->phases[i].compile;
-		p->nvml_n += s->phases[i].nvml_n;
-		p->util_sum += s->phases[i].util_sum;
-		p->power_sum += s->phases[i].power_sum;
-		p->sm_sum += s->phases[i].sm_sum;
-		cats_merge(&p->c, &s->phases[i].c);
-	}
-	gs_tele_merge(d, s);
-	for (size_t i = 0; i < s->kernels_cap; i++) {
-		const struct gs_kernel_stat *k = &s->kernels[i];
-		if (!k->name)
-			continue;
-		struct gs_kernel_stat *t = kernel(d, k->name);
-		t->count += k->count;
-		t->total_ns += k->total_ns;
-		if (k->min_ns < t->min_ns)
-			t->min_ns = k->min_ns;
-		if (k->max_ns > t->max_ns)
-			t->max_ns = k->max_ns;
-		t->gpu_count += k->gpu_count;
-		t->gpu_total_ns += k->gpu_total_ns;
-		if (k->gpu_min_ns < t->gpu_min_ns)
-			t->gpu_min_ns = k->gpu_min_ns;
-		if (k->gpu_max_ns > t->gpu_max_ns)
-			t->gpu_max_ns = k->gpu_max_ns;
-	}
-	d->peak_reserved += s->peak_reserved; /* an upper bound across processes */
-	for (size_t i = 0; i < s->nfailed; i++) {
-		const struct gs_failed *f = &s->failed[i];
-		add_failed(d, f->api, f->result, f->first_ns, f->first_bytes, f->count, f->bytes);
-	}
-	d->failed_other += s->failed_other;
-	gs_sites_merge(&d->sites, &s->sites);
 }
 
 void gs_report_free(struct gs_report *r)

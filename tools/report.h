@@ -200,8 +200,15 @@ struct gs_diag {
 
 /* Analyse one trace (.gspy or JSON Lines). 0, or negative with err set. */
 int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen);
-/* Add src's numbers into dst (the whole of several processes). */
+/* Add src's numbers into dst (the whole of several processes; report_merge.c). */
 void gs_report_merge(struct gs_report *dst, const struct gs_report *src);
+/* The report's tables, shared by its pass and the merge (report.c): the
+ * phase of this name (added when new; r->phases may move), the kernel of
+ * this name, and a failed call counted. */
+size_t gs_report_phase(struct gs_report *r, const char *name);
+struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name);
+void gs_report_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
+		      uint64_t count, uint64_t bytes);
 void gs_report_diagnose(struct gs_report *r);
 /* "Saves up to 1.2 ms a step, 120 ms in all over 100 steps: HOW." in buf,
  * or NULL for a diagnosis without a saving (diagnose.c). */
