@@ -180,13 +180,24 @@ static int env_int(const char *name)
 	return (*end || x < 0 || x > 1000000) ? -1 : (int)x;
 }
 
+/* A raw reading and the monotonic time it was taken at. The raw read is
+ * bracketed by two monotonic ones; of up to 16 tries the tightest bracket
+ * wins, so that a thread preempted between the reads (milliseconds on a
+ * loaded machine) cannot skew the calibration: over its 2 ms window such a
+ * pair would make every threshold in ticks several times too long. */
 static void clock_pair(struct gspy_clock_pair *p)
 {
-	/* Bracket the raw read with two monotonic reads to halve the error. */
-	uint64_t a = gs_mono_ns();
-	p->raw = gs_now();
-	uint64_t b = gs_mono_ns();
-	p->mono = a + (b - a) / 2;
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 16 && best > 2000; i++) {
+		uint64_t a = gs_mono_ns();
+		uint64_t raw = gs_now();
+		uint64_t b = gs_mono_ns();
+		if (b - a < best) {
+			best = b - a;
+			p->raw = raw;
+			p->mono = a + (b - a) / 2;
+		}
+	}
 }
 
 static double calibrate_tsc(const struct gspy_clock_pair *p0)
