@@ -23,7 +23,7 @@ Q := @
 endif
 
 LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/devices.c lib/hook_alloc.c \
-	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
+	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/control.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
 	lib/stacks.c lib/hook_host.c lib/gpu_events.c lib/options.c lib/pyframes.c lib/nvml.c
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
@@ -31,7 +31,7 @@ LIB_SONAME := libgpuspy.so.$(SOVERSION)
 LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpuspy.map \
 	-Wl,-z,defs -Wl,--no-undefined-version
 
-TOOL_SRCS := tools/gpuspy.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
+TOOL_SRCS := tools/gpuspy.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
 	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm

@@ -479,10 +479,25 @@ static void *timing_main(void *arg)
 }
 
 static int inline_timing; /* set by InitializeInjection */
+static void gpu_timing_go(void);
 
 static void gpu_timing_start(struct gspy_header *h)
 {
 	timing_hdr = h;
+	/* Started paused: nothing of CUPTI's until the first window. */
+	if (!inline_timing && gs_control_defers_cupti())
+		return;
+	gpu_timing_go();
+}
+
+void gs_cupti_start_late(void)
+{
+	if (timing_hdr)
+		gpu_timing_go();
+}
+
+static void gpu_timing_go(void)
+{
 	if (inline_timing || gs_start_thread(timing_main, NULL, "gpuspy-timing", 0) != 0) {
 		timing_main(NULL);
 		return;

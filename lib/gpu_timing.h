@@ -6,6 +6,8 @@
 #include "gs.h"
 
 void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
+void gs_cupti_start_late(void);  /* GPUSPY_START=paused: the first window starts CUPTI */
+int gs_control_defers_cupti(void); /* control.c: 1 while CUPTI is to wait for a window */
 
 unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */
 void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends */

@@ -202,7 +202,8 @@ static inline void gs_release(void)
 		gs_tls.depth--;
 }
 
-static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
+static inline __attribute__((always_inline)) struct gspy_record *gs_begin_(unsigned api, unsigned kind,
+									    int even_paused)
 {
 	struct gs_tls *t = &gs_tls;
 	uintptr_t sp = (uintptr_t)__builtin_dwarf_cfa();
@@ -213,8 +214,15 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 	if (t->depth++ != 0)
 		return NULL;
 	t->outer_sp = sp;
-	if (GS_UNLIKELY(gs_g.disabled) || GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)))
+	if (GS_UNLIKELY(gs_g.disabled))
 		return NULL;
+	if (GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) && !even_paused) {
+		/* Paused from the start too (GPUSPY_START=paused): the first
+		 * call makes the file, where `gpuspy start` finds the process. */
+		if (GS_UNLIKELY(!gs_writer_open()))
+			gs_writer_ready();
+		return NULL;
+	}
 	if (GS_UNLIKELY(!gs_writer_open()) && gs_writer_ready() != 0)
 		return NULL;
 	struct gspy_record *r = &t->rec;
@@ -227,6 +235,11 @@ static inline struct gspy_record *gs_begin(unsigned api, unsigned kind)
 		t->cupti_corr = 0;
 	r->start = gs_now();
 	return r;
+}
+
+static inline __attribute__((always_inline)) struct gspy_record *gs_begin(unsigned api, unsigned kind)
+{
+	return gs_begin_(api, kind, 0);
 }
 
 /* gs_begin for a launch, copy or memset about to go on `stream` (the

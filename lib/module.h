@@ -12,8 +12,8 @@
  *
  * Order: lower first, at every moment. memmap 10, writer 20, devices 30,
  * phase 40, nvtx 50, python 60, stacks 70, signals 80, cupti 90,
- * nvml 95, events 100, host 110 (last at setup: it arms the host-allocation
- * hooks).
+ * nvml 95, control 97, events 100, host 110 (last at setup: it arms the
+ * host-allocation hooks).
  */
 #ifndef GPUSPY_MODULE_H
 #define GPUSPY_MODULE_H

@@ -25,6 +25,10 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 	[GS_OPT_MODE] = { "GPUSPY_MODE", GS_OPT_CHOICE, GS_BY_LIB, 0, "drop", 0, 0, "drop|ring", "drop or ring",
 			  "`drop`: when the buffer is full, count new events as dropped; `ring`: flight "
 			  "recorder, keep the newest events and count the overwritten ones" },
+	[GS_OPT_START] = { "GPUSPY_START", GS_OPT_CHOICE, GS_BY_LIB, 0, "on", 0, 0, "on|paused", "on or paused",
+			   "`paused`: preloaded, but record nothing (nor start CUPTI) until `gpuspy start PID` "
+			   "or `gpuspy record PID --for 30s` (see `commands.md`); the trace file is made at the "
+			   "first CUDA call, where those find the process" },
 	[GS_OPT_CLOCK] = { "GPUSPY_CLOCK", GS_OPT_CHOICE, GS_BY_LIB, 0, "auto", 0, 0, "auto|mono", "auto or mono",
 			   "`auto`: the TSC where the kernel trusts it as its clock source; `mono` forces "
 			   "`clock_gettime`" },

@@ -87,7 +87,7 @@ $(TB)/fork_delay.so: tests/fork_delay.c
 
 TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
-	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_crash prog_life prog_load prog_events mktrace)
+	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_window prog_crash prog_life prog_load prog_events mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TB)/nvml/libnvidia-ml.so.1 $(TEST_PROGS)
 
@@ -185,6 +185,9 @@ fuzz: $(TB)/fuzz_trace
 .PHONY: fuzz
 $(TB)/prog_nvtx: tests/prog_nvtx.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
+
+$(TB)/prog_window: tests/prog_window.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
 
 # The CUDA C examples, built by nvcc against the shared runtime; in CI they
 # run on the doubles (tests/doubles/fakecudart.c implements the registration

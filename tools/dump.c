@@ -111,6 +111,11 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	/* GPUSPY_STACKS: which calls could carry a stack. */
 	cJSON_AddStringToObject(o, "stacks", !(h->stacks & GSPY_STACKS_NATIVE) ? "off"
 					     : (h->stacks & GSPY_STACKS_ALL) ? "all" : "on");
+	/* On demand: GPUSPY_START, whether it records now (its last word,
+	 * once it exited), how many times recording resumed. */
+	cJSON_AddStringToObject(o, "start", h->start_paused ? "paused" : "on");
+	cJSON_AddBoolToObject(o, "recording", !h->ctl_paused);
+	cJSON_AddNumberToObject(o, "windows", h->windows);
 	add_u64(o, "start_realtime_ns", h->real_start_ns);
 	add_u64(o, "start_ns", h->clock_start.mono);
 	cJSON_AddStringToObject(o, "gpu_timing", gs_gpu_timing_name(h->gpu_timing));
@@ -245,6 +250,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		cJSON_AddStringToObject(o, "name", gs_trace_string(t, r->name_id));
 		if (r->flags & GSPY_FLAG_STEP)
 			add_u64(o, "step", r->u.mem.bytes);
+		if (r->flags & GSPY_FLAG_WINDOW) /* written as recording resumed */
+			cJSON_AddBoolToObject(o, "window", 1);
 		return o;
 	default:
 		break;

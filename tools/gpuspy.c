@@ -7,6 +7,7 @@
  *   gpuspy dump FILE [-o OUT]     the trace as JSON Lines
  *   gpuspy export --format chrome FILE|DIR... -o OUT.json   timeline for Perfetto
  *   gpuspy env [--markdown]       the GPUSPY_ variables, their defaults and values here
+ *   gpuspy start|stop PID, gpuspy record PID [--for DUR]   recording on demand
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "control.h"
 #include "term.h"
 #include "dump.h"
 #include "env.h"
@@ -38,6 +40,7 @@ static void usage(FILE *f)
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
 		   "       gpuspy env [--markdown]\n"
+		   "       gpuspy record PID [--for DUR]   (and gpuspy start PID, gpuspy stop PID)\n"
 		   "       gpuspy --version\n"
 		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
 		   "(or, if it has none, its .jsonl files).\n");
@@ -361,6 +364,8 @@ int main(int argc, char **argv)
 		return gs_cmd_env(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return gs_cmd_run(argc - 2, argv + 2, cmd_report);
+	if (!strcmp(argv[1], "start") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "record"))
+		return gs_cmd_control(argv[1], argc - 2, argv + 2);
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
 	return 2;
 }

@@ -90,6 +90,8 @@ static void proc_from_trace(struct gs_input *in)
 	p->start_ns = h->clock_start.mono;
 	memcpy(p->device_mem, h->device_mem, sizeof(p->device_mem));
 	p->gpu_timing = h->gpu_timing;
+	p->start_paused = h->start_paused != 0;
+	p->windows = h->windows;
 }
 
 /* Reads one line; 1 = got one, 0 = end of file. */
@@ -195,6 +197,8 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 		p->exit_signal = (int)int_in(o, "signal_seen", 0, 255, 0);
 	p->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
 	p->start_ns = u64(o, "start_ns");
+	p->start_paused = str(o, "start") && !strcmp(str(o, "start"), "paused");
+	p->windows = (unsigned)int_in(o, "windows", 0, UINT32_MAX, 0);
 	const char *gt = str(o, "gpu_timing");
 	for (unsigned i = 0; gt && i < GSPY_GPU_TIMING_COUNT; i++)
 		if (!strcmp(gs_gpu_timing_name(i), gt))
@@ -270,6 +274,7 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	ev->stream = r->stream;
 	ev->async = (r->flags & GSPY_FLAG_ASYNC) != 0;
 	ev->captured = (r->flags & GSPY_FLAG_CAPTURED) != 0;
+	ev->window = (r->flags & GSPY_FLAG_WINDOW) != 0;
 	ev->corr = e.corr;
 	if (r->kind == GSPY_KIND_launch && (gspy_api_graph_launch(r->api) || gspy_api_host_func(r->api))) {
 		ev->addr = r->u.mem.addr; /* a graph launch's executable graph, a host function */
@@ -480,6 +485,7 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->graph_id = (uint32_t)int_in(o, "graph_id", 0, UINT32_MAX, 0);
 		ev->gpu_ns = u64(o, "gpu_ns");
 		ev->has_step = cJSON_GetObjectItemCaseSensitive(o, "step") != NULL;
+		ev->window = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "window"));
 		ev->step = u64(o, "step");
 		ev->device = (int16_t)int_in(o, "device", -1, INT16_MAX, -1);
 		ev->stack_id = (uint32_t)int_in(o, "stack", 0, UINT32_MAX, 0);

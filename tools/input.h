@@ -34,6 +34,8 @@ struct gs_proc {
 	uint64_t start_ns;
 	uint64_t device_mem[GSPY_DEVICES];
 	unsigned gpu_timing; /* enum gspy_gpu_timing */
+	int start_paused;    /* GPUSPY_START=paused */
+	unsigned windows;    /* times recording resumed (on demand or gpuspy_resume) */
 };
 
 struct gs_ev {
@@ -51,6 +53,7 @@ struct gs_ev {
 	uint32_t graph_id; /* GPU kernels of a graph launch */
 	uint64_t step;     /* phase events from PyTorch: the step number */
 	int has_step;
+	int window;        /* phase event written as recording resumed (GSPY_FLAG_WINDOW) */
 	uint32_t stack_id; /* call stack (gs_input_stack), 0 none */
 	uint64_t gpu_ns;   /* gpu_span: GPU time of the phase interval */
 	struct gspy_nvml nvml; /* nvml: the sample; name is the device's UUID */

@@ -463,6 +463,45 @@ static struct last_call *last_call(struct last_call *t, uint32_t tid)
 	return NULL;
 }
 
+/*
+ * Recording paused and resumed (gpuspy_pause, `gpuspy stop`/`start`): the
+ * time between is left out of every figure, as if the windows were one
+ * run. Timestamps after a resume move back by all that was paused; what
+ * the trace holds from inside a pause (GPU work CUPTI delivered meanwhile)
+ * is skipped: its host calls were not recorded. 0: skip the event.
+ */
+struct window_cut {
+	int paused;
+	uint64_t since, total; /* the open pause's start; the time cut so far */
+};
+
+static int window_cut(struct window_cut *c, struct gs_report *r, struct gs_ev *ev)
+{
+	int mark = ev->kind == GSPY_KIND_mark;
+	if (mark && ev->api == GSPY_API_gpuspy_resume) {
+		if (c->paused)
+			c->total += ev->start_ns > c->since ? ev->start_ns - c->since : 0;
+		c->paused = 0;
+		r->windows++;
+	} else if (!r->nevents) {
+		r->windows = 1; /* recording from the start */
+	}
+	if (c->paused) {
+		if (ev->start_ns > c->since)
+			return 0;
+		if (ev->end_ns > c->since)
+			ev->end_ns = c->since; /* a call the pause came in the middle of */
+	}
+	if (mark && ev->api == GSPY_API_gpuspy_pause && !c->paused) {
+		c->paused = 1;
+		c->since = ev->start_ns;
+	}
+	ev->start_ns = ev->start_ns > c->total ? ev->start_ns - c->total : 0;
+	ev->end_ns = ev->end_ns > c->total ? ev->end_ns - c->total : 0;
+	r->paused_ns = c->total;
+	return 1;
+}
+
 int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen)
 {
 	struct gs_input in;
@@ -484,8 +523,11 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	uint64_t top_begin = 0, covered = 0;
 	struct last_call last[LAST_CAP] = { { 0, 0 } };
 	struct gs_ev ev;
+	struct window_cut cut = { 0 };
 	int got;
 	while ((got = gs_input_next(&in, &ev)) == 1) {
+		if (!window_cut(&cut, r, &ev))
+			continue;
 		if (!r->nevents++) {
 			r->t_first = ev.start_ns;
 			r->series = gs_series_on ? gs_series_new(ev.start_ns) : NULL;

@@ -134,7 +134,9 @@ struct gs_report {
 	const char *path;
 	char label[48];       /* "rank 3" or "pid 1234" */
 	int nprocs;           /* processes merged into this report */
-	uint64_t t_first, t_last, nevents;
+	uint64_t t_first, t_last, nevents; /* t_*: with the paused time cut out */
+	unsigned windows;       /* recorded stretches: 1 + times recording resumed */
+	uint64_t paused_ns;     /* the time between them, left out */
 	struct gs_cats total;
 	struct gs_phase_stat *phases; /* [0] is "(no phase)" */
 	size_t nphases, phases_cap;

@@ -150,6 +150,8 @@ static cJSON *diag_json(struct gs_report *const *procs, size_t n)
 static void summary_json(cJSON *o, const struct gs_report *r)
 {
 	cJSON_AddNumberToObject(o, "duration_ns", (double)(r->t_last - r->t_first));
+	cJSON_AddNumberToObject(o, "windows", r->windows);
+	cJSON_AddNumberToObject(o, "paused_ns", (double)r->paused_ns);
 	cJSON_AddNumberToObject(o, "events", (double)r->nevents);
 	cJSON_AddNumberToObject(o, "dropped", (double)r->proc.dropped);
 	cJSON_AddNumberToObject(o, "stacks_taken", (double)r->proc.stacks_taken);

@@ -45,6 +45,11 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	if (s->t_last > d->t_last)
 		d->t_last = s->t_last;
 	d->nevents += s->nevents;
+	/* Each process's pauses are cut from its own timeline. */
+	if (s->windows > d->windows)
+		d->windows = s->windows;
+	if (s->paused_ns > d->paused_ns)
+		d->paused_ns = s->paused_ns;
 	d->proc.events += s->proc.events;
 	d->proc.dropped += s->proc.dropped;
 	d->proc.stacks_taken += s->proc.stacks_taken;

@@ -626,6 +626,16 @@ static void process_section(FILE *f, const struct gs_report *r)
 		r->framework != GS_FW_CUDA ? ", " : "", r->framework != GS_FW_CUDA ? gs_framework_names[r->framework] : "",
 		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents), gs_pl(r->nevents, "event", "events"),
 		gs_fmt_count(c, r->proc.dropped));
+	if (!r->windows && r->proc.start_paused)
+		fprintf(f, "   nothing recorded: it started paused (GPUSPY_START=paused) and was never started "
+			   "(gpuspy start PID)\n");
+	else if (r->windows > 1 || r->proc.start_paused) {
+		fprintf(f, "   recorded in %u %s%s", r->windows, gs_pl(r->windows, "window", "windows"),
+			r->proc.start_paused ? ", started paused (GPUSPY_START=paused)" : "");
+		if (r->paused_ns)
+			fprintf(f, "; the %s between them is left out of every figure", gs_fmt_ns(a, r->paused_ns));
+		fprintf(f, "\n");
+	}
 	if (r->proc.state == GSPY_STATE_SIGNALED)
 		fprintf(f, "   signal %d\n", r->proc.exit_signal);
 	else if (r->proc.state != GSPY_STATE_EXITED && r->proc.exit_signal)

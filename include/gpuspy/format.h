@@ -325,10 +325,17 @@ enum gspy_dir {
 /* Device telemetry (GPUSPY_NVML_MS): one record per device and sample. */
 #define GSPY_TELEMETRY_API_LIST(X) X(nvml_sample, nvml, 0)
 
+/* Recording paused and resumed: by gpuspy_pause()/gpuspy_resume(), or by
+ * `gpuspy stop`/`start`/`record` through the header (ctl_*). Marks named
+ * "(paused)" and "(resumed)"; readers leave the time between out. */
+#define GSPY_CONTROL_API_LIST(X)                                             \
+	X(gpuspy_pause, mark, 0)                                             \
+	X(gpuspy_resume, mark, 0)
+
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
 	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X) GSPY_GRAPH_API_LIST(X)   \
-	GSPY_TELEMETRY_API_LIST(X)
+	GSPY_TELEMETRY_API_LIST(X) GSPY_CONTROL_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,
@@ -381,6 +388,9 @@ enum gspy_nvml_state {
 #undef GSPY_X
 };
 
+/* header.ctl_want: what `gpuspy start`/`record` and `stop` ask for. */
+enum gspy_ctl { GSPY_CTL_none, GSPY_CTL_record, GSPY_CTL_pause };
+
 /* header.stacks. */
 #define GSPY_STACKS_NATIVE 0x1u /* libunwind call stacks */
 #define GSPY_STACKS_PYTHON 0x2u /* Python frames of calls made holding the GIL */
@@ -395,6 +405,9 @@ enum gspy_nvml_state {
 				* driver call it made (u.launch.cupti_corr or u.mem.aux) */
 #define GSPY_FLAG_CAPTURED 0x20u /* made on a stream being captured into a graph:
 				  * it did not run (it runs as the graph's node) */
+#define GSPY_FLAG_WINDOW 0x40u /* phase event written as recording resumed, after
+				* its "(resumed)" mark: the phase began or ended
+				* while recording was paused */
 
 /*
  * One event, 64 bytes. Timestamps are raw values of header.clock; readers
@@ -796,6 +809,17 @@ struct gspy_header {
 	uint32_t nvml_ms;
 	uint32_t nvml_state;
 	int32_t nvml_sampler[GSPY_DEVICES];
+	/* On demand (`gpuspy start`, `stop`, `record PID --for`): the tool
+	 * writes ctl_want and ctl_for_ns, then bumps ctl_seq and wakes the
+	 * futex on it; the process applies the request, sets ctl_paused
+	 * and then ctl_done to that ctl_seq. */
+	uint32_t ctl_seq;
+	uint32_t ctl_want;       /* enum gspy_ctl */
+	uint64_t ctl_for_ns;     /* the window ends this long after it starts; 0 never */
+	uint32_t ctl_done;       /* the last ctl_seq applied */
+	uint32_t ctl_paused;     /* 1 paused (any of the three ways), 0 recording: as older files read */
+	uint32_t start_paused;   /* GPUSPY_START=paused */
+	uint32_t windows;        /* times recording resumed */
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");

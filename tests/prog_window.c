@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Driven line by line on stdin, for recording on demand (test_control.py):
+ * after each line it prints "ok" and waits, so a test can switch recording
+ * between two calls it knows.
+ *   a N   cuMemAlloc of N bytes, then its cuMemFree
+ *   p X   gpuspy_phase_push(X)       q   gpuspy_phase_pop()
+ *   n X   nvtxRangePushA(X)          m   nvtxRangePop()
+ *   x     exit 0
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "../include/gpuspy.h"
+#include "../lib/cuda_api.h"
+#include "doubles/fakecuda.h"
+
+int main(void)
+{
+	CUcontext ctx;
+	cuInit(0);
+	cuDevicePrimaryCtxRetain(&ctx, 0);
+	cuCtxSetCurrent(ctx);
+	char line[256];
+	while (fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\n")] = 0;
+		const char *arg = line[0] && line[1] == ' ' ? line + 2 : "";
+		switch (line[0]) {
+		case 'a': {
+			CUdeviceptr p;
+			cuMemAlloc_v2(&p, (size_t)strtoull(arg, NULL, 10));
+			cuMemFree_v2(p);
+			break;
+		}
+		case 'p': GPUSPY_PHASE_PUSH(arg); break;
+		case 'q': GPUSPY_PHASE_POP(); break;
+		case 'n': nvtxRangePushA(arg); break;
+		case 'm': nvtxRangePop(); break;
+		case 'x': return 0;
+		default: printf("bad line %s\n", line); return 1;
+		}
+		printf("ok\n");
+		fflush(stdout);
+	}
+	return 0;
+}
