@@ -339,13 +339,21 @@ def stacks_min_duration(tmp):
           got["launch"] == (69, 69), f"{proc} {got}")
     check("GPUSPY_STACK_MIN=20 us is not a duration (e.g. 20us); using waits: 10us" in err, f"stderr {err!r}")
     check("GPUSPY_STACK_MIN" not in report_text(tmp), "a threshold note without a threshold")
-    # Unset, waits under 10 us keep no stack (the double's take none here)
-    # and the report counts them; everything else keeps its stack.
+    # Unset, waits under 10 us keep no stack (the double's take none here,
+    # but a loaded machine may stretch one past 10 us: each wait is judged
+    # by the time it took) and the report counts them; everything else
+    # keeps its stack.
     proc, got, _ = kinds({"FAKECUDA_SYNC_NS": "0"})
-    check(proc["stack_min_ns"] == 0 and proc["wait_stack_min_ns"] == 10000 and got["sync"] == (0, 3) and
+    _, ev = only_trace(tmp)
+    waits = [(e["end_ns"] - e["start_ns"], "stack" in e) for e in ev if e["kind"] == "sync"]
+    check(len(waits) == 3 and all(s == (d >= 10000) for d, s in waits if abs(d - 10000) > 100),
+          f"waits (ns, with a stack) {waits}")
+    short = sum(d < 10000 for d, _ in waits)
+    check(proc["stack_min_ns"] == 0 and proc["wait_stack_min_ns"] == 10000 and got["sync"][1] == 3 and
           got["launch"] == (69, 69) and got["copy/pageable"] == (9, 9), f"{proc} {got}")
-    check(re.search(r"\(3 waits inside repeated phases, [0-9.]+ us in all, were shorter than 10\.0 us and "
-                    r"carry no stack: GPUSPY_STACK_MIN\)", report_text(tmp)), "no note of the waits without a site")
+    check(short == 0 or re.search(rf"\({short} {'wait' if short == 1 else 'waits'} inside repeated phases, "
+                                  r"[0-9.]+ us in all, (was|were) shorter than 10\.0 us and carry no stack: "
+                                  r"GPUSPY_STACK_MIN\)", report_text(tmp)), "no note of the waits without a site")
     proc, got, _ = kinds({"FAKECUDA_SYNC_NS": "0", "GPUSPY_STACK_MIN": "0"})
     check(proc["wait_stack_min_ns"] == 0 and got["sync"] == (3, 3), f"GPUSPY_STACK_MIN=0: every wait {got}")
     check("GPUSPY_STACK_MIN" not in report_text(tmp), "a note with every wait sited")

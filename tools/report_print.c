@@ -513,9 +513,10 @@ static void sites_section(FILE *f, const struct gs_report *r)
 	gs_sites_unsited(&r->sites.sync, &un, &uns);
 	if (un && r->sites.any && r->proc.wait_stack_min_ns) {
 		char a[32], b[32];
-		fprintf(f, "    (%llu waits inside repeated phases, %s in all, were shorter than %s and carry no "
+		fprintf(f, "    (%llu %s inside repeated phases, %s in all, %s shorter than %s and carry no "
 			   "stack: GPUSPY_STACK_MIN)\n",
-			(unsigned long long)un, gs_fmt_ns(b, uns), gs_fmt_ns(a, r->proc.wait_stack_min_ns));
+			(unsigned long long)un, gs_pl(un, "wait", "waits"), gs_fmt_ns(b, uns), un == 1 ? "was" : "were",
+			gs_fmt_ns(a, r->proc.wait_stack_min_ns));
 	}
 	if (r->proc.stack_min_ns) {
 		char a[32];
