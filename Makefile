@@ -15,6 +15,7 @@ LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -mtls-dialect=gnu2 -falig
 CJSON_CFLAGS := $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/include/cjson)
 CJSON_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
+CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 
 ifeq ($(V),1)
 Q :=
@@ -32,9 +33,10 @@ LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpus
 	-Wl,-z,defs -Wl,--no-undefined-version
 
 TOOL_SRCS := tools/gpuspy.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
-	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c
+	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c \
+	tools/follow.c tools/watch.c tools/top.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
-TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
+TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) $(CURSES_LIBS) -lstdc++ -lm
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
 
@@ -128,9 +130,9 @@ install: all
 # What the Python wheel holds under gpuspy/ (setup.py), in STAGE: the
 # command, linked to find its libraries in ../lib; libgpuspy, linked to find
 # libunwind beside it; libgpuspy-host; the libraries a GPU machine may lack
-# (GPU_CARRY_LIBS: the command's cJSON and elfutils, libunwind); the PyTorch
+# (GPU_CARRY_LIBS: the command's cJSON, elfutils and ncurses, libunwind); the PyTorch
 # helper in python/.
-GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8
+GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8 libncursesw.so.6
 wheel-stage: all
 	@test -n "$(STAGE)" || { echo "wheel-stage: STAGE= is not set" >&2; exit 1; }
 	@install -d $(STAGE)/bin $(STAGE)/lib $(STAGE)/python

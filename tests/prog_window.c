@@ -3,7 +3,9 @@
  * Driven line by line on stdin, for recording on demand (test_control.py):
  * after each line it prints "ok" and waits, so a test can switch recording
  * between two calls it knows.
- *   a N   cuMemAlloc of N bytes, then its cuMemFree
+ *   a N   cuMemAlloc of N bytes, then its cuMemFree;   A N   one kept
+ *   h N   an N-byte copy to the device from pageable memory;  H N   from pinned
+ *   k N   a kernel launch of N blocks (on the CUPTI double: N us of GPU time)
  *   p X   gpuspy_phase_push(X)       q   gpuspy_phase_pop()
  *   n X   nvtxRangePushA(X)          m   nvtxRangePop()
  *   x     exit 0
@@ -24,6 +26,10 @@ int main(void)
 	cuInit(0);
 	cuDevicePrimaryCtxRetain(&ctx, 0);
 	cuCtxSetCurrent(ctx);
+	CUfunction f = fakecuda_function("window_kernel", NULL);
+	static char pageable[1 << 20];
+	void *pinned = NULL;
+	CUdeviceptr dev = 0;
 	char line[256];
 	while (fgets(line, sizeof(line), stdin)) {
 		line[strcspn(line, "\n")] = 0;
@@ -35,6 +41,26 @@ int main(void)
 			cuMemFree_v2(p);
 			break;
 		}
+		case 'A': {
+			CUdeviceptr p;
+			cuMemAlloc_v2(&p, (size_t)strtoull(arg, NULL, 10));
+			break;
+		}
+		case 'h':
+		case 'H': {
+			size_t n = (size_t)strtoull(arg, NULL, 10);
+			if (n > sizeof(pageable))
+				n = sizeof(pageable);
+			if (!dev)
+				cuMemAlloc_v2(&dev, sizeof(pageable));
+			if (line[0] == 'H' && !pinned)
+				cuMemAllocHost_v2(&pinned, sizeof(pageable));
+			cuMemcpyHtoD_v2(dev, line[0] == 'H' ? pinned : pageable, n);
+			break;
+		}
+		case 'k':
+			cuLaunchKernel(f, (unsigned)strtoul(arg, NULL, 10), 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+			break;
 		case 'p': GPUSPY_PHASE_PUSH(arg); break;
 		case 'q': GPUSPY_PHASE_POP(); break;
 		case 'n': nvtxRangePushA(arg); break;

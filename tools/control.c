@@ -75,6 +75,43 @@ static struct gspy_header *map_header(const char *path, unsigned long ino, int p
 	return h;
 }
 
+int gs_pid_traces(int pid, int (*fn)(void *arg, const char *path, unsigned long ino), void *arg, int *deleted)
+{
+	char maps[64];
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	FILE *f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	char line[PATH_MAX + 128];
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long ino = 0;
+		int at = 0;
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%*s %*s %*s %*s %lu %n", &ino, &at) < 1 || !at)
+			continue;
+		const char *path = line + at;
+		size_t n = strlen(path);
+		if (n > 16 && !strcmp(path + n - 10, " (deleted)") && strstr(path, ".gspy")) {
+			*deleted = 1;
+			continue;
+		}
+		if (n >= 5 && !strcmp(path + n - 5, ".gspy"))
+			found = fn(arg, path, ino);
+	}
+	fclose(f);
+	return found;
+}
+
+static int take_target(void *arg, const char *path, unsigned long ino)
+{
+	struct target *t = arg;
+	if (strlen(path) >= sizeof(t->path) || !(t->h = map_header(path, ino, t->pid)))
+		return 0;
+	snprintf(t->path, sizeof(t->path), "%s", path);
+	return 1;
+}
+
 /* Finds pid's trace file through the mappings of the process. */
 static int find_target(const char *cmd, const char *arg, struct target *t)
 {
@@ -85,41 +122,18 @@ static int find_target(const char *cmd, const char *arg, struct target *t)
 		return 2;
 	}
 	t->pid = (int)pid;
-	char maps[64];
-	snprintf(maps, sizeof(maps), "/proc/%ld/maps", pid);
-	FILE *f = fopen(maps, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			fprintf(stderr, "gpuspy: error: %s: no process %ld\n", cmd, pid);
-		else
-			fprintf(stderr, "gpuspy: error: %s: cannot read %s: %s (another user's process?)\n", cmd,
-				maps, strerror(errno));
+	int deleted = 0, rc = gs_pid_traces(t->pid, take_target, t, &deleted);
+	if (rc == -ENOENT) {
+		fprintf(stderr, "gpuspy: error: %s: no process %ld\n", cmd, pid);
 		return 1;
 	}
-	char line[PATH_MAX + 128];
-	int deleted = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long ino = 0;
-		int at = 0;
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%*s %*s %*s %*s %lu %n", &ino, &at) < 1 || !at)
-			continue;
-		const char *path = line + at;
-		size_t n = strlen(path);
-		if (n > 16 && !strcmp(path + n - 10, " (deleted)") && strstr(path, ".gspy")) {
-			deleted = 1;
-			continue;
-		}
-		if (n < 5 || strcmp(path + n - 5, ".gspy") || n >= sizeof(t->path))
-			continue;
-		t->h = map_header(path, ino, t->pid);
-		if (t->h) {
-			memcpy(t->path, path, n + 1);
-			fclose(f);
-			return 0;
-		}
+	if (rc < 0) {
+		fprintf(stderr, "gpuspy: error: %s: cannot read /proc/%ld/maps: %s (another user's process?)\n", cmd,
+			pid, strerror(-rc));
+		return 1;
 	}
-	fclose(f);
+	if (rc)
+		return 0;
 	if (deleted)
 		fprintf(stderr, "gpuspy: error: %s: process %ld's trace file was deleted\n", cmd, pid);
 	else

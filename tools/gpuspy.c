@@ -8,6 +8,7 @@
  *   gpuspy export --format chrome FILE|DIR... -o OUT.json   timeline for Perfetto
  *   gpuspy env [--markdown]       the GPUSPY_ variables, their defaults and values here
  *   gpuspy start|stop PID, gpuspy record PID [--for DUR]   recording on demand
+ *   gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]   live view
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
@@ -29,6 +30,7 @@
 #include "reader.h"
 #include "report.h"
 #include "run.h"
+#include "top.h"
 
 
 
@@ -41,6 +43,7 @@ static void usage(FILE *f)
 		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
 		   "       gpuspy env [--markdown]\n"
 		   "       gpuspy record PID [--for DUR]   (and gpuspy start PID, gpuspy stop PID)\n"
+		   "       gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]\n"
 		   "       gpuspy --version\n"
 		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
 		   "(or, if it has none, its .jsonl files).\n");
@@ -364,6 +367,8 @@ int main(int argc, char **argv)
 		return gs_cmd_env(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return gs_cmd_run(argc - 2, argv + 2, cmd_report);
+	if (!strcmp(argv[1], "top"))
+		return gs_cmd_top(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "start") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "record"))
 		return gs_cmd_control(argv[1], argc - 2, argv + 2);
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);

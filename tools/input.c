@@ -260,6 +260,13 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 	struct gs_event e;
 	if (!gs_trace_next(&in->trace, &e))
 		return 0;
+	gs_ev_from_event(&in->trace, &e, ev);
+	return 1;
+}
+
+void gs_ev_from_event(const struct gs_trace *t, const struct gs_event *ep, struct gs_ev *ev)
+{
+	const struct gs_event e = *ep;
 	const struct gspy_record *r = e.rec;
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = r->kind;
@@ -303,9 +310,8 @@ static int next_gspy(struct gs_input *in, struct gs_ev *ev)
 		ev->has_step = 1;
 		ev->bytes = 0;
 	}
-	ev->name = gs_trace_string(&in->trace, r->name_id);
+	ev->name = gs_trace_string(t, r->name_id);
 	ev->stack_id = r->stack_id;
-	return 1;
 }
 
 /* JSON Lines: {"type":"stack","id":N,"frames":["...", ...]} lines, kept by id. */

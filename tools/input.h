@@ -79,6 +79,8 @@ int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errle
 /* 1 = an event, 0 = end, -1 = a malformed line (in->err says which). */
 int gs_input_next(struct gs_input *in, struct gs_ev *ev);
 void gs_input_close(struct gs_input *in);
+/* A .gspy event of t as the report reads it (name: t's string, valid while t is). */
+void gs_ev_from_event(const struct gs_trace *t, const struct gs_event *e, struct gs_ev *ev);
 /* The call stack of an event (ev->stack_id); NULL if none or unknown. */
 const struct gs_stack *gs_input_stack(struct gs_input *in, uint32_t id);
 

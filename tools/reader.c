@@ -132,7 +132,7 @@ static int cmp_tuple(const void *a, const void *b)
 	return 0;
 }
 
-static void setup_clock(struct gs_trace *t)
+void gs_trace_clock(struct gs_trace *t)
 {
 	const struct gspy_header *h = t->h;
 	t->raw0 = h->clock_start.raw;
@@ -148,7 +148,7 @@ static void setup_clock(struct gs_trace *t)
 		t->ns_per_raw = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0);
 }
 
-static uint64_t to_ns(const struct gs_trace *t, uint64_t raw)
+uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw)
 {
 	if (t->h->clock != GSPY_CLOCK_TSC)
 		return raw;
@@ -300,7 +300,7 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 		goto bad;
 	}
 	t->truncated = t->size < h->file_size;
-	setup_clock(t);
+	gs_trace_clock(t);
 	t->dropped = h->dropped_nochunk;
 	/* Threads: group initialised chunks by tid, ordered by seq. */
 	uint32_t claimed = h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count;
@@ -441,8 +441,8 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	best->have = 0; /* consumed: the next peek decodes after it */
 	ev->rec = br;
 	ev->tid = best->cur_tid ? best->cur_tid : best->tid;
-	ev->start_ns = to_ns(t, br->start);
-	ev->end_ns = to_ns(t, br->end);
+	ev->start_ns = gs_trace_ns(t, br->start);
+	ev->end_ns = gs_trace_ns(t, br->end);
 	ev->corr = 0;
 	if (br->kind >= GSPY_KIND_gpu_kernel && br->kind <= GSPY_KIND_gpu_memset)
 		ev->corr = br->u.gpu.cupti_corr;

@@ -60,6 +60,10 @@ void gs_trace_rewind(struct gs_trace *t);
 /* A string of the string table; "" for 0 or an id out of range. */
 const char *gs_trace_string(const struct gs_trace *t, uint32_t id);
 void gs_trace_close(struct gs_trace *t);
+/* The clock conversion from t->h (gs_trace_open sets it up; follow.c, for
+ * a header it copied), and a raw clock value in CLOCK_MONOTONIC ns. */
+void gs_trace_clock(struct gs_trace *t);
+uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw);
 /* gpuspy's own time taking call stacks (header stacks_time), in ns. */
 uint64_t gs_trace_stack_ns(const struct gs_trace *t);
 /* The bytes of a string-table entry (binary entries: format.h); 0 if the id

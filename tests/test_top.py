@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""gpuspy top: the live view of running traced processes, read from their
+growing trace files: its numbers against what the program did (--once
+--json), and the ncurses screen in tmux (send-keys, capture-pane)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_control import Driven, gpuspy
+from test_cupti import CUPTI_ENV
+
+NVML = os.path.join(BIN, "nvml")
+
+
+def top_json(*args):
+    p = gpuspy("top", "--once", "--json", *args)
+    check(p.returncode == 0 and not p.stderr, f"top --once --json: {p.returncode} {p.stderr!r}")
+    return json.loads(p.stdout)
+
+
+def wait_for(what, fn, seconds=10):
+    until = time.monotonic() + seconds
+    while True:
+        got = fn()
+        if got or time.monotonic() > until:
+            check(got, f"gave up waiting for {what}")
+            return got
+        time.sleep(0.1)
+
+
+@test
+def top_counts_what_the_process_did(tmp):
+    """Over a window that holds the whole run: the steps (the top-level
+    phase begun most often), each phase's time to the nanosecond of the
+    trace, copy bytes and their pageable share, device memory held, GPU
+    busy as the union of the CUPTI double's kernels and copies (10 B/ns), the NVML double's
+    latest sample; found by /proc and by directory alike; paused shows."""
+    env = dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH="1", GPUSPY_NVML_MS="20", FAKENVML="util=95,power_mw=312500",
+               LD_LIBRARY_PATH=NVML + ":" + BIN)
+    d = Driven(tmp, env=env)
+    d.do("p step", "h 1000", "k 100", "q", "p step", "H 3000", "n cub::DeviceReduce::Sum", "k 200", "m", "q",
+         "p step", "A 5000", "q", "p eval", "q")
+    path = os.path.join(tmp, traces(tmp)[0])
+    # CUPTI's records come a second after the launches stop.
+    v = wait_for("the GPU records and a sample", lambda: [x for x in top_json("--window", "60s", tmp)
+                                                          if x["gpu_busy_ns"] and x.get("telemetry")])[0]
+    _, ev = dump(path)
+    spans = {}
+    open_at = {}
+    for e in ev:
+        if e["kind"] == "phase_begin" and not e["name"].startswith("cub::"):
+            open_at[e["name"]] = e["start_ns"]
+        elif e["kind"] == "phase_end" and e["name"] in open_at:
+            spans[e["name"]] = spans.get(e["name"], 0) + e["start_ns"] - open_at.pop(e["name"])
+    got = {k: v[k] for k in ("pid", "paused", "step_phase", "steps", "copy_bytes", "pageable_bytes",
+                             "reserved_bytes", "dropped", "gpu_busy_ns")}
+    want = {"pid": d.p.pid, "paused": False, "step_phase": "step", "steps": 3, "copy_bytes": 4000,
+            "pageable_bytes": 1000, "reserved_bytes": (1 << 20) + 5000, "dropped": 0, "gpu_busy_ns": 300000 + 4000 // 10}
+    check(got == want, f"top: {got}\n want {want}")
+    check(v["phase_ns"]["step"] == spans["step"] and v["phase_ns"]["eval"] == spans["eval"] and
+          not any(k.startswith("cub::") for k in v["phase_ns"]), f"phase times {v['phase_ns']} / trace {spans}")
+    check((v["telemetry"]["util_gpu"], v["telemetry"]["power_dw"]) == (95, 3125), f"telemetry {v['telemetry']}")
+    by_proc = [x for x in top_json("--window", "60s") if x["pid"] == d.p.pid]
+    check(len(by_proc) == 1 and by_proc[0]["steps"] == 3, f"found through /proc: {by_proc}")
+    check(gpuspy("stop", d.p.pid).returncode == 0, "stop")
+    # Paused, nothing more is recorded (NVML neither): every event counted.
+    v = top_json("--window", "60s", tmp)[0]
+    n = len(dump(path)[1])
+    check(v["paused"] is True and v["events"] == n, f"paused {v['paused']}, {v['events']} events, {n} in the trace")
+    text = gpuspy("top", "--once", tmp).stdout.splitlines()
+    check(re.fullmatch(rf" *{d.p.pid} +paused +[0-9]+% +\S+ \S+/s +[0-9]+% +1\.0 MiB +0  .*prog_window", text[2]) and
+          "phases: " in text[3] and "telemetry: GPU 0, util 95%" in text[4], f"top --once:\n" + "\n".join(text))
+    check(d.finish() == 0, "prog_window failed")
+    check(top_json(tmp) == [], "an exited process still shown")
+
+
+@test
+def top_refuses_bad_arguments(tmp):
+    """One line and status 2 for a misused command, 1 for a directory it
+    cannot read; no terminal: it says to use --once."""
+    for args, want in ((["--json"], "top: --json needs --once"),
+                       (["--window", "5"], "top: --window 5 is not a duration from 100ms to 63s (e.g. 5s)"),
+                       (["--interval", "10ms"], "top: --interval 10ms is not a duration from 100ms to 63s"),
+                       (["--once", "a", "b"], "top: one directory, not 'b' too"),
+                       (["--window"], "top: --window needs a value"),
+                       (["--bogus"], "top: unknown option --bogus"),
+                       ([], "top: the output is not a terminal; use --once")):
+        p = gpuspy("top", *args)
+        check(p.returncode == 2 and p.stderr.startswith("gpuspy: error: " + want) and p.stderr.count("\n") == 1,
+              f"top {args}: {p.returncode} {p.stderr!r}")
+    p = gpuspy("top", "--once", os.path.join(tmp, "none"))
+    check(p.returncode == 1 and p.stderr == f"gpuspy: error: top: {tmp}/none: No such file or directory\n",
+          f"missing directory: {p.returncode} {p.stderr!r}")
+
+
+@test
+def top_draws_in_tmux(tmp):
+    """The ncurses view in a real terminal (tmux): a traced process's row
+    and phases appear, `gpuspy stop` shows as paused, an exited process
+    leaves the screen, q quits with status 0."""
+    if not shutil.which("tmux"):
+        raise Skip("tmux is not installed (make deps installs it)")
+    sock = "gpuspy-test-%d" % os.getpid()
+    tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True, timeout=TIMEOUT)
+    d = Driven(tmp)
+    d.do("p step", "h 1000", "q", "p step")  # the second step stays open: its share grows
+    rc = os.path.join(tmp, "rc")
+    cmd = f"{GPUSPY} top --interval 200ms {tmp}; echo rc=$? > {rc}"
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "132", "-y", "30", cmd],
+                   env=env, check=True, timeout=TIMEOUT)
+    try:
+        screen = lambda: tmux("capture-pane", "-p").stdout
+        row = rf"^ *{d.p.pid} +[0-9.]+ +n/a +\S+ \S+/s +100% +1\.0 MiB +0  .*prog_window$"
+        s = wait_for("the process's row", lambda: re.search(row, screen(), re.M) and screen())
+        check(s.startswith("gpuspy top: 1 traced process, the last 5.00 s; q quits\n") and
+              re.search(r"^ +phases: .*step [0-9]+%", s, re.M), f"screen:\n{s}")
+        check(gpuspy("stop", d.p.pid).returncode == 0, "stop")
+        wait_for("paused", lambda: re.search(rf"^ *{d.p.pid} +paused ", screen(), re.M))
+        check(d.finish() == 0, "prog_window failed")
+        wait_for("the exit", lambda: "no traced process is running in " in screen())
+        tmux("send-keys", "q")
+        wait_for("gpuspy top to quit", lambda: os.path.exists(rc) and open(rc).read() == "rc=0\n")
+    finally:
+        tmux("kill-server")

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]: the
+ * traced processes running on this machine, live, read from their growing
+ * trace files (watch.c). Without DIR they are found the way `gpuspy
+ * record` finds one, in /proc/PID/maps; with DIR, they are that
+ * directory's traces whose processes run. Drawn with ncurses; --once
+ * prints one frame (or, with --json, its numbers) and exits.
+ */
+#include <curses.h>
+#include <dirent.h>
+#include <errno.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../lib/options.h"
+#include "cli.h"
+#include "control.h"
+#include "watch.h"
+#include "top.h"
+#include "units.h"
+#include "xalloc.h"
+
+#define TOP_MAX 64 /* processes followed at once */
+
+struct top {
+	const char *dir; /* NULL: every traced process found in /proc */
+	uint64_t window_ns, interval_ns;
+	struct gs_watch *p[TOP_MAX];
+	int n;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int followed(const struct top *t, const char *path)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->p[i]->path, path))
+			return 1;
+	return 0;
+}
+
+/* Follows path if it is the trace of a running process (pid, or any). */
+static int follow(struct top *t, const char *path, int pid)
+{
+	if (t->n == TOP_MAX || followed(t, path))
+		return 0;
+	struct gs_watch *l = xcalloc(1, sizeof(*l));
+	char err[256];
+	if (gs_watch_open(l, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
+		const struct gspy_header *h = l->f.tr.h;
+		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
+		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM)) {
+			t->p[t->n++] = l;
+			return 1;
+		}
+	}
+	gs_watch_close(l);
+	free(l);
+	return 0;
+}
+
+struct proc_arg {
+	struct top *t;
+	int pid;
+};
+
+static int take(void *arg, const char *path, unsigned long ino)
+{
+	struct proc_arg *a = arg;
+	(void)ino;
+	return follow(a->t, path, a->pid);
+}
+
+static void discover(struct top *t)
+{
+	DIR *d = opendir(t->dir ? t->dir : "/proc");
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[PATH_MAX];
+	while ((e = readdir(d)) != NULL) {
+		const char *nm = e->d_name;
+		size_t len = strlen(nm);
+		if (t->dir) {
+			if (len > 5 && !strcmp(nm + len - 5, ".gspy") &&
+			    snprintf(path, sizeof(path), "%s/%s", t->dir, nm) < (int)sizeof(path))
+				follow(t, path, 0);
+		} else if (len && strspn(nm, "0123456789") == len) {
+			struct proc_arg a = { t, atoi(nm) };
+			int deleted = 0;
+			gs_pid_traces(a.pid, take, &a, &deleted);
+		}
+	}
+	closedir(d);
+}
+
+/* Reads what each process wrote; drops those that are gone. */
+static void poll_all(struct top *t)
+{
+	for (int i = 0; i < t->n;) {
+		struct gs_watch *l = t->p[i];
+		int gone = gs_watch_poll(l) != 0 || l->f.tr.h->state != GSPY_STATE_RUNNING ||
+			   (kill((pid_t)l->f.tr.h->pid, 0) != 0 && errno == ESRCH);
+		if (gone) {
+			gs_watch_close(l);
+			free(l);
+			t->p[i] = t->p[--t->n];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Control bytes of a trace's text never reach the terminal. */
+static void clean(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+static void pct(char *b, size_t n, uint64_t part, uint64_t whole)
+{
+	if (whole)
+		snprintf(b, n, "%.0f%%", 100.0 * (double)part / (double)whole);
+	else
+		snprintf(b, n, "-");
+}
+
+/* One process's lines: its row, its phases, its telemetry. */
+static int proc_lines(const struct gs_watch_view *v, char lines[][512], int max)
+{
+	char steps[32], busy[16], rate[32], page[16], mem[32], drop[32];
+	double secs = (double)v->window_ns / 1e9;
+	if (v->paused)
+		snprintf(steps, sizeof(steps), "paused");
+	else if (!v->step_phase || secs <= 0)
+		snprintf(steps, sizeof(steps), "-");
+	else
+		snprintf(steps, sizeof(steps), "%.1f", (double)v->steps / secs);
+	if (v->gpu_known)
+		pct(busy, sizeof(busy), v->gpu_busy_ns, v->window_ns);
+	else
+		snprintf(busy, sizeof(busy), "n/a");
+	char b[32];
+	snprintf(rate, sizeof(rate), "%s/s", gs_fmt_bytes(b, secs > 0 ? (uint64_t)((double)v->copy_bytes / secs) : 0));
+	pct(page, sizeof(page), v->pageable_bytes, v->copy_bytes);
+	gs_fmt_bytes(mem, v->reserved > 0 ? (uint64_t)v->reserved : 0);
+	gs_fmt_count(drop, v->dropped);
+	int n = 0;
+	snprintf(lines[n++], 512, "%7u %8s %8s %11s %8s %10s %8s  %s", v->pid, steps, busy, rate, page, mem, drop,
+		 v->command);
+	/* Phases by their share of the time, the largest first: six, each
+	 * of half a percent or more. */
+	uint64_t total = 0;
+	int order[LIVE_PHASES + 2], k = 0;
+	for (int i = 0; i < LIVE_PHASES + 2; i++)
+		total += v->phase_ns[i];
+	for (int i = 0; i < LIVE_PHASES + 2; i++)
+		if (v->phase_ns[i] && 200 * v->phase_ns[i] >= total)
+			order[k++] = i;
+	for (int i = 1; i < k; i++)
+		for (int j = i; j > 0 && v->phase_ns[order[j]] > v->phase_ns[order[j - 1]]; j--) {
+			int x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	if (k && n < max) {
+		int at = snprintf(lines[n], 512, "%16s", "phases:");
+		for (int i = 0; i < k && i < 6 && at < 400; i++)
+			at += snprintf(lines[n] + at, 512 - (size_t)at, " %s %.0f%%%s", v->phase[order[i]],
+				       100.0 * (double)v->phase_ns[order[i]] / (double)total, i + 1 < k && i < 5 ? "," : "");
+		n++;
+	}
+	if (v->nvml_device >= 0 && n < max) {
+		const struct gspy_nvml *s = &v->nvml;
+		int at = snprintf(lines[n], 512, "%16s GPU %d", "telemetry:", v->nvml_device);
+		if (s->util_gpu != GSPY_NVML_NA)
+			at += snprintf(lines[n] + at, 512 - (size_t)at, ", util %u%%", s->util_gpu);
+		if (s->used_mib != GSPY_NVML_NA)
+			at += snprintf(lines[n] + at, 512 - (size_t)at, ", %s used", gs_fmt_bytes(b, (uint64_t)s->used_mib << 20));
+		if (s->power_dw != GSPY_NVML_NA)
+			at += snprintf(lines[n] + at, 512 - (size_t)at, ", %.0f W", s->power_dw / 10.0);
+		if (s->sm_mhz != GSPY_NVML_NA && s->sm_mhz)
+			at += snprintf(lines[n] + at, 512 - (size_t)at, ", SM %u MHz", s->sm_mhz);
+		if (s->temp_c != GSPY_NVML_NA)
+			snprintf(lines[n] + at, 512 - (size_t)at, ", %u C", s->temp_c);
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		clean(lines[i]);
+	return n;
+}
+
+/* The frame: a title, the column heads, each process's lines. */
+static int frame(const struct top *t, char lines[][512], int max, int live)
+{
+	uint64_t now = mono_ns();
+	char w[32];
+	int n = 0;
+	snprintf(lines[n++], 512, "gpuspy top: %d traced %s, the last %s%s", t->n, gs_pl(t->n, "process", "processes"),
+		 gs_fmt_ns(w, t->window_ns), live ? "; q quits" : "");
+	snprintf(lines[n++], 512, "%7s %8s %8s %11s %8s %10s %8s  %s", "PID", "STEPS/S", "GPU BUSY", "COPIES",
+		 "PAGEABLE", "DEV MEM", "DROPPED", "COMMAND");
+	if (!t->n)
+		snprintf(lines[n++], 512, "  no traced process is running%s%s", t->dir ? " in " : "", t->dir ? t->dir : "");
+	for (int i = 0; i < t->n && n < max; i++) {
+		struct gs_watch_view v;
+		gs_watch_view(t->p[i], now, t->window_ns, &v);
+		n += proc_lines(&v, lines + n, max - n);
+	}
+	return n;
+}
+
+static cJSON *view_json(const struct gs_watch_view *v)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "pid", v->pid);
+	cJSON_AddStringToObject(o, "command", v->command);
+	cJSON_AddBoolToObject(o, "paused", v->paused);
+	cJSON_AddNumberToObject(o, "window_ns", (double)v->window_ns);
+	cJSON_AddNumberToObject(o, "events", (double)v->events);
+	if (v->step_phase)
+		cJSON_AddStringToObject(o, "step_phase", v->step_phase);
+	else
+		cJSON_AddNullToObject(o, "step_phase");
+	cJSON_AddNumberToObject(o, "steps", (double)v->steps);
+	cJSON *ph = cJSON_AddObjectToObject(o, "phase_ns");
+	for (int i = 0; i < LIVE_PHASES + 2; i++)
+		if (v->phase_ns[i])
+			cJSON_AddNumberToObject(ph, v->phase[i], (double)v->phase_ns[i]);
+	if (v->gpu_known)
+		cJSON_AddNumberToObject(o, "gpu_busy_ns", (double)v->gpu_busy_ns);
+	else
+		cJSON_AddNullToObject(o, "gpu_busy_ns");
+	cJSON_AddNumberToObject(o, "copy_bytes", (double)v->copy_bytes);
+	cJSON_AddNumberToObject(o, "pageable_bytes", (double)v->pageable_bytes);
+	cJSON_AddNumberToObject(o, "reserved_bytes", (double)v->reserved);
+	cJSON_AddNumberToObject(o, "dropped", (double)v->dropped);
+	if (v->nvml_device >= 0) {
+		cJSON *s = cJSON_AddObjectToObject(o, "telemetry");
+		cJSON_AddNumberToObject(s, "device", v->nvml_device);
+#define GSPY_X(f) cJSON_AddNumberToObject(s, #f, v->nvml.f);
+		GSPY_NVML_FIELDS(GSPY_X)
+#undef GSPY_X
+	}
+	return o;
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int run_live(struct top *t)
+{
+	setlocale(LC_ALL, "");
+	if (!isatty(1) || !initscr()) {
+		fprintf(stderr, "gpuspy: error: top: the output is not a terminal; use --once\n");
+		return 2;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	cbreak();
+	noecho();
+	curs_set(0);
+	keypad(stdscr, TRUE);
+	static char lines[256][512];
+	uint64_t next_scan = 0;
+	while (!stop) {
+		uint64_t now = mono_ns();
+		if (now >= next_scan) { /* a new process is found within 2 s */
+			discover(t);
+			next_scan = now + 2000000000ull;
+		}
+		poll_all(t);
+		int n = frame(t, lines, LINES < 256 ? LINES : 256, 1);
+		erase();
+		for (int i = 0; i < n; i++) {
+			if (i == 1)
+				attron(A_REVERSE);
+			mvaddnstr(i, 0, lines[i], COLS);
+			if (i == 1)
+				attroff(A_REVERSE);
+		}
+		refresh();
+		timeout((int)(t->interval_ns / 1000000u));
+		int ch = getch();
+		if (ch == 'q' || ch == 'Q')
+			break;
+	}
+	endwin();
+	return 0;
+}
+
+static int parse_dur(const char *opt, const char *v, uint64_t *ns)
+{
+	static const struct gs_opt_def dur = { "top", GS_OPT_DURATION, GS_BY_TOOL, 0, "", 0, 0, NULL, NULL, NULL };
+	size_t n = strlen(v);
+	struct gs_opt_val x = gs_opt_parse(&dur, v);
+	if (!n || v[n - 1] < 'a' || v[n - 1] > 'z' || x.bad || !x.set || x.u < 100000000u ||
+	    x.u > (uint64_t)(LIVE_SECONDS - 1) * 1000000000u) {
+		fprintf(stderr, "gpuspy: error: top: %s %s is not a duration from 100ms to %ds (e.g. 5s)\n", opt, v,
+			LIVE_SECONDS - 1);
+		return 2;
+	}
+	*ns = x.u;
+	return 0;
+}
+
+int gs_cmd_top(int argc, char **argv)
+{
+	struct top t = { .window_ns = 5000000000ull, .interval_ns = 1000000000ull };
+	int once = 0, json = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if ((!strcmp(a, "--window") || !strcmp(a, "--interval")) && i + 1 < argc) {
+			int rc = parse_dur(a, argv[++i], a[2] == 'w' ? &t.window_ns : &t.interval_ns);
+			if (rc)
+				return rc;
+		} else if (!strcmp(a, "--once")) {
+			once = 1;
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (a[0] == '-') {
+			return gs_bad_option("top", a, "--window --interval");
+		} else if (t.dir) {
+			fprintf(stderr, "gpuspy: error: top: one directory, not '%s' too\n", a);
+			return 2;
+		} else {
+			t.dir = a;
+		}
+	}
+	if (json && !once) {
+		fprintf(stderr, "gpuspy: error: top: --json needs --once\n");
+		return 2;
+	}
+	if (t.dir) {
+		DIR *d = opendir(t.dir);
+		if (!d) {
+			fprintf(stderr, "gpuspy: error: top: %s: %s\n", t.dir, strerror(errno));
+			return 1;
+		}
+		closedir(d);
+	}
+	int rc = 0;
+	if (!once) {
+		rc = run_live(&t);
+	} else {
+		discover(&t);
+		poll_all(&t);
+		if (json) {
+			cJSON *a = cJSON_CreateArray();
+			uint64_t now = mono_ns();
+			for (int i = 0; i < t.n; i++) {
+				struct gs_watch_view v;
+				gs_watch_view(t.p[i], now, t.window_ns, &v);
+				cJSON_AddItemToArray(a, view_json(&v));
+			}
+			char *s = cJSON_PrintUnformatted(a);
+			printf("%s\n", s);
+			free(s);
+			cJSON_Delete(a);
+		} else {
+			static char lines[4 * TOP_MAX + 3][512];
+			int n = frame(&t, lines, 4 * TOP_MAX + 3, 0);
+			for (int i = 0; i < n; i++)
+				printf("%s\n", lines[i]);
+		}
+	}
+	for (int i = 0; i < t.n; i++) {
+		gs_watch_close(t.p[i]);
+		free(t.p[i]);
+	}
+	return rc;
+}
