@@ -29,7 +29,7 @@ for loop in ${ONDEMAND_LOOPS:-resnet jax}; do
 	wait $rec
 	echo "record exited $?" >> "$d/record.txt"
 	$G top --once --json "$d" > "$d/top-after.json"
-	kill -TERM $pid
+	kill -INT $pid # KeyboardInterrupt: Python exits, and gpuspy closes the file
 	wait $pid
 	f=$(ls "$d"/*.gspy | head -1)
 	$G report --json "$f" > "$d/report.json" 2> "$d/report.err"
