@@ -8,8 +8,10 @@
  *   k N   a kernel launch of N blocks (on the CUPTI double: N us of GPU time)
  *   p X   gpuspy_phase_push(X)       q   gpuspy_phase_pop()
  *   n X   nvtxRangePushA(X)          m   nvtxRangePop()
+ *   t X S a phase X of step S begins, as the PyTorch helper's do; T X S it ends
  *   x     exit 0
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,16 @@ int main(void)
 			if (line[0] == 'H' && !pinned)
 				cuMemAllocHost_v2(&pinned, sizeof(pageable));
 			cuMemcpyHtoD_v2(dev, line[0] == 'H' ? pinned : pageable, n);
+			break;
+		}
+		case 't':
+		case 'T': { /* libgpuspy's entry for python/gpuspy_torch.py, when it is there */
+			void (*tp)(const char *, unsigned long long, int) =
+				(void (*)(const char *, unsigned long long, int))dlsym(RTLD_DEFAULT, "gpuspy_torch_phase");
+			char name[64];
+			unsigned long long step = 0;
+			if (tp && sscanf(arg, "%63s %llu", name, &step) == 2)
+				tp(name, step, line[0] == 't');
 			break;
 		}
 		case 'k':

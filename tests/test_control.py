@@ -182,6 +182,11 @@ def started_paused_costs_nothing_until_started(tmp):
     proc, ev = only_trace(tmp)
     check(proc["gpu_timing"] == "cupti" and summary(ev) == [("mark", "(resumed)", False), ("alloc", 2, False)],
           f"after start: {proc['gpu_timing']} {summary(ev)}")
+    path = os.path.join(tmp, traces(tmp)[0])
+    o = report_json(path)
+    check((o["windows"], o["paused_ns"]) == (1, 0) and
+          "recorded in 1 window, started paused (GPUSPY_START=paused)\n" in report_text(path),
+          f"report of one window: {o['windows']} {o['paused_ns']}")
 
 
 @test

@@ -79,6 +79,30 @@ def top_counts_what_the_process_did(tmp):
 
 
 @test
+def top_counts_pytorch_and_jax_steps(tmp):
+    """A step of the PyTorch helper's phases is a new step number, however
+    many phases it has (optimizer twice a step, as on the H200); XLA's
+    module ranges are the jitted function's phase, and its compilation is
+    never the step."""
+    d = Driven(tmp)
+    for s in (1, 2, 3):
+        d.do(*[f"{c} {p} {s}" for p in ("data", "forward", "optimizer", "optimizer") for c in "tT"])
+    v = top_json("--window", "60s", tmp)[0]
+    check((v["step_phase"], v["steps"]) == ("data", 3), f"PyTorch steps {v['step_phase']} {v['steps']}")
+    check(d.finish() == 0, "prog_window failed")
+    for f in traces(tmp):
+        os.unlink(os.path.join(tmp, f))
+    d = Driven(tmp)
+    d.do("n XlaCompile:#module=jit_step#", "m", "n XlaCompile:#module=jit_step#", "m")
+    for _ in range(4):
+        d.do("n XlaModule:#hlo_module=jit_step,program_id=7#", "n Thunk:#hlo_op=fusion#", "k 1", "m", "m")
+    v = top_json("--window", "60s", tmp)[0]
+    check((v["step_phase"], v["steps"]) == ("jit_step", 4) and "Thunk:#hlo_op=fusion#" not in v["phase_ns"] and
+          "XLA compile" in v["phase_ns"], f"JAX steps {v['step_phase']} {v['steps']} {v['phase_ns']}")
+    check(d.finish() == 0, "prog_window failed")
+
+
+@test
 def top_refuses_bad_arguments(tmp):
     """One line and status 2 for a misused command, 1 for a directory it
     cannot read; no terminal: it says to use --once."""

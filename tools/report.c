@@ -467,25 +467,28 @@ static struct last_call *last_call(struct last_call *t, uint32_t tid)
  * Recording paused and resumed (gpuspy_pause, `gpuspy stop`/`start`): the
  * time between is left out of every figure, as if the windows were one
  * run. Timestamps after a resume move back by all that was paused; what
- * the trace holds from inside a pause (GPU work CUPTI delivered meanwhile)
- * is skipped: its host calls were not recorded. 0: skip the event.
+ * the trace holds from inside a pause (GPU work CUPTI delivered meanwhile;
+ * a process started paused starts CUPTI just before its first window) is
+ * skipped: its host calls were not recorded. 0: skip the event.
  */
 struct window_cut {
-	int paused;
-	uint64_t since, total; /* the open pause's start; the time cut so far */
+	int paused, before_first; /* before_first: started paused, no window yet */
+	uint64_t since, total;    /* the open pause's start; the time cut so far */
 };
 
 static int window_cut(struct window_cut *c, struct gs_report *r, struct gs_ev *ev)
 {
 	int mark = ev->kind == GSPY_KIND_mark;
 	if (mark && ev->api == GSPY_API_gpuspy_resume) {
-		if (c->paused)
+		if (c->paused && !c->before_first)
 			c->total += ev->start_ns > c->since ? ev->start_ns - c->since : 0;
-		c->paused = 0;
+		c->paused = c->before_first = 0;
 		r->windows++;
-	} else if (!r->nevents) {
-		r->windows = 1; /* recording from the start */
+	} else if (!r->windows && !c->paused && ev->kind < GSPY_KIND_gpu_kernel) {
+		r->windows = 1; /* a host call before any pause: recording from the start */
 	}
+	if (c->before_first)
+		return 0;
 	if (c->paused) {
 		if (ev->start_ns > c->since)
 			return 0;
@@ -523,7 +526,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	uint64_t top_begin = 0, covered = 0;
 	struct last_call last[LAST_CAP] = { { 0, 0 } };
 	struct gs_ev ev;
-	struct window_cut cut = { 0 };
+	struct window_cut cut = { .paused = in.proc.start_paused, .before_first = in.proc.start_paused };
 	int got;
 	while ((got = gs_input_next(&in, &ev)) == 1) {
 		if (!window_cut(&cut, r, &ev))

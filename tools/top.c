@@ -152,7 +152,7 @@ static int proc_lines(const struct gs_watch_view *v, char lines[][512], int max)
 	else
 		snprintf(steps, sizeof(steps), "%.1f", (double)v->steps / secs);
 	if (v->gpu_known)
-		pct(busy, sizeof(busy), v->gpu_busy_ns, v->window_ns);
+		pct(busy, sizeof(busy), v->gpu_busy_ns, v->gpu_window_ns);
 	else
 		snprintf(busy, sizeof(busy), "n/a");
 	char b[32];
@@ -242,10 +242,13 @@ static cJSON *view_json(const struct gs_watch_view *v)
 	for (int i = 0; i < LIVE_PHASES + 2; i++)
 		if (v->phase_ns[i])
 			cJSON_AddNumberToObject(ph, v->phase[i], (double)v->phase_ns[i]);
-	if (v->gpu_known)
+	if (v->gpu_known) {
 		cJSON_AddNumberToObject(o, "gpu_busy_ns", (double)v->gpu_busy_ns);
-	else
+		cJSON_AddNumberToObject(o, "gpu_window_ns", (double)v->gpu_window_ns);
+		cJSON_AddNumberToObject(o, "gpu_lag_ns", (double)v->gpu_lag_ns);
+	} else {
 		cJSON_AddNullToObject(o, "gpu_busy_ns");
+	}
 	cJSON_AddNumberToObject(o, "copy_bytes", (double)v->copy_bytes);
 	cJSON_AddNumberToObject(o, "pageable_bytes", (double)v->pageable_bytes);
 	cJSON_AddNumberToObject(o, "reserved_bytes", (double)v->reserved);

@@ -3,17 +3,19 @@
  * The live statistics of `gpuspy top` (watch.h). Phases are attributed as
  * the report attributes them: the time between two phase events goes to
  * the innermost open phase, libraries' ranges (CUB, XLA, NCCL...) take
- * nothing, paused time goes nowhere. The step is the top-level phase
- * begun most often. GPU busy is the union of the GPU records' intervals;
- * CUPTI hands them over in batches (every GPUSPY_CUPTI_FLUSH seconds while
- * the program launches), so its last seconds fill in late.
+ * nothing, paused time goes nowhere, XLA's modules are named by the jitted
+ * function. A step is a new step number of the PyTorch helper's phases,
+ * else a begin of the top-level phase begun most often. GPU busy is the
+ * union of the GPU records' intervals; CUPTI hands them over in batches
+ * (every GPUSPY_CUPTI_FLUSH seconds while the program launches), so it is
+ * given over the window that ends at the last GPU record.
  */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "watch.h"
 #include "report.h"
+#include "watch.h"
 #include "xalloc.h"
 
 int gs_watch_open(struct gs_watch *l, const char *path, char *err, size_t errlen)
@@ -59,7 +61,7 @@ static int phase_index(struct gs_watch *l, const char *name)
 			return i;
 	if (l->nphases > LIVE_PHASES)
 		return LIVE_PHASES + 1;
-	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%s", name);
+	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%.63s", name);
 	return l->nphases++;
 }
 
@@ -83,13 +85,25 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 	if (b)
 		b->events++;
 	const char *name = ev->name && *ev->name ? ev->name : "(unnamed)";
+	char fw[128];
+	int compile = 0;
+	if ((ev->kind == GSPY_KIND_phase_begin || ev->kind == GSPY_KIND_phase_end) &&
+	    gs_framework_phase(name, fw, sizeof(fw), &compile))
+		name = fw;
 	switch (ev->kind) {
 	case GSPY_KIND_phase_begin: {
 		if (gs_library_range(name))
 			return;
 		int p = phase_index(l, name);
+		if (ev->has_step && (!l->steps_seen || ev->step != l->step)) {
+			if (!l->steps_seen++)
+				l->step_first = p;
+			l->step = ev->step;
+			if (b)
+				b->step_starts++;
+		}
 		phase_time(l, ev->start_ns);
-		if (!l->depth)
+		if (!l->depth && !compile)
 			l->top_level[p] = 1;
 		l->begins_total[p]++;
 		if (b)
@@ -211,13 +225,13 @@ void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, s
 	for (int i = 0; i < LIVE_PHASES + 2; i++)
 		v->phase[i] = l->names[i];
 	v->nphases = l->nphases;
-	uint64_t begins[LIVE_PHASES + 2] = { 0 };
+	uint64_t begins[LIVE_PHASES + 2] = { 0 }, step_starts = 0;
 	for (uint64_t s = from; s <= nsec; s++) {
 		const struct gs_watch_bin *b = &l->bin[s % LIVE_SECONDS];
 		if (b->sec != s)
 			continue;
 		v->events += b->events;
-		v->gpu_busy_ns += b->gpu_busy_ns;
+		step_starts += b->step_starts;
 		v->copy_bytes += b->copy_bytes;
 		v->pageable_bytes += b->pageable_bytes;
 		for (int i = 0; i < LIVE_PHASES + 2; i++) {
@@ -233,9 +247,24 @@ void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, s
 	for (int i = 1; i < LIVE_PHASES + 1; i++)
 		if (l->top_level[i] && l->begins_total[i] > 1 && (step < 0 || l->begins_total[i] > l->begins_total[step]))
 			step = i;
-	if (step > 0) {
+	if (l->steps_seen > 1) { /* the PyTorch helper numbers its steps */
+		v->step_phase = l->names[l->step_first];
+		v->steps = step_starts;
+	} else if (step > 0) {
 		v->step_phase = l->names[step];
 		v->steps = begins[step];
+	}
+	/* GPU busy over the same length of time, up to the last GPU record. */
+	uint64_t gend = l->gpu_end < now ? l->gpu_end : now, gsec = gend / 1000000000u;
+	uint64_t gfrom = gsec + 1 > secs ? gsec + 1 - secs : 0, gstart = gfrom * 1000000000u;
+	if (l->first_ns > gstart)
+		gstart = l->first_ns;
+	v->gpu_window_ns = gend > gstart ? gend - gstart : 0;
+	v->gpu_lag_ns = now - gend;
+	for (uint64_t s = gfrom; l->gpu_seen && s <= gsec; s++) {
+		const struct gs_watch_bin *b = &l->bin[s % LIVE_SECONDS];
+		if (b->sec == s)
+			v->gpu_busy_ns += b->gpu_busy_ns;
 	}
 	v->nvml_device = -1;
 	for (int d = 0; d < GSPY_DEVICES; d++)

@@ -21,6 +21,7 @@ struct gs_watch_bin {
 	uint64_t sec; /* the second of CLOCK_MONOTONIC it holds (bins are reused) */
 	uint64_t phase_ns[LIVE_PHASES + 2]; /* time in each innermost phase */
 	uint32_t begins[LIVE_PHASES + 2];
+	uint32_t step_starts; /* phases with a new step number (the PyTorch helper's) */
 	uint64_t gpu_busy_ns; /* GPU records' union */
 	uint64_t copy_bytes, pageable_bytes; /* host to device and back */
 	uint64_t events;
@@ -39,6 +40,8 @@ struct gs_watch {
 	uint64_t since;                     /* cur's time counts from */
 	uint64_t first_ns, last_ns;         /* first and latest event seen */
 	uint64_t gpu_end;                   /* GPU busy is counted up to here */
+	uint64_t step, steps_seen;          /* the last step number, and how many began */
+	int step_first;                     /* the phase each step begins with */
 	int gpu_seen;
 	int64_t reserved;                   /* device memory allocated and not freed */
 	struct gspy_nvml nvml[GSPY_DEVICES]; /* each device's latest sample */
@@ -59,7 +62,8 @@ struct gs_watch_view {
 	const char *phase[LIVE_PHASES + 2];
 	uint64_t phase_ns[LIVE_PHASES + 2];
 	int gpu_known;            /* GPU records came (CUPTI) */
-	uint64_t gpu_busy_ns;
+	uint64_t gpu_busy_ns;     /* over gpu_window_ns, up to the last GPU record */
+	uint64_t gpu_window_ns, gpu_lag_ns; /* CUPTI's records come in batches: how far behind now */
 	uint64_t copy_bytes, pageable_bytes;
 	int64_t reserved;
 	int nvml_device;          /* the device of nvml, -1 none */

@@ -4,7 +4,9 @@
 # loops.py still running 30 s after it, started paused and recorded for
 # 3 s.) Variants of tests/gpu/loops.py mlp: untraced; traced; started
 # paused, never started; started paused and recorded 2 s; that with CUPTI
-# off. Each gets SIGINT 8 s in and 15 s to exit; a hung one leaves its
+# off. Found on the H200: none exits, the untraced one neither: bash starts
+# a script's background jobs with SIGINT ignored, so Python never raises
+# KeyboardInterrupt; gpuspy is not the cause (the scripts send SIGTERM). Each gets SIGINT 8 s in and 15 s to exit; a hung one leaves its
 # threads' stacks (gdb where there is one, else the kernel's) in
 # $OUT/exit-hang.txt. From the repository root on the GPU machine.
 . tests/gpu/setup.sh /tmp/gpuspy-exit

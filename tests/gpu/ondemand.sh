@@ -5,8 +5,9 @@
 # torchvision ResNet-18 with DataLoader workers; jax: a jitted step), each
 # started with GPUSPY_START=paused and CUPTI on (auto). While it runs:
 # gpuspy top --once --json (paused: nothing recorded), gpuspy record PID
-# --for 3s, gpuspy top during the window and after it; then SIGINT, and the
-# window's report. Every step has a time limit; a process that does not
+# --for 3s, gpuspy top during the window and after it; then SIGTERM (a job
+# started with & by a script ignores SIGINT: tests/gpu/exit_hang.sh), and
+# the window's report. Every step has a time limit; a process that does not
 # exit leaves its threads' names, kernel wait channels and stacks in
 # $OUT/ondemand-LOOP-hang.txt. tests/gpu/ondemand_check.py writes
 # $OUT/ondemand.md from what came back.
@@ -41,10 +42,10 @@ for loop in ${ONDEMAND_LOOPS:-mlp resnet jax}; do
 	echo "record exited $?" >> "$d/record.txt"
 	say "record: $(cat "$d/record.txt" | tr '\n' ' ')"
 	timeout 20 $G top --once --json "$d" > "$d/top-after.json"; say "top after: $?"
-	kill -INT $pid # KeyboardInterrupt: Python exits, and gpuspy closes the file
+	kill -TERM $pid
 	for _ in $(seq 60); do kill -0 $pid 2> /dev/null || break; sleep 0.5; done
 	if kill -0 $pid 2> /dev/null; then
-		say "$loop: still running 30 s after SIGINT"
+		say "$loop: still running 30 s after SIGTERM"
 		threads $pid > "$OUT/ondemand-$loop-hang.txt" 2>&1
 		kill -9 $pid
 	fi
