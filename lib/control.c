@@ -39,7 +39,11 @@ static void header_state(void)
 				 __ATOMIC_RELEASE);
 }
 
-void gs_recording(int on)
+/* flush: a window that `gpuspy stop`/`record` ends hands CUPTI's records
+ * over at once (on the control thread), not at the next flush seconds
+ * later, so that the window's trace is whole when the command returns,
+ * even if the process then dies. */
+static void recording(int on, int flush)
 {
 	if (!gs_init())
 		return;
@@ -54,7 +58,14 @@ void gs_recording(int on)
 	}
 	if (!on)
 		gs_cupti_callbacks(0);
+	if (!on && flush)
+		gs_cupti_flush();
 	header_state();
+}
+
+void gs_recording(int on)
+{
+	recording(on, 0);
 }
 
 /* 1 when CUPTI's start is to wait for the first window (cupti.c asks, as
@@ -84,18 +95,18 @@ static void *control_main(void *arg)
 			uint32_t want = __atomic_load_n(&h->ctl_want, __ATOMIC_RELAXED);
 			if (want == GSPY_CTL_record) {
 				uint64_t dur = __atomic_load_n(&h->ctl_for_ns, __ATOMIC_RELAXED);
-				gs_recording(1);
+				recording(1, 1);
 				until = dur ? gs_mono_ns() + dur : 0;
 			} else if (want == GSPY_CTL_pause) {
 				until = 0;
-				gs_recording(0);
+				recording(0, 1);
 			}
 			__atomic_store_n(&h->ctl_done, seq, __ATOMIC_RELEASE);
 		}
 		uint64_t now = gs_mono_ns(), wait = 1000000000u; /* a second: only a safety net */
 		if (until && now >= until) {
 			until = 0;
-			gs_recording(0);
+			recording(0, 1);
 			continue;
 		}
 		if (until && until - now < wait)

@@ -490,6 +490,12 @@ static void gpu_timing_start(struct gspy_header *h)
 	gpu_timing_go();
 }
 
+void gs_cupti_flush(void)
+{
+	if (__atomic_load_n(&gs_g.cupti, __ATOMIC_ACQUIRE) && !__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
+		c.flush_all(0);
+}
+
 void gs_cupti_start_late(void)
 {
 	if (timing_hdr)

@@ -7,6 +7,7 @@
 
 void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
 void gs_cupti_start_late(void);  /* GPUSPY_START=paused: the first window starts CUPTI */
+void gs_cupti_flush(void);       /* the completed GPU records, now (a thread of gpuspy's own) */
 int gs_control_defers_cupti(void); /* control.c: 1 while CUPTI is to wait for a window */
 
 unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */

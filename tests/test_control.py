@@ -173,15 +173,24 @@ def started_paused_costs_nothing_until_started(tmp):
     check("nothing recorded: it started paused (GPUSPY_START=paused) and was never started (gpuspy start PID)"
           in text, f"report {text[:500]}")
     os.unlink(os.path.join(tmp, traces(tmp)[0]))
-    # Started: CUPTI begins with the first window.
-    d = Driven(tmp, env=env)
+    # Started: CUPTI begins with the first window; `gpuspy stop` hands the
+    # window's GPU records over before it returns (the flusher would wait
+    # GPUSPY_CUPTI_FLUSH, an hour here).
+    d = Driven(tmp, env=dict(env, GPUSPY_CUPTI_FLUSH="3600"))
     d.do("a 1")
     check(gpuspy("start", d.p.pid).returncode == 0, "start")
-    d.do("a 2")
+    d.do("a 2", "k 7")
+    check(gpuspy("stop", d.p.pid).returncode == 0, "stop")
+    _, ev = only_trace(tmp)
+    gpu = [(e["kind"], e["end_ns"] - e["start_ns"]) for e in ev if e["kind"].startswith("gpu_")]
+    check(gpu == [("gpu_kernel", 7000)], f"GPU records when stop returned: {gpu}")
     check(d.finish() == 0, "prog_window failed")
     proc, ev = only_trace(tmp)
-    check(proc["gpu_timing"] == "cupti" and summary(ev) == [("mark", "(resumed)", False), ("alloc", 2, False)],
-          f"after start: {proc['gpu_timing']} {summary(ev)}")
+    got = summary(ev)
+    check(proc["gpu_timing"] == "cupti" and got[:3] == [("mark", "(resumed)", False), ("alloc", 2, False),
+                                                         ("launch", "window_kernel", False)] and
+          sorted(got[3:]) == [("gpu_kernel", "window_kernel", False), ("mark", "(paused)", False)],
+          f"after start: {proc['gpu_timing']} {got}")
     path = os.path.join(tmp, traces(tmp)[0])
     o = report_json(path)
     check((o["windows"], o["paused_ns"]) == (1, 0) and

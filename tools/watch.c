@@ -254,13 +254,15 @@ void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, s
 		v->step_phase = l->names[step];
 		v->steps = begins[step];
 	}
-	/* GPU busy over the same length of time, up to the last GPU record. */
-	uint64_t gend = l->gpu_end < now ? l->gpu_end : now, gsec = gend / 1000000000u;
+	/* GPU busy over as many seconds, up to the end of the last GPU
+	 * record (not clamped to now: the union in the bins never runs past
+	 * it, so the share cannot pass 100%, whatever the clocks' offset). */
+	uint64_t gend = l->gpu_end, gsec = gend / 1000000000u;
 	uint64_t gfrom = gsec + 1 > secs ? gsec + 1 - secs : 0, gstart = gfrom * 1000000000u;
 	if (l->first_ns > gstart)
 		gstart = l->first_ns;
 	v->gpu_window_ns = gend > gstart ? gend - gstart : 0;
-	v->gpu_lag_ns = now - gend;
+	v->gpu_lag_ns = now > gend ? now - gend : 0;
 	for (uint64_t s = gfrom; l->gpu_seen && s <= gsec; s++) {
 		const struct gs_watch_bin *b = &l->bin[s % LIVE_SECONDS];
 		if (b->sec == s)
