@@ -135,3 +135,28 @@ def fixture_transformers_upload_is_not_a_steps_cost(tmp):
           f"pageable copies {pin}")
     lb = [x for x in d if x.startswith("100% of 1726 kernels ran shorter than their launch call takes")]
     check(len(lb) == 1 and "Saves up to 7.4 ms a step (73.8 ms over 10 steps)" in lb[0], f"launch-bound {lb}")
+
+
+@test
+def fixture_graph_runs_what_it_captured(tmp):
+    """graph_nodes.cu captures a pinned upload, a memset, a kernel, a copy
+    back and memory nodes into one graph and launches it 10 times: the 10
+    launches run 10 kernels, 20 copies of 4 MiB each way and 10 memsets,
+    every GPU record joins its launch, the captured calls are counted
+    apart (they did not run), and nothing is diagnosed."""
+    import json
+    fixture_report(tmp, "graph_nodes")
+    p = subprocess.run([GPUSPY, "report", "--json", os.path.join(tmp, "graph_nodes")], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    t = o["totals"]
+    got = (t["launch"]["count"], t["launch"]["gpu_count"], o["gpu"]["graph_kernels"],
+           t["copy"]["h2d"]["pinned"]["gpu_count"], t["copy"]["h2d"]["pinned"]["gpu_bytes"],
+           t["copy"]["d2h"]["pinned"]["gpu_count"], t["copy"]["d2h"]["pinned"]["gpu_bytes"],
+           t["memset"]["gpu_count"], t["memset"]["gpu_bytes"], o["gpu"]["matched"], o["gpu"]["records"],
+           o["captured"], o["diagnoses"])
+    want = (10, 10, 10, 10, 40 << 20, 10, 40 << 20, 10, 40 << 20, 40, 40,
+            {"alloc": 1, "free": 1, "copy": 2, "memset": 1, "launch": 1}, [])
+    check(got == want, f"graph fixture {got}\n want {want}")
+    check([(k["name"], k["gpu_count"]) for k in o["kernels"] if k["gpu_count"]] ==
+          [("scale(float*, float const*, int)", 10)], f"kernels {o['kernels']}")
