@@ -22,19 +22,14 @@
 
 #include "../lib/options.h"
 #include "cli.h"
-#include "control.h"
 #include "watch.h"
 #include "top.h"
 #include "units.h"
 #include "xalloc.h"
 
-#define TOP_MAX 64 /* processes followed at once */
-
 struct top {
-	const char *dir; /* NULL: every traced process found in /proc */
+	struct gs_watch_set set;
 	uint64_t window_ns, interval_ns;
-	struct gs_watch *p[TOP_MAX];
-	int n;
 };
 
 static uint64_t mono_ns(void)
@@ -42,86 +37,6 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int followed(const struct top *t, const char *path)
-{
-	for (int i = 0; i < t->n; i++)
-		if (!strcmp(t->p[i]->path, path))
-			return 1;
-	return 0;
-}
-
-/* Follows path if it is the trace of a running process (pid, or any). */
-static int follow(struct top *t, const char *path, int pid)
-{
-	if (t->n == TOP_MAX || followed(t, path))
-		return 0;
-	struct gs_watch *l = xcalloc(1, sizeof(*l));
-	char err[256];
-	if (gs_watch_open(l, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
-		const struct gspy_header *h = l->f.tr.h;
-		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
-		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM)) {
-			t->p[t->n++] = l;
-			return 1;
-		}
-	}
-	gs_watch_close(l);
-	free(l);
-	return 0;
-}
-
-struct proc_arg {
-	struct top *t;
-	int pid;
-};
-
-static int take(void *arg, const char *path, unsigned long ino)
-{
-	struct proc_arg *a = arg;
-	(void)ino;
-	return follow(a->t, path, a->pid);
-}
-
-static void discover(struct top *t)
-{
-	DIR *d = opendir(t->dir ? t->dir : "/proc");
-	if (!d)
-		return;
-	struct dirent *e;
-	char path[PATH_MAX];
-	while ((e = readdir(d)) != NULL) {
-		const char *nm = e->d_name;
-		size_t len = strlen(nm);
-		if (t->dir) {
-			if (len > 5 && !strcmp(nm + len - 5, ".gspy") &&
-			    snprintf(path, sizeof(path), "%s/%s", t->dir, nm) < (int)sizeof(path))
-				follow(t, path, 0);
-		} else if (len && strspn(nm, "0123456789") == len) {
-			struct proc_arg a = { t, atoi(nm) };
-			int deleted = 0;
-			gs_pid_traces(a.pid, take, &a, &deleted);
-		}
-	}
-	closedir(d);
-}
-
-/* Reads what each process wrote; drops those that are gone. */
-static void poll_all(struct top *t)
-{
-	for (int i = 0; i < t->n;) {
-		struct gs_watch *l = t->p[i];
-		int gone = gs_watch_poll(l) != 0 || l->f.tr.h->state != GSPY_STATE_RUNNING ||
-			   (kill((pid_t)l->f.tr.h->pid, 0) != 0 && errno == ESRCH);
-		if (gone) {
-			gs_watch_close(l);
-			free(l);
-			t->p[i] = t->p[--t->n];
-			continue;
-		}
-		i++;
-	}
 }
 
 /* Control bytes of a trace's text never reach the terminal. */
@@ -211,15 +126,15 @@ static int frame(const struct top *t, char lines[][512], int max, int live)
 	uint64_t now = mono_ns();
 	char w[32];
 	int n = 0;
-	snprintf(lines[n++], 512, "gpuspy top: %d traced %s, the last %s%s", t->n, gs_pl(t->n, "process", "processes"),
+	snprintf(lines[n++], 512, "gpuspy top: %d traced %s, the last %s%s", t->set.n, gs_pl(t->set.n, "process", "processes"),
 		 gs_fmt_ns(w, t->window_ns), live ? "; q quits" : "");
 	snprintf(lines[n++], 512, "%7s %8s %8s %11s %8s %10s %8s  %s", "PID", "STEPS/S", "GPU BUSY", "COPIES",
 		 "PAGEABLE", "DEV MEM", "DROPPED", "COMMAND");
-	if (!t->n)
-		snprintf(lines[n++], 512, "  no traced process is running%s%s", t->dir ? " in " : "", t->dir ? t->dir : "");
-	for (int i = 0; i < t->n && n < max; i++) {
+	if (!t->set.n)
+		snprintf(lines[n++], 512, "  no traced process is running%s%s", t->set.dir ? " in " : "", t->set.dir ? t->set.dir : "");
+	for (int i = 0; i < t->set.n && n < max; i++) {
 		struct gs_watch_view v;
-		gs_watch_view(t->p[i], now, t->window_ns, &v);
+		gs_watch_view(t->set.p[i], now, t->window_ns, &v);
 		n += proc_lines(&v, lines + n, max - n);
 	}
 	return n;
@@ -290,10 +205,10 @@ static int run_live(struct top *t)
 	while (!stop) {
 		uint64_t now = mono_ns();
 		if (now >= next_scan) { /* a new process is found within 2 s */
-			discover(t);
+			gs_watch_scan(&t->set);
 			next_scan = now + 2000000000ull;
 		}
-		poll_all(t);
+		gs_watch_poll_all(&t->set);
 		int n = frame(t, lines, LINES < 256 ? LINES : 256, 1);
 		erase();
 		for (int i = 0; i < n; i++) {
@@ -344,21 +259,21 @@ int gs_cmd_top(int argc, char **argv)
 			json = 1;
 		} else if (a[0] == '-') {
 			return gs_bad_option("top", a, "--window --interval");
-		} else if (t.dir) {
+		} else if (t.set.dir) {
 			fprintf(stderr, "gpuspy: error: top: one directory, not '%s' too\n", a);
 			return 2;
 		} else {
-			t.dir = a;
+			t.set.dir = a;
 		}
 	}
 	if (json && !once) {
 		fprintf(stderr, "gpuspy: error: top: --json needs --once\n");
 		return 2;
 	}
-	if (t.dir) {
-		DIR *d = opendir(t.dir);
+	if (t.set.dir) {
+		DIR *d = opendir(t.set.dir);
 		if (!d) {
-			fprintf(stderr, "gpuspy: error: top: %s: %s\n", t.dir, strerror(errno));
+			fprintf(stderr, "gpuspy: error: top: %s: %s\n", t.set.dir, strerror(errno));
 			return 1;
 		}
 		closedir(d);
@@ -367,14 +282,14 @@ int gs_cmd_top(int argc, char **argv)
 	if (!once) {
 		rc = run_live(&t);
 	} else {
-		discover(&t);
-		poll_all(&t);
+		gs_watch_scan(&t.set);
+		gs_watch_poll_all(&t.set);
 		if (json) {
 			cJSON *a = cJSON_CreateArray();
 			uint64_t now = mono_ns();
-			for (int i = 0; i < t.n; i++) {
+			for (int i = 0; i < t.set.n; i++) {
 				struct gs_watch_view v;
-				gs_watch_view(t.p[i], now, t.window_ns, &v);
+				gs_watch_view(t.set.p[i], now, t.window_ns, &v);
 				cJSON_AddItemToArray(a, view_json(&v));
 			}
 			char *s = cJSON_PrintUnformatted(a);
@@ -382,15 +297,12 @@ int gs_cmd_top(int argc, char **argv)
 			free(s);
 			cJSON_Delete(a);
 		} else {
-			static char lines[4 * TOP_MAX + 3][512];
-			int n = frame(&t, lines, 4 * TOP_MAX + 3, 0);
+			static char lines[4 * WATCH_MAX + 3][512];
+			int n = frame(&t, lines, 4 * WATCH_MAX + 3, 0);
 			for (int i = 0; i < n; i++)
 				printf("%s\n", lines[i]);
 		}
 	}
-	for (int i = 0; i < t.n; i++) {
-		gs_watch_close(t.p[i]);
-		free(t.p[i]);
-	}
+	gs_watch_set_free(&t.set);
 	return rc;
 }

@@ -10,10 +10,14 @@
  * (every GPUSPY_CUPTI_FLUSH seconds while the program launches), so it is
  * given over the window that ends at the last GPU record.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "report.h"
 #include "watch.h"
 #include "xalloc.h"
@@ -281,4 +285,94 @@ void gs_watch_close(struct gs_watch *l)
 	gs_follow_close(&l->f);
 	free(l->pend);
 	l->pend = NULL;
+}
+
+/* ---- the traced processes running here ---------------------------------- */
+
+static int followed(const struct gs_watch_set *t, const char *path)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->p[i]->path, path))
+			return 1;
+	return 0;
+}
+
+/* Follows path if it is the trace of a running process (pid, or any). */
+static int follow(struct gs_watch_set *t, const char *path, int pid)
+{
+	if (t->n == WATCH_MAX || followed(t, path))
+		return 0;
+	struct gs_watch *l = xcalloc(1, sizeof(*l));
+	char err[256];
+	if (gs_watch_open(l, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
+		const struct gspy_header *h = l->f.tr.h;
+		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
+		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM)) {
+			t->p[t->n++] = l;
+			return 1;
+		}
+	}
+	gs_watch_close(l);
+	free(l);
+	return 0;
+}
+
+struct proc_arg {
+	struct gs_watch_set *t;
+	int pid;
+};
+
+static int take(void *arg, const char *path, unsigned long ino)
+{
+	struct proc_arg *a = arg;
+	(void)ino;
+	return follow(a->t, path, a->pid);
+}
+
+void gs_watch_scan(struct gs_watch_set *t)
+{
+	DIR *d = opendir(t->dir ? t->dir : "/proc");
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[PATH_MAX];
+	while ((e = readdir(d)) != NULL) {
+		const char *nm = e->d_name;
+		size_t len = strlen(nm);
+		if (t->dir) {
+			if (len > 5 && !strcmp(nm + len - 5, ".gspy") &&
+			    snprintf(path, sizeof(path), "%s/%s", t->dir, nm) < (int)sizeof(path))
+				follow(t, path, 0);
+		} else if (len && strspn(nm, "0123456789") == len) {
+			struct proc_arg a = { t, atoi(nm) };
+			int deleted = 0;
+			gs_pid_traces(a.pid, take, &a, &deleted);
+		}
+	}
+	closedir(d);
+}
+
+void gs_watch_poll_all(struct gs_watch_set *t)
+{
+	for (int i = 0; i < t->n;) {
+		struct gs_watch *l = t->p[i];
+		int gone = gs_watch_poll(l) != 0 || l->f.tr.h->state != GSPY_STATE_RUNNING ||
+			   (kill((pid_t)l->f.tr.h->pid, 0) != 0 && errno == ESRCH);
+		if (gone) {
+			gs_watch_close(l);
+			free(l);
+			t->p[i] = t->p[--t->n];
+			continue;
+		}
+		i++;
+	}
+}
+
+void gs_watch_set_free(struct gs_watch_set *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		gs_watch_close(t->p[i]);
+		free(t->p[i]);
+	}
+	t->n = 0;
 }

@@ -78,4 +78,16 @@ int gs_watch_poll(struct gs_watch *l);
 void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, struct gs_watch_view *v);
 void gs_watch_close(struct gs_watch *l);
 
+/* The traced processes running here (gpuspy top, gpuspy serve): found in
+ * /proc/PID/maps, or the traces in dir whose processes run. */
+#define WATCH_MAX 64 /* processes followed at once */
+struct gs_watch_set {
+	const char *dir; /* NULL: every traced process found in /proc */
+	struct gs_watch *p[WATCH_MAX];
+	int n;
+};
+void gs_watch_scan(struct gs_watch_set *s);     /* follows the ones not followed yet */
+void gs_watch_poll_all(struct gs_watch_set *s); /* reads what each wrote; drops the gone */
+void gs_watch_set_free(struct gs_watch_set *s);
+
 #endif
