@@ -16,6 +16,7 @@ CJSON_CFLAGS := $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/
 CJSON_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
 CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 
 ifeq ($(V),1)
 Q :=
@@ -34,9 +35,9 @@ LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpus
 
 TOOL_SRCS := tools/gpuspy.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
 	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c \
-	tools/follow.c tools/watch.c tools/top.c
+	tools/follow.c tools/watch.c tools/top.c tools/serve.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
-TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) $(CURSES_LIBS) -lstdc++ -lm
+TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) $(CURSES_LIBS) $(MHD_LIBS) -lstdc++ -lm
 
 HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
 
@@ -130,9 +131,9 @@ install: all
 # What the Python wheel holds under gpuspy/ (setup.py), in STAGE: the
 # command, linked to find its libraries in ../lib; libgpuspy, linked to find
 # libunwind beside it; libgpuspy-host; the libraries a GPU machine may lack
-# (GPU_CARRY_LIBS: the command's cJSON, elfutils and ncurses, libunwind); the PyTorch
+# (GPU_CARRY_LIBS: the command's cJSON, elfutils, ncurses and libmicrohttpd, libunwind); the PyTorch
 # helper in python/.
-GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8 libncursesw.so.6
+GPU_CARRY_LIBS := libcjson.so.1 libdw.so.1 libelf.so.1 libbz2.so.1.0 libunwind.so.8 libncursesw.so.6 libmicrohttpd.so.12
 wheel-stage: all
 	@test -n "$(STAGE)" || { echo "wheel-stage: STAGE= is not set" >&2; exit 1; }
 	@install -d $(STAGE)/bin $(STAGE)/lib $(STAGE)/python

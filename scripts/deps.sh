@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what building and testing gpuspy needs, when it is missing, from
 # Debian's packages: a C compiler, make, pkg-config, cJSON, libunwind, elfutils (libdw),
-# ncurses (gpuspy top), python3 (the test runner), Chromium (the HTML report's
-# test) and tmux (gpuspy top's test). The CUDA toolkit's headers are expected at
+# ncurses (gpuspy top), libmicrohttpd (gpuspy serve), python3 (the test runner),
+# Chromium (the HTML report's test), tmux (gpuspy top's) and Prometheus (gpuspy
+# serve's). The CUDA toolkit's headers are expected at
 # $CUDA_HOME (default /usr/local/cuda); no GPU or driver is needed.
 set -e
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -15,10 +16,12 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 [ -f /usr/include/libunwind.h ] || [ -f /usr/include/x86_64-linux-gnu/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
 [ -f /usr/include/ncurses.h ] || missing="$missing libncurses-dev"
+[ -f /usr/include/microhttpd.h ] || missing="$missing libmicrohttpd-dev"
 # Debian's Chromium: the HTML report's browser test (tests/test_html.py).
 if [ "${1:-}" != demo ] && [ "${1:-}" != packages ]; then
 	command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 	command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
+	command -v prometheus >/dev/null 2>&1 || missing="$missing prometheus"
 fi
 # Debian's CPU-only PyTorch, for the tests of the PyTorch phase hooks (not
 # for `deps.sh demo`: the demo does not need it).

@@ -9,6 +9,7 @@
  *   gpuspy env [--markdown]       the GPUSPY_ variables, their defaults and values here
  *   gpuspy start|stop PID, gpuspy record PID [--for DUR]   recording on demand
  *   gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]   live view
+ *   gpuspy serve [--listen ADDR] [DIR]   the same for Prometheus, at /metrics
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
@@ -30,6 +31,7 @@
 #include "reader.h"
 #include "report.h"
 #include "run.h"
+#include "serve.h"
 #include "top.h"
 
 
@@ -44,6 +46,7 @@ static void usage(FILE *f)
 		   "       gpuspy env [--markdown]\n"
 		   "       gpuspy record PID [--for DUR]   (and gpuspy start PID, gpuspy stop PID)\n"
 		   "       gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]\n"
+		   "       gpuspy serve [--listen ADDR] [DIR]\n"
 		   "       gpuspy --version\n"
 		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
 		   "(or, if it has none, its .jsonl files).\n");
@@ -367,6 +370,8 @@ int main(int argc, char **argv)
 		return gs_cmd_env(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return gs_cmd_run(argc - 2, argv + 2, cmd_report);
+	if (!strcmp(argv[1], "serve"))
+		return gs_cmd_serve(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "top"))
 		return gs_cmd_top(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "start") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "record"))

@@ -22,6 +22,8 @@
 #include "watch.h"
 #include "xalloc.h"
 
+static int step_phase(const struct gs_watch *l);
+
 int gs_watch_open(struct gs_watch *l, const char *path, char *err, size_t errlen)
 {
 	memset(l, 0, sizeof(*l));
@@ -63,8 +65,10 @@ static int phase_index(struct gs_watch *l, const char *name)
 	for (int i = 1; i < l->nphases; i++)
 		if (!strcmp(l->names[i], name))
 			return i;
-	if (l->nphases > LIVE_PHASES)
+	if (l->nphases > LIVE_PHASES) {
+		l->phase_used_other = 1;
 		return LIVE_PHASES + 1;
+	}
 	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%.63s", name);
 	return l->nphases++;
 }
@@ -72,8 +76,10 @@ static int phase_index(struct gs_watch *l, const char *name)
 /* The innermost phase's time up to t. */
 static void phase_time(struct gs_watch *l, uint64_t t)
 {
-	if (l->cur >= 0 && t > l->since)
+	if (l->cur >= 0 && t > l->since) {
 		spread(l, l->since, t, offsetof(struct gs_watch_bin, phase_ns) + (size_t)l->cur * sizeof(uint64_t));
+		l->total.phase_ns[l->cur] += t - l->since;
+	}
 	if (t > l->since)
 		l->since = t;
 }
@@ -88,6 +94,10 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 	struct gs_watch_bin *b = bin_of(l, ev->start_ns / 1000000000u);
 	if (b)
 		b->events++;
+	l->total.events++;
+	int here = l->cur >= 0 ? l->cur : 0; /* the phase a host call is made in */
+	if (ev->result != 0 && ev->kind < GSPY_KIND_phase_begin)
+		l->total.failed[here]++;
 	const char *name = ev->name && *ev->name ? ev->name : "(unnamed)";
 	char fw[128];
 	int compile = 0;
@@ -103,6 +113,7 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 			if (!l->steps_seen++)
 				l->step_first = p;
 			l->step = ev->step;
+			l->total.steps_helper++;
 			if (b)
 				b->step_starts++;
 		}
@@ -151,17 +162,29 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 		if (ev->end_ns > l->gpu_end)
 			l->gpu_end = ev->end_ns;
 		l->gpu_seen = 1;
+		if (ev->device >= 0 && ev->device < GSPY_DEVICES) { /* the same union, per device */
+			uint64_t *e = &l->dev_gpu_end[ev->device], ds = ev->start_ns > *e ? ev->start_ns : *e;
+			if (ev->end_ns > ds)
+				l->total.gpu_busy_ns[ev->device] += ev->end_ns - ds;
+			if (ev->end_ns > *e)
+				*e = ev->end_ns;
+		}
 		return;
 	}
 	case GSPY_KIND_copy:
-		if (b && ev->result == 0 && (ev->dir == GSPY_DIR_h2d || ev->dir == GSPY_DIR_d2h)) {
-			b->copy_bytes += ev->bytes;
-			if (ev->mem != GSPY_MEM_pinned)
-				b->pageable_bytes += ev->bytes;
+		if (ev->result == 0 && (ev->dir == GSPY_DIR_h2d || ev->dir == GSPY_DIR_d2h)) {
+			l->total.copy_bytes[here][ev->dir == GSPY_DIR_d2h][ev->mem == GSPY_MEM_pinned] += ev->bytes;
+			if (b) {
+				b->copy_bytes += ev->bytes;
+				if (ev->mem != GSPY_MEM_pinned)
+					b->pageable_bytes += ev->bytes;
+			}
 		}
 		return;
 	case GSPY_KIND_alloc:
 	case GSPY_KIND_free:
+		if (ev->mem == GSPY_MEM_device)
+			ev->kind == GSPY_KIND_alloc ? l->total.allocs[here]++ : l->total.frees[here]++;
 		if (ev->result == 0 && ev->mem == GSPY_MEM_device)
 			l->reserved += ev->kind == GSPY_KIND_alloc ? (int64_t)ev->bytes : -(int64_t)ev->bytes;
 		return;
@@ -169,6 +192,7 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 		if (ev->device >= 0 && ev->device < GSPY_DEVICES) {
 			l->nvml[ev->device] = ev->nvml;
 			l->nvml_at[ev->device] = ev->start_ns;
+			snprintf(l->uuid[ev->device], sizeof(l->uuid[0]), "%.47s", ev->name ? ev->name : "");
 		}
 		return;
 	default:
@@ -247,10 +271,7 @@ void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, s
 	uint64_t since = l->since > start ? l->since : start;
 	if (l->cur >= 0 && l->first_ns && now > since && h->state == GSPY_STATE_RUNNING)
 		v->phase_ns[l->cur] += now - since;
-	int step = -1;
-	for (int i = 1; i < LIVE_PHASES + 1; i++)
-		if (l->top_level[i] && l->begins_total[i] > 1 && (step < 0 || l->begins_total[i] > l->begins_total[step]))
-			step = i;
+	int step = step_phase(l);
 	if (l->steps_seen > 1) { /* the PyTorch helper numbers its steps */
 		v->step_phase = l->names[l->step_first];
 		v->steps = step_starts;
@@ -278,6 +299,24 @@ void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, s
 			v->nvml_device = d;
 			v->nvml = l->nvml[d];
 		}
+}
+
+/* The repeated top-level phase: begun most often, more than once. */
+static int step_phase(const struct gs_watch *l)
+{
+	int step = -1;
+	for (int i = 1; i < LIVE_PHASES + 1; i++)
+		if (l->top_level[i] && l->begins_total[i] > 1 && (step < 0 || l->begins_total[i] > l->begins_total[step]))
+			step = i;
+	return step;
+}
+
+uint64_t gs_watch_steps_total(const struct gs_watch *l)
+{
+	if (l->steps_seen > 1)
+		return l->total.steps_helper;
+	int step = step_phase(l);
+	return step > 0 ? l->begins_total[step] : 0;
 }
 
 void gs_watch_close(struct gs_watch *l)

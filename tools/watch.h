@@ -35,6 +35,7 @@ struct gs_watch {
 	uint64_t begins_total[LIVE_PHASES + 2];
 	uint8_t top_level[LIVE_PHASES + 2]; /* begun with no other phase open */
 	int nphases;                        /* names[0..nphases) are in use */
+	int phase_used_other;               /* a phase went to "(other phases)" */
 	int stack[32], depth;               /* the open phases */
 	int cur;                            /* the innermost, -1 while paused */
 	uint64_t since;                     /* cur's time counts from */
@@ -46,6 +47,18 @@ struct gs_watch {
 	int64_t reserved;                   /* device memory allocated and not freed */
 	struct gspy_nvml nvml[GSPY_DEVICES]; /* each device's latest sample */
 	uint64_t nvml_at[GSPY_DEVICES];     /* its time, 0 none */
+	/* Since the trace began, for counters (gpuspy serve). */
+	struct gs_watch_totals {
+		uint64_t events, steps_helper;      /* steps_helper: new step numbers */
+		uint64_t phase_ns[LIVE_PHASES + 2];
+		uint64_t gpu_busy_ns[GSPY_DEVICES]; /* each device's union */
+		/* By the innermost phase open at the call: */
+		uint64_t copy_bytes[LIVE_PHASES + 2][2][2]; /* [h2d, d2h][pageable, pinned] */
+		uint64_t allocs[LIVE_PHASES + 2], frees[LIVE_PHASES + 2]; /* device memory calls */
+		uint64_t failed[LIVE_PHASES + 2];   /* calls that returned an error */
+	} total;
+	uint64_t dev_gpu_end[GSPY_DEVICES];
+	char uuid[GSPY_DEVICES][48];        /* NVML's name of each device sampled */
 	struct gs_ev *pend;                 /* this poll's events */
 	size_t npend, cap;
 };
@@ -77,6 +90,8 @@ int gs_watch_poll(struct gs_watch *l);
 /* The last window_ns before now (CLOCK_MONOTONIC), in whole seconds. */
 void gs_watch_view(const struct gs_watch *l, uint64_t now, uint64_t window_ns, struct gs_watch_view *v);
 void gs_watch_close(struct gs_watch *l);
+/* Steps since the trace began, counted as gs_watch_view counts them. */
+uint64_t gs_watch_steps_total(const struct gs_watch *l);
 
 /* The traced processes running here (gpuspy top, gpuspy serve): found in
  * /proc/PID/maps, or the traces in dir whose processes run. */

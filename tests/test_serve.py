@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""gpuspy serve: the traced processes of this node in Prometheus's text
+format at /metrics: its counters against what the program did, and a real
+Prometheus server (Debian's) scraping it and answering PromQL."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from test_control import Driven
+from test_cupti import CUPTI_ENV
+
+NVML = os.path.join(BIN, "nvml")
+
+
+class Serve:
+    """gpuspy serve on a free port of localhost, over DIR."""
+
+    def __init__(self, d):
+        self.p = subprocess.Popen([GPUSPY, "serve", "--listen", "127.0.0.1:0", d], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        m = re.fullmatch(rf"gpuspy serve: http://127\.0\.0\.1:(\d+)/metrics, the traced processes in {re.escape(d)}\n",
+                         line)
+        check(m, f"serve said {line!r}")
+        self.port = int(m[1])
+
+    def get(self, path="/metrics", method="GET"):
+        r = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method)
+        try:
+            with urllib.request.urlopen(r, timeout=TIMEOUT) as f:
+                return f.status, f.headers.get("Content-Type"), f.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Content-Type"), e.read().decode()
+
+    def metrics(self):
+        """{(name, frozenset of labels): value}, and each family's TYPE."""
+        status, _, text = self.get()
+        check(status == 200, f"/metrics: {status}")
+        got, types = {}, {}
+        for line in text.splitlines():
+            if line.startswith("# TYPE "):
+                _, _, name, kind = line.split(" ")
+                types[name] = kind
+                continue
+            if line.startswith("#") or not line:
+                continue
+            m = re.fullmatch(r'([a-z_]+)\{(.*)\} (\S+)', line)
+            check(m, f"not a sample line: {line!r}")
+            labels = frozenset(re.findall(r'([A-Za-z_]+)="((?:[^"\\]|\\.)*)"', m[2]))
+            got[(m[1], labels)] = float(m[3])
+        return got, types
+
+    def stop(self):
+        self.p.terminate()
+        rc = self.p.wait(timeout=TIMEOUT)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        return rc
+
+
+def value(got, name, **labels):
+    """The one sample of name whose labels include these."""
+    want = set(labels.items())
+    hits = [v for (n, ls), v in got.items() if n == name and want <= set(ls)]
+    check(len(hits) == 1, f"{name}{labels}: {len(hits)} samples")
+    return hits[0]
+
+
+def run_window(tmp):
+    env = dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH="1", GPUSPY_NVML_MS="20", LD_LIBRARY_PATH=NVML + ":" + BIN)
+    d = Driven(tmp, env=env)
+    d.do("a 99999999999999", "p step", "h 1000", "k 100", "q", "p step", "H 3000", "k 200", "A 5000", "q")
+    return d
+
+
+@test
+def serve_counts_what_the_process_did(tmp):
+    """Every counter of a traced process is what it did, by phase: steps,
+    each phase's seconds to the nanosecond of its trace, copy bytes by
+    direction and host memory, device allocation calls, the failed call,
+    GPU busy of device 0 under dcgm-exporter's labels (gpu, UUID) once
+    CUPTI's records came; pid, rank and command label each series; a
+    second scrape reads only what is new; 404 and 405 elsewhere."""
+    d = run_window(tmp)
+    s = Serve(tmp)
+    try:
+        pid = str(d.p.pid)
+        got, types = s.metrics()
+        until = time.monotonic() + 10
+        while not any(n == "gpuspy_gpu_busy_seconds_total" for n, _ in got) and time.monotonic() < until:
+            time.sleep(0.2)
+            got, types = s.metrics()
+        _, ev = dump(os.path.join(tmp, traces(tmp)[0]))
+        t = [e["start_ns"] for e in ev if e["kind"].startswith("phase") and e["name"] == "step"]
+        step_s = ((t[1] - t[0]) + (t[3] - t[2])) / 1e9
+        me = {"pid": pid, "rank": "-1", "local_rank": "-1"}
+        want = {
+            ("gpuspy_process_info", ()): 1, ("gpuspy_recording", ()): 1, ("gpuspy_steps_total", ()): 2,
+            ("gpuspy_dropped_events_total", ()): 0,
+            ("gpuspy_phase_seconds_total", (("phase", "step"),)): step_s,
+            ("gpuspy_copy_bytes_total", (("phase", "step"), ("direction", "h2d"), ("memory", "pageable"))): 1000,
+            ("gpuspy_copy_bytes_total", (("phase", "step"), ("direction", "h2d"), ("memory", "pinned"))): 3000,
+            ("gpuspy_copy_bytes_total", (("phase", "(no phase)"), ("direction", "h2d"), ("memory", "pageable"))): 0,
+            ("gpuspy_alloc_calls_total", (("phase", "step"), ("call", "alloc"))): 2,
+            ("gpuspy_alloc_calls_total", (("phase", "(no phase)"), ("call", "alloc"))): 1,
+            ("gpuspy_failed_calls_total", (("phase", "(no phase)"),)): 1,
+            ("gpuspy_failed_calls_total", (("phase", "step"),)): 0,
+            ("gpuspy_gpu_busy_seconds_total", (("gpu", "0"), ("UUID", "GPU-fake-0"))): (300000 + 4000 // 10) / 1e9,
+            ("gpuspy_device_memory_bytes", ()): (1 << 20) + 5000,
+        }
+        for (name, labels), v in want.items():
+            g = value(got, name, **me, **dict(labels))
+            check(g == v, f"{name}{dict(labels)} = {g}, want {v}")
+        cmd = {dict(ls)["command"] for (n, ls) in got if n == "gpuspy_process_info"}
+        check(len(cmd) == 1 and cmd.pop().endswith("tests/bin/prog_window"), f"command label {cmd}")
+        check(types["gpuspy_steps_total"] == "counter" and types["gpuspy_step_seconds"] == "gauge" and
+              types["gpuspy_device_memory_bytes"] == "gauge", f"types {types}")
+        events = value(got, "gpuspy_events_total", **me)
+        d.do("p step", "q")
+        got, _ = s.metrics()
+        check(value(got, "gpuspy_steps_total", **me) == 3 and value(got, "gpuspy_events_total", **me) >= events + 2,
+              "a second scrape did not add the new step")
+        check(s.get("/nothing")[0] == 404 and s.get(method="POST")[0] == 405, "other paths and methods")
+        check(s.get()[1] == "text/plain; version=0.0.4; charset=utf-8", "the exposition's content type")
+    finally:
+        check(s.stop() == 0, "serve did not exit 0 on SIGTERM")
+        d.finish()
+
+
+def free_port():
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+@test
+def serve_is_scraped_by_prometheus(tmp):
+    """Debian's Prometheus scrapes gpuspy serve every second; PromQL through
+    its HTTP API gives the process's steps and its copy bytes by memory, and
+    joins GPU busy to the device's UUID as a dcgm-exporter series would."""
+    prom = shutil.which("prometheus")
+    if not prom:
+        raise Skip("prometheus is not installed (make deps installs it)")
+    d = run_window(tmp)
+    s = Serve(tmp)
+    port = free_port()
+    conf = os.path.join(tmp, "prometheus.yml")
+    with open(conf, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpuspy\n"
+                f"    static_configs:\n      - targets: ['127.0.0.1:{s.port}']\n")
+    p = subprocess.Popen([prom, f"--config.file={conf}", f"--storage.tsdb.path={tmp}/tsdb",
+                          f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(tmp, "prometheus.log"), "w"))
+
+    def query(q):
+        url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+        try:
+            with urllib.request.urlopen(url, timeout=5) as f:
+                r = json.load(f)
+        except (urllib.error.URLError, ConnectionError):
+            return None
+        return r["data"]["result"] if r.get("status") == "success" else None
+
+    try:
+        pid = d.p.pid
+        until = time.monotonic() + 30
+        r = None
+        while time.monotonic() < until:
+            r = query(f'gpuspy_steps_total{{pid="{pid}"}}')
+            b = query(f'sum by (UUID) (gpuspy_gpu_busy_seconds_total{{pid="{pid}"}})')
+            if r and b:
+                break
+            time.sleep(0.5)
+        check(r and [x["value"][1] for x in r] == ["2"], f"PromQL steps: {r}")
+        check([(x["metric"], x["value"][1]) for x in b] == [({"UUID": "GPU-fake-0"}, "0.0003004")],
+              f"PromQL GPU busy by UUID: {b}")
+        c = query(f'sum by (memory) (gpuspy_copy_bytes_total{{pid="{pid}",direction="h2d"}})')
+        check(sorted((x["metric"]["memory"], x["value"][1]) for x in c) == [("pageable", "1000"), ("pinned", "3000")],
+              f"PromQL copies: {c}")
+    finally:
+        p.terminate()
+        p.wait(timeout=TIMEOUT)
+        s.stop()
+        d.finish()
+
+
+@test
+def serve_refuses_bad_arguments(tmp):
+    """A bad --listen: one line, status 2; an address in use: status 1."""
+    for args, want in ((["--listen", "nope"], "serve: --listen nope is not HOST:PORT (e.g. localhost:9401, :9401)"),
+                       (["--listen", "127.0.0.1:70000"], "serve: --listen 127.0.0.1:70000 is not HOST:PORT"),
+                       (["--bogus"], "serve: unknown option --bogus"),
+                       (["a", "b"], "serve: one directory, not 'b' too")):
+        p = subprocess.run([GPUSPY, "serve", *args], capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 2 and p.stderr.startswith("gpuspy: error: " + want) and p.stderr.count("\n") == 1,
+              f"serve {args}: {p.returncode} {p.stderr!r}")
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        sk.listen()
+        port = sk.getsockname()[1]
+        p = subprocess.run([GPUSPY, "serve", "--listen", f"127.0.0.1:{port}", tmp], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stderr.startswith(f"gpuspy: error: serve: cannot listen on 127.0.0.1:{port}"),
+          f"address in use: {p.returncode} {p.stderr!r}")
