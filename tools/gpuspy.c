@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "paths.h"
 #include "control.h"
 #include "term.h"
 #include "dump.h"
@@ -96,78 +97,11 @@ static int cmd_dump(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
-struct paths {
-	char **v;
-	size_t n, cap;
-};
-
-static void paths_add(struct paths *p, const char *s)
-{
-	if (p->n == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 16;
-		char **v = realloc(p->v, p->cap * sizeof(*v));
-		if (!v) {
-			fprintf(stderr, "gpuspy: error: out of memory\n");
-			exit(1);
-		}
-		p->v = v;
-	}
-	p->v[p->n++] = strdup(s);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int ends_with(const char *s, const char *sfx)
-{
-	size_t n = strlen(s), k = strlen(sfx);
-	return n >= k && !strcmp(s + n - k, sfx);
-}
-
-/* A directory stands for its .gspy files, or its .jsonl files if it has
- * no .gspy (a dump next to its trace would count twice). */
-static int expand_dir(const char *dir, struct paths *out)
-{
-	for (int pass = 0; pass < 2; pass++) {
-		DIR *d = opendir(dir);
-		if (!d)
-			return -errno;
-		size_t before = out->n;
-		struct dirent *e;
-		while ((e = readdir(d)))
-			if (ends_with(e->d_name, pass ? ".jsonl" : ".gspy")) {
-				char p[4096];
-				snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-				paths_add(out, p);
-			}
-		closedir(d);
-		qsort(out->v + before, out->n - before, sizeof(char *), cmp_str);
-		if (out->n > before)
-			return 0;
-	}
-	return -ENOENT;
-}
-
-static int collect(const char *arg, struct paths *in)
-{
-	struct stat st;
-	if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (expand_dir(arg, in) != 0) {
-			fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory\n", arg);
-			return 1;
-		}
-		return 0;
-	}
-	paths_add(in, arg);
-	return 0;
-}
 
 static int cmd_export(int argc, char **argv)
 {
 	const char *format = NULL, *outp = NULL;
-	struct paths in = { 0 };
+	struct gs_paths in = { 0 };
 	int status = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--format") && i + 1 < argc)
@@ -177,7 +111,7 @@ static int cmd_export(int argc, char **argv)
 		else if (argv[i][0] == '-' && argv[i][1])
 			return gs_bad_option("export", argv[i], "--format -o");
 		else
-			status |= collect(argv[i], &in);
+			status |= gs_paths_collect(argv[i], &in);
 	}
 	if (!format || strcmp(format, "chrome") != 0) {
 		fprintf(stderr, "gpuspy: error: export: --format %s is not known; use --format chrome\n",
@@ -245,7 +179,7 @@ static int cmd_report(int argc, char **argv)
 {
 	int json = 0, color = isatty(1) && !getenv("NO_COLOR");
 	const char *html = NULL;
-	struct paths in = { 0 };
+	struct gs_paths in = { 0 };
 	int status = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -268,7 +202,7 @@ static int cmd_report(int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return gs_bad_option("report", argv[i], "--color --html");
 		} else {
-			status |= collect(argv[i], &in);
+			status |= gs_paths_collect(argv[i], &in);
 		}
 	}
 	if (!in.n)
