@@ -10,6 +10,7 @@
  *   gpuspy start|stop PID, gpuspy record PID [--for DUR]   recording on demand
  *   gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]   live view
  *   gpuspy serve [--listen ADDR] [DIR]   the same for Prometheus, at /metrics
+ *   gpuspy diff BASE NEW [--fail-if LIMITS] [--json]   a regression gate: exit 1 on one
  *
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
@@ -26,6 +27,7 @@
 #include "paths.h"
 #include "control.h"
 #include "term.h"
+#include "diff.h"
 #include "dump.h"
 #include "env.h"
 #include "export.h"
@@ -48,6 +50,7 @@ static void usage(FILE *f)
 		   "       gpuspy record PID [--for DUR]   (and gpuspy start PID, gpuspy stop PID)\n"
 		   "       gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]\n"
 		   "       gpuspy serve [--listen ADDR] [DIR]\n"
+		   "       gpuspy diff BASE NEW [--fail-if NAME>N%%,...] [--json]\n"
 		   "       gpuspy --version\n"
 		   "FILE is a .gspy trace or its JSON Lines dump; a DIR stands for its .gspy files\n"
 		   "(or, if it has none, its .jsonl files).\n");
@@ -304,6 +307,8 @@ int main(int argc, char **argv)
 		return gs_cmd_env(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return gs_cmd_run(argc - 2, argv + 2, cmd_report);
+	if (!strcmp(argv[1], "diff"))
+		return gs_cmd_diff(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "serve"))
 		return gs_cmd_serve(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "top"))
