@@ -33,6 +33,7 @@
 #include "export.h"
 #include "reader.h"
 #include "report.h"
+#include "series.h"
 #include "run.h"
 #include "serve.h"
 #include "top.h"
@@ -210,6 +211,8 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (!in.n)
 		return status ? status : gs_missing("report", "trace (FILE|DIR)");
+	if (in.n > 1) /* each step's time, per process: for the ranks' straggler */
+		gs_series_on = 1;
 	struct gs_report **procs = calloc(in.n, sizeof(*procs));
 	size_t n = 0;
 	for (size_t i = 0; procs && i < in.n; i++) {

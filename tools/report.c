@@ -403,6 +403,8 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	 * this work started (records arrive late, so look the time up). */
 	r->phases[phase_at(r, ev->start_ns, cur)].gpu_busy_ns += ns;
 	if (ev->kind == GSPY_KIND_gpu_kernel) {
+		if (ev->name && !strncmp(ev->name, "nccl", 4)) /* NCCL's kernels: ncclDevKernel_AllReduce_... */
+			gs_series_collective(r->series, ns);
 		struct gs_kernel_stat *k = gs_report_kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
 		k->gpu_count++;
 		k->gpu_total_ns += ns;

@@ -245,6 +245,10 @@ void gs_captured_json(cJSON *o, const struct gs_report *r);
 extern const char *const gs_alloc_names[GS_ALLOC_KINDS];
 const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* by time; free() it */
 extern int gs_report_all; /* --all: every phase and library range (report_print.c) */
+/* The ranks of one job side by side, and the straggler (report_ranks.c):
+ * printed, and "ranks" in --json, when every process has RANK and steps. */
+void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset);
+cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n); /* null when they are not ranks */
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		     const struct gs_report *whole, int color);
 /* The page of `report --html` (report_html.c): 0, or -1 when writing failed. */

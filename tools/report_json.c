@@ -230,6 +230,11 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 	cJSON_AddStringToObject(o, "timing", gpu_mode ? "gpu" : events_mode ? "events" : "host");
 	summary_json(o, whole);
 	cJSON_AddItemToObject(o, "diagnoses", diag_json(procs, n));
+	cJSON *rk = gs_ranks_json(procs, n);
+	if (cJSON_IsNull(rk))
+		cJSON_Delete(rk);
+	else
+		cJSON_AddItemToObject(o, "ranks", rk);
 	cJSON *ps = cJSON_AddArrayToObject(o, "processes");
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_report *r = procs[i];

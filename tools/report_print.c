@@ -761,6 +761,7 @@ void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		kernels_table(f, whole);
 		gpu_section(f, whole);
 		memory(f, whole);
+		gs_ranks_print(f, procs, n, bold, reset);
 	}
 	diagnoses(f, procs, n);
 }

@@ -162,6 +162,7 @@ static void steps_halve(struct gs_series *s)
 		const struct gs_step_point *b = &s->step[2 * i + 1];
 		m.n += b->n;
 		m.total_ns += b->total_ns;
+		m.coll_ns += b->coll_ns;
 		for (int k = 0; k <= GS_SERIES_PHASES; k++)
 			m.ph[k] += b->ph[k];
 		s->step[i] = m;
@@ -186,6 +187,8 @@ static void step_close(struct gs_series *s, const struct gs_report *r, uint64_t 
 	}
 	c->ph[GS_SERIES_PHASES] += total > in ? total - in : 0;
 	c->total_ns += total;
+	c->coll_ns += s->coll_step;
+	s->coll_step = 0;
 	c->n++;
 	if (c->n == s->group) {
 		if (s->nsteps == GS_SERIES_STEPS)
@@ -206,6 +209,7 @@ void gs_series_step(struct gs_series *s, const struct gs_report *r, uint64_t t, 
 		s->nsteps = 0;
 		s->group = 1;
 		s->step_begin = 0;
+		s->coll_step = 0;
 		memset(&s->cur, 0, sizeof(s->cur));
 	}
 	if (s->step_begin)
@@ -214,6 +218,12 @@ void gs_series_step(struct gs_series *s, const struct gs_report *r, uint64_t t, 
 		for (size_t k = 0; k < s->nslots; k++)
 			s->slot_wall[k] = r->phases[s->slot_phase[k]].wall_ns;
 	s->step_begin = t;
+}
+
+void gs_series_collective(struct gs_series *s, uint64_t ns)
+{
+	if (s && s->step_begin)
+		s->coll_step += ns;
 }
 
 void gs_series_end(struct gs_series *s, const struct gs_report *r, uint64_t t_last)

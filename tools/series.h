@@ -34,6 +34,7 @@ struct gs_bin {
 
 struct gs_step_point {
 	uint64_t t, n, total_ns;       /* first step's start, steps, their time */
+	uint64_t coll_ns;              /* GPU time of collective kernels (NCCL) that began in them */
 	uint64_t ph[GS_SERIES_PHASES + 1]; /* time in each top-level phase; [GS_SERIES_PHASES]: other */
 };
 
@@ -50,6 +51,7 @@ struct gs_series {
 	uint64_t first;                /* the step number of the first point's first step */
 	struct gs_step_point cur;      /* the point being filled */
 	uint64_t step_begin;           /* the open step's start, 0 none */
+	uint64_t coll_step;            /* the open step's collective GPU time */
 	uint64_t top_end;              /* the latest end of a top-level phase */
 	int64_t reserved;              /* the reserved memory last seen */
 };
@@ -66,6 +68,8 @@ void gs_series_reserved(struct gs_series *s, uint64_t t, int64_t reserved);
 void gs_series_nvml(struct gs_series *s, uint64_t t, const struct gspy_nvml *v);
 void gs_series_phase_begin(struct gs_series *s, const struct gs_report *r, size_t p, int depth);
 void gs_series_top_end(struct gs_series *s, uint64_t t);
+/* A collective kernel (NCCL) ran ns on the GPU, begun in the open step. */
+void gs_series_collective(struct gs_series *s, uint64_t ns);
 /* A step begins at t (memory.c's step samples). first: 0, or the series
  * restarts its steps here, this being the loop's step number first (the
  * step's phase is known from its third occurrence, or changed). */

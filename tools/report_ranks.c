@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ranks of one job side by side (gpuspy report over the rank files a
+ * torchrun-style launch writes): each rank's steps, step time, collective
+ * time and GPU busy, and the straggler. In a synchronous step every rank
+ * leaves the collective together, so the step times match; what differs
+ * is the work before it. A rank's compute in a step is its step time less
+ * its collectives' GPU time (NCCL kernels, with CUPTI): the rank with the
+ * most is the straggler of that step, and each other rank waited for it,
+ * inside its collective, by the difference. Steps are matched by their
+ * order on each rank (the series' points, series.c), so no clock is
+ * compared across hosts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "report.h"
+#include "series.h"
+#include "units.h"
+
+struct rank_stat {
+	const struct gs_report *r;
+	uint64_t steps, step_ns, coll_ns; /* past the first step: sums */
+	uint64_t straggler_steps;        /* steps in which it was the straggler */
+	uint64_t lead_ns, caused_ns;     /* in those: by how much over the others' mean, and their wait */
+};
+
+struct ranks {
+	struct rank_stat *v;
+	size_t n;
+	uint64_t steps;      /* steps compared (past the first, on every rank) */
+	int collectives;     /* some rank ran collective kernels */
+};
+
+static int first_point(const struct gs_series *s)
+{
+	return s->nsteps && s->step[0].n == 1; /* the first step: start-up, compilation */
+}
+
+/* 1 when procs are ranks of a job (two or more, each with RANK and steps). */
+static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
+{
+	memset(k, 0, sizeof(*k));
+	size_t with = 0, points = (size_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_series *s = procs[i]->series;
+		if (procs[i]->proc.rank < 0 || !s || s->nsteps < 2)
+			return 0;
+		size_t p = s->nsteps - (size_t)first_point(s);
+		if (p < points)
+			points = p;
+		with++;
+	}
+	if (with < 2)
+		return 0;
+	k->v = calloc(with, sizeof(*k->v));
+	if (!k->v)
+		return 0;
+	k->n = with;
+	for (size_t i = 0; i < n; i++)
+		k->v[i].r = procs[i];
+	for (size_t p = 0; p < points; p++) {
+		double compute[1024], most = -1, sum = 0;
+		size_t who = 0, m = k->n < 1024 ? k->n : 1024;
+		uint64_t steps = 0;
+		for (size_t i = 0; i < m; i++) {
+			const struct gs_series *s = k->v[i].r->series;
+			const struct gs_step_point *pt = &s->step[p + (size_t)first_point(s)];
+			struct rank_stat *x = &k->v[i];
+			x->steps += pt->n;
+			x->step_ns += pt->total_ns;
+			x->coll_ns += pt->coll_ns;
+			k->collectives |= pt->coll_ns > 0;
+			compute[i] = (double)(pt->total_ns > pt->coll_ns ? pt->total_ns - pt->coll_ns : 0) / (double)pt->n;
+			sum += compute[i];
+			if (compute[i] > most) {
+				most = compute[i];
+				who = i;
+			}
+			steps = pt->n;
+		}
+		k->steps += steps;
+		struct rank_stat *s = &k->v[who];
+		double others = m > 1 ? (sum - most) / (double)(m - 1) : most;
+		s->straggler_steps += steps;
+		s->lead_ns += (uint64_t)((most - others) * (double)steps + 0.5);
+		s->caused_ns += (uint64_t)((most * (double)(m - 1) - (sum - most)) * (double)steps + 0.5);
+	}
+	return 1;
+}
+
+static const struct rank_stat *straggler(const struct ranks *k)
+{
+	const struct rank_stat *s = NULL;
+	for (size_t i = 0; i < k->n; i++)
+		if (!s || k->v[i].straggler_steps > s->straggler_steps)
+			s = &k->v[i];
+	return s;
+}
+
+static double busy_pct(const struct gs_report *r)
+{
+	uint64_t busy = 0, span = r->t_last - r->t_first;
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		busy += r->dev[d].busy_ns;
+	return span ? 100.0 * (double)busy / (double)span : 0;
+}
+
+void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset)
+{
+	struct ranks k;
+	if (!ranks_of(procs, n, &k))
+		return;
+	char a[32], b[32], c[32], d[32];
+	fprintf(f, "\n%s== ranks%s: %zu of one job, %llu steps compared (the first left out), matched by their order\n",
+		bold, reset, k.n, (unsigned long long)k.steps);
+	fprintf(f, "  %6s %8s %11s %13s %11s %9s %10s\n", "rank", "steps", "step time", "collectives", "compute",
+		"GPU busy", "straggler");
+	for (size_t i = 0; i < k.n; i++) {
+		const struct rank_stat *x = &k.v[i];
+		uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
+		fprintf(f, "  %6d %8llu %11s %13s %11s %8.0f%% %10llu\n", x->r->proc.rank, (unsigned long long)x->steps,
+			gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a", gs_fmt_ns(c, st > co ? st - co : 0),
+			busy_pct(x->r), (unsigned long long)x->straggler_steps);
+	}
+	const struct rank_stat *s = straggler(&k);
+	if (!k.collectives) {
+		fprintf(f, "  no collective kernels (NCCL, with CUPTI) in these traces: which rank the others "
+			   "waited for is not known\n");
+	} else if (s && s->straggler_steps) {
+		fprintf(f, "  straggler: rank %d, the slowest in %llu of %llu steps, by %s a step over the others' "
+			   "mean;\n  the others waited for it %s a step in all, inside their collectives\n",
+			s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
+			gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
+	}
+	free(k.v);
+}
+
+cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
+{
+	struct ranks k;
+	if (!ranks_of(procs, n, &k))
+		return cJSON_CreateNull();
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "ranks");
+	cJSON_AddNumberToObject(o, "steps", (double)k.steps);
+	for (size_t i = 0; i < k.n; i++) {
+		const struct rank_stat *x = &k.v[i];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddNumberToObject(j, "rank", x->r->proc.rank);
+		cJSON_AddNumberToObject(j, "pid", x->r->proc.pid);
+		cJSON_AddNumberToObject(j, "steps", (double)x->steps);
+		cJSON_AddNumberToObject(j, "step_ns", (double)x->step_ns);
+		if (k.collectives)
+			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
+		else
+			cJSON_AddNullToObject(j, "collective_ns");
+		cJSON_AddNumberToObject(j, "straggler_steps", (double)x->straggler_steps);
+		cJSON_AddNumberToObject(j, "gpu_busy_pct", busy_pct(x->r));
+		cJSON_AddItemToArray(a, j);
+	}
+	const struct rank_stat *s = straggler(&k);
+	if (k.collectives && s && s->straggler_steps) {
+		cJSON *j = cJSON_AddObjectToObject(o, "straggler");
+		cJSON_AddNumberToObject(j, "rank", s->r->proc.rank);
+		cJSON_AddNumberToObject(j, "steps", (double)s->straggler_steps);
+		cJSON_AddNumberToObject(j, "lead_ns", (double)s->lead_ns);
+		cJSON_AddNumberToObject(j, "others_waited_ns", (double)s->caused_ns);
+	} else {
+		cJSON_AddNullToObject(o, "straggler");
+	}
+	free(k.v);
+	return o;
+}
