@@ -52,7 +52,8 @@ def ranks_name_the_straggler(tmp):
     their all-reduce (4 ms of NCCL against its 1 ms): rank 2 is the
     straggler in every step compared, 3 ms a step over the others' mean,
     and they waited 9 ms a step in all. Clocks 5 s apart change nothing:
-    steps are matched by their order."""
+    steps are matched by their order; the collectives' ends measure each
+    rank's clock offset from rank 0's exactly."""
     for r in range(4):
         slow = r == 2
         rank_trace(os.path.join(tmp, f"r{r}.jsonl"), r, 6000000 if slow else 3000000, 1000000 if slow else 4000000,
@@ -67,7 +68,11 @@ def ranks_name_the_straggler(tmp):
     check(n >= 8 and got == want, f"ranks {got}\n want {want}")
     check(o["straggler"] == {"rank": 2, "steps": n, "lead_ns": 3000000 * n, "others_waited_ns": 9000000 * n},
           f"straggler {o['straggler']}")
+    offs = [(x["rank"], x.get("clock_offset_ns"), x.get("clock_spread_ns")) for x in o["ranks"]]
+    check(offs == [(0, 0, 0)] + [(r, r * 5000000000, 0) for r in (1, 2, 3)], f"clocks {offs}")
     text = report(tmp, "--color", "never")
+    check("  clock of rank 3: +15.00 s from rank 0's, the median over 12 collectives' ends (they agree to 0 ns)\n"
+          in text, text[-800:])
     check(f"straggler: rank 2, the slowest in {n} of {n} steps, by 3.0 ms a step over the others' mean;\n"
           "  the others waited for it 9.0 ms a step in all, inside their collectives\n" in text, text[-1500:])
 

@@ -403,8 +403,13 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	 * this work started (records arrive late, so look the time up). */
 	r->phases[phase_at(r, ev->start_ns, cur)].gpu_busy_ns += ns;
 	if (ev->kind == GSPY_KIND_gpu_kernel) {
-		if (ev->name && !strncmp(ev->name, "nccl", 4)) /* NCCL's kernels: ncclDevKernel_AllReduce_... */
+		if (ev->name && !strncmp(ev->name, "nccl", 4)) { /* NCCL's kernels: ncclDevKernel_AllReduce_... */
 			gs_series_collective(r->series, ns);
+			if (!r->coll_end)
+				r->coll_end = calloc(GS_COLL_ENDS, sizeof(*r->coll_end));
+			if (r->coll_end && r->ncoll < GS_COLL_ENDS)
+				r->coll_end[r->ncoll++] = ev->end_ns;
+		}
 		struct gs_kernel_stat *k = gs_report_kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
 		k->gpu_count++;
 		k->gpu_total_ns += ns;
@@ -731,6 +736,7 @@ void gs_report_free(struct gs_report *r)
 	}
 	free(r->phases);
 	free(r->kernels);
+	free(r->coll_end);
 	free(r->diag);
 	free(r->corr);
 	free(r->heap);

@@ -129,6 +129,7 @@ struct gs_phase_change {
 	uint32_t phase; /* the innermost phase open from t on */
 };
 
+#define GS_COLL_ENDS 4096
 struct gs_report {
 	struct gs_proc proc;
 	const char *path;
@@ -160,6 +161,8 @@ struct gs_report {
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns; /* CUPTI: kernels that graphs ran */
+	uint64_t *coll_end;   /* the end of each collective kernel (NCCL), in order: the ranks' clocks */
+	size_t ncoll;         /* of GS_COLL_ENDS at most */
 	uint64_t graph_gpu_copies, graph_gpu_copy_bytes, graph_gpu_memsets; /* CUPTI: their copies, memsets */
 	struct gs_graph_exec *graphs;   /* open addressing by handle */
 	size_t ngraphs, graphs_cap;

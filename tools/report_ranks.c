@@ -9,7 +9,9 @@
  * most is the straggler of that step, and each other rank waited for it,
  * inside its collective, by the difference. Steps are matched by their
  * order on each rank (the series' points, series.c), so no clock is
- * compared across hosts.
+ * compared across hosts. The clocks themselves are measured the same way:
+ * the k-th collective ends together on every rank, so the median
+ * difference of those ends is a rank's clock offset from rank 0's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +103,37 @@ static const struct rank_stat *straggler(const struct ranks *k)
 	return s;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* x's clock less the first rank's, by their collectives' ends: the median
+ * difference, and how far the ends stray from it (0 when no collective). */
+static size_t clock_offset(const struct gs_report *base, const struct gs_report *x, int64_t *off, int64_t *spread)
+{
+	size_t n = base->ncoll < x->ncoll ? base->ncoll : x->ncoll;
+	*off = *spread = 0;
+	int64_t *d = n ? malloc(n * sizeof(*d)) : NULL;
+	if (!d)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		d[k] = (int64_t)(x->coll_end[k] - base->coll_end[k]);
+	qsort(d, n, sizeof(*d), cmp_i64);
+	*off = d[n / 2];
+	*spread = d[n - 1] - *off > *off - d[0] ? d[n - 1] - *off : *off - d[0];
+	free(d);
+	return n;
+}
+
+static const char *fmt_signed(char *b, int64_t ns)
+{
+	char t[32];
+	snprintf(b, 40, "%s%s", ns < 0 ? "-" : "+", gs_fmt_ns(t, (uint64_t)(ns < 0 ? -ns : ns)));
+	return b;
+}
+
 static double busy_pct(const struct gs_report *r)
 {
 	uint64_t busy = 0, span = r->t_last - r->t_first;
@@ -136,6 +169,16 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 			s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
 			gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
 	}
+	/* Clocks, by the collectives' ends (never by trusting the hosts'). */
+	for (size_t i = 1; k.collectives && i < k.n; i++) {
+		int64_t off, spread;
+		size_t m = clock_offset(k.v[0].r, k.v[i].r, &off, &spread);
+		if (!m)
+			continue;
+		char x[40];
+		fprintf(f, "  clock of rank %d: %s from rank %d's, the median over %zu collectives' ends (they agree to %s)\n",
+			k.v[i].r->proc.rank, fmt_signed(x, off), k.v[0].r->proc.rank, m, gs_fmt_ns(a, (uint64_t)spread));
+	}
 	free(k.v);
 }
 
@@ -158,6 +201,11 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		else
 			cJSON_AddNullToObject(j, "collective_ns");
 		cJSON_AddNumberToObject(j, "straggler_steps", (double)x->straggler_steps);
+		int64_t off, spread;
+		if (k.collectives && clock_offset(k.v[0].r, x->r, &off, &spread)) {
+			cJSON_AddNumberToObject(j, "clock_offset_ns", (double)off);
+			cJSON_AddNumberToObject(j, "clock_spread_ns", (double)spread);
+		}
 		cJSON_AddNumberToObject(j, "gpu_busy_pct", busy_pct(x->r));
 		cJSON_AddItemToArray(a, j);
 	}
