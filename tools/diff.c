@@ -99,8 +99,10 @@ static int load(const char *arg, struct side *d)
 	const struct gs_series *s = d->r->series;
 	for (size_t i = 0; s && i < s->nsteps; i++)
 		d->steps += s->step[i].n;
-	if (!s)
+	if (!s) {
+		fprintf(stderr, "gpuspy: error: diff: %s: no events to compare\n", arg);
 		return 2;
+	}
 	step_stats(s, -1, &d->mean, &d->se, &d->n);
 	if (d->n < 3) {
 		fprintf(stderr, "gpuspy: error: diff: %s: %llu steps past the first; comparing needs 3 or more (a "

@@ -336,6 +336,11 @@ enum { DEV = 1, PINNED = 2 };
 
 static CUresult dev_alloc(CUdeviceptr *p, size_t n)
 {
+	/* More than the device has fails as on a GPU, before the host's
+	 * allocator is asked (under ASan it would abort the program). */
+	const char *v = getenv("FAKECUDA_DEVICE_MEM_MB");
+	if (n > ((v ? (size_t)atol(v) : 81920) << 20))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
