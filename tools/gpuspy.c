@@ -16,6 +16,7 @@
  * non-zero exit.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,60 @@ static int write_html(const char *path, struct gs_report *const *procs, size_t n
 	return 0;
 }
 
+/* Each trace's report, into procs[i] (NULL where it failed), read by as
+ * many threads as there are cores (16 at most): the traces of a job's
+ * ranks are independent. 1 when one failed or was cut. */
+struct load_job {
+	const struct gs_paths *in;
+	struct gs_report **procs;
+	size_t next;
+	int status;
+};
+
+static void *load_worker(void *arg)
+{
+	struct load_job *j = arg;
+	for (;;) {
+		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (i >= j->in->n)
+			return NULL;
+		char err[300];
+		struct gs_report *r = calloc(1, sizeof(*r));
+		if (!r || gs_report_file(j->in->v[i], r, err, sizeof(err)) != 0) {
+			fprintf(stderr, "gpuspy: error: %s: %s\n", j->in->v[i], r ? err : "out of memory");
+			free(r);
+			__atomic_store_n(&j->status, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (r->input_error[0]) {
+			fprintf(stderr, "gpuspy: error: %s: %s; reporting the events before it\n", j->in->v[i],
+				r->input_error);
+			__atomic_store_n(&j->status, 1, __ATOMIC_RELAXED);
+		}
+		j->procs[i] = r;
+	}
+}
+
+static int load_reports(const struct gs_paths *in, struct gs_report **procs)
+{
+	struct load_job j = { in, procs, 0, 0 };
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nt = cores > 1 ? (size_t)cores : 1;
+	if (nt > 16)
+		nt = 16;
+	if (nt > in->n)
+		nt = in->n;
+	pthread_t t[16];
+	size_t started = 0;
+	for (size_t i = 1; i < nt; i++) /* this thread is one of them */
+		if (pthread_create(&t[started], NULL, load_worker, &j) == 0)
+			started++;
+	load_worker(&j);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	return j.status;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	int json = 0, color = isatty(1) && !getenv("NO_COLOR");
@@ -215,22 +270,11 @@ static int cmd_report(int argc, char **argv)
 		gs_series_on = 1;
 	struct gs_report **procs = calloc(in.n, sizeof(*procs));
 	size_t n = 0;
-	for (size_t i = 0; procs && i < in.n; i++) {
-		char err[300];
-		struct gs_report *r = calloc(1, sizeof(*r));
-		if (!r || gs_report_file(in.v[i], r, err, sizeof(err)) != 0) {
-			fprintf(stderr, "gpuspy: error: %s: %s\n", in.v[i], r ? err : "out of memory");
-			free(r);
-			status = 1;
-			continue;
-		}
-		if (r->input_error[0]) {
-			fprintf(stderr, "gpuspy: error: %s: %s; reporting the events before it\n", in.v[i],
-				r->input_error);
-			status = 1;
-		}
-		procs[n++] = r;
-	}
+	if (procs)
+		status |= load_reports(&in, procs);
+	for (size_t i = 0; procs && i < in.n; i++) /* in the order given; failures left out */
+		if (procs[i])
+			procs[n++] = procs[i];
 	if (n) {
 		qsort(procs, n, sizeof(*procs), cmp_report);
 		struct gs_report whole;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -40,20 +41,24 @@ static unsigned hash(const char *s)
 	return h;
 }
 
+static void api_hash_fill(void)
+{
+	for (unsigned i = 0; i < API_HASH; i++)
+		api_hash[i] = -1;
+	for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
+		unsigned h = hash(gs_api_name(i)) & (API_HASH - 1);
+		while (api_hash[h] >= 0)
+			h = (h + 1) & (API_HASH - 1);
+		api_hash[h] = (int)i;
+	}
+}
+
 int gs_api_from_name(const char *s)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT; /* reports are read on several threads */
 	if (!s)
 		return -1;
-	if (!api_hash[0] && !api_hash[1]) {
-		for (unsigned i = 0; i < API_HASH; i++)
-			api_hash[i] = -1;
-		for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
-			unsigned h = hash(gs_api_name(i)) & (API_HASH - 1);
-			while (api_hash[h] >= 0)
-				h = (h + 1) & (API_HASH - 1);
-			api_hash[h] = (int)i;
-		}
-	}
+	pthread_once(&once, api_hash_fill);
 	for (unsigned h = hash(s) & (API_HASH - 1); api_hash[h] >= 0; h = (h + 1) & (API_HASH - 1))
 		if (!strcmp(gs_api_name((unsigned)api_hash[h]), s))
 			return api_hash[h];

@@ -6,6 +6,7 @@
  * complete records it still holds.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,7 +207,11 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 
 static void map_note(struct gs_trace *t, int add)
 {
+	/* Traces are opened on several threads (gpuspy report): one at a
+	 * time here; the handler only reads, atomically. */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static int armed;
+	pthread_mutex_lock(&lock);
 	if (!armed) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
@@ -221,13 +226,14 @@ static void map_note(struct gs_trace *t, int add)
 			maps[i].size = t->size;
 			maps[i].path = t->path;
 			__atomic_store_n(&maps[i].map, t->map, __ATOMIC_RELEASE);
-			return;
+			break;
 		}
 		if (!add && maps[i].map == t->map) {
 			__atomic_store_n(&maps[i].map, NULL, __ATOMIC_RELEASE);
-			return;
+			break;
 		}
 	}
+	pthread_mutex_unlock(&lock);
 }
 
 int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen)

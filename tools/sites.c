@@ -308,7 +308,7 @@ void gs_sites_free(struct gs_sites *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static int sort_by;
+static __thread int sort_by; /* qsort's comparator reads it: each thread its own (reports are read in parallel) */
 
 static uint64_t metric(const struct gs_site *x)
 {

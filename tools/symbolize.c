@@ -4,6 +4,7 @@
  * module entries say which file was loaded at which bias, and libdwfl reads
  * that file's symbols and DWARF (or its separate debug file, by build id).
  */
+#include <pthread.h>
 #include <elfutils/libdwfl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -265,10 +266,16 @@ const struct gs_stack *gs_sym_stack(struct gs_symbolizer *s, uint32_t id)
 {
 	if (!s || !id)
 		return NULL;
+	/* The file handles (module_file) and elfutils' are shared by the
+	 * traces, which gpuspy report reads on several threads. */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	int fresh;
 	void **v = map_slot(&s->stacks, id, &fresh);
-	if (fresh)
+	if (fresh) {
+		pthread_mutex_lock(&lock);
 		*v = build(s, id);
+		pthread_mutex_unlock(&lock);
+	}
 	return *v;
 }
 
