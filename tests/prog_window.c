@@ -38,13 +38,13 @@ int main(void)
 		const char *arg = line[0] && line[1] == ' ' ? line + 2 : "";
 		switch (line[0]) {
 		case 'a': {
-			CUdeviceptr p;
+			CUdeviceptr p = 0; /* a failed allocation leaves it alone */
 			cuMemAlloc_v2(&p, (size_t)strtoull(arg, NULL, 10));
 			cuMemFree_v2(p);
 			break;
 		}
 		case 'A': {
-			CUdeviceptr p;
+			CUdeviceptr p = 0; /* a failed allocation leaves it alone */
 			cuMemAlloc_v2(&p, (size_t)strtoull(arg, NULL, 10));
 			break;
 		}

@@ -87,7 +87,7 @@ def serve_counts_what_the_process_did(tmp):
     each phase's seconds to the nanosecond of its trace, copy bytes by
     direction and host memory, device allocation calls, the failed call,
     GPU busy of device 0 under dcgm-exporter's labels (gpu, UUID) once
-    CUPTI's records came; pid, rank and command label each series; a
+    CUPTI's records and an NVML sample (the UUID) came; pid, rank and command label each series; a
     second scrape reads only what is new; 404 and 405 elsewhere."""
     d = run_window(tmp)
     s = Serve(tmp)
@@ -95,7 +95,8 @@ def serve_counts_what_the_process_did(tmp):
         pid = str(d.p.pid)
         got, types = s.metrics()
         until = time.monotonic() + 10
-        while not any(n == "gpuspy_gpu_busy_seconds_total" for n, _ in got) and time.monotonic() < until:
+        busy = ("gpuspy_gpu_busy_seconds_total", ("UUID", "GPU-fake-0"))
+        while not any(n == busy[0] and busy[1] in ls for n, ls in got) and time.monotonic() < until:
             time.sleep(0.2)
             got, types = s.metrics()
         _, ev = dump(os.path.join(tmp, traces(tmp)[0]))
@@ -175,7 +176,7 @@ def serve_is_scraped_by_prometheus(tmp):
         r = None
         while time.monotonic() < until:
             r = query(f'gpuspy_steps_total{{pid="{pid}"}}')
-            b = query(f'sum by (UUID) (gpuspy_gpu_busy_seconds_total{{pid="{pid}"}})')
+            b = query(f'sum by (UUID) (gpuspy_gpu_busy_seconds_total{{pid="{pid}",UUID!=""}})')
             if r and b:
                 break
             time.sleep(0.5)

@@ -17,6 +17,7 @@
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,7 +218,8 @@ static void *load_worker(void *arg)
 static int load_reports(const struct gs_paths *in, struct gs_report **procs)
 {
 	struct load_job j = { in, procs, 0, 0 };
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t cpus; /* the cores this process may run on (taskset, a cgroup's cpuset) */
+	long cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nt = cores > 1 ? (size_t)cores : 1;
 	if (nt > 16)
 		nt = 16;

@@ -52,9 +52,10 @@ static int expand_dir(const char *dir, struct gs_paths *out)
 				paths_add(out, p);
 			}
 		closedir(d);
-		qsort(out->v + before, out->n - before, sizeof(char *), cmp_str);
-		if (out->n > before)
+		if (out->n > before) {
+			qsort(out->v + before, out->n - before, sizeof(char *), cmp_str);
 			return 0;
+		}
 	}
 	return -ENOENT;
 }

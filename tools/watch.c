@@ -222,7 +222,8 @@ int gs_watch_poll(struct gs_watch *l)
 	int rc = gs_follow_poll(&l->f, collect, l);
 	/* Each thread's events come in order, threads one after another:
 	 * in time order, a phase change falls where it happened. */
-	qsort(l->pend, l->npend, sizeof(*l->pend), by_start);
+	if (l->npend)
+		qsort(l->pend, l->npend, sizeof(*l->pend), by_start);
 	for (size_t i = 0; i < l->npend; i++)
 		add(l, &l->pend[i]);
 	l->npend = 0;
