@@ -75,7 +75,9 @@ def value(got, name, **labels):
 
 
 def run_window(tmp):
-    env = dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH="1", GPUSPY_NVML_MS="20", LD_LIBRARY_PATH=NVML + ":" + BIN)
+    # TMPDIR: the sampler's per-device lock of its own (one process per
+    # device samples; another test's would take it).
+    env = dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH="1", GPUSPY_NVML_MS="20", LD_LIBRARY_PATH=NVML + ":" + BIN, TMPDIR=tmp)
     d = Driven(tmp, env=env)
     d.do("a 99999999999999", "p step", "h 1000", "k 100", "q", "p step", "H 3000", "k 200", "A 5000", "q")
     return d

@@ -40,7 +40,7 @@ def top_counts_what_the_process_did(tmp):
     busy as the union of the CUPTI double's kernels and copies (10 B/ns), the NVML double's
     latest sample; found by /proc and by directory alike; paused shows."""
     env = dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH="1", GPUSPY_NVML_MS="20", FAKENVML="util=95,power_mw=312500",
-               LD_LIBRARY_PATH=NVML + ":" + BIN)
+               LD_LIBRARY_PATH=NVML + ":" + BIN, TMPDIR=tmp)  # TMPDIR: the sampler's device lock, its own
     d = Driven(tmp, env=env)
     d.do("p step", "h 1000", "k 100", "q", "p step", "H 3000", "n cub::DeviceReduce::Sum", "k 200", "m", "q",
          "p step", "A 5000", "q", "p eval", "q")
