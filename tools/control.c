@@ -35,13 +35,6 @@ struct target {
 	struct gspy_header *h;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void nap_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -157,7 +150,7 @@ static int ask(const char *cmd, struct target *t, unsigned want, uint64_t dur)
 	__atomic_store_n(&h->ctl_for_ns, dur, __ATOMIC_RELAXED);
 	uint32_t seq = __atomic_add_fetch(&h->ctl_seq, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &h->ctl_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	for (uint64_t t0 = mono_ns(); mono_ns() - t0 < ANSWER_NS; nap_ms(2)) {
+	for (uint64_t t0 = gs_mono_now(); gs_mono_now() - t0 < ANSWER_NS; nap_ms(2)) {
 		if ((int32_t)(__atomic_load_n(&h->ctl_done, __ATOMIC_ACQUIRE) - seq) >= 0)
 			return 0;
 		if (!alive(t->pid)) {
@@ -195,7 +188,7 @@ static int parse_for(const char *v, uint64_t *ns)
 static int record(struct target *t, uint64_t dur)
 {
 	char a[32];
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = gs_mono_now();
 	int rc = ask("record", t, GSPY_CTL_record, dur);
 	if (rc)
 		return rc;
@@ -208,7 +201,7 @@ static int record(struct target *t, uint64_t dur)
 	/* The process ends the window itself at its deadline (so it ends
 	 * if this command dies); this one waits for that, or a signal. */
 	while (!interrupted && alive(t->pid) && !__atomic_load_n(&t->h->ctl_paused, __ATOMIC_ACQUIRE) &&
-	       (!dur || mono_ns() - t0 < dur + ANSWER_NS))
+	       (!dur || gs_mono_now() - t0 < dur + ANSWER_NS))
 		nap_ms(20);
 	if (!alive(t->pid)) {
 		printf("gpuspy: process %d exited while recording; see gpuspy report %s\n", t->pid, t->path);
@@ -216,7 +209,7 @@ static int record(struct target *t, uint64_t dur)
 	}
 	if (!__atomic_load_n(&t->h->ctl_paused, __ATOMIC_ACQUIRE) && (rc = ask("record", t, GSPY_CTL_pause, 0)))
 		return rc;
-	printf("gpuspy: process %d recorded for %s; see gpuspy report %s\n", t->pid, gs_fmt_ns(a, mono_ns() - t0),
+	printf("gpuspy: process %d recorded for %s; see gpuspy report %s\n", t->pid, gs_fmt_ns(a, gs_mono_now() - t0),
 	       t->path);
 	return 0;
 }

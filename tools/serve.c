@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "units.h"
 #include "watch.h"
 
 #define DEFAULT_LISTEN "localhost:9401"
@@ -191,13 +192,6 @@ struct server {
 	struct gs_watch_set set;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, char *body, size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -229,7 +223,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	} else if (!strcmp(url, "/metrics")) {
 		gs_watch_scan(&s->set);
 		gs_watch_poll_all(&s->set);
-		uint64_t now = mono_ns();
+		uint64_t now = gs_mono_now();
 		for (int m = 0; m < M_COUNT; m++)
 			family(f, (enum metric)m, &s->set, now);
 		type = "text/plain; version=0.0.4; charset=utf-8";

@@ -32,13 +32,6 @@ struct top {
 	uint64_t window_ns, interval_ns;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Control bytes of a trace's text never reach the terminal. */
 static void clean(char *s)
 {
@@ -123,7 +116,7 @@ static int proc_lines(const struct gs_watch_view *v, char lines[][512], int max)
 /* The frame: a title, the column heads, each process's lines. */
 static int frame(const struct top *t, char lines[][512], int max, int live)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = gs_mono_now();
 	char w[32];
 	int n = 0;
 	snprintf(lines[n++], 512, "gpuspy top: %d traced %s, the last %s%s", t->set.n, gs_pl(t->set.n, "process", "processes"),
@@ -203,7 +196,7 @@ static int run_live(struct top *t)
 	static char lines[256][512];
 	uint64_t next_scan = 0;
 	while (!stop) {
-		uint64_t now = mono_ns();
+		uint64_t now = gs_mono_now();
 		if (now >= next_scan) { /* a new process is found within 2 s */
 			gs_watch_scan(&t->set);
 			next_scan = now + 2000000000ull;
@@ -286,7 +279,7 @@ int gs_cmd_top(int argc, char **argv)
 		gs_watch_poll_all(&t.set);
 		if (json) {
 			cJSON *a = cJSON_CreateArray();
-			uint64_t now = mono_ns();
+			uint64_t now = gs_mono_now();
 			for (int i = 0; i < t.set.n; i++) {
 				struct gs_watch_view v;
 				gs_watch_view(t.set.p[i], now, t.window_ns, &v);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Human units: times scale ns/us/ms/s, sizes B/KiB/MiB/GiB/TiB. */
+#include <time.h>
 #include <stdio.h>
 
 #include "units.h"
@@ -51,4 +52,11 @@ char *gs_fmt_rate(char *buf, uint64_t bytes, uint64_t ns)
 	else
 		snprintf(buf, 32, "%.2f", (double)bytes / (double)ns);
 	return buf;
+}
+
+uint64_t gs_mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 char *gs_fmt_ns(char *buf, uint64_t ns);
+/* CLOCK_MONOTONIC now, in ns: the clock trace times are in. */
+uint64_t gs_mono_now(void);
 char *gs_fmt_bytes(char *buf, uint64_t bytes);
 char *gs_fmt_count(char *buf, uint64_t n);
 char *gs_fmt_rate(char *buf, uint64_t bytes, uint64_t ns); /* GB/s, "-" when unknown */
