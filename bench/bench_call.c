@@ -3,7 +3,7 @@
  * Cost of one intercepted call against the driver double: T threads each
  * make N calls of one kind; prints the mean thread-CPU ns per call (immune
  * to the oversubscription of 8 threads on a small machine).
- * Usage: bench_call launch|copy|malloc|launch-cold|mixed-cold|torch-cold T N
+ * Usage: bench_call launch|copy|malloc|launch-cold|mixed-cold|torch-cold|nvtx|nvtx-text T N
  * (run by bench/run.py)
  * malloc: a malloc(1 MiB) + free pair per call.
  * launch-cold: before each launch, run 256 KiB of other code and read 2 MiB
@@ -18,6 +18,11 @@
  * a runtime wrapper with a driver wrapper nested in it): of every 32 calls,
  * 22 __cudaLaunchKernel, 5 cudaLaunchKernelExC, 4 cudaMemsetAsync and one
  * pageable cudaMemcpyAsync (FIELD-NOTES' MLP step: ~76 calls, 2 copies).
+ * nvtx: an NVTX range (nvtxDomainRangePushEx + nvtxDomainRangePop) named
+ * by a registered string of 110 characters, as XLA names each thunk (ten
+ * to twenty a JAX step); nvtx-text: the same name as text
+ * (nvtxRangePushA + nvtxRangePop). Untraced, NVTX has no tool attached and
+ * its calls return at once.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -28,11 +33,16 @@
 #include <sys/resource.h>
 #include <x86intrin.h>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "../lib/cuda_api.h"
 #include "doubles/fakecuda.h"
 
 static long calls;
-static int copy_mode, malloc_mode, cold_mode, mixed_mode, torch_mode;
+static int copy_mode, malloc_mode, cold_mode, mixed_mode, torch_mode, nvtx_mode, nvtx_text_mode;
+static nvtxDomainHandle_t nvtx_dom;
+static nvtxEventAttributes_t nvtx_attr;
+#define NVTX_NAME "Thunk:#name=jit(step)/jvp()/dot_general,hlo_op=gemm_fusion_dot.2,unique_hlo_op_id=4294967311,program_id=3977#"
 static unsigned char *evict_data;
 static size_t evict_bytes;
 static void (*evict_code)(void);
@@ -151,6 +161,16 @@ static void *work(void *arg)
 	else if (copy_mode)
 		for (long i = 0; i < calls; i++)
 			cuMemcpyHtoDAsync_v2(dev, host, 1, NULL);
+	else if (nvtx_mode)
+		for (long i = 0; i < calls; i++) {
+			nvtxDomainRangePushEx(nvtx_dom, &nvtx_attr);
+			nvtxDomainRangePop(nvtx_dom);
+		}
+	else if (nvtx_text_mode)
+		for (long i = 0; i < calls; i++) {
+			nvtxRangePushA(NVTX_NAME);
+			nvtxRangePop();
+		}
 	else
 		for (long i = 0; i < calls; i++)
 			cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
@@ -168,6 +188,8 @@ int main(int argc, char **argv)
 	malloc_mode = !strcmp(argv[1], "malloc");
 	mixed_mode = !strcmp(argv[1], "mixed-cold");
 	torch_mode = !strcmp(argv[1], "torch-cold");
+	nvtx_mode = !strcmp(argv[1], "nvtx");
+	nvtx_text_mode = !strcmp(argv[1], "nvtx-text");
 	cold_mode = mixed_mode || torch_mode || !strcmp(argv[1], "launch-cold");
 	if (cold_mode && evict_setup() != 0)
 		return 2;
@@ -180,6 +202,11 @@ int main(int argc, char **argv)
 	cuCtxSetCurrent(ctx);
 	fn = fakecuda_function("bench_kernel", NULL);
 	cuMemAlloc_v2(&dev, 64);
+	nvtx_dom = nvtxDomainCreateA("XLA");
+	nvtx_attr.version = NVTX_VERSION;
+	nvtx_attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	nvtx_attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	nvtx_attr.message.registered = nvtxDomainRegisterStringA(nvtx_dom, NVTX_NAME);
 	/* Warm up: first-call work (file creation, name lookup) is not the
 	 * per-call cost. */
 	for (int i = 0; i < 1000; i++) {
@@ -188,6 +215,10 @@ int main(int argc, char **argv)
 		cuMemcpyHtoDAsync_v2(dev, host, 1, NULL);
 		if (malloc_mode)
 			free(do_malloc(1u << 20));
+		nvtxDomainRangePushEx(nvtx_dom, &nvtx_attr);
+		nvtxDomainRangePop(nvtx_dom);
+		nvtxRangePushA(NVTX_NAME);
+		nvtxRangePop();
 	}
 	pthread_t th[256];
 	for (long i = 0; i < t; i++)

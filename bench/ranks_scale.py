@@ -5,7 +5,9 @@
 one core (taskset) and on every core of this machine; wall time, events a
 second, and the report's peak resident memory, for N/4 and N traces (the
 memory must not grow with the events, only with the reports kept).
-Median of 3 runs each. Usage: bench/ranks_scale.py [N] [EVENTS] [DIR]"""
+Median of 3 runs each. SCALE_CORES=1,all (the default) picks the core
+counts ("all": every core this process may run on). Usage:
+bench/ranks_scale.py [N] [EVENTS] [DIR]"""
 import os
 import resource
 import statistics
@@ -48,10 +50,12 @@ def main():
     cores = len(os.sched_getaffinity(0))
     print(f"| traces | events | cores | wall (median of 3) | events/s | peak RSS |")
     print("| --- | --- | --- | --- | --- | --- |")
+    want = [cores if c == "all" else int(c) for c in os.environ.get("SCALE_CORES", "1,all").split(",")]
     for k in (n // 4, n):
         sub = os.path.join(d, str(k))
-        for c in (1, cores):
-            cmd = (["taskset", "-c", "0"] if c == 1 else []) + [GPUSPY, "report", "--json", sub]
+        for c in want:
+            cpus = ",".join(str(x) for x in sorted(os.sched_getaffinity(0))[:c])
+            cmd = (["taskset", "-c", cpus] if c < cores else []) + [GPUSPY, "report", "--json", sub]
             runs = [one(cmd) for _ in range(3)]
             wall = statistics.median(w for w, _ in runs)
             rss = max(r for _, r in runs)

@@ -14,7 +14,9 @@ per-call cost of that mode); and launches with the caches cold (bench_call
 launch-cold: 256 KiB of other code and 2 MiB of other data run between two
 launches, as a program's own work does; only the call is timed), where
 the added ns are what the trace path's code and data cost when they have
-to come back from further out. Writes bench/out/bench.md and prints it."""
+to come back from further out; and an NVTX range named as XLA names its
+thunks (a registered string) and by its text. BENCH_ONLY=TEXT runs the
+rows whose label holds TEXT. Writes bench/out/bench.md and prints it."""
 import os
 import platform
 import shutil
@@ -47,6 +49,9 @@ CASES = [  # (label, bench_call kind, threads, environment of the traced run[, c
     ("malloc+free 1 MiB, libgpuspy-host.so preloaded, not recorded", "malloc", 1, {HOST: "1"}),
     ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {HOST: "1", "GPUSPY_HOST_ALLOC_MIN": "1M"}),
     ("cuLaunchKernel, caches cold, no stacks", "launch-cold", 1, {"GPUSPY_STACKS": "0"}, 20000),
+    ("NVTX range, registered name of 110 characters (XLA's thunks)", "nvtx", 1, {}),
+    ("NVTX range, registered name of 110 characters (XLA's thunks)", "nvtx", 8, {}),
+    ("NVTX range, the same name as text", "nvtx-text", 1, {}),
 ]
 
 
@@ -84,7 +89,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpuspy-bench-")
     rows = []
     try:
+        only = os.environ.get("BENCH_ONLY", "")  # a part of the labels to run
         for label, kind, threads, extra, *calls in CASES:
+            if only not in label:
+                continue
             calls = calls[0] if calls else CALLS
             base, traced, added = [], [], []
             for r in range(ROUNDS):

@@ -41,6 +41,9 @@ struct nvtxDomainRegistration_st {
 
 struct nvtxStringRegistration_st {
 	char s[128];
+	/* Its phase name id in this process's trace file, found at its first
+	 * range: (file generation << 32) | id, 0 until then. */
+	uint64_t phase;
 };
 
 #define MAX_DOMAINS 256
@@ -147,16 +150,50 @@ static int accepted(nvtxDomainHandle_t d, const char *name)
 	return in_list(nv.ranges, name, 1);
 }
 
+/* The phase name id of a registered string, looked up once per trace file
+ * (a fork child's file has its own ids): XLA names every thunk's range by
+ * one, tens of times a step, and a lookup by text takes two locks. */
+static uint32_t registered_id(struct nvtxStringRegistration_st *r)
+{
+	uint64_t v = __atomic_load_n(&r->phase, __ATOMIC_RELAXED);
+	uint32_t gen = (uint32_t)gs_g.gen;
+	if ((uint32_t)v && (uint32_t)(v >> 32) == gen)
+		return (uint32_t)v;
+	uint32_t id = gs_phase_name(r->s);
+	if (id)
+		__atomic_store_n(&r->phase, (uint64_t)gen << 32 | id, __ATOMIC_RELAXED);
+	return id;
+}
+
+/* An event's name: a registered string as it is (*reg set), else copied
+ * into b. */
+static const char *text_of(const nvtxEventAttributes_t *a, char *b, size_t cap,
+			   struct nvtxStringRegistration_st **reg)
+{
+	*reg = NULL;
+	if (a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered) {
+		*reg = a->message.registered;
+		return (*reg)->s;
+	}
+	message(a, b, cap);
+	return b;
+}
+
+static uint32_t name_of(const char *name, struct nvtxStringRegistration_st *reg)
+{
+	return reg ? registered_id(reg) : gs_phase_name(name);
+}
+
 /* ---- push / pop --------------------------------------------------------- */
 
-static int push(unsigned api, nvtxDomainHandle_t d, const char *name)
+static int push(unsigned api, nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
 {
 	struct nvtx_stack *sp = stack_of_thread();
 #define ts (*sp)
 	int level = ts.depth;
 	uint32_t id = 0;
 	if (accepted(d, name) && !(nv.outermost && level > 0))
-		id = gs_phase_id(api, GSPY_KIND_phase_begin, gs_phase_name(name));
+		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, reg));
 	if (ts.depth < STACK) {
 		ts.dom[ts.depth] = d;
 		ts.name_id[ts.depth] = id;
@@ -186,23 +223,35 @@ static int pop(unsigned api, nvtxDomainHandle_t d)
 #undef ts
 }
 
-static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : ""); }
-static int NVTX_API push_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, NULL, b); }
-static int NVTX_API push_ex(const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, NULL, b); }
+static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : "", NULL); }
+static int NVTX_API push_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, NULL, b, NULL); }
+static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
+{
+	char b[128];
+	struct nvtxStringRegistration_st *reg;
+	const char *name = text_of(a, b, sizeof(b), &reg);
+	return push(GSPY_API_nvtxRangePush, NULL, name, reg);
+}
 static int NVTX_API pop_default(void) { return pop(GSPY_API_nvtxRangePop, NULL); }
-static int NVTX_API dom_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, d, b); }
+static int NVTX_API dom_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	char b[128];
+	struct nvtxStringRegistration_st *reg;
+	const char *name = text_of(a, b, sizeof(b), &reg);
+	return push(GSPY_API_nvtxRangePush, d, name, reg);
+}
 static int NVTX_API dom_pop(nvtxDomainHandle_t d) { return pop(GSPY_API_nvtxRangePop, d); }
 
 /* ---- start / end: ranges that may end on another thread ------------------- */
 
-static nvtxRangeId_t start(nvtxDomainHandle_t d, const char *name)
+static nvtxRangeId_t start(nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
 {
 	pthread_mutex_lock(&nv.lock);
 	nvtxRangeId_t id = ++nv.next_id;
 	pthread_mutex_unlock(&nv.lock);
 	if (!accepted(d, name))
 		return id;
-	uint32_t nid = gs_phase_id(GSPY_API_nvtxRangeStart, GSPY_KIND_phase_begin, gs_phase_name(name));
+	uint32_t nid = gs_phase_id(GSPY_API_nvtxRangeStart, GSPY_KIND_phase_begin, name_of(name, reg));
 	pthread_mutex_lock(&nv.lock);
 	nv.started[id % STARTED].id = id;
 	nv.started[id % STARTED].name_id = nid;
@@ -223,25 +272,49 @@ static void end(nvtxRangeId_t id)
 		gs_phase_id(GSPY_API_nvtxRangeEnd, GSPY_KIND_phase_end, nid);
 }
 
-static nvtxRangeId_t NVTX_API start_a(const char *m) { return start(NULL, m ? m : ""); }
-static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return start(NULL, b); }
-static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return start(NULL, b); }
+static nvtxRangeId_t NVTX_API start_a(const char *m) { return start(NULL, m ? m : "", NULL); }
+static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return start(NULL, b, NULL); }
+static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
+{
+	char b[128];
+	struct nvtxStringRegistration_st *reg;
+	const char *name = text_of(a, b, sizeof(b), &reg);
+	return start(NULL, name, reg);
+}
 static void NVTX_API end_default(nvtxRangeId_t id) { end(id); }
-static nvtxRangeId_t NVTX_API dom_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); return start(d, b); }
+static nvtxRangeId_t NVTX_API dom_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	char b[128];
+	struct nvtxStringRegistration_st *reg;
+	const char *name = text_of(a, b, sizeof(b), &reg);
+	return start(d, name, reg);
+}
 static void NVTX_API dom_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d; end(id); }
 
 /* ---- marks ------------------------------------------------------------------- */
 
-static void mark(nvtxDomainHandle_t d, const char *name)
+static void mark(nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
 {
 	if (accepted(d, name))
-		gs_phase_id(GSPY_API_nvtxMark, GSPY_KIND_mark, gs_phase_name(name));
+		gs_phase_id(GSPY_API_nvtxMark, GSPY_KIND_mark, name_of(name, reg));
 }
 
-static void NVTX_API mark_a(const char *m) { mark(NULL, m ? m : ""); }
-static void NVTX_API mark_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); mark(NULL, b); }
-static void NVTX_API mark_ex(const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); mark(NULL, b); }
-static void NVTX_API dom_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { char b[128]; message(a, b, sizeof(b)); mark(d, b); }
+static void NVTX_API mark_a(const char *m) { mark(NULL, m ? m : "", NULL); }
+static void NVTX_API mark_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); mark(NULL, b, NULL); }
+static void NVTX_API mark_ex(const nvtxEventAttributes_t *a)
+{
+	char b[128];
+	struct nvtxStringRegistration_st *reg;
+	const char *name = text_of(a, b, sizeof(b), &reg);
+	mark(NULL, name, reg);
+}
+static void NVTX_API dom_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	char b[128];
+	struct nvtxStringRegistration_st *reg;
+	const char *name = text_of(a, b, sizeof(b), &reg);
+	mark(d, name, reg);
+}
 
 /* ---- domains and registered strings --------------------------------------------- */
 
@@ -265,7 +338,7 @@ static nvtxDomainHandle_t NVTX_API dom_create_a(const char *n) { return domain(n
 static nvtxDomainHandle_t NVTX_API dom_create_w(const wchar_t *n) { char b[64]; wide(n, b, sizeof(b)); return domain(b); }
 static void NVTX_API dom_destroy(nvtxDomainHandle_t d) { (void)d; /* handles stay valid: ranges may still refer to them */ }
 
-static struct nvtxStringRegistration_st str_full = { "(more than 65536 NVTX strings)" };
+static struct nvtxStringRegistration_st str_full = { "(more than 65536 NVTX strings)", 0 };
 
 static nvtxStringHandle_t reg(const char *s)
 {

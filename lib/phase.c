@@ -56,7 +56,8 @@ static uint64_t hash(const char *s)
 	return h | 1;
 }
 
-/* Called with ph.lock held. Long names are interned every time. */
+/* Called with ph.lock held. Names too long for the cache are looked up
+ * in the string table's own index (gs_intern) every time. */
 static uint32_t name_id(const char *name)
 {
 	uint64_t h = hash(name);

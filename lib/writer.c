@@ -585,17 +585,73 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		__atomic_fetch_add(&h->dropped_nochunk, 1, __ATOMIC_RELAXED);
 }
 
-/* Appends one string-table entry: u32 length, the bytes, NUL, padding. */
+/*
+ * The string table keeps each distinct entry once: an index of the entries
+ * written (open addressing on a hash of the bytes, checked against the
+ * bytes in the file) answers an entry already there with its id. Callers
+ * keep their own caches in front of it, but those are small and lossy (a
+ * full cache, a name past its slot's length): without the index, a name
+ * missed there was appended again on every call, and XLA's per-thunk
+ * NVTX names filled the 16 MiB table within seconds, after which every
+ * new phase name and call stack was lost. Past INDEX_FULL entries the
+ * index stops growing and entries are appended as they come.
+ */
+#define INDEX_SLOTS (1u << 18)
+#define INDEX_FULL (INDEX_SLOTS / 4 * 3)
+static struct {
+	struct { uint32_t id, hash; } *slot; /* id 0: empty; mmap'ed at first use */
+	uint32_t n;
+} ix;
+
+static uint32_t bytes_hash(const void *data, size_t len)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ ((const unsigned char *)data)[i]) * 1099511628211ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* With w.lock held: the id of an entry equal to (data, len), or 0 and, in
+ * *free_slot, where to note a new one (-1: the index is full). */
+static uint32_t index_find(const void *data, size_t len, uint32_t hash, long *free_slot)
+{
+	*free_slot = -1;
+	if (!ix.slot) {
+		void *m = mmap(NULL, INDEX_SLOTS * sizeof(*ix.slot), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return 0;
+		ix.slot = m;
+	}
+	const char *tab = w.base + w.hdr->strtab_offset;
+	for (uint32_t k = hash & (INDEX_SLOTS - 1);; k = (k + 1) & (INDEX_SLOTS - 1)) {
+		uint32_t id = ix.slot[k].id;
+		if (!id) {
+			if (ix.n < INDEX_FULL)
+				*free_slot = k;
+			return 0;
+		}
+		uint32_t l;
+		memcpy(&l, tab + id - 1, 4);
+		if (ix.slot[k].hash == hash && l == len && !memcmp(tab + id - 1 + 4, data, len))
+			return id;
+	}
+}
+
+/* One string-table entry: u32 length, the bytes, NUL, padding; its id is
+ * its offset + 1. */
 uint32_t gs_intern_bytes(const void *data, size_t len)
 {
 	if (gs_writer_ready() != 0)
 		return 0;
 	struct gspy_header *h = w.hdr;
 	size_t need = (4 + len + 1 + 3) & ~(size_t)3;
-	uint32_t id = 0;
+	uint32_t hash = bytes_hash(data, len);
+	long slot;
 	pthread_mutex_lock(&w.lock);
+	uint32_t id = index_find(data, len, hash, &slot);
 	uint64_t used = h->strtab_used;
-	if (used + need <= h->strtab_size) {
+	if (!id && used + need <= h->strtab_size) {
 		char *p = w.base + h->strtab_offset + used;
 		uint32_t l = (uint32_t)len;
 		memcpy(p, &l, 4);
@@ -604,6 +660,11 @@ uint32_t gs_intern_bytes(const void *data, size_t len)
 		/* The bytes are in place before readers may look at them. */
 		__atomic_store_n(&h->strtab_used, used + need, __ATOMIC_RELEASE);
 		id = (uint32_t)used + 1;
+		if (slot >= 0) {
+			ix.slot[slot].id = id;
+			ix.slot[slot].hash = hash;
+			ix.n++;
+		}
 	}
 	pthread_mutex_unlock(&w.lock);
 	return id;
@@ -707,6 +768,10 @@ static void writer_forked(void)
 	w.base = NULL;
 	w.populated = 0;
 	w.prefault_off = 0;
+	if (ix.slot) /* the index named the parent's entries */
+		munmap(ix.slot, INDEX_SLOTS * sizeof(*ix.slot));
+	ix.slot = NULL;
+	ix.n = 0;
 	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
 	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);

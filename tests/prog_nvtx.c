@@ -6,9 +6,13 @@
  * "strings": 70000 distinct registered strings after "dom_range" (past
  * gpuspy's 65536), "dom_range" registered again, and a range named by
  * each of x0, x65534 and x65535.
+ * "repeat N": N times a range named by a registered string and one named
+ * by its text, both of XLA's length (over 100 characters), one launch in
+ * each; then a range "after".
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <nvtx3/nvToolsExt.h>
@@ -54,9 +58,37 @@ static void strings(void)
 	printf("same %d\n", nvtxDomainRegisterStringA(d, "dom_range") == first);
 }
 
+#define LONG_NAME "Thunk:#name=jit(step)/jvp()/dot_general,hlo_op=gemm_fusion_dot.2,unique_hlo_op_id=4294967311,program_id=3977#"
+
+static void repeat(long n)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("XLA");
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = nvtxDomainRegisterStringA(d, LONG_NAME);
+	for (long i = 0; i < n; i++) {
+		nvtxDomainRangePushEx(d, &a);
+		launch();
+		nvtxDomainRangePop(d);
+		nvtxRangePushA("text:" LONG_NAME);
+		launch();
+		nvtxRangePop();
+	}
+	nvtxRangePushA("after");
+	launch();
+	nvtxRangePop();
+}
+
 int main(int argc, char **argv)
 {
 	f = fakecuda_function("nvtx_kernel", NULL);
+	if (argc > 2 && !strcmp(argv[1], "repeat")) {
+		repeat(atol(argv[2]));
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "strings")) {
 		strings();
 		return 0;

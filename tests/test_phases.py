@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Phases: NVTX ranges, the PyTorch helper's automatic phases, GPU time from CUDA events."""
+import collections  # noqa: F401
 import json  # noqa: F401
 import os  # noqa: F401
 import re  # noqa: F401
@@ -64,6 +65,27 @@ def nvtx_registered_strings_kept_once_each(tmp):
     _, ev = only_trace(tmp)
     got = [e["name"] for e in ev if e["kind"] == "phase_begin"]
     check(got == ["x0", "x65534", "(more than 65536 NVTX strings)"], f"range names {got}")
+
+
+@test
+def nvtx_long_names_kept_once(tmp):
+    """A range name over 100 characters, registered (as XLA names each
+    thunk) or as text, repeated 80000 times: every range keeps its name, the
+    string table grows by nothing past the first (it used to append the
+    name at every range and, full at 16 MiB, left later names unnamed), and
+    a phase begun afterwards still has its name."""
+    name = ("Thunk:#name=jit(step)/jvp()/dot_general,hlo_op=gemm_fusion_dot.2,"
+            "unique_hlo_op_id=4294967311,program_id=3977#")
+    sizes = {}
+    for n in (1, 80000):
+        d = os.path.join(tmp, str(n))
+        os.makedirs(d)
+        run("prog_nvtx", ["repeat", str(n)], tmp=d)
+        hdr, ev = only_trace(d)
+        got = collections.Counter(e["name"] for e in ev if e["kind"] == "phase_begin")
+        check(got == {name: n, "text:" + name: n, "after": 1}, f"n={n}: {got}")
+        sizes[n] = hdr["strings_bytes"]
+    check(sizes[80000] == sizes[1], f"the string table grew with the ranges: {sizes}")
 
 
 @test

@@ -88,6 +88,7 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	add_u64(o, "used_bytes", GSPY_HEADER_SIZE + h->strtab_used +
 				     (uint64_t)(h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count) *
 					     h->chunk_size);
+	add_u64(o, "strings_bytes", h->strtab_used);
 	add_u64(o, "buffer_bytes", h->buffer_bytes);
 	add_u64(o, "file_bytes", h->file_size);
 	cJSON_AddNumberToObject(o, "threads", h->threads_seen ? h->threads_seen : t->nthreads);
