@@ -33,7 +33,7 @@ LIB_SONAME := libgpuspy.so.$(SOVERSION)
 LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpuspy.map \
 	-Wl,-z,defs -Wl,--no-undefined-version
 
-TOOL_SRCS := tools/gpuspy.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
+TOOL_SRCS := tools/gpuspy.c tools/collectives.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
 	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c \
 	tools/follow.c tools/watch.c tools/top.c tools/serve.c tools/paths.c tools/diff.c tools/report_ranks.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o

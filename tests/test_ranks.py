@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 """The ranks of one job (gpuspy report over rank files): made-up traces of
 four ranks whose steps are known to the nanosecond, one of them slow, with
-NCCL kernels on the GPU; and ranks without collectives."""
+NCCL kernels on the GPU, or with gloo's all-reduces on the host; and ranks
+without collectives."""
 import json
 import os
+import re
 import subprocess
 
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
@@ -11,10 +13,21 @@ from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 STEP = 10000000  # 10 ms
 
 
-def rank_trace(path, rank, work, nccl, steps=12, skew=0):
+OVERLAP = 500000  # a compute kernel runs 0.5 ms into each step's all-reduce
+
+
+def rank_trace(path, rank, work, nccl, steps=12, skew=0, gloo=False):
     """Rank `rank`: each step a phase "forward" of `work` ns, then
     "backward" to the step's end, holding one NCCL all-reduce kernel of
-    `nccl` ns on the GPU; its clock `skew` ns off the others'."""
+    `nccl` ns on the GPU, which a compute kernel on another stream
+    overlaps by OVERLAP; its clock `skew` ns off the others'. With gloo,
+    the all-reduce is gloo's on the host instead: the main thread copies
+    4 MiB to pinned buffer 0x7000 on stream 7, gloo's thread (tid +1000)
+    syncs stream 7 until work + 300 and copies the buffer back at
+    STEP - 200 (the collective: STEP - 500 - work); a 2 ms kernel runs
+    inside it. Decoys: the main thread syncs and copies a batch to the
+    device from another buffer; gloo's thread copies 0x7000 back with
+    other bytes, and a copy back without a sync before it."""
     t = 10 ** 12 + skew
     lines = [{"type": "process", "format_version": 2, "pid": 100 + rank, "ppid": 1, "host": f"node{rank // 2}",
               "rank": rank, "local_rank": rank % 2, "command": "train.py", "events": 0, "dropped": 0,
@@ -24,14 +37,38 @@ def rank_trace(path, rank, work, nccl, steps=12, skew=0):
     def ev(kind, api, s, e, **kw):
         lines.append({"type": "event", "kind": kind, "api": api, "tid": 100 + rank, "start_ns": s, "end_ns": e,
                       "result": 0, **kw})
+    def copy(api, s, e, d, addr, nbytes, tid=100 + rank):
+        lines.append({"type": "event", "kind": "copy", "api": api, "tid": tid, "start_ns": s, "end_ns": e,
+                      "result": 0, "bytes": nbytes, "dir": d, "host_mem": "pinned", "addr": addr, "stream": 7,
+                      "async": True, "device": 0})
+
+    def sync(s, e, tid, stream=7):
+        lines.append({"type": "event", "kind": "sync", "api": "cuStreamSynchronize", "tid": tid, "start_ns": s,
+                      "end_ns": e, "result": 0, "stream": stream, "device": 0})
+    gt = 1100 + rank  # gloo's thread
     for k in range(steps):
         ev("phase_begin", "gpuspy_phase_push", t, t, name="forward")
         ev("phase_end", "gpuspy_phase_pop", t + work, t + work, name="forward")
         ev("phase_begin", "gpuspy_phase_push", t + work, t + work, name="backward")
-        ev("launch", "cuLaunchKernel", t + work + 10, t + work + 20, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-           grid=[1, 1, 1], block=[1, 1, 1], device=0, stream=1, corr=k + 1)
-        ev("gpu_kernel", "cupti_kernel", t + STEP - nccl - 100, t + STEP - 100, device=0, stream=1, corr=k + 1,
-           name="ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+        if gloo:
+            sync(t + 10, t + 20, 100 + rank)
+            copy("cuMemcpyHtoDAsync_v2", t + 30, t + 40, "h2d", 0x9000, 4 << 20)  # a batch: no round trip
+            copy("cuMemcpyDtoHAsync_v2", t + work + 100, t + work + 200, "d2h", 0x7000, 4 << 20)
+            sync(t + work + 150, t + work + 300, gt)
+            ev("gpu_kernel", "cupti_kernel", t + work + 1000, t + work + 2001000, device=0, stream=2,
+               name="sgemm_backward")
+            copy("cuMemcpyHtoDAsync_v2", t + STEP - 200, t + STEP - 150, "h2d", 0x7000, 4 << 20, tid=gt)
+            copy("cuMemcpyDtoHAsync_v2", t + STEP - 140, t + STEP - 130, "d2h", 0x7000, 1024)
+            copy("cuMemcpyHtoDAsync_v2", t + STEP - 120, t + STEP - 110, "h2d", 0x7000, 1024, tid=gt)  # no sync
+            copy("cuMemcpyHtoDAsync_v2", t + STEP - 100, t + STEP - 90, "h2d", 0x7000, 4096, tid=gt)  # other bytes
+        else:
+            ev("launch", "cuLaunchKernel", t + work + 10, t + work + 20,
+               name="ncclDevKernel_AllReduce_Sum_f32_RING_LL", grid=[1, 1, 1], block=[1, 1, 1], device=0, stream=1,
+               corr=k + 1)
+            ev("gpu_kernel", "cupti_kernel", t + STEP - nccl - 100, t + STEP - 100, device=0, stream=1, corr=k + 1,
+               name="ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+            ev("gpu_kernel", "cupti_kernel", t + work + 1000, t + STEP - nccl - 100 + OVERLAP, device=0, stream=2,
+               name="sgemm_backward")
         ev("phase_end", "gpuspy_phase_pop", t + STEP - 50, t + STEP - 50, name="backward")
         t += STEP
     lines.sort(key=lambda x: x.get("start_ns", 0) if x["type"] == "event" else -1)
@@ -73,8 +110,45 @@ def ranks_name_the_straggler(tmp):
     text = report(tmp, "--color", "never")
     check("  clock of rank 3: +15.00 s from rank 0's, the median over 12 collectives' ends (they agree to 0 ns)\n"
           in text, text[-800:])
-    check(f"straggler: rank 2, the slowest in {n} of {n} steps, by 3.0 ms a step over the others' mean;\n"
-          "  the others waited for it 9.0 ms a step in all, inside their collectives\n" in text, text[-1500:])
+    check(f"straggler: rank 2, the last to its collectives in {n} of {n} steps, 3.0 ms a step after the others' "
+          "mean;\n  the others waited for it 9.0 ms a step in all, inside their collectives\n" in text, text[-1500:])
+    # Overlap: a compute kernel runs 0.5 ms into each all-reduce.
+    ov = [(x["rank"], x["collectives"], x["overlap_ns"], x["overlap_of_ns"]) for x in o["ranks"]]
+    want = [(r, "nccl", OVERLAP * 12, (1000000 if r == 2 else 4000000) * 12) for r in range(4)]
+    check(ov == want, f"overlap {ov}\n want {want}")
+    check("collectives: NCCL's kernels, their GPU time;" in text and
+          re.search(r"\n +2 +\d+ +10\.0 ms +1\.0 ms +9\.0 ms +50% ", text), text[-1500:])
+
+
+@test
+def ranks_gloo_host_collectives(tmp):
+    """gloo's all-reduces of CUDA tensors run on the host: a copy out to a
+    pinned buffer, gloo's thread syncing its stream, the reduction, a copy
+    back of the same bytes from the same buffer. Rank 1 computes 3 ms
+    longer: its collectives take 3 ms less, it is named the straggler
+    with a 3 ms lead, the other three waited 9 ms a step; each collective
+    is the time from the sync's end to the copy back, to the ns; the
+    decoys (a batch's copy, a copy back of other bytes, one without a sync
+    between) are none; a 2 ms kernel inside each is the overlap; the clocks
+    come out of the copies back."""
+    for r in range(4):
+        work = 6000000 if r == 1 else 3000000
+        rank_trace(os.path.join(tmp, f"r{r}.jsonl"), r, work, 0, skew=r * 1000000000, gloo=True)
+    o = json.loads(report(tmp, "--json"))["ranks"]
+    n = o["steps"]
+    got = [(x["rank"], x["collectives"], x["collective_ns"] // x["steps"], x["overlap_ns"], x["overlap_of_ns"])
+           for x in o["ranks"]]
+    want = [(r, "host", STEP - 500 - (6000000 if r == 1 else 3000000), 2000000 * 12,
+             (STEP - 500 - (6000000 if r == 1 else 3000000)) * 12) for r in range(4)]
+    check(n >= 8 and got == want, f"ranks {got}\n want {want}")
+    check(o["straggler"] == {"rank": 1, "steps": n, "lead_ns": 3000000 * n, "others_waited_ns": 9000000 * n},
+          f"straggler {o['straggler']}")
+    offs = [(x["rank"], x.get("clock_offset_ns"), x.get("clock_spread_ns")) for x in o["ranks"]]
+    check(offs == [(r, r * 1000000000, 0) for r in range(4)], f"clocks {offs}")
+    text = report(tmp, "--color", "never")
+    check("collectives: gloo's all-reduces, on the host (from the sync after the copy out to the copy back);"
+          in text and f"straggler: rank 1, the last to its collectives in {n} of {n} steps, 3.0 ms a step" in text,
+          text[-1500:])
 
 
 @test
@@ -85,8 +159,8 @@ def ranks_without_collectives_say_so(tmp):
     for r in range(2):
         rank_trace(os.path.join(tmp, f"r{r}.jsonl"), r, 3000000, 0)
     text = report(tmp, "--color", "never")
-    check("no collective kernels (NCCL, with CUPTI) in these traces: which rank the others waited for is not known"
-          in text and "straggler:" not in text, text[-800:])
+    check("no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA tensors): "
+          "which rank the others waited for is not known" in text and "straggler:" not in text, text[-800:])
     o = json.loads(report(tmp, "--json"))["ranks"]
     check(o["straggler"] is None and [x["collective_ns"] for x in o["ranks"]] == [None, None], f"{o}")
     d = os.path.join(tmp, "norank")

@@ -403,13 +403,7 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	 * this work started (records arrive late, so look the time up). */
 	r->phases[phase_at(r, ev->start_ns, cur)].gpu_busy_ns += ns;
 	if (ev->kind == GSPY_KIND_gpu_kernel) {
-		if (ev->name && !strncmp(ev->name, "nccl", 4)) { /* NCCL's kernels: ncclDevKernel_AllReduce_... */
-			gs_series_collective(r->series, ns);
-			if (!r->coll_end)
-				r->coll_end = calloc(GS_COLL_ENDS, sizeof(*r->coll_end));
-			if (r->coll_end && r->ncoll < GS_COLL_ENDS)
-				r->coll_end[r->ncoll++] = ev->end_ns;
-		}
+		gs_coll_gpu(r, ev); /* NCCL's kernels, and the others' intervals for the overlap */
 		struct gs_kernel_stat *k = gs_report_kernel(r, ev->name && *ev->name ? ev->name : "(unknown)");
 		k->gpu_count++;
 		k->gpu_total_ns += ns;
@@ -662,6 +656,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			gs_graph_event(r, &ev, cur);
 		add_event(&r->total, &ev);
 		add_event(&r->phases[cur].c, &ev);
+		gs_coll_host(r, &ev);
 		int pc = pageable_copy(&ev);
 		struct last_call *lc = ev.tid ? last_call(last, ev.tid) : NULL;
 		if (lc) {
@@ -694,6 +689,7 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			x->count = 0;
 	}
 	gs_series_end(r->series, r, r->t_last);
+	gs_coll_finish(r);
 	if (got < 0)
 		snprintf(r->input_error, sizeof(r->input_error), "%s", in.err);
 	/* Phases still open at the end run to the end of the trace. */
@@ -736,7 +732,7 @@ void gs_report_free(struct gs_report *r)
 	}
 	free(r->phases);
 	free(r->kernels);
-	free(r->coll_end);
+	gs_coll_free(r);
 	free(r->diag);
 	free(r->corr);
 	free(r->heap);

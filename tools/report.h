@@ -129,7 +129,12 @@ struct gs_phase_change {
 	uint32_t phase; /* the innermost phase open from t on */
 };
 
-#define GS_COLL_ENDS 4096
+struct gs_span {
+	uint64_t start, end;
+};
+struct gs_coll_state;
+
+#define GS_COLL_ENDS 16384
 struct gs_report {
 	struct gs_proc proc;
 	const char *path;
@@ -161,8 +166,16 @@ struct gs_report {
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns; /* CUPTI: kernels that graphs ran */
-	uint64_t *coll_end;   /* the end of each collective kernel (NCCL), in order: the ranks' clocks */
-	size_t ncoll;         /* of GS_COLL_ENDS at most */
+	/* Collectives (collectives.c): NCCL's kernels, or gloo's host-side
+	 * all-reduces (coll_host). Each one's interval, in order, up to
+	 * GS_COLL_ENDS (their ends are the ranks' clocks); their time and count
+	 * in all; the part of the intervals kept during which the process's
+	 * other kernels ran (coll_overlap_ns of coll_span_ns). */
+	struct gs_span *coll;
+	size_t ncoll;
+	uint64_t coll_ns, coll_n, coll_span_ns, coll_overlap_ns;
+	int coll_host, coll_overlap_known;
+	struct gs_coll_state *coll_state; /* during the pass */
 	uint64_t graph_gpu_copies, graph_gpu_copy_bytes, graph_gpu_memsets; /* CUPTI: their copies, memsets */
 	struct gs_graph_exec *graphs;   /* open addressing by handle */
 	size_t ngraphs, graphs_cap;
@@ -250,6 +263,12 @@ const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* b
 extern int gs_report_all; /* --all: every phase and library range (report_print.c) */
 /* The ranks of one job side by side, and the straggler (report_ranks.c):
  * printed, and "ranks" in --json, when every process has RANK and steps. */
+/* collectives.c: fed the pass's GPU and host events; then finished (the
+ * overlap) and, with the report, freed. */
+void gs_coll_gpu(struct gs_report *r, const struct gs_ev *ev);
+void gs_coll_host(struct gs_report *r, const struct gs_ev *ev);
+void gs_coll_finish(struct gs_report *r);
+void gs_coll_free(struct gs_report *r);
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n); /* null when they are not ranks */
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,

@@ -3,15 +3,19 @@
  * The ranks of one job side by side (gpuspy report over the rank files a
  * torchrun-style launch writes): each rank's steps, step time, collective
  * time and GPU busy, and the straggler. In a synchronous step every rank
- * leaves the collective together, so the step times match; what differs
- * is the work before it. A rank's compute in a step is its step time less
- * its collectives' GPU time (NCCL kernels, with CUPTI): the rank with the
- * most is the straggler of that step, and each other rank waited for it,
- * inside its collective, by the difference. Steps are matched by their
- * order on each rank (the series' points, series.c), so no clock is
- * compared across hosts. The clocks themselves are measured the same way:
- * the k-th collective ends together on every rank, so the median
- * difference of those ends is a rank's clock offset from rank 0's.
+ * leaves each collective together, so the step times match; what differs
+ * is when each rank comes to it. The rank that comes last waits least:
+ * its collectives take only the transfer, the others' that and the wait
+ * for it. So the straggler of a step is the rank with the least time in
+ * collectives (NCCL's kernels with CUPTI, or gloo's host-side all-reduces:
+ * collectives.c), its lead is the others' mean less its own, and the
+ * others waited, in all, what their collectives took beyond its. This
+ * holds when collectives overlap the backward pass, where "step less
+ * collectives" would not. Steps are matched by their order on each rank
+ * (the series' points, series.c), so no clock is compared across hosts.
+ * The clocks themselves are measured the same way: the k-th collective
+ * ends together on every rank, so the median difference of those ends is
+ * a rank's clock offset from rank 0's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +69,7 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 	for (size_t i = 0; i < n; i++)
 		k->v[i].r = procs[i];
 	for (size_t p = 0; p < points; p++) {
-		double compute[1024], most = -1, sum = 0;
+		double coll[1024], least = -1, sum = 0;
 		size_t who = 0, m = k->n < 1024 ? k->n : 1024;
 		uint64_t steps = 0;
 		for (size_t i = 0; i < m; i++) {
@@ -76,20 +80,20 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 			x->step_ns += pt->total_ns;
 			x->coll_ns += pt->coll_ns;
 			k->collectives |= pt->coll_ns > 0;
-			compute[i] = (double)(pt->total_ns > pt->coll_ns ? pt->total_ns - pt->coll_ns : 0) / (double)pt->n;
-			sum += compute[i];
-			if (compute[i] > most) {
-				most = compute[i];
+			coll[i] = (double)pt->coll_ns / (double)pt->n;
+			sum += coll[i];
+			if (least < 0 || coll[i] < least) {
+				least = coll[i];
 				who = i;
 			}
 			steps = pt->n;
 		}
 		k->steps += steps;
 		struct rank_stat *s = &k->v[who];
-		double others = m > 1 ? (sum - most) / (double)(m - 1) : most;
+		double others = m > 1 ? (sum - least) / (double)(m - 1) : least;
 		s->straggler_steps += steps;
-		s->lead_ns += (uint64_t)((most - others) * (double)steps + 0.5);
-		s->caused_ns += (uint64_t)((most * (double)(m - 1) - (sum - most)) * (double)steps + 0.5);
+		s->lead_ns += (uint64_t)((others - least) * (double)steps + 0.5);
+		s->caused_ns += (uint64_t)(((sum - least) - least * (double)(m - 1)) * (double)steps + 0.5);
 	}
 	return 1;
 }
@@ -119,7 +123,7 @@ static size_t clock_offset(const struct gs_report *base, const struct gs_report 
 	if (!d)
 		return 0;
 	for (size_t k = 0; k < n; k++)
-		d[k] = (int64_t)(x->coll_end[k] - base->coll_end[k]);
+		d[k] = (int64_t)(x->coll[k].end - base->coll[k].end);
 	qsort(d, n, sizeof(*d), cmp_i64);
 	*off = d[n / 2];
 	*spread = d[n - 1] - *off > *off - d[0] ? d[n - 1] - *off : *off - d[0];
@@ -150,24 +154,35 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 	char a[32], b[32], c[32], d[32];
 	fprintf(f, "\n%s== ranks%s: %zu of one job, %llu steps compared (the first left out), matched by their order\n",
 		bold, reset, k.n, (unsigned long long)k.steps);
-	fprintf(f, "  %6s %8s %11s %13s %11s %9s %10s\n", "rank", "steps", "step time", "collectives", "compute",
-		"GPU busy", "straggler");
+	int host = 0;
+	for (size_t i = 0; i < k.n; i++)
+		host |= k.v[i].r->coll_host;
+	fprintf(f, "  %6s %8s %11s %13s %11s %10s %9s %10s\n", "rank", "steps", "step time", "collectives",
+		"the rest", "overlap", "GPU busy", "straggler");
 	for (size_t i = 0; i < k.n; i++) {
 		const struct rank_stat *x = &k.v[i];
 		uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
-		fprintf(f, "  %6d %8llu %11s %13s %11s %8.0f%% %10llu\n", x->r->proc.rank, (unsigned long long)x->steps,
-			gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a", gs_fmt_ns(c, st > co ? st - co : 0),
-			busy_pct(x->r), (unsigned long long)x->straggler_steps);
+		char ov[16] = "n/a";
+		if (x->r->coll_overlap_known && x->r->coll_span_ns)
+			snprintf(ov, sizeof(ov), "%.0f%%", 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns);
+		fprintf(f, "  %6d %8llu %11s %13s %11s %10s %8.0f%% %10llu\n", x->r->proc.rank,
+			(unsigned long long)x->steps, gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a",
+			gs_fmt_ns(c, st > co ? st - co : 0), ov, busy_pct(x->r), (unsigned long long)x->straggler_steps);
 	}
 	const struct rank_stat *s = straggler(&k);
 	if (!k.collectives) {
-		fprintf(f, "  no collective kernels (NCCL, with CUPTI) in these traces: which rank the others "
-			   "waited for is not known\n");
-	} else if (s && s->straggler_steps) {
-		fprintf(f, "  straggler: rank %d, the slowest in %llu of %llu steps, by %s a step over the others' "
-			   "mean;\n  the others waited for it %s a step in all, inside their collectives\n",
-			s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
-			gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
+		fprintf(f, "  no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA "
+			   "tensors): which rank the others waited for is not known\n");
+	} else {
+		fprintf(f, "  collectives: %s; overlap: the part of them during which the rank's other kernels ran\n",
+			host ? "gloo's all-reduces, on the host (from the sync after the copy out to the copy back)"
+			     : "NCCL's kernels, their GPU time");
+		if (s && s->straggler_steps)
+			fprintf(f, "  straggler: rank %d, the last to its collectives in %llu of %llu steps, %s a step after "
+				   "the others' mean;\n  the others waited for it %s a step in all, inside their "
+				   "collectives\n",
+				s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
+				gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
 	}
 	/* Clocks, by the collectives' ends (never by trusting the hosts'). */
 	for (size_t i = 1; k.collectives && i < k.n; i++) {
@@ -196,10 +211,16 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNumberToObject(j, "pid", x->r->proc.pid);
 		cJSON_AddNumberToObject(j, "steps", (double)x->steps);
 		cJSON_AddNumberToObject(j, "step_ns", (double)x->step_ns);
-		if (k.collectives)
+		if (k.collectives) {
 			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
-		else
+			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->r->coll_n ? "nccl" : "none");
+		} else {
 			cJSON_AddNullToObject(j, "collective_ns");
+		}
+		if (x->r->coll_overlap_known) {
+			cJSON_AddNumberToObject(j, "overlap_ns", (double)x->r->coll_overlap_ns);
+			cJSON_AddNumberToObject(j, "overlap_of_ns", (double)x->r->coll_span_ns);
+		}
 		cJSON_AddNumberToObject(j, "straggler_steps", (double)x->straggler_steps);
 		int64_t off, spread;
 		if (k.collectives && clock_offset(k.v[0].r, x->r, &off, &spread)) {
