@@ -160,3 +160,27 @@ def fixture_graph_runs_what_it_captured(tmp):
     check(got == want, f"graph fixture {got}\n want {want}")
     check([(k["name"], k["gpu_count"]) for k in o["kernels"] if k["gpu_count"]] ==
           [("scale(float*, float const*, int)", 10)], f"kernels {o['kernels']}")
+
+
+@test
+def fixture_ddp_gloo_names_the_slow_rank(tmp):
+    """ddp_gloo.py, 4 ranks over gloo on the one H200 (tests/gpu/ranks.sh),
+    rank 1 sleeping 30 ms before each forward pass: every rank's
+    collectives are gloo's host-side all-reduces; rank 1 is the straggler
+    in 38 of the 39 steps compared, 29-33 ms a step after the others'
+    mean, and the three others waited about three times that; the clocks,
+    one host's, come out within 0.1 ms of each other."""
+    import json
+    with tarfile.open(os.path.join(FIXTURES, "ddp_gloo.tar.gz")) as t:
+        t.extractall(tmp)
+    p = subprocess.run([GPUSPY, "report", "--json", os.path.join(tmp, "ddp_gloo")], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0, p.stderr)
+    o = json.loads(p.stdout)["ranks"]
+    s = o["straggler"]
+    check([x["collectives"] for x in o["ranks"]] == ["host"] * 4 and o["steps"] == 39, f"{o}")
+    check(s["rank"] == 1 and s["steps"] == 38, f"straggler {s}")
+    lead, waited = s["lead_ns"] / s["steps"] / 1e6, s["others_waited_ns"] / s["steps"] / 1e6
+    check(29 <= lead <= 33 and 2.9 * lead <= waited <= 3.1 * lead, f"lead {lead:.2f} ms, others waited {waited:.2f}")
+    offs = [abs(x["clock_offset_ns"]) for x in o["ranks"]]
+    check(max(offs) < 100000, f"clock offsets {offs}")

@@ -46,6 +46,10 @@ def rank_trace(path, rank, work, nccl, steps=12, skew=0, gloo=False):
         lines.append({"type": "event", "kind": "sync", "api": "cuStreamSynchronize", "tid": tid, "start_ns": s,
                       "end_ns": e, "result": 0, "stream": stream, "device": 0})
     gt = 1100 + rank  # gloo's thread
+    if gloo and rank == 0:  # rank 0 alone: a start-up round trip of 144 bytes, which matches no other rank's
+        copy("cuMemcpyDtoHAsync_v2", t - 5000, t - 4900, "d2h", 0x6000, 144)
+        sync(t - 4800, t - 4700, gt)
+        copy("cuMemcpyHtoDAsync_v2", t - 3000, t - 2900, "h2d", 0x6000, 144, tid=gt)
     for k in range(steps):
         ev("phase_begin", "gpuspy_phase_push", t, t, name="forward")
         ev("phase_end", "gpuspy_phase_pop", t + work, t + work, name="forward")
@@ -108,10 +112,11 @@ def ranks_name_the_straggler(tmp):
     offs = [(x["rank"], x.get("clock_offset_ns"), x.get("clock_spread_ns")) for x in o["ranks"]]
     check(offs == [(0, 0, 0)] + [(r, r * 5000000000, 0) for r in (1, 2, 3)], f"clocks {offs}")
     text = report(tmp, "--color", "never")
-    check("  clock of rank 3: +15.00 s from rank 0's, the median over 12 collectives' ends (they agree to 0 ns)\n"
+    check("  clock of rank 3: +15.00 s from rank 0's (median of 12 collectives' ends; 90% within 0 ns)\n"
           in text, text[-800:])
-    check(f"straggler: rank 2, the last to its collectives in {n} of {n} steps, 3.0 ms a step after the others' "
-          "mean;\n  the others waited for it 9.0 ms a step in all, inside their collectives\n" in text, text[-1500:])
+    check(f"straggler: rank 2, the last to its collectives in {n} of {n} steps,\n  3.0 ms a step after the "
+          "others' mean; the others waited for it 9.0 ms a step in all,\n  inside their collectives\n" in text,
+          text[-1500:])
     # Overlap: a compute kernel runs 0.5 ms into each all-reduce.
     ov = [(x["rank"], x["collectives"], x["overlap_ns"], x["overlap_of_ns"]) for x in o["ranks"]]
     want = [(r, "nccl", OVERLAP * 12, (1000000 if r == 2 else 4000000) * 12) for r in range(4)]
@@ -130,7 +135,8 @@ def ranks_gloo_host_collectives(tmp):
     is the time from the sync's end to the copy back, to the ns; the
     decoys (a batch's copy, a copy back of other bytes, one without a sync
     between) are none; a 2 ms kernel inside each is the overlap; the clocks
-    come out of the copies back."""
+    come out of the copies back, the k-th of each size on every rank, so
+    that rank 0's extra start-up collective shifts nothing."""
     for r in range(4):
         work = 6000000 if r == 1 else 3000000
         rank_trace(os.path.join(tmp, f"r{r}.jsonl"), r, work, 0, skew=r * 1000000000, gloo=True)
@@ -139,15 +145,15 @@ def ranks_gloo_host_collectives(tmp):
     got = [(x["rank"], x["collectives"], x["collective_ns"] // x["steps"], x["overlap_ns"], x["overlap_of_ns"])
            for x in o["ranks"]]
     want = [(r, "host", STEP - 500 - (6000000 if r == 1 else 3000000), 2000000 * 12,
-             (STEP - 500 - (6000000 if r == 1 else 3000000)) * 12) for r in range(4)]
+             (STEP - 500 - (6000000 if r == 1 else 3000000)) * 12 + (1700 if r == 0 else 0)) for r in range(4)]
     check(n >= 8 and got == want, f"ranks {got}\n want {want}")
     check(o["straggler"] == {"rank": 1, "steps": n, "lead_ns": 3000000 * n, "others_waited_ns": 9000000 * n},
           f"straggler {o['straggler']}")
     offs = [(x["rank"], x.get("clock_offset_ns"), x.get("clock_spread_ns")) for x in o["ranks"]]
     check(offs == [(r, r * 1000000000, 0) for r in range(4)], f"clocks {offs}")
     text = report(tmp, "--color", "never")
-    check("collectives: gloo's all-reduces, on the host (from the sync after the copy out to the copy back);"
-          in text and f"straggler: rank 1, the last to its collectives in {n} of {n} steps, 3.0 ms a step" in text,
+    check("collectives: gloo's all-reduces on the host (the sync after the copy out, to the copy back);"
+          in text and f"straggler: rank 1, the last to its collectives in {n} of {n} steps,\n  3.0 ms a step" in text,
           text[-1500:])
 
 

@@ -53,9 +53,22 @@ static struct gs_coll_state *state(struct gs_report *r)
 	return r->coll_state;
 }
 
-static void add_collective(struct gs_report *r, uint64_t start, uint64_t end, int host)
+static uint64_t name_key(const char *s)
 {
-	uint64_t ns = end > start ? end - start : 0;
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h | 1ull << 63; /* never a byte count */
+}
+
+static void add_collective(struct gs_report *r, uint64_t start, uint64_t end, uint64_t key, int host)
+{
+	/* Time in collectives is their union: the part of this one past the
+	 * latest end so far (they come in the order they end, or nearly). */
+	uint64_t from = start > r->coll_union_end ? start : r->coll_union_end;
+	uint64_t ns = end > from ? end - from : 0;
+	if (end > r->coll_union_end)
+		r->coll_union_end = end;
 	gs_series_collective(r->series, ns);
 	r->coll_ns += ns;
 	r->coll_n++;
@@ -63,7 +76,7 @@ static void add_collective(struct gs_report *r, uint64_t start, uint64_t end, in
 	if (!r->coll)
 		r->coll = calloc(GS_COLL_ENDS, sizeof(*r->coll));
 	if (r->coll && r->ncoll < GS_COLL_ENDS)
-		r->coll[r->ncoll++] = (struct gs_span){ start, end };
+		r->coll[r->ncoll++] = (struct gs_coll_item){ start, end, key };
 }
 
 static int is_nccl(const struct gs_ev *ev)
@@ -76,7 +89,7 @@ void gs_coll_gpu(struct gs_report *r, const struct gs_ev *ev)
 	if (ev->kind != GSPY_KIND_gpu_kernel)
 		return;
 	if (is_nccl(ev)) {
-		add_collective(r, ev->start_ns, ev->end_ns, 0);
+		add_collective(r, ev->start_ns, ev->end_ns, name_key(ev->name), 0);
 		return;
 	}
 	struct gs_coll_state *s;
@@ -135,7 +148,7 @@ void gs_coll_host(struct gs_report *r, const struct gs_ev *ev)
 			if (s->sync[k].tid != ev->tid)
 				continue;
 			if (s->sync[k].stream == ev->stream && s->sync[k].end >= out_end && s->sync[k].end <= ev->start_ns)
-				add_collective(r, s->sync[k].end, ev->start_ns, 1);
+				add_collective(r, s->sync[k].end, ev->start_ns, ev->bytes, 1);
 			return;
 		}
 		return;
@@ -174,7 +187,8 @@ void gs_coll_finish(struct gs_report *r)
 		size_t nb = merge(s->busy, s->nbusy);
 		struct gs_span *c = malloc(r->ncoll * sizeof(*c));
 		if (c) {
-			memcpy(c, r->coll, r->ncoll * sizeof(*c));
+			for (size_t i = 0; i < r->ncoll; i++)
+				c[i] = (struct gs_span){ r->coll[i].start, r->coll[i].end };
 			size_t nc = merge(c, r->ncoll), j = 0;
 			uint64_t both = 0;
 			r->coll_span_ns = 0;

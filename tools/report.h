@@ -132,6 +132,11 @@ struct gs_phase_change {
 struct gs_span {
 	uint64_t start, end;
 };
+/* A collective: when it ran, and what it was (the ranks match the k-th of
+ * each key): NCCL's kernel name, or the bytes gloo reduced. */
+struct gs_coll_item {
+	uint64_t start, end, key;
+};
 struct gs_coll_state;
 
 #define GS_COLL_ENDS 16384
@@ -167,13 +172,15 @@ struct gs_report {
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns; /* CUPTI: kernels that graphs ran */
 	/* Collectives (collectives.c): NCCL's kernels, or gloo's host-side
-	 * all-reduces (coll_host). Each one's interval, in order, up to
-	 * GS_COLL_ENDS (their ends are the ranks' clocks); their time and count
-	 * in all; the part of the intervals kept during which the process's
-	 * other kernels ran (coll_overlap_ns of coll_span_ns). */
-	struct gs_span *coll;
+	 * all-reduces (coll_host). Each one, in order, up to GS_COLL_ENDS
+	 * (their ends are the ranks' clocks); their time (the union: gloo runs
+	 * a step's buckets on two threads at once) and count in all; the part
+	 * of the union of those kept during which the process's other kernels
+	 * ran (coll_overlap_ns of coll_span_ns). */
+	struct gs_coll_item *coll;
 	size_t ncoll;
 	uint64_t coll_ns, coll_n, coll_span_ns, coll_overlap_ns;
+	uint64_t coll_union_end; /* the latest end so far: time in collectives is their union */
 	int coll_host, coll_overlap_known;
 	struct gs_coll_state *coll_state; /* during the pass */
 	uint64_t graph_gpu_copies, graph_gpu_copy_bytes, graph_gpu_memsets; /* CUPTI: their copies, memsets */

@@ -113,20 +113,66 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* x's clock less the first rank's, by their collectives' ends: the median
- * difference, and how far the ends stray from it (0 when no collective). */
+/* A collective for matching across ranks: its key, which one of that key
+ * it is (k-th), and its end. */
+struct coll_ref {
+	uint64_t key, k, end;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct coll_ref *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k; /* k: the index in the trace until numbered */
+}
+
+/* r's collectives by (key, k-th of that key); NULL when none. */
+static struct coll_ref *refs_of(const struct gs_report *r)
+{
+	struct coll_ref *v = r->ncoll ? malloc(r->ncoll * sizeof(*v)) : NULL;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < r->ncoll; i++)
+		v[i] = (struct coll_ref){ r->coll[i].key, i, r->coll[i].end };
+	qsort(v, r->ncoll, sizeof(*v), cmp_ref);
+	for (size_t i = 0, k = 0; i < r->ncoll; i++) {
+		k = i && v[i].key == v[i - 1].key ? k + 1 : 0;
+		v[i].k = k;
+	}
+	return v;
+}
+
+/* x's clock less the first rank's, by their collectives' ends: the k-th
+ * collective of each kind (NCCL's kernel, the bytes gloo reduced) ends
+ * together on every rank, so the median difference of the ends, and how
+ * far 90% of them stray from it at most (0 when none match). A rank's collectives at
+ * start-up (a broadcast from rank 0 alone) match nothing on the others. */
 static size_t clock_offset(const struct gs_report *base, const struct gs_report *x, int64_t *off, int64_t *spread)
 {
-	size_t n = base->ncoll < x->ncoll ? base->ncoll : x->ncoll;
 	*off = *spread = 0;
-	int64_t *d = n ? malloc(n * sizeof(*d)) : NULL;
-	if (!d)
-		return 0;
-	for (size_t k = 0; k < n; k++)
-		d[k] = (int64_t)(x->coll[k].end - base->coll[k].end);
-	qsort(d, n, sizeof(*d), cmp_i64);
-	*off = d[n / 2];
-	*spread = d[n - 1] - *off > *off - d[0] ? d[n - 1] - *off : *off - d[0];
+	struct coll_ref *a = refs_of(base), *b = refs_of(x);
+	size_t cap = base->ncoll < x->ncoll ? base->ncoll : x->ncoll, n = 0;
+	int64_t *d = a && b ? malloc(cap * sizeof(*d)) : NULL;
+	for (size_t i = 0, j = 0; d && i < base->ncoll && j < x->ncoll;) {
+		int c = cmp_ref(&a[i], &b[j]);
+		if (c < 0)
+			i++;
+		else if (c > 0)
+			j++;
+		else
+			d[n++] = (int64_t)(b[j++].end - a[i++].end);
+	}
+	if (n) {
+		qsort(d, n, sizeof(*d), cmp_i64);
+		*off = d[n / 2];
+		for (size_t i = 0; i < n; i++)
+			d[i] = d[i] > *off ? d[i] - *off : *off - d[i];
+		qsort(d, n, sizeof(*d), cmp_i64);
+		*spread = d[(n * 9 + 9) / 10 - 1]; /* 90% of them as close as this */
+	}
+	free(a);
+	free(b);
 	free(d);
 	return n;
 }
@@ -163,8 +209,10 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 		const struct rank_stat *x = &k.v[i];
 		uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
 		char ov[16] = "n/a";
-		if (x->r->coll_overlap_known && x->r->coll_span_ns)
-			snprintf(ov, sizeof(ov), "%.0f%%", 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns);
+		if (x->r->coll_overlap_known && x->r->coll_span_ns) {
+			double pct = 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns;
+			snprintf(ov, sizeof(ov), "%.*f%%", pct < 1 ? 2 : pct < 10 ? 1 : 0, pct);
+		}
 		fprintf(f, "  %6d %8llu %11s %13s %11s %10s %8.0f%% %10llu\n", x->r->proc.rank,
 			(unsigned long long)x->steps, gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a",
 			gs_fmt_ns(c, st > co ? st - co : 0), ov, busy_pct(x->r), (unsigned long long)x->straggler_steps);
@@ -174,13 +222,13 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 		fprintf(f, "  no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA "
 			   "tensors): which rank the others waited for is not known\n");
 	} else {
-		fprintf(f, "  collectives: %s; overlap: the part of them during which the rank's other kernels ran\n",
-			host ? "gloo's all-reduces, on the host (from the sync after the copy out to the copy back)"
+		fprintf(f, "  collectives: %s;\n  overlap: the part of them during which the rank's other kernels ran\n",
+			host ? "gloo's all-reduces on the host (the sync after the copy out, to the copy back)"
 			     : "NCCL's kernels, their GPU time");
 		if (s && s->straggler_steps)
-			fprintf(f, "  straggler: rank %d, the last to its collectives in %llu of %llu steps, %s a step after "
-				   "the others' mean;\n  the others waited for it %s a step in all, inside their "
-				   "collectives\n",
+			fprintf(f, "  straggler: rank %d, the last to its collectives in %llu of %llu steps,\n"
+				   "  %s a step after the others' mean; the others waited for it %s a step in all,\n"
+				   "  inside their collectives\n",
 				s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
 				gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
 	}
@@ -191,7 +239,7 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 		if (!m)
 			continue;
 		char x[40];
-		fprintf(f, "  clock of rank %d: %s from rank %d's, the median over %zu collectives' ends (they agree to %s)\n",
+		fprintf(f, "  clock of rank %d: %s from rank %d's (median of %zu collectives' ends; 90%% within %s)\n",
 			k.v[i].r->proc.rank, fmt_signed(x, off), k.v[0].r->proc.rank, m, gs_fmt_ns(a, (uint64_t)spread));
 	}
 	free(k.v);
