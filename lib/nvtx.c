@@ -15,7 +15,10 @@
  * Filters: GPUSPY_NVTX=0 (off), GPUSPY_NVTX_DOMAINS=a,b ("default" is the
  * default domain), GPUSPY_NVTX_RANGES=glob,glob (range names),
  * GPUSPY_NVTX_NESTING=innermost (every range, the default) | outermost
- * (only ranges opened at nesting depth 0 of their thread).
+ * (only ranges opened at nesting depth 0 of their thread),
+ * GPUSPY_NVTX_LIBRARY=outermost (the default: a library's range opened
+ * inside another library range of the thread is not recorded, as XLA's
+ * per-thunk ranges inside the module it runs) | all.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,6 +32,8 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include <gpuspy/libranges.h>
+
 #include "gs.h"
 #include "phase.h"
 #include "symbols.h"
@@ -41,6 +46,7 @@ struct nvtxDomainRegistration_st {
 
 struct nvtxStringRegistration_st {
 	char s[128];
+	int lib; /* a library's range name (gspy_library_range) */
 	/* Its phase name id in this process's trace file, found at its first
 	 * range: (file generation << 32) | id, 0 until then. */
 	uint64_t phase;
@@ -61,6 +67,7 @@ struct nvtxStringRegistration_st {
 static struct {
 	pthread_mutex_t lock;
 	int outermost;
+	int library_all; /* GPUSPY_NVTX_LIBRARY=all */
 	char domains[512];  /* GPUSPY_NVTX_DOMAINS, or "" for all */
 	char ranges[512];   /* GPUSPY_NVTX_RANGES, or "" for all */
 	int default_accepted;
@@ -81,7 +88,9 @@ GS_FORK_LOCK(nvtx, nv.lock);
 struct nvtx_stack {
 	nvtxDomainHandle_t dom[STACK];
 	uint32_t name_id[STACK];
+	uint8_t lib[STACK]; /* a library's range */
 	int depth;
+	int libs;           /* library ranges open (of the first STACK) */
 };
 static __thread struct nvtx_stack *tsp __attribute__((tls_model("initial-exec")));
 static struct nvtx_stack overflow_stack; /* if malloc fails: shared, best effort */
@@ -192,11 +201,14 @@ static int push(unsigned api, nvtxDomainHandle_t d, const char *name, struct nvt
 #define ts (*sp)
 	int level = ts.depth;
 	uint32_t id = 0;
-	if (accepted(d, name) && !(nv.outermost && level > 0))
+	int lib = reg ? reg->lib : gspy_library_range(name);
+	if (accepted(d, name) && !(nv.outermost && level > 0) && !(lib && ts.libs > 0 && !nv.library_all))
 		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, reg));
 	if (ts.depth < STACK) {
 		ts.dom[ts.depth] = d;
 		ts.name_id[ts.depth] = id;
+		ts.lib[ts.depth] = (uint8_t)lib;
+		ts.libs += lib;
 	}
 	ts.depth++;
 	return level;
@@ -214,8 +226,11 @@ static int pop(unsigned api, nvtxDomainHandle_t d)
 	if (i < 0)
 		return -1;
 	uint32_t id = ts.name_id[i];
-	memmove(&ts.dom[i], &ts.dom[i + 1], (size_t)(ts.depth - 1 - i) * sizeof(ts.dom[0]));
-	memmove(&ts.name_id[i], &ts.name_id[i + 1], (size_t)(ts.depth - 1 - i) * sizeof(ts.name_id[0]));
+	int top = ts.depth < STACK ? ts.depth : STACK; /* entries kept */
+	ts.libs -= ts.lib[i];
+	memmove(&ts.dom[i], &ts.dom[i + 1], (size_t)(top - 1 - i) * sizeof(ts.dom[0]));
+	memmove(&ts.name_id[i], &ts.name_id[i + 1], (size_t)(top - 1 - i) * sizeof(ts.name_id[0]));
+	memmove(&ts.lib[i], &ts.lib[i + 1], (size_t)(top - 1 - i) * sizeof(ts.lib[0]));
 	ts.depth--;
 	if (id)
 		gs_phase_id(api, GSPY_KIND_phase_end, id);
@@ -338,7 +353,7 @@ static nvtxDomainHandle_t NVTX_API dom_create_a(const char *n) { return domain(n
 static nvtxDomainHandle_t NVTX_API dom_create_w(const wchar_t *n) { char b[64]; wide(n, b, sizeof(b)); return domain(b); }
 static void NVTX_API dom_destroy(nvtxDomainHandle_t d) { (void)d; /* handles stay valid: ranges may still refer to them */ }
 
-static struct nvtxStringRegistration_st str_full = { "(more than 65536 NVTX strings)", 0 };
+static struct nvtxStringRegistration_st str_full = { "(more than 65536 NVTX strings)", 1, 0 };
 
 static nvtxStringHandle_t reg(const char *s)
 {
@@ -367,6 +382,7 @@ static nvtxStringHandle_t reg(const char *s)
 			break;
 		out = &nv.str[i / STR_CHUNK][i % STR_CHUNK];
 		memcpy(out->s, text, sizeof(text));
+		out->lib = gspy_library_range(text);
 		nv.str_hash[k] = ++nv.nstr;
 		break;
 	}
@@ -391,6 +407,7 @@ static int nvtx_on; /* GPUSPY_NVTX, read once by gs_nvtx_setup from gs_init */
 static void read_config(void)
 {
 	nv.outermost = gs_optu(GS_OPT_NVTX_NESTING) == 1; /* innermost|outermost */
+	nv.library_all = gs_optu(GS_OPT_NVTX_LIBRARY) == 1; /* outermost|all */
 	const char *v = gs_opt[GS_OPT_NVTX_DOMAINS].s;
 	snprintf(nv.domains, sizeof(nv.domains), "%s", v ? v : "");
 	v = gs_opt[GS_OPT_NVTX_RANGES].s;

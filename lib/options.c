@@ -63,6 +63,12 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 	[GS_OPT_NVTX_NESTING] = { "GPUSPY_NVTX_NESTING", GS_OPT_CHOICE, GS_BY_LIB, 0, "innermost", 0, 0,
 				  "innermost|outermost", "innermost or outermost",
 				  "`outermost`: only ranges opened at nesting depth 0 of their thread" },
+	[GS_OPT_NVTX_LIBRARY] = { "GPUSPY_NVTX_LIBRARY", GS_OPT_CHOICE, GS_BY_LIB, 0, "outermost", 0, 0,
+				  "outermost|all", "outermost or all",
+				  "a library's own range (XLA's, cuDNN's, NCCL's, ...: the report counts them "
+				  "apart) opened inside another library range is not recorded: XLA opens one "
+				  "per thunk inside each module it runs, and recording them cost a JAX step "
+				  "about 10%; `all`: record them too" },
 	[GS_OPT_STACKS] = { "GPUSPY_STACKS", GS_OPT_FLAGS, GS_BY_LIB, 1, "on", 0, 0, "on|all|glibc",
 			    "off, nor a list of on, all and glibc",
 			    "a comma-separated list: `on` (allocations, frees, pageable copies and waits carry "

@@ -6,6 +6,10 @@
  * "strings": 70000 distinct registered strings after "dom_range" (past
  * gpuspy's 65536), "dom_range" registered again, and a range named by
  * each of x0, x65534 and x65535.
+ * "xla": a module range as XLA opens it ("XlaModule:..."), three thunk
+ * ranges inside it ("Thunk:..."), one launch in each, then a thunk inside
+ * a thunk; after it the user's "step", holding a cuBLAS range with a
+ * launch.
  * "repeat N": N times a range named by a registered string and one named
  * by its text, both of XLA's length (over 100 characters), one launch in
  * each; then a range "after".
@@ -82,9 +86,43 @@ static void repeat(long n)
 	nvtxRangePop();
 }
 
+static void xla(void)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("XLA");
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	nvtxStringHandle_t module = nvtxDomainRegisterStringA(d, "XlaModule:#hlo_module=jit_step,program_id=7#");
+	nvtxStringHandle_t thunk = nvtxDomainRegisterStringA(d, "Thunk:#hlo_op=gemm_fusion_dot#");
+	a.message.registered = module;
+	nvtxDomainRangePushEx(d, &a);
+	for (int i = 0; i < 3; i++) {
+		a.message.registered = thunk;
+		nvtxDomainRangePushEx(d, &a);
+		launch();
+		if (i == 2) {
+			nvtxDomainRangePushEx(d, &a);
+			nvtxDomainRangePop(d);
+		}
+		nvtxDomainRangePop(d);
+	}
+	nvtxDomainRangePop(d);
+	nvtxRangePushA("step");
+	nvtxRangePushA("cublasSgemm");
+	launch();
+	nvtxRangePop();
+	nvtxRangePop();
+}
+
 int main(int argc, char **argv)
 {
 	f = fakecuda_function("nvtx_kernel", NULL);
+	if (argc > 1 && !strcmp(argv[1], "xla")) {
+		xla();
+		return 0;
+	}
 	if (argc > 2 && !strcmp(argv[1], "repeat")) {
 		repeat(atol(argv[2]));
 		return 0;

@@ -89,6 +89,34 @@ def nvtx_long_names_kept_once(tmp):
 
 
 @test
+def nvtx_library_ranges_inside_library_ranges(tmp):
+    """XLA opens a range per thunk inside the module it runs: a library's
+    range inside another library range is not recorded (GPUSPY_NVTX_LIBRARY
+    =outermost, the default), so the module, the user's "step" and the
+    cuBLAS range inside it are the ranges recorded, and every launch
+    belongs to the module or to cuBLAS's range; with `all`, the four thunk
+    ranges too, in order."""
+    mod, thunk = "XlaModule:#hlo_module=jit_step,program_id=7#", "Thunk:#hlo_op=gemm_fusion_dot#"
+    want = {
+        None: [("phase_begin", mod), ("launch", None), ("launch", None), ("launch", None), ("phase_end", mod),
+               ("phase_begin", "step"), ("phase_begin", "cublasSgemm"), ("launch", None),
+               ("phase_end", "cublasSgemm"), ("phase_end", "step")],
+        "all": [("phase_begin", mod)] + [("phase_begin", thunk), ("launch", None), ("phase_end", thunk)] * 2 +
+               [("phase_begin", thunk), ("launch", None), ("phase_begin", thunk), ("phase_end", thunk),
+                ("phase_end", thunk), ("phase_end", mod), ("phase_begin", "step"), ("phase_begin", "cublasSgemm"),
+                ("launch", None), ("phase_end", "cublasSgemm"), ("phase_end", "step")],
+    }
+    for how, seq in want.items():
+        d = os.path.join(tmp, str(how))
+        os.makedirs(d)
+        run("prog_nvtx", ["xla"], tmp=d, env={"GPUSPY_NVTX_LIBRARY": how} if how else {})
+        _, ev = only_trace(d)
+        got = [(e["kind"], e.get("name") if e["kind"] != "launch" else None) for e in ev
+               if e["kind"] in ("phase_begin", "phase_end", "launch")]
+        check(got == seq, f"GPUSPY_NVTX_LIBRARY={how}: {got}")
+
+
+@test
 def nvtx_user_injection_is_respected(tmp):
     # A user's own NVTX tool keeps its place: gpuspy does not replace it.
     run("prog_nvtx", tmp=tmp, env={"NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gpuspy/libranges.h>
+
 #include "report.h"
 #include "units.h"
 #include "xalloc.h"
@@ -59,18 +61,7 @@ const char *gs_framework_phase(const char *name, char *buf, size_t cap, int *com
 
 int gs_library_range(const char *name)
 {
-	/* The libraries' own NVTX ranges, by the prefixes they use: CCCL
-	 * (cub::, thrust::), XLA and its compiler (Xla*, Thunk), cuDNN,
-	 * cuBLAS, NCCL, TensorRT, and unnamed ranges (registered payloads that
-	 * carry no message). */
-	static const char *const prefixes[] = {
-		"cub::", "thrust::", "CUB", "Xla", "xla::", "Thunk", "cudnn", "cuDNN", "cublas", "cuBLAS",
-		"nccl", "NCCL", "TensorRT", "TRT", "(unnamed)", "(more than 65536 NVTX strings)",
-	};
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-			return 1;
-	return 0;
+	return gspy_library_range(name); /* include/gpuspy/libranges.h */
 }
 
 /* The libraries' own ranges (CUB, XLA, ...): inside the user's phases, which
