@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The ranks of one job (gpuspy report over rank files): made-up traces of
 four ranks whose steps are known to the nanosecond, one of them slow, with
-NCCL kernels on the GPU, or with gloo's all-reduces on the host; and ranks
-without collectives."""
+NCCL kernels on the GPU, or with gloo's all-reduces on the host; three
+ranks of tests/prog_ranks.c on the driver double, one of them slow; and
+ranks without collectives."""
 import json
 import os
 import re
@@ -175,3 +176,29 @@ def ranks_without_collectives_say_so(tmp):
         run("prog_train", ["5", "10"], tmp=d)
     check("== ranks" not in report(d, "--color", "never") and "ranks" not in json.loads(report(d, "--json")),
           "a ranks section for processes without RANK")
+
+
+@test
+def ranks_on_the_doubles_name_the_slow_rank(tmp):
+    """Three ranks of tests/prog_ranks.c run at once against the driver
+    double under gpuspy, their all-reduce on the host as gloo's (a copy out
+    to a pinned buffer, a worker thread's sync, a barrier over files, the
+    copy back), rank 1 sleeping 30 ms before each forward pass: every rank
+    exits as untraced would; every rank's 10 all-reduces are found as host
+    collectives; rank 1 is the straggler of most steps compared, and it
+    came to the all-reduce at least half its sleep after the others."""
+    import concurrent.futures
+    bar = os.path.join(tmp, "barrier")
+    os.makedirs(bar)
+
+    def one(r):
+        return run("prog_ranks", [bar, "10", "1", "30"], tmp=tmp, env={"RANK": str(r), "WORLD_SIZE": "3"})
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        outs = list(ex.map(one, range(3)))
+    check([p.stdout for p in outs] == [f"rank {r} steps 10\n" for r in range(3)], f"{[p.stdout for p in outs]}")
+    check(len(traces(tmp)) == 3, f"traces {traces(tmp)}")
+    o = json.loads(report(tmp, "--json"))["ranks"]
+    n, s = o["steps"], o["straggler"]
+    check([x["collectives"] for x in o["ranks"]] == ["host"] * 3 and n >= 7, f"{o}")
+    check(s["rank"] == 1 and s["steps"] >= n - 1 and s["lead_ns"] / s["steps"] >= 15e6, f"straggler {s}")
+    check([x["collectives_n"] for x in o["ranks"]] == [10] * 3, f"{o['ranks']}")

@@ -87,7 +87,7 @@ $(TB)/fork_delay.so: tests/fork_delay.c
 
 TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
 	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
-	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_window prog_crash prog_life prog_load prog_events mktrace)
+	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_window prog_crash prog_life prog_load prog_events prog_ranks mktrace)
 
 test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TB)/nvml/libnvidia-ml.so.1 $(TEST_PROGS)
 
@@ -144,6 +144,9 @@ packages:
 
 $(TB)/prog_train: tests/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+
+$(TB)/prog_ranks: tests/prog_ranks.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 
 $(TB)/prog_events: tests/prog_events.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread

@@ -262,6 +262,7 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		if (k.collectives) {
 			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
 			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->r->coll_n ? "nccl" : "none");
+			cJSON_AddNumberToObject(j, "collectives_n", (double)x->r->coll_n);
 		} else {
 			cJSON_AddNullToObject(j, "collective_ns");
 		}
