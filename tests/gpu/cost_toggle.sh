@@ -16,6 +16,8 @@
 . tests/gpu/setup.sh /tmp/gpuspy-toggle
 L=$ROOT/lib/libgpuspy.so
 MODES=("untraced" "gpuspy" "gpuspy+cupti" "gpuspy events" "gpuspy GPUSPY_STACKS=0" "gpuspy+cupti GPUSPY_STACKS=0")
+# TOGGLE_MODES="untraced;gpuspy;gpuspy GPUSPY_NVTX_LIBRARY=all": those instead
+[ -n "${TOGGLE_MODES:-}" ] && IFS=';' read -r -a MODES <<< "$TOGGLE_MODES"
 [ -n "${LOCKSTEP_ALT_LIB:-}" ] && MODES+=("old gpuspy" "old gpuspy+cupti")
 txt=$OUT/cost-toggle-jax.txt
 : > "$txt"
