@@ -122,8 +122,10 @@ def ranks_name_the_straggler(tmp):
     ov = [(x["rank"], x["collectives"], x["overlap_ns"], x["overlap_of_ns"]) for x in o["ranks"]]
     want = [(r, "nccl", OVERLAP * 12, (1000000 if r == 2 else 4000000) * 12) for r in range(4)]
     check(ov == want, f"overlap {ov}\n want {want}")
+    waited = [(x["rank"], x["waited_ns"]) for x in o["ranks"]]
+    check(waited == [(r, 0 if r == 2 else 3000000 * n) for r in range(4)], f"waited {waited}")
     check("collectives: NCCL's kernels, their GPU time;" in text and
-          re.search(r"\n +2 +\d+ +10\.0 ms +1\.0 ms +9\.0 ms +50% ", text), text[-1500:])
+          re.search(r"\n +2 +\d+ +10\.0 ms +1\.0 ms +0 ns +9\.0 ms +50% ", text), text[-1500:])
 
 
 @test

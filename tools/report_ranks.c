@@ -32,6 +32,7 @@ struct rank_stat {
 	uint64_t steps, step_ns, coll_ns; /* past the first step: sums */
 	uint64_t straggler_steps;        /* steps in which it was the straggler */
 	uint64_t lead_ns, caused_ns;     /* in those: by how much over the others' mean, and their wait */
+	uint64_t waited_ns;              /* its collectives beyond the step's straggler's: its wait */
 };
 
 struct ranks {
@@ -89,6 +90,8 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 			steps = pt->n;
 		}
 		k->steps += steps;
+		for (size_t i = 0; i < m; i++)
+			k->v[i].waited_ns += (uint64_t)((coll[i] - least) * (double)steps + 0.5);
 		struct rank_stat *s = &k->v[who];
 		double others = m > 1 ? (sum - least) / (double)(m - 1) : least;
 		s->straggler_steps += steps;
@@ -203,8 +206,8 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 	int host = 0;
 	for (size_t i = 0; i < k.n; i++)
 		host |= k.v[i].r->coll_host;
-	fprintf(f, "  %6s %8s %11s %13s %11s %10s %9s %10s\n", "rank", "steps", "step time", "collectives",
-		"the rest", "overlap", "GPU busy", "straggler");
+	fprintf(f, "  %6s %7s %10s %12s %10s %10s %8s %9s %10s\n", "rank", "steps", "step time", "collectives",
+		"waited", "the rest", "overlap", "GPU busy", "straggler");
 	for (size_t i = 0; i < k.n; i++) {
 		const struct rank_stat *x = &k.v[i];
 		uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
@@ -213,8 +216,10 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const cha
 			double pct = 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns;
 			snprintf(ov, sizeof(ov), "%.*f%%", pct < 1 ? 2 : pct < 10 ? 1 : 0, pct);
 		}
-		fprintf(f, "  %6d %8llu %11s %13s %11s %10s %8.0f%% %10llu\n", x->r->proc.rank,
+		char w[32];
+		fprintf(f, "  %6d %7llu %10s %12s %10s %10s %8s %8.0f%% %10llu\n", x->r->proc.rank,
 			(unsigned long long)x->steps, gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a",
+			k.collectives ? gs_fmt_ns(w, x->steps ? x->waited_ns / x->steps : 0) : "n/a",
 			gs_fmt_ns(c, st > co ? st - co : 0), ov, busy_pct(x->r), (unsigned long long)x->straggler_steps);
 	}
 	const struct rank_stat *s = straggler(&k);
@@ -263,6 +268,7 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
 			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->r->coll_n ? "nccl" : "none");
 			cJSON_AddNumberToObject(j, "collectives_n", (double)x->r->coll_n);
+			cJSON_AddNumberToObject(j, "waited_ns", (double)x->waited_ns);
 		} else {
 			cJSON_AddNullToObject(j, "collective_ns");
 		}
