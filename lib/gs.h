@@ -120,6 +120,15 @@ static inline uint64_t gs_optu(enum gs_opt_id i)
 int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack);
 uint64_t gs_mono_ns(void);
 
+/* FNV-1a of n bytes. */
+static inline uint64_t gs_fnv1a(const void *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
 static inline uint64_t gs_now(void)
 {
 	if (GS_LIKELY(gs_g.clock == GSPY_CLOCK_TSC))

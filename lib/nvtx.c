@@ -201,8 +201,8 @@ static int push(unsigned api, nvtxDomainHandle_t d, const char *name, struct nvt
 #define ts (*sp)
 	int level = ts.depth;
 	uint32_t id = 0;
-	int lib = reg ? reg->lib : gspy_library_range(name);
-	if (accepted(d, name) && !(nv.outermost && level > 0) && !(lib && ts.libs > 0 && !nv.library_all))
+	int lib = !nv.library_all && (reg ? reg->lib : gspy_library_range(name));
+	if (accepted(d, name) && !(nv.outermost && level > 0) && !(lib && ts.libs > 0))
 		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, reg));
 	if (ts.depth < STACK) {
 		ts.dom[ts.depth] = d;
@@ -359,9 +359,7 @@ static nvtxStringHandle_t reg(const char *s)
 {
 	char text[sizeof(str_full.s)];
 	snprintf(text, sizeof(text), "%s", s);
-	uint64_t h = 1469598103934665603ull; /* FNV-1a of what is kept */
-	for (const char *c = text; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	uint64_t h = gs_fnv1a(text, strlen(text)); /* of what is kept */
 	nvtxStringHandle_t out = &str_full;
 	pthread_mutex_lock(&nv.lock);
 	if (!nv.str_hash)

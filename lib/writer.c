@@ -603,14 +603,6 @@ static struct {
 	uint32_t n;
 } ix;
 
-static uint32_t bytes_hash(const void *data, size_t len)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ ((const unsigned char *)data)[i]) * 1099511628211ull;
-	return (uint32_t)(h ^ (h >> 32));
-}
-
 /* With w.lock held: the id of an entry equal to (data, len), or 0 and, in
  * *free_slot, where to note a new one (-1: the index is full). */
 static uint32_t index_find(const void *data, size_t len, uint32_t hash, long *free_slot)
@@ -646,7 +638,8 @@ uint32_t gs_intern_bytes(const void *data, size_t len)
 		return 0;
 	struct gspy_header *h = w.hdr;
 	size_t need = (4 + len + 1 + 3) & ~(size_t)3;
-	uint32_t hash = bytes_hash(data, len);
+	uint64_t h64 = gs_fnv1a(data, len);
+	uint32_t hash = (uint32_t)(h64 ^ (h64 >> 32));
 	long slot;
 	pthread_mutex_lock(&w.lock);
 	uint32_t id = index_find(data, len, hash, &slot);

@@ -37,6 +37,18 @@ static void *ender(void *arg)
 	return NULL;
 }
 
+/* An event named by the registered string h. */
+static nvtxEventAttributes_t registered(nvtxStringHandle_t h)
+{
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = h;
+	return a;
+}
+
 static void strings(void)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("strings");
@@ -48,11 +60,7 @@ static void strings(void)
 		if (i == 0 || i == 65534 || i == 65535)
 			h[i == 0 ? 0 : i == 65534 ? 1 : 2] = x;
 	}
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	nvtxEventAttributes_t a = registered(NULL);
 	for (int i = 0; i < 3; i++) {
 		a.message.registered = h[i];
 		nvtxDomainRangePushEx(d, &a);
@@ -67,12 +75,7 @@ static void strings(void)
 static void repeat(long n)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("XLA");
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-	a.message.registered = nvtxDomainRegisterStringA(d, LONG_NAME);
+	nvtxEventAttributes_t a = registered(nvtxDomainRegisterStringA(d, LONG_NAME));
 	for (long i = 0; i < n; i++) {
 		nvtxDomainRangePushEx(d, &a);
 		launch();
@@ -89,11 +92,7 @@ static void repeat(long n)
 static void xla(void)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("XLA");
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	nvtxEventAttributes_t a = registered(NULL);
 	nvtxStringHandle_t module = nvtxDomainRegisterStringA(d, "XlaModule:#hlo_module=jit_step,program_id=7#");
 	nvtxStringHandle_t thunk = nvtxDomainRegisterStringA(d, "Thunk:#hlo_op=gemm_fusion_dot#");
 	a.message.registered = module;
@@ -140,12 +139,7 @@ int main(int argc, char **argv)
 	nvtxMarkA("checkpoint");
 
 	nvtxDomainHandle_t d = nvtxDomainCreateA("mydomain");
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-	a.message.registered = nvtxDomainRegisterStringA(d, "dom_range");
+	nvtxEventAttributes_t a = registered(nvtxDomainRegisterStringA(d, "dom_range"));
 	nvtxDomainRangePushEx(d, &a);
 	launch();
 	nvtxDomainRangePop(d);

@@ -29,6 +29,7 @@
 
 #include "report.h"
 #include "series.h"
+#include "units.h"
 
 #define PENDING 64     /* copies to pinned memory not yet come back */
 #define THREADS 256    /* threads whose last sync is followed */
@@ -38,10 +39,15 @@ struct copy_out {
 	uint64_t addr, bytes, stream, end;
 };
 
+struct last_sync {
+	uint32_t tid;
+	uint64_t stream, end;
+};
+
 struct gs_coll_state {
 	struct copy_out pending[PENDING];
 	unsigned npending_next;
-	struct { uint32_t tid; uint64_t stream, end; } sync[THREADS];
+	struct last_sync sync[THREADS];
 	struct gs_span *busy; /* compute kernels' intervals, unsorted */
 	size_t nbusy, busy_cap;
 };
@@ -55,10 +61,7 @@ static struct gs_coll_state *state(struct gs_report *r)
 
 static uint64_t name_key(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h | 1ull << 63; /* never a byte count */
+	return gs_str_hash(s) | 1ull << 63; /* never a byte count */
 }
 
 static void add_collective(struct gs_report *r, uint64_t start, uint64_t end, uint64_t key, int host)
@@ -112,6 +115,33 @@ static int pinned_round_trip_leg(const struct gs_ev *ev)
 	       (ev->dir == GSPY_DIR_d2h || ev->dir == GSPY_DIR_h2d);
 }
 
+/* Thread tid's last sync; a new slot when make; NULL past THREADS. */
+static struct last_sync *sync_of(struct gs_coll_state *s, uint32_t tid, int make)
+{
+	for (uint32_t i = 0, k = tid * 2654435761u % THREADS; i < THREADS; i++, k = (k + 1) % THREADS) {
+		if (s->sync[k].tid == tid)
+			return &s->sync[k];
+		if (!s->sync[k].tid) {
+			if (!make)
+				return NULL;
+			s->sync[k].tid = tid;
+			return &s->sync[k];
+		}
+	}
+	return NULL;
+}
+
+/* The latest copy out that ev copies back (same buffer, bytes, stream). */
+static struct copy_out *copied_out(struct gs_coll_state *s, const struct gs_ev *ev)
+{
+	for (unsigned n = 0; n < PENDING; n++) {
+		struct copy_out *o = &s->pending[(s->npending_next - 1 - n) % PENDING];
+		if (o->addr == ev->addr && o->bytes == ev->bytes && o->stream == ev->stream)
+			return o;
+	}
+	return NULL;
+}
+
 void gs_coll_host(struct gs_report *r, const struct gs_ev *ev)
 {
 	if (ev->kind != GSPY_KIND_sync && !pinned_round_trip_leg(ev))
@@ -120,39 +150,26 @@ void gs_coll_host(struct gs_report *r, const struct gs_ev *ev)
 	if (!s || !ev->tid)
 		return;
 	if (ev->kind == GSPY_KIND_sync) {
-		for (uint32_t i = 0, k = ev->tid * 2654435761u % THREADS; i < THREADS; i++, k = (k + 1) % THREADS)
-			if (s->sync[k].tid == ev->tid || !s->sync[k].tid) {
-				s->sync[k].tid = ev->tid;
-				s->sync[k].stream = ev->stream;
-				s->sync[k].end = ev->end_ns;
-				return;
-			}
+		struct last_sync *t = sync_of(s, ev->tid, 1);
+		if (t) {
+			t->stream = ev->stream;
+			t->end = ev->end_ns;
+		}
 		return;
 	}
 	if (ev->dir == GSPY_DIR_d2h) {
 		s->pending[s->npending_next++ % PENDING] = (struct copy_out){ ev->addr, ev->bytes, ev->stream, ev->end_ns };
 		return;
 	}
-	/* A copy back: of bytes that went out to the same buffer on the same
-	 * stream, with this thread's last sync (of that stream) between. */
-	for (unsigned n = 0; n < PENDING; n++) {
-		unsigned i = (s->npending_next - 1 - n) % PENDING;
-		if (s->pending[i].addr != ev->addr || s->pending[i].bytes != ev->bytes ||
-		    s->pending[i].stream != ev->stream)
-			continue;
-		uint64_t out_end = s->pending[i].end;
-		s->pending[i].addr = 0;
-		for (uint32_t j = 0, k = ev->tid * 2654435761u % THREADS; j < THREADS; j++, k = (k + 1) % THREADS) {
-			if (!s->sync[k].tid)
-				return;
-			if (s->sync[k].tid != ev->tid)
-				continue;
-			if (s->sync[k].stream == ev->stream && s->sync[k].end >= out_end && s->sync[k].end <= ev->start_ns)
-				add_collective(r, s->sync[k].end, ev->start_ns, ev->bytes, 1);
-			return;
-		}
+	/* A copy back, with this thread's last sync (of that stream) between
+	 * the copy out and it. */
+	struct copy_out *o = copied_out(s, ev);
+	if (!o)
 		return;
-	}
+	o->addr = 0;
+	struct last_sync *t = sync_of(s, ev->tid, 0);
+	if (t && t->stream == ev->stream && t->end >= o->end && t->end <= ev->start_ns)
+		add_collective(r, t->end, ev->start_ns, ev->bytes, 1);
 }
 
 static int cmp_span(const void *a, const void *b)

@@ -16,6 +16,7 @@
 
 #include "xalloc.h"
 #include "report.h"
+#include "units.h"
 
 #define STACK_MAX 64
 
@@ -48,14 +49,6 @@ size_t gs_report_phase(struct gs_report *r, const char *name)
 	return r->nphases++;
 }
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name)
 {
 	if (2 * (r->nkernels + 1) > r->kernels_cap) {
@@ -65,7 +58,7 @@ struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name)
 		for (size_t i = 0; i < r->kernels_cap; i++) {
 			if (!r->kernels[i].name)
 				continue;
-			size_t j = hash(r->kernels[i].name) & (cap - 1);
+			size_t j = gs_str_hash(r->kernels[i].name) & (cap - 1);
 			while (t[j].name)
 				j = (j + 1) & (cap - 1);
 			t[j] = r->kernels[i];
@@ -74,7 +67,7 @@ struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name)
 		r->kernels = t;
 		r->kernels_cap = cap;
 	}
-	size_t j = hash(name) & (r->kernels_cap - 1);
+	size_t j = gs_str_hash(name) & (r->kernels_cap - 1);
 	while (r->kernels[j].name && strcmp(r->kernels[j].name, name))
 		j = (j + 1) & (r->kernels_cap - 1);
 	if (!r->kernels[j].name) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 char *gs_fmt_ns(char *buf, uint64_t ns);
+uint64_t gs_str_hash(const char *s); /* FNV-1a */
 /* CLOCK_MONOTONIC now, in ns: the clock trace times are in. */
 uint64_t gs_mono_now(void);
 char *gs_fmt_bytes(char *buf, uint64_t bytes);
