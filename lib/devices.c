@@ -74,31 +74,30 @@ int gs_device_bus_id(int d, char *buf, int len)
  * each keeps errno as that call left it (the driver's ioctls may set it),
  * so the program never sees a value gpuspy caused.
  */
-static int current_device_slow(struct gs_tls *t, uint64_t g);
+static int current_device_slow(struct gs_tls *t);
 
 int gs_current_device(void)
 {
 	struct gs_tls *t = &gs_tls;
-	uint64_t g = __atomic_load_n(&gs_g.ctx_gen, __ATOMIC_RELAXED);
-	if (GS_LIKELY(t->device >= 0 && t->ctx_gen == g))
+	if (GS_LIKELY(t->device >= 0 && t->device_known))
 		return t->device;
 	int e = errno;
-	int d = current_device_slow(t, g);
+	int d = current_device_slow(t);
 	errno = e;
 	return d;
 }
 
-static int current_device_slow(struct gs_tls *t, uint64_t g)
+static int current_device_slow(struct gs_tls *t)
 {
 	static void *get_p;
 	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))driver_cached(&get_p, "cuCtxGetDevice");
 	/* Without a current context the answer is -1 until the next context
 	 * switch we see, re-asked every 256 calls in case a context appeared
 	 * in a way we did not see. */
-	if (t->device == -1 && t->ctx_gen == g && (++t->device_misses & 255) != 0)
+	if (t->device == -1 && t->device_known && (++t->device_misses & 255) != 0)
 		return -1;
 	CUdevice d;
-	t->ctx_gen = g;
+	t->device_known = 1;
 	t->device = get && get(&d) == CUDA_SUCCESS ? d : -1;
 	if (t->device >= 0) {
 		__atomic_store_n(&gs_g.cuda_seen, 1, __ATOMIC_RELAXED);

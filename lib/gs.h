@@ -46,7 +46,8 @@ struct gs_tls {
 	uint64_t gen;            /* file generation the chunk belongs to */
 	struct gspy_chunk *chunk;
 	uint8_t *body;           /* the chunk's packed records */
-	uint64_t ctx_gen;        /* gs_g.ctx_gen when device was cached */
+	void *ctx;               /* the context this thread last made current
+				  * through gpuspy (cuCtxSetCurrent) */
 	/* Lines 1-3. */
 	struct gspy_pack_base base; /* the chunk's last record, as gspy_pack keeps it */
 	struct gspy_record rec;  /* the record being built */
@@ -55,6 +56,7 @@ struct gs_tls {
 	uint32_t tid;
 	uint32_t seq;            /* next chunk number */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
+	int device_known;        /* device is this thread's current context's */
 	uintptr_t outer_sp;      /* the outermost wrapped call's stack, for gs_stale */
 	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
 } __attribute__((aligned(64)));
@@ -69,7 +71,6 @@ struct gs_global {
 	int disabled;        /* GPUSPY_DISABLE or internal failure: pass through */
 	int clock;           /* enum gspy_clock */
 	uint64_t gen;        /* bumped when the trace file changes (fork) */
-	uint64_t ctx_gen;    /* bumped on every context switch hook */
 	int cupti;           /* CUPTI activity is collecting */
 	int ring;            /* flight recorder: GPUSPY_MODE=ring */
 	int cuda_seen;       /* a CUDA context was current on some thread */

@@ -21,7 +21,8 @@ static void set_rec(struct gspy_record *r, uint64_t dst, uint64_t bytes, uint64_
 	if (async)
 		r->flags |= GSPY_FLAG_ASYNC;
 	r->mem = GSPY_MEM_device;
-	r->device = (int16_t)(gs_memmap_find(dst, &g) ? g.device : gs_current_device());
+	/* Pinned host memory has no device of its own: the current one writes it. */
+	r->device = (int16_t)(gs_memmap_find(dst, &g) && g.device >= 0 ? g.device : gs_current_device());
 }
 
 static CUresult set8(unsigned api, CUdeviceptr d, unsigned char v, size_t n)

@@ -202,7 +202,9 @@ static int push(unsigned api, nvtxDomainHandle_t d, const char *name, struct nvt
 	int level = ts.depth;
 	uint32_t id = 0;
 	int lib = !nv.library_all && (reg ? reg->lib : gspy_library_range(name));
-	if (accepted(d, name) && !(nv.outermost && level > 0) && !(lib && ts.libs > 0))
+	/* The cheap tests first: XLA opens about twenty ranges inside each
+	 * module's range, every step. */
+	if (!(lib && ts.libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
 		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, reg));
 	if (ts.depth < STACK) {
 		ts.dom[ts.depth] = d;
@@ -228,9 +230,11 @@ static int pop(unsigned api, nvtxDomainHandle_t d)
 	uint32_t id = ts.name_id[i];
 	int top = ts.depth < STACK ? ts.depth : STACK; /* entries kept */
 	ts.libs -= ts.lib[i];
-	memmove(&ts.dom[i], &ts.dom[i + 1], (size_t)(top - 1 - i) * sizeof(ts.dom[0]));
-	memmove(&ts.name_id[i], &ts.name_id[i + 1], (size_t)(top - 1 - i) * sizeof(ts.name_id[0]));
-	memmove(&ts.lib[i], &ts.lib[i + 1], (size_t)(top - 1 - i) * sizeof(ts.lib[0]));
+	if (i < top - 1) { /* not the innermost range: those above move down */
+		memmove(&ts.dom[i], &ts.dom[i + 1], (size_t)(top - 1 - i) * sizeof(ts.dom[0]));
+		memmove(&ts.name_id[i], &ts.name_id[i + 1], (size_t)(top - 1 - i) * sizeof(ts.name_id[0]));
+		memmove(&ts.lib[i], &ts.lib[i + 1], (size_t)(top - 1 - i) * sizeof(ts.lib[0]));
+	}
 	ts.depth--;
 	if (id)
 		gs_phase_id(api, GSPY_KIND_phase_end, id);

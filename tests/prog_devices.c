@@ -3,7 +3,9 @@
  * Which device each call is recorded on, against the driver double (two
  * devices; contexts (device + 1) << 4, the current one per thread): device
  * 0 current, then device 1 pushed, popped, set; a second thread with no
- * current context, then its own. Prints every return code and errno.
+ * current context, then its own; device 0 set again (twice) while a third
+ * thread switches to device 1; a memset of pinned host memory (done by the
+ * current device). Prints every return code and errno.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +28,15 @@ static void *other_thread(void *arg)
 	CALL(cuMemcpyDtoH_v2(pg, a0, 64));
 	CALL(cuCtxSetCurrent(c1));
 	CALL(cuMemsetD8_v2(a1, 2, 32));
+	return NULL;
+}
+
+/* Its switch is its own: the main thread's device stays 0. */
+static void *switching_thread(void *arg)
+{
+	(void)arg;
+	CALL(cuCtxSetCurrent(c1));
+	CALL(cuLaunchKernel(fakecuda_function("other_dev1_kernel", NULL), 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
 	return NULL;
 }
 
@@ -52,6 +63,15 @@ int main(void)
 	pthread_create(&th, NULL, other_thread, pg);
 	pthread_join(th, NULL);
 	CALL(cuCtxSetCurrent(c0));
+	CALL(cuCtxSetCurrent(c0));
+	CALL(cuLaunchKernel(fakecuda_function("dev0_kernel", NULL), 4, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	pthread_create(&th, NULL, switching_thread, NULL);
+	pthread_join(th, NULL);
+	CALL(cuLaunchKernel(fakecuda_function("dev0_kernel", NULL), 5, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	void *hp = NULL;
+	CALL(cuMemHostAlloc(&hp, 256, 0));
+	CALL(cuMemsetD8_v2((CUdeviceptr)hp, 1, 256));          /* device 0 */
+	CALL(cuMemFreeHost(hp));
 	CALL(cuMemFree_v2(a2));
 	CALL(cuMemFree_v2(a1));
 	CALL(cuMemFree_v2(a0));

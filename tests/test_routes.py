@@ -297,7 +297,10 @@ def each_call_on_its_device(tmp):
     current context through cuCtxSetCurrent, cuCtxPushCurrent and
     cuCtxPopCurrent (0, then 1 pushed, 0 popped, 1 set); a copy and a free
     take the device their address was allocated on, also on a thread with
-    no current context; the memory of both devices in the header. With
+    no current context; a thread's switch leaves another thread's device
+    as it was, and the same context set twice keeps it; a memset of pinned
+    host memory is the current device's; the memory of both devices in the
+    header. With
     CUPTI, each GPU record on its call's device and both devices busy in
     the report."""
     same_output("prog_devices", tmp)
@@ -308,7 +311,12 @@ def each_call_on_its_device(tmp):
             ("memset", "cuMemsetD8_v2", 8192, None, 1, True), ("launch", "cuLaunchKernel", None, "dev1_kernel", 1, True),
             ("alloc", "cuMemAlloc_v2", 2048, None, 0, True), ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True),
             ("copy", "cuMemcpyDtoH_v2", 1024, None, 1, True), ("copy", "cuMemcpyDtoH_v2", 64, None, 0, False),
-            ("memset", "cuMemsetD8_v2", 32, None, 1, False), ("free", "cuMemFree_v2", 2048, None, 0, True),
+            ("memset", "cuMemsetD8_v2", 32, None, 1, False),
+            ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True),
+            ("launch", "cuLaunchKernel", None, "other_dev1_kernel", 1, False),
+            ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True),
+            ("alloc", "cuMemHostAlloc", 256, None, -1, True), ("memset", "cuMemsetD8_v2", 256, None, 0, True),
+            ("free", "cuMemFreeHost", 256, None, -1, True), ("free", "cuMemFree_v2", 2048, None, 0, True),
             ("free", "cuMemFree_v2", 8192, None, 1, True), ("free", "cuMemFree_v2", 4096, None, 0, True)]
     check(got == want, f"events {got}")
     check(proc["device_mem"] == [80 << 30, 80 << 30], f"device_mem {proc['device_mem']}")
@@ -321,7 +329,8 @@ def each_call_on_its_device(tmp):
     calls = {e["corr"]: e for e in ev if "corr" in e and not e["kind"].startswith("gpu_")}
     gpu = [(e["kind"], e["device"], calls[e["corr"]]["device"]) for e in ev if e["kind"].startswith("gpu_")]
     check(gpu == [("gpu_memset", 1, 1), ("gpu_kernel", 1, 1), ("gpu_kernel", 0, 0), ("gpu_copy", 1, 1),
-                  ("gpu_copy", 0, 0), ("gpu_memset", 1, 1)], f"GPU records (kind, device, call's device) {gpu}")
+                  ("gpu_copy", 0, 0), ("gpu_memset", 1, 1), ("gpu_kernel", 0, 0), ("gpu_kernel", 1, 1),
+                  ("gpu_kernel", 0, 0), ("gpu_memset", 0, 0)], f"GPU records (kind, device, call's device) {gpu}")
     o = report_json(g)
     check([d["device"] for d in o["gpu"]["devices"]] == [0, 1] and all(d["busy_ns"] > 0 for d in o["gpu"]["devices"]),
           f"GPU busy per device {o['gpu']['devices']}")
