@@ -9,7 +9,8 @@
 # what gpuspy costs in place (its code run where the loop's other work has
 # taken the caches), beside what the other libraries gain or lose.
 #   bash tests/gpu/pcsample.sh        (results under $OUT; carry .gpu)
-# ROUNDS (3), STEPS (3000), MODES (all below), PIN_CPUS (2,3,4,5).
+# ROUNDS (3), STEPS (3000), MODES (all below), PIN_CPUS (2,3,4,5), LOOP (mlp;
+# any of loops.py's).
 set -u
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/gpuspy-gpu}
@@ -37,7 +38,7 @@ for r in $(seq "${ROUNDS:-3}"); do
 	for m in $(echo $MODES | tr ' ' '\n' | shuf); do
 		mkdir -p $W/trace
 		rate=$(env ${ENVS[$m]} GPUSPY_DIR=$W/trace PCSAMPLE_OUT="$OUT/pcsample/$m.$r.txt" \
-			taskset -c "${PIN_CPUS:-2,3,4,5}" python3 tests/gpu/loops.py mlp --steps "$STEPS" 2>&1 |
+			taskset -c "${PIN_CPUS:-2,3,4,5}" python3 tests/gpu/loops.py "${LOOP:-mlp}" --steps "$STEPS" 2>&1 |
 			grep -E '^(steps_per_s|window_steps_per_s)' | tr '\n' ' ')
 		echo "round $r $m: $rate" | tee -a "$OUT/pcsample/rates.txt"
 		rm -rf $W/trace $W/c.json
