@@ -23,6 +23,9 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 			    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 			    size_t *failIdx, CUstream hStream);
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+			unsigned int flags, CUdevice dev);
 
 /* Per-thread default stream variants: same types as the plain ones. */
 #define GS_SAME(v, base) __typeof__(base) v;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What gpuspy asks the driver itself, after the program's call returned:
- * the current device (cached per thread until a context switch), each
+ * the current device (cached per thread until the thread's context
+ * changes: the context-switching entry points are wrapped here), each
  * device's memory size the first time it is seen, what kind of memory an
  * address is, and kernel names (cached per function handle). Every query
  * keeps errno as the program's call left it.
@@ -104,6 +105,75 @@ static int current_device_slow(struct gs_tls *t)
 		note_device(t->device);
 	}
 	return t->device;
+}
+
+/* ---- context switches ---------------------------------------------------
+ * The current context is the calling thread's, so a switch forgets only
+ * this thread's cached device. JAX makes its context current again before
+ * every step: the same context keeps the cache. */
+
+GS_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	CUresult rc = GS_REAL(cuCtxSetCurrent)(ctx);
+	struct gs_tls *t = &gs_tls;
+	if (ctx != t->ctx || rc != CUDA_SUCCESS) {
+		t->ctx = ctx;
+		t->device_known = 0;
+	}
+	return rc;
+}
+
+/* A push or pop leaves a context current that the thread may not have set
+ * through cuCtxSetCurrent: asked again. */
+static void ctx_unknown(void)
+{
+	gs_tls.ctx = NULL;
+	gs_tls.device_known = 0;
+}
+
+/* A new context is pushed, and current. */
+GS_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	CUresult rc = GS_REAL(cuCtxCreate_v2)(pctx, flags, dev);
+	ctx_unknown();
+	return rc;
+}
+
+GS_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int n, unsigned int flags,
+			       CUdevice dev)
+{
+	CUresult rc = GS_REAL(cuCtxCreate_v3)(pctx, params, n, flags, dev);
+	ctx_unknown();
+	return rc;
+}
+
+GS_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+	CUresult rc = GS_REAL(cuCtxCreate_v4)(pctx, params, flags, dev);
+	ctx_unknown();
+	return rc;
+}
+
+/* The thread's current context, destroyed, is popped. */
+GS_API CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	CUresult rc = GS_REAL(cuCtxDestroy_v2)(ctx);
+	ctx_unknown();
+	return rc;
+}
+
+GS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	CUresult rc = GS_REAL(cuCtxPushCurrent_v2)(ctx);
+	ctx_unknown();
+	return rc;
+}
+
+GS_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	CUresult rc = GS_REAL(cuCtxPopCurrent_v2)(ctx);
+	ctx_unknown();
+	return rc;
 }
 
 static unsigned classify_slow(uint64_t addr, int *device);

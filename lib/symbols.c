@@ -697,44 +697,6 @@ GS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
 	return rc;
 }
 
-/* ---- contexts and the current device ------------------------------------
- * The current context is the calling thread's, so a switch forgets only
- * this thread's cached device (devices.c). JAX makes its context current
- * again before every step: the same context keeps the cache. */
-
-GS_API CUresult cuCtxSetCurrent(CUcontext ctx)
-{
-	CUresult rc = GS_REAL(cuCtxSetCurrent)(ctx);
-	struct gs_tls *t = &gs_tls;
-	if (ctx != t->ctx || rc != CUDA_SUCCESS) {
-		t->ctx = ctx;
-		t->device_known = 0;
-	}
-	return rc;
-}
-
-/* A push or pop leaves a context current that the thread may not have set
- * through cuCtxSetCurrent: asked again. */
-static void ctx_unknown(void)
-{
-	gs_tls.ctx = NULL;
-	gs_tls.device_known = 0;
-}
-
-GS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-	CUresult rc = GS_REAL(cuCtxPushCurrent_v2)(ctx);
-	ctx_unknown();
-	return rc;
-}
-
-GS_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
-{
-	CUresult rc = GS_REAL(cuCtxPopCurrent_v2)(ctx);
-	ctx_unknown();
-	return rc;
-}
-
 /* The event kind of an intercepted entry point, by exported name. */
 unsigned gs_api_kind(const char *name)
 {

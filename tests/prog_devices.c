@@ -5,7 +5,8 @@
  * 0 current, then device 1 pushed, popped, set; a second thread with no
  * current context, then its own; device 0 set again (twice) while a third
  * thread switches to device 1; a memset of pinned host memory (done by the
- * current device). Prints every return code and errno.
+ * current device); a context created on device 1 (pushed), then destroyed
+ * (popped). Prints every return code and errno.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -72,6 +73,11 @@ int main(void)
 	CALL(cuMemHostAlloc(&hp, 256, 0));
 	CALL(cuMemsetD8_v2((CUdeviceptr)hp, 1, 256));          /* device 0 */
 	CALL(cuMemFreeHost(hp));
+	CUcontext created = NULL;
+	CALL(cuCtxCreate_v2(&created, 0, 1));                  /* pushed: device 1 */
+	CALL(cuLaunchKernel(fakecuda_function("created_kernel", NULL), 6, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	CALL(cuCtxDestroy_v2(created));                        /* popped: device 0 */
+	CALL(cuLaunchKernel(fakecuda_function("dev0_kernel", NULL), 7, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
 	CALL(cuMemFree_v2(a2));
 	CALL(cuMemFree_v2(a1));
 	CALL(cuMemFree_v2(a0));

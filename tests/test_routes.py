@@ -299,7 +299,8 @@ def each_call_on_its_device(tmp):
     take the device their address was allocated on, also on a thread with
     no current context; a thread's switch leaves another thread's device
     as it was, and the same context set twice keeps it; a memset of pinned
-    host memory is the current device's; the memory of both devices in the
+    host memory is the current device's; a context made by cuCtxCreate is
+    current until cuCtxDestroy pops it; the memory of both devices in the
     header. With
     CUPTI, each GPU record on its call's device and both devices busy in
     the report."""
@@ -316,7 +317,9 @@ def each_call_on_its_device(tmp):
             ("launch", "cuLaunchKernel", None, "other_dev1_kernel", 1, False),
             ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True),
             ("alloc", "cuMemHostAlloc", 256, None, -1, True), ("memset", "cuMemsetD8_v2", 256, None, 0, True),
-            ("free", "cuMemFreeHost", 256, None, -1, True), ("free", "cuMemFree_v2", 2048, None, 0, True),
+            ("free", "cuMemFreeHost", 256, None, -1, True),
+            ("launch", "cuLaunchKernel", None, "created_kernel", 1, True),
+            ("launch", "cuLaunchKernel", None, "dev0_kernel", 0, True), ("free", "cuMemFree_v2", 2048, None, 0, True),
             ("free", "cuMemFree_v2", 8192, None, 1, True), ("free", "cuMemFree_v2", 4096, None, 0, True)]
     check(got == want, f"events {got}")
     check(proc["device_mem"] == [80 << 30, 80 << 30], f"device_mem {proc['device_mem']}")
@@ -330,7 +333,8 @@ def each_call_on_its_device(tmp):
     gpu = [(e["kind"], e["device"], calls[e["corr"]]["device"]) for e in ev if e["kind"].startswith("gpu_")]
     check(gpu == [("gpu_memset", 1, 1), ("gpu_kernel", 1, 1), ("gpu_kernel", 0, 0), ("gpu_copy", 1, 1),
                   ("gpu_copy", 0, 0), ("gpu_memset", 1, 1), ("gpu_kernel", 0, 0), ("gpu_kernel", 1, 1),
-                  ("gpu_kernel", 0, 0), ("gpu_memset", 0, 0)], f"GPU records (kind, device, call's device) {gpu}")
+                  ("gpu_kernel", 0, 0), ("gpu_memset", 0, 0), ("gpu_kernel", 1, 1), ("gpu_kernel", 0, 0)],
+          f"GPU records (kind, device, call's device) {gpu}")
     o = report_json(g)
     check([d["device"] for d in o["gpu"]["devices"]] == [0, 1] and all(d["busy_ns"] > 0 for d in o["gpu"]["devices"]),
           f"GPU busy per device {o['gpu']['devices']}")

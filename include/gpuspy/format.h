@@ -332,10 +332,18 @@ enum gspy_dir {
 	X(gpuspy_pause, mark, 0)                                             \
 	X(gpuspy_resume, mark, 0)
 
+/* Driver calls that change which context is current on the thread (as
+ * cuCtxSetCurrent above, only where a device is cached): not recorded. */
+#define GSPY_CONTEXT_API_LIST(X)                                             \
+	X(cuCtxCreate_v2, none, 3020)                                        \
+	X(cuCtxCreate_v3, none, 11040)                                       \
+	X(cuCtxCreate_v4, none, 12050)                                       \
+	X(cuCtxDestroy_v2, none, 4000)
+
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
 	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X) GSPY_GRAPH_API_LIST(X)   \
-	GSPY_TELEMETRY_API_LIST(X) GSPY_CONTROL_API_LIST(X)
+	GSPY_TELEMETRY_API_LIST(X) GSPY_CONTROL_API_LIST(X) GSPY_CONTEXT_API_LIST(X)
 
 enum gspy_api {
 #define GSPY_X(sym, kind, ver) GSPY_API_##sym,

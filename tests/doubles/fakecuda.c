@@ -287,12 +287,35 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
 }
 /* Push and pop keep a per-thread stack, like the driver's. */
 static __thread int ctx_stack[16], ctx_depth;
-EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+/* Internal calls do not go through the exported names (which a tool's
+ * wrappers interpose), as in the driver. */
+static CUresult push_ctx(CUcontext c)
 {
 	if (ctx_depth == 16)
 		return CUDA_ERROR_INVALID_VALUE;
 	ctx_stack[ctx_depth++] = cur_dev;
-	return cuCtxSetCurrent(c);
+	cur_dev = c ? (int)((uintptr_t)c >> 4) - 1 : -1;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) { return push_ctx(c); }
+/* A created context (here the device's name again) is pushed, current. */
+EXPORT CUresult cuCtxCreate_v2(CUcontext *c, unsigned f, CUdevice d)
+{
+	(void)f;
+	*c = (CUcontext)(uintptr_t)((d + 1) << 4);
+	return push_ctx(*c);
+}
+EXPORT CUresult cuCtxCreate_v3(CUcontext *c, CUexecAffinityParam *p, int n, unsigned f, CUdevice d)
+{
+	(void)p; (void)n; (void)f;
+	*c = (CUcontext)(uintptr_t)((d + 1) << 4);
+	return push_ctx(*c);
+}
+EXPORT CUresult cuCtxCreate_v4(CUcontext *c, CUctxCreateParams *p, unsigned f, CUdevice d)
+{
+	(void)p; (void)f;
+	*c = (CUcontext)(uintptr_t)((d + 1) << 4);
+	return push_ctx(*c);
 }
 EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
 {
@@ -302,8 +325,8 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 /* Contexts of the double are (device + 1) << 4. */
-/* The double's contexts are names of devices: destroying one only tells a
- * tool, as the real driver tells CUPTI. */
+/* The double's contexts are names of devices: destroying one tells a tool,
+ * as the real driver tells CUPTI, and pops it if it is current. */
 EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
 {
 	const struct fakecuda_tool *t = __atomic_load_n(&tool, __ATOMIC_ACQUIRE);
@@ -311,6 +334,8 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (t && t->context_destroy)
 		t->context_destroy(c);
+	if (cur_dev >= 0 && c == (CUcontext)(uintptr_t)((cur_dev + 1) << 4))
+		cur_dev = ctx_depth ? ctx_stack[--ctx_depth] : -1;
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcontext)(uintptr_t)((d + 1) << 4); return CUDA_SUCCESS; }
@@ -792,6 +817,7 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 #define GSPY_X(sym, k, ver) { #sym, ver, (void *)&sym },
 	GSPY_DRIVER_API_LIST(GSPY_X)
 	GSPY_GRAPH_API_LIST(GSPY_X)
+	GSPY_CONTEXT_API_LIST(GSPY_X)
 #undef GSPY_X
 	{ "cuInit", 2000, (void *)&cuInit },
 	{ "cuDriverGetVersion", 2020, (void *)&cuDriverGetVersion },
