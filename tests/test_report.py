@@ -199,6 +199,49 @@ def launch_bound_judged_in_phases(tmp):
 
 
 @test
+def one_graph_launch_a_step_is_not_launch_bound(tmp):
+    """A JAX-like step: one 12 us graph launch running ten 400 ns kernels,
+    then a host function launched outside the step, 2000 steps of 20 us.
+    Every kernel is shorter than a launch call and the GPU is busy a third
+    of the steps, but each step launches once: there is nothing to fold
+    (the old report said launch-bound, "capture the step in a CUDA graph",
+    saving 0 ns), so no launch-bound diagnosis. The
+    steps ran 20000 kernels (the GPU's records), and a host function is not
+    a kernel: '(no phase)' ran none, with CUPTI or without."""
+    def trace(timing):
+        ev = []
+        for i in range(2000):
+            t = 1_000_000 + i * 20_000
+            ev.append(phase_event(True, t, "jit_step", i))
+            ev.append({"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t + 100,
+                       "end_ns": t + 12_100, "result": 0, "device": 0, "name": "(graph)", "graph": 17476,
+                       "stream": 0, "corr": 2 * i + 1})
+            if timing == "cupti":
+                for k in range(10):
+                    g = t + 12_200 + k * 500
+                    ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g,
+                               "end_ns": g + 400, "result": 0, "device": 0, "stream": 7, "corr": 2 * i + 1,
+                               "name": f"fusion_{k}", "graph_id": 5})
+            ev.append(phase_event(False, t + 12_150, "jit_step", i))
+            ev.append({"kind": "launch", "api": "cuLaunchHostFunc", "tid": 7, "start_ns": t + 12_200,
+                       "end_ns": t + 14_200, "result": 0, "device": 0, "name": "(host function)", "stream": 0,
+                       "corr": 2 * i + 2})
+        return write_jsonl(os.path.join(tmp, f"graph-{timing}.jsonl"), ev, timing=timing)
+
+    for timing in ("cupti", "none"):
+        path = trace(timing)
+        o = report_json(path)
+        check([d["id"] for d in o["diagnoses"] if d["id"] == "launch_bound"] == [],
+              f"{timing}: a step of one graph launch called launch-bound: {o['diagnoses']}")
+        rows = {l.split()[0]: l.split() for l in report_text(path).splitlines()
+                if l.startswith("  (no phase) ") or l.startswith("  jit_step ")}
+        # name, count, wall (number and unit), kernels
+        check(rows["(no"][5] == "0", f"{timing}: host functions counted as kernels: {rows}")
+        if timing == "cupti":
+            check(rows["jit_step"][4] == "20000", f"kernels the steps ran: {rows}")
+
+
+@test
 def one_off_pageable_copies_not_diagnosed(tmp):
     """Pageable host-to-device copies made only before a loop's warm-up (the
     first occurrence of a repeated phase: weights uploaded at start-up)

@@ -403,17 +403,22 @@ static void stalls(struct gs_report *r)
 
 /* Folding a step's launches into one graph launch: the launch calls' host
  * time less one launch (at their mean) per step. */
-static void graph_saving(struct gs_report *r, uint64_t launch_n, uint64_t launch_ns)
+static uint64_t fold_saving(struct gs_report *r, uint64_t launch_n, uint64_t launch_ns)
 {
 	uint64_t steps = gs_mem_steps(r), left = steps ? steps : 1;
 	if (!launch_n)
-		return;
+		return 0;
 	double mean = (double)launch_ns / (double)launch_n;
-	uint64_t keep = (uint64_t)(mean * (double)(left < launch_n ? left : launch_n));
+	return launch_ns - (uint64_t)(mean * (double)(left < launch_n ? left : launch_n));
+}
+
+static void graph_saving(struct gs_report *r, uint64_t launch_n, uint64_t launch_ns)
+{
+	uint64_t steps = gs_mem_steps(r);
 	char a[32], m[32];
-	saving(r, launch_ns - keep, 0, "the %llu launch calls' host time, %s, less one launch (%s) per %s",
-	       (unsigned long long)launch_n, gs_fmt_ns(a, launch_ns), gs_fmt_ns(m, (uint64_t)mean),
-	       steps ? "step" : "run");
+	saving(r, fold_saving(r, launch_n, launch_ns), 0,
+	       "the %llu launch calls' host time, %s, less one launch (%s) per %s", (unsigned long long)launch_n,
+	       gs_fmt_ns(a, launch_ns), gs_fmt_ns(m, launch_ns / launch_n), steps ? "step" : "run");
 }
 
 static void launch_bound(struct gs_report *r, uint64_t span)
@@ -441,8 +446,15 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 		}
 		of = "of the time in phases";
 	}
+	/* Steps that launch about once each (a JAX step is one graph launch)
+	 * have no launches to fold: what is short there is the work itself. */
+	if (!launch_n || fold_saving(r, launch_n, launch_ns) * 100 < window)
+		return;
 	if (r->gpu_timing == GSPY_GPU_TIMING_cupti && l->gpu_count) {
-		double short_share = (double)r->short_kernels / (double)l->gpu_count;
+		/* Kernels that graphs ran share their launch: not counted. */
+		if (!r->own_kernels)
+			return;
+		double short_share = (double)r->short_kernels / (double)r->own_kernels;
 		double busy_share = (double)busy / (double)window;
 		if (short_share < 0.5 || busy_share > 0.6)
 			return;
@@ -450,7 +462,7 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 		add(r, "launch_bound",
 		    "%.0f%% of %llu kernels ran shorter than their launch call takes (kernel mean %s, launch "
 		    "mean %s) and the GPU is busy only %.*f%% %s: the run is launch-bound.\n%s",
-		    100 * short_share, (unsigned long long)l->gpu_count, gs_fmt_ns(k, l->gpu_ns / l->gpu_count),
+		    100 * short_share, (unsigned long long)r->own_kernels, gs_fmt_ns(k, r->own_kernel_ns / r->own_kernels),
 		    gs_fmt_ns(m, l->host_ns / l->count), pct_digits(busy_share), 100 * busy_share, of,
 		    advice(r, ADV_LAUNCH));
 		graph_saving(r, launch_n, launch_ns);

@@ -111,6 +111,8 @@ static void add_event(struct gs_cats *c, const struct gs_ev *ev)
 	switch (ev->kind) {
 	case GSPY_KIND_launch: {
 		agg_add(&c->launch, 0, ns);
+		if (gspy_api_host_func(ev->api))
+			agg_add(&c->host_fn, 0, ns);
 		break;
 	}
 	case GSPY_KIND_copy: {
@@ -422,8 +424,14 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 			if (q > r->queue_max_ns)
 				r->queue_max_ns = q;
 		}
-		if (r->total.launch.count && ns * r->total.launch.count < r->total.launch.host_ns)
-			r->short_kernels++;
+		/* A graph's kernels share one launch call: a kernel is short
+		 * against its own launch only. */
+		if (!ev->graph_id) {
+			r->own_kernels++;
+			r->own_kernel_ns += ns;
+			if (r->total.launch.count && ns * r->total.launch.count < r->total.launch.host_ns)
+				r->short_kernels++;
+		}
 	}
 	heap_push(r, (struct gs_gpu_item){ ev->start_ns, ev->end_ns, host_start, ev->device });
 }

@@ -39,6 +39,7 @@ struct gs_cats {
 	 * graph_launch counts the launches of graphs whose nodes were seen,
 	 * graph_unseen the others. */
 	struct gs_agg graph_launch, graph_kernel, graph_memset, graph_unseen;
+	struct gs_agg host_fn; /* host functions launched (cuLaunchHostFunc): launches, not kernels */
 	struct gs_agg graph_alloc, graph_free; /* memory nodes */
 	struct gs_agg graph_copy[GSPY_DIR_COUNT][2];
 };
@@ -188,6 +189,7 @@ struct gs_report {
 	size_t ngraphs, graphs_cap;
 	uint64_t captured[GSPY_KIND_COUNT]; /* calls captured into graphs, by kind: they did not run */
 	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
+	uint64_t own_kernels, own_kernel_ns; /* CUPTI: kernels launched one by one (not by a graph) */
 	struct gs_gpu_item *heap;       /* min-heap by start, bounded */
 	size_t nheap;
 	struct gs_phase_change *changes; /* ring of the latest phase changes */

@@ -87,6 +87,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 	d->graph_gpu_memsets += s->graph_gpu_memsets;
 	d->graph_kernel_ns += s->graph_kernel_ns;
 	d->short_kernels += s->short_kernels;
+	d->own_kernels += s->own_kernels;
+	d->own_kernel_ns += s->own_kernel_ns;
 	cats_merge(&d->total, &s->total);
 	for (size_t i = 0; i < s->nphases; i++) {
 		size_t at = gs_report_phase(d, s->phases[i].name); /* may move d->phases */

@@ -41,15 +41,18 @@ static uint64_t alloc_bytes(const struct gs_cats *c)
 	return n;
 }
 
-/* Kernels run: launch calls, a graph's launch counting as the kernels of
- * its nodes where they were seen. */
-static uint64_t kernels_run(const struct gs_cats *c)
-{
-	return c->launch.count - c->graph_launch.count + c->graph_kernel.count;
-}
-
 static int gpu_mode;    /* GPU times from CUPTI */
 static int events_mode; /* GPU time per phase from CUDA events (GPUSPY_CUPTI=events) */
+
+/* Kernels run: with CUPTI, the GPU's kernel records; else the launch calls
+ * less host functions, a graph's launch counting as the kernels of its
+ * nodes where they were seen. */
+static uint64_t kernels_run(const struct gs_cats *c)
+{
+	if (gpu_mode && c->launch.gpu_count)
+		return c->launch.gpu_count;
+	return c->launch.count - c->host_fn.count - c->graph_launch.count + c->graph_kernel.count;
+}
 
 static void phase_row(FILE *f, const char *name, uint64_t count, uint64_t wall, uint64_t busy,
 		      uint64_t span, const struct gs_cats *c)
