@@ -5,6 +5,7 @@ Each fixture is the traces of one real program, run through the wheel's
 `gpuspy run`; the programs are in tests/gpu/zoo/. The assertions are what
 those programs did: oom.py holds 17 blocks of 8 GiB and asks for an 18th;
 leak.py keeps every step's loss with its graph for 24 steps."""
+import json
 import os
 import re
 import subprocess
@@ -185,3 +186,34 @@ def fixture_ddp_gloo_names_the_slow_rank(tmp):
     check(29 <= lead <= 33 and 2.9 * lead <= waited <= 3.1 * lead, f"lead {lead:.2f} ms, others waited {waited:.2f}")
     offs = [abs(x["clock_offset_ns"]) for x in o["ranks"]]
     check(max(offs) < 100000, f"clock offsets {offs}")
+
+
+@test
+def fixture_jax_window_says_the_gpu_waits_for_the_host(tmp):
+    """A 3 s window recorded on demand from a running JAX loop
+    (tests/gpu/ondemand.sh): 27,745 runs of jit_jstep, each one graph
+    launch of ten kernels. The kernels are named, 271,842 of the 271,852
+    GPU records joined to their calls; the steps ran 271,843 kernels, the
+    host functions XLA launches between them none. Each step launches
+    once, so it is not called launch-bound (it was, with advice to capture
+    the step in a CUDA graph, saving 0 ns); the GPU sat idle 1.19 s of the
+    3.03 s waiting for the host, which the report says, in JAX's terms."""
+    text = fixture_report(tmp, "jax_window")
+    o = json.loads(subprocess.run([GPUSPY, "report", "--json", os.path.join(tmp, "jax_window")],
+                                  capture_output=True, text=True, timeout=TIMEOUT).stdout)
+    check("recorded in 1 window, started paused (GPUSPY_START=paused)" in text, text[:1200])
+    ph = {p["name"]: p for p in o["phases"]}
+    check(ph["jit_jstep"]["count"] == 27745 and ph["jit_jstep"]["launch"]["gpu_count"] == 271843 and
+          ph["(no phase)"]["launch"]["gpu_count"] == 9, {k: (p["count"], p["launch"]) for k, p in ph.items()})
+    rows = re.findall(r"^  (\S.*?) +(\d+) +[\d.]+ [mun]?s +(\S+) ", text.split("Top kernels")[0], re.M)
+    check(rows[:2] == [("(no phase)", "1", "9"), ("jit_jstep", "27745", "272k")], f"phase rows {rows}")
+    check(o["gpu"]["records"] == 271852 and o["gpu"]["matched"] == 271842, o["gpu"])
+    check(o["kernels"][0]["mangled"].startswith("_ZN7cutlass7Kernel2I") and o["kernels"][0]["gpu_count"] == 27185,
+          o["kernels"][0])
+    d = diagnoses(text)
+    check(not any("launch-bound" in x for x in d), f"called launch-bound: {d}")
+    host = [x for x in d if x.startswith("The GPU sat idle")]
+    check(len(host) == 1 and host[0].startswith(
+        "The GPU sat idle 1.19 s of the 3.03 s since 'jit_jstep' first ran (39%) waiting for the host") and
+        "several steps in one jitted call (lax.scan or lax.fori_loop over the steps)" in host[0] and
+        "Saves up to 42.9 us a step (1.19 s over 27745 steps)" in host[0], f"host-bound: {d}")

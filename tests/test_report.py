@@ -187,8 +187,8 @@ def launch_bound_judged_in_phases(tmp):
         return write_jsonl(os.path.join(tmp, f"{timing}-{kernel_ns}.jsonl"), ev, timing=timing)
 
     busy = report_json(trace(3900, "cupti"))
-    check([d["id"] for d in busy["diagnoses"] if d["id"] == "launch_bound"] == [],
-          f"a GPU busy 78% of the time in phases called launch-bound: {busy['diagnoses']}")
+    check([d["id"] for d in busy["diagnoses"] if d["id"] in ("launch_bound", "host_bound")] == [],
+          f"a GPU busy 78% of the time in phases called launch- or host-bound: {busy['diagnoses']}")
     idle = report_text(trace(1000, "cupti"))
     check("100% of 1000 kernels ran shorter than their launch call takes (kernel mean 1.0 us, launch mean "
           "4.0 us) and the GPU is busy only 20% of the time in phases: the run is launch-bound." in
@@ -233,6 +233,17 @@ def one_graph_launch_a_step_is_not_launch_bound(tmp):
         o = report_json(path)
         check([d["id"] for d in o["diagnoses"] if d["id"] == "launch_bound"] == [],
               f"{timing}: a step of one graph launch called launch-bound: {o['diagnoses']}")
+        # What holds the GPU back is the host: between a step's last kernel
+        # and the next step's first, 15.1 us idle, 1999 times, the next
+        # work launched after the GPU went idle (CUPTI only).
+        host = [d for d in o["diagnoses"] if d["id"] == "host_bound"]
+        if timing == "cupti":
+            check(len(host) == 1 and host[0]["text"].startswith(
+                "The GPU sat idle 30.2 ms of the 40.0 ms since 'jit_step' first ran (75%) waiting for the host")
+                and host[0]["saving"]["ns"] == 1999 * 15_100 and host[0]["saving"]["steps"] == 2000,
+                f"host-bound: {host}")
+        else:
+            check(host == [], f"host-bound without GPU timing: {host}")
         rows = {l.split()[0]: l.split() for l in report_text(path).splitlines()
                 if l.startswith("  (no phase) ") or l.startswith("  jit_step ")}
         # name, count, wall (number and unit), kernels

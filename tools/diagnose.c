@@ -97,7 +97,7 @@ static void pin_saving(struct gs_report *r, int dir)
 /* What to change, in the terms of the process's framework (gs_framework:
  * CUDA, PyTorch, JAX, CuPy): a JAX program is not told about DataLoader. */
 enum { ADV_PIN, ADV_PIN_D2H, ADV_STARVE, ADV_SYNC, ADV_SYNC_PAGEABLE, ADV_LAUNCH, ADV_CHURN, ADV_OOM, ADV_LEAK,
-       ADV_OOM_RISK, ADV_COMPILE, ADV_COUNT };
+       ADV_OOM_RISK, ADV_COMPILE, ADV_HOST, ADV_COUNT };
 static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 	[ADV_PIN] = {
 		"Pin the source: allocate it with cudaHostAlloc/cudaMallocHost (or register it with "
@@ -189,6 +189,18 @@ static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 		"Hold less: a smaller batch, jax.checkpoint, bfloat16.",
 		"Hold less: smaller batches or chunks; the memory pool keeps freed blocks "
 		"(free_all_blocks() releases them).",
+	},
+	[ADV_HOST] = {
+		"Give the GPU more per launch (larger batches, fused kernels), and keep the host ahead: prepare the "
+		"next step's work while this one runs, with no host work between a step's launches.",
+		"Give the GPU more per step (a larger batch), take Python out of the step (torch.compile, CUDA graphs "
+		"with mode=\"reduce-overhead\"), and move per-step host work (logging, metrics, data preparation) "
+		"off the step's path.",
+		"Give the GPU more per dispatch: a larger batch, or several steps in one jitted call (lax.scan or "
+		"lax.fori_loop over the steps); keep per-step Python (logging, metrics, jax.device_get) off the "
+		"step's path.",
+		"Give the GPU more per launch: larger arrays per call, fused kernels (cupy.fuse, ElementwiseKernel), "
+		"fewer Python-level operations a step.",
 	},
 	[ADV_COMPILE] = { /* only XLA's compilations are seen (XlaCompile ranges) */
 		"Compile less: keep input shapes and types the same from step to step.",
@@ -481,6 +493,48 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	graph_saving(r, launch_n, launch_ns);
 }
 
+static int diagnosed(const struct gs_report *r, const char *id)
+{
+	for (size_t i = 0; i < r->ndiag; i++)
+		if (!strcmp(r->diag[i].id, id))
+			return 1;
+	return 0;
+}
+
+/* The GPU waits for the host: from the step's first run on, a quarter of
+ * the time or more the GPU sat idle before work that was launched only
+ * after it went idle (CUPTI), and no host-side cause was named already
+ * (launches, a data phase, waits). */
+static void host_bound(struct gs_report *r)
+{
+	if (r->gpu_timing != GSPY_GPU_TIMING_cupti || diagnosed(r, "launch_bound") ||
+	    diagnosed(r, "data_starvation") || diagnosed(r, "sync_stalls"))
+		return;
+	uint64_t idle = 0, from = 0;
+	const struct gs_phase_stat *step = NULL;
+	for (size_t i = 1; i < r->nphases; i++) {
+		const struct gs_phase_stat *p = &r->phases[i];
+		if (p->library || p->compile || p->count < 10)
+			continue;
+		idle += p->idle_host_ns;
+		if (!from || p->first_ns < from)
+			from = p->first_ns;
+		if (!step || p->count > step->count)
+			step = p;
+	}
+	if (!step || from >= r->t_last || idle * 4 < r->t_last - from)
+		return;
+	uint64_t window = r->t_last - from;
+	char a[32], b[32];
+	add(r, "host_bound",
+	    "The GPU sat idle %s of the %s since '%s' first ran (%.0f%%) waiting for the host: the work after "
+	    "each of those gaps was launched only after the GPU had gone idle. The host sets the pace.\n%s",
+	    gs_fmt_ns(a, idle), gs_fmt_ns(b, window), step->name, 100.0 * (double)idle / (double)window,
+	    advice(r, ADV_HOST));
+	saving(r, idle, 0, "the GPU's idle time waiting for the host, which it would spend working were the "
+	       "host ahead");
+}
+
 /* "136 GiB in 17 blocks at F; 2.0 GiB in 1 block at G" for the top three
  * sites by what they held at the failure (GS_BY_OOM) or grew by (GS_BY_GROWTH). */
 static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
@@ -629,6 +683,7 @@ void gs_report_diagnose(struct gs_report *r)
 	starvation(r, span);
 	stalls(r);
 	launch_bound(r, span);
+	host_bound(r);
 	compilation(r, span);
 	if (!leak && !r->oom.n) /* the leak or the failure is the story */
 		churn(r);

@@ -306,9 +306,11 @@ static void device_step(struct gs_report *r, const struct gs_gpu_item *g)
 		d->cur_end = g->end;
 	} else if (g->start > d->cur_end) {
 		uint64_t gap = g->start - d->cur_end;
-		if (g->host_start > d->cur_end)
+		if (g->host_start > d->cur_end) {
 			d->idle_host_ns += gap;
-		else
+			if (g->phase < r->nphases)
+				r->phases[g->phase].idle_host_ns += gap;
+		} else
 			d->idle_other_ns += gap;
 		busy_done(r, d);
 		d->cur_start = g->start;
@@ -433,7 +435,7 @@ static void add_gpu(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 				r->short_kernels++;
 		}
 	}
-	heap_push(r, (struct gs_gpu_item){ ev->start_ns, ev->end_ns, host_start, ev->device });
+	heap_push(r, (struct gs_gpu_item){ ev->start_ns, ev->end_ns, host_start, ev->device, (uint32_t)ph });
 }
 
 /* A copy between the host's pageable memory and the device. */
@@ -581,6 +583,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (ev.has_step) /* the PyTorch helper's phases */
 				r->fw_seen |= 1u << GS_FW_PYTORCH;
 			r->phases[p].compile |= compile;
+			if (!r->phases[p].count)
+				r->phases[p].first_ns = ev.start_ns;
 			if (++r->phases[p].count == 2 && !r->phases_repeat) {
 				r->phases_repeat = 1;
 				warm_up(&r->churn[0], ev.start_ns);

@@ -55,6 +55,8 @@ struct gs_phase_stat {
 	char *name;
 	uint64_t count, wall_ns;
 	uint64_t gpu_busy_ns; /* GPU work that started during the phase */
+	uint64_t first_ns;    /* its first begin */
+	uint64_t idle_host_ns; /* GPU idle before work launched in it, launched only after the GPU went idle */
 	uint64_t span_ns, span_n; /* GPUSPY_CUPTI=events: GPU time of its intervals */
 	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */
 	int library;          /* a library's range (gs_library_range): counted, attributed nothing */
@@ -123,6 +125,7 @@ struct gs_corr_slot {
 struct gs_gpu_item {
 	uint64_t start, end, host_start;
 	int16_t device;
+	uint32_t phase; /* of the call that launched it (its correlation), else the phase open at its start */
 };
 
 struct gs_phase_change {

@@ -96,6 +96,9 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		p->count += s->phases[i].count;
 		p->wall_ns += s->phases[i].wall_ns;
 		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;
+		p->idle_host_ns += s->phases[i].idle_host_ns;
+		if (s->phases[i].first_ns && (!p->first_ns || s->phases[i].first_ns < p->first_ns))
+			p->first_ns = s->phases[i].first_ns;
 		p->span_ns += s->phases[i].span_ns;
 		p->span_n += s->phases[i].span_n;
 		p->library |= s->phases[i].library;

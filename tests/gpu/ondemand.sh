@@ -12,7 +12,7 @@
 # $OUT/ondemand-LOOP-hang.txt. tests/gpu/ondemand_check.py writes
 # $OUT/ondemand.md from what came back.
 # From the repository root, on the GPU machine (carry: tools/gpuspy .gpu):
-#   bash tests/gpu/ondemand.sh          ONDEMAND_LOOPS="mlp resnet jax"
+#   bash tests/gpu/ondemand.sh          ONDEMAND_LOOPS="mlp resnet jax" ONDEMAND_KEEP=1
 . tests/gpu/setup.sh /tmp/gpuspy-ondemand
 G=$ROOT/tools/gpuspy
 say() { echo "$(date +%T) $*"; }
@@ -56,4 +56,6 @@ for loop in ${ONDEMAND_LOOPS:-mlp resnet jax}; do
 	timeout 60 $G report --color never "$f" > "$d/report.txt" 2>> "$d/report.err"
 	python3 tests/gpu/ondemand_check.py "$loop" "$d" | tee -a "$OUT/ondemand.md"
 	cat "$d/report.txt" "$d/top-window.txt" > "$OUT/ondemand-$loop.txt"
+	# ONDEMAND_KEEP=1: the window's trace comes back too (a fixture)
+	[ "${ONDEMAND_KEEP:-0}" = 1 ] && tar -C "$d" -Sczf "$OUT/ondemand-$loop.tar.gz" "$(basename "$f")"
 done

@@ -36,7 +36,8 @@ if during:
     util = during.get("telemetry", {}).get("util_gpu")
     rate = during["steps"] / (during["window_ns"] / 1e9) if during["window_ns"] else 0
     print(f"* top during the window (last 1 s): {rate:.1f} steps/s of `{during['step_phase']}`, "
-          f"GPU busy {'n/a' if busy is None else '%.0f%%' % (100 * busy / during['window_ns'])}, "
+          # the GPU's share is of its own window, which ends at its last record (top's column)
+          f"GPU busy {'n/a' if busy is None else '%.0f%%' % (100 * busy / max(during['gpu_window_ns'], 1))}, "
           f"NVML util {util}%, phases (ms) "
           + ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sorted(during["phase_ns"].items(), key=lambda x: -x[1])[:6]))
     ok.append(not during["paused"] and during["steps"] > 0)
