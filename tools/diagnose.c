@@ -462,6 +462,12 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 	 * have no launches to fold: what is short there is the work itself. */
 	if (!launch_n || fold_saving(r, launch_n, launch_ns) * 100 < window)
 		return;
+	/* Launch calls that take under a quarter of the host's time do not set
+	 * its pace, however short the kernels (the host-bound check names
+	 * the wait then). */
+	double launch_share = (double)launch_ns / (double)window;
+	if (launch_share < 0.25)
+		return;
 	if (r->gpu_timing == GSPY_GPU_TIMING_cupti && l->gpu_count) {
 		/* Kernels that graphs ran share their launch: not counted. */
 		if (!r->own_kernels)
@@ -480,9 +486,8 @@ static void launch_bound(struct gs_report *r, uint64_t span)
 		graph_saving(r, launch_n, launch_ns);
 		return;
 	}
-	double launch_share = (double)launch_ns / (double)window;
 	double sync_share = (double)sync_ns / (double)window;
-	if (launch_share < 0.25 || sync_share > 0.10 || !launch_n)
+	if (sync_share > 0.10)
 		return;
 	char m[32];
 	add(r, "launch_bound",
@@ -501,35 +506,39 @@ static int diagnosed(const struct gs_report *r, const char *id)
 	return 0;
 }
 
-/* The GPU waits for the host: from the step's first run on, a quarter of
- * the time or more the GPU sat idle before work that was launched only
- * after it went idle (CUPTI), and no host-side cause was named already
- * (launches, a data phase, waits). */
+/* The GPU waits for the host: in the loop (the phases that repeat at least
+ * 10 times, from the first one's first run to their last end), a quarter
+ * of the time or more the GPU sat idle before work launched only after it
+ * went idle (CUPTI), and no host-side cause was named already (launches,
+ * a data phase, waits). */
 static void host_bound(struct gs_report *r)
 {
 	if (r->gpu_timing != GSPY_GPU_TIMING_cupti || diagnosed(r, "launch_bound") ||
 	    diagnosed(r, "data_starvation") || diagnosed(r, "sync_stalls"))
 		return;
-	uint64_t idle = 0, from = 0;
-	const struct gs_phase_stat *step = NULL;
+	uint64_t idle = 0, last = 0;
+	const struct gs_phase_stat *first = NULL; /* of the repeated phases, the first to run */
 	for (size_t i = 1; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
 		if (p->library || p->compile || p->count < 10)
 			continue;
 		idle += p->idle_host_ns;
-		if (!from || p->first_ns < from)
-			from = p->first_ns;
-		if (!step || p->count > step->count)
-			step = p;
+		if (!first || p->first_ns < first->first_ns)
+			first = p;
+		if (p->last_ns > last)
+			last = p->last_ns;
 	}
-	if (!step || from >= r->t_last || idle * 4 < r->t_last - from)
+	/* The loop: from the first run of its phases to their last end, or
+	 * the end of the GPU work they launched (not the exit after it). */
+	if (!first || first->first_ns >= last || idle * 4 < last - first->first_ns)
 		return;
-	uint64_t window = r->t_last - from;
+	uint64_t window = last - first->first_ns;
 	char a[32], b[32];
 	add(r, "host_bound",
-	    "The GPU sat idle %s of the %s since '%s' first ran (%.0f%%) waiting for the host: the work after "
-	    "each of those gaps was launched only after the GPU had gone idle. The host sets the pace.\n%s",
-	    gs_fmt_ns(a, idle), gs_fmt_ns(b, window), step->name, 100.0 * (double)idle / (double)window,
+	    "In the loop (%s, from the first '%s' on), the GPU sat idle %s (%.0f%%) waiting for the host: the "
+	    "work after each of those gaps was launched only after the GPU had gone idle. The host sets the "
+	    "pace.\n%s",
+	    gs_fmt_ns(b, window), first->name, gs_fmt_ns(a, idle), 100.0 * (double)idle / (double)window,
 	    advice(r, ADV_HOST));
 	saving(r, idle, 0, "the GPU's idle time waiting for the host, which it would spend working were the "
 	       "host ahead");

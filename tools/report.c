@@ -300,7 +300,10 @@ static void device_step(struct gs_report *r, const struct gs_gpu_item *g)
 	if (g->device < 0 || g->device >= GSPY_DEVICES)
 		return;
 	struct gs_device_gpu *d = &r->dev[g->device];
+	struct gs_phase_stat *p = g->phase < r->nphases ? &r->phases[g->phase] : NULL;
 	d->ops++;
+	if (p && g->end > p->last_ns)
+		p->last_ns = g->end;
 	if (!d->cur_end) {
 		d->cur_start = g->start;
 		d->cur_end = g->end;
@@ -308,8 +311,10 @@ static void device_step(struct gs_report *r, const struct gs_gpu_item *g)
 		uint64_t gap = g->start - d->cur_end;
 		if (g->host_start > d->cur_end) {
 			d->idle_host_ns += gap;
-			if (g->phase < r->nphases)
-				r->phases[g->phase].idle_host_ns += gap;
+			/* The phase's share: the part after its first run began. */
+			uint64_t from = p && p->first_ns > d->cur_end ? p->first_ns : d->cur_end;
+			if (p && g->start > from)
+				p->idle_host_ns += g->start - from;
 		} else
 			d->idle_other_ns += gap;
 		busy_done(r, d);
@@ -606,6 +611,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			if (i < 0)
 				continue;
 			r->phases[stack[i].idx].wall_ns += ev.start_ns - stack[i].begin;
+			if (ev.start_ns > r->phases[stack[i].idx].last_ns)
+				r->phases[stack[i].idx].last_ns = ev.start_ns;
 			memmove(&stack[i], &stack[i + 1], (size_t)(depth - i - 1) * sizeof(stack[0]));
 			if (--depth == 0) {
 				covered += ev.start_ns - top_begin;

@@ -55,7 +55,7 @@ struct gs_phase_stat {
 	char *name;
 	uint64_t count, wall_ns;
 	uint64_t gpu_busy_ns; /* GPU work that started during the phase */
-	uint64_t first_ns;    /* its first begin */
+	uint64_t first_ns, last_ns; /* its first begin; its last end, or the end of GPU work it launched */
 	uint64_t idle_host_ns; /* GPU idle before work launched in it, launched only after the GPU went idle */
 	uint64_t span_ns, span_n; /* GPUSPY_CUPTI=events: GPU time of its intervals */
 	struct gs_cats c;     /* calls made in the phase; GPU work launched in it */

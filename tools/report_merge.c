@@ -99,6 +99,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		p->idle_host_ns += s->phases[i].idle_host_ns;
 		if (s->phases[i].first_ns && (!p->first_ns || s->phases[i].first_ns < p->first_ns))
 			p->first_ns = s->phases[i].first_ns;
+		if (s->phases[i].last_ns > p->last_ns)
+			p->last_ns = s->phases[i].last_ns;
 		p->span_ns += s->phases[i].span_ns;
 		p->span_n += s->phases[i].span_n;
 		p->library |= s->phases[i].library;
