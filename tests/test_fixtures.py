@@ -90,7 +90,10 @@ def fixture_sites_are_the_users_lines(tmp):
     """resnet_loader.py and leak.py under PyTorch 2.11 / CPython 3.12:
     PyTorch's bindings release the GIL, yet the sites name the script's
     lines: the forward pass's allocations at resnet_loader.py:17, the model's
-    at :11; leak.py's pageable weight upload at leak.py:10 (`.cuda()`)."""
+    at :11; leak.py's pageable weight upload at leak.py:10 (`.cuda()`).
+    CuPy's allocations are the script's lines too (cupy_kernels.py:11-13,
+    :17), not the compiled module they go through
+    (runtime.cpython-312-x86_64-linux-gnu.so+0x7de6d)."""
     text = fixture_report(tmp, "resnet_loader")
     sites = text.split("Allocation sites by bytes\n", 1)[1]
     first = re.findall(r"^      at (.*)$", sites, re.M)[:2]
@@ -98,6 +101,11 @@ def fixture_sites_are_the_users_lines(tmp):
           f"first sites: {first}")
     d = diagnoses(fixture_report(tmp, "leak"))
     check(any(re.search(r"All 512 MiB copied in <module> \(\S*/leak\.py:10\)\.", x) for x in d), f"diagnoses: {d}")
+    cupy = fixture_report(tmp, "cupy_kernels").split("Allocation sites by bytes\n", 1)[1].split("  Allocation sites by count")[0]
+    first = re.findall(r"^      (at|from) (.*)$", cupy, re.M)
+    check([f[1].rsplit("/", 1)[-1] for f in first] == ["cupy_kernels.py:11)", "cupy_kernels.py:12)",
+                                                       "cupy_kernels.py:13)", "cupy_kernels.py:17)"],
+          f"CuPy's allocation sites: {first}")
 
 
 @test

@@ -98,6 +98,12 @@ const char *gs_frame_owner(const char *f)
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
 		if (in_module(f, mods[i].mod))
 			return mods[i].owner;
+	/* A compiled Python module ("runtime.cpython-312-x86_64-linux-gnu.so",
+	 * CuPy's and others'): the program's own line is the Python frame
+	 * that called into it. */
+	const char *ext = strstr(f, ".cpython-");
+	if (ext && strstr(ext, ".so"))
+		return "a Python extension module";
 	/* Symbolized frames without a module ("function (file.c:line)"). */
 	static const struct { const char *prefix, *owner; } syms[] = {
 		{ "cudart::", "the CUDA runtime" }, { "__cudart", "the CUDA runtime" },
