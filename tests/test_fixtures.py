@@ -112,8 +112,9 @@ def fixture_sites_are_the_users_lines(tmp):
 def fixture_advice_in_each_frameworks_terms(tmp):
     """Each process's framework comes from its trace (PyTorch's phases and
     allocator frames, XLA's ranges, CuPy's kernels) and its advice is in
-    those terms: the JAX step is told about jax.device_put, never about
-    DataLoader, .item() or torch; CuPy's about cupyx.empty_pinned."""
+    those terms: the JAX step is told about lax.scan and jax.device_get,
+    never about DataLoader, .item() or torch (and not to pin the copies
+    XLA's compiler made); CuPy's about cupyx.empty_pinned."""
     want = {"resnet_loader": "PyTorch", "jax_step": "JAX", "cupy_kernels": "CuPy", "graph_nodes": None}
     for name, fw in want.items():
         text = fixture_report(tmp, name)
@@ -121,7 +122,8 @@ def fixture_advice_in_each_frameworks_terms(tmp):
         check(head and head.group(2) == fw, f"{name}: header {head and head.group(0)!r}, expected {fw}")
         d = " ".join(diagnoses(text))
         if name == "jax_step":
-            check("jax.device_put" in d and not re.search(r"DataLoader|\.item\(\)|torch|PYTORCH", d), d)
+            check("lax.scan" in d and "jax.device_get" in d and "pageable" not in d and
+                  not re.search(r"DataLoader|\.item\(\)|torch|PYTORCH", d), d)
         if name == "cupy_kernels":
             check("cupyx.empty_pinned()" in d and "torch" not in d, d)
 

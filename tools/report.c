@@ -590,7 +590,9 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			r->phases[p].compile |= compile;
 			if (!r->phases[p].count)
 				r->phases[p].first_ns = ev.start_ns;
-			if (++r->phases[p].count == 2 && !r->phases_repeat) {
+			/* The loop is under way at a phase's second run; a
+			 * framework's second compilation is not the loop. */
+			if (++r->phases[p].count == 2 && !r->phases_repeat && !r->phases[p].compile) {
 				r->phases_repeat = 1;
 				warm_up(&r->churn[0], ev.start_ns);
 			}
@@ -678,7 +680,8 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 			}
 			lc->pageable_copy = (uint8_t)pc;
 		}
-		r->pageable_h2d_warm += r->phases_repeat && pc && ev.dir == GSPY_DIR_h2d;
+		/* A framework's compilation uploads what it autotunes with: not a step's copy. */
+		r->pageable_h2d_warm += r->phases_repeat && pc && ev.dir == GSPY_DIR_h2d && !r->phases[cur].compile;
 		if (ev.kind == GSPY_KIND_launch) {
 			struct gs_kernel_stat *k = gs_report_kernel(r, launch_name(&ev));
 			uint64_t ns = ev.end_ns - ev.start_ns;
