@@ -557,8 +557,14 @@ static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
 		if (by == GS_BY_OOM)
 			snprintf(blocks, sizeof(blocks), " in %llu block%s", (unsigned long long)v[i]->oom_count,
 				 v[i]->oom_count == 1 ? "" : "s");
-		int k = snprintf(out + len, cap - len, "%s%s%s %s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
-				 place(v[i]->frames, "at", f, sizeof(f)));
+		/* A site with no frame of the program's own says the phase it
+		 * allocated in, when that was one. */
+		char in[96] = "", first[240];
+		snprintf(first, sizeof(first), "%.*s", (int)strcspn(v[i]->frames, "\n"), v[i]->frames);
+		if (gs_frame_owner(first) && v[i]->alloc_phase && !v[i]->phases_mixed)
+			snprintf(in, sizeof(in), ", all in '%.64s'", v[i]->alloc_phase);
+		int k = snprintf(out + len, cap - len, "%s%s%s %s%s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
+				 place(v[i]->frames, "at", f, sizeof(f)), in);
 		if (k < 0 || (size_t)k >= cap - len)
 			break;
 		len += (size_t)k;

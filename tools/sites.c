@@ -141,6 +141,21 @@ static void join(const struct gs_stack *st, char *buf, size_t cap)
 	}
 }
 
+/* The phase an allocation site allocates in, while it is one phase:
+ * where a site has no frame of the program's own (PyTorch's autograd
+ * thread), it says which part of the step it serves. */
+static void note_phase(struct gs_site *x, const char *phase)
+{
+	if (x->phases_mixed)
+		return;
+	if (!phase)
+		x->phases_mixed = 1;
+	else if (!x->alloc_phase && !x->count)
+		x->alloc_phase = xstrdup(phase);
+	else if (!x->alloc_phase || strcmp(x->alloc_phase, phase))
+		x->phases_mixed = 1;
+}
+
 static void live_add(struct gs_live **v, size_t *n, size_t *cap, uint64_t addr, uint64_t bytes,
 		     size_t site_i)
 {
@@ -187,6 +202,7 @@ void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
 		}
 		size_t i = site(&s->alloc, buf, ev->mem, NULL);
 		struct gs_site *x = &s->alloc.v[i];
+		note_phase(x, phase);
 		x->count++;
 		x->bytes += ev->bytes;
 		x->host_ns += ev->end_ns - ev->start_ns;
@@ -281,6 +297,10 @@ static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
 			x->host_alloc = xstrdup(a->host_alloc);
 			x->host_alloc_bytes = a->host_alloc_bytes;
 		}
+		if (a->phases_mixed || (a->alloc_phase && x->alloc_phase && strcmp(a->alloc_phase, x->alloc_phase)))
+			x->phases_mixed = 1;
+		else if (a->alloc_phase && !x->alloc_phase)
+			x->alloc_phase = xstrdup(a->alloc_phase);
 	}
 }
 
@@ -297,6 +317,7 @@ static void free_set(struct gs_siteset *set)
 	for (size_t i = 0; i < set->n; i++) {
 		free(set->v[i].frames);
 		free(set->v[i].phase);
+		free(set->v[i].alloc_phase);
 		free(set->v[i].host_alloc);
 	}
 	free(set->v);

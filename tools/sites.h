@@ -27,6 +27,8 @@ struct gs_site {
 	uint64_t peak_bytes, peak_count; /* ... and at the peak of reserved memory */
 	uint64_t oom_bytes, oom_count;   /* ... when an allocation first ran out of memory */
 	uint64_t base_bytes, last_bytes; /* ... at the second and the latest step (memory.c) */
+	char *alloc_phase; /* alloc sites: the phase all its allocations were made in */
+	int phases_mixed;  /* ... or they were made in more than one (or in none) */
 	char *host_alloc;  /* copy sites: where the host buffer came from */
 	uint64_t host_alloc_bytes;
 };
