@@ -220,12 +220,19 @@ static const char *advice(const struct gs_report *r, int what)
 /* Where a site is, for a sentence: "PREP F" with F the innermost frame it
  * shows; when even that frame is a library's (the stack has no frame of
  * the program's own), "in OWNER (F)". */
-static const char *place(const char *frames, const char *prep, char *buf, size_t cap)
+/* A site's innermost frame, into f, and whose code it is (NULL: the
+ * program's own). */
+static const char *first_owner(const char *frames, char *f, size_t cap)
 {
 	size_t k = strcspn(frames, "\n");
+	snprintf(f, cap, "%.*s", (int)(k < cap - 1 ? k : cap - 1), frames);
+	return gs_frame_owner(f);
+}
+
+static const char *place(const char *frames, const char *prep, char *buf, size_t cap)
+{
 	char f[200];
-	snprintf(f, sizeof(f), "%.*s", (int)(k < sizeof(f) - 1 ? k : sizeof(f) - 1), frames);
-	const char *owner = gs_frame_owner(f);
+	const char *owner = first_owner(frames, f, sizeof(f));
 	if (owner)
 		snprintf(buf, cap, "in %s (%.180s)", owner, f);
 	else
@@ -559,9 +566,8 @@ static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
 				 v[i]->oom_count == 1 ? "" : "s");
 		/* A site with no frame of the program's own says the phase it
 		 * allocated in, when that was one. */
-		char in[96] = "", first[240];
-		snprintf(first, sizeof(first), "%.*s", (int)strcspn(v[i]->frames, "\n"), v[i]->frames);
-		if (gs_frame_owner(first) && v[i]->alloc_phase && !v[i]->phases_mixed)
+		char in[96] = "", first[200];
+		if (first_owner(v[i]->frames, first, sizeof(first)) && v[i]->alloc_phase && !v[i]->phases_mixed)
 			snprintf(in, sizeof(in), ", all in '%.64s'", v[i]->alloc_phase);
 		int k = snprintf(out + len, cap - len, "%s%s%s %s%s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
 				 place(v[i]->frames, "at", f, sizeof(f)), in);

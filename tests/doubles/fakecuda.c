@@ -299,23 +299,21 @@ static CUresult push_ctx(CUcontext c)
 }
 EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) { return push_ctx(c); }
 /* A created context (here the device's name again) is pushed, current. */
-EXPORT CUresult cuCtxCreate_v2(CUcontext *c, unsigned f, CUdevice d)
+static CUresult create_ctx(CUcontext *c, CUdevice d)
 {
-	(void)f;
 	*c = (CUcontext)(uintptr_t)((d + 1) << 4);
 	return push_ctx(*c);
 }
+EXPORT CUresult cuCtxCreate_v2(CUcontext *c, unsigned f, CUdevice d) { (void)f; return create_ctx(c, d); }
 EXPORT CUresult cuCtxCreate_v3(CUcontext *c, CUexecAffinityParam *p, int n, unsigned f, CUdevice d)
 {
 	(void)p; (void)n; (void)f;
-	*c = (CUcontext)(uintptr_t)((d + 1) << 4);
-	return push_ctx(*c);
+	return create_ctx(c, d);
 }
 EXPORT CUresult cuCtxCreate_v4(CUcontext *c, CUctxCreateParams *p, unsigned f, CUdevice d)
 {
 	(void)p; (void)f;
-	*c = (CUcontext)(uintptr_t)((d + 1) << 4);
-	return push_ctx(*c);
+	return create_ctx(c, d);
 }
 EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
 {
