@@ -112,23 +112,25 @@ static int current_device_slow(struct gs_tls *t)
  * this thread's cached device. JAX makes its context current again before
  * every step: the same context keeps the cache. */
 
-GS_API CUresult cuCtxSetCurrent(CUcontext ctx)
-{
-	CUresult rc = GS_REAL(cuCtxSetCurrent)(ctx);
-	struct gs_tls *t = &gs_tls;
-	if (ctx != t->ctx || rc != CUDA_SUCCESS) {
-		t->ctx = ctx;
-		t->device_known = 0;
-	}
-	return rc;
-}
-
 /* A push or pop leaves a context current that the thread may not have set
  * through cuCtxSetCurrent: asked again. */
 static void ctx_unknown(void)
 {
 	gs_tls.ctx = NULL;
 	gs_tls.device_known = 0;
+}
+
+GS_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	CUresult rc = GS_REAL(cuCtxSetCurrent)(ctx);
+	struct gs_tls *t = &gs_tls;
+	if (rc != CUDA_SUCCESS) {
+		ctx_unknown(); /* the old context stays: not ctx */
+	} else if (ctx != t->ctx) {
+		t->ctx = ctx;
+		t->device_known = 0;
+	}
+	return rc;
 }
 
 /* A new context is pushed, and current. */
