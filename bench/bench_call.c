@@ -18,6 +18,11 @@
  * a runtime wrapper with a driver wrapper nested in it): of every 32 calls,
  * 22 __cudaLaunchKernel, 5 cudaLaunchKernelExC, 4 cudaMemsetAsync and one
  * pageable cudaMemcpyAsync (FIELD-NOTES' MLP step: ~76 calls, 2 copies).
+ * jax-cold: one "call" is a JAX step as XLA makes it on the H200
+ * (tests/gpu/loops.py jax): its context made current, the module's NVTX
+ * range opened, 20 thunk ranges inside it, a stream's wait on an event, a
+ * graph launch and a host function, the module's range closed; the other
+ * work runs before each of those calls, and ns per step are printed.
  * nvtx: an NVTX range (nvtxDomainRangePushEx + nvtxDomainRangePop) named
  * by a registered string of 110 characters, as XLA names each thunk (ten
  * to twenty a JAX step); nvtx-text: the same name as text
@@ -39,9 +44,12 @@
 #include "doubles/fakecuda.h"
 
 static long calls;
-static int copy_mode, malloc_mode, cold_mode, mixed_mode, torch_mode, nvtx_mode, nvtx_text_mode;
+static int copy_mode, malloc_mode, cold_mode, mixed_mode, torch_mode, jax_mode, nvtx_mode, nvtx_text_mode;
 static nvtxDomainHandle_t nvtx_dom;
-static nvtxEventAttributes_t nvtx_attr;
+static nvtxEventAttributes_t nvtx_attr, nvtx_module;
+static CUgraphExec graph;
+static CUevent event;
+#define NVTX_MODULE "XlaModule:#hlo_module=jit_jstep,program_id=12#"
 #define NVTX_NAME "Thunk:#name=jit(step)/jvp()/dot_general,hlo_op=gemm_fusion_dot.2,unique_hlo_op_id=4294967311,program_id=3977#"
 static unsigned char *evict_data;
 static size_t evict_bytes;
@@ -75,6 +83,8 @@ static double wall_ns(void)
 static unsigned evict(void)
 {
 	unsigned sum = 0;
+	if (!evict_bytes)
+		return 0; /* BENCH_EVICT_KB=0: counting instructions, not timing */
 	evict_code();
 	for (size_t i = 0; i < evict_bytes; i += 64)
 		sum += evict_data[i];
@@ -126,6 +136,52 @@ static void one_call(long i)
 	}
 }
 
+static void host_fn(void *p)
+{
+	(void)p;
+}
+
+/* A JAX step's calls, the other work before each; ticks in them alone,
+ * and by call in jax_part (BENCH_PARTS=1 prints them). */
+static const char *const jax_names[] = { "cuCtxSetCurrent", "module range push", "20 nested ranges",
+					  "cuStreamWaitEvent", "cuGraphLaunch", "cuLaunchHostFunc",
+					  "module range pop" };
+static uint64_t jax_part[7];
+
+static uint64_t jax_step(volatile unsigned *sink)
+{
+	uint64_t ticks = 0;
+	int part = 0;
+#define TIMED(call)                          \
+	do {                                 \
+		*sink += evict();            \
+		_mm_lfence();                \
+		uint64_t t0 = __rdtsc();     \
+		_mm_lfence();                \
+		call;                        \
+		_mm_lfence();                \
+		uint64_t dt = __rdtsc() - t0;  \
+		ticks += dt;                   \
+		jax_part[part] += dt;          \
+	} while (0)
+	TIMED(cuCtxSetCurrent(ctx));
+	part++;
+	TIMED(nvtxDomainRangePushEx(nvtx_dom, &nvtx_module));
+	part++;
+	for (int k = 0; k < 20; k++)
+		TIMED(nvtxDomainRangePushEx(nvtx_dom, &nvtx_attr); nvtxDomainRangePop(nvtx_dom));
+	part++;
+	TIMED(cuStreamWaitEvent(NULL, event, 0));
+	part++;
+	TIMED(cuGraphLaunch(graph, NULL));
+	part++;
+	TIMED(cuLaunchHostFunc(NULL, host_fn, NULL));
+	part++;
+	TIMED(nvtxDomainRangePop(nvtx_dom));
+#undef TIMED
+	return ticks;
+}
+
 /* ns spent in the n calls alone, the other work between them left out
  * (rdtsc ticks, scaled by the wall clock over the whole loop). */
 static double cold_launches_ns(long n)
@@ -133,7 +189,13 @@ static double cold_launches_ns(long n)
 	volatile unsigned sink = 0;
 	uint64_t ticks = 0, k0 = __rdtsc();
 	double w0 = wall_ns();
-	for (long i = 0; i < n; i++) {
+	memset(jax_part, 0, sizeof(jax_part));
+	for (long i = 0; i < n && jax_mode; i++)
+		ticks += jax_step(&sink);
+	double scale = (wall_ns() - w0) / (double)(__rdtsc() - k0);
+	for (int p = 0; jax_mode && getenv("BENCH_PARTS") && p < 7; p++)
+		fprintf(stderr, "%-20s %8.1f ns\n", jax_names[p], (double)jax_part[p] * scale / (double)n);
+	for (long i = 0; i < n && !jax_mode; i++) {
 		sink += evict();
 		_mm_lfence();
 		uint64_t t0 = __rdtsc();
@@ -188,9 +250,10 @@ int main(int argc, char **argv)
 	malloc_mode = !strcmp(argv[1], "malloc");
 	mixed_mode = !strcmp(argv[1], "mixed-cold");
 	torch_mode = !strcmp(argv[1], "torch-cold");
+	jax_mode = !strcmp(argv[1], "jax-cold");
 	nvtx_mode = !strcmp(argv[1], "nvtx");
 	nvtx_text_mode = !strcmp(argv[1], "nvtx-text");
-	cold_mode = mixed_mode || torch_mode || !strcmp(argv[1], "launch-cold");
+	cold_mode = mixed_mode || torch_mode || jax_mode || !strcmp(argv[1], "launch-cold");
 	if (cold_mode && evict_setup() != 0)
 		return 2;
 	int t = atoi(argv[2]);
@@ -207,9 +270,25 @@ int main(int argc, char **argv)
 	nvtx_attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
 	nvtx_attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
 	nvtx_attr.message.registered = nvtxDomainRegisterStringA(nvtx_dom, NVTX_NAME);
+	nvtx_module = nvtx_attr;
+	nvtx_module.message.registered = nvtxDomainRegisterStringA(nvtx_dom, NVTX_MODULE);
+	if (jax_mode) { /* a graph of one kernel, as XLA's command buffer */
+		CUgraph g;
+		CUgraphNode node;
+		CUDA_KERNEL_NODE_PARAMS kp = { .func = fn, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+					       .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1 };
+		if (cuGraphCreate(&g, 0) || cuGraphAddKernelNode_v2(&node, g, NULL, 0, &kp) ||
+		    cuGraphInstantiateWithFlags(&graph, g, 0) || cuEventCreate(&event, 0))
+			return 2;
+	}
 	/* Warm up: first-call work (file creation, name lookup) is not the
 	 * per-call cost. */
 	for (int i = 0; i < 1000; i++) {
+		if (jax_mode) {
+			volatile unsigned sink = 0;
+			jax_step(&sink);
+			continue;
+		}
 		one_call(i);
 		cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 		cuMemcpyHtoDAsync_v2(dev, host, 1, NULL);

@@ -49,6 +49,7 @@ CASES = [  # (label, bench_call kind, threads, environment of the traced run[, c
     ("malloc+free 1 MiB, libgpuspy-host.so preloaded, not recorded", "malloc", 1, {HOST: "1"}),
     ("malloc+free 1 MiB, recorded with stacks", "malloc", 1, {HOST: "1", "GPUSPY_HOST_ALLOC_MIN": "1M"}),
     ("cuLaunchKernel, caches cold, no stacks", "launch-cold", 1, {"GPUSPY_STACKS": "0"}, 20000),
+    ("a JAX step (5 calls recorded, 20 ranges nested), caches cold", "jax-cold", 1, {}, 2000),
     ("NVTX range, registered name of 110 characters (XLA's thunks)", "nvtx", 1, {}),
     ("NVTX range, registered name of 110 characters (XLA's thunks)", "nvtx", 8, {}),
     ("NVTX range, the same name as text", "nvtx-text", 1, {}),
