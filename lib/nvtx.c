@@ -84,13 +84,17 @@ GS_FORK_LOCK(nvtx, nv.lock);
 /* This thread's NVTX stack: for each open range, its domain and the name
  * recorded for it (0 when it was filtered out). Allocated on the thread's
  * first range, so that the static TLS gpuspy needs stays small (it may be
- * dlopen'ed as an injection library). */
+ * dlopen'ed as an injection library). An entry is 16 bytes: the entries
+ * near the bottom share a cache line with the depth. */
+struct nvtx_entry {
+	nvtxDomainHandle_t dom;
+	uint32_t name_id;
+	uint8_t lib; /* a library's range */
+};
 struct nvtx_stack {
-	nvtxDomainHandle_t dom[STACK];
-	uint32_t name_id[STACK];
-	uint8_t lib[STACK]; /* a library's range */
 	int depth;
-	int libs;           /* library ranges open (of the first STACK) */
+	int libs; /* library ranges open (of the first STACK) */
+	struct nvtx_entry e[STACK];
 };
 static __thread struct nvtx_stack *tsp __attribute__((tls_model("initial-exec")));
 static struct nvtx_stack overflow_stack; /* if malloc fails: shared, best effort */
@@ -198,48 +202,69 @@ static uint32_t name_of(const char *name, struct nvtxStringRegistration_st *reg)
 static int push(unsigned api, nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
 {
 	struct nvtx_stack *sp = stack_of_thread();
-#define ts (*sp)
-	int level = ts.depth;
+	int level = sp->depth;
 	uint32_t id = 0;
 	int lib = !nv.library_all && (reg ? reg->lib : gspy_library_range(name));
 	/* The cheap tests first: XLA opens about twenty ranges inside each
 	 * module's range, every step. */
-	if (!(lib && ts.libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
+	if (!(lib && sp->libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
 		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, reg));
-	if (ts.depth < STACK) {
-		ts.dom[ts.depth] = d;
-		ts.name_id[ts.depth] = id;
-		ts.lib[ts.depth] = (uint8_t)lib;
-		ts.libs += lib;
+	if (sp->depth < STACK) {
+		sp->e[sp->depth] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };
+		sp->libs += lib;
 	}
-	ts.depth++;
+	sp->depth++;
 	return level;
-#undef ts
 }
 
 static int pop(unsigned api, nvtxDomainHandle_t d)
 {
 	struct nvtx_stack *sp = stack_of_thread();
-#define ts (*sp)
 	/* The innermost open range of this domain on this thread. */
-	int i = (ts.depth < STACK ? ts.depth : STACK) - 1;
-	while (i >= 0 && ts.dom[i] != d)
+	int top = sp->depth < STACK ? sp->depth : STACK; /* entries kept */
+	int i = top - 1;
+	while (i >= 0 && sp->e[i].dom != d)
 		i--;
 	if (i < 0)
 		return -1;
-	uint32_t id = ts.name_id[i];
-	int top = ts.depth < STACK ? ts.depth : STACK; /* entries kept */
-	ts.libs -= ts.lib[i];
-	if (i < top - 1) { /* not the innermost range: those above move down */
-		memmove(&ts.dom[i], &ts.dom[i + 1], (size_t)(top - 1 - i) * sizeof(ts.dom[0]));
-		memmove(&ts.name_id[i], &ts.name_id[i + 1], (size_t)(top - 1 - i) * sizeof(ts.name_id[0]));
-		memmove(&ts.lib[i], &ts.lib[i + 1], (size_t)(top - 1 - i) * sizeof(ts.lib[0]));
-	}
-	ts.depth--;
+	uint32_t id = sp->e[i].name_id;
+	sp->libs -= sp->e[i].lib;
+	if (i < top - 1) /* not the innermost range: those above move down */
+		memmove(&sp->e[i], &sp->e[i + 1], (size_t)(top - 1 - i) * sizeof(sp->e[0]));
+	sp->depth--;
 	if (id)
 		gs_phase_id(api, GSPY_KIND_phase_end, id);
-	return ts.depth;
-#undef ts
+	return sp->depth;
+}
+
+/*
+ * XLA's ranges: a registered string, a library's range inside another
+ * library range of the thread (twenty thunks inside each module's range,
+ * every step), which is kept on the stack and not recorded. These take it
+ * in a few loads and stores; anything else goes through push and pop.
+ */
+static inline int nested_library_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	struct nvtx_stack *sp = tsp;
+	if (!sp || sp->libs <= 0 || sp->depth >= STACK || !a || a->messageType != NVTX_MESSAGE_TYPE_REGISTERED ||
+	    !a->message.registered || !a->message.registered->lib || nv.library_all)
+		return -1;
+	sp->e[sp->depth] = (struct nvtx_entry){ .dom = d, .name_id = 0, .lib = 1 };
+	sp->libs++;
+	return sp->depth++;
+}
+
+/* The innermost range, not recorded, closed by its own domain's pop. */
+static inline int unrecorded_pop(nvtxDomainHandle_t d)
+{
+	struct nvtx_stack *sp = tsp;
+	if (!sp || sp->depth <= 0 || sp->depth > STACK)
+		return -2;
+	struct nvtx_entry *e = &sp->e[sp->depth - 1];
+	if (e->dom != d || e->name_id)
+		return -2;
+	sp->libs -= e->lib;
+	return --sp->depth;
 }
 
 static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : "", NULL); }
@@ -254,12 +279,19 @@ static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
 static int NVTX_API pop_default(void) { return pop(GSPY_API_nvtxRangePop, NULL); }
 static int NVTX_API dom_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+	int level = nested_library_push(d, a);
+	if (level >= 0)
+		return level;
 	char b[128];
 	struct nvtxStringRegistration_st *reg;
 	const char *name = text_of(a, b, sizeof(b), &reg);
 	return push(GSPY_API_nvtxRangePush, d, name, reg);
 }
-static int NVTX_API dom_pop(nvtxDomainHandle_t d) { return pop(GSPY_API_nvtxRangePop, d); }
+static int NVTX_API dom_pop(nvtxDomainHandle_t d)
+{
+	int depth = unrecorded_pop(d);
+	return depth != -2 ? depth : pop(GSPY_API_nvtxRangePop, d);
+}
 
 /* ---- start / end: ranges that may end on another thread ------------------- */
 
