@@ -629,10 +629,14 @@ struct gspy_chunk {
 
 static inline uint8_t *gspy_put_varint(uint8_t *p, uint64_t v)
 {
-	while (v >= 0x80) {
+	if (v < 0x80) { /* most fields: a flag, a small id, a step */
+		*p = (uint8_t)v;
+		return p + 1;
+	}
+	do {
 		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;
-	}
+	} while (v >= 0x80);
 	*p++ = (uint8_t)v;
 	return p;
 }
@@ -652,6 +656,7 @@ static inline int64_t gspy_unzigzag(uint64_t v)
  * start, the others coded); all zero at a chunk's start, like a zero
  * record. */
 #define GSPY_PACK_FIELDS 14
+#define GSPY_PACK_DELTAS (1u << 4 | 0x1fu << 7) /* fields coded as a step from the base's */
 struct gspy_pack_base {
 	uint64_t f[GSPY_PACK_FIELDS];
 };
@@ -678,6 +683,8 @@ static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct
 	f[12] = r->stack_id;
 	f[13] = r->name_id;
 	uint32_t mask = 0;
+	/* Unrolled: fourteen compares and no loop branch. */
+#pragma GCC unroll 14
 	for (int i = 0; i < GSPY_PACK_FIELDS; i++)
 		mask |= (uint32_t)(f[i] != base->f[i]) << i;
 	uint8_t *p = out;
@@ -686,10 +693,10 @@ static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct
 	for (uint32_t m = mask; m; m &= m - 1) {
 		int i = __builtin_ctz(m);
 		uint64_t v = f[i];
-		if (i == 4)
-			v = gspy_zigzag((int64_t)(v - base->f[4]));
-		else if (i >= 7 && i <= 11)
-			v = gspy_zigzag((int32_t)(uint32_t)(v - base->f[i]));
+		if ((1u << i) & GSPY_PACK_DELTAS) {
+			uint64_t d = v - base->f[i];
+			v = i == 4 ? gspy_zigzag((int64_t)d) : gspy_zigzag((int32_t)(uint32_t)d);
+		}
 		base->f[i] = f[i];
 		p = gspy_put_varint(p, v);
 	}
