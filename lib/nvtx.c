@@ -52,6 +52,28 @@ struct nvtxStringRegistration_st {
 	uint64_t phase;
 };
 
+/*
+ * A registered string's handle is its entry's address with bit 0 set when
+ * it names a library's range: XLA's twenty thunk ranges a step are told
+ * apart from a user's without reading their entries, each in a cache line
+ * of its own. Handles are opaque to the program (NVTX's are NULL without a
+ * tool); entries are at least 8-byte aligned.
+ */
+static inline nvtxStringHandle_t handle_of(struct nvtxStringRegistration_st *e)
+{
+	return (nvtxStringHandle_t)((uintptr_t)e | (uintptr_t)!!e->lib);
+}
+
+static inline struct nvtxStringRegistration_st *entry_of(nvtxStringHandle_t h)
+{
+	return (struct nvtxStringRegistration_st *)((uintptr_t)h & ~(uintptr_t)1);
+}
+
+static inline int handle_is_library(nvtxStringHandle_t h)
+{
+	return (int)((uintptr_t)h & 1);
+}
+
 #define MAX_DOMAINS 256
 /* Registered strings: XLA registers one per kernel and instruction of
  * every module it builds (tens of thousands), and the same names again
@@ -141,7 +163,7 @@ static void message(const nvtxEventAttributes_t *a, char *out, size_t cap)
 		break;
 	case NVTX_MESSAGE_TYPE_REGISTERED:
 		if (a->message.registered)
-			snprintf(out, cap, "%s", a->message.registered->s);
+			snprintf(out, cap, "%s", entry_of(a->message.registered)->s);
 		break;
 	default:
 		break;
@@ -185,7 +207,7 @@ static const char *text_of(const nvtxEventAttributes_t *a, char *b, size_t cap,
 {
 	*reg = NULL;
 	if (a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered) {
-		*reg = a->message.registered;
+		*reg = entry_of(a->message.registered);
 		return (*reg)->s;
 	}
 	message(a, b, cap);
@@ -247,7 +269,7 @@ static inline int nested_library_push(nvtxDomainHandle_t d, const nvtxEventAttri
 {
 	struct nvtx_stack *sp = tsp;
 	if (!sp || sp->libs <= 0 || sp->depth >= STACK || !a || a->messageType != NVTX_MESSAGE_TYPE_REGISTERED ||
-	    !a->message.registered || !a->message.registered->lib || nv.library_all)
+	    !handle_is_library(a->message.registered) || nv.library_all)
 		return -1;
 	sp->e[sp->depth] = (struct nvtx_entry){ .dom = d, .name_id = 0, .lib = 1 };
 	sp->libs++;
@@ -421,7 +443,7 @@ static nvtxStringHandle_t reg(const char *s)
 		break;
 	}
 	pthread_mutex_unlock(&nv.lock);
-	return out;
+	return handle_of(out);
 }
 
 static nvtxStringHandle_t NVTX_API reg_a(nvtxDomainHandle_t d, const char *s) { (void)d; return reg(s ? s : ""); }
