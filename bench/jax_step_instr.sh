@@ -6,17 +6,19 @@
 # ranges inside it, a stream's wait on an event, a graph launch, a host
 # function) against the driver double, for 100 and for 300 steps; per step
 # = (count at 300 - count at 100) / 200, by function of libgpuspy.
-# From the repository root, after make test-build:
+# LIB=PATH counts another build of libgpuspy.so (SRC: the tree it was built
+# in, where its debug information names its sources). From the repository root,
+# after make test-build:
 #   bash bench/jax_step_instr.sh
 set -eu
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH=$PWD/tests/bin GPUSPY_DIR=$T GPUSPY_CUPTI=off BENCH_EVICT_KB=0
 for n in 100 300; do
-	LD_PRELOAD=$PWD/lib/libgpuspy.so valgrind --tool=cachegrind --cache-sim=no \
+	LD_PRELOAD=${LIB:-$PWD/lib/libgpuspy.so} valgrind --tool=cachegrind --cache-sim=no \
 		--cachegrind-out-file=$T/cg.$n tests/bin/bench_call jax-cold 1 $n > /dev/null 2> $T/log.$n
 	cg_annotate --show-percs=no --threshold=0 --auto=no $T/cg.$n 2> /dev/null |
-		awk -v root="$PWD/" '$2 ~ /^\/.*:/ && index($2, root "lib/") + index($2, root "include/gpuspy/") {
+		awk -v root="${SRC:-$PWD}/" '$2 ~ /^\/.*:/ && index($2, root "lib/") + index($2, root "include/gpuspy/") {
 			gsub(",", "", $1); split($2, a, ":"); f = a[2]; sub(/\.(constprop|part|isra)\.[0-9]+/, "", f); n[f] += $1
 		} END { for (f in n) print f, n[f] }' > $T/fn.$n
 done

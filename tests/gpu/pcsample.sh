@@ -10,7 +10,9 @@
 # taken the caches), beside what the other libraries gain or lose.
 #   bash tests/gpu/pcsample.sh        (results under $OUT; carry .gpu)
 # ROUNDS (3), STEPS (3000), MODES (all below), PIN_CPUS (2,3,4,5), LOOP (mlp;
-# any of loops.py's).
+# any of loops.py's). LIB_BEFORE=PATH (an earlier build's libgpuspy.so) adds
+# the modes gpuspy_before and cupti_before, to compare two builds on one
+# machine in the same rounds.
 set -u
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/gpuspy-gpu}
@@ -32,6 +34,8 @@ declare -A ENVS=(
 	[disabled]="LD_PRELOAD=$LIB:$W/pcsample.so GPUSPY_DISABLE=1"
 	[cupti]="LD_PRELOAD=$LIB:$W/pcsample.so GPUSPY_CUPTI=on"
 	[bare]="LD_PRELOAD=$W/pcsample.so CUDA_INJECTION64_PATH=$W/libcupti_count.so CUPTI_COUNT_OUT=$W/c.json"
+	[gpuspy_before]="LD_PRELOAD=${LIB_BEFORE:-}:$W/pcsample.so GPUSPY_CUPTI=off"
+	[cupti_before]="LD_PRELOAD=${LIB_BEFORE:-}:$W/pcsample.so GPUSPY_CUPTI=on"
 )
 MODES=${MODES:-untraced gpuspy torch0 nostacks disabled cupti bare}
 for r in $(seq "${ROUNDS:-3}"); do
