@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The benchmark scripts' own logic (lock-step scheduling, the overhead table)."""
+import collections  # noqa: F401
 import json  # noqa: F401
 import os  # noqa: F401
 import re  # noqa: F401
@@ -211,3 +212,20 @@ def lockstep_sched_reads_switches_by_cpu(tmp):
         p = subprocess.run(tool + args, capture_output=True, text=True, timeout=TIMEOUT)
         check(p.returncode == 1 and want in p.stderr and len(p.stderr.splitlines()) == 1,
               f"{args}: {p.returncode} {p.stderr!r}")
+
+
+@test
+def jax_step_bench_makes_what_a_jax_step_records(tmp):
+    """bench_call jax-cold stands for the H200's JAX step (bench/run.py,
+    bench/jax_step_instr.sh): per step, the module's range, a stream's
+    wait, a graph launch and a host function are recorded, and its twenty
+    thunk ranges nested in the module's range are not (1000 warm-up steps
+    and 10 timed ones)."""
+    run("bench_call", ["jax-cold", "1", "10"], env={"BENCH_EVICT_KB": "0", "GPUSPY_CUPTI": "off"}, tmp=tmp)
+    _, ev = only_trace(tmp)
+    per = collections.Counter((e["kind"], e.get("api"), (e.get("name") or "").split(":")[0]) for e in ev
+                              if e["kind"] in ("phase_begin", "phase_end", "sync", "launch"))
+    want = {("phase_begin", "nvtxRangePush", "XlaModule"): 1010, ("phase_end", "nvtxRangePop", "XlaModule"): 1010,
+            ("sync", "cuStreamWaitEvent", ""): 1010, ("launch", "cuGraphLaunch", "(graph)"): 1010,
+            ("launch", "cuLaunchHostFunc", "(host function)"): 1010}
+    check(dict(per) == want, f"records {dict(per)}")

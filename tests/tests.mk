@@ -241,7 +241,7 @@ HOSTILE_PROGS := $(addprefix $(TB)/,proctool/libcuda.so.1 libhostile_ctor.so pro
 test-build: $(HOSTILE_PROGS)
 $(TB)/prog_fork_busy: tests/hostile/prog_fork_busy.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-test-build: $(TB)/prog_fork_busy
+test-build: $(TB)/prog_fork_busy $(TB)/bench_call
 # Faults on purpose: never instrumented (a sanitizer would report the fault).
 $(TB)/prog_signals: tests/hostile/prog_signals.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -O0 -fno-sanitize=all -o $@ $< $(DRV)
