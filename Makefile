@@ -39,7 +39,7 @@ TOOL_SRCS := tools/gpuspy.c tools/collectives.c tools/control.c tools/reader.c t
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) $(CURSES_LIBS) $(MHD_LIBS) -lstdc++ -lm
 
-HEADERS := include/gpuspy/format.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
+HEADERS := include/gpuspy/format.h include/gpuspy/apis.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
 
 LIB_HOST := lib/libgpuspy-host.so
 LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)
@@ -53,10 +53,10 @@ lib/%.o: lib/%.c $(HEADERS)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
-lib/mkmap: lib/mkmap.c include/gpuspy/format.h
+lib/mkmap: lib/mkmap.c include/gpuspy/format.h include/gpuspy/apis.h
 	$(Q)$(CC) $(BASE_CFLAGS) $< -o $@
 
-lib/libgpuspy.map: lib/mkmap include/gpuspy/format.h
+lib/libgpuspy.map: lib/mkmap include/gpuspy/format.h include/gpuspy/apis.h
 	$(Q)./lib/mkmap > $@
 
 $(LIB_REAL): $(LIB_OBJS) lib/libgpuspy.map
@@ -89,7 +89,7 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) lib/libgpuspy-host.so.$(SOVERSION)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
-tools/%.o: tools/%.c include/gpuspy/format.h tools/reader.h tools/dump.h tools/input.h \
+tools/%.o: tools/%.c include/gpuspy/format.h include/gpuspy/apis.h tools/reader.h tools/dump.h tools/input.h \
 		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h tools/memory.h tools/series.h lib/options.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
@@ -122,7 +122,7 @@ install: all
 	ln -sf libgpuspy-host.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy-host.so
 	install -m 755 tools/gpuspy $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 include/gpuspy.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 include/gpuspy/format.h $(DESTDIR)$(PREFIX)/include/gpuspy/
+	install -m 644 include/gpuspy/format.h include/gpuspy/apis.h $(DESTDIR)$(PREFIX)/include/gpuspy/
 	install -d $(DESTDIR)$(PREFIX)/share/gpuspy/python
 	install -m 644 python/sitecustomize.py python/gpuspy_torch.py $(DESTDIR)$(PREFIX)/share/gpuspy/python/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' gpuspy.pc.in \

@@ -30,7 +30,7 @@ deb=$(ls "$work"/gpuspy_*_amd64.deb)
 cp "$deb" dist/
 dpkg-deb -x "$deb" "$work/root"
 for f in usr/bin/gpuspy usr/lib/libgpuspy.so.0 usr/lib/libgpuspy-host.so usr/share/gpuspy/python/sitecustomize.py \
-	usr/share/gpuspy/python/gpuspy_torch.py usr/include/gpuspy.h usr/include/gpuspy/format.h; do
+	usr/share/gpuspy/python/gpuspy_torch.py usr/include/gpuspy.h usr/include/gpuspy/format.h usr/include/gpuspy/apis.h; do
 	[ -e "$work/root/$f" ] || fail "$(basename "$deb") lacks /$f"
 done
 dpkg-deb -f "$deb" Depends | grep -q libcjson1 || fail "$(basename "$deb") does not depend on libcjson1"

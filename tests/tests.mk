@@ -3,7 +3,7 @@ TB := tests/bin
 TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
 	-Iinclude -I$(CUDA_HOME)/include -Itests
 TEST_CLEAN := $(TB) tests/out
-DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h tests/prog_common.h
+DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h include/gpuspy/apis.h tests/prog_common.h
 
 $(TB)/libcuda.so.1: tests/doubles/fakecuda.c tests/doubles/fakegraph.c tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
