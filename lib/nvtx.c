@@ -200,37 +200,36 @@ static uint32_t registered_id(struct nvtxStringRegistration_st *r)
 	return id;
 }
 
-/* An event's name: a registered string as it is (*reg set), else copied
- * into b. */
-static const char *text_of(const nvtxEventAttributes_t *a, char *b, size_t cap,
-			   struct nvtxStringRegistration_st **reg)
+/* An event's name: a registered string as it is (*h its handle), else
+ * copied into b. Its entry is not read. */
+static const char *text_of(const nvtxEventAttributes_t *a, char *b, size_t cap, nvtxStringHandle_t *h)
 {
-	*reg = NULL;
+	*h = NULL;
 	if (a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered) {
-		*reg = entry_of(a->message.registered);
-		return (*reg)->s;
+		*h = a->message.registered;
+		return entry_of(*h)->s;
 	}
 	message(a, b, cap);
 	return b;
 }
 
-static uint32_t name_of(const char *name, struct nvtxStringRegistration_st *reg)
+static uint32_t name_of(const char *name, nvtxStringHandle_t h)
 {
-	return reg ? registered_id(reg) : gs_phase_name(name);
+	return h ? registered_id(entry_of(h)) : gs_phase_name(name);
 }
 
 /* ---- push / pop --------------------------------------------------------- */
 
-static int push(unsigned api, nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
+static int push(unsigned api, nvtxDomainHandle_t d, const char *name, nvtxStringHandle_t h)
 {
 	struct nvtx_stack *sp = stack_of_thread();
 	int level = sp->depth;
 	uint32_t id = 0;
-	int lib = !nv.library_all && (reg ? reg->lib : gspy_library_range(name));
+	int lib = !nv.library_all && (h ? handle_is_library(h) : gspy_library_range(name));
 	/* The cheap tests first: XLA opens about twenty ranges inside each
-	 * module's range, every step. */
+	 * module's range, every step, none of them recorded. */
 	if (!(lib && sp->libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
-		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, reg));
+		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, h));
 	if (sp->depth < STACK) {
 		sp->e[sp->depth] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };
 		sp->libs += lib;
@@ -259,72 +258,35 @@ static int pop(unsigned api, nvtxDomainHandle_t d)
 	return sp->depth;
 }
 
-/*
- * XLA's ranges: a registered string, a library's range inside another
- * library range of the thread (twenty thunks inside each module's range,
- * every step), which is kept on the stack and not recorded. These take it
- * in a few loads and stores; anything else goes through push and pop.
- */
-static inline int nested_library_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
-{
-	struct nvtx_stack *sp = tsp;
-	if (!sp || sp->libs <= 0 || sp->depth >= STACK || !a || a->messageType != NVTX_MESSAGE_TYPE_REGISTERED ||
-	    !handle_is_library(a->message.registered) || nv.library_all)
-		return -1;
-	sp->e[sp->depth] = (struct nvtx_entry){ .dom = d, .name_id = 0, .lib = 1 };
-	sp->libs++;
-	return sp->depth++;
-}
-
-/* The innermost range, not recorded, closed by its own domain's pop. */
-static inline int unrecorded_pop(nvtxDomainHandle_t d)
-{
-	struct nvtx_stack *sp = tsp;
-	if (!sp || sp->depth <= 0 || sp->depth > STACK)
-		return -2;
-	struct nvtx_entry *e = &sp->e[sp->depth - 1];
-	if (e->dom != d || e->name_id)
-		return -2;
-	sp->libs -= e->lib;
-	return --sp->depth;
-}
-
 static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : "", NULL); }
 static int NVTX_API push_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b)); return push(GSPY_API_nvtxRangePush, NULL, b, NULL); }
 static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
 {
 	char b[128];
-	struct nvtxStringRegistration_st *reg;
-	const char *name = text_of(a, b, sizeof(b), &reg);
-	return push(GSPY_API_nvtxRangePush, NULL, name, reg);
+	nvtxStringHandle_t h;
+	const char *name = text_of(a, b, sizeof(b), &h);
+	return push(GSPY_API_nvtxRangePush, NULL, name, h);
 }
 static int NVTX_API pop_default(void) { return pop(GSPY_API_nvtxRangePop, NULL); }
 static int NVTX_API dom_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	int level = nested_library_push(d, a);
-	if (level >= 0)
-		return level;
 	char b[128];
-	struct nvtxStringRegistration_st *reg;
-	const char *name = text_of(a, b, sizeof(b), &reg);
-	return push(GSPY_API_nvtxRangePush, d, name, reg);
+	nvtxStringHandle_t h;
+	const char *name = text_of(a, b, sizeof(b), &h);
+	return push(GSPY_API_nvtxRangePush, d, name, h);
 }
-static int NVTX_API dom_pop(nvtxDomainHandle_t d)
-{
-	int depth = unrecorded_pop(d);
-	return depth != -2 ? depth : pop(GSPY_API_nvtxRangePop, d);
-}
+static int NVTX_API dom_pop(nvtxDomainHandle_t d) { return pop(GSPY_API_nvtxRangePop, d); }
 
 /* ---- start / end: ranges that may end on another thread ------------------- */
 
-static nvtxRangeId_t start(nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
+static nvtxRangeId_t start(nvtxDomainHandle_t d, const char *name, nvtxStringHandle_t h)
 {
 	pthread_mutex_lock(&nv.lock);
 	nvtxRangeId_t id = ++nv.next_id;
 	pthread_mutex_unlock(&nv.lock);
 	if (!accepted(d, name))
 		return id;
-	uint32_t nid = gs_phase_id(GSPY_API_nvtxRangeStart, GSPY_KIND_phase_begin, name_of(name, reg));
+	uint32_t nid = gs_phase_id(GSPY_API_nvtxRangeStart, GSPY_KIND_phase_begin, name_of(name, h));
 	pthread_mutex_lock(&nv.lock);
 	nv.started[id % STARTED].id = id;
 	nv.started[id % STARTED].name_id = nid;
@@ -350,26 +312,26 @@ static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { char b[128]; wide(m, b
 static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
 {
 	char b[128];
-	struct nvtxStringRegistration_st *reg;
-	const char *name = text_of(a, b, sizeof(b), &reg);
-	return start(NULL, name, reg);
+	nvtxStringHandle_t h;
+	const char *name = text_of(a, b, sizeof(b), &h);
+	return start(NULL, name, h);
 }
 static void NVTX_API end_default(nvtxRangeId_t id) { end(id); }
 static nvtxRangeId_t NVTX_API dom_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
 	char b[128];
-	struct nvtxStringRegistration_st *reg;
-	const char *name = text_of(a, b, sizeof(b), &reg);
-	return start(d, name, reg);
+	nvtxStringHandle_t h;
+	const char *name = text_of(a, b, sizeof(b), &h);
+	return start(d, name, h);
 }
 static void NVTX_API dom_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d; end(id); }
 
 /* ---- marks ------------------------------------------------------------------- */
 
-static void mark(nvtxDomainHandle_t d, const char *name, struct nvtxStringRegistration_st *reg)
+static void mark(nvtxDomainHandle_t d, const char *name, nvtxStringHandle_t h)
 {
 	if (accepted(d, name))
-		gs_phase_id(GSPY_API_nvtxMark, GSPY_KIND_mark, name_of(name, reg));
+		gs_phase_id(GSPY_API_nvtxMark, GSPY_KIND_mark, name_of(name, h));
 }
 
 static void NVTX_API mark_a(const char *m) { mark(NULL, m ? m : "", NULL); }
@@ -377,16 +339,16 @@ static void NVTX_API mark_w(const wchar_t *m) { char b[128]; wide(m, b, sizeof(b
 static void NVTX_API mark_ex(const nvtxEventAttributes_t *a)
 {
 	char b[128];
-	struct nvtxStringRegistration_st *reg;
-	const char *name = text_of(a, b, sizeof(b), &reg);
-	mark(NULL, name, reg);
+	nvtxStringHandle_t h;
+	const char *name = text_of(a, b, sizeof(b), &h);
+	mark(NULL, name, h);
 }
 static void NVTX_API dom_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
 	char b[128];
-	struct nvtxStringRegistration_st *reg;
-	const char *name = text_of(a, b, sizeof(b), &reg);
-	mark(d, name, reg);
+	nvtxStringHandle_t h;
+	const char *name = text_of(a, b, sizeof(b), &h);
+	mark(d, name, h);
 }
 
 /* ---- domains and registered strings --------------------------------------------- */

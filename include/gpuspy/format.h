@@ -439,8 +439,8 @@ struct gspy_pack_base {
  * usually with its code out of the instruction cache, so it is kept small:
  * every field's value first, one loop for the mask (two fields a step
  * with SSE2), one over the fields it names (a varint written inline per
- * field was ~1 KiB of code; the fourteen compares unrolled took 11
- * instruction-cache lines where this takes 9, bench/jax_step_instr.sh). */
+ * field was ~1 KiB of code, and the fourteen compares unrolled took more
+ * code lines for fewer instructions than this loop). */
 static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct gspy_pack_base *base)
 {
 	uint64_t f[GSPY_PACK_FIELDS];

@@ -136,6 +136,10 @@ def main():
     for lib in top:
         print(f"| {lib} | " + " | ".join(cell(m, lambda r: r[0].get(lib, 0.0)) for m in modes) + " |")
     print("| main thread, all | " + " | ".join(cell(m, lambda r: r[3]) for m in modes) + " |")
+    print("\nlibgpuspy us/step in each run (main thread us/step):\n")
+    for m in modes:
+        own = [(sum(v for lib, v in r[0].items() if lib.startswith("libgpuspy")), r[3]) for r in runs[m]]
+        print(f"  {m:14s} " + ", ".join(f"{a:.2f} ({b:.1f})" for a, b in own))
     for m in modes:
         if m == "untraced":
             continue
