@@ -6,11 +6,13 @@
  * Usage: bench_call launch|copy|malloc|launch-cold|mixed-cold|torch-cold|nvtx|nvtx-text T N
  * (run by bench/run.py)
  * malloc: a malloc(1 MiB) + free pair per call.
- * launch-cold: before each launch, run 256 KiB of other code and read 2 MiB
- * of other data (BENCH_EVICT_KB), as a real program does between two
- * launches, so that the call finds its code and data out of the L1 and L2
- * caches; only the call itself is timed (rdtsc around it, scaled to ns by
- * the wall clock over the whole loop).
+ * launch-cold: before each launch, run 256 KiB of other code
+ * (BENCH_EVICT_CODE_KB) and read 2 MiB of other data (BENCH_EVICT_KB), as a
+ * real program does between two launches, so that the call finds its code
+ * and data out of the L1 and L2 caches (the stack below the caller stays
+ * warm, as a real program's does); only the call itself is timed (rdtsc
+ * around it, scaled to ns by the wall clock over the whole loop).
+ * BENCH_WARMUP: calls (steps) before the measured ones, 1000.
  * mixed-cold: the same, but the calls cycle through cuLaunchKernel,
  * cuLaunchKernelEx, cuMemsetD32Async and cuMemcpyHtoDAsync, as a PyTorch
  * step alternates between entry points (each its own wrapper); ns per call.
@@ -54,7 +56,7 @@ static CUevent event;
 static unsigned char *evict_data;
 static size_t evict_bytes;
 static void (*evict_code)(void);
-enum { EVICT_CODE = 256 << 10 };
+static size_t evict_code_bytes;
 /* Through a volatile pointer: the compiler may not drop the pair. */
 static void *(*volatile do_malloc)(size_t) = malloc;
 static CUfunction fn;
@@ -88,21 +90,27 @@ static unsigned evict(void)
 	evict_code();
 	for (size_t i = 0; i < evict_bytes; i += 64)
 		sum += evict_data[i];
+	/* The stack below the caller stays hot in a real program, which calls
+	 * at about the same depth all the time. */
+	volatile unsigned char frames[8192];
+	for (size_t i = 0; i < sizeof(frames); i += 64)
+		frames[i] = 0;
 	return sum;
 }
 
 static int evict_setup(void)
 {
-	const char *kb = getenv("BENCH_EVICT_KB");
+	const char *kb = getenv("BENCH_EVICT_KB"), *code_kb = getenv("BENCH_EVICT_CODE_KB");
 	evict_bytes = (size_t)(kb ? atol(kb) : 2048) << 10;
+	evict_code_bytes = (size_t)(code_kb && atol(code_kb) > 0 ? atol(code_kb) : 256) << 10;
 	evict_data = malloc(evict_bytes + 1);
-	unsigned char *code = mmap(NULL, EVICT_CODE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *code = mmap(NULL, evict_code_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!evict_data || code == MAP_FAILED)
 		return -1;
 	memset(evict_data, 1, evict_bytes + 1);
-	memset(code, 0x90, EVICT_CODE); /* nop ... ret */
-	code[EVICT_CODE - 1] = 0xc3;
-	if (mprotect(code, EVICT_CODE, PROT_READ | PROT_EXEC) != 0)
+	memset(code, 0x90, evict_code_bytes); /* nop ... ret */
+	code[evict_code_bytes - 1] = 0xc3;
+	if (mprotect(code, evict_code_bytes, PROT_READ | PROT_EXEC) != 0)
 		return -1;
 	evict_code = (void (*)(void))(void *)code;
 	return 0;
@@ -283,7 +291,8 @@ int main(int argc, char **argv)
 	}
 	/* Warm up: first-call work (file creation, name lookup) is not the
 	 * per-call cost. */
-	for (int i = 0; i < 1000; i++) {
+	const char *warm = getenv("BENCH_WARMUP");
+	for (int i = 0, nwarm = warm ? atoi(warm) : 1000; i < nwarm; i++) {
 		if (jax_mode) {
 			volatile unsigned sink = 0;
 			jax_step(&sink);

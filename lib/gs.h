@@ -34,20 +34,22 @@
 
 /* Per-thread state. */
 struct gs_tls {
-	/* Line 0: what every recorded call reads or writes besides the two
-	 * records (the struct is cache-line aligned: four lines a call). */
+	/* Line 0: what every wrapped call reads or writes besides the two
+	 * records (the struct is cache-line aligned: a nested call touches
+	 * this line alone, a recorded one four). */
 	unsigned depth;          /* wrapped calls active on this thread */
 	int recording;           /* the outermost call is being recorded */
 	uint32_t cupti_corr;     /* set by CUPTI's callback in the driver call */
 	uint32_t launch_n;       /* launches seen, for stack sampling */
 	int device;              /* cached current device, -1 unknown */
-	uint32_t used, cap;      /* bytes used / available in body */
+	uint32_t used, cap;      /* bytes used / available after the chunk's header */
 	uint32_t nrec;           /* records in the chunk */
-	uint64_t gen;            /* file generation the chunk belongs to */
+	uint32_t gen;            /* file generation the chunk belongs to (gs_g.gen) */
+	int device_known;        /* device is this thread's current context's */
 	struct gspy_chunk *chunk;
-	uint8_t *body;           /* the chunk's packed records */
 	void *ctx;               /* the context this thread last made current
 				  * through gpuspy (cuCtxSetCurrent) */
+	uintptr_t outer_sp;      /* the outermost wrapped call's stack, for gs_stale */
 	/* Lines 1-3. */
 	struct gspy_pack_base base; /* the chunk's last record, as gspy_pack keeps it */
 	struct gspy_record rec;  /* the record being built */
@@ -56,10 +58,9 @@ struct gs_tls {
 	uint32_t tid;
 	uint32_t seq;            /* next chunk number */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
-	int device_known;        /* device is this thread's current context's */
-	uintptr_t outer_sp;      /* the outermost wrapped call's stack, for gs_stale */
 	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
 } __attribute__((aligned(64)));
+_Static_assert(offsetof(struct gs_tls, base) == 64, "gs_tls's hot fields fill line 0");
 
 /* initial-exec: one %fs-relative access instead of a descriptor call. The
  * block is small enough for glibc's static TLS surplus when the library is
@@ -70,7 +71,8 @@ extern __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec")));
 struct gs_global {
 	int disabled;        /* GPUSPY_DISABLE or internal failure: pass through */
 	int clock;           /* enum gspy_clock */
-	uint64_t gen;        /* bumped when the trace file changes (fork) */
+	uint32_t gen;        /* bumped when the trace file changes (fork) */
+	int capturing;       /* stream captures open now, process-wide (hook_graph.c) */
 	int cupti;           /* CUPTI activity is collecting */
 	int ring;            /* flight recorder: GPUSPY_MODE=ring */
 	int cuda_seen;       /* a CUDA context was current on some thread */
@@ -151,9 +153,8 @@ void gs_cupti_note(struct gspy_record *r, uint32_t corr);
 /* GPU time from CUDA events at phase boundaries (gpu_events.c). */
 void gs_events_work(unsigned api, uint64_t stream);
 
-/* CUDA graphs (hook_graph.c): stream captures open now, process-wide, and
- * the mark of a call captured rather than run. */
-extern int gs_capturing;
+/* CUDA graphs (hook_graph.c): the mark of a call captured rather than run
+ * (gs_g.capturing counts the stream captures open). */
 void gs_capture_note(struct gspy_record *r);
 struct CUDA_MEMCPY3D_st;
 void gs_copy_rec_3d(struct gspy_record *r, const struct CUDA_MEMCPY3D_st *p); /* hook_memcpy.c */
@@ -277,7 +278,7 @@ static inline void gs_end(struct gspy_record *r, int result)
 			gs_stack_note(r);
 		if (GS_UNLIKELY(t->cupti_corr))
 			gs_cupti_note(r, t->cupti_corr);
-		if (GS_UNLIKELY(__atomic_load_n(&gs_capturing, __ATOMIC_RELAXED)) &&
+		if (GS_UNLIKELY(__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED)) &&
 		    (r->flags & GSPY_FLAG_ASYNC))
 			gs_capture_note(r);
 		gs_commit(t, r);

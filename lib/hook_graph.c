@@ -28,8 +28,6 @@
 #include "symbols.h"
 #include "writer.h"
 
-int gs_capturing;
-
 static struct {
 	CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *);
 	CUresult (*get_nodes)(CUgraph, CUgraphNode *, size_t *);
@@ -89,7 +87,7 @@ void gs_capture_note(struct gspy_record *r)
 static CUresult begun(CUresult rc)
 {
 	if (rc == CUDA_SUCCESS)
-		__atomic_fetch_add(&gs_capturing, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&gs_g.capturing, 1, __ATOMIC_RELAXED);
 	return rc;
 }
 
@@ -125,8 +123,8 @@ static CUresult ended(CUresult rc)
 	    rc == CUDA_ERROR_INVALID_VALUE || rc == CUDA_ERROR_INVALID_HANDLE ||
 	    rc == CUDA_ERROR_NOT_INITIALIZED || rc == CUDA_ERROR_DEINITIALIZED)
 		return rc;
-	int n = __atomic_load_n(&gs_capturing, __ATOMIC_RELAXED);
-	while (n > 0 && !__atomic_compare_exchange_n(&gs_capturing, &n, n - 1, 0, __ATOMIC_RELAXED,
+	int n = __atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED);
+	while (n > 0 && !__atomic_compare_exchange_n(&gs_g.capturing, &n, n - 1, 0, __ATOMIC_RELAXED,
 						     __ATOMIC_RELAXED))
 		;
 	return rc;

@@ -104,31 +104,39 @@ static struct {
 GS_FORK_LOCK(nvtx, nv.lock);
 
 /* This thread's NVTX stack: for each open range, its domain and the name
- * recorded for it (0 when it was filtered out). Allocated on the thread's
- * first range, so that the static TLS gpuspy needs stays small (it may be
- * dlopen'ed as an injection library). An entry is 16 bytes: the entries
- * near the bottom share a cache line with the depth. */
+ * recorded for it (0 when it was filtered out). The entries are allocated
+ * on the thread's first range, so that the static TLS gpuspy needs stays
+ * small (it may be dlopen'ed as an injection library); what a push or pop
+ * reads besides its entry (the depth, the library ranges open, the
+ * options) is one TLS line. */
 struct nvtx_entry {
 	nvtxDomainHandle_t dom;
 	uint32_t name_id;
 	uint8_t lib; /* a library's range */
 };
 struct nvtx_stack {
-	int depth;
-	int libs; /* library ranges open (of the first STACK) */
 	struct nvtx_entry e[STACK];
 };
-static __thread struct nvtx_stack *tsp __attribute__((tls_model("initial-exec")));
+static __thread struct nvtx_thread {
+	struct nvtx_stack *sp;
+	int depth;
+	int libs;              /* library ranges open (of the first STACK) */
+	uint8_t outermost;     /* nv's options, copied with the stack */
+	uint8_t library_all;
+} nt __attribute__((tls_model("initial-exec"), aligned(32)));
 static struct nvtx_stack overflow_stack; /* if malloc fails: shared, best effort */
 
-static struct nvtx_stack *stack_of_thread(void)
+static struct nvtx_thread *thread_stack(void)
 {
-	if (!tsp) {
-		tsp = calloc(1, sizeof(*tsp));
-		if (!tsp)
-			tsp = &overflow_stack;
+	struct nvtx_thread *t = &nt;
+	if (GS_UNLIKELY(!t->sp)) {
+		t->sp = calloc(1, sizeof(*t->sp));
+		if (!t->sp)
+			t->sp = &overflow_stack;
+		t->outermost = (uint8_t)nv.outermost;
+		t->library_all = (uint8_t)nv.library_all;
 	}
-	return tsp;
+	return t;
 }
 
 static int in_list(const char *list, const char *name, int glob)
@@ -201,11 +209,13 @@ static uint32_t registered_id(struct nvtxStringRegistration_st *r)
 }
 
 /* An event's name: a registered string as it is (*h its handle), else
- * copied into b. Its entry is not read. */
-static const char *text_of(const nvtxEventAttributes_t *a, char *b, size_t cap, nvtxStringHandle_t *h)
+ * copied into b. Its entry is not read. Registered is XLA's way, and the
+ * cold branch is placed out of the push's straight line. */
+static inline __attribute__((always_inline)) const char *text_of(const nvtxEventAttributes_t *a, char *b,
+								  size_t cap, nvtxStringHandle_t *h)
 {
 	*h = NULL;
-	if (a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered) {
+	if (GS_LIKELY(a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered)) {
 		*h = a->message.registered;
 		return entry_of(*h)->s;
 	}
@@ -220,42 +230,46 @@ static uint32_t name_of(const char *name, nvtxStringHandle_t h)
 
 /* ---- push / pop --------------------------------------------------------- */
 
-static int push(unsigned api, nvtxDomainHandle_t d, const char *name, nvtxStringHandle_t h)
+/* Inlined into each entry point (XLA uses one): a push is then one
+ * function's code, a few cache lines, where three small ones took six. */
+static inline __attribute__((always_inline)) int push(unsigned api, nvtxDomainHandle_t d, const char *name,
+						      nvtxStringHandle_t h)
 {
-	struct nvtx_stack *sp = stack_of_thread();
-	int level = sp->depth;
+	struct nvtx_thread *t = thread_stack();
+	int level = t->depth;
 	uint32_t id = 0;
-	int lib = !nv.library_all && (h ? handle_is_library(h) : gspy_library_range(name));
+	int lib = !t->library_all && (h ? handle_is_library(h) : gspy_library_range(name));
 	/* The cheap tests first: XLA opens about twenty ranges inside each
 	 * module's range, every step, none of them recorded. */
-	if (!(lib && sp->libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
+	if (!(lib && t->libs > 0) && !(t->outermost && level > 0) && accepted(d, name))
 		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, h));
-	if (sp->depth < STACK) {
-		sp->e[sp->depth] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };
-		sp->libs += lib;
+	if (level < STACK) {
+		t->sp->e[level] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };
+		t->libs += lib;
 	}
-	sp->depth++;
+	t->depth = level + 1;
 	return level;
 }
 
-static int pop(unsigned api, nvtxDomainHandle_t d)
+static inline __attribute__((always_inline)) int pop(unsigned api, nvtxDomainHandle_t d)
 {
-	struct nvtx_stack *sp = stack_of_thread();
+	struct nvtx_thread *t = thread_stack();
+	struct nvtx_entry *e = t->sp->e;
 	/* The innermost open range of this domain on this thread. */
-	int top = sp->depth < STACK ? sp->depth : STACK; /* entries kept */
+	int top = t->depth < STACK ? t->depth : STACK; /* entries kept */
 	int i = top - 1;
-	while (i >= 0 && sp->e[i].dom != d)
+	while (i >= 0 && e[i].dom != d)
 		i--;
 	if (i < 0)
 		return -1;
-	uint32_t id = sp->e[i].name_id;
-	sp->libs -= sp->e[i].lib;
+	uint32_t id = e[i].name_id;
+	t->libs -= e[i].lib;
 	if (i < top - 1) /* not the innermost range: those above move down */
-		memmove(&sp->e[i], &sp->e[i + 1], (size_t)(top - 1 - i) * sizeof(sp->e[0]));
-	sp->depth--;
+		memmove(&e[i], &e[i + 1], (size_t)(top - 1 - i) * sizeof(e[0]));
+	t->depth--;
 	if (id)
 		gs_phase_id(api, GSPY_KIND_phase_end, id);
-	return sp->depth;
+	return t->depth;
 }
 
 static int NVTX_API push_a(const char *m) { return push(GSPY_API_nvtxRangePush, NULL, m ? m : "", NULL); }

@@ -462,7 +462,6 @@ static int take_spare(struct gs_tls *t, const struct gspy_record *r)
 	if (!e.chunk)
 		return 0;
 	t->chunk = e.chunk;
-	t->body = (uint8_t *)e.chunk + GSPY_CHUNK_HEADER_SIZE;
 	t->used = e.used;
 	t->cap = e.cap;
 	t->nrec = e.nrec;
@@ -484,7 +483,7 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 	/* In flight-recorder mode another thread may have recycled our chunk. */
 	if (GS_LIKELY(t->gen == gs_g.gen && *gs_g.alive && t->used + GSPY_PACKED_MAX <= t->cap &&
 		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
-		t->used += (uint32_t)gspy_pack(t->body + t->used, r, &t->base);
+		t->used += (uint32_t)gspy_pack((uint8_t *)t->chunk + GSPY_CHUNK_HEADER_SIZE + t->used, r, &t->base);
 		t->nrec++;
 		/* Orders the record's bytes before the count readers trust. */
 		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
@@ -556,7 +555,6 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			/* The chunk is initialised before readers see its owner. */
 			__atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
 			t->chunk = c;
-			t->body = (uint8_t *)c + GSPY_CHUNK_HEADER_SIZE;
 			t->used = t->nrec = 0;
 			t->cap = h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
 			memset(&t->base, 0, sizeof(t->base)); /* each chunk decodes on its own */
