@@ -106,9 +106,8 @@ GS_FORK_LOCK(nvtx, nv.lock);
 /* This thread's NVTX stack: for each open range, its domain and the name
  * recorded for it (0 when it was filtered out). The entries are allocated
  * on the thread's first range, so that the static TLS gpuspy needs stays
- * small (it may be dlopen'ed as an injection library); what a push or pop
- * reads besides its entry (the depth, the library ranges open, the
- * options) is one TLS line. */
+ * small (it may be dlopen'ed as an injection library); the depth and the
+ * library ranges open are kept beside the pointer, in one TLS line. */
 struct nvtx_entry {
 	nvtxDomainHandle_t dom;
 	uint32_t name_id;
@@ -121,8 +120,6 @@ static __thread struct nvtx_thread {
 	struct nvtx_stack *sp;
 	int depth;
 	int libs;              /* library ranges open (of the first STACK) */
-	uint8_t outermost;     /* nv's options, copied with the stack */
-	uint8_t library_all;
 } nt __attribute__((tls_model("initial-exec"), aligned(32)));
 static struct nvtx_stack overflow_stack; /* if malloc fails: shared, best effort */
 
@@ -133,8 +130,6 @@ static struct nvtx_thread *thread_stack(void)
 		t->sp = calloc(1, sizeof(*t->sp));
 		if (!t->sp)
 			t->sp = &overflow_stack;
-		t->outermost = (uint8_t)nv.outermost;
-		t->library_all = (uint8_t)nv.library_all;
 	}
 	return t;
 }
@@ -230,18 +225,19 @@ static uint32_t name_of(const char *name, nvtxStringHandle_t h)
 
 /* ---- push / pop --------------------------------------------------------- */
 
-/* Inlined into each entry point (XLA uses one): a push is then one
- * function's code, a few cache lines, where three small ones took six. */
+/* Inlined into each entry point (XLA uses one): a push is one function's
+ * code, five cache lines where three small functions took six
+ * (bench/jax_step_instr.sh). */
 static inline __attribute__((always_inline)) int push(unsigned api, nvtxDomainHandle_t d, const char *name,
 						      nvtxStringHandle_t h)
 {
 	struct nvtx_thread *t = thread_stack();
 	int level = t->depth;
 	uint32_t id = 0;
-	int lib = !t->library_all && (h ? handle_is_library(h) : gspy_library_range(name));
+	int lib = !nv.library_all && (h ? handle_is_library(h) : gspy_library_range(name));
 	/* The cheap tests first: XLA opens about twenty ranges inside each
 	 * module's range, every step, none of them recorded. */
-	if (!(lib && t->libs > 0) && !(t->outermost && level > 0) && accepted(d, name))
+	if (!(lib && t->libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
 		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, h));
 	if (level < STACK) {
 		t->sp->e[level] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };

@@ -120,7 +120,8 @@ static struct {
 	struct spare {
 		struct gspy_chunk *chunk;
 		uint32_t used, cap, nrec;
-		uint64_t gen, claim;
+		uint32_t gen;
+		uint64_t claim;
 		struct gspy_pack_base base;
 	} v[SPARE_MAX];
 	pthread_key_t key;
