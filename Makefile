@@ -4,13 +4,19 @@ CUDA_HOME ?= /usr/local/cuda
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
-VERSION := 0.1.0
+# The one place the version is written (tests/test_house.py ties the
+# copies that cannot read it: include/gpuspy.h, debian/changelog,
+# python/gpuspy/__init__.py).
+VERSION := $(shell cat VERSION)
 SOVERSION := 0
 
 WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-sign-conversion
 CFLAGS ?= -O2 -g
-BASE_CFLAGS := -std=c11 $(WARN) -Iinclude -I$(CUDA_HOME)/include
+# -MMD -MP: every object gets a .d file of the headers it read, so editing
+# any header rebuilds exactly its users (no header lists kept by hand).
+DEPFLAGS := -MMD -MP
+BASE_CFLAGS := -std=c11 $(WARN) -Iinclude -Icommon -I$(CUDA_HOME)/include $(DEPFLAGS)
 LIB_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -mtls-dialect=gnu2 -falign-functions=64
 CJSON_CFLAGS := $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/include/cjson)
 CJSON_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
@@ -24,39 +30,46 @@ else
 Q := @
 endif
 
-LIB_SRCS := lib/core.c lib/writer.c lib/memmap.c lib/symbols.c lib/devices.c lib/hook_alloc.c \
-	lib/hook_memcpy.c lib/hook_memset.c lib/hook_launch.c lib/hook_graph.c lib/hook_sync.c lib/phase.c lib/control.c lib/nvtx.c lib/python.c lib/cupti.c lib/signals.c \
-	lib/stacks.c lib/hook_host.c lib/gpu_events.c lib/options.c lib/pyframes.c lib/nvml.c
-LIB_OBJS := $(LIB_SRCS:.c=.o)
+# The preload library: every lib/*.c but the host shim (its own library)
+# and mkmap (a build tool), plus common/.
+LIB_SRCS := $(filter-out lib/host_shim.c lib/mkmap.c,$(wildcard lib/*.c)) common/options.c
+LIB_OBJS := $(patsubst common/%.o,lib/common_%.o,$(LIB_SRCS:.c=.o))
 LIB_REAL := lib/libgpuspy.so.$(VERSION)
 LIB_SONAME := libgpuspy.so.$(SOVERSION)
 LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpuspy.map \
 	-Wl,-z,defs -Wl,--no-undefined-version
 
-TOOL_SRCS := tools/gpuspy.c tools/collectives.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
-	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/term.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c \
-	tools/follow.c tools/watch.c tools/top.c tools/serve.c tools/paths.c tools/diff.c tools/report_ranks.c
-TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
+# The gpuspy command: main and its rooms (docs/hacking.md), plus common/.
+TOOL_ROOMS := cmd read report render util
+TOOL_SRCS := tools/gpuspy.c $(foreach d,$(TOOL_ROOMS),$(wildcard tools/$(d)/*.c))
+TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/common_options.o tools/render/html_assets.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) $(CURSES_LIBS) $(MHD_LIBS) -lstdc++ -lm
-
-HEADERS := include/gpuspy/format.h include/gpuspy/apis.h include/gpuspy.h lib/gs.h lib/cuda_api.h lib/host.h lib/options.h lib/module.h lib/gpu_timing.h lib/stacks.h lib/host_alloc.h lib/writer.h lib/symbols.h lib/phase.h lib/memmap.h lib/pyframes.h
+TOOL_CFLAGS = $(BASE_CFLAGS) -Itools -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' \
+	-DGPUSPY_VERSION='"$(VERSION)"' $(CJSON_CFLAGS)
 
 LIB_HOST := lib/libgpuspy-host.so
 LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)
+
+DEPS := $(wildcard lib/*.d tools/*.d tools/*/*.d)
+-include $(DEPS)
 
 all: libs tools/gpuspy
 
 # The libraries alone (what the GPU scripts build there).
 libs: lib/libgpuspy.so $(LIB_HOST)
 
-lib/%.o: lib/%.c $(HEADERS)
+lib/%.o: lib/%.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
-lib/mkmap: lib/mkmap.c include/gpuspy/format.h include/gpuspy/apis.h
+lib/common_%.o: common/%.c
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+lib/mkmap: lib/mkmap.c
 	$(Q)$(CC) $(BASE_CFLAGS) $< -o $@
 
-lib/libgpuspy.map: lib/mkmap include/gpuspy/format.h include/gpuspy/apis.h
+lib/libgpuspy.map: lib/mkmap
 	$(Q)./lib/mkmap > $@
 
 $(LIB_REAL): $(LIB_OBJS) lib/libgpuspy.map
@@ -69,7 +82,7 @@ lib/libgpuspy.so: $(LIB_REAL)
 
 # Each of the shim's functions must stay one jump (no frame of its own in a
 # call stack), whatever CFLAGS says: -O2 after it turns sibling calls on.
-lib/host_shim.o: lib/host_shim.c lib/host.h
+lib/host_shim.o: lib/host_shim.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(LIB_CFLAGS) -O2 -foptimize-sibling-calls -c $< -o $@
 
@@ -89,21 +102,19 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) lib/libgpuspy-host.so.$(SOVERSION)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
-tools/%.o: tools/%.c include/gpuspy/format.h include/gpuspy/apis.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/term.h tools/cuda_errors.h tools/env.h tools/memory.h tools/series.h lib/options.h
+tools/%.o: tools/%.c
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
-
-# The HTML report's page script, style and the vendored uPlot, as strings.
-tools/html_assets.o: tools/html_assets.S tools/html/page.js tools/html/page.css tools/html/uplot/uPlot.iife.min.js \
-		tools/html/uplot/uPlot.min.css
-	@echo "  AS      $@"
-	$(Q)$(CC) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(TOOL_CFLAGS) -c $< -o $@
 
 # The options table and its parser, shared with the library.
-tools/options.o: lib/options.c lib/options.h
+tools/common_%.o: common/%.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -c $< -o $@
+
+# The HTML report's page script, style and the vendored uPlot, as strings.
+tools/render/html_assets.o: tools/render/html_assets.S $(wildcard tools/render/html/*.* tools/render/html/uplot/*)
+	@echo "  AS      $@"
+	$(Q)$(CC) -c $< -o $@
 
 tools/gpuspy: $(TOOL_OBJS)
 	@echo "  LD      $@"
@@ -147,7 +158,8 @@ wheel-stage: all
 	@install -m 644 python/sitecustomize.py python/gpuspy_torch.py $(STAGE)/python/
 
 clean:
-	rm -f lib/*.o lib/mkmap lib/libgpuspy.map lib/libgpuspy-host.map lib/libgpuspy.so* lib/libgpuspy-host.so* tools/*.o tools/gpuspy
+	rm -f lib/*.o lib/*.d lib/mkmap lib/libgpuspy.map lib/libgpuspy-host.map lib/libgpuspy.so* lib/libgpuspy-host.so*
+	rm -f tools/*.o tools/*/*.o tools/*.d tools/*/*.d tools/gpuspy
 	rm -rf $(TEST_CLEAN)
 
 .PHONY: all libs install clean wheel-stage

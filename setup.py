@@ -33,4 +33,7 @@ class NativeWheel(bdist_wheel):
         return "py3", "none", sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
 
-setup(distclass=Native, cmdclass={"build_py": BuildWithMake, "bdist_wheel": NativeWheel})
+with open(os.path.join(ROOT, "VERSION")) as f:
+    VERSION = f.read().strip()
+
+setup(version=VERSION, distclass=Native, cmdclass={"build_py": BuildWithMake, "bdist_wheel": NativeWheel})

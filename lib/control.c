@@ -3,7 +3,7 @@
  * Recording on demand. With GPUSPY_START=paused a process is preloaded but
  * records nothing; `gpuspy start PID`, `gpuspy stop PID` and `gpuspy record
  * PID --for 30s` turn recording on and off in it, through its trace file's
- * header, which the tool maps too (tools/control.c). The tool writes its
+ * header, which the tool maps too (tools/cmd/control.c). The tool writes its
  * request (ctl_want, ctl_for_ns), bumps ctl_seq and wakes the futex on
  * that word; a thread of gpuspy's own, asleep on it, applies the request
  * and answers in ctl_done. No signal: the program's own handlers never see

@@ -32,7 +32,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
-#include <gpuspy/libranges.h>
+#include "libranges.h"
 
 #include "gs.h"
 #include "phase.h"

@@ -53,7 +53,7 @@ def committed_binary_trace_reads_as_its_dump(tmp):
 
 @test
 def env_shows_the_values_as_the_library_reads_them(tmp):
-    """`gpuspy env` runs the library's own parser (lib/options.c) on this
+    """`gpuspy env` runs the library's own parser (common/options.c) on this
     environment: the values the library warns about are exactly the ones it
     marks, with the same default; a good value is shown plain; the
     environment's bytes are escaped."""
@@ -108,6 +108,15 @@ def core_and_writer_reach_modules_through_their_table(tmp):
     check(found == listed, f"GS_MODULE entries {found}, module.h lists {listed}")
 
 
+def code_of(dirs, exts=(".c", ".h", ".py")):
+    """The text of every source file under each of dirs (relative to ROOT), recursively."""
+    out = []
+    for d in dirs:
+        for base, _, files in sorted(os.walk(os.path.join(ROOT, d))):
+            out += [open(os.path.join(base, f), encoding="utf-8").read() for f in sorted(files) if f.endswith(exts)]
+    return "".join(out)
+
+
 def readme_section(text, heading):
     """The lines of README.md's section `## heading`, up to the next `## `."""
     m = re.search(r"^## " + re.escape(heading) + r"\n(.*?)(?=^## )", text, re.S | re.M)
@@ -127,30 +136,25 @@ def docs_list_every_variable_and_option(tmp):
     doc = lambda name: open(os.path.join(ROOT, name), encoding="utf-8").read()
     readme, env, commands = doc("README.md"), doc("docs/environment.md"), doc("docs/commands.md")
     check(table.startswith("| variable |") and table in env,
-          "docs/environment.md's table is not `gpuspy env --markdown` (lib/options.c): paste it in")
+          "docs/environment.md's table is not `gpuspy env --markdown` (common/options.c): paste it in")
     rows = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", table, re.M))
     check(len(rows) >= 20, f"only {sorted(rows)} in the table")
     # Every variable the code names is in the table; every row is read by
     # what the table says reads it (the library through gs_opt[GS_OPT_X]).
-    def code_of(dirs, skip=()):
-        return "".join(open(os.path.join(ROOT, d, f), encoding="utf-8").read() for d in dirs
-                       for f in sorted(os.listdir(os.path.join(ROOT, d)))
-                       if f.endswith((".c", ".h", ".py")) and f not in skip)
-    lib, py, tools = code_of(["lib"], ("options.c", "options.h")), code_of(["python"]), code_of(["tools"])
+    lib, py, tools = code_of(["lib"]), code_of(["python"]), code_of(["tools"])
     named = set(re.findall(r"[\"'](GPUSPY_[A-Z0-9_]+)[\"']", lib + py + tools))
-    check(named <= rows, f"named in the code but not in lib/options.c: {sorted(named - rows)}")
+    check(named <= rows, f"named in the code but not in common/options.c: {sorted(named - rows)}")
     by = dict(re.findall(r'\[GS_OPT_(\w+)\] = \{ "(?:GPUSPY_\w+)", GS_OPT_\w+, (GS_BY_\w+)',
-                         open(os.path.join(ROOT, "lib", "options.c")).read()))
-    check(len(by) == len(rows), f"{len(by)} rows parsed from lib/options.c, {len(rows)} in the table")
+                         open(os.path.join(ROOT, "common", "options.c")).read()))
+    check(len(by) == len(rows), f"{len(by)} rows parsed from common/options.c, {len(rows)} in the table")
     unread = [i for i, b in by.items() if
               (b == "GS_BY_LIB" and f"GS_OPT_{i})" not in lib and f"GS_OPT_{i}]" not in lib) or
               (b == "GS_BY_PYTHON" and f"GPUSPY_{i}" not in py) or (b == "GS_BY_TOOL" and f"GPUSPY_{i}" not in tools)]
-    check(not unread, f"in lib/options.c but never read: {unread}")
+    check(not unread, f"in common/options.c but never read: {unread}")
     read = rows
     few = set(re.findall(r"^\| `(GPUSPY_[A-Z0-9_]+)` \|", readme_section(readme, "Options"), re.M))
     check(few and few <= read, f"README's Options that are not read: {sorted(few - read)}")
-    opts = set(re.findall(r'"(--?[a-z][a-z-]*)"', "".join(
-        open(os.path.join(ROOT, "tools", f)).read() for f in os.listdir(os.path.join(ROOT, "tools")) if f.endswith(".c"))))
+    opts = set(re.findall(r'"(--?[a-z][a-z-]*)"', code_of(["tools"], exts=(".c",))))
     check({"--dir", "--json", "--format", "-o", "--help"} <= opts, f"options found: {sorted(opts)}")
     missing = sorted(o for o in opts if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", commands))
     check(not missing, f"options not in docs/commands.md: {missing}")

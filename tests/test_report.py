@@ -652,7 +652,7 @@ def sites_start_at_the_programs_own_code(tmp):
 
 
 def fmt_ns(ns):
-    """tools/units.c gs_fmt_ns."""
+    """tools/util/units.c gs_fmt_ns."""
     if ns < 1000:
         return f"{ns} ns"
     if ns < 1_000_000:

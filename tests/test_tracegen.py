@@ -6,7 +6,7 @@ thousands of phase names nested deep, failed calls and cut files, for
 report, dump and export (under AddressSanitizer in `make check-sanitize`).
 The byte fuzzer mutates bytes and never reaches such traces: XLA's hundreds
 of NVTX range names made the report read freed memory while its phase
-table grew (tools/report.c)."""
+table grew (tools/report/report.c)."""
 import json
 import os
 import random

@@ -173,12 +173,11 @@ bench-report: all $(TB)/mktrace
 # Fuzzing the trace parsers (libFuzzer, clang). New inputs go to a scratch
 # directory; the committed seed corpus is tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_SRCS := tests/fuzz/fuzz_trace.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
-	tools/diagnose.c tools/report_print.c tools/units.c tools/demangle.c tools/symbolize.c tools/sites.c
-$(TB)/fuzz_trace: $(FUZZ_SRCS) tools/reader.h tools/report.h include/gpuspy/format.h
+FUZZ_SRCS := tests/fuzz/fuzz_trace.c common/options.c $(filter-out tools/gpuspy.c tools/cmd/% tools/render/html.c,$(TOOL_SRCS))
+$(TB)/fuzz_trace: $(FUZZ_SRCS) $(wildcard tools/*/*.h) include/gpuspy/format.h
 	@mkdir -p $(TB)
 	clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
-		-Itools $(CJSON_CFLAGS) -o $@ $(FUZZ_SRCS) $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
+		-Icommon -Itools -DGPUSPY_VERSION='"$(VERSION)"' $(CJSON_CFLAGS) -o $@ $(FUZZ_SRCS) $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
 fuzz: $(TB)/fuzz_trace
 	@mkdir -p tests/out/fuzz-new

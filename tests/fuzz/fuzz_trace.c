@@ -12,9 +12,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "dump.h"
-#include "reader.h"
-#include "report.h"
+#include "render/jsonl.h"
+#include "read/reader.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gpuspy commands, one file each in tools/cmd/: each takes the
+ * arguments after its name and returns the exit status (0 done, 1 failed,
+ * 2 misuse). tools/gpuspy.c's table maps names to them.
+ */
+#ifndef GPUSPY_CMD_H
+#define GPUSPY_CMD_H
+
+int gs_cmd_report(int argc, char **argv);
+int gs_cmd_dump(int argc, char **argv);
+int gs_cmd_export(int argc, char **argv);
+/* Returns CMD's exit status; report(n, paths) prints the report. */
+int gs_cmd_run(int argc, char **argv, int (*report)(int, char **));
+int gs_cmd_diff(int argc, char **argv);
+int gs_cmd_env(int argc, char **argv);
+int gs_cmd_top(int argc, char **argv);
+int gs_cmd_serve(int argc, char **argv);
+/* CMD is "start", "stop" or "record". */
+int gs_cmd_control(const char *cmd, int argc, char **argv);
+
+/* fn(arg, path, inode) for each .gspy file pid maps, until it returns 1;
+ * *deleted set if one was deleted. 1 taken, 0 none, or -errno of reading
+ * /proc/PID/maps (-ENOENT: no such process). (control.c; top and serve
+ * find the traced processes with it.) */
+int gs_pid_traces(int pid, int (*fn)(void *arg, const char *path, unsigned long ino), void *arg, int *deleted);
+
+#endif

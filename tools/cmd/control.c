@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuspy start PID, gpuspy stop PID, gpuspy record PID [--for DUR]: turn
+ * recording on and off in a running traced process (GPUSPY_START=paused,
+ * or one recording already), through its trace file's header. The file is
+ * found in /proc/PID/maps (the process maps it), so no directory needs
+ * naming; the request is written to the header and the futex on ctl_seq
+ * woken; the process's control thread answers in ctl_done (lib/control.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuspy/format.h"
+#include "options.h"
+#include "util/cli.h"
+#include "cmd/cmd.h"
+#include "util/units.h"
+
+#define ANSWER_NS 3000000000ull /* a process that has not answered by then is stopped or stuck */
+
+struct target {
+	int pid;
+	char path[PATH_MAX];
+	struct gspy_header *h;
+};
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int alive(int pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* The file at path, if it is pid's trace and the inode the maps name. */
+static struct gspy_header *map_header(const char *path, unsigned long ino, int pid)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	void *p = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (unsigned long)st.st_ino == ino &&
+	    st.st_size >= GSPY_HEADER_SIZE)
+		p = mmap(NULL, GSPY_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	struct gspy_header *h = p;
+	if (memcmp(h->magic, GSPY_MAGIC, 8) || h->version != GSPY_FORMAT_VERSION || (int)h->pid != pid) {
+		munmap(p, GSPY_HEADER_SIZE);
+		return NULL;
+	}
+	return h;
+}
+
+int gs_pid_traces(int pid, int (*fn)(void *arg, const char *path, unsigned long ino), void *arg, int *deleted)
+{
+	char maps[64];
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	FILE *f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	char line[PATH_MAX + 128];
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long ino = 0;
+		int at = 0;
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%*s %*s %*s %*s %lu %n", &ino, &at) < 1 || !at)
+			continue;
+		const char *path = line + at;
+		size_t n = strlen(path);
+		if (n > 16 && !strcmp(path + n - 10, " (deleted)") && strstr(path, ".gspy")) {
+			*deleted = 1;
+			continue;
+		}
+		if (n >= 5 && !strcmp(path + n - 5, ".gspy"))
+			found = fn(arg, path, ino);
+	}
+	fclose(f);
+	return found;
+}
+
+static int take_target(void *arg, const char *path, unsigned long ino)
+{
+	struct target *t = arg;
+	if (strlen(path) >= sizeof(t->path) || !(t->h = map_header(path, ino, t->pid)))
+		return 0;
+	snprintf(t->path, sizeof(t->path), "%s", path);
+	return 1;
+}
+
+/* Finds pid's trace file through the mappings of the process. */
+static int find_target(const char *cmd, const char *arg, struct target *t)
+{
+	char *end;
+	long pid = strtol(arg, &end, 10);
+	if (*arg < '0' || *arg > '9' || *end || pid <= 0 || pid > INT_MAX) {
+		fprintf(stderr, "gpuspy: error: %s: '%s' is not a process id\n", cmd, arg);
+		return 2;
+	}
+	t->pid = (int)pid;
+	int deleted = 0, rc = gs_pid_traces(t->pid, take_target, t, &deleted);
+	if (rc == -ENOENT) {
+		fprintf(stderr, "gpuspy: error: %s: no process %ld\n", cmd, pid);
+		return 1;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "gpuspy: error: %s: cannot read /proc/%ld/maps: %s (another user's process?)\n", cmd,
+			pid, strerror(-rc));
+		return 1;
+	}
+	if (rc)
+		return 0;
+	if (deleted)
+		fprintf(stderr, "gpuspy: error: %s: process %ld's trace file was deleted\n", cmd, pid);
+	else
+		fprintf(stderr,
+			"gpuspy: error: %s: process %ld is not traced by gpuspy (no trace file mapped: start it under "
+			"gpuspy run or LD_PRELOAD=libgpuspy.so; the file is made at its first CUDA call)\n",
+			cmd, pid);
+	return 1;
+}
+
+/* Asks the process for want (dur: the window's length, 0 until stopped)
+ * and waits for its answer. 0 when it answered. */
+static int ask(const char *cmd, struct target *t, unsigned want, uint64_t dur)
+{
+	struct gspy_header *h = t->h;
+	if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != GSPY_STATE_RUNNING) {
+		fprintf(stderr, "gpuspy: error: %s: process %d's trace is closed (it is exiting)\n", cmd, t->pid);
+		return 1;
+	}
+	__atomic_store_n(&h->ctl_want, want, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->ctl_for_ns, dur, __ATOMIC_RELAXED);
+	uint32_t seq = __atomic_add_fetch(&h->ctl_seq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &h->ctl_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	for (uint64_t t0 = gs_mono_now(); gs_mono_now() - t0 < ANSWER_NS; nap_ms(2)) {
+		if ((int32_t)(__atomic_load_n(&h->ctl_done, __ATOMIC_ACQUIRE) - seq) >= 0)
+			return 0;
+		if (!alive(t->pid)) {
+			fprintf(stderr, "gpuspy: error: %s: process %d exited before it answered\n", cmd, t->pid);
+			return 1;
+		}
+	}
+	fprintf(stderr, "gpuspy: error: %s: process %d did not answer within %llu s (stopped, or stuck?)\n", cmd,
+		t->pid, ANSWER_NS / 1000000000ull);
+	return 1;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static int parse_for(const char *v, uint64_t *ns)
+{
+	static const struct gs_opt_def dur = { "--for", GS_OPT_DURATION, GS_BY_TOOL, 0, "", 0, 0, NULL, NULL, NULL };
+	size_t n = strlen(v);
+	struct gs_opt_val x = gs_opt_parse(&dur, v);
+	if (!n || v[n - 1] < 'a' || v[n - 1] > 'z' || x.bad || !x.set || !x.u) {
+		fprintf(stderr, "gpuspy: error: record: --for %s is not a duration (e.g. 30s, 500ms)\n", v);
+		return 2;
+	}
+	*ns = x.u;
+	return 0;
+}
+
+/* record: a window that ends after DUR, or when interrupted. */
+static int record(struct target *t, uint64_t dur)
+{
+	char a[32];
+	uint64_t t0 = gs_mono_now();
+	int rc = ask("record", t, GSPY_CTL_record, dur);
+	if (rc)
+		return rc;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	printf("gpuspy: recording process %d into %s %s%s\n", t->pid, t->path, dur ? "for " : "until Ctrl-C",
+	       dur ? gs_fmt_ns(a, dur) : "");
+	fflush(stdout);
+	/* The process ends the window itself at its deadline (so it ends
+	 * if this command dies); this one waits for that, or a signal. */
+	while (!interrupted && alive(t->pid) && !__atomic_load_n(&t->h->ctl_paused, __ATOMIC_ACQUIRE) &&
+	       (!dur || gs_mono_now() - t0 < dur + ANSWER_NS))
+		nap_ms(20);
+	if (!alive(t->pid)) {
+		printf("gpuspy: process %d exited while recording; see gpuspy report %s\n", t->pid, t->path);
+		return 0;
+	}
+	if (!__atomic_load_n(&t->h->ctl_paused, __ATOMIC_ACQUIRE) && (rc = ask("record", t, GSPY_CTL_pause, 0)))
+		return rc;
+	printf("gpuspy: process %d recorded for %s; see gpuspy report %s\n", t->pid, gs_fmt_ns(a, gs_mono_now() - t0),
+	       t->path);
+	return 0;
+}
+
+int gs_cmd_control(const char *cmd, int argc, char **argv)
+{
+	uint64_t dur = 0;
+	const char *pid = NULL;
+	int is_record = !strcmp(cmd, "record");
+	for (int i = 0; i < argc; i++) {
+		if (is_record && !strcmp(argv[i], "--for") && i + 1 < argc) {
+			int rc = parse_for(argv[++i], &dur);
+			if (rc)
+				return rc;
+		} else if (argv[i][0] == '-') {
+			return gs_bad_option(cmd, argv[i], is_record ? "--for" : "");
+		} else if (pid) {
+			fprintf(stderr, "gpuspy: error: %s: one process id, not '%s' too\n", cmd, argv[i]);
+			return 2;
+		} else {
+			pid = argv[i];
+		}
+	}
+	if (!pid)
+		return gs_missing(cmd, "process id");
+	struct target t = { 0 };
+	int rc = find_target(cmd, pid, &t);
+	if (rc)
+		return rc;
+	if (is_record)
+		return record(&t, dur);
+	int was = !__atomic_load_n(&t.h->ctl_paused, __ATOMIC_ACQUIRE);
+	int start = !strcmp(cmd, "start");
+	if ((rc = ask(cmd, &t, start ? GSPY_CTL_record : GSPY_CTL_pause, 0)))
+		return rc;
+	if (start)
+		printf("gpuspy: process %d %s recording into %s\n", t.pid, was ? "was already" : "is", t.path);
+	else
+		printf("gpuspy: process %d %s; see gpuspy report %s\n", t.pid,
+		       was ? "stopped recording" : "was not recording", t.path);
+	return 0;
+}

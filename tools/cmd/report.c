@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuspy report [--json | --html OUT.html] [--all] [--color WHEN] FILE|DIR...:
+ * each trace's report (report/), read in parallel, then the whole of them,
+ * rendered as text, JSON or one HTML page (render/).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "report/report.h"
+#include "report/series.h"
+#include "util/cli.h"
+#include "util/paths.h"
+#include "util/term.h"
+
+static int cmp_report(const void *a, const void *b)
+{
+	const struct gs_report *x = *(struct gs_report *const *)a, *y = *(struct gs_report *const *)b;
+	if (x->proc.rank != y->proc.rank)
+		return x->proc.rank < y->proc.rank ? -1 : 1;
+	return x->proc.pid < y->proc.pid ? -1 : x->proc.pid > y->proc.pid;
+}
+
+/* The page into path, written beside it and renamed: a reader never sees
+ * half a page. */
+static int write_html(const char *path, struct gs_report *const *procs, size_t n, const struct gs_report *whole)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "gpuspy: error: --html %s: name too long\n", path);
+		return 1;
+	}
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	int bad = gs_report_html(f, procs, n, whole) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, bad ? "write failed" : strerror(errno));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}
+
+/* Each trace's report, into procs[i] (NULL where it failed), read by as
+ * many threads as there are cores (16 at most): the traces of a job's
+ * ranks are independent. 1 when one failed or was cut. */
+struct load_job {
+	const struct gs_paths *in;
+	struct gs_report **procs;
+	size_t next;
+	int status;
+};
+
+static void *load_worker(void *arg)
+{
+	struct load_job *j = arg;
+	for (;;) {
+		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (i >= j->in->n)
+			return NULL;
+		char err[300];
+		struct gs_report *r = calloc(1, sizeof(*r));
+		if (!r || gs_report_file(j->in->v[i], r, err, sizeof(err)) != 0) {
+			fprintf(stderr, "gpuspy: error: %s: %s\n", j->in->v[i], r ? err : "out of memory");
+			free(r);
+			__atomic_store_n(&j->status, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (r->input_error[0]) {
+			fprintf(stderr, "gpuspy: error: %s: %s; reporting the events before it\n", j->in->v[i],
+				r->input_error);
+			__atomic_store_n(&j->status, 1, __ATOMIC_RELAXED);
+		}
+		j->procs[i] = r;
+	}
+}
+
+static int load_reports(const struct gs_paths *in, struct gs_report **procs)
+{
+	struct load_job j = { in, procs, 0, 0 };
+	cpu_set_t cpus; /* the cores this process may run on (taskset, a cgroup's cpuset) */
+	long cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nt = cores > 1 ? (size_t)cores : 1;
+	if (nt > 16)
+		nt = 16;
+	if (nt > in->n)
+		nt = in->n;
+	pthread_t t[16];
+	size_t started = 0;
+	for (size_t i = 1; i < nt; i++) /* this thread is one of them */
+		if (pthread_create(&t[started], NULL, load_worker, &j) == 0)
+			started++;
+	load_worker(&j);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	return j.status;
+}
+
+int gs_cmd_report(int argc, char **argv)
+{
+	int json = 0, color = isatty(1) && !getenv("NO_COLOR");
+	const char *html = NULL;
+	struct gs_paths in = { 0 };
+	int status = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--all")) {
+			gs_report_all = 1;
+		} else if (!strcmp(argv[i], "--html") && i + 1 < argc) {
+			html = argv[++i];
+			gs_series_on = 1;
+		} else if (!strcmp(argv[i], "--color") && i + 1 < argc) {
+			const char *w = argv[++i];
+			if (!strcmp(w, "always"))
+				color = 1;
+			else if (!strcmp(w, "never"))
+				color = 0;
+			else if (strcmp(w, "auto")) {
+				fprintf(stderr, "gpuspy: error: --color %s: use auto, always or never\n", w);
+				return 2;
+			}
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return gs_bad_option("report", argv[i], "--color --html");
+		} else {
+			status |= gs_paths_collect(argv[i], &in);
+		}
+	}
+	if (!in.n)
+		return status ? status : gs_missing("report", "trace (FILE|DIR)");
+	if (in.n > 1) /* each step's time, per process: for the ranks' straggler */
+		gs_series_on = 1;
+	struct gs_report **procs = calloc(in.n, sizeof(*procs));
+	size_t n = 0;
+	if (procs)
+		status |= load_reports(&in, procs);
+	for (size_t i = 0; procs && i < in.n; i++) /* in the order given; failures left out */
+		if (procs[i])
+			procs[n++] = procs[i];
+	if (n) {
+		qsort(procs, n, sizeof(*procs), cmp_report);
+		struct gs_report whole;
+		memset(&whole, 0, sizeof(whole));
+		for (size_t i = 0; i < n; i++)
+			gs_report_merge(&whole, procs[i]);
+		if (n == 1) {
+			whole.device_total = procs[0]->device_total;
+			whole.peak_reserved = procs[0]->peak_reserved;
+		}
+		if (html) {
+			status |= write_html(html, procs, n, &whole);
+		} else if (json) {
+			cJSON *o = gs_report_json(procs, n, &whole);
+			char *s = cJSON_Print(o);
+			if (s)
+				printf("%s\n", s);
+			cJSON_free(s);
+			cJSON_Delete(o);
+		} else {
+			/* Names and command lines are the trace's bytes: escaped. */
+			FILE *out = gs_term_open(stdout, color);
+			gs_report_print(out ? out : stdout, procs, n, &whole, color);
+			if (out)
+				fclose(out);
+		}
+		gs_report_free(&whole);
+	}
+	for (size_t i = 0; i < n; i++) {
+		gs_report_free(procs[i]);
+		free(procs[i]);
+	}
+	free(procs);
+	for (size_t i = 0; i < in.n; i++)
+		free(in.v[i]);
+	free(in.v);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "gpuspy: error: stdout: write failed: %s\n", strerror(errno));
+		status = 1;
+	}
+	return status;
+}

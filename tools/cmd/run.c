@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `gpuspy run [--dir D] [--buffer-mb N] [--cupti auto|on|off|events]
+ *  [--host-alloc SIZE] [--no-report] -- CMD ARGS...`: runs CMD with libgpuspy
+ * preloaded (and libgpuspy-host.so when host allocations are recorded), forwards the signals
+ * sent to gpuspy, prints the report of every process CMD started, and exits
+ * with CMD's exit status (128 + N when CMD died of signal N).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/cli.h"
+#include "gpuspy/format.h"
+#include "cmd/cmd.h"
+
+#ifndef GPUSPY_PREFIX
+#define GPUSPY_PREFIX "/usr/local"
+#endif
+
+static volatile pid_t child;
+
+/* Signals sent to gpuspy by a process are passed on; those the terminal
+ * sends to the whole foreground group (Ctrl-C) already reached CMD. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child > 0 && si->si_code != SI_KERNEL)
+		kill(child, sig);
+}
+
+static int exists(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+/* The library next to the command (tools/ in the tree, bin/ when
+ * installed), $GPUSPY_LIB, or the install prefix. */
+static int find_lib(char *out, size_t cap)
+{
+	const char *env = getenv("GPUSPY_LIB");
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return exists(out) ? 0 : -1;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = 0;
+		static const char *const rel[] = { "/../lib/libgpuspy.so.0", "/../lib/libgpuspy.so" };
+		for (int i = 0; i < 2; i++) {
+			char p[PATH_MAX + 64];
+			snprintf(p, sizeof(p), "%s%s", exe, rel[i]);
+			if (exists(p) && realpath(p, out))
+				return 0;
+		}
+	}
+	snprintf(out, cap, "%s/lib/libgpuspy.so.0", GPUSPY_PREFIX);
+	return exists(out) ? 0 : -1;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			if (mkdir(p, 0700) != 0 && errno != EEXIST)
+				return -1;
+			*s = '/';
+		}
+	return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static void list_traces(const char *dir, struct names *out)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l < 6 || strcmp(e->d_name + l - 5, ".gspy"))
+			continue;
+		char **v = realloc(out->v, (out->n + 1) * sizeof(*v));
+		if (!v)
+			break;
+		out->v = v;
+		out->v[out->n++] = strdup(e->d_name);
+	}
+	if (d)
+		closedir(d);
+}
+
+static int seen(const struct names *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] && !strcmp(s->v[i], name))
+			return 1;
+	return 0;
+}
+
+/* argv[i], an option, has its value after it (not the "--" before CMD). */
+static int has_value(int argc, char **argv, int i)
+{
+	return i + 1 < argc && strcmp(argv[i + 1], "--") != 0;
+}
+
+int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
+{
+	const char *dir = NULL, *buffer = NULL, *cupti = NULL, *host = NULL;
+	int no_report = 0, i;
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(argv[i], "--dir") && has_value(argc, argv, i))
+			dir = argv[++i];
+		else if (!strcmp(argv[i], "--buffer-mb") && has_value(argc, argv, i))
+			buffer = argv[++i];
+		else if (!strcmp(argv[i], "--cupti") && has_value(argc, argv, i))
+			cupti = argv[++i];
+		else if (!strcmp(argv[i], "--host-alloc") && has_value(argc, argv, i))
+			host = argv[++i];
+		else if (!strcmp(argv[i], "--no-report"))
+			no_report = 1;
+		else if (argv[i][0] == '-')
+			return gs_bad_option("run", argv[i], "--dir --buffer-mb --cupti --host-alloc");
+		else
+			break; /* the command starts here */
+	}
+	if (i >= argc) {
+		fprintf(stderr, "gpuspy: error: run: no command given; usage: gpuspy run [options] -- CMD ARGS...\n");
+		return 2;
+	}
+	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off") &&
+	    strcmp(cupti, "events")) {
+		fprintf(stderr, "gpuspy: error: run: --cupti %s: use auto, on, off or events\n", cupti);
+		return 2;
+	}
+	char *end;
+	if (host) {
+		unsigned long long x = strtoull(host, &end, 10);
+		if (*end && strchr("KkMmGg", *end))
+			end++;
+		if (x == 0 || *end || host[0] < '0' || host[0] > '9') {
+			fprintf(stderr, "gpuspy: error: run: --host-alloc %s is not a size in bytes (suffix K, M or G)\n",
+				host);
+			return 2;
+		}
+	}
+	if (buffer) {
+		unsigned long long mb = strtoull(buffer, &end, 10);
+		if (*end || buffer[0] < '0' || buffer[0] > '9' || mb < 1 || mb > GSPY_BUFFER_MB_MAX) {
+			fprintf(stderr, "gpuspy: error: run: --buffer-mb %s is not a size in MiB (1..%u)\n", buffer,
+				GSPY_BUFFER_MB_MAX);
+			return 2;
+		}
+	}
+	char lib[PATH_MAX];
+	if (find_lib(lib, sizeof(lib)) != 0) {
+		fprintf(stderr, "gpuspy: error: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n", lib);
+		return 1;
+	}
+	/* Host allocations need the allocator's names, which only
+	 * libgpuspy-host.so (beside libgpuspy) defines. */
+	if (host)
+		setenv("GPUSPY_HOST_ALLOC_MIN", host, 1);
+	const char *want_host = getenv("GPUSPY_HOST_ALLOC_MIN");
+	char hostlib[PATH_MAX + 32] = "";
+	if (want_host && *want_host) {
+		char *slash = strrchr(lib, '/');
+		snprintf(hostlib, sizeof(hostlib), "%.*s%slibgpuspy-host.so", slash ? (int)(slash - lib) : 0,
+			 lib, slash ? "/" : "");
+		if (!exists(hostlib)) {
+			fprintf(stderr, "gpuspy: error: %s: not found (GPUSPY_HOST_ALLOC_MIN needs it beside "
+				"libgpuspy); build it (make)\n", hostlib);
+			return 1;
+		}
+	}
+	char defdir[64];
+	if (!dir) {
+		time_t now = time(NULL);
+		struct tm tm;
+		localtime_r(&now, &tm);
+		strftime(defdir, sizeof(defdir), "gpuspy-%Y%m%d-%H%M%S", &tm);
+		dir = defdir;
+	}
+	struct stat dst;
+	int made = stat(dir, &dst) != 0; /* ours to remove if nothing is written into it */
+	if (mkdir_p(dir) != 0 || stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+		if (errno == EEXIST || errno == 0)
+			errno = ENOTDIR;
+		fprintf(stderr, "gpuspy: error: %s: cannot create the trace directory: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	struct names before = { 0 };
+	list_traces(dir, &before);
+
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = strlen(lib) + strlen(hostlib) + (old ? strlen(old) : 0) + 3;
+	char *preload = malloc(n);
+	if (!preload)
+		return 1;
+	snprintf(preload, n, "%s%s%s%s%s", lib, *hostlib ? ":" : "", hostlib, old && *old ? ":" : "",
+		 old && *old ? old : "");
+	setenv("LD_PRELOAD", preload, 1);
+	/* Absolute: a traced process that changes directory still writes
+	 * where run looks afterwards. */
+	char absdir[PATH_MAX];
+	setenv("GPUSPY_DIR", realpath(dir, absdir) ? absdir : dir, 1);
+	if (buffer)
+		setenv("GPUSPY_BUFFER_MB", buffer, 1);
+	if (cupti)
+		setenv("GPUSPY_CUPTI", cupti, 1);
+	fflush(NULL);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
+	struct sigaction saved[8];
+	/* Installed before the fork, and held blocked until the child's pid is
+	 * known: a signal that arrives in between waits, then is passed on
+	 * (unblocked with child still 0, the handler would drop it). */
+	sigset_t fwd, old_mask;
+	sigemptyset(&fwd);
+	for (size_t k = 0; k < 8; k++) {
+		sigaction(sigs[k], &sa, &saved[k]);
+		sigaddset(&fwd, sigs[k]);
+	}
+	sigprocmask(SIG_BLOCK, &fwd, &old_mask);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "gpuspy: error: run: fork failed: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+		return 1;
+	}
+	if (pid == 0) {
+		for (size_t k = 0; k < 8; k++)
+			sigaction(sigs[k], &saved[k], NULL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+		execvp(argv[i], argv + i);
+		fprintf(stderr, "gpuspy: error: %s: cannot run: %s\n", argv[i], strerror(errno));
+		_exit(127);
+	}
+	child = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	/* Wait for the exit without reaping: until the pid is forgotten, a
+	 * forwarded signal reaches the zombie, never a process that reused the
+	 * pid. */
+	siginfo_t info;
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	child = 0;
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+	unsetenv("LD_PRELOAD");
+
+	struct names after = { 0 };
+	list_traces(dir, &after);
+	char **paths = calloc(after.n + 1, sizeof(*paths));
+	int np = 0;
+	for (size_t k = 0; paths && k < after.n; k++)
+		if (!seen(&before, after.v[k])) {
+			size_t l = strlen(dir) + strlen(after.v[k]) + 2;
+			paths[np] = malloc(l);
+			if (paths[np]) {
+				snprintf(paths[np], l, "%s/%s", dir, after.v[k]);
+				np++;
+			}
+		}
+	fflush(NULL);
+	if (!np) {
+		/* The directory made for this run goes again if nothing is in it. */
+		if (made && rmdir(dir) == 0)
+			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace written\n", argv[i]);
+		else
+			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace in %s\n", argv[i], dir);
+	} else {
+		fprintf(stderr, "gpuspy: %d trace file%s in %s\n", np, np == 1 ? "" : "s", dir);
+		if (!no_report)
+			report(np, paths);
+	}
+	for (int k = 0; k < np; k++)
+		free(paths[k]);
+	free(paths);
+	for (size_t k = 0; k < before.n; k++)
+		free(before.v[k]);
+	for (size_t k = 0; k < after.n; k++)
+		free(after.v[k]);
+	free(before.v);
+	free(after.v);
+	free(preload);
+	return code;
+}

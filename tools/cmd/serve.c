@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuspy serve [--listen ADDR] [DIR]: the traced processes running on this
+ * node, in Prometheus's text exposition format at /metrics, for a
+ * Prometheus server to scrape beside dcgm-exporter. Each scrape follows
+ * the processes as gpuspy top does (watch.c) and reads what they wrote
+ * since. The HTTP server is libmicrohttpd's (one internal thread, so
+ * scrapes never overlap); the exposition is written here.
+ *
+ * Counters are totals since each trace began (rate() gives the per-second
+ * figures); device labels are dcgm-exporter's, gpu (the index) and UUID,
+ * so that a query can join the two exporters' series on them.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "util/cli.h"
+#include "cmd/cmd.h"
+#include "util/units.h"
+#include "read/watch.h"
+
+#define DEFAULT_LISTEN "localhost:9401"
+
+/* A label value: backslash, quote and newline escaped (the format's
+ * rule), other control bytes of a trace's text replaced. */
+static void label(FILE *f, const char *name, const char *v)
+{
+	fprintf(f, "%s=\"", name);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc((unsigned char)*v < 0x20 || *v == 0x7f ? '?' : *v, f);
+	}
+	fputc('"', f);
+}
+
+/* The labels every series of process w has: pid, rank, local_rank, command. */
+static void proc_labels(FILE *f, const struct gs_watch *w)
+{
+	const struct gspy_header *h = w->f.tr.h;
+	char n[16];
+	snprintf(n, sizeof(n), "%u", h->pid);
+	label(f, "pid", n);
+	snprintf(n, sizeof(n), "%d", h->rank);
+	fputc(',', f);
+	label(f, "rank", n);
+	snprintf(n, sizeof(n), "%d", h->local_rank);
+	fputc(',', f);
+	label(f, "local_rank", n);
+	fputc(',', f);
+	label(f, "command", h->command);
+}
+
+enum metric {
+	M_INFO, M_RECORDING, M_EVENTS, M_DROPPED, M_STEPS, M_STEP_SECONDS, M_PHASE, M_GPU_BUSY, M_COPY, M_ALLOC,
+	M_FAILED, M_MEMORY, M_COUNT
+};
+
+static const struct {
+	const char *name, *type, *help;
+} metrics[M_COUNT] = {
+	[M_INFO] = { "gpuspy_process_info", "gauge", "A traced process of this node (1), by its labels." },
+	[M_RECORDING] = { "gpuspy_recording", "gauge", "1 while the process records, 0 while paused." },
+	[M_EVENTS] = { "gpuspy_events_total", "counter", "Events recorded." },
+	[M_DROPPED] = { "gpuspy_dropped_events_total", "counter", "Events dropped: the buffer was full (GPUSPY_BUFFER_MB)." },
+	[M_STEPS] = { "gpuspy_steps_total", "counter", "Steps: the PyTorch helper's step numbers, else begins of the top-level phase begun most often." },
+	[M_STEP_SECONDS] = { "gpuspy_step_seconds", "gauge", "Mean step time over the last 5 s." },
+	[M_PHASE] = { "gpuspy_phase_seconds_total", "counter", "Time in each phase (the innermost open phase; libraries' ranges take none)." },
+	[M_GPU_BUSY] = { "gpuspy_gpu_busy_seconds_total", "counter", "Time the device ran this process's GPU work (CUPTI's records: their union); they come in batches, seconds late." },
+	[M_COPY] = { "gpuspy_copy_bytes_total", "counter", "Bytes copied between host and device, by direction and host memory." },
+	[M_ALLOC] = { "gpuspy_alloc_calls_total", "counter", "Device memory allocation and free calls." },
+	[M_FAILED] = { "gpuspy_failed_calls_total", "counter", "CUDA calls that returned an error." },
+	[M_MEMORY] = { "gpuspy_device_memory_bytes", "gauge", "Device memory the process allocated and has not freed, as gpuspy saw it." },
+};
+
+/* phase="NAME", escaped, into buf. */
+static void phase_label(char *buf, size_t n, const char *name)
+{
+	buf[0] = 0;
+	FILE *lf = fmemopen(buf, n, "w");
+	if (!lf)
+		return;
+	label(lf, "phase", name);
+	fputc(0, lf);
+	fclose(lf);
+	buf[n - 1] = 0;
+}
+
+static void sample(FILE *f, enum metric m, const struct gs_watch *w, const char *extra, double v)
+{
+	fprintf(f, "%s{", metrics[m].name);
+	proc_labels(f, w);
+	if (extra)
+		fprintf(f, ",%s", extra);
+	fprintf(f, "} %.17g\n", v);
+}
+
+static void family(FILE *f, enum metric m, const struct gs_watch_set *s, uint64_t now)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[m].name, metrics[m].help, metrics[m].name, metrics[m].type);
+	for (int i = 0; i < s->n; i++) {
+		const struct gs_watch *w = s->p[i];
+		const struct gs_watch_totals *t = &w->total;
+		char x[256];
+		switch (m) {
+		case M_INFO:
+			sample(f, m, w, NULL, 1);
+			break;
+		case M_RECORDING:
+			sample(f, m, w, NULL, !w->f.tr.h->ctl_paused);
+			break;
+		case M_EVENTS:
+			sample(f, m, w, NULL, (double)t->events);
+			break;
+		case M_DROPPED:
+			sample(f, m, w, NULL, (double)w->f.dropped);
+			break;
+		case M_STEPS:
+			sample(f, m, w, NULL, (double)gs_watch_steps_total(w));
+			break;
+		case M_STEP_SECONDS: {
+			struct gs_watch_view v;
+			gs_watch_view(w, now, 5000000000ull, &v);
+			if (v.steps)
+				sample(f, m, w, NULL, (double)v.window_ns / 1e9 / (double)v.steps);
+			break;
+		}
+		case M_PHASE:
+			for (int p = 0; p < LIVE_PHASES + 2; p++) {
+				if (!t->phase_ns[p])
+					continue;
+				phase_label(x, sizeof(x), w->names[p]);
+				sample(f, m, w, x, (double)t->phase_ns[p] / 1e9);
+			}
+			break;
+		case M_GPU_BUSY:
+			for (int d = 0; d < GSPY_DEVICES; d++)
+				if (t->gpu_busy_ns[d] || w->dev_gpu_end[d]) {
+					snprintf(x, sizeof(x), "gpu=\"%d\",UUID=\"%s\"", d, w->uuid[d]);
+					sample(f, m, w, x, (double)t->gpu_busy_ns[d] / 1e9);
+				}
+			break;
+		case M_COPY:
+		case M_ALLOC:
+		case M_FAILED:
+			/* By phase: those the process has had ("(no phase)"
+			 * always; "(other phases)" once there are too many). */
+			for (int p = 0; p < LIVE_PHASES + 2; p++) {
+				if ((p >= w->nphases && p <= LIVE_PHASES) || (p == LIVE_PHASES + 1 && !w->phase_used_other))
+					continue;
+				char ph[128];
+				phase_label(ph, sizeof(ph), w->names[p]);
+				if (m == M_FAILED) {
+					sample(f, m, w, ph, (double)t->failed[p]);
+				} else if (m == M_ALLOC) {
+					snprintf(x, sizeof(x), "%s,call=\"alloc\"", ph);
+					sample(f, m, w, x, (double)t->allocs[p]);
+					snprintf(x, sizeof(x), "%s,call=\"free\"", ph);
+					sample(f, m, w, x, (double)t->frees[p]);
+				} else {
+					for (int dir = 0; dir < 2; dir++)
+						for (int mem = 0; mem < 2; mem++) {
+							snprintf(x, sizeof(x), "%s,direction=\"%s\",memory=\"%s\"", ph,
+								 dir ? "d2h" : "h2d", mem ? "pinned" : "pageable");
+							sample(f, m, w, x, (double)t->copy_bytes[p][dir][mem]);
+						}
+				}
+			}
+			break;
+		case M_MEMORY:
+			sample(f, m, w, NULL, w->reserved > 0 ? (double)w->reserved : 0);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+struct server {
+	struct gs_watch_set set;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", type);
+	enum MHD_Result ok = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *data, size_t *data_size, void **state)
+{
+	struct server *s = cls;
+	(void)version, (void)data, (void)data_size, (void)state;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	if (!f)
+		return MHD_NO;
+	unsigned code = MHD_HTTP_OK;
+	const char *type = "text/plain; charset=utf-8";
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+		fprintf(f, "only GET\n");
+	} else if (!strcmp(url, "/metrics")) {
+		gs_watch_scan(&s->set);
+		gs_watch_poll_all(&s->set);
+		uint64_t now = gs_mono_now();
+		for (int m = 0; m < M_COUNT; m++)
+			family(f, (enum metric)m, &s->set, now);
+		type = "text/plain; version=0.0.4; charset=utf-8";
+	} else if (!strcmp(url, "/")) {
+		fprintf(f, "gpuspy serve: the traced processes of this node at /metrics\n");
+	} else {
+		code = MHD_HTTP_NOT_FOUND;
+		fprintf(f, "not found: try /metrics\n");
+	}
+	fclose(f);
+	return reply(c, code, type, body, len);
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+int gs_cmd_serve(int argc, char **argv)
+{
+	const char *listen = DEFAULT_LISTEN;
+	struct server s = { { 0 } };
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+			listen = argv[++i];
+		} else if (argv[i][0] == '-') {
+			return gs_bad_option("serve", argv[i], "--listen");
+		} else if (s.set.dir) {
+			fprintf(stderr, "gpuspy: error: serve: one directory, not '%s' too\n", argv[i]);
+			return 2;
+		} else {
+			s.set.dir = argv[i];
+		}
+	}
+	/* HOST:PORT, [V6]:PORT or :PORT (every address). */
+	char host[256];
+	const char *colon = strrchr(listen, ':');
+	size_t hl = colon ? (size_t)(colon - listen) : 0;
+	char *end = NULL;
+	long port = colon ? strtol(colon + 1, &end, 10) : -1;
+	if (!colon || end == colon + 1 || *end || port < 0 || port > 65535 || hl >= sizeof(host)) {
+		fprintf(stderr, "gpuspy: error: serve: --listen %s is not HOST:PORT (e.g. localhost:9401, :9401)\n", listen);
+		return 2;
+	}
+	memcpy(host, listen, hl);
+	host[hl] = 0;
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%ld", port);
+	int rc = getaddrinfo(*host ? host : NULL, ps, &hints, &ai);
+	if (rc) {
+		fprintf(stderr, "gpuspy: error: serve: --listen %s: %s\n", listen, gai_strerror(rc));
+		return 2;
+	}
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+	struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
+						ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!d) {
+		fprintf(stderr, "gpuspy: error: serve: cannot listen on %s: %s\n", listen,
+			errno ? strerror(errno) : "refused");
+		return 1;
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	printf("gpuspy serve: http://%s:%u/metrics, the traced processes %s%s\n", *host ? host : "*",
+	       di ? di->port : (unsigned)port, s.set.dir ? "in " : "of this node", s.set.dir ? s.set.dir : "");
+	fflush(stdout);
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!stop) /* the signal is taken only inside sigsuspend: none is missed */
+		sigsuspend(&old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	MHD_stop_daemon(d);
+	gs_watch_set_free(&s.set);
+	return 0;
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Following a trace file while its process writes it (gpuspy top). Each
+ * poll reads what was committed since the last: every chunk's header, then
+ * its new packed records, decoded from where the last poll stopped (each
+ * chunk keeps its own packing base). Through pread, not a mapping: a
+ * process that exits cuts its file, and a read past the end returns short
+ * where a mapping would fault. The header and the string table are copied
+ * into a buffer laid out as the file is, so that the reader's clock
+ * conversion and string lookups run on it unchanged.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "read/follow.h"
+#include "util/xalloc.h"
+
+/* Reads n bytes at off; 0 when all came. */
+static int read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+int gs_follow_open(struct gs_follow *f, const char *path, char *err, size_t errlen)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	/* Validated as any trace is, then read through the descriptor. */
+	struct gs_trace t;
+	int rc = gs_trace_open(path, &t, err, errlen);
+	if (rc)
+		return rc;
+	f->strtab_offset = t.h->strtab_offset;
+	f->strtab_size = t.h->strtab_size;
+	f->chunk_offset = t.h->chunk_offset;
+	f->chunk_size = t.h->chunk_size;
+	f->chunk_count = t.h->chunk_count;
+	gs_trace_close(&t);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (f->fd < 0) {
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return -errno;
+	}
+	f->cap = f->strtab_offset + 4096;
+	f->buf = xrealloc(NULL, f->cap);
+	f->tr.path = path;
+	f->tr.map = f->buf;
+	f->tr.h = (const struct gspy_header *)f->buf;
+	f->body = xrealloc(NULL, f->chunk_size);
+	return 0;
+}
+
+/* The header and the string table's new bytes. */
+static int read_header(struct gs_follow *f)
+{
+	if (read_at(f->fd, f->buf, GSPY_HEADER_SIZE, 0))
+		return -1;
+	const struct gspy_header *h = f->tr.h;
+	uint64_t used = h->strtab_used < f->strtab_size ? h->strtab_used : f->strtab_size;
+	if (used > f->have) {
+		if (f->strtab_offset + used > f->cap) {
+			f->cap = (size_t)(f->strtab_offset + used + (1 << 16));
+			f->buf = xrealloc(f->buf, f->cap);
+			f->tr.map = f->buf;
+			f->tr.h = (const struct gspy_header *)f->buf;
+		}
+		if (read_at(f->fd, f->buf + f->strtab_offset + f->have, (size_t)(used - f->have),
+			    f->strtab_offset + f->have))
+			return -1;
+		f->have = used;
+	}
+	f->tr.size = (size_t)(f->strtab_offset + f->have);
+	gs_trace_clock(&f->tr);
+	return 0;
+}
+
+int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_event *ev), void *arg)
+{
+	if (read_header(f))
+		return -1;
+	const struct gspy_header *h = f->tr.h;
+	uint32_t n = h->chunks_claimed < f->chunk_count ? h->chunks_claimed : f->chunk_count;
+	if (n > f->nchunks) {
+		f->chunks = xrealloc(f->chunks, (size_t)n * sizeof(*f->chunks));
+		memset(f->chunks + f->nchunks, 0, (size_t)(n - f->nchunks) * sizeof(*f->chunks));
+		f->nchunks = n;
+	}
+	uint64_t dropped = h->dropped_nochunk + h->dropped_after_exit, cap = f->chunk_size - GSPY_CHUNK_HEADER_SIZE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct gs_follow_chunk *c = &f->chunks[i];
+		struct gspy_chunk ch;
+		uint64_t at = f->chunk_offset + (uint64_t)i * f->chunk_size;
+		if (read_at(f->fd, &ch, sizeof(ch), at))
+			return -1; /* cut: the process exited */
+		dropped += ch.dropped;
+		if (!ch.tid)
+			continue; /* not handed out yet, or being reset (flight recorder) */
+		if (ch.tid != c->tid || ch.seq != c->seq || ch.claim != c->claim) {
+			memset(c, 0, sizeof(*c)); /* a new owner: its records start afresh */
+			c->tid = ch.tid;
+			c->seq = ch.seq;
+			c->claim = ch.claim;
+		}
+		uint64_t bytes = ch.committed & 0xffffffffu, records = ch.committed >> 32;
+		if (bytes > cap)
+			bytes = cap;
+		if (bytes <= c->off || records <= c->ri)
+			continue;
+		size_t len = (size_t)(bytes - c->off);
+		if (read_at(f->fd, f->body, len, at + GSPY_CHUNK_HEADER_SIZE + c->off))
+			return -1;
+		size_t off = 0;
+		for (size_t k; c->ri < records && (k = gspy_unpack(f->body + off, f->body + len, &c->base)) != 0; off += k) {
+			c->ri++;
+			if (c->base.kind == GSPY_KIND_owner) { /* a chunk handed on: not an event */
+				c->cur_tid = (uint32_t)c->base.u.mem.bytes;
+				continue;
+			}
+			struct gs_event ev = { .rec = &c->base, .tid = c->cur_tid ? c->cur_tid : c->tid };
+			ev.start_ns = gs_trace_ns(&f->tr, c->base.start);
+			ev.end_ns = gs_trace_ns(&f->tr, c->base.end);
+			if (c->base.kind >= GSPY_KIND_gpu_kernel && c->base.kind <= GSPY_KIND_gpu_memset)
+				ev.corr = c->base.u.gpu.cupti_corr;
+			fn(arg, &ev);
+		}
+		c->off += off;
+	}
+	f->dropped = dropped;
+	return 0;
+}
+
+void gs_follow_close(struct gs_follow *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->buf);
+	free(f->body);
+	free(f->chunks);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* A trace file followed while its process writes it (follow.c). */
+#ifndef GPUSPY_FOLLOW_H
+#define GPUSPY_FOLLOW_H
+
+#include <stdint.h>
+
+#include "read/reader.h"
+
+struct gs_follow_chunk {
+	uint32_t tid, seq; /* the owner the cursor belongs to */
+	uint64_t claim;
+	uint64_t off, ri;  /* bytes and records decoded */
+	struct gspy_record base; /* the last record decoded: the packing base */
+	uint32_t cur_tid;  /* from an owner record on, else 0: tid's */
+};
+
+struct gs_follow {
+	int fd;
+	struct gs_trace tr; /* map: buf, the header and string table read so far */
+	unsigned char *buf;
+	size_t cap;
+	uint64_t have;      /* string-table bytes in buf */
+	uint64_t strtab_offset, strtab_size, chunk_offset;
+	uint32_t chunk_size, chunk_count;
+	struct gs_follow_chunk *chunks;
+	uint32_t nchunks;
+	unsigned char *body; /* one chunk's bytes */
+	uint64_t dropped;   /* events the writer dropped, as of the last poll */
+};
+
+/* Opens and validates a trace (as gs_trace_open does); 0 or a negative errno. */
+int gs_follow_open(struct gs_follow *f, const char *path, char *err, size_t errlen);
+/* fn(arg, ev) for every event committed since the last poll, each chunk's
+ * in order, chunks one after another (not in time order across threads);
+ * f->tr.h is the header as of this poll. 0, or -1 when the file can no
+ * longer be read whole (its process exited and cut it). */
+int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_event *ev), void *arg);
+void gs_follow_close(struct gs_follow *f);
+
+#endif

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * .gspy reader. A file may belong to a live process, a finished one or one
+ * that was killed: only committed records are trusted, every offset and
+ * count is checked against the file size, and a file cut short yields the
+ * complete records it still holds.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "read/reader.h"
+
+static const char *const kind_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_KIND_LIST(GSPY_X)
+#undef GSPY_X
+};
+static const char *const mem_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_MEM_LIST(GSPY_X)
+#undef GSPY_X
+};
+static const char *const dir_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_DIR_LIST(GSPY_X)
+#undef GSPY_X
+};
+static const char *const api_names[] = {
+#define GSPY_X(sym, k, v) #sym,
+	GSPY_API_LIST(GSPY_X)
+#undef GSPY_X
+};
+
+const char *gs_kind_name(unsigned k) { return k < GSPY_KIND_COUNT ? kind_names[k] : "?"; }
+const char *gs_mem_name(unsigned m) { return m < GSPY_MEM_COUNT ? mem_names[m] : "?"; }
+const char *gs_dir_name(unsigned d) { return d < GSPY_DIR_COUNT ? dir_names[d] : "?"; }
+const char *gs_api_name(unsigned a) { return a < GSPY_API_COUNT ? api_names[a] : "?"; }
+
+int gs_api_is_ptds(unsigned a)
+{
+	const char *n = gs_api_name(a);
+	size_t l = strlen(n);
+	return l > 5 && (!strcmp(n + l - 5, "_ptds") || !strcmp(n + l - 5, "_ptsz"));
+}
+
+static const char *const timing_names[] = {
+#define GSPY_X(n) #n,
+	GSPY_GPU_TIMING_LIST(GSPY_X)
+#undef GSPY_X
+};
+
+const char *gs_gpu_timing_name(unsigned t)
+{
+	return t < GSPY_GPU_TIMING_COUNT ? timing_names[t] : "?";
+}
+
+const char *gs_state_name(unsigned s)
+{
+	switch (s) {
+	case GSPY_STATE_RUNNING: return "running or killed";
+	case GSPY_STATE_EXITED: return "exited";
+	case GSPY_STATE_SIGNALED: return "signaled";
+	}
+	return "?";
+}
+
+static int fail(char *err, size_t n, int code, const char *fmt, const char *a)
+{
+	snprintf(err, n, fmt, a);
+	return code;
+}
+
+static const struct gspy_chunk *chunk_at(const struct gs_trace *t, uint32_t i)
+{
+	return (const struct gspy_chunk *)(t->map + t->h->chunk_offset + (size_t)i * t->h->chunk_size);
+}
+
+static const uint8_t *chunk_body(const struct gs_trace *t, uint32_t i)
+{
+	return t->map + t->h->chunk_offset + (size_t)i * t->h->chunk_size + GSPY_CHUNK_HEADER_SIZE;
+}
+
+/* Committed bytes of chunk i that lie inside the file, and its committed
+ * record count (each record takes 2 bytes at least); 1 when the committed
+ * bytes do not all lie inside the file or the chunk. */
+static int chunk_bytes(const struct gs_trace *t, uint32_t i, uint64_t *bytes, uint64_t *records)
+{
+	uint64_t c = __atomic_load_n(&chunk_at(t, i)->committed, __ATOMIC_ACQUIRE);
+	uint64_t n = c & 0xffffffffu, cap = t->h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
+	if (n > cap)
+		n = cap;
+	size_t start = t->h->chunk_offset + (size_t)i * t->h->chunk_size + GSPY_CHUNK_HEADER_SIZE;
+	size_t avail = t->size > start ? t->size - start : 0;
+	if (n > avail)
+		n = avail;
+	*bytes = n;
+	*records = c >> 32 < n / 2 ? c >> 32 : n / 2;
+	return n != (c & 0xffffffffu);
+}
+
+/* Complete records of chunk i, and its bytes: the count, or, when the file
+ * ends inside the chunk, the records that decode before the end. */
+static uint64_t chunk_records(const struct gs_trace *t, uint32_t i, uint64_t *bytes)
+{
+	uint64_t records;
+	if (!chunk_bytes(t, i, bytes, &records))
+		return records;
+	const uint8_t *b = chunk_body(t, i);
+	struct gspy_record r;
+	memset(&r, 0, sizeof(r));
+	uint64_t n = 0, off = 0;
+	for (size_t k; n < records && (k = gspy_unpack(b + off, b + *bytes, &r)) != 0; off += k)
+		n++;
+	return n;
+}
+
+/* Orders (tid, seq, chunk, ...) tuples. */
+static int cmp_tuple(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	for (int i = 0; i < 3; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+void gs_trace_clock(struct gs_trace *t)
+{
+	const struct gspy_header *h = t->h;
+	t->raw0 = h->clock_start.raw;
+	t->mono0 = h->clock_start.mono;
+	t->ns_per_raw = 1.0;
+	if (h->clock != GSPY_CLOCK_TSC)
+		return;
+	t->ns_per_raw = h->tsc_hz > 1e6 && h->tsc_hz < 1e11 ? 1e9 / h->tsc_hz : 1.0;
+	/* A later pair spanning at least 100 ms beats the start calibration. */
+	uint64_t seq = h->clock_seq;
+	struct gspy_clock_pair last = h->clock_last;
+	if (!(seq & 1) && last.mono > t->mono0 + 100000000ull && last.raw > t->raw0)
+		t->ns_per_raw = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0);
+}
+
+uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw)
+{
+	if (t->h->clock != GSPY_CLOCK_TSC)
+		return raw;
+	double d = ((double)(int64_t)(raw - t->raw0)) * t->ns_per_raw + (double)t->mono0;
+	if (!(d > 0))
+		return 0;
+	return d < 1.8e19 ? (uint64_t)d : UINT64_MAX;
+}
+
+/* Gives back the pages of [off, off + len) of the mapping, clamped to it:
+ * MADV_DONTNEED past its end would discard whatever is mapped after it. */
+static void drop_pages(struct gs_trace *t, uint64_t off, uint64_t len)
+{
+	uint64_t from = off & ~(uint64_t)4095;
+	if (from >= t->size)
+		return;
+	uint64_t end = off + len;
+	if (end > t->size)
+		end = t->size;
+	madvise((void *)(t->map + from), (size_t)(end - from), MADV_DONTNEED);
+}
+
+/*
+ * A trace cut while it is read (its writer's process trimmed it, or a user
+ * truncated it) turns a load past the new end into SIGBUS: the reader says
+ * so in one line and exits 1 instead of dying. The mappings are listed
+ * here for the handler.
+ */
+#define MAPS_MAX 64
+static struct {
+	const unsigned char *map;
+	size_t size;
+	const char *path;
+} maps[MAPS_MAX];
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	const char *path = NULL;
+	for (int i = 0; i < MAPS_MAX; i++) {
+		const unsigned char *m = __atomic_load_n(&maps[i].map, __ATOMIC_ACQUIRE);
+		if (m && (const unsigned char *)si->si_addr - m < (ptrdiff_t)maps[i].size && (const unsigned char *)si->si_addr >= m)
+			path = maps[i].path;
+	}
+	if (path) {
+		static const char a[] = "gpuspy: error: ", b[] = ": the file was cut while it was being read; read it again\n";
+		ssize_t w = write(2, a, sizeof(a) - 1);
+		w = write(2, path, strlen(path));
+		w = write(2, b, sizeof(b) - 1);
+		(void)w;
+		_exit(1);
+	}
+	signal(sig, SIG_DFL); /* not ours: the fault comes back and kills */
+}
+
+static void map_note(struct gs_trace *t, int add)
+{
+	/* Traces are opened on several threads (gpuspy report): one at a
+	 * time here; the handler only reads, atomically. */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static int armed;
+	pthread_mutex_lock(&lock);
+	if (!armed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, NULL);
+		armed = 1;
+	}
+	for (int i = 0; i < MAPS_MAX; i++) {
+		if (add && !maps[i].map) {
+			maps[i].size = t->size;
+			maps[i].path = t->path;
+			__atomic_store_n(&maps[i].map, t->map, __ATOMIC_RELEASE);
+			break;
+		}
+		if (!add && maps[i].map == t->map) {
+			__atomic_store_n(&maps[i].map, NULL, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	t->path = path;
+	/* O_NONBLOCK: a FIFO named *.gspy must not block the open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "cannot open: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s", "not a regular file");
+	}
+	if ((size_t)st.st_size < sizeof(struct gspy_header)) {
+		close(fd);
+		return fail(err, errlen, -EINVAL, "%s",
+			    st.st_size ? "too short to be a gpuspy trace (truncated header)"
+				       : "empty file, not a gpuspy trace");
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return fail(err, errlen, -errno, "cannot map: %s", strerror(errno));
+	t->map = m;
+	t->size = (size_t)st.st_size;
+	t->h = m;
+	map_note(t, 1);
+	const struct gspy_header *h = t->h;
+	int rc;
+	if (memcmp(h->magic, GSPY_MAGIC, 8) != 0) {
+		/* gpuspy sizes the file (zeros) and writes the magic last: a
+		 * process that ended in between leaves it all zero. */
+		static const char zero[8];
+		rc = fail(err, errlen, -EINVAL, "%s",
+			  memcmp(h->magic, zero, 8) == 0
+				  ? "no header: its process ended (or is still starting) before gpuspy "
+				    "finished creating the file; nothing was recorded in it"
+				  : "not a gpuspy trace (bad magic)");
+		goto bad;
+	}
+	if (h->version > GSPY_FORMAT_VERSION) {
+		char v[64];
+		snprintf(v, sizeof(v), "%u", h->version);
+		rc = fail(err, errlen, -ENOTSUP,
+			  "trace format version %s is newer than this gpuspy reads (2); upgrade gpuspy", v);
+		goto bad;
+	}
+	if (h->version < GSPY_FORMAT_VERSION) {
+		char v[64];
+		snprintf(v, sizeof(v), "%u", h->version);
+		rc = fail(err, errlen, -ENOTSUP,
+			  "trace format version %s is older than this gpuspy reads (2); read it with gpuspy 0.1", v);
+		goto bad;
+	}
+	/* Sizes are bounded first so that no sum below can wrap. */
+	const uint64_t lim = 1ull << 48;
+	if (h->file_size > lim || h->strtab_offset > lim || h->strtab_size > lim ||
+	    h->chunk_offset > lim) {
+		rc = fail(err, errlen, -EINVAL, "%s", "corrupt header (inconsistent sizes)");
+		goto bad;
+	}
+	if (h->version < 1 || h->header_size != GSPY_HEADER_SIZE ||
+	    h->record_size != GSPY_RECORD_SIZE || h->chunk_size <= GSPY_CHUNK_HEADER_SIZE ||
+	    h->chunk_size % GSPY_RECORD_SIZE != 0 || h->strtab_offset < GSPY_HEADER_SIZE ||
+	    h->chunk_offset < h->strtab_offset + h->strtab_size || h->chunk_count > (1u << 26) ||
+	    h->file_size != h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size) {
+		rc = fail(err, errlen, -EINVAL, "%s", "corrupt header (inconsistent sizes)");
+		goto bad;
+	}
+	t->truncated = t->size < h->file_size;
+	gs_trace_clock(t);
+	t->dropped = h->dropped_nochunk;
+	/* Threads: group initialised chunks by tid, ordered by seq. */
+	uint32_t claimed = h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count;
+	/* Chunks past the end of a cut file are not read: bound the work by
+	 * the file, not by what its header claims. */
+	uint64_t present = t->size > h->chunk_offset ? (t->size - h->chunk_offset) / h->chunk_size + 1 : 0;
+	if (claimed > present)
+		claimed = (uint32_t)present;
+	/* (tid, seq, chunk, records, dropped) of every initialised chunk. */
+	uint64_t (*owner)[5] = calloc((size_t)claimed + 1, sizeof(*owner));
+	if (!owner) {
+		rc = fail(err, errlen, -ENOMEM, "%s", "out of memory");
+		goto bad;
+	}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < claimed; i++) {
+		/* Touching a chunk's header maps the whole chunk (fault-around):
+		 * drop the scanned ones every 64 chunks so that this scan does not
+		 * make the whole file resident. */
+		if (i && i % 64 == 0)
+			drop_pages(t, h->chunk_offset + (uint64_t)(i - 64) * h->chunk_size, (uint64_t)64 * h->chunk_size);
+		if (h->chunk_offset + (uint64_t)i * h->chunk_size + GSPY_CHUNK_HEADER_SIZE > t->size)
+			break; /* cut off from here on */
+		const struct gspy_chunk *c = chunk_at(t, i);
+		uint32_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
+		if (!tid)
+			continue;
+		owner[n][0] = tid;
+		owner[n][1] = c->seq;
+		owner[n][2] = i;
+		uint64_t bytes;
+		owner[n][3] = chunk_records(t, i, &bytes);
+		t->packed_bytes += bytes;
+		owner[n][4] = c->dropped;
+		n++;
+	}
+	qsort(owner, n, sizeof(*owner), cmp_tuple);
+	t->threads = calloc((size_t)n + 1, sizeof(*t->threads));
+	uint32_t *idx = t->chunk_idx = calloc((size_t)n + 1, sizeof(uint32_t));
+	if (!t->threads || !idx) {
+		free(owner);
+		rc = fail(err, errlen, -ENOMEM, "%s", "out of memory");
+		goto bad;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		idx[i] = (uint32_t)owner[i][2];
+		struct gs_thread *th = t->nthreads ? &t->threads[t->nthreads - 1] : NULL;
+		if (!th || th->tid != owner[i][0]) {
+			th = &t->threads[t->nthreads++];
+			th->tid = (uint32_t)owner[i][0];
+			th->chunks = &idx[i];
+		}
+		th->nchunks++;
+		th->events += owner[i][3];
+		th->dropped += owner[i][4];
+	}
+	free(owner);
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		t->events += t->threads[i].events;
+		t->dropped += t->threads[i].dropped;
+	}
+	/* Each chunk handed on holds one owner record, which is no event. */
+	t->events -= h->chunks_reused < t->events ? h->chunks_reused : t->events;
+	t->dropped += h->dropped_after_exit;
+	return 0;
+bad:
+	gs_trace_close(t);
+	return rc;
+}
+
+static void cursor_reset(struct gs_thread *th)
+{
+	th->bound = 0;
+	th->ri = 0;
+	th->off = 0;
+	th->have = 0;
+	th->cur_tid = 0;
+	memset(&th->rec, 0, sizeof(th->rec)); /* each chunk is packed from zero */
+}
+
+void gs_trace_rewind(struct gs_trace *t)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		t->threads[i].ci = 0;
+		cursor_reset(&t->threads[i]);
+	}
+}
+
+/* The thread's next record, decoded (not consumed). A chunk ends at its
+ * committed bytes, its record count or the first malformed byte. */
+static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
+{
+	while (th->ci < th->nchunks) {
+		if (th->have)
+			return &th->rec;
+		uint32_t c = th->chunks[th->ci];
+		if (!th->bound) { /* once per chunk */
+			chunk_bytes(t, c, &th->bytes, &th->records);
+			th->bound = 1;
+		}
+		if (th->ri < th->records && th->off < th->bytes) {
+			const uint8_t *b = chunk_body(t, c);
+			size_t k = gspy_unpack(b + th->off, b + th->bytes, &th->rec);
+			if (k) {
+				th->off += k;
+				th->ri++;
+				if (th->rec.kind == GSPY_KIND_owner) { /* not an event */
+					th->cur_tid = (uint32_t)th->rec.u.mem.bytes;
+					continue;
+				}
+				th->have = 1;
+				return &th->rec;
+			}
+		}
+		/* Done with this chunk: drop its pages from our mapping so that
+		 * resident memory stays flat however long the trace (they stay in
+		 * the page cache and fault back in on a rewind). */
+		drop_pages(t, t->h->chunk_offset + (uint64_t)c * t->h->chunk_size, t->h->chunk_size);
+		th->ci++;
+		cursor_reset(th);
+	}
+	return NULL;
+}
+
+int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
+{
+	struct gs_thread *best = NULL;
+	const struct gspy_record *br = NULL;
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		const struct gspy_record *r = peek(t, &t->threads[i]);
+		if (r && (!br || r->start < br->start)) {
+			br = r;
+			best = &t->threads[i];
+		}
+	}
+	if (!br)
+		return 0;
+	best->have = 0; /* consumed: the next peek decodes after it */
+	ev->rec = br;
+	ev->tid = best->cur_tid ? best->cur_tid : best->tid;
+	ev->start_ns = gs_trace_ns(t, br->start);
+	ev->end_ns = gs_trace_ns(t, br->end);
+	ev->corr = 0;
+	if (br->kind >= GSPY_KIND_gpu_kernel && br->kind <= GSPY_KIND_gpu_memset)
+		ev->corr = br->u.gpu.cupti_corr;
+	else if (br->flags & GSPY_FLAG_CORR)
+		ev->corr = br->kind == GSPY_KIND_launch ? br->u.launch.cupti_corr : br->u.mem.aux;
+	return 1;
+}
+
+int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **data, uint32_t *len)
+{
+	if (!id)
+		return 0;
+	uint64_t used = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
+	if (used > t->h->strtab_size)
+		used = t->h->strtab_size;
+	uint64_t off = (uint64_t)id - 1;
+	if (off + 4 > used || t->h->strtab_offset + used > t->size)
+		return 0;
+	const unsigned char *p = t->map + t->h->strtab_offset + off;
+	uint32_t l;
+	memcpy(&l, p, 4);
+	if (off + 4 + (uint64_t)l + 1 > used || p[4 + l] != 0)
+		return 0;
+	*data = p + 4;
+	*len = l;
+	return 1;
+}
+
+uint32_t gs_trace_next_entry(const struct gs_trace *t, uint32_t id)
+{
+	const unsigned char *d;
+	uint32_t len;
+	if (!id)
+		return gs_trace_entry(t, 1, &d, &len) ? 1 : 0;
+	if (!gs_trace_entry(t, id, &d, &len))
+		return 0;
+	uint64_t next = (uint64_t)id + ((4 + (uint64_t)len + 1 + 3) & ~3ull);
+	if (next > UINT32_MAX || !gs_trace_entry(t, (uint32_t)next, &d, &len))
+		return 0;
+	return (uint32_t)next;
+}
+
+const char *gs_trace_string(const struct gs_trace *t, uint32_t id)
+{
+	const unsigned char *d;
+	uint32_t len;
+	/* Binary entries (stacks, modules) are not names. */
+	if (!gs_trace_entry(t, id, &d, &len) || (len && (d[0] == GSPY_ENTRY_STACK || d[0] == GSPY_ENTRY_MODULE)))
+		return "";
+	return (const char *)d;
+}
+
+uint64_t gs_trace_stack_ns(const struct gs_trace *t)
+{
+	double ns = (double)t->h->stacks_time * t->ns_per_raw + 0.5;
+	return ns >= 0 && ns < 1.8e19 ? (uint64_t)ns : ns >= 1.8e19 ? UINT64_MAX : 0; /* a forged header */
+}
+
+void gs_trace_close(struct gs_trace *t)
+{
+	free(t->chunk_idx);
+	free(t->threads);
+	if (t->map) {
+		map_note(t, 0);
+		munmap((void *)t->map, t->size);
+	}
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* Memory facts: see memory.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/memory.h"
+#include "report/report.h"
+#include "util/xalloc.h"
+
+/* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
+#define OUT_OF_MEMORY 2
+
+void gs_mem_failed(struct gs_report *r, struct gs_input *in, const struct gs_ev *ev, size_t cur)
+{
+	struct gs_oom *o = &r->oom;
+	if (ev->kind != GSPY_KIND_alloc || ev->result != OUT_OF_MEMORY ||
+	    (ev->mem != GSPY_MEM_device && ev->mem != GSPY_MEM_managed))
+		return;
+	if (o->n++) {
+		if (o->retry == 0 && ev->bytes == o->bytes)
+			o->retry = -1; /* the retry failed too */
+		return;
+	}
+	o->t_ns = ev->start_ns;
+	o->bytes = ev->bytes;
+	o->api = gs_api_name(ev->api);
+	o->reserved = r->reserved;
+	if (cur) {
+		o->phase = xstrdup(r->phases[cur].name);
+		o->phase_n = r->phases[cur].count;
+	}
+	char buf[16384];
+	if (gs_sites_frames(&r->sites, in, ev, buf, sizeof(buf)))
+		o->frames = xstrdup(buf);
+	gs_sites_snapshot(&r->sites, GS_SNAP_OOM);
+}
+
+void gs_mem_event(struct gs_report *r, const struct gs_ev *ev)
+{
+	struct gs_oom *o = &r->oom;
+	if (!o->n || o->retry || ev->result != 0)
+		return;
+	if (ev->kind == GSPY_KIND_free && (ev->mem == GSPY_MEM_device || ev->mem == GSPY_MEM_managed)) {
+		o->freed_n++;
+		o->freed_bytes += ev->bytes;
+	} else if (ev->kind == GSPY_KIND_alloc && ev->bytes == o->bytes &&
+		   (ev->mem == GSPY_MEM_device || ev->mem == GSPY_MEM_managed)) {
+		o->retry = 1;
+	}
+}
+
+static void sample(struct gs_report *r, uint64_t t)
+{
+	struct gs_growth *g = &r->growth;
+	gs_series_step(r->series, r, t, g->n == 0 ? (g->by_step ? 1 : r->phases[g->phase].count) : 0);
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 64;
+		g->at = xrealloc(g->at, g->cap * sizeof(*g->at));
+	}
+	g->at[g->n++] = r->reserved;
+	/* The sites: what each held at the second sample (the first is
+	 * warm-up) and at the latest. */
+	gs_sites_snapshot(&r->sites, g->n == 2 ? GS_SNAP_BASE | GS_SNAP_LAST : GS_SNAP_LAST);
+}
+
+void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, int depth)
+{
+	struct gs_growth *g = &r->growth;
+	gs_series_phase_begin(r->series, r, p, depth);
+	if (ev->has_step) { /* PyTorch's phases: a sample at each new step */
+		if (!g->by_step || ev->step != g->last_step) {
+			g->by_step = 1;
+			g->last_step = ev->step;
+			sample(r, ev->start_ns);
+		}
+		return;
+	}
+	if (g->by_step)
+		return;
+	/* Otherwise the step is the first top-level phase to begin a third
+	 * time, sampled at each of its begins from then on, until another
+	 * top-level phase has begun more often: then that one is the step,
+	 * sampled anew (JAX runs a few one-off jitted functions three times or
+	 * more before the step's). A compilation is never the step. */
+	if (depth != 0 || r->phases[p].compile || r->phases[p].count < 3)
+		return;
+	if (!g->phase || (p != g->phase && r->phases[p].count > r->phases[g->phase].count)) {
+		g->phase = p;
+		g->n = 0;
+	}
+	if (p == g->phase)
+		sample(r, ev->start_ns);
+}
+
+int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps)
+{
+	const struct gs_growth *g = &r->growth;
+	if (g->n < 6)
+		return 0;
+	/* From the second sample (the first step warms the caches up). */
+	size_t ups = 0, moves = g->n - 2;
+	for (size_t i = 2; i < g->n; i++) {
+		if (g->at[i] < g->at[i - 1])
+			return 0; /* memory came back: not a leak */
+		ups += g->at[i] > g->at[i - 1];
+	}
+	int64_t grew = g->at[g->n - 1] - g->at[1];
+	if (ups * 4 < moves * 3 || grew <= 0)
+		return 0;
+	*per_step = (double)grew / (double)moves;
+	*steps = moves;
+	return 1;
+}
+
+uint64_t gs_mem_steps(const struct gs_report *r)
+{
+	const struct gs_growth *g = &r->growth;
+	if (g->by_step)
+		return g->n;
+	return g->phase ? r->phases[g->phase].count : 0;
+}
+
+void gs_mem_free(struct gs_report *r)
+{
+	free(r->oom.phase);
+	free(r->oom.frames);
+	free(r->growth.at);
+}

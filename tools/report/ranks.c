@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ranks of one job side by side (gpuspy report over the rank files a
+ * torchrun-style launch writes): each rank's steps, step time, collective
+ * time and GPU busy, and the straggler. In a synchronous step every rank
+ * leaves each collective together, so the step times match; what differs
+ * is when each rank comes to it. The rank that comes last waits least:
+ * its collectives take only the transfer, the others' that and the wait
+ * for it. So the straggler of a step is the rank with the least time in
+ * collectives (NCCL's kernels with CUPTI, or gloo's host-side all-reduces:
+ * collectives.c), its lead is the others' mean less its own, and the
+ * others waited, in all, what their collectives took beyond its. This
+ * holds when collectives overlap the backward pass, where "step less
+ * collectives" would not. Steps are matched by their order on each rank
+ * (the series' points, series.c), so no clock is compared across hosts.
+ * The clocks themselves are measured the same way: the k-th collective
+ * ends together on every rank, so the median difference of those ends is
+ * a rank's clock offset from rank 0's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "report/report.h"
+#include "report/series.h"
+#include "util/units.h"
+
+struct rank_stat {
+	const struct gs_report *r;
+	uint64_t steps, step_ns, coll_ns; /* past the first step: sums */
+	uint64_t straggler_steps;        /* steps in which it was the straggler */
+	uint64_t lead_ns, caused_ns;     /* in those: by how much over the others' mean, and their wait */
+	uint64_t waited_ns;              /* its collectives beyond the step's straggler's: its wait */
+};
+
+struct ranks {
+	struct rank_stat *v;
+	size_t n;
+	uint64_t steps;      /* steps compared (past the first, on every rank) */
+	int collectives;     /* some rank ran collective kernels */
+};
+
+static int first_point(const struct gs_series *s)
+{
+	return s->nsteps && s->step[0].n == 1; /* the first step: start-up, compilation */
+}
+
+/* 1 when procs are ranks of a job (two or more, each with RANK and steps). */
+static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
+{
+	memset(k, 0, sizeof(*k));
+	size_t with = 0, points = (size_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_series *s = procs[i]->series;
+		if (procs[i]->proc.rank < 0 || !s || s->nsteps < 2)
+			return 0;
+		size_t p = s->nsteps - (size_t)first_point(s);
+		if (p < points)
+			points = p;
+		with++;
+	}
+	if (with < 2)
+		return 0;
+	k->v = calloc(with, sizeof(*k->v));
+	if (!k->v)
+		return 0;
+	k->n = with;
+	for (size_t i = 0; i < n; i++)
+		k->v[i].r = procs[i];
+	for (size_t p = 0; p < points; p++) {
+		double coll[1024], least = -1, sum = 0;
+		size_t who = 0, m = k->n < 1024 ? k->n : 1024;
+		uint64_t steps = 0;
+		for (size_t i = 0; i < m; i++) {
+			const struct gs_series *s = k->v[i].r->series;
+			const struct gs_step_point *pt = &s->step[p + (size_t)first_point(s)];
+			struct rank_stat *x = &k->v[i];
+			x->steps += pt->n;
+			x->step_ns += pt->total_ns;
+			x->coll_ns += pt->coll_ns;
+			k->collectives |= pt->coll_ns > 0;
+			coll[i] = (double)pt->coll_ns / (double)pt->n;
+			sum += coll[i];
+			if (least < 0 || coll[i] < least) {
+				least = coll[i];
+				who = i;
+			}
+			steps = pt->n;
+		}
+		k->steps += steps;
+		for (size_t i = 0; i < m; i++)
+			k->v[i].waited_ns += (uint64_t)((coll[i] - least) * (double)steps + 0.5);
+		struct rank_stat *s = &k->v[who];
+		double others = m > 1 ? (sum - least) / (double)(m - 1) : least;
+		s->straggler_steps += steps;
+		s->lead_ns += (uint64_t)((others - least) * (double)steps + 0.5);
+		s->caused_ns += (uint64_t)(((sum - least) - least * (double)(m - 1)) * (double)steps + 0.5);
+	}
+	return 1;
+}
+
+static const struct rank_stat *straggler(const struct ranks *k)
+{
+	const struct rank_stat *s = NULL;
+	for (size_t i = 0; i < k->n; i++)
+		if (!s || k->v[i].straggler_steps > s->straggler_steps)
+			s = &k->v[i];
+	return s;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A collective for matching across ranks: its key, which one of that key
+ * it is (k-th), and its end. */
+struct coll_ref {
+	uint64_t key, k, end;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct coll_ref *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k; /* k: the index in the trace until numbered */
+}
+
+/* r's collectives by (key, k-th of that key); NULL when none. */
+static struct coll_ref *refs_of(const struct gs_report *r)
+{
+	struct coll_ref *v = r->ncoll ? malloc(r->ncoll * sizeof(*v)) : NULL;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < r->ncoll; i++)
+		v[i] = (struct coll_ref){ r->coll[i].key, i, r->coll[i].end };
+	qsort(v, r->ncoll, sizeof(*v), cmp_ref);
+	for (size_t i = 0, k = 0; i < r->ncoll; i++) {
+		k = i && v[i].key == v[i - 1].key ? k + 1 : 0;
+		v[i].k = k;
+	}
+	return v;
+}
+
+/* x's clock less the first rank's, by their collectives' ends: the k-th
+ * collective of each kind (NCCL's kernel, the bytes gloo reduced) ends
+ * together on every rank, so the median difference of the ends, and how
+ * far 90% of them stray from it at most (0 when none match). A rank's collectives at
+ * start-up (a broadcast from rank 0 alone) match nothing on the others. */
+static size_t clock_offset(const struct gs_report *base, const struct gs_report *x, int64_t *off, int64_t *spread)
+{
+	*off = *spread = 0;
+	struct coll_ref *a = refs_of(base), *b = refs_of(x);
+	size_t cap = base->ncoll < x->ncoll ? base->ncoll : x->ncoll, n = 0;
+	int64_t *d = a && b ? malloc(cap * sizeof(*d)) : NULL;
+	for (size_t i = 0, j = 0; d && i < base->ncoll && j < x->ncoll;) {
+		int c = cmp_ref(&a[i], &b[j]);
+		if (c < 0)
+			i++;
+		else if (c > 0)
+			j++;
+		else
+			d[n++] = (int64_t)(b[j++].end - a[i++].end);
+	}
+	if (n) {
+		qsort(d, n, sizeof(*d), cmp_i64);
+		*off = d[n / 2];
+		for (size_t i = 0; i < n; i++)
+			d[i] = d[i] > *off ? d[i] - *off : *off - d[i];
+		qsort(d, n, sizeof(*d), cmp_i64);
+		*spread = d[(n * 9 + 9) / 10 - 1]; /* 90% of them as close as this */
+	}
+	free(a);
+	free(b);
+	free(d);
+	return n;
+}
+
+static const char *fmt_signed(char *b, int64_t ns)
+{
+	char t[32];
+	snprintf(b, 40, "%s%s", ns < 0 ? "-" : "+", gs_fmt_ns(t, (uint64_t)(ns < 0 ? -ns : ns)));
+	return b;
+}
+
+static double busy_pct(const struct gs_report *r)
+{
+	uint64_t busy = 0, span = r->t_last - r->t_first;
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		busy += r->dev[d].busy_ns;
+	return span ? 100.0 * (double)busy / (double)span : 0;
+}
+
+void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset)
+{
+	struct ranks k;
+	if (!ranks_of(procs, n, &k))
+		return;
+	char a[32], b[32], c[32], d[32];
+	fprintf(f, "\n%s== ranks%s: %zu of one job, %llu steps compared (the first left out), matched by their order\n",
+		bold, reset, k.n, (unsigned long long)k.steps);
+	int host = 0;
+	for (size_t i = 0; i < k.n; i++)
+		host |= k.v[i].r->coll_host;
+	fprintf(f, "  %6s %7s %10s %12s %10s %10s %8s %9s %10s\n", "rank", "steps", "step time", "collectives",
+		"waited", "the rest", "overlap", "GPU busy", "straggler");
+	for (size_t i = 0; i < k.n; i++) {
+		const struct rank_stat *x = &k.v[i];
+		uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
+		char ov[16] = "n/a";
+		if (x->r->coll_overlap_known && x->r->coll_span_ns) {
+			double pct = 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns;
+			snprintf(ov, sizeof(ov), "%.*f%%", pct < 1 ? 2 : pct < 10 ? 1 : 0, pct);
+		}
+		char w[32];
+		fprintf(f, "  %6d %7llu %10s %12s %10s %10s %8s %8.0f%% %10llu\n", x->r->proc.rank,
+			(unsigned long long)x->steps, gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a",
+			k.collectives ? gs_fmt_ns(w, x->steps ? x->waited_ns / x->steps : 0) : "n/a",
+			gs_fmt_ns(c, st > co ? st - co : 0), ov, busy_pct(x->r), (unsigned long long)x->straggler_steps);
+	}
+	const struct rank_stat *s = straggler(&k);
+	if (!k.collectives) {
+		fprintf(f, "  no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA "
+			   "tensors): which rank the others waited for is not known\n");
+	} else {
+		fprintf(f, "  collectives: %s;\n  overlap: the part of them during which the rank's other kernels ran\n",
+			host ? "gloo's all-reduces on the host (the sync after the copy out, to the copy back)"
+			     : "NCCL's kernels, their GPU time");
+		if (s && s->straggler_steps)
+			fprintf(f, "  straggler: rank %d, the last to its collectives in %llu of %llu steps,\n"
+				   "  %s a step after the others' mean; the others waited for it %s a step in all,\n"
+				   "  inside their collectives\n",
+				s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
+				gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
+	}
+	/* Clocks, by the collectives' ends (never by trusting the hosts'). */
+	for (size_t i = 1; k.collectives && i < k.n; i++) {
+		int64_t off, spread;
+		size_t m = clock_offset(k.v[0].r, k.v[i].r, &off, &spread);
+		if (!m)
+			continue;
+		char x[40];
+		fprintf(f, "  clock of rank %d: %s from rank %d's (median of %zu collectives' ends; 90%% within %s)\n",
+			k.v[i].r->proc.rank, fmt_signed(x, off), k.v[0].r->proc.rank, m, gs_fmt_ns(a, (uint64_t)spread));
+	}
+	free(k.v);
+}
+
+cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
+{
+	struct ranks k;
+	if (!ranks_of(procs, n, &k))
+		return cJSON_CreateNull();
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "ranks");
+	cJSON_AddNumberToObject(o, "steps", (double)k.steps);
+	for (size_t i = 0; i < k.n; i++) {
+		const struct rank_stat *x = &k.v[i];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddNumberToObject(j, "rank", x->r->proc.rank);
+		cJSON_AddNumberToObject(j, "pid", x->r->proc.pid);
+		cJSON_AddNumberToObject(j, "steps", (double)x->steps);
+		cJSON_AddNumberToObject(j, "step_ns", (double)x->step_ns);
+		if (k.collectives) {
+			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
+			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->r->coll_n ? "nccl" : "none");
+			cJSON_AddNumberToObject(j, "collectives_n", (double)x->r->coll_n);
+			cJSON_AddNumberToObject(j, "waited_ns", (double)x->waited_ns);
+		} else {
+			cJSON_AddNullToObject(j, "collective_ns");
+		}
+		if (x->r->coll_overlap_known) {
+			cJSON_AddNumberToObject(j, "overlap_ns", (double)x->r->coll_overlap_ns);
+			cJSON_AddNumberToObject(j, "overlap_of_ns", (double)x->r->coll_span_ns);
+		}
+		cJSON_AddNumberToObject(j, "straggler_steps", (double)x->straggler_steps);
+		int64_t off, spread;
+		if (k.collectives && clock_offset(k.v[0].r, x->r, &off, &spread)) {
+			cJSON_AddNumberToObject(j, "clock_offset_ns", (double)off);
+			cJSON_AddNumberToObject(j, "clock_spread_ns", (double)spread);
+		}
+		cJSON_AddNumberToObject(j, "gpu_busy_pct", busy_pct(x->r));
+		cJSON_AddItemToArray(a, j);
+	}
+	const struct rank_stat *s = straggler(&k);
+	if (k.collectives && s && s->straggler_steps) {
+		cJSON *j = cJSON_AddObjectToObject(o, "straggler");
+		cJSON_AddNumberToObject(j, "rank", s->r->proc.rank);
+		cJSON_AddNumberToObject(j, "steps", (double)s->straggler_steps);
+		cJSON_AddNumberToObject(j, "lead_ns", (double)s->lead_ns);
+		cJSON_AddNumberToObject(j, "others_waited_ns", (double)s->caused_ns);
+	} else {
+		cJSON_AddNullToObject(o, "straggler");
+	}
+	free(k.v);
+	return o;
+}

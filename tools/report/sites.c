@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/* Call sites: see sites.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+#include "report/sites.h"
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t key_hash(const char *frames, unsigned mem, const char *phase)
+{
+	uint64_t h = fnv(frames, 1469598103934665603ull ^ mem);
+	return phase ? fnv(phase, h * 31) : h;
+}
+
+static int same(const struct gs_site *x, const char *frames, unsigned mem, const char *phase)
+{
+	return x->mem == mem && !strcmp(x->frames, frames) &&
+	       ((!x->phase && !phase) || (x->phase && phase && !strcmp(x->phase, phase)));
+}
+
+static void reindex(struct gs_siteset *set)
+{
+	size_t cap = set->index_cap ? set->index_cap * 2 : 64;
+	size_t *ix = xcalloc(cap, sizeof(*ix));
+	for (size_t i = 0; i < set->n; i++) {
+		size_t k = key_hash(set->v[i].frames, set->v[i].mem, set->v[i].phase) & (cap - 1);
+		while (ix[k])
+			k = (k + 1) & (cap - 1);
+		ix[k] = i + 1;
+	}
+	free(set->index);
+	set->index = ix;
+	set->index_cap = cap;
+}
+
+/* The site of (frames, mem, phase), created on first use. */
+static size_t site(struct gs_siteset *set, const char *frames, unsigned mem, const char *phase)
+{
+	if ((set->n + 1) * 2 > set->index_cap)
+		reindex(set);
+	size_t k = key_hash(frames, mem, phase) & (set->index_cap - 1);
+	for (; set->index[k]; k = (k + 1) & (set->index_cap - 1))
+		if (same(&set->v[set->index[k] - 1], frames, mem, phase))
+			return set->index[k] - 1;
+	if (set->n == set->cap) {
+		set->cap = set->cap ? set->cap * 2 : 64;
+		set->v = xrealloc(set->v, set->cap * sizeof(*set->v));
+	}
+	struct gs_site *x = &set->v[set->n];
+	memset(x, 0, sizeof(*x));
+	x->frames = xstrdup(frames);
+	x->mem = (uint8_t)mem;
+	x->phase = phase ? xstrdup(phase) : NULL;
+	set->index[k] = ++set->n;
+	return set->n - 1;
+}
+
+/* Frames of a module: "function+0xOFF (module)", or "module+0xOFF" unsymbolized. */
+static int in_module(const char *f, const char *mod)
+{
+	size_t n = strlen(mod);
+	if (!strncmp(f, mod, n))
+		return 1;
+	const char *p = strrchr(f, '(');
+	return p && !strncmp(p + 1, mod, n);
+}
+
+const char *gs_frame_owner(const char *f)
+{
+	/* Python frames, "function (file.py:line)": packages and the standard
+	 * library are not the program's; its own files are. */
+	if (strstr(f, ".py:")) {
+		if (strstr(f, "/site-packages/") || strstr(f, "/dist-packages/"))
+			return "a Python package";
+		if (strstr(f, "/lib/python3") || strstr(f, "(<frozen "))
+			return "Python's library";
+		return NULL;
+	}
+	static const struct { const char *mod, *owner; } mods[] = {
+		{ "libcuda.so", "the CUDA driver" }, { "libcudart.so", "the CUDA runtime" },
+		{ "libcublas", "cuBLAS" }, { "libcudnn", "cuDNN" }, { "libnccl", "NCCL" },
+		{ "libcufft", "cuFFT" }, { "libcurand", "cuRAND" }, { "libcusparse", "cuSPARSE" },
+		{ "libcusolver", "cuSOLVER" }, { "libnvrtc", "NVRTC" }, { "libnvJitLink", "nvJitLink" },
+		{ "libc10", "PyTorch" }, { "libtorch", "PyTorch" }, { "libshm", "PyTorch" }, { "_C.cpython", "PyTorch" },
+		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
+		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
+		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
+		{ "ld-linux", "the loader" },
+	};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+		if (in_module(f, mods[i].mod))
+			return mods[i].owner;
+	/* A compiled Python module ("runtime.cpython-312-x86_64-linux-gnu.so",
+	 * CuPy's and others'): the program's own line is the Python frame
+	 * that called into it. */
+	const char *ext = strstr(f, ".cpython-");
+	if (ext && strstr(ext, ".so"))
+		return "a Python extension module";
+	/* Symbolized frames without a module ("function (file.c:line)"). */
+	static const struct { const char *prefix, *owner; } syms[] = {
+		{ "cudart::", "the CUDA runtime" }, { "__cudart", "the CUDA runtime" },
+		{ "c10::", "PyTorch" }, { "at::", "PyTorch" }, { "torch::", "PyTorch" }, { "caffe2::", "PyTorch" },
+		{ "pybind11::", "PyTorch" }, { "xla::", "XLA" }, { "stream_executor::", "XLA" }, { "tsl::", "XLA" },
+		{ "cublas", "cuBLAS" }, { "cudnn", "cuDNN" }, { "_Py", "the Python interpreter" },
+		{ "std::", "the C++ library" },
+	};
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+		if (!strncmp(f, syms[i].prefix, strlen(syms[i].prefix)))
+			return syms[i].owner;
+	if (f[0] == 'P' && f[1] == 'y' && f[2] >= 'A' && f[2] <= 'Z')
+		return "the Python interpreter"; /* PyObject_Call, PyEval_... */
+	return NULL;
+}
+
+static void join(const struct gs_stack *st, char *buf, size_t cap)
+{
+	size_t n = 0;
+	uint32_t i = 0;
+	/* The site starts at the program's own code: the frames of CUDA, the
+	 * frameworks, the interpreter and packages above it say nothing of the
+	 * caller (the whole stack if every frame is theirs). */
+	uint32_t own = 0;
+	while (own < st->n && gs_frame_owner(st->frames[own]))
+		own++;
+	if (own < st->n)
+		i = own;
+	buf[0] = 0;
+	for (; i < st->n && n + 2 < cap; i++) {
+		int k = snprintf(buf + n, cap - n, "%s%s", n ? "\n" : "", st->frames[i]);
+		if (k < 0 || (size_t)k >= cap - n)
+			break;
+		n += (size_t)k;
+	}
+}
+
+/* The phase an allocation site allocates in, while it is one phase:
+ * where a site has no frame of the program's own (PyTorch's autograd
+ * thread), it says which part of the step it serves. */
+static void note_phase(struct gs_site *x, const char *phase)
+{
+	if (x->phases_mixed)
+		return;
+	if (!phase)
+		x->phases_mixed = 1;
+	else if (!x->alloc_phase && !x->count)
+		x->alloc_phase = xstrdup(phase);
+	else if (!x->alloc_phase || strcmp(x->alloc_phase, phase))
+		x->phases_mixed = 1;
+}
+
+static void live_add(struct gs_live **v, size_t *n, size_t *cap, uint64_t addr, uint64_t bytes,
+		     size_t site_i)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		*v = xrealloc(*v, *cap * sizeof(**v));
+	}
+	(*v)[(*n)++] = (struct gs_live){ addr, bytes, site_i };
+}
+
+/* The live entry holding addr (containing = 1: addr anywhere inside). */
+static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int containing)
+{
+	for (size_t i = n; i-- > 0;)
+		if (containing ? addr >= v[i].addr && addr - v[i].addr < v[i].bytes : v[i].addr == addr)
+			return (long)i;
+	return -1;
+}
+
+void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev,
+		    const char *phase)
+{
+	int alloc = ev->kind == GSPY_KIND_alloc, free_ = ev->kind == GSPY_KIND_free;
+	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
+	char buf[16384];
+	if (st) {
+		s->any = 1;
+		join(st, buf, sizeof(buf));
+	}
+	int device = ev->mem == GSPY_MEM_device || ev->mem == GSPY_MEM_managed;
+	if (ev->result != 0)
+		return;
+	if (alloc && st) {
+		for (uint32_t k = 0; k < st->n; k++) { /* whose allocator this is */
+			const char *o = gs_frame_owner(st->frames[k]);
+			if (o)
+				s->owners |= !strcmp(o, "PyTorch") ? 1u : !strcmp(o, "XLA") || !strcmp(o, "JAX") ? 2u
+					   : !strcmp(o, "CuPy") ? 4u : 0u;
+		}
+		if (ev->mem == GSPY_MEM_host) {
+			size_t i = site(&s->host, buf, GSPY_MEM_host, NULL);
+			live_add(&s->hostlive, &s->nhost, &s->hostcap, ev->addr, ev->bytes, i);
+			return;
+		}
+		size_t i = site(&s->alloc, buf, ev->mem, NULL);
+		struct gs_site *x = &s->alloc.v[i];
+		note_phase(x, phase);
+		x->count++;
+		x->bytes += ev->bytes;
+		x->host_ns += ev->end_ns - ev->start_ns;
+		if (device && ev->addr) {
+			x->live_bytes += ev->bytes;
+			x->live_count++;
+			live_add(&s->dev, &s->ndev, &s->devcap, ev->addr, ev->bytes, i);
+		}
+		return;
+	}
+	if (free_) {
+		int host = ev->mem == GSPY_MEM_host;
+		struct gs_live *v = host ? s->hostlive : s->dev;
+		size_t *n = host ? &s->nhost : &s->ndev;
+		long j = (host || device) ? live_find(v, *n, ev->addr, 0) : -1;
+		if (j < 0)
+			return;
+		if (!host) {
+			struct gs_site *x = &s->alloc.v[v[j].site];
+			x->live_bytes -= v[j].bytes;
+			x->live_count--;
+		}
+		v[j] = v[--*n];
+		return;
+	}
+	if (ev->kind == GSPY_KIND_copy && ev->mem == GSPY_MEM_pageable && st &&
+	    (ev->dir == GSPY_DIR_h2d || ev->dir == GSPY_DIR_d2h)) {
+		size_t i = site(&s->copy, buf, ev->dir, NULL);
+		struct gs_site *x = &s->copy.v[i];
+		x->count++;
+		x->bytes += ev->bytes;
+		x->host_ns += ev->end_ns - ev->start_ns;
+		long j = live_find(s->hostlive, s->nhost, ev->addr, 1);
+		if (j >= 0 && !x->host_alloc) {
+			x->host_alloc = xstrdup(s->host.v[s->hostlive[j].site].frames);
+			x->host_alloc_bytes = s->hostlive[j].bytes;
+		}
+		return;
+	}
+	if (ev->kind == GSPY_KIND_sync && phase && (st || !ev->async)) {
+		/* A host wait with no stack (GPUSPY_STACK_MIN: it was short)
+		 * counts in its phase's site of no frames, which the lists leave
+		 * out and the report counts apart. */
+		size_t i = site(&s->sync, st ? buf : "", 0, phase); /* may move the array */
+		struct gs_site *x = &s->sync.v[i];
+		x->count++;
+		x->host_ns += ev->end_ns - ev->start_ns;
+	}
+}
+
+void gs_sites_snapshot(struct gs_sites *s, unsigned what)
+{
+	for (size_t i = 0; i < s->alloc.n; i++) {
+		struct gs_site *x = &s->alloc.v[i];
+		if (what & GS_SNAP_PEAK) {
+			x->peak_bytes = x->live_bytes;
+			x->peak_count = x->live_count;
+		}
+		if (what & GS_SNAP_OOM) {
+			x->oom_bytes = x->live_bytes;
+			x->oom_count = x->live_count;
+		}
+		if (what & GS_SNAP_BASE)
+			x->base_bytes = x->live_bytes;
+		if (what & GS_SNAP_LAST)
+			x->last_bytes = x->live_bytes;
+	}
+}
+
+int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap)
+{
+	(void)s;
+	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
+	if (!st)
+		return 0;
+	join(st, buf, cap);
+	return 1;
+}
+
+static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct gs_site *a = &s->v[i];
+		size_t k = site(d, a->frames, a->mem, a->phase); /* may move the array */
+		struct gs_site *x = &d->v[k];
+		x->count += a->count;
+		x->bytes += a->bytes;
+		x->host_ns += a->host_ns;
+		x->peak_bytes += a->peak_bytes; /* an upper bound across processes */
+		x->peak_count += a->peak_count;
+		if (a->host_alloc && !x->host_alloc) {
+			x->host_alloc = xstrdup(a->host_alloc);
+			x->host_alloc_bytes = a->host_alloc_bytes;
+		}
+		if (a->phases_mixed || (a->alloc_phase && x->alloc_phase && strcmp(a->alloc_phase, x->alloc_phase)))
+			x->phases_mixed = 1;
+		else if (a->alloc_phase && !x->alloc_phase)
+			x->alloc_phase = xstrdup(a->alloc_phase);
+	}
+}
+
+void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s)
+{
+	merge_set(&d->alloc, &s->alloc);
+	merge_set(&d->copy, &s->copy);
+	merge_set(&d->sync, &s->sync);
+	d->any |= s->any;
+}
+
+static void free_set(struct gs_siteset *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		free(set->v[i].frames);
+		free(set->v[i].phase);
+		free(set->v[i].alloc_phase);
+		free(set->v[i].host_alloc);
+	}
+	free(set->v);
+	free(set->index);
+}
+
+void gs_sites_free(struct gs_sites *s)
+{
+	free_set(&s->alloc);
+	free_set(&s->copy);
+	free_set(&s->sync);
+	free_set(&s->host);
+	free(s->dev);
+	free(s->hostlive);
+	memset(s, 0, sizeof(*s));
+}
+
+static __thread int sort_by; /* qsort's comparator reads it: each thread its own (reports are read in parallel) */
+
+static uint64_t metric(const struct gs_site *x)
+{
+	switch (sort_by) {
+	case GS_BY_COUNT: return x->count;
+	case GS_BY_PEAK: return x->peak_bytes;
+	case GS_BY_TIME: return x->host_ns;
+	case GS_BY_OOM: return x->oom_bytes;
+	case GS_BY_GROWTH: return x->last_bytes > x->base_bytes ? x->last_bytes - x->base_bytes : 0;
+	}
+	return x->bytes;
+}
+
+static uint64_t metric_of(const struct gs_site *x, int by)
+{
+	int was = sort_by;
+	sort_by = by;
+	uint64_t m = metric(x);
+	sort_by = was;
+	return m;
+}
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct gs_site *x = *(const struct gs_site *const *)a, *y = *(const struct gs_site *const *)b;
+	uint64_t p = metric(x), q = metric(y);
+	if (p != q)
+		return p > q ? -1 : 1;
+	return strcmp(x->frames, y->frames);
+}
+
+size_t gs_sites_sorted(const struct gs_siteset *set, int by, const struct gs_site ***out)
+{
+	const struct gs_site **v = xrealloc(NULL, (set->n + 1) * sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].count && set->v[i].frames[0] && (by < GS_BY_PEAK || by == GS_BY_TIME || metric_of(&set->v[i], by)))
+			v[n++] = &set->v[i];
+	sort_by = by;
+	qsort(v, n, sizeof(*v), cmp_site);
+	*out = v;
+	return n;
+}
+
+static cJSON *frames_json(const char *frames)
+{
+	cJSON *a = cJSON_CreateArray();
+	const char *p = frames;
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char *f = strndup(p, n);
+		if (f)
+			cJSON_AddItemToArray(a, cJSON_CreateString(f));
+		free(f);
+		p += n + (e ? 1 : 0);
+	}
+	return a;
+}
+
+static void list(cJSON *o, const char *name, const struct gs_siteset *set, int by)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name);
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(set, by, &v);
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_site *x = v[i];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddItemToObject(e, "stack", frames_json(x->frames));
+		cJSON_AddNumberToObject(e, "count", (double)(by == GS_BY_PEAK ? x->peak_count : x->count));
+		cJSON_AddNumberToObject(e, "bytes", (double)(by == GS_BY_PEAK ? x->peak_bytes : x->bytes));
+		cJSON_AddNumberToObject(e, "host_ns", (double)x->host_ns);
+		if (x->mem && by != GS_BY_TIME && name[0] != 'c')
+			cJSON_AddStringToObject(e, "mem", x->mem == GSPY_MEM_pinned ? "pinned"
+							  : x->mem == GSPY_MEM_managed ? "managed" : "device");
+		if (name[0] == 'c')
+			cJSON_AddStringToObject(e, "dir", x->mem == GSPY_DIR_d2h ? "d2h" : "h2d");
+		if (x->phase)
+			cJSON_AddStringToObject(e, "phase", x->phase);
+		if (x->host_alloc) {
+			cJSON_AddItemToObject(e, "host_alloc_stack", frames_json(x->host_alloc));
+			cJSON_AddNumberToObject(e, "host_alloc_bytes", (double)x->host_alloc_bytes);
+		}
+		cJSON_AddItemToArray(a, e);
+	}
+	free(v);
+}
+
+void gs_sites_json(cJSON *o, const struct gs_sites *s)
+{
+	list(o, "alloc_sites", &s->alloc, GS_BY_BYTES);
+	list(o, "peak_sites", &s->alloc, GS_BY_PEAK);
+	list(o, "copy_sites", &s->copy, GS_BY_BYTES);
+	list(o, "sync_sites", &s->sync, GS_BY_TIME);
+	uint64_t n, ns;
+	gs_sites_unsited(&s->sync, &n, &ns);
+	cJSON *u = cJSON_AddObjectToObject(o, "sync_unsited");
+	cJSON_AddNumberToObject(u, "count", (double)n);
+	cJSON_AddNumberToObject(u, "host_ns", (double)ns);
+}
+
+void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns)
+{
+	*n = *ns = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (!set->v[i].frames[0]) {
+			*n += set->v[i].count;
+			*ns += set->v[i].count ? set->v[i].host_ns : 0;
+		}
+}
