@@ -268,3 +268,9 @@ test-build: $(TB)/prog_dtor
 $(TB)/prog_rawfork: tests/hostile/prog_rawfork.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_rawfork
+
+# Unit tests of the report's arithmetic (tests/unit/, run by tests/test_advice.py).
+$(TB)/unit_period: tests/unit/period_test.c tools/report/period.c tools/report/period.h
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -Itools -o $@ tests/unit/period_test.c tools/report/period.c
+test-build: $(TB)/unit_period
