@@ -16,7 +16,7 @@
  * callback costs 34-88 ns a call over the bare collector; CUPTI's
  * driver-API records of the same entry points cost about nothing but would
  * have to be joined to the calls by thread and time, and external
- * correlation ids cost 232-525 ns (tests/gpu/cupti_costs.cu).
+ * correlation ids cost 232-525 ns (bench/gpu/cupti_costs.cu).
  *
  * Records reach the trace within two seconds once the program goes quiet,
  * every GPUSPY_CUPTI_FLUSH seconds (default 5) while it keeps launching

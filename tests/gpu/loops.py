@@ -174,7 +174,7 @@ if a.toggle:
         else:  # untraced: the same alternation switching nothing, the A/A ratio
             toggle = (lambda: None, lambda: None)
 sampler = None
-if os.environ.get("PCSAMPLE_OUT"):  # tests/gpu/pcsample.c: sample the timed steps only
+if os.environ.get("PCSAMPLE_OUT"):  # bench/gpu/pcsample.c: sample the timed steps only
     import ctypes
     sampler = ctypes.CDLL(None)
     sampler.pcsample_begin()

@@ -5,7 +5,7 @@
 # clock_gettime), the ns per timestamp read, and `make bench`'s figures
 # (bench/run.py against the test doubles). From the repository root, with
 # tests/bin carried (built by `make tests/bin/bench_call` on the CPU machine):
-#   bash tests/gpu/host_costs.sh      (results under $OUT)
+#   bash bench/gpu/host_costs.sh      (results under $OUT)
 set -u
 export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 OUT=${OUT:-/tmp/gpuspy-gpu}
@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 		"(available: $(cat /sys/devices/system/clocksource/clocksource0/available_clocksource))"
 	grep -m1 "model name" /proc/cpuinfo
 	grep -m1 -o "constant_tsc\|nonstop_tsc" /proc/cpuinfo | sort -u | tr '\n' ' '; echo
-	gcc -O2 tests/gpu/clock_cost.c -o /tmp/clock_cost && /tmp/clock_cost
+	gcc -O2 bench/gpu/clock_cost.c -o /tmp/clock_cost && /tmp/clock_cost
 	python3 -c 'import time
 t=time.perf_counter_ns
 a=t()

@@ -10,7 +10,7 @@
 // PyTorch step that begins with a pageable copy: each iteration starts with
 // a 64 KiB pageable cudaMemcpy (it waits for the stream) and the kernels
 // spin about 4 us each.
-//   nvcc -O2 -Iinclude -o event_costs tests/gpu/event_costs.cu -lcuda
+//   nvcc -O2 -Iinclude -o event_costs bench/gpu/event_costs.cu -lcuda
 //   ./event_costs; LD_PRELOAD=lib/libgpuspy.so GPUSPY_CUPTI=events ./event_costs 20000 [busy]
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Where the traced MLP loop's main thread spends its time, on the GPU
-# machine (no perf there): tests/gpu/pcsample.c samples the main thread's
+# machine (no perf there): bench/gpu/pcsample.c samples the main thread's
 # instruction address every ~200 us during the timed steps of
 # `tests/gpu/loops.py mlp`, for each mode in turn, rounds in shuffled order;
-# tests/gpu/pcsample_report.py gives main-thread CPU us per step by library
+# bench/gpu/pcsample_report.py gives main-thread CPU us per step by library
 # and by function, medians over rounds. libgpuspy's own time per step is
 # what gpuspy costs in place (its code run where the loop's other work has
 # taken the caches), beside what the other libraries gain or lose.
-#   bash tests/gpu/pcsample.sh        (results under $OUT; carry .gpu)
+#   bash bench/gpu/pcsample.sh        (results under $OUT; carry .gpu)
 # ROUNDS (3), STEPS (3000), MODES (all below), PIN_CPUS (2,3,4,5), LOOP (mlp;
 # any of loops.py's). LIB_BEFORE=PATH (an earlier build's libgpuspy.so) adds
 # the modes gpuspy_before and cupti_before, to compare two builds on one
@@ -20,7 +20,7 @@ W=/tmp/gpuspy-pcsample
 rm -rf $W; mkdir -p "$OUT/pcsample" $W
 export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 make -s libs CFLAGS="-O2 -g" || { echo "build failed"; exit 1; }
-gcc -O2 -shared -fPIC tests/gpu/pcsample.c -o $W/pcsample.so -lrt || exit 1
+gcc -O2 -shared -fPIC bench/gpu/pcsample.c -o $W/pcsample.so -lrt || exit 1
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o $W/libcupti_count.so \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 LIB=$ROOT/lib/libgpuspy.so
@@ -48,6 +48,6 @@ for r in $(seq "${ROUNDS:-3}"); do
 		rm -rf $W/trace $W/c.json
 	done
 done
-python3 tests/gpu/pcsample_report.py "$OUT/pcsample" "$STEPS" | tee "$OUT/pcsample.md"
+python3 bench/gpu/pcsample_report.py "$OUT/pcsample" "$STEPS" | tee "$OUT/pcsample.md"
 # one file back instead of one per run (the device tool brings back a few)
 tar -C "$OUT" -czf "$OUT/pcsample.tar.gz" pcsample && rm -rf "$OUT/pcsample"

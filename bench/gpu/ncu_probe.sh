@@ -4,7 +4,7 @@
 # Compute (issue 30.6): the same program with and without ncu, gpuspy's
 # debug line on how entry points were handed out, and what ncu's
 # environment gives the target. From the repository root:
-#   bash tests/gpu/ncu_probe.sh      (results: $OUT/ncu_probe.txt)
+#   bash bench/gpu/ncu_probe.sh      (results: $OUT/ncu_probe.txt)
 . tests/gpu/setup.sh /tmp/gpuspy-ncu
 nvcc -O2 tests/gpu/zoo/graph_nodes.cu -o "$WORK/graph_nodes" || exit 1
 R="$OUT/ncu_probe.txt"

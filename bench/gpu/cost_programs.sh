@@ -11,7 +11,7 @@
 # table) and cost-LOOP_rates.txt; then bench/overhead_table.py pools them
 # with 95% intervals into $OUT/cost-programs.md.
 # From the repository root, on the GPU machine (carry: tools/gpuspy .gpu):
-#   bash tests/gpu/cost_programs.sh        COST_LOOPS="jax" COST_WINDOWS=10 ...
+#   bash bench/gpu/cost_programs.sh        COST_LOOPS="jax" COST_WINDOWS=10 ...
 # COST_EXTRA="gpuspy GPUSPY_STACKS=0,..." adds modes that split gpuspy's cost;
 # COST_MODES replaces the base modes and torch.profiler (untraced must stay
 # first). The sampler's cost (issue 32), in tests/gpu/results/telemetry/:

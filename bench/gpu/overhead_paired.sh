@@ -74,7 +74,7 @@
 #     (GPUSPY_CUPTI=events, two processes) against gpuspy without GPU
 #     timing; 120 rounds.
 # From the repository root after `make gpu-carry`:
-#   PART=toggle bash tests/gpu/overhead_paired.sh      (results in $OUT)
+#   PART=toggle bash bench/gpu/overhead_paired.sh      (results in $OUT)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT"

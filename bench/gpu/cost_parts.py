@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Where gpuspy's cost on the MLP loop goes (issue 5): per-operation times in
 one PyTorch process, to run untraced and under gpuspy with GPUSPY_STACKS=0 /
-GPUSPY_TORCH=0 (tests/gpu/cost_parts.sh). Prints one line per operation:
+GPUSPY_TORCH=0 (bench/gpu/cost_parts.sh). Prints one line per operation:
 the median of 15 batches of N calls, in us per call."""
 import statistics
 import time

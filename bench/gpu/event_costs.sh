@@ -5,7 +5,7 @@
 # with GPUSPY_CUPTI=off and with =events, interleaved ROUNDS times; then the
 # same with the GPU on the loop's critical path ("busy").
 # From the repository root after `make gpu-carry`:
-#   bash tests/gpu/event_costs.sh        (results in $OUT/event_costs.txt)
+#   bash bench/gpu/event_costs.sh        (results in $OUT/event_costs.txt)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 mkdir -p "$OUT"
@@ -13,7 +13,7 @@ export LD_LIBRARY_PATH="$(pwd)/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 make -s libs > /dev/null || exit 1
 W=/tmp/gpuspy-event-costs
 rm -rf "$W"; mkdir -p "$W"
-nvcc -O2 -Iinclude -o "$W/event_costs" tests/gpu/event_costs.cu -lcuda || exit 1
+nvcc -O2 -Iinclude -o "$W/event_costs" bench/gpu/event_costs.cu -lcuda || exit 1
 {
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	"$W/event_costs"

@@ -3,15 +3,15 @@
 # Where gpuspy+CUPTI's cost beyond the bare collector goes on the JAX step
 # (issue 37). Three parts, results under $OUT:
 #   cupti_costs.md  what each way of joining GPU records to their calls
-#                   costs a driver call (tests/gpu/cupti_costs.cu);
+#                   costs a driver call (bench/gpu/cupti_costs.cu);
 #   jax_calls.md    the records a JAX step makes, host and GPU, by call:
 #                   the difference between a 4000- and a 2000-step run;
-#   cost-toggle-jax.md  tests/gpu/cost_toggle.sh with the modes in
+#   cost-toggle-jax.md  bench/gpu/cost_toggle.sh with the modes in
 #                   CC_TOGGLE_MODES (default: gpuspy and gpuspy+cupti).
 # From the repository root on the GPU machine (carry: tools/gpuspy .gpu):
-#   bash tests/gpu/cupti_costs.sh
+#   bash bench/gpu/cupti_costs.sh
 . tests/gpu/setup.sh /tmp/gpuspy-cupti-costs
-nvcc -O2 -o "$WORK/cupti_costs" tests/gpu/cupti_costs.cu -lcuda -lcupti || exit 1
+nvcc -O2 -o "$WORK/cupti_costs" bench/gpu/cupti_costs.cu -lcuda -lcupti || exit 1
 "$WORK/cupti_costs" "${CC_ROUNDS:-25}" | tee "$OUT/cupti_costs.md"
 for n in 2000 4000; do
 	d=$WORK/calls-$n; mkdir -p "$d"
@@ -39,4 +39,4 @@ for k in sorted(set(a) | set(b), key=lambda k: -(b[k] - a[k])):
 PY
 cat "$OUT/jax_calls.md"
 TOGGLE_MODES=${CC_TOGGLE_MODES:-"gpuspy;gpuspy+cupti"} \
-	TOGGLE_REPS=${CC_TOGGLE_REPS:-4} bash tests/gpu/cost_toggle.sh
+	TOGGLE_REPS=${CC_TOGGLE_REPS:-4} bash bench/gpu/cost_toggle.sh

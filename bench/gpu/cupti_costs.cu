@@ -18,7 +18,7 @@
  * graph, cuMemsetD32Async of 1 KiB, cuMemcpyDtoHAsync of 1 KiB to pinned.
  * Prints, per call and mode, the median ns per call over rounds and the
  * median of (mode - bare) per round.
- *   nvcc -O2 -o cupti_costs tests/gpu/cupti_costs.cu -lcuda -lcupti
+ *   nvcc -O2 -o cupti_costs bench/gpu/cupti_costs.cu -lcuda -lcupti
  *   ./cupti_costs [ROUNDS]
  */
 #include <algorithm>

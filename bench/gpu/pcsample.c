@@ -9,11 +9,11 @@
  * kernel checks only at its tick (4 ms): a main thread that never sleeps,
  * as in a launch-bound loop, is sampled the same either way. At exit
  * it writes the process's executable mappings and the count of samples at
- * each address, for tests/gpu/pcsample_report.py to turn into CPU time per
+ * each address, for bench/gpu/pcsample_report.py to turn into CPU time per
  * library and per function. Only the leaf is kept: a function's own time,
  * not its callees'.
  *
- *   gcc -O2 -shared -fPIC tests/gpu/pcsample.c -o pcsample.so -lrt
+ *   gcc -O2 -shared -fPIC bench/gpu/pcsample.c -o pcsample.so -lrt
  *   LD_PRELOAD=./pcsample.so PCSAMPLE_OUT=s.txt python3 loop.py
  */
 #define _GNU_SOURCE

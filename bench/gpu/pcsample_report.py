@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Main-thread CPU time per step by library and by function, from
-tests/gpu/pcsample.c's files, for each mode, as medians over rounds.
+bench/gpu/pcsample.c's files, for each mode, as medians over rounds.
 Usage: pcsample_report.py DIR STEPS
 DIR holds MODE.ROUND.txt files (MODE without dots); STEPS is the number of
 steps each sampled window ran. A library's time per step is its share of
