@@ -21,8 +21,8 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 
 static CUfunction f;
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 
 typedef CUresult (*gpa5_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*gpa4_t)(const char *, void **, int, cuuint64_t);

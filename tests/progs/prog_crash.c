@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 
 static sigjmp_buf env;
 static struct sigaction prev;

@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 
 extern char **environ;
 static CUfunction f;

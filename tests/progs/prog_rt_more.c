@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 #include "prog_common.h"
 
 static dim3 dim3_make(unsigned x, unsigned y, unsigned z)

@@ -18,9 +18,9 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "../include/gpuspy.h"
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../include/gpuspy.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 
 int main(void)
 {

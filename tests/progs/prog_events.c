@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 #include "gpuspy.h"
 
 static CUcontext ctx;

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 #include "prog_common.h"
 
 static CUgraph capture(CUstream st, CUdeviceptr d, void *pinned, size_t bytes, unsigned grid)

@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/cuda_api.h"
-#include "doubles/fakecuda.h"
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
 
-#include "../include/gpuspy.h"
+#include "../../include/gpuspy.h"
 
 enum { BYTES = 1 << 20 };
 static const char *dir;
