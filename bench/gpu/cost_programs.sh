@@ -14,7 +14,7 @@
 #   bash bench/gpu/cost_programs.sh        COST_LOOPS="jax" COST_WINDOWS=10 ...
 # COST_EXTRA="gpuspy GPUSPY_STACKS=0,..." adds modes that split gpuspy's cost;
 # COST_MODES replaces the base modes and torch.profiler (untraced must stay
-# first). The sampler's cost (issue 32), in tests/gpu/results/telemetry/:
+# first). The sampler's cost (issue 32; docs/telemetry.md):
 #   COST_LOOPS="mlp resnet" COST_MODES="untraced,untraced b,gpuspy GPUSPY_NVML_MS=0,gpuspy"
 . tests/gpu/setup.sh /tmp/gpuspy-lockstep
 W=$WORK
