@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * GPU-side truth from CUPTI's activity API (DESIGN.md section 3): kernel,
+ * GPU-side truth from CUPTI's activity API (docs/design.md#cupti): kernel,
  * memcpy and memset records with GPU start and end on gpuspy's own clock,
  * written into the same trace file as gpuspy_record kinds gpu_kernel,
  * gpu_copy and gpu_memset.

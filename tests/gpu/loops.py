@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The FIELD-NOTES loops for the overhead benchmark and the CUPTI checks.
+"""The loops for the overhead benchmark and the CUPTI checks
+(docs/design.md#the-mlp-loop).
   mlp:  8-layer 512-wide MLP, batch 128, SGD, inputs made on the CPU each step
         (launch-bound, ~40 kernels per ~1 ms step);
   conv: a small conv net fed by a DataLoader (0 workers, no pinning);
