@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The other side of a lock-step A/B of two builds of libgpuspy on the GPU
-# machine (PART=lockstep-alt in tests/gpu/overhead_paired.sh): puts REV's
+# machine (PART=lockstep-alt in bench/gpu/overhead_paired.sh): puts REV's
 # library sources in .gpu/alt, which travels with .gpu, where the preset
 # builds them with the same compiler and flags as the tree's own library.
 # Usage, on the CPU machine:   bash bench/alt_build.sh REV   (a commit or branch)

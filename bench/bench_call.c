@@ -19,7 +19,7 @@
  * torch-cold: the same, through the runtime as PyTorch calls it (each call
  * a runtime wrapper with a driver wrapper nested in it): of every 32 calls,
  * 22 __cudaLaunchKernel, 5 cudaLaunchKernelExC, 4 cudaMemsetAsync and one
- * pageable cudaMemcpyAsync (FIELD-NOTES' MLP step: ~76 calls, 2 copies).
+ * pageable cudaMemcpyAsync (the MLP step, docs/design.md#the-mlp-loop: ~76 calls, 2 copies).
  * jax-cold: one "call" is a JAX step as XLA makes it on the H200
  * (tests/gpu/loops.py jax): its context made current, the module's NVTX
  * range opened, 20 thunk ranges inside it, a stream's wait on an event, a

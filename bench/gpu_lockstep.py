@@ -15,7 +15,7 @@ untraced window rate of round k; the table gives medians over rounds.
 the method itself.
 
 Modes: untraced, untraced b, gpuspy (no CUPTI), gpuspy+cupti, bare cupti
-(tests/gpu/cupti_count.c, which `PART=lockstep bash tests/gpu/overhead_paired.sh`
+(tests/gpu/cupti_count.c, which `PART=lockstep bash bench/gpu/overhead_paired.sh`
 builds before it runs this); also "gpuspy events" and "torch.profiler" (CUDA
 activity; its Chrome trace goes to the mode's folder). MODES=a,b,...
 picks some (default the first five; untraced is always needed), WINDOWS the rounds (default 100),

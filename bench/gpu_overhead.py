@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Overhead of tracing on the H200 (issue 5, point 6). For the FIELD-NOTES
-MLP loop and the conv loop (tests/gpu/loops.py), ROUNDS interleaved rounds of
+"""Overhead of tracing on the H200 (issue 5, point 6). For the MLP loop
+(docs/design.md#the-mlp-loop) and the conv loop (tests/gpu/loops.py), ROUNDS interleaved rounds of
 seven runs each: untraced; gpuspy without CUPTI (call stacks on, its default);
 the same with GPUSPY_STACKS=0; gpuspy with GPU time per phase from CUDA
 events (GPUSPY_CUPTI=events); gpuspy with CUPTI; a bare

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The FIELD-NOTES MLP step on the CPU, small (8 layers 64 wide, batch 16,
+"""The MLP step (docs/design.md#the-mlp-loop) on the CPU, small (8 layers 64 wide, batch 16,
 one thread) so that Python and PyTorch's dispatch dominate as on the GPU:
 bench/helper_callgrind.sh counts its instructions per step.
 Usage: mlp_cpu.py STEPS"""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """`make bench-report`: wall time and peak memory of `gpuspy report` on a
-synthetic trace of 10 million events (tests/mktrace.c), pinned to one core,
+synthetic trace of 10 million events (tests/progs/mktrace.c), pinned to one core,
 median of 5 runs. Writes bench/out/report_speed.md and prints it."""
 import os
 import resource

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * GPU-side truth from CUPTI's activity API (DESIGN.md section 3): kernel,
+ * GPU-side truth from CUPTI's activity API (docs/design.md#cupti): kernel,
  * memcpy and memset records with GPU start and end on gpuspy's own clock,
  * written into the same trace file as gpuspy_record kinds gpu_kernel,
  * gpu_copy and gpu_memset.
@@ -16,7 +16,7 @@
  * callback costs 34-88 ns a call over the bare collector; CUPTI's
  * driver-API records of the same entry points cost about nothing but would
  * have to be joined to the calls by thread and time, and external
- * correlation ids cost 232-525 ns (tests/gpu/cupti_costs.cu).
+ * correlation ids cost 232-525 ns (bench/gpu/cupti_costs.cu).
  *
  * Records reach the trace within two seconds once the program goes quiet,
  * every GPUSPY_CUPTI_FLUSH seconds (default 5) while it keeps launching

@@ -17,7 +17,7 @@
  * Cost: per stream and interval two cuEventRecord (events are reused) and
  * one cuEventElapsedTime; per call a scan of the streams seen. No CUPTI, so
  * none of its per-launch cost. On the H200 cuEventQuery costs more than a
- * record (1.3-1.9 us against 0.9-1.4 us, tests/gpu/event_costs.sh), so a
+ * record (1.3-1.9 us against 0.9-1.4 us, bench/gpu/event_costs.sh), so a
  * read-back queries each stream's newest end event first: events on a
  * stream complete in order, so a finished one vouches for every older one
  * (a binary search finds the newest finished one when the GPU is behind).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How calls reach gpuspy's wrappers (DESIGN.md section 1): exported symbols,
+ * How calls reach gpuspy's wrappers (docs/design.md#interception): exported symbols,
  * dlsym/dlvsym on any handle, and cuGetProcAddress / cudaGetDriverEntryPoint
  * including cuGetProcAddress's lookup of itself. Also the real functions
  * behind each wrapper, and the small driver queries the hooks share

@@ -45,9 +45,9 @@ _torch = [None]
 # forward begins at the first module call made outside forward. A global
 # module hook sees every call, but it sends every module call through
 # PyTorch's slow path and costs a Python call per module: 3% of the
-# FIELD-NOTES MLP loop's throughput on the H200. So it is on only while
-# learning: from each new pass over a DataLoader (an epoch, a validation
-# pass) until GPUSPY_TORCH_LEARN_STEPS optimizer steps later (0: always),
+# MLP loop's throughput on the H200 (docs/design.md#the-mlp-loop). So it
+# is on only while learning: from each new pass over a DataLoader (an
+# epoch, a validation pass) until GPUSPY_TORCH_LEARN_STEPS optimizer steps later (0: always),
 # which finds the modules that begin forward (the model, a teacher, an EMA
 # copy...); in between only they carry a hook.
 _v = os.environ.get("GPUSPY_TORCH_LEARN_STEPS", "") or "3"

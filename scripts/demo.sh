@@ -2,7 +2,7 @@
 # `make demo`: installs what is missing, builds, runs an example under
 # gpuspy and prints its report. On a machine with an NVIDIA GPU and nvcc
 # the example is examples/static_launches.cu (static cudart, like a closed
-# binary); elsewhere it is tests/prog_train.c (a training loop with data,
+# binary); elsewhere it is tests/progs/prog_train.c (a training loop with data,
 # forward, backward and optimizer phases) on the CUDA test doubles, with GPU
 # times from the CUPTI double. The build's output goes to a log, shown only
 # if the build fails.
@@ -27,7 +27,7 @@ if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null 2>&1; then
 	nvcc -O2 -o "$dir/static_launches" examples/static_launches.cu
 	"$gpuspy" run --dir "$dir" --no-report -- "$dir/static_launches"
 else
-	echo "== no GPU here: tracing tests/prog_train.c on the CUDA and CUPTI test doubles (tests/doubles)"
+	echo "== no GPU here: tracing tests/progs/prog_train.c on the CUDA and CUPTI test doubles (tests/doubles)"
 	build test-build
 	# GPUSPY_CLOCK=mono: the double's GPU times are in the clock callback's
 	# units, nanoseconds only on the monotonic clock.

@@ -109,7 +109,7 @@ def run_forwards_a_signal_to_the_command(tmp):
 @test
 def run_forwards_a_signal_sent_right_after_the_fork(tmp):
     """A SIGTERM that comes between the fork and gpuspy's note of the
-    child's pid (tests/fork_delay.c holds gpuspy there for 300 ms while the
+    child's pid (tests/progs/fork_delay.c holds gpuspy there for 300 ms while the
     command runs) still reaches the command: gpuspy waits, then goes on."""
     _sigterm_reaches(tmp, dict(_run_env(), LD_PRELOAD=os.path.join(BIN, "fork_delay.so")), 2)
 

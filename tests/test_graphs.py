@@ -2,7 +2,7 @@
 """CUDA graphs: a launch counts the nodes the graph was instantiated with.
 
 Calls made on a stream being captured are counted apart, since they do not
-run. tests/prog_graph.c on the driver
+run. tests/progs/prog_graph.c on the driver
 double, whose graphs run their nodes and tell the CUPTI double of each."""
 import json
 import os

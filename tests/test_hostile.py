@@ -339,7 +339,7 @@ def calls_after_exit_are_not_blamed_on_the_buffer(tmp):
 @test
 def report_of_many_traces_keeps_memory_bounded(tmp):
     """`gpuspy report DIR` over 60 traces with call stacks (one trace of
-    tests/prog_stacks.c, copied): one symbolizer handle per distinct file
+    tests/progs/prog_stacks.c, copied): one symbolizer handle per distinct file
     instead of per trace keeps the peak under 100 MiB (it was ~16 MiB a
     trace: 60 traces ~1 GB), and the frames are still symbolized."""
     import shutil

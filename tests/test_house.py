@@ -166,3 +166,56 @@ def docs_list_every_variable_and_option(tmp):
     links = re.findall(r"\]\((docs/[a-z-]+\.md)\)", readme)
     check(links and all(os.path.exists(os.path.join(ROOT, l)) for l in links), f"README links {links}")
     check(len(readme.splitlines()) <= 300, f"README.md is {len(readme.splitlines())} lines")
+
+
+def tree_texts():
+    """(path, text) of the repository's own text files: code, scripts and
+    docs, not build output, results or fixtures."""
+    skip = {".git", "bin", "out", "results", "fixtures", "corpus", "golden", "__pycache__", "dist", "build", ".gpu"}
+    for d, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(x for x in dirs if x not in skip and not x.endswith(".egg-info"))
+        for f in sorted(files):
+            if f.endswith((".c", ".h", ".cu", ".py", ".sh", ".md", ".mk", ".S")) or f == "Makefile":
+                p = os.path.join(d, f)
+                with open(p, encoding="utf-8", errors="replace") as fh:
+                    yield os.path.relpath(p, ROOT), fh.read()
+
+
+@test
+def lab_results_are_few_and_cited(tmp):
+    """tests/gpu/results keeps only what the docs cite: at most 30 files
+    and 0.5 MB, every file cited somewhere by its path (or a pattern such
+    as final/ex_*.report.txt), and every path cited there exists. The
+    experiments' output is not committed: their figures are in
+    docs/measurements.md."""
+    base = os.path.join(ROOT, "tests", "gpu", "results")
+    have = sorted(os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(base) for f in fs)
+    size = sum(os.path.getsize(os.path.join(ROOT, f)) for f in have)
+    check(len(have) <= 30 and size <= 512 * 1024, f"{len(have)} files, {size} bytes in tests/gpu/results")
+    import fnmatch
+    cited = set()
+    for path, text in tree_texts():
+        for c in re.findall(r"tests/gpu/results/[\w./*{},-]*[\w*}]", text):
+            m = re.match(r"(.*)\{([^}]*)\}(.*)", c)
+            pats = [m.group(1) + x + m.group(3) for x in m.group(2).split(",")] if m else [c]
+            for pat in pats:
+                hits = [f for f in have if fnmatch.fnmatch(f, pat) or f.startswith(pat.rstrip("/") + "/")]
+                check(hits, f"{path} cites {pat}, which is not in tests/gpu/results")
+                cited.update(hits)
+    check(set(have) <= cited, f"not cited by any doc: {sorted(set(have) - cited)}")
+
+
+@test
+def comments_cite_files_of_the_repository(tmp):
+    """No comment or doc cites design notes kept outside the repository
+    (DESIGN.md, FIELD-NOTES, WHATIF, HOUSE.md, STYLE.md): they cite
+    docs/design.md, and every section they name there exists."""
+    heads = re.findall(r"^#+ (.+)$", open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8").read(), re.M)
+    slugs = {re.sub(r"[^\w -]", "", h.lower()).replace(" ", "-") for h in heads}
+    for path, text in tree_texts():
+        if path in (os.path.join("docs", "design.md"), os.path.join("tests", "test_house.py")):
+            continue
+        bad = re.findall(r"\bDESIGN\.md|FIELD-NOTES|WHATIF|\bHOUSE\.md|\bSTYLE\.md|\.\./shared/", text)
+        check(not bad, f"{path} cites {sorted(set(bad))}")
+        for s in re.findall(r"design\.md#([\w-]+)", text):
+            check(s in slugs, f"{path} cites docs/design.md#{s}, which has no such section ({sorted(slugs)})")

@@ -131,7 +131,7 @@ def phase_api_runs_without_gpuspy(tmp):
 
 
 SYS_PY = "/usr/bin/python3"
-TORCH_LOOP = os.path.join(ROOT, "tests", "torch_loop.py")
+TORCH_LOOP = os.path.join(ROOT, "tests", "progs", "torch_loop.py")
 
 
 def torch_sequence(steps):
@@ -329,7 +329,7 @@ def torch_forward_hooks_relearn_each_pass(tmp):
         raise Skip("PyTorch under a sanitized preload is not run")
     if not have_torch():
         raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
-    p = run_py([os.path.join(ROOT, "tests", "torch_two_models.py")], tmp,
+    p = run_py([os.path.join(ROOT, "tests", "progs", "torch_two_models.py")], tmp,
                env={"GPUSPY_TORCH_LEARN_STEPS": "2"})
     check(p.returncode == 0 and p.stdout == "hooks global 0 a 1 b 1\ndone\n", f"{p.stdout!r} {p.stderr[-300:]}")
     _, ev = only_trace(tmp)

@@ -2,7 +2,7 @@
 """The ranks of one job (gpuspy report over rank files): made-up traces of
 four ranks whose steps are known to the nanosecond, one of them slow, with
 NCCL kernels on the GPU, or with gloo's all-reduces on the host; three
-ranks of tests/prog_ranks.c on the driver double, one of them slow; and
+ranks of tests/progs/prog_ranks.c on the driver double, one of them slow; and
 ranks without collectives."""
 import json
 import os
@@ -182,7 +182,7 @@ def ranks_without_collectives_say_so(tmp):
 
 @test
 def ranks_on_the_doubles_name_the_slow_rank(tmp):
-    """Three ranks of tests/prog_ranks.c run at once against the driver
+    """Three ranks of tests/progs/prog_ranks.c run at once against the driver
     double under gpuspy, their all-reduce on the host as gloo's (a copy out
     to a pinned buffer, a worker thread's sync, a barrier over files, the
     copy back), rank 1 sleeping 30 ms before each forward pass: every rank

@@ -15,7 +15,7 @@ from test_report import strip_files
 
 # ---- issue 6: call stacks, host allocations, sites ----------------------------
 
-STACKS_SRC = os.path.join(ROOT, "tests", "prog_stacks.c")
+STACKS_SRC = os.path.join(ROOT, "tests", "progs", "prog_stacks.c")
 
 
 def src_line(path, needle):
@@ -368,7 +368,7 @@ def python_frames_with_and_without_the_gil(tmp):
     GPUSPY_TORCH=0) or by the start-up hook; GPUSPY_PYTHON_FRAMES=0: none."""
     if SANITIZED:
         raise Skip("Python under a sanitized preload is not run")
-    script = os.path.join(ROOT, "tests", "py_stacks.py")
+    script = os.path.join(ROOT, "tests", "progs", "py_stacks.py")
     lib = os.path.join(BIN, "libcudart.so.13")
     env = {"LD_LIBRARY_PATH": BIN, "GPUSPY_PYTHON_FRAMES": "1", "GPUSPY_TORCH": "0"}
     p = subprocess.run([sys.executable, script, lib], env=dict(os.environ, GPUSPY_DIR=tmp, LD_PRELOAD=LIB, **env),

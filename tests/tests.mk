@@ -3,7 +3,7 @@ TB := tests/bin
 TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
 	-Iinclude -I$(CUDA_HOME)/include -Itests
 TEST_CLEAN := $(TB) tests/out
-DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h include/gpuspy/apis.h tests/prog_common.h
+DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h include/gpuspy/apis.h tests/progs/prog_common.h
 
 $(TB)/libcuda.so.1: tests/doubles/fakecuda.c tests/doubles/fakegraph.c tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
@@ -41,48 +41,48 @@ $(TB)/libfakecudart_static.a: $(TB)/fakecudart_static.o
 RT_DYN := -L$(TB) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
 DRV := -L$(TB) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
 
-$(TB)/prog_rt_dyn: tests/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/prog_rt_dyn: tests/progs/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_dyn_ptds: tests/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/prog_rt_dyn_ptds: tests/progs/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_static: tests/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(TB)/prog_rt_static: tests/progs/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_rt_static_ptds: tests/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(TB)/prog_rt_static_ptds: tests/progs/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_rt_more_dyn: tests/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/prog_rt_more_dyn: tests/progs/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_more_dyn_ptds: tests/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/prog_rt_more_dyn_ptds: tests/progs/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_more_static: tests/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(TB)/prog_rt_more_static: tests/progs/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_rt_more_static_ptds: tests/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(TB)/prog_rt_more_static_ptds: tests/progs/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_drv: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_drv: tests/progs/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-$(TB)/prog_drv_ptds: tests/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
-$(TB)/prog_dlsym: tests/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_dlsym: tests/progs/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN) -ldl
-$(TB)/prog_devices: tests/prog_devices.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_devices: tests/progs/prog_devices.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/prog_threads: tests/prog_threads.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_threads: tests/progs/prog_threads.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/prog_kill: tests/prog_kill.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_kill: tests/progs/prog_kill.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-$(TB)/prog_fork: tests/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_fork: tests/progs/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-$(TB)/prog_graph: tests/prog_graph.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_graph: tests/progs/prog_graph.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
-$(TB)/prog_stacks: tests/prog_stacks.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/prog_stacks: tests/progs/prog_stacks.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN) -lpthread -ldl
-$(TB)/prog_stacks_static: tests/prog_stacks.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(TB)/prog_stacks_static: tests/progs/prog_stacks.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
 
-$(TB)/prog_codec: tests/prog_codec.c include/gpuspy/format.h
+$(TB)/prog_codec: tests/progs/prog_codec.c include/gpuspy/format.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
 
-$(TB)/fork_delay.so: tests/fork_delay.c
+$(TB)/fork_delay.so: tests/progs/fork_delay.c
 	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
 
 TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
@@ -142,13 +142,13 @@ packages:
 
 .PHONY: demo packages
 
-$(TB)/prog_train: tests/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+$(TB)/prog_train: tests/progs/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
-$(TB)/prog_ranks: tests/prog_ranks.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+$(TB)/prog_ranks: tests/progs/prog_ranks.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 
-$(TB)/prog_events: tests/prog_events.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+$(TB)/prog_events: tests/progs/prog_events.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 
 # Refreshes the expected reports of the golden traces (review the diff).
@@ -161,7 +161,7 @@ golden-update: all
 
 .PHONY: golden-update
 
-$(TB)/mktrace: tests/mktrace.c include/gpuspy/format.h
+$(TB)/mktrace: tests/progs/mktrace.c include/gpuspy/format.h
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -O2 -o $@ $<
 
@@ -185,10 +185,10 @@ fuzz: $(TB)/fuzz_trace
 		tests/out/fuzz-new tests/fuzz/corpus
 
 .PHONY: fuzz
-$(TB)/prog_nvtx: tests/prog_nvtx.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_nvtx: tests/progs/prog_nvtx.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
 
-$(TB)/prog_window: tests/prog_window.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
+$(TB)/prog_window: tests/progs/prog_window.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
 
 # The CUDA C examples, built by nvcc against the shared runtime; in CI they
@@ -203,15 +203,15 @@ $(TB)/ex_%: examples/%.cu include/gpuspy.h
 
 examples: $(addprefix $(TB)/ex_,$(EXAMPLES))
 .PHONY: examples
-$(TB)/prog_crash: tests/prog_crash.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_crash: tests/progs/prog_crash.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 check-sanitize: deps
 	@sh scripts/check-sanitize.sh
 .PHONY: check-sanitize
-$(TB)/prog_life: tests/prog_life.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_life: tests/progs/prog_life.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/prog_load: tests/prog_load.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_load: tests/progs/prog_load.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
 
 # Hostile and unusual programs (tests/hostile, tests/test_hostile.py).

@@ -557,7 +557,7 @@ EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream h
 
 /* Batched copies: one MEMCPY record of the batch's summed bytes, its ends
  * those of the first copy (what the H200's CUPTI gave a batch of three
- * copies: tests/gpu/results/issue5-copies-check.md). */
+ * copies: tests/gpu/results/copies-check.md). */
 static CUresult batch(const char *api, CUdeviceptr *d, CUdeviceptr *s, size_t *n, size_t c, CUstream hs)
 {
 	unsigned corr = tool_enter(api);

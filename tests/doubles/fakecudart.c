@@ -251,7 +251,7 @@ static CUDA_MEMCPY2D desc2d(void *d, size_t dp, const void *s, size_t sp, size_t
 	return c;
 }
 /* The real runtime's cudaMemcpy2D calls cuMemcpy2DUnaligned (H200,
- * tests/gpu/results/rt-families.txt); its async form cuMemcpy2DAsync. */
+ * tests/gpu/results/hostile/all-rt_families.txt); its async form cuMemcpy2DAsync. */
 EXPORT cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k)
 { READY(); CUDA_MEMCPY2D c = desc2d(d, dp, s, sp, w, h, k); return err(D(0)->cuMemcpy2DUnaligned_v2(&c)); }
 EXPORT cudaError_t cudaMemcpy2D_ptds(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k)

@@ -4,7 +4,7 @@
 # files): recording counts, phases and examples, driver/CUPTI threads
 # (run.sh), call stacks (stacks.sh), CUPTI (cupti_check.sh), GPU time
 # from CUDA events (events_check.sh) and the runtime families of
-# tests/prog_rt_more.c on the real runtime (rt_families.sh). Each writes
+# tests/progs/prog_rt_more.c on the real runtime (rt_families.sh). Each writes
 # into its own folder; this bundles them as $OUT/gpu-results.tgz and prints
 # the summaries. From the repository root after `make gpu-carry`:
 #   bash tests/gpu/all.sh

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# GPUSPY_CUPTI=events on the H200: the FIELD-NOTES MLP loop through a
+# GPUSPY_CUPTI=events on the H200: the MLP loop (docs/design.md#the-mlp-loop) through a
 # DataLoader (tests/gpu/mlp.py --loader), traced once with CUDA events at
 # phase boundaries and once with CUPTI, each process on its own; then
 # check_events.py compares each phase's GPU span with the GPU time CUPTI

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The FIELD-NOTES loops for the overhead benchmark and the CUPTI checks.
+"""The loops for the overhead benchmark and the CUPTI checks
+(docs/design.md#the-mlp-loop).
   mlp:  8-layer 512-wide MLP, batch 128, SGD, inputs made on the CPU each step
         (launch-bound, ~40 kernels per ~1 ms step);
   conv: a small conv net fed by a DataLoader (0 workers, no pinning);
@@ -174,7 +175,7 @@ if a.toggle:
         else:  # untraced: the same alternation switching nothing, the A/A ratio
             toggle = (lambda: None, lambda: None)
 sampler = None
-if os.environ.get("PCSAMPLE_OUT"):  # tests/gpu/pcsample.c: sample the timed steps only
+if os.environ.get("PCSAMPLE_OUT"):  # bench/gpu/pcsample.c: sample the timed steps only
     import ctypes
     sampler = ctypes.CDLL(None)
     sampler.pcsample_begin()

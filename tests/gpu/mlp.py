@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The FIELD-NOTES launch-bound loop: an 8-layer 512-wide MLP, batch 128,
-SGD, inputs made on the CPU every step (pageable H2D copies).
+"""The launch-bound MLP loop (docs/design.md#the-mlp-loop): an 8-layer
+512-wide MLP, batch 128, SGD, inputs made on the CPU every step (pageable
+H2D copies).
 Usage: python3 tests/gpu/mlp.py [STEPS] [--loader]   (default 310: 10 warm-up + 300)
 --loader draws the same random inputs through a DataLoader (for the phase
 check: the data phase is the DataLoader's next)."""

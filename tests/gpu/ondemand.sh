@@ -6,7 +6,7 @@
 # started with GPUSPY_START=paused and CUPTI on (auto). While it runs:
 # gpuspy top --once --json (paused: nothing recorded), gpuspy record PID
 # --for 3s, gpuspy top during the window and after it; then SIGTERM (a job
-# started with & by a script ignores SIGINT: tests/gpu/exit_hang.sh), and
+# started with & by a script ignores SIGINT: bench/gpu/exit_hang.sh), and
 # the window's report. Every step has a time limit; a process that does not
 # exit leaves its threads' names, kernel wait channels and stacks in
 # $OUT/ondemand-LOOP-hang.txt. tests/gpu/ondemand_check.py writes

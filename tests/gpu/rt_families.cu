@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The runtime entry points tests/prog_rt_more.c calls on the doubles, on
+// The runtime entry points tests/progs/prog_rt_more.c calls on the doubles, on
 // the real runtime (tests/gpu/rt_families.sh: built with the shared and
 // the static cudart; tests/gpu/check_rt_families.py compares the traces
 // with what this program did). Prints the pitch it got.

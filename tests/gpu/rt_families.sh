@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The runtime families of tests/prog_rt_more.c on the real runtime:
+# The runtime families of tests/progs/prog_rt_more.c on the real runtime:
 # tests/gpu/rt_families.cu built with the shared cudart (route 1: the
 # runtime's exported names) and the static one (route 3: the driver calls
 # it makes through cuGetProcAddress), each traced without CUPTI; then

@@ -5,7 +5,7 @@
 # by `make gpu-carry`):   bash tests/gpu/stacks.sh   (results under $OUT)
 #  - examples/pinned_vs_pageable.cu with GPUSPY_HOST_ALLOC_MIN: the pageable
 #    copy site must be tied to its malloc line;
-#  - the FIELD-NOTES MLP loop through a DataLoader with host allocations and
+#  - the MLP loop (docs/design.md#the-mlp-loop) through a DataLoader with host allocations and
 #    Python frames: which share of the events gets a stack (by default not
 #    memsets nor copies that are not pageable), which gets Python frames,
 #    and the report's call sites;

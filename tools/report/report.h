@@ -257,7 +257,7 @@ void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const c
 void gs_tele_json(cJSON *o, const struct gs_report *r);
 /* gpuspy's own time on the program's threads, estimated: each host record
  * at GS_RECORD_COST_NS (records cost ~250-400 ns each in place, sampled on
- * the H200: docs/measurements.md, tests/gpu/pcsample.sh) plus the call
+ * the H200: docs/measurements.md, bench/gpu/pcsample.sh) plus the call
  * stacks' measured time. CUPTI's own cost, when on, is not in it. */
 #define GS_RECORD_COST_NS 300
 uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records);

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Routes 2 and 3 used directly by a program: driver entry points fetched with
+ * dlsym on a libcuda handle, cuGetProcAddress's self-lookup in the 4- and
+ * 5-argument ABIs, per-thread and versioned variants, the runtime's
+ * cudaGetDriverEntryPointByVersion, and names gpuspy does not know (which
+ * must come back untouched).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
+
+typedef CUresult (*gpa5_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*gpa4_t)(const char *, void **, int, cuuint64_t);
+
+static const char *lib_of(void *p)
+{
+	Dl_info di;
+	if (!p || !dladdr(p, &di) || !di.dli_fname)
+		return "(none)";
+	const char *s = strrchr(di.dli_fname, '/');
+	return s ? s + 1 : di.dli_fname;
+}
+
+int main(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!h) {
+		printf("no libcuda\n");
+		return 1;
+	}
+	CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+	printf("cuInit comes from %s\n", lib_of((void *)init));
+	init(0);
+	CUcontext ctx;
+	((CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain"))(&ctx, 0);
+	((CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent"))(ctx);
+
+	CUdeviceptr a = 0;
+	CUresult (*al)(CUdeviceptr *, size_t) = (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2");
+	printf("alloc rc=%d\n", al(&a, 4096));
+	CUfunction (*mk)(const char *, fake_kernel_fn) =
+		(CUfunction(*)(const char *, fake_kernel_fn))dlsym(h, "fakecuda_function");
+	__typeof__(&cuLaunchKernel) lk = (__typeof__(&cuLaunchKernel))dlsym(h, "cuLaunchKernel");
+	printf("launch rc=%d\n", lk(mk("dl_kernel", NULL), 2, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	printf("sync rc=%d\n", ((CUresult(*)(CUstream))dlsym(h, "cuStreamSynchronize"))(NULL));
+
+	gpa5_t gpa = (gpa5_t)dlsym(h, "cuGetProcAddress_v2");
+	void *p = NULL;
+	gpa("cuGetProcAddress", &p, 11030, 0, NULL);
+	gpa4_t self4 = (gpa4_t)p;
+	gpa("cuGetProcAddress", &p, 12000, 0, NULL);
+	gpa5_t self5 = (gpa5_t)p;
+
+	self4("cuMemsetD32", &p, 12000, 0);
+	printf("memset rc=%d\n", ((__typeof__(&cuMemsetD32_v2))p)(a, 7, 10));
+	char buf[64];
+	self5("cuMemcpyDtoH", &p, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL);
+	printf("dtoh rc=%d\n", ((__typeof__(&cuMemcpyDtoH_v2))p)(buf, a, 64));
+	CUdeviceptr dsts[1] = { a }, srcs[1] = { (CUdeviceptr)buf };
+	size_t sizes[1] = { 48 }, fi = 0;
+	self5("cuMemcpyBatchAsync", &p, 12080, 0, NULL);
+	printf("batch12.8 rc=%d\n", ((__typeof__(&cuMemcpyBatchAsync))p)(dsts, srcs, sizes, 1, NULL, NULL, 0, &fi, NULL));
+	self5("cuMemcpyBatchAsync", &p, 13000, 0, NULL);
+	printf("batch13.0 rc=%d\n", ((__typeof__(&cuMemcpyBatchAsync_v2))p)(dsts, srcs, sizes, 1, NULL, NULL, 0, NULL));
+
+	CUdriverProcAddressQueryResult qs = CU_GET_PROC_ADDRESS_SUCCESS;
+	p = (void *)1;
+	CUresult rc = self5("cuDoesNotExist", &p, 12000, 0, &qs);
+	printf("unknown rc=%d ptr=%s status=%d\n", rc, p ? "set" : "NULL", (int)qs);
+	self5("cuModuleGetFunction", &p, 12000, 0, NULL);
+	printf("cuModuleGetFunction comes from %s\n", lib_of(p));
+
+	enum cudaDriverEntryPointQueryResult es;
+	cudaGetDriverEntryPointByVersion("cuMemFree", &p, 12000, 0, &es);
+	printf("free rc=%d status=%d\n", ((__typeof__(&cuMemFree_v2))p)(a), (int)es);
+	return 0;
+}
