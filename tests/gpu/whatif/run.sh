@@ -17,6 +17,7 @@ set -u
 . tests/gpu/setup.sh /tmp/gpuspy-whatif
 W=tests/gpu/whatif
 ROUNDS=${ROUNDS:-3}
+LIMIT=${LIMIT:-120} # seconds a run may take
 PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostbound sync_copies upload_once healthy}
 nvcc -O2 -o "$WORK/sync_copies" "$W/sync_copies.cu" || exit 1
 command_of() { # prog -> its command line
@@ -32,20 +33,22 @@ for p in $PROGS; do
 	for r in $(seq "$ROUNDS"); do
 		for v in slow fixed; do
 			f=; [ $v = fixed ] && f=--fix
-			timeout 300 $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
+			timeout $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
 			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $?)"
 		done
 	done
 	for v in slow fixed; do
 		f=; [ $v = fixed ] && f=--fix
-		GPUSPY_DIR="$d/$v" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout 300 $c $f > "$d/$v-traced.out" 2> "$d/$v-traced.err"
+		GPUSPY_DIR="$d/$v" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout $LIMIT $c $f > "$d/$v-traced.out" 2> "$d/$v-traced.err"
 		echo "$p $v traced: $(step_ms "$d/$v-traced.out") ms"
 		./tools/gpuspy report --json "$d/$v" > "$d/$v-report.json" 2> "$d/$v-report.err"
 		./tools/gpuspy report --color never "$d/$v" > "$d/$v-report.txt" 2>> "$d/$v-report.err"
 	done
+	# What is done so far comes back even if a later program runs out the clock.
+	done_progs="${done_progs:-} $p"
+	python3 "$W/summarize.py" "$WORK" $done_progs > "$OUT/whatif.md"
+	cp "$WORK/whatif.json" "$OUT/" 2>/dev/null
+	(cd "$WORK" && tar cJf "$OUT/traces.tar.xz" $(for q in $done_progs; do echo $q/slow $q/fixed $q/*.txt $q/*.out $q/*.err; done))
 done
-python3 "$W/summarize.py" "$WORK" $PROGS > "$OUT/whatif.md"
-cp "$WORK/whatif.json" "$OUT/" 2>/dev/null
 cat "$OUT/whatif.md"
-(cd "$WORK" && tar cJf "$OUT/traces.tar.xz" */slow */fixed */*-report.txt */*.out */*.err)
 ls -la "$OUT"
