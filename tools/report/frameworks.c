@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libranges.h"
-
 #include "report/report.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -38,30 +36,6 @@ void gs_framework_detect(struct gs_report *r)
 	r->fw_seen = seen;
 	r->framework = seen & 1u << GS_FW_JAX ? GS_FW_JAX : seen & 1u << GS_FW_PYTORCH ? GS_FW_PYTORCH
 		       : seen & 1u << GS_FW_CUPY ? GS_FW_CUPY : GS_FW_CUDA;
-}
-
-const char *gs_framework_phase(const char *name, char *buf, size_t cap, int *compile)
-{
-	*compile = 0;
-	if (!strncmp(name, "XlaCompile:", 11)) {
-		*compile = 1;
-		snprintf(buf, cap, "XLA compile");
-		return buf;
-	}
-	const char *m = strncmp(name, "XlaModule:", 10) ? NULL : strstr(name, "hlo_module=");
-	if (!m)
-		return NULL;
-	m += strlen("hlo_module=");
-	size_t n = strcspn(m, ",#");
-	if (!n)
-		return NULL;
-	snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), m);
-	return buf;
-}
-
-int gs_library_range(const char *name)
-{
-	return gspy_library_range(name); /* common/libranges.h */
 }
 
 /* The libraries' own ranges (CUB, XLA, ...): inside the user's phases, which

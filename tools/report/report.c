@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/ranges.h"
 #include "util/xalloc.h"
 #include "report/report.h"
 #include "util/units.h"

@@ -90,17 +90,6 @@ void gs_framework_detect(struct gs_report *r);
 /* The libraries' own ranges, grouped, below the phase table (frameworks.c). */
 void gs_library_ranges_print(FILE *f, const struct gs_report *r);
 
-/* A range that a library opens (CUB, XLA, cuDNN, NCCL, TensorRT, ... by
- * name; frameworks.c), not the user's: it nests inside the user's phase and takes none of
- * its calls or GPU work. */
-int gs_library_range(const char *name);
-/* A framework's range that stands for a phase of the user's (frameworks.c):
- * XLA's run of a jitted function, "XlaModule:#hlo_module=jit_step,...#",
- * is the phase "jit_step"; XLA's compilation of one, "XlaCompile:#...#",
- * is "XLA compile" (*compile = 1: never the loop's step). The phase's name
- * in buf, or NULL for another range. */
-const char *gs_framework_phase(const char *name, char *buf, size_t cap, int *compile);
-
 struct gs_kernel_stat {
 	char *name;
 	uint64_t count, total_ns, min_ns, max_ns;             /* launches (host) */
