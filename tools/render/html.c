@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "util/cli.h"
+#include "report/diag.h"
 #include "report/report.h"
 #include "util/term.h"
 #include "util/units.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "read/demangle.h"
+#include "report/diag.h"
 #include "report/report.h"
 #include "util/cuda_errors.h"
 #include "util/units.h"

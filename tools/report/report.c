@@ -732,7 +732,16 @@ int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errl
 	gs_input_close(&in);
 	gs_framework_detect(r);
 	gs_report_diagnose(r);
+	gs_tele_diagnose(r);
 	return 0;
+}
+
+uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records)
+{
+	uint64_t n = r->nevents > r->gpu_records ? r->nevents - r->gpu_records : 0;
+	if (host_records)
+		*host_records = n;
+	return n * GS_RECORD_COST_NS + r->proc.stacks_ns;
 }
 
 void gs_report_free(struct gs_report *r)

@@ -229,13 +229,7 @@ struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name);
 void gs_report_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
 		      uint64_t count, uint64_t bytes);
 void gs_report_diagnose(struct gs_report *r);
-/* "Saves up to 1.2 ms a step, 120 ms in all over 100 steps: HOW." in buf,
- * or NULL for a diagnosis without a saving (diagnose.c). */
-const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap);
-/* Narrows *span (the run) to the time in phases; 0 without phases. */
-int gs_loop_span(const struct gs_report *r, uint64_t *span);
 void gs_report_free(struct gs_report *r);
-void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Telemetry (telemetry.c): an nvml event in phase cur; the sums of
  * several processes; the diagnoses; the report's section and --json. */

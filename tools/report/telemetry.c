@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "report/diag.h"
 #include "report/report.h"
 #include "util/units.h"
 
