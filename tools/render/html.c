@@ -17,6 +17,7 @@
 
 #include "util/cli.h"
 #include "report/diag.h"
+#include "render/render.h"
 #include "report/report.h"
 #include "util/term.h"
 #include "util/units.h"

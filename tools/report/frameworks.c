@@ -53,7 +53,7 @@ static int cmp_group(const void *a, const void *b)
 	return x->wall_ns < y->wall_ns ? 1 : x->wall_ns > y->wall_ns ? -1 : strcmp(x->name, y->name);
 }
 
-void gs_library_ranges_print(FILE *f, const struct gs_report *r)
+void gs_library_ranges_print(FILE *f, const struct gs_report *r, int all)
 {
 	struct lib_group *g = NULL;
 	size_t ng = 0, cap = 0;
@@ -86,7 +86,7 @@ void gs_library_ranges_print(FILE *f, const struct gs_report *r)
 	if (!ng)
 		return;
 	qsort(g, ng, sizeof(*g), cmp_group);
-	size_t show = gs_report_all || ng <= 4 ? ng : 3;
+	size_t show = all || ng <= 4 ? ng : 3;
 	fprintf(f, "  Libraries' own ranges, inside the phases above (which keep their time): %llu range%s\n",
 		(unsigned long long)count, count == 1 ? "" : "s");
 	for (size_t i = 0; i < show; i++) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "report/report.h"
+#include "report/section.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -127,8 +128,9 @@ static int any(const struct gs_cats *c)
 	       copies(c, &b);
 }
 
-void gs_graphs_print(FILE *f, const struct gs_report *r)
+void gs_graphs_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
+	(void)st;
 	char a[32], b[32], c[32], d[32], e[32], g[32];
 	const struct gs_cats *t = &r->total;
 	uint64_t cb, n = copies(t, &cb);
@@ -198,8 +200,9 @@ void gs_graphs_json(cJSON *o, const struct gs_cats *c)
 	cJSON_AddNumberToObject(g, "launches_unseen", (double)c->graph_unseen.count);
 }
 
-void gs_captured_json(cJSON *o, const struct gs_report *r)
+void gs_captured_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
 {
+	(void)st;
 	cJSON *c = NULL;
 	for (int i = 0; i < GSPY_KIND_COUNT; i++) {
 		if (!r->captured[i])

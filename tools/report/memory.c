@@ -5,6 +5,8 @@
 
 #include "report/memory.h"
 #include "report/report.h"
+#include "report/section.h"
+#include "util/units.h"
 #include "util/xalloc.h"
 
 /* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
@@ -126,3 +128,37 @@ void gs_mem_free(struct gs_report *r)
 	free(r->oom.frames);
 	free(r->growth.at);
 }
+
+void gs_memory_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
+{
+	char a[32], b[32];
+	fprintf(f, "\n  %sMemory%s\n  allocations:", st->bold, st->reset);
+	for (int i = 0; i < GS_ALLOC_KINDS; i++)
+		if (r->total.alloc[i].count || i < 3)
+			fprintf(f, " %s %llu (%s)%s", gs_alloc_names[i],
+				(unsigned long long)r->total.alloc[i].count,
+				gs_fmt_bytes(a, r->total.alloc[i].bytes),
+				i + 1 < GS_ALLOC_KINDS && (r->total.alloc[i + 1].count || i + 1 < 3) ? "," : "");
+	fprintf(f, r->total.alloc[GS_ALLOC_HOST].count ? "\n  frees %llu (%s)\n" : "; frees %llu (%s)\n",
+		(unsigned long long)r->total.free.count,
+		gs_fmt_bytes(b, r->total.free.bytes));
+	fprintf(f, "  peak reserved device memory: %s", gs_fmt_bytes(a, (uint64_t)(r->peak_reserved > 0 ? r->peak_reserved : 0)));
+	if (r->device_total)
+		fprintf(f, " of %s (%.1f%%)", gs_fmt_bytes(b, r->device_total),
+			100.0 * (double)r->peak_reserved / (double)r->device_total);
+	if (r->nprocs > 1)
+		fprintf(f, " (sum of the processes' peaks)");
+	fprintf(f, "\n");
+}
+
+void gs_memory_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
+{
+	(void)st;
+	cJSON *m = cJSON_AddObjectToObject(o, "memory");
+	cJSON_AddNumberToObject(m, "peak_reserved_bytes", (double)(r->peak_reserved > 0 ? r->peak_reserved : 0));
+	if (r->device_total)
+		cJSON_AddNumberToObject(m, "device_total_bytes", (double)r->device_total);
+	else
+		cJSON_AddNullToObject(m, "device_total_bytes");
+}
+

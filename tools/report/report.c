@@ -21,6 +21,8 @@
 
 #define STACK_MAX 64
 
+const char *const gs_alloc_names[GS_ALLOC_KINDS] = { "device", "pinned", "managed", "host" };
+
 static void agg_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
 {
 	a->count++;

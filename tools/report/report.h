@@ -87,8 +87,9 @@ enum gs_framework { GS_FW_CUDA, GS_FW_PYTORCH, GS_FW_JAX, GS_FW_CUPY, GS_FW_COUN
 extern const char *const gs_framework_names[GS_FW_COUNT];
 /* From the process's evidence, at the end of its pass (frameworks.c). */
 void gs_framework_detect(struct gs_report *r);
-/* The libraries' own ranges, grouped, below the phase table (frameworks.c). */
-void gs_library_ranges_print(FILE *f, const struct gs_report *r);
+/* The libraries' own ranges, grouped, below the phase table (frameworks.c;
+ * all: every group, --all). */
+void gs_library_ranges_print(FILE *f, const struct gs_report *r, int all);
 
 struct gs_kernel_stat {
 	char *name;
@@ -232,12 +233,10 @@ void gs_report_diagnose(struct gs_report *r);
 void gs_report_free(struct gs_report *r);
 
 /* Telemetry (telemetry.c): an nvml event in phase cur; the sums of
- * several processes; the diagnoses; the report's section and --json. */
+ * several processes; the diagnoses. */
 void gs_tele_event(struct gs_report *r, const struct gs_ev *ev, size_t cur);
 void gs_tele_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_tele_diagnose(struct gs_report *r);
-void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const char *reset);
-void gs_tele_json(cJSON *o, const struct gs_report *r);
 /* gpuspy's own time on the program's threads, estimated: each host record
  * at GS_RECORD_COST_NS (records cost ~250-400 ns each in place, sampled on
  * the H200: docs/measurements.md, tests/gpu/pcsample.sh) plus the call
@@ -245,32 +244,16 @@ void gs_tele_json(cJSON *o, const struct gs_report *r);
 #define GS_RECORD_COST_NS 300
 uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records);
 
-/* CUDA graphs (report/graphs.c): a graph, node or graph-launch event; the
- * text lines and JSON of what graphs ran and what was captured. */
+/* CUDA graphs (report/graphs.c): a graph, node or graph-launch event. */
 void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur);
-void gs_graphs_print(FILE *f, const struct gs_report *r);
-void gs_graphs_json(cJSON *o, const struct gs_cats *c);
-void gs_captured_json(cJSON *o, const struct gs_report *r);
 
-/* Output (render/text.c, render/json.c). */
+/* The names of the kinds of allocation (report.c). */
 extern const char *const gs_alloc_names[GS_ALLOC_KINDS];
-const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* by time; free() it */
-extern int gs_report_all; /* --all: every phase and library range (render/text.c) */
-/* The ranks of one job side by side, and the straggler (report/ranks.c):
- * printed, and "ranks" in --json, when every process has RANK and steps. */
 /* collectives.c: fed the pass's GPU and host events; then finished (the
  * overlap) and, with the report, freed. */
 void gs_coll_gpu(struct gs_report *r, const struct gs_ev *ev);
 void gs_coll_host(struct gs_report *r, const struct gs_ev *ev);
 void gs_coll_finish(struct gs_report *r);
 void gs_coll_free(struct gs_report *r);
-void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset);
-cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n); /* null when they are not ranks */
-void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
-		     const struct gs_report *whole, int color);
-/* The page of `report --html` (render/html.c): 0, or -1 when writing failed. */
-int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_report *whole);
-/* The caller owns the returned object. */
-cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_report *whole);
 
 #endif

@@ -68,8 +68,6 @@ const char *gs_frame_owner(const char *frame);
 int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap);
 void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s);
 void gs_sites_free(struct gs_sites *s);
-/* The four lists for --json (sites with a zero count are left out). */
-void gs_sites_json(cJSON *o, const struct gs_sites *s);
 /* The waits in repeated phases that carry no stack (GPUSPY_STACK_MIN). */
 void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns);
 /* Sorted views for printing: count returned, *out malloc'ed. */

@@ -14,6 +14,7 @@
 
 #include "report/diag.h"
 #include "report/report.h"
+#include "report/section.h"
 #include "util/units.h"
 
 /* Reasons that slow a GPU that has work: power and thermal limits. */
@@ -215,8 +216,9 @@ void gs_tele_diagnose(struct gs_report *r)
 	}
 }
 
-void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const char *reset)
+void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
+	const char *bold = st->bold, *reset = st->reset;
 	char a[32], b[32], c[32], why[256];
 	int any = 0;
 	for (int d = 0; d < GSPY_DEVICES; d++) {
@@ -277,8 +279,9 @@ void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const c
 	}
 }
 
-void gs_tele_json(cJSON *o, const struct gs_report *r)
+void gs_tele_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
 {
+	(void)st;
 	cJSON *a = cJSON_AddArrayToObject(o, "telemetry");
 	for (int d = 0; d < GSPY_DEVICES; d++) {
 		const struct gs_tele *t = &r->tele[d];
