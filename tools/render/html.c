@@ -19,6 +19,7 @@
 #include "report/diag.h"
 #include "render/render.h"
 #include "report/report.h"
+#include "report/series.h"
 #include "util/term.h"
 #include "util/units.h"
 

@@ -12,6 +12,7 @@
 
 #include "report/diag.h"
 #include "report/report.h"
+#include "report/section.h"
 #include "util/units.h"
 
 #define add gs_diag_add

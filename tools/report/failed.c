@@ -6,10 +6,51 @@
  */
 #include <stdio.h>
 
+#include "report/pass.h"
 #include "report/report.h"
 #include "report/section.h"
 #include "util/cuda_errors.h"
 #include "util/units.h"
+
+/* count failed calls of api with result, the first at t asking for
+ * first_bytes, bytes in all. */
+static void count_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
+			 uint64_t count, uint64_t bytes)
+{
+	size_t i = 0;
+	while (i < r->nfailed && !(r->failed[i].api == api && r->failed[i].result == result))
+		i++;
+	if (i == r->nfailed) {
+		if (i == sizeof(r->failed) / sizeof(r->failed[0])) {
+			r->failed_other += count;
+			return;
+		}
+		r->failed[r->nfailed++] = (struct gs_failed){ api, result, 0, t, first_bytes, 0 };
+	}
+	struct gs_failed *f = &r->failed[i];
+	if (t < f->first_ns) {
+		f->first_ns = t;
+		f->first_bytes = first_bytes;
+	}
+	f->count += count;
+	f->bytes += bytes;
+}
+
+void gs_failed_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	(void)feed;
+	(void)cur;
+	count_failed(p->r, gs_api_name(ev->api), ev->result, ev->start_ns, ev->bytes, 1, ev->bytes);
+}
+
+void gs_failed_merge(struct gs_report *d, const struct gs_report *s)
+{
+	for (size_t i = 0; i < s->nfailed; i++) {
+		const struct gs_failed *f = &s->failed[i];
+		count_failed(d, f->api, f->result, f->first_ns, f->first_bytes, f->count, f->bytes);
+	}
+	d->failed_other += s->failed_other;
+}
 
 /* Calls that returned an error, apart: no total above counts them. */
 void gs_failed_print(FILE *f, const struct gs_report *r, const struct gs_style *st)

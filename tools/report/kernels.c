@@ -8,9 +8,104 @@
 #include <string.h>
 
 #include "read/demangle.h"
+#include "report/pass.h"
 #include "report/report.h"
 #include "report/section.h"
 #include "util/units.h"
+#include "util/xalloc.h"
+
+/* The kernel of this name, added when new (r->kernels may move). */
+static struct gs_kernel_stat *kernel(struct gs_report *r, const char *name)
+{
+	if (2 * (r->nkernels + 1) > r->kernels_cap) {
+		size_t cap = r->kernels_cap ? 2 * r->kernels_cap : 64;
+		struct gs_kernel_stat *t = xrealloc(NULL, cap * sizeof(*t));
+		memset(t, 0, cap * sizeof(*t));
+		for (size_t i = 0; i < r->kernels_cap; i++) {
+			if (!r->kernels[i].name)
+				continue;
+			size_t j = gs_str_hash(r->kernels[i].name) & (cap - 1);
+			while (t[j].name)
+				j = (j + 1) & (cap - 1);
+			t[j] = r->kernels[i];
+		}
+		free(r->kernels);
+		r->kernels = t;
+		r->kernels_cap = cap;
+	}
+	size_t j = gs_str_hash(name) & (r->kernels_cap - 1);
+	while (r->kernels[j].name && strcmp(r->kernels[j].name, name))
+		j = (j + 1) & (r->kernels_cap - 1);
+	if (!r->kernels[j].name) {
+		r->kernels[j].name = xstrdup(name);
+		r->kernels[j].min_ns = UINT64_MAX;
+		r->kernels[j].gpu_min_ns = UINT64_MAX;
+		r->nkernels++;
+	}
+	return &r->kernels[j];
+}
+
+static const char *launch_name(const struct gs_ev *ev)
+{
+	if (gspy_api_host_func(ev->api))
+		return "(host function)";
+	if (gspy_api_graph_launch(ev->api))
+		return "(graph)";
+	return ev->name && *ev->name ? ev->name : "(unknown)";
+}
+
+void gs_kernels_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	(void)cur;
+	if (feed == GS_FEED_GPU && ev->kind == GSPY_KIND_gpu_kernel) {
+		uint64_t ns = ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0;
+		struct gs_kernel_stat *k = kernel(p->r, ev->name && *ev->name ? ev->name : "(unknown)");
+		k->gpu_count++;
+		k->gpu_total_ns += ns;
+		if (ns < k->gpu_min_ns)
+			k->gpu_min_ns = ns;
+		if (ns > k->gpu_max_ns)
+			k->gpu_max_ns = ns;
+	} else if (feed == GS_FEED_HOST && ev->kind == GSPY_KIND_launch) {
+		struct gs_kernel_stat *k = kernel(p->r, launch_name(ev));
+		uint64_t ns = ev->end_ns - ev->start_ns;
+		k->count++;
+		k->total_ns += ns;
+		if (ns < k->min_ns)
+			k->min_ns = ns;
+		if (ns > k->max_ns)
+			k->max_ns = ns;
+	}
+}
+
+void gs_kernels_merge(struct gs_report *d, const struct gs_report *s)
+{
+	for (size_t i = 0; i < s->kernels_cap; i++) {
+		const struct gs_kernel_stat *k = &s->kernels[i];
+		if (!k->name)
+			continue;
+		struct gs_kernel_stat *t = kernel(d, k->name);
+		t->count += k->count;
+		t->total_ns += k->total_ns;
+		if (k->min_ns < t->min_ns)
+			t->min_ns = k->min_ns;
+		if (k->max_ns > t->max_ns)
+			t->max_ns = k->max_ns;
+		t->gpu_count += k->gpu_count;
+		t->gpu_total_ns += k->gpu_total_ns;
+		if (k->gpu_min_ns < t->gpu_min_ns)
+			t->gpu_min_ns = k->gpu_min_ns;
+		if (k->gpu_max_ns > t->gpu_max_ns)
+			t->gpu_max_ns = k->gpu_max_ns;
+	}
+}
+
+void gs_kernels_free(struct gs_report *r)
+{
+	for (size_t i = 0; i < r->kernels_cap; i++)
+		free(r->kernels[i].name);
+	free(r->kernels);
+}
 
 static int cmp_kernel(const void *a, const void *b)
 {

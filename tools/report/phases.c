@@ -2,18 +2,214 @@
 /*
  * The phases section: per phase and in all, what the calls made in it
  * did and what the GPU work they launched took (struct gs_cats), its wall
- * time and the GPU's idle time during it; the phase table (the libraries'
- * own ranges below it: frameworks.c) and --json's "totals" and "phases".
+ * time (the pass's timeline, timeline.c) and the GPU's idle time during
+ * it; the phase table (the libraries' own ranges below it: frameworks.c)
+ * and --json's "totals" and "phases".
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/pass.h"
 #include "report/report.h"
 #include "report/section.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
 enum { PHASE_ROWS = 20 }; /* rows of the phase table, without --all */
+
+static void agg_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
+{
+	a->count++;
+	a->bytes += bytes;
+	a->host_ns += ns;
+}
+
+static void gpu_add(struct gs_agg *a, uint64_t bytes, uint64_t ns)
+{
+	a->gpu_count++;
+	a->gpu_bytes += bytes;
+	a->gpu_ns += ns;
+}
+
+static int alloc_kind(unsigned mem)
+{
+	switch (mem) {
+	case GSPY_MEM_pinned: return GS_ALLOC_PINNED;
+	case GSPY_MEM_managed: return GS_ALLOC_MANAGED;
+	case GSPY_MEM_host: return GS_ALLOC_HOST;
+	}
+	return GS_ALLOC_DEVICE;
+}
+
+static void add_event(struct gs_cats *c, const struct gs_ev *ev)
+{
+	uint64_t ns = ev->end_ns - ev->start_ns;
+	switch (ev->kind) {
+	case GSPY_KIND_launch: {
+		agg_add(&c->launch, 0, ns);
+		if (gspy_api_host_func(ev->api))
+			agg_add(&c->host_fn, 0, ns);
+		break;
+	}
+	case GSPY_KIND_copy: {
+		int pinned = ev->mem == GSPY_MEM_pinned;
+		unsigned d = ev->dir < GSPY_DIR_COUNT ? ev->dir : 0;
+		agg_add(&c->copy[d][pinned], ev->bytes, ns);
+		if (!ev->async)
+			agg_add(&c->copy_sync[d][pinned], ev->bytes, ns);
+		break;
+	}
+	case GSPY_KIND_memset:
+		agg_add(&c->memset, ev->bytes, ns);
+		break;
+	case GSPY_KIND_alloc:
+		agg_add(&c->alloc[alloc_kind(ev->mem)], ev->bytes, ns);
+		break;
+	case GSPY_KIND_free:
+		agg_add(&c->free, ev->bytes, ns);
+		break;
+	case GSPY_KIND_sync:
+		agg_add(&c->sync, 0, ns);
+		break;
+	default:
+		break;
+	}
+}
+
+/* A copy between the host's pageable memory and the device. */
+static int pageable_copy(const struct gs_ev *ev)
+{
+	return ev->kind == GSPY_KIND_copy && ev->mem != GSPY_MEM_pinned &&
+	       (ev->dir == GSPY_DIR_h2d || ev->dir == GSPY_DIR_d2h);
+}
+
+/* Each thread's last host call: was it a pageable copy? (A wait right
+ * after one belongs to the copy: PyTorch waits for each copy from pageable
+ * memory.) A small open-addressing table; threads past it are not followed. */
+enum { LAST_CAP = 256 };
+struct gs_last_call {
+	uint32_t tid;
+	uint8_t pageable_copy;
+};
+
+static struct gs_last_call *last_call(struct gs_last_call *t, uint32_t tid)
+{
+	for (uint32_t i = 0, k = tid * 2654435761u % LAST_CAP; i < LAST_CAP; i++, k = (k + 1) % LAST_CAP) {
+		if (t[k].tid == tid)
+			return &t[k];
+		if (!t[k].tid) {
+			t[k].tid = tid;
+			return &t[k];
+		}
+	}
+	return NULL;
+}
+
+/* A GPU record: its time to the phase that launched it, in its category;
+ * and what the GPU did during each phase's wall time, to the phase open
+ * when this work started (records arrive late, so the time is looked up). */
+static void gpu_record(struct gs_pass *p, const struct gs_ev *ev, size_t ph)
+{
+	struct gs_report *r = p->r;
+	uint64_t ns = ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0;
+	struct gs_cats *cs[2] = { &r->total, &r->phases[ph].c };
+	for (int i = 0; i < 2; i++) {
+		if (ev->kind == GSPY_KIND_gpu_kernel)
+			gpu_add(&cs[i]->launch, 0, ns);
+		else if (ev->kind == GSPY_KIND_gpu_memset)
+			gpu_add(&cs[i]->memset, ev->bytes, ns);
+		else
+			gpu_add(&cs[i]->copy[ev->dir < GSPY_DIR_COUNT ? ev->dir : 0][ev->mem == GSPY_MEM_pinned],
+				ev->bytes, ns);
+	}
+	r->phases[gs_timeline_at(p, ev->start_ns, gs_timeline_current(p))].gpu_busy_ns += ns;
+}
+
+void gs_phases_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	struct gs_report *r = p->r;
+	if (feed == GS_FEED_SPAN) {
+		r->phases[cur].span_ns += ev->gpu_ns;
+		r->phases[cur].span_n++;
+		return;
+	}
+	if (feed == GS_FEED_GPU) {
+		gpu_record(p, ev, cur);
+		return;
+	}
+	add_event(&r->total, ev);
+	add_event(&r->phases[cur].c, ev);
+	int pc = pageable_copy(ev);
+	if (!p->last)
+		p->last = calloc(LAST_CAP, sizeof(*p->last));
+	struct gs_last_call *lc = ev->tid && p->last ? last_call(p->last, ev->tid) : NULL;
+	if (lc) {
+		if (ev->kind == GSPY_KIND_sync && lc->pageable_copy) {
+			agg_add(&r->total.sync_after_pageable, 0, ev->end_ns - ev->start_ns);
+			agg_add(&r->phases[cur].c.sync_after_pageable, 0, ev->end_ns - ev->start_ns);
+		}
+		lc->pageable_copy = (uint8_t)pc;
+	}
+	/* A framework's compilation uploads what it autotunes with: not a step's copy. */
+	r->pageable_h2d_warm += r->phases_repeat && pc && ev->dir == GSPY_DIR_h2d && !r->phases[cur].compile;
+}
+
+void gs_phases_finish(struct gs_pass *p)
+{
+	free(p->last);
+	p->last = NULL;
+}
+
+static void agg_merge(struct gs_agg *d, const struct gs_agg *s)
+{
+	d->count += s->count;
+	d->bytes += s->bytes;
+	d->host_ns += s->host_ns;
+	d->gpu_count += s->gpu_count;
+	d->gpu_bytes += s->gpu_bytes;
+	d->gpu_ns += s->gpu_ns;
+}
+
+static void cats_merge(struct gs_cats *d, const struct gs_cats *s)
+{
+	const struct gs_agg *a = (const struct gs_agg *)s;
+	struct gs_agg *b = (struct gs_agg *)d;
+	for (size_t i = 0; i < sizeof(*s) / sizeof(struct gs_agg); i++)
+		agg_merge(&b[i], &a[i]);
+}
+
+void gs_phases_merge(struct gs_report *d, const struct gs_report *s)
+{
+	cats_merge(&d->total, &s->total);
+	for (size_t i = 0; i < s->nphases; i++) {
+		size_t at = gs_report_phase(d, s->phases[i].name); /* may move d->phases */
+		struct gs_phase_stat *p = &d->phases[at];
+		p->count += s->phases[i].count;
+		p->wall_ns += s->phases[i].wall_ns;
+		p->gpu_busy_ns += s->phases[i].gpu_busy_ns;
+		p->idle_host_ns += s->phases[i].idle_host_ns;
+		if (s->phases[i].first_ns && (!p->first_ns || s->phases[i].first_ns < p->first_ns))
+			p->first_ns = s->phases[i].first_ns;
+		if (s->phases[i].last_ns > p->last_ns)
+			p->last_ns = s->phases[i].last_ns;
+		p->span_ns += s->phases[i].span_ns;
+		p->span_n += s->phases[i].span_n;
+		p->library |= s->phases[i].library;
+		p->compile |= s->phases[i].compile;
+		p->nvml_n += s->phases[i].nvml_n;
+		p->util_sum += s->phases[i].util_sum;
+		p->power_sum += s->phases[i].power_sum;
+		p->sm_sum += s->phases[i].sm_sum;
+		cats_merge(&p->c, &s->phases[i].c);
+	}
+}
+
+void gs_phases_free(struct gs_report *r)
+{
+	for (size_t i = 0; i < r->nphases; i++)
+		free(r->phases[i].name);
+	free(r->phases);
+}
 
 static uint64_t alloc_count(const struct gs_cats *c)
 {

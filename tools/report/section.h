@@ -75,33 +75,64 @@ extern const size_t gs_nsections;
 
 /* The sections' callbacks, named in the table only (each defined in
  * report/NAME.c), and the few helpers one section lends another. */
+void gs_report_diagnose(struct gs_report *r);
+
+void gs_phases_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_phases_finish(struct gs_pass *p);
+void gs_phases_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_phases_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_phases_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
+void gs_phases_free(struct gs_report *r);
 
 void gs_copies_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 
+void gs_kernels_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_kernels_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_kernels_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_kernels_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
+void gs_kernels_free(struct gs_report *r);
 
+void gs_gpu_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_gpu_finish(struct gs_pass *p);
+void gs_gpu_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_gpu_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_gpu_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 
+void gs_tele_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_tele_merge(struct gs_report *dst, const struct gs_report *src);
+void gs_tele_diagnose(struct gs_report *r);
 void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_tele_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 
+void gs_memory_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_memory_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_memory_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_memory_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
+void gs_memory_free(struct gs_report *r);
 
+void gs_graphs_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_graphs_finish(struct gs_pass *p);
+void gs_graphs_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_graphs_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_captured_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 /* The "graphs" of a CATS object (phases.c's JSON): what graphs ran. */
 void gs_graphs_json(cJSON *o, const struct gs_cats *c);
 
+void gs_failed_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_failed_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_failed_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_failed_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 
+void gs_sites_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_sites_finish(struct gs_pass *p);
+void gs_sites_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_sites_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_sites_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
+void gs_sites_free(struct gs_report *r);
+
+void gs_coll_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_coll_finish(struct gs_pass *p);
+void gs_coll_free(struct gs_report *r);
 
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *st);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/pass.h"
 #include "report/report.h"
 #include "report/section.h"
 #include "report/sites.h"
@@ -178,8 +179,7 @@ static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int cont
 	return -1;
 }
 
-void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev,
-		    const char *phase)
+static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, const char *phase)
 {
 	int alloc = ev->kind == GSPY_KIND_alloc, free_ = ev->kind == GSPY_KIND_free;
 	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
@@ -275,6 +275,31 @@ void gs_sites_snapshot(struct gs_sites *s, unsigned what)
 	}
 }
 
+/* The pass's host calls; once a call is in, the snapshot of the peak
+ * that the memory section asked for at it (pass.h). */
+void gs_sites_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	struct gs_report *r = p->r;
+	(void)feed;
+	sites_event(&r->sites, p->in, ev, cur ? r->phases[cur].name : NULL);
+	if (p->peak_snapshot)
+		gs_sites_snapshot(&r->sites, GS_SNAP_PEAK);
+	p->peak_snapshot = 0;
+}
+
+void gs_sites_finish(struct gs_pass *p)
+{
+	struct gs_report *r = p->r;
+	/* Sync sites count only inside phases that repeat (per step). */
+	for (size_t i = 0; i < r->sites.sync.n; i++) {
+		struct gs_site *x = &r->sites.sync.v[i];
+		size_t at = gs_report_phase(r, x->phase); /* may move r->phases */
+		if (r->phases[at].count < 2)
+			x->count = 0;
+	}
+}
+
+
 int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap)
 {
 	(void)s;
@@ -307,7 +332,7 @@ static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
 	}
 }
 
-void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s)
+static void sites_merge(struct gs_sites *d, const struct gs_sites *s)
 {
 	merge_set(&d->alloc, &s->alloc);
 	merge_set(&d->copy, &s->copy);
@@ -327,7 +352,7 @@ static void free_set(struct gs_siteset *set)
 	free(set->index);
 }
 
-void gs_sites_free(struct gs_sites *s)
+static void sites_free(struct gs_sites *s)
 {
 	free_set(&s->alloc);
 	free_set(&s->copy);
@@ -336,6 +361,16 @@ void gs_sites_free(struct gs_sites *s)
 	free(s->dev);
 	free(s->hostlive);
 	memset(s, 0, sizeof(*s));
+}
+
+void gs_sites_merge(struct gs_report *d, const struct gs_report *s)
+{
+	sites_merge(&d->sites, &s->sites);
+}
+
+void gs_sites_free(struct gs_report *r)
+{
+	sites_free(&r->sites);
 }
 
 static __thread int sort_by; /* qsort's comparator reads it: each thread its own (reports are read in parallel) */

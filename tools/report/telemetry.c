@@ -13,8 +13,10 @@
 #include <cjson/cJSON.h>
 
 #include "report/diag.h"
+#include "report/pass.h"
 #include "report/report.h"
 #include "report/section.h"
+#include "report/series.h"
 #include "util/units.h"
 
 /* Reasons that slow a GPU that has work: power and thermal limits. */
@@ -28,8 +30,10 @@ static const struct { uint32_t bit; const char *id, *text; } reasons[GS_NVML_REA
 #undef GSPY_X
 };
 
-void gs_tele_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
+void gs_tele_event(struct gs_pass *pass, unsigned feed, const struct gs_ev *ev, size_t cur)
 {
+	struct gs_report *r = pass->r;
+	(void)feed;
 	if (ev->device < 0 || ev->device >= GSPY_DEVICES)
 		return;
 	const struct gspy_nvml *s = &ev->nvml;
