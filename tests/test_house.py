@@ -219,3 +219,58 @@ def comments_cite_files_of_the_repository(tmp):
         check(not bad, f"{path} cites {sorted(set(bad))}")
         for s in re.findall(r"design\.md#([\w-]+)", text):
             check(s in slugs, f"{path} cites docs/design.md#{s}, which has no such section ({sorted(slugs)})")
+
+
+# The rooms of tools/, each above the ones it may include (docs/hacking.md).
+ROOMS = {"cmd": {"report", "render", "read", "util"}, "render": {"report", "read", "util"},
+         "report": {"read", "util"}, "read": {"util"}, "util": set()}
+# Known exception, until gs_pid_traces (cmd/control.c) moves to read/.
+ROOM_EXCEPTIONS = {("read/watch.c", "cmd/cmd.h")}
+# Files under tools/report/ that are no section: the pass and its
+# timeline, the table, the results' own code, the merge's frame, what the
+# diagnoses are made with, the series over time, the frameworks.
+NOT_SECTIONS = {"pass.c", "timeline.c", "sections.c", "report.c", "merge.c", "diag.c", "series.c",
+                "frameworks.c"}
+
+
+@test
+def tools_rooms_include_downward_and_sections_are_in_the_table(tmp):
+    """tools/ has no circle between its rooms: every #include "room/x.h"
+    of a file in a room names its own room or one the room may use, in an
+    order derived from ROOMS (one known exception); and every section file
+    under tools/report/ is a row of gs_sections[] (report/sections.c),
+    every row a file."""
+    # The order: a room goes after every room it may use; a circle would
+    # leave rooms unplaced.
+    order, left = [], dict(ROOMS)
+    while left:
+        ready = sorted(r for r, uses in left.items() if uses <= set(order))
+        check(ready, f"the rooms {sorted(left)} use each other in a circle")
+        order += ready
+        for r in ready:
+            del left[r]
+    tools = os.path.join(ROOT, "tools")
+    bad, seen = [], set()
+    for room in order:
+        for f in sorted(os.listdir(os.path.join(tools, room))):
+            if not f.endswith((".c", ".h")):
+                continue
+            text = open(os.path.join(tools, room, f), encoding="utf-8").read()
+            for full in re.findall(r'^#include "((\w+)/[\w.]+\.h)"', text, re.M):
+                e, to = (f"{room}/{f}", full[0]), full[1]
+                if to not in ROOMS:
+                    continue  # gpuspy/format.h and the like: not a room
+                if e in ROOM_EXCEPTIONS:
+                    seen.add(e)
+                elif to != room and to not in ROOMS[room]:
+                    bad.append(f"{e[0]} includes {e[1]}")
+    check(not bad, "includes against the rooms' order " + " < ".join(order) + ":\n" + "\n".join(bad))
+    check(seen == ROOM_EXCEPTIONS, f"exceptions no longer needed: {sorted(ROOM_EXCEPTIONS - seen)}")
+    table = open(os.path.join(tools, "report", "sections.c"), encoding="utf-8").read()
+    rows = re.findall(r'^\t\{ \.name = "(\w+)"', table, re.M)
+    files = {f[:-2] for f in os.listdir(os.path.join(tools, "report")) if f.endswith(".c")}
+    check(len(rows) == len(set(rows)) >= 10, f"rows: {rows}")
+    check(set(rows) <= files, f"rows without a file report/NAME.c: {sorted(set(rows) - files)}")
+    loose = files - set(rows) - {f[:-2] for f in NOT_SECTIONS}
+    check(not loose, f"report/ files that are no row of gs_sections[] (add the row, or list the file "
+                     f"in NOT_SECTIONS with why): {sorted(loose)}")

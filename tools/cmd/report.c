@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "render/render.h"
 #include "report/report.h"
 #include "report/series.h"
 #include "util/cli.h"

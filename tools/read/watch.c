@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "report/report.h"
+#include "read/ranges.h"
 #include "read/watch.h"
 #include "util/xalloc.h"
 

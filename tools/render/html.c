@@ -16,7 +16,10 @@
 #include <string.h>
 
 #include "util/cli.h"
+#include "report/diag.h"
+#include "render/render.h"
 #include "report/report.h"
+#include "report/series.h"
 #include "util/term.h"
 #include "util/units.h"
 

@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/pass.h"
 #include "report/report.h"
+#include "report/section.h"
 #include "report/series.h"
 #include "util/units.h"
 
@@ -44,7 +46,14 @@ struct last_sync {
 	uint64_t stream, end;
 };
 
+struct gs_span {
+	uint64_t start, end;
+};
+
+/* The pass's scratch (pass.h). */
 struct gs_coll_state {
+	uint64_t union_end; /* the latest end so far: time in collectives is their union */
+	int active; /* a sync, a round trip's copy or a compute kernel was seen: the overlap is measured */
 	struct copy_out pending[PENDING];
 	unsigned npending_next;
 	struct last_sync sync[THREADS];
@@ -52,11 +61,11 @@ struct gs_coll_state {
 	size_t nbusy, busy_cap;
 };
 
-static struct gs_coll_state *state(struct gs_report *r)
+static struct gs_coll_state *state(struct gs_pass *p)
 {
-	if (!r->coll_state)
-		r->coll_state = calloc(1, sizeof(*r->coll_state));
-	return r->coll_state;
+	if (!p->coll)
+		p->coll = calloc(1, sizeof(*p->coll));
+	return p->coll;
 }
 
 static uint64_t name_key(const char *s)
@@ -64,14 +73,18 @@ static uint64_t name_key(const char *s)
 	return gs_str_hash(s) | 1ull << 63; /* never a byte count */
 }
 
-static void add_collective(struct gs_report *r, uint64_t start, uint64_t end, uint64_t key, int host)
+static void add_collective(struct gs_pass *p, uint64_t start, uint64_t end, uint64_t key, int host)
 {
+	struct gs_report *r = p->r;
+	struct gs_coll_state *s = state(p);
+	if (!s)
+		return;
 	/* Time in collectives is their union: the part of this one past the
 	 * latest end so far (they come in the order they end, or nearly). */
-	uint64_t from = start > r->coll_union_end ? start : r->coll_union_end;
+	uint64_t from = start > s->union_end ? start : s->union_end;
 	uint64_t ns = end > from ? end - from : 0;
-	if (end > r->coll_union_end)
-		r->coll_union_end = end;
+	if (end > s->union_end)
+		s->union_end = end;
 	gs_series_collective(r->series, ns);
 	r->coll_ns += ns;
 	r->coll_n++;
@@ -87,16 +100,19 @@ static int is_nccl(const struct gs_ev *ev)
 	return ev->name && !strncmp(ev->name, "nccl", 4);
 }
 
-void gs_coll_gpu(struct gs_report *r, const struct gs_ev *ev)
+static void coll_gpu(struct gs_pass *p, const struct gs_ev *ev)
 {
 	if (ev->kind != GSPY_KIND_gpu_kernel)
 		return;
 	if (is_nccl(ev)) {
-		add_collective(r, ev->start_ns, ev->end_ns, name_key(ev->name), 0);
+		add_collective(p, ev->start_ns, ev->end_ns, name_key(ev->name), 0);
 		return;
 	}
 	struct gs_coll_state *s;
-	if (r->proc.rank < 0 || ev->end_ns <= ev->start_ns || !(s = state(r)) || s->nbusy >= SPAN_MAX)
+	if (p->r->proc.rank < 0 || ev->end_ns <= ev->start_ns || !(s = state(p)))
+		return;
+	s->active = 1;
+	if (s->nbusy >= SPAN_MAX)
 		return;
 	if (s->nbusy == s->busy_cap) {
 		size_t cap = s->busy_cap ? s->busy_cap * 2 : 4096;
@@ -142,11 +158,13 @@ static struct copy_out *copied_out(struct gs_coll_state *s, const struct gs_ev *
 	return NULL;
 }
 
-void gs_coll_host(struct gs_report *r, const struct gs_ev *ev)
+static void coll_host(struct gs_pass *p, const struct gs_ev *ev)
 {
 	if (ev->kind != GSPY_KIND_sync && !pinned_round_trip_leg(ev))
 		return;
-	struct gs_coll_state *s = state(r);
+	struct gs_coll_state *s = state(p);
+	if (s)
+		s->active = 1;
 	if (!s || !ev->tid)
 		return;
 	if (ev->kind == GSPY_KIND_sync) {
@@ -169,7 +187,18 @@ void gs_coll_host(struct gs_report *r, const struct gs_ev *ev)
 	o->addr = 0;
 	struct last_sync *t = sync_of(s, ev->tid, 0);
 	if (t && t->stream == ev->stream && t->end >= o->end && t->end <= ev->start_ns)
-		add_collective(r, t->end, ev->start_ns, ev->bytes, 1);
+		add_collective(p, t->end, ev->start_ns, ev->bytes, 1);
+}
+
+/* NCCL's kernels, and the others' intervals for the overlap (GPU
+ * records); gloo's round trips (host calls). */
+void gs_coll_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	(void)cur;
+	if (feed == GS_FEED_GPU)
+		coll_gpu(p, ev);
+	else
+		coll_host(p, ev);
 }
 
 static int cmp_span(const void *a, const void *b)
@@ -197,10 +226,11 @@ static size_t merge(struct gs_span *v, size_t n)
 }
 
 /* At the end of the pass: the collectives' overlap with compute. */
-void gs_coll_finish(struct gs_report *r)
+void gs_coll_finish(struct gs_pass *p)
 {
-	struct gs_coll_state *s = r->coll_state;
-	if (s && r->ncoll) {
+	struct gs_report *r = p->r;
+	struct gs_coll_state *s = p->coll;
+	if (s && s->active && r->ncoll) {
 		size_t nb = merge(s->busy, s->nbusy);
 		struct gs_span *c = malloc(r->ncoll * sizeof(*c));
 		if (c) {
@@ -227,15 +257,11 @@ void gs_coll_finish(struct gs_report *r)
 	if (s)
 		free(s->busy);
 	free(s);
-	r->coll_state = NULL;
+	p->coll = NULL;
 }
 
 void gs_coll_free(struct gs_report *r)
 {
-	if (r->coll_state)
-		free(r->coll_state->busy);
-	free(r->coll_state);
 	free(r->coll);
-	r->coll_state = NULL;
 	r->coll = NULL;
 }

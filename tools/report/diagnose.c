@@ -10,30 +10,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "report/diag.h"
 #include "report/report.h"
+#include "report/section.h"
 #include "util/units.h"
 
 #define add gs_diag_add
-
-void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	struct gs_diag *d = realloc(r->diag, (r->ndiag + 1) * sizeof(*d));
-	char *t = strdup(buf);
-	if (!d || !t) {
-		free(t);
-		if (d)
-			r->diag = d;
-		return;
-	}
-	r->diag = d;
-	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = t };
-	r->ndiag++;
-}
 
 /* What the change in the diagnosis just added would save: save_ns in all,
  * an upper bound (about = 0) or an estimate (about = 1), and how it was
@@ -53,21 +35,6 @@ static void saving(struct gs_report *r, uint64_t save_ns, int about, const char 
 	d->steps = gs_mem_steps(r);
 	d->about = about;
 	d->how = strdup(buf);
-}
-
-const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap)
-{
-	char all[32], per[32];
-	if (!d->how)
-		return NULL;
-	const char *q = d->about ? "about" : "up to";
-	if (d->steps)
-		snprintf(buf, cap, "Saves %s %s a step (%s over %llu steps): %s.", q,
-			 gs_fmt_ns(per, d->save_ns / d->steps), gs_fmt_ns(all, d->save_ns),
-			 (unsigned long long)d->steps, d->how);
-	else
-		snprintf(buf, cap, "Saves %s %s in all: %s.", q, gs_fmt_ns(all, d->save_ns), d->how);
-	return buf;
 }
 
 /* What pinning the pageable copies of one direction saves: their host
@@ -317,25 +284,6 @@ static uint64_t sync_copies(const struct gs_cats *c)
 static int pct_digits(double share)
 {
 	return share > 0 && share < 0.01 ? 1 : 0;
-}
-
-/* Narrows *span to the time in phases (the loop), which the diagnoses of a
- * loop take their shares of: start-up and teardown outside phases would
- * dilute them. Returns 0, *span left as the whole run, without phases. */
-uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records)
-{
-	uint64_t n = r->nevents > r->gpu_records ? r->nevents - r->gpu_records : 0;
-	if (host_records)
-		*host_records = n;
-	return n * GS_RECORD_COST_NS + r->proc.stacks_ns;
-}
-
-int gs_loop_span(const struct gs_report *r, uint64_t *span)
-{
-	if (r->nphases < 2 || *span <= r->phases[0].wall_ns)
-		return 0;
-	*span -= r->phases[0].wall_ns;
-	return 1;
 }
 
 static void starvation(struct gs_report *r, uint64_t span)
@@ -709,5 +657,4 @@ void gs_report_diagnose(struct gs_report *r)
 	if (!leak && !r->oom.n) /* the leak or the failure is the story */
 		churn(r);
 	oom(r);
-	gs_tele_diagnose(r);
 }

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libranges.h"
-
 #include "report/report.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -40,30 +38,6 @@ void gs_framework_detect(struct gs_report *r)
 		       : seen & 1u << GS_FW_CUPY ? GS_FW_CUPY : GS_FW_CUDA;
 }
 
-const char *gs_framework_phase(const char *name, char *buf, size_t cap, int *compile)
-{
-	*compile = 0;
-	if (!strncmp(name, "XlaCompile:", 11)) {
-		*compile = 1;
-		snprintf(buf, cap, "XLA compile");
-		return buf;
-	}
-	const char *m = strncmp(name, "XlaModule:", 10) ? NULL : strstr(name, "hlo_module=");
-	if (!m)
-		return NULL;
-	m += strlen("hlo_module=");
-	size_t n = strcspn(m, ",#");
-	if (!n)
-		return NULL;
-	snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), m);
-	return buf;
-}
-
-int gs_library_range(const char *name)
-{
-	return gspy_library_range(name); /* common/libranges.h */
-}
-
 /* The libraries' own ranges (CUB, XLA, ...): inside the user's phases, which
  * keep their calls and GPU work. Grouped by the name before its ":#"
  * arguments (XLA's "XlaPass:#name=...,module=...#"); the longest three
@@ -79,7 +53,7 @@ static int cmp_group(const void *a, const void *b)
 	return x->wall_ns < y->wall_ns ? 1 : x->wall_ns > y->wall_ns ? -1 : strcmp(x->name, y->name);
 }
 
-void gs_library_ranges_print(FILE *f, const struct gs_report *r)
+void gs_library_ranges_print(FILE *f, const struct gs_report *r, int all)
 {
 	struct lib_group *g = NULL;
 	size_t ng = 0, cap = 0;
@@ -112,7 +86,7 @@ void gs_library_ranges_print(FILE *f, const struct gs_report *r)
 	if (!ng)
 		return;
 	qsort(g, ng, sizeof(*g), cmp_group);
-	size_t show = gs_report_all || ng <= 4 ? ng : 3;
+	size_t show = all || ng <= 4 ? ng : 3;
 	fprintf(f, "  Libraries' own ranges, inside the phases above (which keep their time): %llu range%s\n",
 		(unsigned long long)count, count == 1 ? "" : "s");
 	for (size_t i = 0; i < show; i++) {

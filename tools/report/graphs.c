@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/pass.h"
 #include "report/report.h"
+#include "report/section.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -19,46 +21,59 @@ static uint64_t hash64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
+/* An executable graph's nodes, as last instantiated or updated. */
+struct gs_graph_exec {
+	uint64_t exec;      /* handle, 0 = free slot */
+	uint64_t kernels, memsets, memset_bytes, allocs, alloc_bytes, frees, free_bytes;
+	uint64_t copies[GSPY_DIR_COUNT][2], copy_bytes[GSPY_DIR_COUNT][2];
+};
+
+/* The pass's executable graphs, by handle (open addressing). */
+struct gs_graph_pass {
+	struct gs_graph_exec *v;
+	size_t n, cap;
+};
+
 /* The contents of executable graph `exec`, a new entry if `make`. */
-static struct gs_graph_exec *graph_exec(struct gs_report *r, uint64_t exec, int make)
+static struct gs_graph_exec *graph_exec(struct gs_graph_pass *s, uint64_t exec, int make)
 {
 	if (!exec)
 		return NULL;
-	if (make && (r->ngraphs + 1) * 2 > r->graphs_cap) {
-		size_t cap = r->graphs_cap ? r->graphs_cap * 2 : 64;
+	if (make && (s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
 		struct gs_graph_exec *t = xcalloc(cap, sizeof(*t));
-		for (size_t i = 0; i < r->graphs_cap; i++) {
-			if (!r->graphs[i].exec)
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->v[i].exec)
 				continue;
-			size_t k = (size_t)(hash64(r->graphs[i].exec) & (cap - 1));
+			size_t k = (size_t)(hash64(s->v[i].exec) & (cap - 1));
 			while (t[k].exec)
 				k = (k + 1) & (cap - 1);
-			t[k] = r->graphs[i];
+			t[k] = s->v[i];
 		}
-		free(r->graphs);
-		r->graphs = t;
-		r->graphs_cap = cap;
+		free(s->v);
+		s->v = t;
+		s->cap = cap;
 	}
-	if (!r->graphs_cap)
+	if (!s->cap)
 		return NULL;
-	for (size_t k = (size_t)(hash64(exec) & (r->graphs_cap - 1));; k = (k + 1) & (r->graphs_cap - 1)) {
-		if (r->graphs[k].exec == exec)
-			return &r->graphs[k];
-		if (!r->graphs[k].exec) {
+	for (size_t k = (size_t)(hash64(exec) & (s->cap - 1));; k = (k + 1) & (s->cap - 1)) {
+		if (s->v[k].exec == exec)
+			return &s->v[k];
+		if (!s->v[k].exec) {
 			if (!make)
 				return NULL;
-			r->ngraphs++;
-			r->graphs[k].exec = exec;
-			return &r->graphs[k];
+			s->n++;
+			s->v[k].exec = exec;
+			return &s->v[k];
 		}
 	}
 }
 
 /* A graph instantiated or updated (its nodes follow it), one of its
  * nodes, or a launch of it. */
-void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
+static void graph_event(struct gs_report *r, struct gs_graph_pass *s, const struct gs_ev *ev, size_t cur)
 {
-	struct gs_graph_exec *g = graph_exec(r, ev->stream, ev->kind != GSPY_KIND_launch);
+	struct gs_graph_exec *g = graph_exec(s, ev->stream, ev->kind != GSPY_KIND_launch);
 	if (ev->kind == GSPY_KIND_graph) {
 		if (g)
 			*g = (struct gs_graph_exec){ .exec = ev->stream };
@@ -84,7 +99,7 @@ void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 	}
 	if (ev->kind != GSPY_KIND_launch)
 		return;
-	g = graph_exec(r, ev->addr, 0);
+	g = graph_exec(s, ev->addr, 0);
 	struct gs_cats *cs[2] = { &r->total, &r->phases[cur].c };
 	for (int i = 0; i < 2; i++) {
 		if (!g) {
@@ -108,6 +123,46 @@ void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
 }
 
 
+/* The pass's graph records and launches, the GPU records of what graphs
+ * ran, and the calls captured into graphs. */
+void gs_graphs_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	struct gs_report *r = p->r;
+	if (feed == GS_FEED_CAPTURED) {
+		r->captured[ev->kind < GSPY_KIND_COUNT ? ev->kind : 0]++;
+	} else if (feed == GS_FEED_GPU) {
+		if (ev->kind == GSPY_KIND_gpu_kernel || !ev->graph_id)
+			return;
+		if (ev->kind == GSPY_KIND_gpu_copy) {
+			r->graph_gpu_copies++;
+			r->graph_gpu_copy_bytes += ev->bytes;
+		} else {
+			r->graph_gpu_memsets++;
+		}
+	} else {
+		if (!p->graphs)
+			p->graphs = xcalloc(1, sizeof(*p->graphs));
+		graph_event(r, p->graphs, ev, cur);
+	}
+}
+
+void gs_graphs_finish(struct gs_pass *p)
+{
+	if (p->graphs)
+		free(p->graphs->v);
+	free(p->graphs);
+	p->graphs = NULL;
+}
+
+void gs_graphs_merge(struct gs_report *d, const struct gs_report *s)
+{
+	for (int k = 0; k < GSPY_KIND_COUNT; k++)
+		d->captured[k] += s->captured[k];
+	d->graph_gpu_copies += s->graph_gpu_copies;
+	d->graph_gpu_copy_bytes += s->graph_gpu_copy_bytes;
+	d->graph_gpu_memsets += s->graph_gpu_memsets;
+}
+
 static uint64_t copies(const struct gs_cats *c, uint64_t *bytes)
 {
 	uint64_t n = 0;
@@ -127,8 +182,9 @@ static int any(const struct gs_cats *c)
 	       copies(c, &b);
 }
 
-void gs_graphs_print(FILE *f, const struct gs_report *r)
+void gs_graphs_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
+	(void)st;
 	char a[32], b[32], c[32], d[32], e[32], g[32];
 	const struct gs_cats *t = &r->total;
 	uint64_t cb, n = copies(t, &cb);
@@ -198,8 +254,9 @@ void gs_graphs_json(cJSON *o, const struct gs_cats *c)
 	cJSON_AddNumberToObject(g, "launches_unseen", (double)c->graph_unseen.count);
 }
 
-void gs_captured_json(cJSON *o, const struct gs_report *r)
+void gs_captured_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
 {
+	(void)st;
 	cJSON *c = NULL;
 	for (int i = 0; i < GSPY_KIND_COUNT; i++) {
 		if (!r->captured[i])

@@ -2,7 +2,8 @@
 /*
  * Memory facts of a process (memory.c): an out-of-memory failure with what
  * was held at that moment, and device memory that grows step after step
- * (a leak), with the sites that grew. Fed by report.c, read by diagnose.c.
+ * (a leak), with the sites that grew. Kept by the memory section
+ * (memory.c), read by diagnose.c.
  */
 #ifndef GPUSPY_MEMORY_H
 #define GPUSPY_MEMORY_H
@@ -11,8 +12,6 @@
 #include <stddef.h>
 
 struct gs_report;
-struct gs_input;
-struct gs_ev;
 
 struct gs_oom {
 	uint64_t n;          /* allocations that failed for lack of memory */
@@ -37,13 +36,6 @@ struct gs_growth {
 	size_t n, cap;
 };
 
-/* An allocation failed (result != 0), in phase cur. */
-void gs_mem_failed(struct gs_report *r, struct gs_input *in, const struct gs_ev *ev, size_t cur);
-/* An event done (after track_memory): the retry of a failed allocation. */
-void gs_mem_event(struct gs_report *r, const struct gs_ev *ev);
-/* A phase begins (p, at depth before it): maybe a step's sample. */
-void gs_mem_phase_begin(struct gs_report *r, const struct gs_ev *ev, size_t p, int depth);
-
 /* A leak: reserved memory rose at most step transitions and never fell.
  * 1 with the rate per step and the steps measured; 0 otherwise. */
 int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps);
@@ -51,6 +43,5 @@ int gs_mem_leak(const struct gs_report *r, double *per_step, size_t *steps);
  * numbers, else the occurrences of the first top-level phase to repeat);
  * 0 for a run without a repeated phase. */
 uint64_t gs_mem_steps(const struct gs_report *r);
-void gs_mem_free(struct gs_report *r);
 
 #endif

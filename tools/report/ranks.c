@@ -24,6 +24,7 @@
 #include <cJSON.h>
 
 #include "report/report.h"
+#include "report/section.h"
 #include "report/series.h"
 #include "util/units.h"
 
@@ -195,8 +196,9 @@ static double busy_pct(const struct gs_report *r)
 	return span ? 100.0 * (double)busy / (double)span : 0;
 }
 
-void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset)
+void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *style)
 {
+	const char *bold = style->bold, *reset = style->reset;
 	struct ranks k;
 	if (!ranks_of(procs, n, &k))
 		return;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The report: one streaming pass over a process's events builds per-phase
- * and total aggregates, kernel statistics, memory and the inputs of the
- * diagnoses. Memory grows with the number of distinct phase and kernel
- * names, never with the number of events.
+ * The report of a process, or of the whole of several: its results only,
+ * per phase and in all, which the pass (pass.c) and the sections
+ * (section.h) fill, the merge adds and the renderers (render/) print.
+ * What the pass holds only while it runs is struct gs_pass (pass.h).
  */
 #ifndef GPUSPY_REPORT_H
 #define GPUSPY_REPORT_H
@@ -11,14 +11,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <cJSON.h>
-
 #include "read/input.h"
 #include "report/memory.h"
-#include "report/series.h"
 #include "report/sites.h"
 
 struct gs_diag;
+struct gs_series;
 
 struct gs_agg {
 	uint64_t count, bytes, host_ns;      /* host calls */
@@ -42,13 +40,6 @@ struct gs_cats {
 	struct gs_agg host_fn; /* host functions launched (cuLaunchHostFunc): launches, not kernels */
 	struct gs_agg graph_alloc, graph_free; /* memory nodes */
 	struct gs_agg graph_copy[GSPY_DIR_COUNT][2];
-};
-
-/* An executable graph's nodes, as last instantiated or updated. */
-struct gs_graph_exec {
-	uint64_t exec;      /* handle, 0 = free slot */
-	uint64_t kernels, memsets, memset_bytes, allocs, alloc_bytes, frees, free_bytes;
-	uint64_t copies[GSPY_DIR_COUNT][2], copy_bytes[GSPY_DIR_COUNT][2];
 };
 
 struct gs_phase_stat {
@@ -87,19 +78,9 @@ enum gs_framework { GS_FW_CUDA, GS_FW_PYTORCH, GS_FW_JAX, GS_FW_CUPY, GS_FW_COUN
 extern const char *const gs_framework_names[GS_FW_COUNT];
 /* From the process's evidence, at the end of its pass (frameworks.c). */
 void gs_framework_detect(struct gs_report *r);
-/* The libraries' own ranges, grouped, below the phase table (frameworks.c). */
-void gs_library_ranges_print(FILE *f, const struct gs_report *r);
-
-/* A range that a library opens (CUB, XLA, cuDNN, NCCL, TensorRT, ... by
- * name; frameworks.c), not the user's: it nests inside the user's phase and takes none of
- * its calls or GPU work. */
-int gs_library_range(const char *name);
-/* A framework's range that stands for a phase of the user's (frameworks.c):
- * XLA's run of a jitted function, "XlaModule:#hlo_module=jit_step,...#",
- * is the phase "jit_step"; XLA's compilation of one, "XlaCompile:#...#",
- * is "XLA compile" (*compile = 1: never the loop's step). The phase's name
- * in buf, or NULL for another range. */
-const char *gs_framework_phase(const char *name, char *buf, size_t cap, int *compile);
+/* The libraries' own ranges, grouped, below the phase table (frameworks.c;
+ * all: every group, --all). */
+void gs_library_ranges_print(FILE *f, const struct gs_report *r, int all);
 
 struct gs_kernel_stat {
 	char *name;
@@ -112,36 +93,13 @@ struct gs_device_gpu {
 	uint64_t phase_busy_ns; /* of busy_ns, the stretches that began in a named phase */
 	uint64_t span_ns, spans; /* GPUSPY_CUPTI=events: every interval's GPU spans */
 	uint64_t phase_span_ns, phase_spans; /* of those, the spans of named phases */
-	uint64_t cur_start, cur_end; /* the busy interval being merged */
 };
 
-struct gs_corr_slot {
-	uint64_t id, host_start;
-	uint32_t phase;
-};
-
-/* GPU work waiting to be put on the device timeline in start order: CUPTI
- * delivers records in buffers that overlap in time. */
-struct gs_gpu_item {
-	uint64_t start, end, host_start;
-	int16_t device;
-	uint32_t phase; /* of the call that launched it (its correlation), else the phase open at its start */
-};
-
-struct gs_phase_change {
-	uint64_t t;
-	uint32_t phase; /* the innermost phase open from t on */
-};
-
-struct gs_span {
-	uint64_t start, end;
-};
 /* A collective: when it ran, and what it was (the ranks match the k-th of
  * each key): NCCL's kernel name, or the bytes gloo reduced. */
 struct gs_coll_item {
 	uint64_t start, end, key;
 };
-struct gs_coll_state;
 
 #define GS_COLL_ENDS 16384
 struct gs_report {
@@ -157,7 +115,7 @@ struct gs_report {
 	size_t nphases, phases_cap;
 	struct gs_kernel_stat *kernels; /* open-addressing table */
 	size_t nkernels, kernels_cap;
-	int64_t reserved, peak_reserved;
+	int64_t reserved, peak_reserved; /* device memory reserved (at the end), and its peak */
 	uint64_t peak_t, device_total;
 	/* Device allocations and frees after warm-up: [0] after the first
 	 * occurrence of a repeated phase, [1] after the first fifth of the events. */
@@ -171,7 +129,6 @@ struct gs_report {
 	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
 	struct gs_device_gpu dev[GSPY_DEVICES];
 	struct gs_tele tele[GSPY_DEVICES];
-	struct gs_corr_slot *corr;      /* external id -> launching phase */
 	uint64_t gpu_records, gpu_matched;
 	uint64_t queue_n, queue_sum_ns, queue_max_ns;
 	uint64_t graph_kernels, graph_kernel_ns; /* CUPTI: kernels that graphs ran */
@@ -184,19 +141,11 @@ struct gs_report {
 	struct gs_coll_item *coll;
 	size_t ncoll;
 	uint64_t coll_ns, coll_n, coll_span_ns, coll_overlap_ns;
-	uint64_t coll_union_end; /* the latest end so far: time in collectives is their union */
 	int coll_host, coll_overlap_known;
-	struct gs_coll_state *coll_state; /* during the pass */
 	uint64_t graph_gpu_copies, graph_gpu_copy_bytes, graph_gpu_memsets; /* CUPTI: their copies, memsets */
-	struct gs_graph_exec *graphs;   /* open addressing by handle */
-	size_t ngraphs, graphs_cap;
 	uint64_t captured[GSPY_KIND_COUNT]; /* calls captured into graphs, by kind: they did not run */
 	uint64_t short_kernels;         /* kernels shorter than the mean launch call */
 	uint64_t own_kernels, own_kernel_ns; /* CUPTI: kernels launched one by one (not by a graph) */
-	struct gs_gpu_item *heap;       /* min-heap by start, bounded */
-	size_t nheap;
-	struct gs_phase_change *changes; /* ring of the latest phase changes */
-	uint64_t nchanges;
 	struct gs_sites sites;  /* call sites (events with stacks) */
 	struct gs_oom oom;      /* the first out-of-memory failure (memory.c) */
 	unsigned framework;     /* enum gs_framework: whose terms the advice is in */
@@ -232,29 +181,10 @@ struct gs_diag {
 int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen);
 /* Add src's numbers into dst (the whole of several processes; report/merge.c). */
 void gs_report_merge(struct gs_report *dst, const struct gs_report *src);
-/* The report's tables, shared by its pass and the merge (report.c): the
- * phase of this name (added when new; r->phases may move), the kernel of
- * this name, and a failed call counted. */
+/* The phase of this name, added when new (r->phases may move; report.c). */
 size_t gs_report_phase(struct gs_report *r, const char *name);
-struct gs_kernel_stat *gs_report_kernel(struct gs_report *r, const char *name);
-void gs_report_failed(struct gs_report *r, const char *api, int result, uint64_t t, uint64_t first_bytes,
-		      uint64_t count, uint64_t bytes);
-void gs_report_diagnose(struct gs_report *r);
-/* "Saves up to 1.2 ms a step, 120 ms in all over 100 steps: HOW." in buf,
- * or NULL for a diagnosis without a saving (diagnose.c). */
-const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap);
-/* Narrows *span (the run) to the time in phases; 0 without phases. */
-int gs_loop_span(const struct gs_report *r, uint64_t *span);
 void gs_report_free(struct gs_report *r);
-void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Telemetry (telemetry.c): an nvml event in phase cur; the sums of
- * several processes; the diagnoses; the report's section and --json. */
-void gs_tele_event(struct gs_report *r, const struct gs_ev *ev, size_t cur);
-void gs_tele_merge(struct gs_report *dst, const struct gs_report *src);
-void gs_tele_diagnose(struct gs_report *r);
-void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const char *reset);
-void gs_tele_json(cJSON *o, const struct gs_report *r);
 /* gpuspy's own time on the program's threads, estimated: each host record
  * at GS_RECORD_COST_NS (records cost ~250-400 ns each in place, sampled on
  * the H200: docs/measurements.md, bench/gpu/pcsample.sh) plus the call
@@ -262,32 +192,7 @@ void gs_tele_json(cJSON *o, const struct gs_report *r);
 #define GS_RECORD_COST_NS 300
 uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records);
 
-/* CUDA graphs (report/graphs.c): a graph, node or graph-launch event; the
- * text lines and JSON of what graphs ran and what was captured. */
-void gs_graph_event(struct gs_report *r, const struct gs_ev *ev, size_t cur);
-void gs_graphs_print(FILE *f, const struct gs_report *r);
-void gs_graphs_json(cJSON *o, const struct gs_cats *c);
-void gs_captured_json(cJSON *o, const struct gs_report *r);
-
-/* Output (render/text.c, render/json.c). */
+/* The names of the kinds of allocation (report.c). */
 extern const char *const gs_alloc_names[GS_ALLOC_KINDS];
-const struct gs_kernel_stat **gs_sorted_kernels(const struct gs_report *r); /* by time; free() it */
-extern int gs_report_all; /* --all: every phase and library range (render/text.c) */
-/* The ranks of one job side by side, and the straggler (report/ranks.c):
- * printed, and "ranks" in --json, when every process has RANK and steps. */
-/* collectives.c: fed the pass's GPU and host events; then finished (the
- * overlap) and, with the report, freed. */
-void gs_coll_gpu(struct gs_report *r, const struct gs_ev *ev);
-void gs_coll_host(struct gs_report *r, const struct gs_ev *ev);
-void gs_coll_finish(struct gs_report *r);
-void gs_coll_free(struct gs_report *r);
-void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset);
-cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n); /* null when they are not ranks */
-void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
-		     const struct gs_report *whole, int color);
-/* The page of `report --html` (render/html.c): 0, or -1 when writing failed. */
-int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_report *whole);
-/* The caller owns the returned object. */
-cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_report *whole);
 
 #endif

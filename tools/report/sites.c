@@ -4,8 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/xalloc.h"
+#include "report/pass.h"
+#include "report/report.h"
+#include "report/section.h"
 #include "report/sites.h"
+#include "util/units.h"
+#include "util/xalloc.h"
 
 static uint64_t fnv(const char *s, uint64_t h)
 {
@@ -175,8 +179,7 @@ static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int cont
 	return -1;
 }
 
-void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev,
-		    const char *phase)
+static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, const char *phase)
 {
 	int alloc = ev->kind == GSPY_KIND_alloc, free_ = ev->kind == GSPY_KIND_free;
 	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
@@ -272,6 +275,31 @@ void gs_sites_snapshot(struct gs_sites *s, unsigned what)
 	}
 }
 
+/* The pass's host calls; once a call is in, the snapshot of the peak
+ * that the memory section asked for at it (pass.h). */
+void gs_sites_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t cur)
+{
+	struct gs_report *r = p->r;
+	(void)feed;
+	sites_event(&r->sites, p->in, ev, cur ? r->phases[cur].name : NULL);
+	if (p->peak_snapshot)
+		gs_sites_snapshot(&r->sites, GS_SNAP_PEAK);
+	p->peak_snapshot = 0;
+}
+
+void gs_sites_finish(struct gs_pass *p)
+{
+	struct gs_report *r = p->r;
+	/* Sync sites count only inside phases that repeat (per step). */
+	for (size_t i = 0; i < r->sites.sync.n; i++) {
+		struct gs_site *x = &r->sites.sync.v[i];
+		size_t at = gs_report_phase(r, x->phase); /* may move r->phases */
+		if (r->phases[at].count < 2)
+			x->count = 0;
+	}
+}
+
+
 int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap)
 {
 	(void)s;
@@ -304,7 +332,7 @@ static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
 	}
 }
 
-void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s)
+static void sites_merge(struct gs_sites *d, const struct gs_sites *s)
 {
 	merge_set(&d->alloc, &s->alloc);
 	merge_set(&d->copy, &s->copy);
@@ -324,7 +352,7 @@ static void free_set(struct gs_siteset *set)
 	free(set->index);
 }
 
-void gs_sites_free(struct gs_sites *s)
+static void sites_free(struct gs_sites *s)
 {
 	free_set(&s->alloc);
 	free_set(&s->copy);
@@ -333,6 +361,16 @@ void gs_sites_free(struct gs_sites *s)
 	free(s->dev);
 	free(s->hostlive);
 	memset(s, 0, sizeof(*s));
+}
+
+void gs_sites_merge(struct gs_report *d, const struct gs_report *s)
+{
+	sites_merge(&d->sites, &s->sites);
+}
+
+void gs_sites_free(struct gs_report *r)
+{
+	sites_free(&r->sites);
 }
 
 static __thread int sort_by; /* qsort's comparator reads it: each thread its own (reports are read in parallel) */
@@ -424,8 +462,10 @@ static void list(cJSON *o, const char *name, const struct gs_siteset *set, int b
 	free(v);
 }
 
-void gs_sites_json(cJSON *o, const struct gs_sites *s)
+void gs_sites_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
 {
+	const struct gs_sites *s = &r->sites;
+	(void)st;
 	list(o, "alloc_sites", &s->alloc, GS_BY_BYTES);
 	list(o, "peak_sites", &s->alloc, GS_BY_PEAK);
 	list(o, "copy_sites", &s->copy, GS_BY_BYTES);
@@ -445,4 +485,160 @@ void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns)
 			*n += set->v[i].count;
 			*ns += set->v[i].count ? set->v[i].host_ns : 0;
 		}
+}
+
+/* Walks the frames the report shows of a stack, innermost first: none of
+ * the C runtime's start-up frames (none past main); with Python frames, the
+ * two innermost native frames, then only the Python ones (the line in the
+ * user's script). Returns the next frame's length, its text at *at, and in
+ * *gap whether frames were passed over before it; 0 at the end. */
+struct frame_walk {
+	const char *p;
+	int shown, py, done;
+};
+
+static void frame_walk_init(struct frame_walk *w, const char *frames)
+{
+	*w = (struct frame_walk){ .p = frames, .py = strstr(frames, ".py:") != NULL };
+}
+
+static int frame_next(struct frame_walk *w, const char **at, int *gap)
+{
+	*gap = 0;
+	while (!w->done && *w->p) {
+		const char *p = w->p, *e = strchr(p, '\n');
+		int n = e ? (int)(e - p) : (int)strlen(p);
+		if (!strncmp(p, "__libc_start", 12) || !strncmp(p, "_start+", 7)) {
+			w->done = 1;
+			break;
+		}
+		w->p = p + n + (e ? 1 : 0);
+		if (w->py && w->shown >= 2 && !memmem(p, (size_t)n, ".py:", 4)) {
+			*gap = 1;
+			continue;
+		}
+		w->shown++;
+		/* what is outside main is the C runtime's start-up */
+		w->done = !strncmp(p, "main (", 6) || !strncmp(p, "main+0x", 7);
+		*at = p;
+		return n;
+	}
+	return 0;
+}
+
+/* A stack, one frame a line, innermost first: the first `max` of the frames
+ * frame_next shows, and the one at index `also` if that is further in (-1:
+ * none); "..." where frames were passed over or more follow. */
+static void stack_line(FILE *f, const char *indent, const char *frames, int max, int also)
+{
+	struct frame_walk w;
+	const char *p;
+	int n, gap, passed = 0, last = also > max - 1 ? also : max - 1;
+	frame_walk_init(&w, frames);
+	for (int k = 0; k <= last && (n = frame_next(&w, &p, &gap)); k++) {
+		if (k >= max && k != also) {
+			passed = 1;
+			continue;
+		}
+		if (gap || passed)
+			fprintf(f, "%s...\n", indent);
+		passed = 0;
+		fprintf(f, "%s%s%.*s%s\n", indent, k ? "from " : "at ", n > 86 ? 83 : n, p, n > 86 ? "..." : "");
+	}
+	if (passed || (!w.done && *w.p && strncmp(w.p, "__libc_start", 12)))
+		fprintf(f, "%s...\n", indent);
+}
+
+/* How many leading shown frames two stacks have in common. */
+static int frames_in_common(const char *a, const char *b)
+{
+	struct frame_walk wa, wb;
+	const char *pa, *pb;
+	int na, nb, ga, gb, k = 0;
+	frame_walk_init(&wa, a);
+	frame_walk_init(&wb, b);
+	while ((na = frame_next(&wa, &pa, &ga)) && (nb = frame_next(&wb, &pb, &gb)) && na == nb &&
+	       !memcmp(pa, pb, (size_t)na))
+		k++;
+	return k;
+}
+
+static const char *site_kind(const struct gs_site *x, int is_copy)
+{
+	if (is_copy)
+		return x->mem == GSPY_DIR_d2h ? "d2h" : "h2d";
+	return x->mem == GSPY_MEM_pinned ? "pinned" : x->mem == GSPY_MEM_managed ? "managed" : "device";
+}
+
+enum { SITE_FRAMES = 5 }; /* innermost frames a call site shows */
+
+static void site_list(FILE *f, const char *title, const struct gs_siteset *set, int by, int top,
+		      int is_copy)
+{
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(set, by, &v);
+	if (n) {
+		fprintf(f, "  %s\n", title);
+		size_t shown = n < (size_t)top ? n : (size_t)top;
+		for (size_t i = 0; i < shown; i++) {
+			char a[32], b[32], c[32];
+			const struct gs_site *x = v[i];
+			if (by == GS_BY_TIME)
+				fprintf(f, "    %s wait%s, %s in phase '%s':\n", gs_fmt_count(a, x->count),
+					gs_pl(x->count, "", "s"), gs_fmt_ns(b, x->host_ns),
+					x->phase ? x->phase : "?");
+			else if (by == GS_BY_PEAK)
+				fprintf(f, "    %s in %s block%s at the peak:\n", gs_fmt_bytes(a, x->peak_bytes),
+					gs_fmt_count(b, x->peak_count), gs_pl(x->peak_count, "", "s"));
+			else
+				fprintf(f, "    %s %s, %s, %s in the calls:\n", gs_fmt_count(a, x->count),
+					site_kind(x, is_copy), gs_fmt_bytes(b, x->bytes), gs_fmt_ns(c, x->host_ns));
+			/* Five frames, and where it shares more with another site
+			 * listed (inside a library's allocator several do), the
+			 * first frame that tells them apart. */
+			int common = 0;
+			for (size_t j = 0; j < shown; j++) {
+				int k = j == i ? 0 : frames_in_common(x->frames, v[j]->frames);
+				common = k > common ? k : common;
+			}
+			stack_line(f, "      ", x->frames, SITE_FRAMES, common >= SITE_FRAMES ? common : -1);
+			if (x->host_alloc) {
+				fprintf(f, "      host buffer (%s) allocated at:\n", gs_fmt_bytes(a, x->host_alloc_bytes));
+				stack_line(f, "        ", x->host_alloc, SITE_FRAMES, -1);
+			}
+		}
+	}
+	free(v);
+}
+
+void gs_sites_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
+{
+	if (!r->sites.any)
+		return;
+	fprintf(f, "\n  %sCall sites%s (innermost frame first)\n", st->bold, st->reset);
+	site_list(f, "Allocation sites by bytes", &r->sites.alloc, GS_BY_BYTES, 5, 0);
+	const struct gs_site **by_bytes, **by_count;
+	size_t nb = gs_sites_sorted(&r->sites.alloc, GS_BY_BYTES, &by_bytes);
+	size_t nc = gs_sites_sorted(&r->sites.alloc, GS_BY_COUNT, &by_count);
+	if (nb && nc && by_bytes[0] != by_count[0]) /* only when it says something new */
+		site_list(f, "Allocation sites by count", &r->sites.alloc, GS_BY_COUNT, 3, 0);
+	free(by_bytes);
+	free(by_count);
+	site_list(f, "Holding device memory at its peak", &r->sites.alloc, GS_BY_PEAK, 5, 0);
+	site_list(f, "Pageable copy sites", &r->sites.copy, GS_BY_BYTES, 5, 1);
+	site_list(f, "Waits inside repeated phases", &r->sites.sync, GS_BY_TIME, 5, 0);
+	uint64_t un, uns;
+	gs_sites_unsited(&r->sites.sync, &un, &uns);
+	if (un && r->sites.any && r->proc.wait_stack_min_ns) {
+		char a[32], b[32];
+		fprintf(f, "    (%llu %s inside repeated phases, %s in all, %s shorter than %s and carry no "
+			   "stack: GPUSPY_STACK_MIN)\n",
+			(unsigned long long)un, gs_pl(un, "wait", "waits"), gs_fmt_ns(b, uns), un == 1 ? "was" : "were",
+			gs_fmt_ns(a, r->proc.wait_stack_min_ns));
+	}
+	if (r->proc.stack_min_ns) {
+		char a[32];
+		fprintf(f, "    (memsets and copies that are not pageable carry a stack only when they "
+			   "took %s or more: GPUSPY_STACK_MIN)\n", gs_fmt_ns(a, r->proc.stack_min_ns));
+	}
 }

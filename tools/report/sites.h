@@ -53,9 +53,6 @@ struct gs_sites {
 	unsigned owners; /* allocations' frames: 1 PyTorch, 2 XLA/JAX, 4 CuPy */
 };
 
-/* Before the memory bookkeeping of the event (the peak uses its result). */
-void gs_sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev,
-		    const char *phase);
 /* Remember what each allocation site holds now: at the peak of reserved
  * memory, at an out-of-memory failure, at a step (GS_SNAP_*, or'ed). */
 enum { GS_SNAP_PEAK = 1, GS_SNAP_OOM = 2, GS_SNAP_BASE = 4, GS_SNAP_LAST = 8 };
@@ -66,10 +63,6 @@ void gs_sites_snapshot(struct gs_sites *s, unsigned what);
 const char *gs_frame_owner(const char *frame);
 /* The frames of ev's stack as a site shows them, into buf; 0 without one. */
 int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap);
-void gs_sites_merge(struct gs_sites *d, const struct gs_sites *s);
-void gs_sites_free(struct gs_sites *s);
-/* The four lists for --json (sites with a zero count are left out). */
-void gs_sites_json(cJSON *o, const struct gs_sites *s);
 /* The waits in repeated phases that carry no stack (GPUSPY_STACK_MIN). */
 void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns);
 /* Sorted views for printing: count returned, *out malloc'ed. */

@@ -12,7 +12,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "report/diag.h"
+#include "report/pass.h"
 #include "report/report.h"
+#include "report/section.h"
+#include "report/series.h"
 #include "util/units.h"
 
 /* Reasons that slow a GPU that has work: power and thermal limits. */
@@ -26,8 +30,10 @@ static const struct { uint32_t bit; const char *id, *text; } reasons[GS_NVML_REA
 #undef GSPY_X
 };
 
-void gs_tele_event(struct gs_report *r, const struct gs_ev *ev, size_t cur)
+void gs_tele_event(struct gs_pass *pass, unsigned feed, const struct gs_ev *ev, size_t cur)
 {
+	struct gs_report *r = pass->r;
+	(void)feed;
 	if (ev->device < 0 || ev->device >= GSPY_DEVICES)
 		return;
 	const struct gspy_nvml *s = &ev->nvml;
@@ -214,8 +220,9 @@ void gs_tele_diagnose(struct gs_report *r)
 	}
 }
 
-void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const char *reset)
+void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
+	const char *bold = st->bold, *reset = st->reset;
 	char a[32], b[32], c[32], why[256];
 	int any = 0;
 	for (int d = 0; d < GSPY_DEVICES; d++) {
@@ -276,8 +283,9 @@ void gs_tele_print(FILE *f, const struct gs_report *r, const char *bold, const c
 	}
 }
 
-void gs_tele_json(cJSON *o, const struct gs_report *r)
+void gs_tele_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
 {
+	(void)st;
 	cJSON *a = cJSON_AddArrayToObject(o, "telemetry");
 	for (int d = 0; d < GSPY_DEVICES; d++) {
 		const struct gs_tele *t = &r->tele[d];

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* What every diagnosis is made with: see diag.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/diag.h"
+#include "report/report.h"
+#include "util/units.h"
+
+void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	struct gs_diag *d = realloc(r->diag, (r->ndiag + 1) * sizeof(*d));
+	char *t = strdup(buf);
+	if (!d || !t) {
+		free(t);
+		if (d)
+			r->diag = d;
+		return;
+	}
+	r->diag = d;
+	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = t };
+	r->ndiag++;
+}
+
+const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap)
+{
+	char all[32], per[32];
+	if (!d->how)
+		return NULL;
+	const char *q = d->about ? "about" : "up to";
+	if (d->steps)
+		snprintf(buf, cap, "Saves %s %s a step (%s over %llu steps): %s.", q,
+			 gs_fmt_ns(per, d->save_ns / d->steps), gs_fmt_ns(all, d->save_ns),
+			 (unsigned long long)d->steps, d->how);
+	else
+		snprintf(buf, cap, "Saves %s %s in all: %s.", q, gs_fmt_ns(all, d->save_ns), d->how);
+	return buf;
+}
+
+/* Narrows *span to the time in phases (the loop), which the diagnoses of a
+ * loop take their shares of: start-up and teardown outside phases would
+ * dilute them. Returns 0, *span left as the whole run, without phases. */
+int gs_loop_span(const struct gs_report *r, uint64_t *span)
+{
+	if (r->nphases < 2 || *span <= r->phases[0].wall_ns)
+		return 0;
+	*span -= r->phases[0].wall_ns;
+	return 1;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every diagnosis is made with (diag.c), below the sections that
+ * diagnose (diagnose.c, telemetry.c, ...), which call none of each other:
+ * adding one to a report, the sentence of what it saves, and the loop's
+ * span that shares are taken of.
+ */
+#ifndef GPUSPY_DIAG_H
+#define GPUSPY_DIAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gs_report;
+struct gs_diag;
+
+/* A diagnosis with this id (static) and text (printf's fmt) added to r's
+ * list, in the order they are made; dropped when memory runs out. */
+void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "Saves up to 1.2 ms a step, 120 ms in all over 100 steps: HOW." in buf,
+ * or NULL for a diagnosis without a saving. */
+const char *gs_diag_saving(const struct gs_diag *d, char *buf, size_t cap);
+/* Narrows *span (the run) to the time in phases; 0 without phases. */
+int gs_loop_span(const struct gs_report *r, uint64_t *span);
+
+#endif
