@@ -269,3 +269,6 @@ test-build: $(TB)/prog_dtor
 $(TB)/prog_rawfork: tests/hostile/prog_rawfork.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_rawfork
+$(TB)/prog_live: tests/hostile/prog_live.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_live
