@@ -159,10 +159,14 @@ static int tsc_usable(void)
 extern pthread_mutex_t *const __start_gs_fork_locks[] __attribute__((visibility("hidden")));
 extern pthread_mutex_t *const __stop_gs_fork_locks[] __attribute__((visibility("hidden")));
 static uint64_t fork_held; /* bit i: lock i taken by atfork_prepare */
+static int fork_cancel;    /* the forking thread's cancel state, off from prepare to parent/child */
 
 static void atfork_prepare(void)
 {
 	int e = errno;
+	/* Locks are held from here until fork returns, and the waits for
+	 * them sleep (a cancellation point). */
+	fork_cancel = gs_cancel_off();
 	GS_MODULES_CALL(fork_prepare);
 	fork_held = 0;
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
@@ -188,6 +192,7 @@ static void atfork_parent(void)
 	for (size_t i = 0; i < n && i < 64; i++)
 		if (fork_held & 1ull << i)
 			pthread_mutex_unlock(__start_gs_fork_locks[i]);
+	gs_cancel_restore(fork_cancel);
 }
 
 /* Also called by the writer when it finds itself in a child that fork
@@ -212,6 +217,7 @@ void gs_forked_child(void)
 static void atfork_child(void)
 {
 	gs_forked_child();
+	gs_cancel_restore(fork_cancel);
 }
 
 /* The modules (module.h), sorted by their order once, in init_real (on one
@@ -289,7 +295,12 @@ int gs_once(int *state, uint32_t *tid, void (*fn)(void))
 	    __atomic_compare_exchange_n(state, &s, INIT_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(tid, me, __ATOMIC_RELAXED);
 		int e = errno;
+		/* fn reads files (cancellation points): a thread cancelled in
+		 * it would leave the state busy, and every later caller would
+		 * wait its second. */
+		int cancel = gs_cancel_off();
 		fn();
+		gs_cancel_restore(cancel);
 		errno = e;
 		/* What fn set up is in place before anyone reads it. */
 		__atomic_store_n(state, INIT_DONE, __ATOMIC_RELEASE);

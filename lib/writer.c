@@ -414,6 +414,9 @@ int gs_writer_ready(void)
 	int e = errno, opened = 0;
 	if (!gs_init())
 		return -1; /* options not read yet (a re-entry): pass through */
+	/* Making the file (open, fallocate, read, write) under the lock, and
+	 * the modules' start (threads, dlopen) after it. */
+	int cancel = gs_cancel_off();
 	pthread_mutex_lock(&w.lock);
 	if (w.state == W_CLOSED) {
 		int rc = gs_g.disabled ? -1 : open_file();
@@ -438,6 +441,7 @@ int gs_writer_ready(void)
 		/* Outside the lock: CUPTI's own threads write records too. */
 		GS_MODULES_CALL(started, w.hdr);
 	}
+	gs_cancel_restore(cancel);
 	errno = e;
 	return s == W_OPEN ? 0 : -1;
 }

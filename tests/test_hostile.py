@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Skip, check, compare, dump, dump_stacks,
+from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump, dump_stacks,
                      run, test, traces)
 from test_routes import rt_expected
 
@@ -469,3 +469,24 @@ def header_fields_overwritten_while_it_runs(tmp):
         if (rc, out) != (0, LIVE_OUT) or len(traces(d)) != 1:
             bad.append(f"{field}: exit {rc}, output {out!r}, traces {traces(d)}, stderr {err[-200:]!r}")
     check(not bad, "\n".join(bad))
+
+
+@test
+def thread_cancelled_in_the_first_cuda_call(tmp):
+    """A thread is cancelled (deferred) while it makes the process's first
+    CUDA calls, where gpuspy makes its trace file: the program exits 0
+    within the timeout with its untraced output (it hung: the thread died
+    in open() holding the writer's lock, and main's next call waited on
+    it for ever), and main's calls are recorded after the thread's."""
+    want = "thread: cancelled\nmain: 0 0\n"
+    a = run("prog_cancel", tmp=tmp, preload=False)
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    try:
+        b = subprocess.run([os.path.join(BIN, "prog_cancel")], env=preload_env(tmp, GPUSPY_QUIET="1"),
+                           capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise Fail("the program hung")
+    check((b.returncode, b.stdout) == (0, want), f"traced: exit {b.returncode}, {b.stdout!r}")
+    _, ev = dump(os.path.join(tmp, traces(tmp)[0]))
+    got = [(e["api"], e.get("bytes")) for e in ev]
+    check(got[-2:] == [("cuMemAlloc_v2", 8192), ("cuMemFree_v2", 8192)], f"events: {got}")

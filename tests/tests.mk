@@ -272,3 +272,6 @@ test-build: $(TB)/prog_rawfork
 $(TB)/prog_live: tests/hostile/prog_live.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 test-build: $(TB)/prog_live
+$(TB)/prog_cancel: tests/hostile/prog_cancel.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_cancel
