@@ -39,13 +39,17 @@ uint64_t gs_mono_ns(void)
 
 /* A detached thread of gpuspy's own, named, that never takes the
  * application's signals (it is created with all of them blocked, so not
- * even in its first instruction); stack 0: the default size. */
+ * even in its first instruction); stack 0: the default size. All but
+ * SIGBUS: these threads read and write the trace file, and the fault of
+ * one on a file cut under the program must reach gpuspy's handler
+ * (signals.c), not kill the process (a blocked fault is fatal). */
 int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack)
 {
 	pthread_t th;
 	pthread_attr_t a;
 	sigset_t all, old;
 	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -102,6 +106,28 @@ void gs_warn(const char *fmt, ...)
 	if (k > 0)
 		n += (size_t)k < sizeof(buf) - n - 1 ? (size_t)k : sizeof(buf) - n - 2;
 	buf[n++] = '\n';
+	ssize_t w = write(warn_fd, buf, n);
+	(void)w;
+	errno = e;
+}
+
+void gs_warn_raw(const char *a, const char *b, const char *c)
+{
+	char buf[1024];
+	const char *part[] = { "gpuspy: ", a, b, c, "\n" };
+	size_t n = 0;
+	int e = errno;
+	struct stat st;
+	if (gs_cfg.quiet || warn_fd < 0 || fstat(warn_fd, &st) != 0 || st.st_dev != warn_dev ||
+	    st.st_ino != warn_ino) {
+		errno = e;
+		return;
+	}
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		for (const char *s = part[i]; *s && n < sizeof(buf) - 1; s++)
+			buf[n++] = *s;
+	if (buf[n - 1] != '\n')
+		buf[n++] = '\n'; /* cut: the line still ends */
 	ssize_t w = write(warn_fd, buf, n);
 	(void)w;
 	errno = e;

@@ -113,6 +113,9 @@ int gs_init(void);
 int gs_once(int *state, uint32_t *tid, void (*fn)(void)); /* see core.c */
 void gs_forked_child(void); /* this process is a fork child: start afresh */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* gs_warn's line from a signal handler: "gpuspy: " a b c, no formatting,
+ * async-signal-safe. */
+void gs_warn_raw(const char *a, const char *b, const char *c);
 /* Every GPUSPY_ variable the library reads, parsed once by gs_init
  * (options.h): gs_opt[GS_OPT_STACK_DEPTH].u. */
 extern struct gs_opt_val gs_opt[GS_OPT_N];

@@ -27,6 +27,7 @@
 #define PREFAULT_AHEAD 32u /* chunks kept faulted in ahead of the claims */
 
 enum { W_CLOSED = 0, W_OPEN = 1, W_FAILED = 2 };
+enum { CUT_NONE, CUT_REMAPPING, CUT_DONE, CUT_FAILED };
 
 static struct {
 	int state;
@@ -52,6 +53,7 @@ static struct {
 	uint32_t chunk_size;
 	uint32_t chunk_count;   /* atomic: cut by the trim at exit */
 	uint32_t claimed;       /* atomic: chunk claims (header.chunks_claimed mirrors it) */
+	int cut;                /* the file was cut under us (gs_writer_fault): CUT_* */
 } w = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 GS_FORK_LOCK(writer, w.lock);
 
@@ -533,6 +535,10 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			return;
 		h = w.hdr;
 	}
+	/* Recording stopped with the file cut: no more chunks of the
+	 * anonymous stand-in (memory) for the threads still writing. */
+	if (GS_UNLIKELY(__atomic_load_n(&w.cut, __ATOMIC_RELAXED)))
+		return;
 	GS_MODULES_CALL(slow);
 	if (t->gen != gs_g.gen) {
 		t->gen = gs_g.gen;
@@ -758,8 +764,53 @@ void gs_writer_exit(int state, int code, int sig)
 	__atomic_store_n(&h->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
+/*
+ * The file cut under the program (`: > trace.gspy`, logrotate's
+ * copytruncate): a store into, or a load from, a page of the mapping now
+ * past the file's end raises SIGBUS in whichever thread makes it, the
+ * program's or gpuspy's own. The signal handler (signals.c) brings such a
+ * fault here. The whole mapping is replaced in place by anonymous memory,
+ * so that the instruction, run again, lands there harmlessly, and
+ * recording stops: the file is left as the other process made it. Runs
+ * in a signal handler: system calls and atomics only.
+ */
+int gs_writer_fault(const void *addr)
+{
+	char *base = __atomic_load_n(&w.base, __ATOMIC_ACQUIRE);
+	size_t size = __atomic_load_n(&w.size, __ATOMIC_RELAXED);
+	if (!base || (const char *)addr < base || (const char *)addr >= base + size)
+		return 0; /* not gpuspy's: the program's own fault */
+	int s = CUT_NONE;
+	if (!__atomic_compare_exchange_n(&w.cut, &s, CUT_REMAPPING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		/* Another thread replaces the mapping (this one faults again
+		 * until it has) or has replaced it. */
+		return s != CUT_FAILED;
+	gs_g.disabled = 1; /* calls pass through from now on */
+	void *p = mmap(base, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		/* The fault stays: the program's action for it decides, as before. */
+		__atomic_store_n(&w.cut, CUT_FAILED, __ATOMIC_RELEASE);
+		return 0;
+	}
+	/* Exit, trim and the modules no longer touch the file. */
+	__atomic_store_n(&w.state, W_FAILED, __ATOMIC_RELEASE);
+	__atomic_store_n(&gs_g.file_open, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&w.cut, CUT_DONE, __ATOMIC_RELEASE);
+	gs_warn_raw("the trace file ", w.path,
+		    " was cut while the program ran (emptied or truncated by another process); recording stopped");
+	return 1;
+}
+
 void gs_writer_finish(void)
 {
+	/* A file cut while no store touched it since is found here, not by a
+	 * fault in the exit's own stores (the program may have put its own
+	 * SIGBUS handler in front of gpuspy's), and the trim never grows it
+	 * back. */
+	struct stat st;
+	if (gs_writer_open() && w.fd >= 0 && fstat(w.fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino &&
+	    (uint64_t)st.st_size < w.size)
+		gs_writer_fault(w.base);
 	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
 	gs_writer_trim();
 	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);

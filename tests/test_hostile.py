@@ -490,3 +490,29 @@ def thread_cancelled_in_the_first_cuda_call(tmp):
     _, ev = dump(os.path.join(tmp, traces(tmp)[0]))
     got = [(e["api"], e.get("bytes")) for e in ev]
     check(got[-2:] == [("cuMemAlloc_v2", 8192), ("cuMemFree_v2", 8192)], f"events: {got}")
+
+
+@test
+def trace_emptied_while_it_runs(tmp):
+    """`: > trace.gspy` (logrotate's copytruncate) between two batches of
+    calls, whose stores into the mapped file then lie past its end
+    (SIGBUS), and gpuspy's own threads still read its header: the program
+    exits 0 with its output, gpuspy says once on stderr that recording
+    stopped, and leaves the file empty. The reader refuses the empty file
+    with one line (no signal)."""
+    d = os.path.join(tmp, "t")
+    os.mkdir(d)
+    emptied = []
+
+    def empty(path, pid):
+        open(path, "r+b").truncate(0)
+        emptied.append(path)
+    rc, out, err = live(d, empty, linger_ms=1200, env={"GPUSPY_QUIET": "0"})
+    check((rc, out) == (0, LIVE_OUT), f"exit {rc}, output {out!r}, stderr {err[-300:]!r}")
+    check(emptied and err == f"gpuspy: the trace file {emptied[0]} was cut while the program ran "
+          "(emptied or truncated by another process); recording stopped\n", f"stderr: {err!r}")
+    check(os.path.getsize(emptied[0]) == 0 and traces(d) == [os.path.basename(emptied[0])],
+          f"files: {traces(d)}, size {os.path.getsize(emptied[0])}")
+    p = subprocess.run([GPUSPY, "dump", emptied[0]], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:"),
+          f"dump of the empty file: exit {p.returncode}, {p.stderr!r}")
