@@ -96,7 +96,11 @@ static void *control_main(void *arg)
 			if (want == GSPY_CTL_record) {
 				uint64_t dur = __atomic_load_n(&h->ctl_for_ns, __ATOMIC_RELAXED);
 				recording(1, 1);
-				until = dur ? gs_mono_ns() + dur : 0;
+				uint64_t now = gs_mono_ns();
+				/* Read from the file, which anyone who may write it may
+				 * fill with anything: a length past the clock's range is
+				 * a window without end, not one that wrapped to now. */
+				until = dur && dur < UINT64_MAX - now ? now + dur : 0;
 			} else if (want == GSPY_CTL_pause) {
 				until = 0;
 				recording(0, 1);

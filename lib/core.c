@@ -39,13 +39,17 @@ uint64_t gs_mono_ns(void)
 
 /* A detached thread of gpuspy's own, named, that never takes the
  * application's signals (it is created with all of them blocked, so not
- * even in its first instruction); stack 0: the default size. */
+ * even in its first instruction); stack 0: the default size. All but
+ * SIGBUS: these threads read and write the trace file, and the fault of
+ * one on a file cut under the program must reach gpuspy's handler
+ * (signals.c), not kill the process (a blocked fault is fatal). */
 int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack)
 {
 	pthread_t th;
 	pthread_attr_t a;
 	sigset_t all, old;
 	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -107,6 +111,28 @@ void gs_warn(const char *fmt, ...)
 	errno = e;
 }
 
+void gs_warn_raw(const char *a, const char *b, const char *c)
+{
+	char buf[1024];
+	const char *part[] = { "gpuspy: ", a, b, c, "\n" };
+	size_t n = 0;
+	int e = errno;
+	struct stat st;
+	if (gs_cfg.quiet || warn_fd < 0 || fstat(warn_fd, &st) != 0 || st.st_dev != warn_dev ||
+	    st.st_ino != warn_ino) {
+		errno = e;
+		return;
+	}
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		for (const char *s = part[i]; *s && n < sizeof(buf) - 1; s++)
+			buf[n++] = *s;
+	if (buf[n - 1] != '\n')
+		buf[n++] = '\n'; /* cut: the line still ends */
+	ssize_t w = write(warn_fd, buf, n);
+	(void)w;
+	errno = e;
+}
+
 struct gs_opt_val gs_opt[GS_OPT_N];
 
 /* Parses every variable the library reads (one getenv each), then warns
@@ -159,10 +185,14 @@ static int tsc_usable(void)
 extern pthread_mutex_t *const __start_gs_fork_locks[] __attribute__((visibility("hidden")));
 extern pthread_mutex_t *const __stop_gs_fork_locks[] __attribute__((visibility("hidden")));
 static uint64_t fork_held; /* bit i: lock i taken by atfork_prepare */
+static int fork_cancel;    /* the forking thread's cancel state, off from prepare to parent/child */
 
 static void atfork_prepare(void)
 {
 	int e = errno;
+	/* Locks are held from here until fork returns, and the waits for
+	 * them sleep (a cancellation point). */
+	fork_cancel = gs_cancel_off();
 	GS_MODULES_CALL(fork_prepare);
 	fork_held = 0;
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
@@ -188,6 +218,7 @@ static void atfork_parent(void)
 	for (size_t i = 0; i < n && i < 64; i++)
 		if (fork_held & 1ull << i)
 			pthread_mutex_unlock(__start_gs_fork_locks[i]);
+	gs_cancel_restore(fork_cancel);
 }
 
 /* Also called by the writer when it finds itself in a child that fork
@@ -212,6 +243,7 @@ void gs_forked_child(void)
 static void atfork_child(void)
 {
 	gs_forked_child();
+	gs_cancel_restore(fork_cancel);
 }
 
 /* The modules (module.h), sorted by their order once, in init_real (on one
@@ -289,7 +321,12 @@ int gs_once(int *state, uint32_t *tid, void (*fn)(void))
 	    __atomic_compare_exchange_n(state, &s, INIT_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(tid, me, __ATOMIC_RELAXED);
 		int e = errno;
+		/* fn reads files (cancellation points): a thread cancelled in
+		 * it would leave the state busy, and every later caller would
+		 * wait its second. */
+		int cancel = gs_cancel_off();
 		fn();
+		gs_cancel_restore(cancel);
 		errno = e;
 		/* What fn set up is in place before anyone reads it. */
 		__atomic_store_n(state, INIT_DONE, __ATOMIC_RELEASE);

@@ -205,8 +205,11 @@ void gs_events_work(unsigned api, uint64_t st)
 	struct slot *s = find(st, ctx, n);
 	/* A stream past the table's end is not timed (said once). */
 	if (!s ? n < SLOTS || !__atomic_load_n(&ev.full_warned, __ATOMIC_RELAXED)
-	       : __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) != cur)
+	       : __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) != cur) {
+		int cancel = gs_cancel_off(); /* driver calls under the lock */
 		start_on(st, ctx);
+		gs_cancel_restore(cancel);
+	}
 out:
 	errno = e;
 }
@@ -354,6 +357,7 @@ void gs_events_phase(unsigned kind, uint32_t id)
 	if (!__atomic_load_n(&gs_g.events, __ATOMIC_ACQUIRE) || gs_g.forked)
 		return;
 	int e = errno;
+	int cancel = gs_cancel_off(); /* driver calls under the lock */
 	pthread_mutex_lock(&ev.lock);
 	if (kind == GSPY_KIND_phase_begin) {
 		if (ev.depth < 64)
@@ -370,6 +374,7 @@ void gs_events_phase(unsigned kind, uint32_t id)
 	}
 	close_interval(0);
 	pthread_mutex_unlock(&ev.lock);
+	gs_cancel_restore(cancel);
 	errno = e;
 }
 
@@ -380,10 +385,12 @@ void gs_events_exit(void)
 	if (!__atomic_load_n(&gs_g.events, __ATOMIC_ACQUIRE) || gs_g.forked)
 		return;
 	int e = errno;
+	int cancel = gs_cancel_off(); /* driver calls and sleeps under the lock */
 	pthread_mutex_lock(&ev.lock);
 	close_interval(gs_mono_ns() + 1000000000ull);
 	uint64_t lost = ev.lost + ev.n;
 	pthread_mutex_unlock(&ev.lock);
+	gs_cancel_restore(cancel);
 	if (lost)
 		gs_warn("GPUSPY_CUPTI=events: %llu phase intervals could not be timed on the GPU",
 			(unsigned long long)lost);

@@ -113,6 +113,9 @@ int gs_init(void);
 int gs_once(int *state, uint32_t *tid, void (*fn)(void)); /* see core.c */
 void gs_forked_child(void); /* this process is a fork child: start afresh */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* gs_warn's line from a signal handler: "gpuspy: " a b c, no formatting,
+ * async-signal-safe. */
+void gs_warn_raw(const char *a, const char *b, const char *c);
 /* Every GPUSPY_ variable the library reads, parsed once by gs_init
  * (options.h): gs_opt[GS_OPT_STACK_DEPTH].u. */
 extern struct gs_opt_val gs_opt[GS_OPT_N];
@@ -146,6 +149,28 @@ static inline uint64_t gs_now(void)
 #include <pthread.h>
 #define GS_FORK_LOCK(id, mutex) \
 	__attribute__((section("gs_fork_locks"), used)) static pthread_mutex_t *const gs_fork_lock_##id = &(mutex)
+
+/*
+ * Cancellation off around gpuspy's work that holds a lock (or a once
+ * state) across a cancellation point (open, read, write, close,
+ * fallocate, nanosleep, a driver call that may block): a program thread
+ * cancelled there would die holding it, and every later call of the
+ * process would wait on it for ever. A cancel that arrives meanwhile
+ * stays pending and is acted on at the thread's next cancellation point,
+ * as it would have been untraced. Never on the hot path.
+ */
+static inline int gs_cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void gs_cancel_restore(int old)
+{
+	int was;
+	pthread_setcancelstate(old, &was);
+}
 
 /* CUPTI (cupti.c). */
 void gs_cupti_note(struct gspy_record *r, uint32_t corr);

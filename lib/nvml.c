@@ -11,7 +11,9 @@
  * by its PCI bus id, so CUDA_VISIBLE_DEVICES does not confuse it.
  *
  * One process per device samples: the first to take the device's lock
- * file ($TMPDIR or /tmp, gpuspy-nvml-BUSID.lock, flock, holding its pid).
+ * file ($TMPDIR or /tmp, gpuspy-nvml-BUSID.lock, flock, holding its pid;
+ * only a regular file of this user's own is taken, else this user's own
+ * gpuspy-nvml-BUSID-uUID.lock).
  * Each process's header names, per device, the pid that samples it. The
  * lock goes with the process that holds it (a fork child inherits the
  * descriptor, not the role: it closes it and asks again).
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,6 +118,31 @@ static int open_nvml(void)
 	return 0;
 }
 
+/* Opens the lock file at path if it is this user's own: a regular file,
+ * one link, owned by our euid. The directory is shared ($TMPDIR, /tmp):
+ * another user may have planted a symbolic link to a victim's file there
+ * (O_NOFOLLOW), a hard link (st_nlink), a FIFO (O_NONBLOCK, S_ISREG) or a
+ * file of their own (st_uid); gpuspy truncates and writes the file it
+ * takes, so it must never take one of those. -1 with errno: ENOENT-like
+ * failures mean nothing is there to agree through; EEXIST, something
+ * that is not ours is. */
+static int open_own(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		if (errno == ELOOP || errno == EACCES || errno == EPERM || errno == ENXIO || errno == EISDIR)
+			errno = EEXIST; /* a link, or another user's file (protected_regular) */
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid()) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	return fd;
+}
+
 /* The device's lock: 1 when this process samples it, else 0 with the
  * pid of the one that does in *owner (0 when unknown). */
 static int take_lock(struct dev *v, const char *bus, int32_t *owner)
@@ -125,8 +153,20 @@ static int take_lock(struct dev *v, const char *bus, int32_t *owner)
 	for (const char *c = bus; *c && j + 1 < sizeof(id); c++)
 		id[j++] = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || (*c >= 'A' && *c <= 'F') ? *c : '_';
 	id[j] = 0;
-	snprintf(path, sizeof(path), "%s/gpuspy-nvml-%s.lock", tmp && *tmp == '/' ? tmp : "/tmp", id);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	tmp = tmp && *tmp == '/' ? tmp : "/tmp";
+	snprintf(path, sizeof(path), "%s/gpuspy-nvml-%s.lock", tmp, id);
+	int fd = open_own(path);
+	if (fd < 0 && errno == EEXIST) {
+		/* The shared name is not ours to write: agree with this user's
+		 * own processes through a name of our own. Another user's
+		 * process may then sample the device too. */
+		snprintf(path, sizeof(path), "%s/gpuspy-nvml-%s-u%u.lock", tmp, id, (unsigned)geteuid());
+		fd = open_own(path);
+		if (fd < 0 && errno == EEXIST) {
+			*owner = 0; /* both names taken over by someone else: not sampled */
+			return 0;
+		}
+	}
 	if (fd < 0) {
 		*owner = nv.pid; /* nothing to agree through: sample */
 		return 1;

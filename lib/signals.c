@@ -10,6 +10,10 @@
  * does). The handler runs on an alternate stack where gpuspy set one, and
  * does only async-signal-safe work (atomic stores to the mapped file).
  * Installed with the trace file, so processes without CUDA are untouched.
+ *
+ * One fault is gpuspy's own and never reaches the program: SIGBUS on the
+ * trace file's mapping, the file having been cut under the program
+ * (writer.c, gs_writer_fault). Recording stops and the program goes on.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -51,6 +55,14 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	int e = errno;
+	/* A store into (or load from) the trace file after another process
+	 * cut it: not the program's fault, and never its death. First, before
+	 * anything here touches the file: recording stops, and the
+	 * instruction runs again on the anonymous memory now in its place. */
+	if (sig == SIGBUS && si && si->si_code > 0 && gs_writer_fault(si->si_addr)) {
+		errno = e;
+		return;
+	}
 	int i = slot(sig);
 	if (i < 0)
 		return;

@@ -27,6 +27,7 @@
 #define PREFAULT_AHEAD 32u /* chunks kept faulted in ahead of the claims */
 
 enum { W_CLOSED = 0, W_OPEN = 1, W_FAILED = 2 };
+enum { CUT_NONE, CUT_REMAPPING, CUT_DONE, CUT_FAILED };
 
 static struct {
 	int state;
@@ -41,6 +42,18 @@ static struct {
 	int fd;             /* the trace file, for the trim at exit (never by name) */
 	dev_t dev;          /* and what it is, checked before the trim: the */
 	ino_t ino;          /* program may close the fd and reuse its number */
+	/* The layout and identity of the file, as this process made it. The
+	 * header holds them too, for readers, but the file's owner may write
+	 * there while the program runs (a stray `dd`, an editor): nothing
+	 * used for an address, a size or the fork check is read back. */
+	pid_t pid;              /* the process that made the file (fork check) */
+	uint64_t strtab_off, strtab_size;
+	uint64_t strtab_used;   /* written under lock */
+	uint64_t chunk_off;
+	uint32_t chunk_size;
+	uint32_t chunk_count;   /* atomic: cut by the trim at exit */
+	uint32_t claimed;       /* atomic: chunk claims (header.chunks_claimed mirrors it) */
+	int cut;                /* the file was cut under us (gs_writer_fault): CUT_* */
 } w = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 GS_FORK_LOCK(writer, w.lock);
 
@@ -52,9 +65,14 @@ GS_FORK_LOCK(writer, w.lock);
  * nothing (so it cannot race a writer), and sleeps on a futex otherwise.
  */
 /* Cut at a clean exit (gs_writer_trim) while other threads may still read it. */
-static inline uint32_t chunk_count(const struct gspy_header *h)
+static inline uint32_t chunk_count(void)
 {
-	return __atomic_load_n(&h->chunk_count, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&w.chunk_count, __ATOMIC_ACQUIRE);
+}
+
+static inline char *chunk_at(uint32_t idx)
+{
+	return w.base + w.chunk_off + (size_t)idx * w.chunk_size;
 }
 
 static void *prefault_main(void *arg)
@@ -64,23 +82,22 @@ static void *prefault_main(void *arg)
 	for (;;) {
 		if (w.hdr != h)
 			return NULL; /* the file changed under us */
-		uint32_t claimed = __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED);
+		uint32_t claimed = __atomic_load_n(&w.claimed, __ATOMIC_RELAXED);
 		uint32_t target = claimed + PREFAULT_AHEAD;
-		if (target > chunk_count(h))
-			target = chunk_count(h);
+		if (target > chunk_count())
+			target = chunk_count();
 		uint32_t p = __atomic_load_n(&w.populated, __ATOMIC_RELAXED);
 		if (p < claimed)
 			p = claimed;
 		while (p < target) {
-			if (madvise(w.base + h->chunk_offset + (size_t)p * h->chunk_size, h->chunk_size,
-				    MADV_POPULATE_WRITE) != 0) {
+			if (madvise(chunk_at(p), w.chunk_size, MADV_POPULATE_WRITE) != 0) {
 				/* Old kernel (or the file was cut at exit): pages fault in on use. */
 				__atomic_store_n(&w.prefault_off, 1, __ATOMIC_RELAXED);
 				return NULL;
 			}
 			__atomic_store_n(&w.populated, ++p, __ATOMIC_RELAXED);
 		}
-		if (p >= chunk_count(h))
+		if (p >= chunk_count())
 			return NULL;
 		struct timespec ts = { 0, 200000000 };
 		syscall(SYS_futex, &w.kick, FUTEX_WAIT_PRIVATE, last_kick, &ts, NULL, 0);
@@ -316,22 +333,30 @@ static int open_file(void)
 	w.fd = fd;
 	w.dev = fst.st_dev;
 	w.ino = fst.st_ino;
+	w.pid = getpid();
+	w.strtab_off = GSPY_HEADER_SIZE;
+	w.strtab_size = STRTAB_SIZE;
+	w.strtab_used = 0;
+	w.chunk_off = GSPY_HEADER_SIZE + STRTAB_SIZE;
+	w.chunk_size = CHUNK_SIZE;
+	w.chunk_count = (uint32_t)chunks;
+	w.claimed = 0;
 	struct gspy_header *h = p;
 	h->version = GSPY_FORMAT_VERSION;
 	h->header_size = GSPY_HEADER_SIZE;
 	h->record_size = GSPY_RECORD_SIZE;
 	h->clock = (uint32_t)gs_g.clock;
 	h->file_size = size;
-	h->strtab_offset = GSPY_HEADER_SIZE;
-	h->strtab_size = STRTAB_SIZE;
+	h->strtab_offset = w.strtab_off;
+	h->strtab_size = w.strtab_size;
 	h->stacks = gs_cfg.stacks;
 	h->stack_launch_every = gs_cfg.stack_launch_every;
 	h->host_alloc_min = gs_cfg.host_alloc_min;
-	h->chunk_offset = GSPY_HEADER_SIZE + STRTAB_SIZE;
-	h->chunk_size = CHUNK_SIZE;
-	h->chunk_count = (uint32_t)chunks;
+	h->chunk_offset = w.chunk_off;
+	h->chunk_size = w.chunk_size;
+	h->chunk_count = w.chunk_count;
 	h->buffer_bytes = (uint64_t)chunks * CHUNK_SIZE;
-	h->pid = (uint32_t)getpid();
+	h->pid = (uint32_t)w.pid;
 	h->ppid = (uint32_t)getppid();
 	h->rank = rank;
 	h->local_rank = env_int("LOCAL_RANK");
@@ -391,6 +416,9 @@ int gs_writer_ready(void)
 	int e = errno, opened = 0;
 	if (!gs_init())
 		return -1; /* options not read yet (a re-entry): pass through */
+	/* Making the file (open, fallocate, read, write) under the lock, and
+	 * the modules' start (threads, dlopen) after it. */
+	int cancel = gs_cancel_off();
 	pthread_mutex_lock(&w.lock);
 	if (w.state == W_CLOSED) {
 		int rc = gs_g.disabled ? -1 : open_file();
@@ -415,6 +443,7 @@ int gs_writer_ready(void)
 		/* Outside the lock: CUPTI's own threads write records too. */
 		GS_MODULES_CALL(started, w.hdr);
 	}
+	gs_cancel_restore(cancel);
 	errno = e;
 	return s == W_OPEN ? 0 : -1;
 }
@@ -499,13 +528,17 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 {
 	struct gspy_header *h = w.hdr;
-	if (GS_UNLIKELY(h->pid != (uint32_t)getpid())) {
+	if (GS_UNLIKELY(w.pid != getpid())) {
 		/* A child the fork handlers never saw: its own file from here. */
 		gs_forked_child();
 		if (gs_writer_ready() != 0)
 			return;
 		h = w.hdr;
 	}
+	/* Recording stopped with the file cut: no more chunks of the
+	 * anonymous stand-in (memory) for the threads still writing. */
+	if (GS_UNLIKELY(__atomic_load_n(&w.cut, __ATOMIC_RELAXED)))
+		return;
 	GS_MODULES_CALL(slow);
 	if (t->gen != gs_g.gen) {
 		t->gen = gs_g.gen;
@@ -527,15 +560,16 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			return;
 		}
 	}
-	uint32_t count = chunk_count(h);
-	if (gs_g.ring || __atomic_load_n(&h->chunks_claimed, __ATOMIC_RELAXED) < count) {
-		uint32_t claim = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
+	uint32_t count = chunk_count();
+	if (gs_g.ring || __atomic_load_n(&w.claimed, __ATOMIC_RELAXED) < count) {
+		uint32_t claim = __atomic_fetch_add(&w.claimed, 1, __ATOMIC_RELAXED);
+		/* For readers: how many chunks to look at. */
+		__atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
 		/* Flight recorder: the claim counter wraps over the chunks, the
 		 * oldest is reused, and what it held is counted as overwritten. */
 		uint32_t idx = gs_g.ring ? claim % count : claim;
-		if (idx < chunk_count(h)) { /* re-read: a trim at exit may have cut it */
-			struct gspy_chunk *c =
-				(struct gspy_chunk *)(w.base + h->chunk_offset + (size_t)idx * h->chunk_size);
+		if (idx < chunk_count()) { /* re-read: a trim at exit may have cut it */
+			struct gspy_chunk *c = (struct gspy_chunk *)chunk_at(idx);
 			if (claim >= count) {
 				/* Readers skip it while it is being reset. */
 				__atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
@@ -557,7 +591,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			__atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
 			t->chunk = c;
 			t->used = t->nrec = 0;
-			t->cap = h->chunk_size - GSPY_CHUNK_HEADER_SIZE;
+			t->cap = w.chunk_size - GSPY_CHUNK_HEADER_SIZE;
 			memset(&t->base, 0, sizeof(t->base)); /* each chunk decodes on its own */
 			gs_writer_clock_pair();
 			/* The thread's first chunk: its host allocations made before
@@ -614,7 +648,7 @@ static uint32_t index_find(const void *data, size_t len, uint32_t hash, long *fr
 			return 0;
 		ix.slot = m;
 	}
-	const char *tab = w.base + w.hdr->strtab_offset;
+	const char *tab = w.base + w.strtab_off;
 	for (uint32_t k = hash & (INDEX_SLOTS - 1);; k = (k + 1) & (INDEX_SLOTS - 1)) {
 		uint32_t id = ix.slot[k].id;
 		if (!id) {
@@ -622,9 +656,12 @@ static uint32_t index_find(const void *data, size_t len, uint32_t hash, long *fr
 				*free_slot = k;
 			return 0;
 		}
+		/* The length is read back from the file, which its owner may
+		 * have written: compared only within what this process wrote. */
 		uint32_t l;
 		memcpy(&l, tab + id - 1, 4);
-		if (ix.slot[k].hash == hash && l == len && !memcmp(tab + id - 1 + 4, data, len))
+		if (ix.slot[k].hash == hash && l == len && id - 1 + 4 + (uint64_t)len <= w.strtab_used &&
+		    !memcmp(tab + id - 1 + 4, data, len))
 			return id;
 	}
 }
@@ -642,13 +679,14 @@ uint32_t gs_intern_bytes(const void *data, size_t len)
 	long slot;
 	pthread_mutex_lock(&w.lock);
 	uint32_t id = index_find(data, len, hash, &slot);
-	uint64_t used = h->strtab_used;
-	if (!id && used + need <= h->strtab_size) {
-		char *p = w.base + h->strtab_offset + used;
+	uint64_t used = w.strtab_used;
+	if (!id && used + need <= w.strtab_size) {
+		char *p = w.base + w.strtab_off + used;
 		uint32_t l = (uint32_t)len;
 		memcpy(p, &l, 4);
 		memcpy(p + 4, data, len);
 		memset(p + 4 + len, 0, need - 4 - len);
+		__atomic_store_n(&w.strtab_used, used + need, __ATOMIC_RELAXED); /* read unlocked by the trim */
 		/* The bytes are in place before readers may look at them. */
 		__atomic_store_n(&h->strtab_used, used + need, __ATOMIC_RELEASE);
 		id = (uint32_t)used + 1;
@@ -680,12 +718,14 @@ void gs_writer_trim(void)
 	if (!gs_writer_open() || gs_g.ring)
 		return;
 	struct gspy_header *h = w.hdr;
-	uint32_t count = chunk_count(h);
-	uint32_t claimed = __atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
+	uint32_t count = chunk_count();
+	uint32_t claimed = __atomic_fetch_add(&w.claimed, count, __ATOMIC_ACQ_REL);
 	if (claimed >= count)
 		return; /* full: nothing to cut */
+	__atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&w.chunk_count, claimed, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->chunk_count, claimed, __ATOMIC_RELEASE);
-	uint64_t size = h->chunk_offset + (uint64_t)claimed * h->chunk_size;
+	uint64_t size = w.chunk_off + (uint64_t)claimed * w.chunk_size;
 	h->file_size = size;
 	/* By our own fd, never by name: the name may now be a symbolic link
 	 * someone put in the directory, or relative to another directory. */
@@ -694,18 +734,20 @@ void gs_writer_trim(void)
 	    ftruncate(w.fd, (off_t)size) != 0) {
 		/* The header must describe the file: put the count and the
 		 * claims back. */
-		h->file_size = h->chunk_offset + (uint64_t)count * h->chunk_size;
+		h->file_size = w.chunk_off + (uint64_t)count * w.chunk_size;
+		__atomic_store_n(&w.chunk_count, count, __ATOMIC_RELEASE);
 		__atomic_store_n(&h->chunk_count, count, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&w.claimed, count, __ATOMIC_ACQ_REL);
 		__atomic_fetch_sub(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
 		return;
 	}
 	/* The string table's unused tail gives its blocks back (a hole reads
 	 * as the zeros it holds). Strings appended later still fit: a write
 	 * into a hole allocates again. */
-	uint64_t from = (h->strtab_offset + __atomic_load_n(&h->strtab_used, __ATOMIC_ACQUIRE) + 4095) & ~4095ull;
-	if (from < h->chunk_offset)
+	uint64_t from = (w.strtab_off + __atomic_load_n(&w.strtab_used, __ATOMIC_RELAXED) + 4095) & ~4095ull;
+	if (from < w.chunk_off)
 		(void)fallocate(w.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
-				(off_t)(h->chunk_offset - from));
+				(off_t)(w.chunk_off - from));
 }
 
 void gs_writer_exit(int state, int code, int sig)
@@ -722,8 +764,53 @@ void gs_writer_exit(int state, int code, int sig)
 	__atomic_store_n(&h->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
+/*
+ * The file cut under the program (`: > trace.gspy`, logrotate's
+ * copytruncate): a store into, or a load from, a page of the mapping now
+ * past the file's end raises SIGBUS in whichever thread makes it, the
+ * program's or gpuspy's own. The signal handler (signals.c) brings such a
+ * fault here. The whole mapping is replaced in place by anonymous memory,
+ * so that the instruction, run again, lands there harmlessly, and
+ * recording stops: the file is left as the other process made it. Runs
+ * in a signal handler: system calls and atomics only.
+ */
+int gs_writer_fault(const void *addr)
+{
+	char *base = __atomic_load_n(&w.base, __ATOMIC_ACQUIRE);
+	size_t size = __atomic_load_n(&w.size, __ATOMIC_RELAXED);
+	if (!base || (const char *)addr < base || (const char *)addr >= base + size)
+		return 0; /* not gpuspy's: the program's own fault */
+	int s = CUT_NONE;
+	if (!__atomic_compare_exchange_n(&w.cut, &s, CUT_REMAPPING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		/* Another thread replaces the mapping (this one faults again
+		 * until it has) or has replaced it. */
+		return s != CUT_FAILED;
+	gs_g.disabled = 1; /* calls pass through from now on */
+	void *p = mmap(base, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		/* The fault stays: the program's action for it decides, as before. */
+		__atomic_store_n(&w.cut, CUT_FAILED, __ATOMIC_RELEASE);
+		return 0;
+	}
+	/* Exit, trim and the modules no longer touch the file. */
+	__atomic_store_n(&w.state, W_FAILED, __ATOMIC_RELEASE);
+	__atomic_store_n(&gs_g.file_open, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&w.cut, CUT_DONE, __ATOMIC_RELEASE);
+	gs_warn_raw("the trace file ", w.path,
+		    " was cut while the program ran (emptied or truncated by another process); recording stopped");
+	return 1;
+}
+
 void gs_writer_finish(void)
 {
+	/* A file cut while no store touched it since is found here, not by a
+	 * fault in the exit's own stores (the program may have put its own
+	 * SIGBUS handler in front of gpuspy's), and the trim never grows it
+	 * back. */
+	struct stat st;
+	if (gs_writer_open() && w.fd >= 0 && fstat(w.fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino &&
+	    (uint64_t)st.st_size < w.size)
+		gs_writer_fault(w.base);
 	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
 	gs_writer_trim();
 	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);

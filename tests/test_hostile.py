@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Skip, check, compare, dump, dump_stacks,
+from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump, dump_stacks,
                      run, test, traces)
 from test_routes import rt_expected
 
@@ -410,3 +410,109 @@ def a_tool_in_the_driver_answers_with_its_own_lookup(tmp):
         check(len(traces(d)) == 1, f"{v}: traces {traces(d)}: nothing recorded")
         _, ev = dump(os.path.join(d, traces(d)[0]))
         compare(ev, rt_expected("drv", False))  # the runtime scenario's expected events
+
+
+LIVE_OUT = "batch 1 done 0\nbatch 2 done 0\n"
+
+
+def live(tmp, change, linger_ms=0, env=None):
+    """tests/hostile/prog_live.c with its trace changed by change(path,
+    pid) between its two batches of calls; (exit status, stdout, stderr)."""
+    e = preload_env(tmp, GPUSPY_QUIET="1", GPUSPY_NVML_MS="10", FAKENVML="util=50", TMPDIR=tmp)
+    e.update(LD_LIBRARY_PATH=os.path.join(BIN, "nvml") + ":" + BIN, **(env or {}))
+    p = subprocess.Popen([os.path.join(BIN, "prog_live"), str(linger_ms)], env=e, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    t = traces(tmp)
+    if first == "batch 1 done 0\n" and len(t) == 1:
+        change(os.path.join(tmp, t[0]), p.pid)
+    try:
+        out, err = p.communicate("go\n", timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise Fail(f"hung: {first + out!r} {err[-300:]!r}")
+    return p.returncode, first + out, err
+
+
+# Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
+HEADER_FIELDS = {"strtab_offset": (32, 8), "strtab_size": (40, 8), "chunk_offset": (48, 8), "chunk_size": (56, 4),
+                 "chunk_count": (60, 4), "pid": (64, 4), "chunks_claimed": (136, 4), "strtab_used": (152, 8)}
+
+
+def overwrite(path, field, value):
+    off, size = HEADER_FIELDS[field]
+    with open(path, "r+b") as f:
+        f.seek(off)
+        f.write((value % (1 << (8 * size))).to_bytes(size, "little"))
+
+
+@test
+def header_fields_overwritten_while_it_runs(tmp):
+    """The trace's owner overwrites a field of its header while the program
+    runs (between two batches of calls; the second claims more chunks
+    than the 1 MiB buffer has, on two threads, and adds call stacks to the
+    string table): the library
+    takes no address, size or identity back from the file, so the program
+    exits 0 with its output, and a changed pid starts no second file (the
+    fork check unmapped the file under the control thread, which read it
+    a second later: SIGSEGV)."""
+    values = {"pid": lambda pid: pid + 1, "chunk_count": lambda pid: -16, "strtab_offset": lambda pid: 1 << 40,
+              "chunk_offset": lambda pid: 1 << 40, "chunk_size": lambda pid: -256, "strtab_size": lambda pid: 1 << 40,
+              "strtab_used": lambda pid: -16, "chunks_claimed": lambda pid: 0}
+    bad = []
+    for field, value in values.items():
+        d = os.path.join(tmp, field)
+        os.mkdir(d)
+        rc, out, err = live(d, lambda path, pid: overwrite(path, field, value(pid)),
+                            linger_ms=1200 if field == "pid" else 0, env={"GPUSPY_BUFFER_MB": "1"})
+        if (rc, out) != (0, LIVE_OUT) or len(traces(d)) != 1:
+            bad.append(f"{field}: exit {rc}, output {out!r}, traces {traces(d)}, stderr {err[-200:]!r}")
+    check(not bad, "\n".join(bad))
+
+
+@test
+def thread_cancelled_in_the_first_cuda_call(tmp):
+    """A thread is cancelled (deferred) while it makes the process's first
+    CUDA calls, where gpuspy makes its trace file: the program exits 0
+    within the timeout with its untraced output (it hung: the thread died
+    in open() holding the writer's lock, and main's next call waited on
+    it for ever), and main's calls are recorded after the thread's."""
+    want = "thread: cancelled\nmain: 0 0\n"
+    a = run("prog_cancel", tmp=tmp, preload=False)
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    try:
+        b = subprocess.run([os.path.join(BIN, "prog_cancel")], env=preload_env(tmp, GPUSPY_QUIET="1"),
+                           capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise Fail("the program hung")
+    check((b.returncode, b.stdout) == (0, want), f"traced: exit {b.returncode}, {b.stdout!r}")
+    _, ev = dump(os.path.join(tmp, traces(tmp)[0]))
+    got = [(e["api"], e.get("bytes")) for e in ev]
+    check(got[-2:] == [("cuMemAlloc_v2", 8192), ("cuMemFree_v2", 8192)], f"events: {got}")
+
+
+@test
+def trace_emptied_while_it_runs(tmp):
+    """`: > trace.gspy` (logrotate's copytruncate) between two batches of
+    calls, whose stores into the mapped file then lie past its end
+    (SIGBUS), and gpuspy's own threads still read its header: the program
+    exits 0 with its output, gpuspy says once on stderr that recording
+    stopped, and leaves the file empty. The reader refuses the empty file
+    with one line (no signal)."""
+    d = os.path.join(tmp, "t")
+    os.mkdir(d)
+    emptied = []
+
+    def empty(path, pid):
+        open(path, "r+b").truncate(0)
+        emptied.append(path)
+    rc, out, err = live(d, empty, linger_ms=1200, env={"GPUSPY_QUIET": "0"})
+    check((rc, out) == (0, LIVE_OUT), f"exit {rc}, output {out!r}, stderr {err[-300:]!r}")
+    check(emptied and err == f"gpuspy: the trace file {emptied[0]} was cut while the program ran "
+          "(emptied or truncated by another process); recording stopped\n", f"stderr: {err!r}")
+    check(os.path.getsize(emptied[0]) == 0 and traces(d) == [os.path.basename(emptied[0])],
+          f"files: {traces(d)}, size {os.path.getsize(emptied[0])}")
+    p = subprocess.run([GPUSPY, "dump", emptied[0]], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:"),
+          f"dump of the empty file: exit {p.returncode}, {p.stderr!r}")

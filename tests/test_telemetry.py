@@ -173,3 +173,44 @@ def telemetry_off_and_without_nvml(tmp):
     os.unlink(g)
     proc, ev, given = traced(tmp, "util=95", path=False)
     check(not ev and proc["nvml"] == "unavailable" and proc["nvml_ms"] == 10, f"no NVML: {proc['nvml']}")
+
+
+@test
+def telemetry_lock_file_is_never_followed(tmp):
+    """Another user plants, at the device's lock path in a shared TMPDIR, a
+    symbolic link to a victim's file, a hard link to it, a FIFO, or a file
+    of their own: no victim's byte changes, the program runs as untraced
+    (exit 0, same output), nothing blocks, and the device is still sampled
+    (through this user's own lock file, gpuspy-nvml-BUS-uUID.lock)."""
+    lock = os.path.join(tmp, "gpuspy-nvml-0000_10_00_0.lock")
+    victim = os.path.join(tmp, "victim")
+    untraced = run("prog_train", ["10", "10"], tmp=tmp, preload=False,
+                   env={"FAKECUDA_SYNC_NS": "20000000"}).stdout
+    other = 1 if os.geteuid() != 1 else 2
+    for how in ("symlink", "hardlink", "fifo", "other user"):
+        for f in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, f))
+        write(victim, b"precious\n" * 1000)
+        if how == "symlink":
+            os.symlink(victim, lock)
+        elif how == "hardlink":
+            os.link(victim, lock)
+        elif how == "fifo":
+            os.mkfifo(lock)
+        else:
+            write(lock, b"precious\n" * 1000)
+            if os.geteuid() == 0:
+                os.chown(lock, other, other)
+            else:
+                os.chmod(lock, 0o666)  # not ours to write, though the mode allows it
+        log = os.path.join(tmp, "nvml.log")
+        env = {"GPUSPY_NVML_MS": "10", "FAKENVML": "util=95", "FAKENVML_LOG": log, "TMPDIR": tmp,
+               "FAKECUDA_SYNC_NS": "20000000", "GPUSPY_CUPTI": "off", "LD_LIBRARY_PATH": NVML + ":" + BIN}
+        p = run("prog_train", ["10", "10"], tmp=tmp, env=env)
+        check(p.stdout == untraced, f"{how}: output changed: {p.stdout!r}")
+        check(open(victim, "rb").read() == b"precious\n" * 1000, f"{how}: the victim's file was changed")
+        if how == "other user":
+            check(open(lock, "rb").read() == b"precious\n" * 1000, f"{how}: the other user's file was changed")
+        proc, ev = only_trace(tmp)
+        n = sum(e["kind"] == "nvml" for e in ev)
+        check(n >= 5 and proc["nvml_sampler"][0] == proc["pid"], f"{how}: {n} samples, sampler {proc['nvml_sampler']}")

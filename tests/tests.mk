@@ -268,6 +268,12 @@ test-build: $(TB)/prog_dtor
 $(TB)/prog_rawfork: tests/hostile/prog_rawfork.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_rawfork
+$(TB)/prog_live: tests/hostile/prog_live.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_live
+$(TB)/prog_cancel: tests/hostile/prog_cancel.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+test-build: $(TB)/prog_cancel
 
 # Unit tests of the report's arithmetic (tests/unit/, run by tests/test_advice.py).
 $(TB)/unit_period: tests/unit/period_test.c tools/report/period.c tools/report/period.h

@@ -8,12 +8,19 @@
  *   chain-after                          a handler installed after gpuspy's
  *                                        chains to the previous one, as
  *                                        Python's faulthandler does.
+ *   bus | bus-recover-before | bus-recover-after
+ *                                        the same with the program's own
+ *                                        SIGBUS (a store past the end of a
+ *                                        file it mapped), which gpuspy,
+ *                                        handling SIGBUS on its own trace,
+ *                                        must leave to the program.
  * Usage: prog_crash MODE
  */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../../lib/cuda_api.h"
@@ -50,18 +57,34 @@ __attribute__((no_sanitize("undefined", "address"), noinline)) static void fault
 	*p = 1;
 }
 
+/* SIGBUS: a store into a mapped page past the end of an empty file. */
+__attribute__((no_sanitize("undefined", "address"), noinline)) static void bus_fault(void)
+{
+	FILE *f = tmpfile();
+	volatile int *p = f ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0) : MAP_FAILED;
+	if (p == MAP_FAILED)
+		fault();
+	*p = 1;
+}
+
+static int bus;
+
 static void handler(void (*fn)(int))
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = fn;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(bus ? SIGBUS : SIGSEGV, &sa, NULL);
 }
 
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "segv";
+	if (!strncmp(mode, "bus", 3)) {
+		bus = 1;
+		mode = mode[3] ? mode + 4 : "segv";
+	}
 	if (!strcmp(mode, "recover-before"))
 		handler(recover);
 	CUfunction f = fakecuda_function("crash_kernel", NULL);
@@ -80,7 +103,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!strncmp(mode, "recover", 7)) {
 		if (sigsetjmp(env, 1) == 0)
-			fault();
+			bus ? bus_fault() : fault();
 		printf("recovered\n");
 		cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 		return 0;
@@ -91,6 +114,6 @@ int main(int argc, char **argv)
 		raise(SIGFPE);
 	if (!strcmp(mode, "term"))
 		raise(SIGTERM);
-	fault(); /* segv, chain-after */
+	bus ? bus_fault() : fault(); /* segv, chain-after, bus */
 	return 0;
 }
