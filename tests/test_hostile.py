@@ -247,11 +247,26 @@ def run_dir_survives_a_change_of_directory(tmp):
 @test
 def longjmp_out_of_a_hook_keeps_recording(tmp):
     """A SIGALRM handler siglongjmps out of a blocking cuStreamSynchronize:
-    the 40 calls after it are recorded (none were: the thread's depth stayed
-    raised), and the wait itself, which never returned, is not."""
+    the 16 calls made first after it from deeper frames (five levels of
+    recursion with 16 KiB buffers, then a helper one small frame deeper)
+    are recorded, each once (the runtime's cudaMalloc and cudaFree without
+    their driver calls; none were: a deeper call was taken for one nested in
+    the abandoned wait), and so are the 40 from the wait's own frame (none
+    were: the thread's depth stayed raised); the wait itself, which never
+    returned, is not."""
     p = run("prog_longjmp", tmp=tmp)
-    check(p.stdout == "timed out of the wait; 40 calls after it\n", f"output: {p.stdout!r}")
-    check(apis(tmp) == ["cuMemAlloc_v2", "cuMemFree_v2"] * 20, f"events: {apis(tmp)}")
+    check(p.stdout == "timed out of the wait; 40 calls after it, 16 from deeper frames\n", f"output: {p.stdout!r}")
+    t = traces(tmp)
+    check(len(t) == 1, f"expected one trace file, found {t}")
+    _, ev = dump(os.path.join(tmp, t[0]))
+    want = ["cuMemAlloc_v2", "cuMemFree_v2"] * 5 + ["cuLaunchKernel", "cudaMalloc", "cudaFree"]
+    want += ["cuMemAlloc_v2", "cuLaunchKernel", "cuMemFree_v2"] + ["cuMemAlloc_v2", "cuMemFree_v2"] * 20
+    got = [e["api"] for e in ev]
+    check(got == want, f"events: {got}")
+    sizes = [e["bytes"] for e in ev if e["api"] == "cuMemAlloc_v2"][:6]
+    check(sizes == [1024, 2048, 3072, 4096, 5120, 256], f"allocation sizes from deeper frames: {sizes}")
+    grids = [e.get("grid") for e in ev if e["api"] == "cuLaunchKernel"]
+    check(grids == [[2, 1, 1], [1, 1, 1]], f"launch grids: {grids}")
 
 
 @test
