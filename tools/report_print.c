@@ -661,6 +661,11 @@ static void process_section(FILE *f, const struct gs_report *r)
 		fprintf(f, "   %llu %s not recorded: %s after gpuspy's exit handler had closed the trace "
 			   "(other threads, or later destructors, still calling CUDA)\n",
 			(unsigned long long)late, gs_pl(late, "event was", "events were"), gs_pl(late, "it came", "they came"));
+	if (r->proc.nvtx_too_deep)
+		fprintf(f, "   %llu NVTX %s not recorded: nested more than 4096 deep on %s thread (each range "
+			   "recorded has its own end)\n",
+			(unsigned long long)r->proc.nvtx_too_deep, gs_pl(r->proc.nvtx_too_deep, "range was", "ranges were"),
+			gs_pl(r->proc.nvtx_too_deep, "its", "their"));
 	if (r->proc.overwritten)
 		fprintf(f, "   flight recorder: the %llu oldest events were overwritten; this is the newest part\n",
 			(unsigned long long)r->proc.overwritten);

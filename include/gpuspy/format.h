@@ -619,6 +619,10 @@ struct gspy_header {
 	uint32_t ctl_paused;     /* 1 paused (any of the three ways), 0 recording: as older files read */
 	uint32_t start_paused;   /* GPUSPY_START=paused */
 	uint32_t windows;        /* times recording resumed */
+	/* NVTX push/pop ranges not recorded because they opened deeper than
+	 * gpuspy follows a thread's ranges (4096 levels, or fewer when memory
+	 * ran out); each range recorded still has its own end. */
+	uint64_t nvtx_too_deep;
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");
