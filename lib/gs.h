@@ -61,6 +61,10 @@ struct gs_tls {
 	uint32_t device_misses;  /* calls answered -1 from the cache */
 	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
 	uint32_t launch_n;       /* launches seen, for stack sampling */
+	uint8_t host_kept;       /* host allocations of this thread wait in hook_host.c
+				  * for its first chunk (made before the file) */
+	uint8_t gone;            /* the thread is ending: its chunk was handed on
+				  * (writer.c); later calls hand theirs on too */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gs_tls, base) == 64, "gs_tls's hot fields fill line 0");
 
