@@ -40,7 +40,8 @@ struct gs_tls {
 	unsigned depth;          /* wrapped calls active on this thread */
 	int recording;           /* the outermost call is being recorded */
 	uint32_t cupti_corr;     /* set by CUPTI's callback in the driver call */
-	uint32_t launch_n;       /* launches seen, for stack sampling */
+	uint32_t outer_ra;       /* the outermost call's return address (low
+				  * 32 bits), for gs_stale */
 	int device;              /* cached current device, -1 unknown */
 	uint32_t used, cap;      /* bytes used / available after the chunk's header */
 	uint32_t nrec;           /* records in the chunk */
@@ -59,6 +60,11 @@ struct gs_tls {
 	uint32_t seq;            /* next chunk number */
 	uint32_t device_misses;  /* calls answered -1 from the cache */
 	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
+	uint32_t launch_n;       /* launches seen, for stack sampling */
+	uint8_t host_kept;       /* host allocations of this thread wait in hook_host.c
+				  * for its first chunk (made before the file) */
+	uint8_t gone;            /* the thread is ending: its chunk was handed on
+				  * (writer.c); later calls hand theirs on too */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gs_tls, base) == 64, "gs_tls's hot fields fill line 0");
 
@@ -211,16 +217,49 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r);
  * gs_begin() is paired with exactly one gs_end().
  */
 /*
- * A wrapped call that never returned: a signal handler that (sig)longjmps
- * out of a blocking wait leaves the depth raised, and every later call of
- * the thread would look nested and go unrecorded. Each outermost call
- * keeps its caller's stack pointer (the wrapper's CFA); a nested call is
- * always deeper, so a call at or above it, on the same stack (within 16
- * MiB: a handler on an alternate stack is elsewhere), finds that call gone.
+ * A wrapped call that never returned: a signal handler or a callback that
+ * (sig)longjmps out of it leaves the depth raised, and every later call of
+ * the thread would look nested and go unrecorded. Each outermost call keeps
+ * its wrapper's CFA and the return address stored just below it (x86-64:
+ * at CFA - 8, pushed by the call; it stays there while the call is active,
+ * whatever the call does). A later call on the same stack (within 16 MiB:
+ * a handler on an alternate stack is elsewhere) finds the outermost call
+ * gone when it is at or above that CFA, or, below it (where calls really
+ * nested in the outermost one are), when that return address is no longer
+ * there: the frames made since the jump wrote over it (their own return
+ * addresses, saved registers, locals). Residual: a frame that only
+ * reserved the word there (an array it never wrote that far) leaves the
+ * old address, and its calls still look nested (docs/limitations.md). The
+ * address is read only while the thread's own earlier call made it a live
+ * stack word, on the stack the current call runs on.
  */
+#define GS_SAME_STACK (16u << 20)
+static inline uint32_t gs_ra_at(uintptr_t cfa)
+{
+	return (uint32_t)*(const volatile uintptr_t *)(cfa - sizeof(uintptr_t));
+}
+
 static inline int gs_stale(const struct gs_tls *t, uintptr_t cfa)
 {
-	return cfa >= t->outer_sp && cfa - t->outer_sp < (16u << 20);
+	uintptr_t up = cfa - t->outer_sp; /* wraps when cfa is below */
+	if (up < GS_SAME_STACK)
+		return 1;
+	return -up < GS_SAME_STACK && gs_ra_at(t->outer_sp) != t->outer_ra;
+}
+
+/* The thread is inside a wrapped call (one that is still there): the
+ * caller's call is nested in it. A stale depth is dropped here. */
+static inline __attribute__((always_inline)) int gs_nested(uintptr_t cfa)
+{
+	struct gs_tls *t = &gs_tls;
+	if (t->depth == 0)
+		return 0;
+	if (GS_UNLIKELY(gs_stale(t, cfa))) {
+		t->depth = 0;
+		t->recording = 0;
+		return 0;
+	}
+	return 1;
 }
 
 /* gpuspy's own work that may call wrapped functions (allocations, loader
@@ -228,8 +267,10 @@ static inline int gs_stale(const struct gs_tls *t, uintptr_t cfa)
 static inline void gs_hold(void)
 {
 	struct gs_tls *t = &gs_tls;
-	if (t->depth++ == 0)
+	if (t->depth++ == 0) {
 		t->outer_sp = (uintptr_t)__builtin_dwarf_cfa();
+		t->outer_ra = gs_ra_at(t->outer_sp);
+	}
 }
 
 static inline void gs_release(void)
@@ -243,13 +284,13 @@ static inline __attribute__((always_inline)) struct gspy_record *gs_begin_(unsig
 {
 	struct gs_tls *t = &gs_tls;
 	uintptr_t sp = (uintptr_t)__builtin_dwarf_cfa();
-	if (t->depth != 0 && GS_UNLIKELY(gs_stale(t, sp))) {
-		t->depth = 0;
-		t->recording = 0;
-	}
-	if (t->depth++ != 0)
+	if (gs_nested(sp)) {
+		t->depth++;
 		return NULL;
+	}
+	t->depth = 1;
 	t->outer_sp = sp;
+	t->outer_ra = gs_ra_at(sp);
 	if (GS_UNLIKELY(gs_g.disabled))
 		return NULL;
 	if (GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) && !even_paused) {
@@ -279,8 +320,10 @@ static inline __attribute__((always_inline)) struct gspy_record *gs_begin(unsign
 }
 
 /* gs_begin for a launch, copy or memset about to go on `stream` (the
- * events mode marks the stream as used by the current phase). */
-static inline struct gspy_record *gs_begin_on(unsigned api, unsigned kind, uint64_t stream)
+ * events mode marks the stream as used by the current phase). Inlined like
+ * gs_begin: the call's CFA must be the wrapper's, whose frame lasts as
+ * long as the call (gs_stale reads its return address). */
+static inline __attribute__((always_inline)) struct gspy_record *gs_begin_on(unsigned api, unsigned kind, uint64_t stream)
 {
 	struct gspy_record *r = gs_begin(api, kind);
 	if (GS_UNLIKELY(gs_g.events) && r)

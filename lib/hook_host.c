@@ -181,6 +181,7 @@ static void *pend_put(unsigned api, void *p, uint64_t n, uint64_t start)
 		slot->api = (uint16_t)api;
 		slot->npc = (uint16_t)gs_stack_pcs(slot->pc);
 		__atomic_fetch_add(&pend_count, 1, __ATOMIC_RELAXED);
+		gs_tls.host_kept = 1; /* its first chunk is a fresh one (writer.c) */
 		/* The entry is whole before anyone can take it. */
 		__atomic_store_n(&slot->addr, a, __ATOMIC_RELEASE);
 	} else {
@@ -211,13 +212,9 @@ static int by_start(const void *a, const void *b)
 }
 
 /* Thread t's first chunk is open: its kept allocations go in, oldest first. */
-int gs_host_pending(void)
-{
-	return __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE) && __atomic_load_n(&pend_count, __ATOMIC_RELAXED);
-}
-
 void gs_host_flush(struct gs_tls *t)
 {
+	t->host_kept = 0;
 	struct pend *tab = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);
 	if (!tab || !__atomic_load_n(&pend_count, __ATOMIC_RELAXED))
 		return;

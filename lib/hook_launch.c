@@ -58,7 +58,7 @@ static CUresult launch(unsigned api, CUfunction f, unsigned gx, unsigned gy, uns
 		       void **params, void **extra)
 {
 	__typeof__(&cuLaunchKernel) real = (__typeof__(&cuLaunchKernel))gs_real(api);
-	if (GS_LIKELY(gs_tls.depth != 0)) {
+	if (GS_LIKELY(gs_nested((uintptr_t)__builtin_dwarf_cfa()))) {
 		gs_hold();
 		CUresult rc = real(f, gx, gy, gz, bx, by, bz, smem, st, params, extra);
 		drv_enrich(f);
@@ -92,7 +92,7 @@ static CUresult launch_ex(unsigned api, const CUlaunchConfig *c, CUfunction f, v
 			  void **extra)
 {
 	__typeof__(&cuLaunchKernelEx) real = (__typeof__(&cuLaunchKernelEx))gs_real(api);
-	if (GS_LIKELY(gs_tls.depth != 0)) {
+	if (GS_LIKELY(gs_nested((uintptr_t)__builtin_dwarf_cfa()))) {
 		gs_hold();
 		CUresult rc = real(c, f, params, extra);
 		if (c)

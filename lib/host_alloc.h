@@ -18,11 +18,11 @@ static inline int gs_api_host(unsigned api)
 }
 
 /* Host allocations (hook_host.c). Those made before the trace file exists
- * (before the process's first CUDA call) are kept in memory: each thread
- * writes its own at its first chunk (gs_host_flush, from the writer); the
- * rest count as dropped at exit (gs_host_unwritten). */
+ * (before the process's first CUDA call) are kept in memory, and their
+ * thread marked (gs_tls.host_kept): each thread writes its own at its
+ * first chunk (gs_host_flush, from the writer); the rest are counted at
+ * exit (gs_host_unwritten, header.host_unwritten). */
 void gs_host_flush(struct gs_tls *t);
-int gs_host_pending(void); /* some thread still has host allocations from before the file */
 uint64_t gs_host_unwritten(void);
 
 #endif

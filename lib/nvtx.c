@@ -83,7 +83,6 @@ static inline int handle_is_library(nvtxStringHandle_t h)
 #define STR_CHUNK 1024
 #define MAX_STRINGS (64 * STR_CHUNK)
 #define STR_HASH (2 * MAX_STRINGS) /* slots: index + 1, 0 = empty */
-#define STACK 64
 #define STARTED 1024
 
 static struct {
@@ -103,35 +102,82 @@ static struct {
 } nv = { .lock = PTHREAD_MUTEX_INITIALIZER };
 GS_FORK_LOCK(nvtx, nv.lock);
 
-/* This thread's NVTX stack: for each open range, its domain and the name
- * recorded for it (0 when it was filtered out). The entries are allocated
- * on the thread's first range, so that the static TLS gpuspy needs stays
- * small (it may be dlopen'ed as an injection library); the depth and the
- * library ranges open are kept beside the pointer, in one TLS line. */
+/*
+ * This thread's NVTX stack: for each open range, its domain and the name
+ * recorded for it (0 when it was filtered out). Allocated on the thread's
+ * first range, so that the static TLS gpuspy needs stays small (it may be
+ * dlopen'ed as an injection library), 64 entries, doubled when a range
+ * opens at the top, up to DEPTH_MAX; the depth, the capacity and the
+ * library ranges open are kept beside the pointer, in one TLS line. A range
+ * opened at DEPTH_MAX or deeper (or when no memory was left) is counted in
+ * the header (nvtx_too_deep) and not recorded, and the pop that closes it
+ * records nothing: every begin recorded keeps its own end.
+ */
+#define DEPTH_MAX 4096
 struct nvtx_entry {
 	nvtxDomainHandle_t dom;
 	uint32_t name_id;
 	uint8_t lib; /* a library's range */
 };
-struct nvtx_stack {
-	struct nvtx_entry e[STACK];
-};
 static __thread struct nvtx_thread {
-	struct nvtx_stack *sp;
-	int depth;
-	int libs;              /* library ranges open (of the first STACK) */
+	struct nvtx_entry *e;
+	int depth;             /* ranges open, kept or not */
+	int cap;               /* entries allocated: ranges at levels >= cap are not kept */
+	int libs;              /* library ranges open (of those kept) */
 } nt __attribute__((tls_model("initial-exec"), aligned(32)));
-static struct nvtx_stack overflow_stack; /* if malloc fails: shared, best effort */
 
-static struct nvtx_thread *thread_stack(void)
+/* The trace file's header, for the count of ranges nested too deep; ranges
+ * counted before the file was open wait in too_deep_early. */
+static struct gspy_header *nv_hdr;
+static uint64_t too_deep_early;
+
+static void too_deep_flush(struct gspy_header *h)
 {
-	struct nvtx_thread *t = &nt;
-	if (GS_UNLIKELY(!t->sp)) {
-		t->sp = calloc(1, sizeof(*t->sp));
-		if (!t->sp)
-			t->sp = &overflow_stack;
+	uint64_t n = __atomic_exchange_n(&too_deep_early, 0, __ATOMIC_RELAXED);
+	if (n)
+		__atomic_fetch_add(&h->nvtx_too_deep, n, __ATOMIC_RELAXED);
+}
+
+static void too_deep_count(void)
+{
+	struct gspy_header *h = __atomic_load_n(&nv_hdr, __ATOMIC_ACQUIRE);
+	if (h) {
+		__atomic_fetch_add(&h->nvtx_too_deep, 1, __ATOMIC_RELAXED);
+		return;
 	}
-	return t;
+	__atomic_fetch_add(&too_deep_early, 1, __ATOMIC_RELAXED);
+	/* The file may have opened meanwhile, after its flush. */
+	if ((h = __atomic_load_n(&nv_hdr, __ATOMIC_ACQUIRE)))
+		too_deep_flush(h);
+}
+
+static void nvtx_opened(struct gspy_header *h)
+{
+	/* Pairs with the acquire loads: the header is there for the counter. */
+	__atomic_store_n(&nv_hdr, h, __ATOMIC_RELEASE);
+	too_deep_flush(h);
+}
+
+static void nvtx_forked(void)
+{
+	nv_hdr = NULL; /* the parent's file is unmapped in the child */
+	too_deep_early = 0;
+}
+
+/* A range opens at level t->cap: 1 when the stack now has room for it. Only
+ * at the top of what is kept: a level past it is a range nested in one that
+ * was not kept, and cannot be kept either. */
+static __attribute__((noinline, cold)) int grow(struct nvtx_thread *t, int level)
+{
+	if (level != t->cap || t->cap >= DEPTH_MAX)
+		return 0;
+	int cap = t->cap ? 2 * t->cap : 64;
+	struct nvtx_entry *e = realloc(t->e, (size_t)cap * sizeof(*e));
+	if (!e)
+		return 0;
+	t->e = e;
+	t->cap = cap;
+	return 1;
 }
 
 static int in_list(const char *list, const char *name, int glob)
@@ -231,28 +277,36 @@ static uint32_t name_of(const char *name, nvtxStringHandle_t h)
 static inline __attribute__((always_inline)) int push(unsigned api, nvtxDomainHandle_t d, const char *name,
 						      nvtxStringHandle_t h)
 {
-	struct nvtx_thread *t = thread_stack();
+	struct nvtx_thread *t = &nt;
 	int level = t->depth;
+	t->depth = level + 1;
 	uint32_t id = 0;
 	int lib = !nv.library_all && (h ? handle_is_library(h) : gspy_library_range(name));
 	/* The cheap tests first: XLA opens about twenty ranges inside each
 	 * module's range, every step, none of them recorded. */
-	if (!(lib && t->libs > 0) && !(nv.outermost && level > 0) && accepted(d, name))
-		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, h));
-	if (level < STACK) {
-		t->sp->e[level] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };
-		t->libs += lib;
+	int want = !(lib && t->libs > 0) && !(nv.outermost && level > 0);
+	if (GS_UNLIKELY(level >= t->cap) && !grow(t, level)) {
+		if (want && accepted(d, name))
+			too_deep_count();
+		return level;
 	}
-	t->depth = level + 1;
+	if (want && accepted(d, name))
+		id = gs_phase_id(api, GSPY_KIND_phase_begin, name_of(name, h));
+	t->e[level] = (struct nvtx_entry){ .dom = d, .name_id = id, .lib = (uint8_t)lib };
+	t->libs += lib;
 	return level;
 }
 
 static inline __attribute__((always_inline)) int pop(unsigned api, nvtxDomainHandle_t d)
 {
-	struct nvtx_thread *t = thread_stack();
-	struct nvtx_entry *e = t->sp->e;
+	struct nvtx_thread *t = &nt;
+	/* The innermost range was not kept (too deep): it was not recorded
+	 * either, and ends here unrecorded. */
+	if (GS_UNLIKELY(t->depth > t->cap))
+		return --t->depth;
+	struct nvtx_entry *e = t->e;
 	/* The innermost open range of this domain on this thread. */
-	int top = t->depth < STACK ? t->depth : STACK; /* entries kept */
+	int top = t->depth;
 	int i = top - 1;
 	while (i >= 0 && e[i].dom != d)
 		i--;
@@ -497,4 +551,4 @@ static void nvtx_setup(void)
 		setenv("NVTX_INJECTION64_PATH", path, 0);
 }
 
-GS_MODULE(nvtx, 50, .setup = nvtx_setup);
+GS_MODULE(nvtx, 50, .setup = nvtx_setup, .opened = nvtx_opened, .forked = nvtx_forked);

@@ -146,10 +146,9 @@ static struct {
 } spare = { .lock = PTHREAD_MUTEX_INITIALIZER };
 GS_FORK_LOCK(spare, spare.lock);
 
-static void thread_gone(void *arg)
+/* Puts t's chunk, if it has room left, where a new thread will take it. */
+static void hand_on(struct gs_tls *t)
 {
-	(void)arg;
-	struct gs_tls *t = &gs_tls;
 	if (!t->chunk || t->gen != gs_g.gen || gs_g.ring || t->used + 2 * GSPY_PACKED_MAX > t->cap)
 		return;
 	pthread_mutex_lock(&spare.lock);
@@ -165,9 +164,21 @@ static void thread_gone(void *arg)
 		e->base = t->base;
 	}
 	pthread_mutex_unlock(&spare.lock);
-	/* Calls from later destructors of this thread claim afresh. */
 	t->chunk = NULL;
 	t->used = t->cap = t->nrec = 0;
+}
+
+/* The thread's key destructor. Calls from destructors that run after it
+ * (another key's, later in the same round or in a later one) each take a
+ * chunk and hand it on at once (commit_slow): a chunk the thread kept
+ * after its last destructor round would be lost to every later thread,
+ * and a program that starts thousands of threads would run out of chunks
+ * with the buffer nearly empty. */
+static void thread_gone(void *arg)
+{
+	(void)arg;
+	gs_tls.gone = 1;
+	hand_on(&gs_tls);
 }
 
 static void read_cmdline(char *out, size_t cap)
@@ -470,12 +481,14 @@ static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 /* A spare chunk for t, which has none, about to commit r: 1 when t now
  * writes into it. Only a chunk whose last record began no later than r
  * (r's call may have begun before the other thread's last one did: a
- * chunk's records must stay in time order), and none while host
- * allocations from before the file wait to go first into a thread's
- * first chunk. */
+ * chunk's records must stay in time order), and none while t's own host
+ * allocations from before the file wait to go first into its first chunk
+ * (only t's: a thread that kept some and ended without a CUDA call used
+ * to stop every later thread from taking one, and the buffer ran out of
+ * chunks with little in them). */
 static int take_spare(struct gs_tls *t, const struct gspy_record *r)
 {
-	if (!__atomic_load_n(&spare.n, __ATOMIC_RELAXED) || gs_g.ring || gs_host_pending())
+	if (!__atomic_load_n(&spare.n, __ATOMIC_RELAXED) || gs_g.ring || t->host_kept)
 		return 0;
 	struct spare e = { 0 };
 	pthread_mutex_lock(&spare.lock);
@@ -553,10 +566,12 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			GS_MODULES_CALL(thread);
 		}
 		/* The key's destructor hands the chunk on when the thread ends. */
-		if (spare.key_ok && !pthread_getspecific(spare.key))
+		if (spare.key_ok && !t->gone && !pthread_getspecific(spare.key))
 			pthread_setspecific(spare.key, (void *)1);
 		if (take_spare(t, r)) {
 			gs_commit(t, r);
+			if (t->gone)
+				hand_on(t);
 			return;
 		}
 	}
@@ -599,6 +614,8 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			if (c->seq == 0)
 				gs_host_flush(t);
 			gs_commit(t, r);
+			if (t->gone)
+				hand_on(t);
 			/* A file first written after gpuspy's destructor (a linked
 			 * library's destructor made the process's first CUDA call)
 			 * is marked and trimmed now: no later moment comes. */
@@ -755,9 +772,10 @@ void gs_writer_exit(int state, int code, int sig)
 	if (!gs_writer_open())
 		return;
 	struct gspy_header *h = w.hdr;
-	/* Host allocations kept from before the file that no thread wrote
-	 * (their thread recorded nothing since, or there was no room): lost. */
-	__atomic_fetch_add(&h->dropped_nochunk, gs_host_unwritten(), __ATOMIC_RELAXED);
+	/* Host allocations from before the file that no thread wrote (their
+	 * thread ended first, or there was no room to keep them): lost, and
+	 * counted apart from events dropped for want of room in the buffer. */
+	__atomic_fetch_add(&h->host_unwritten, gs_host_unwritten(), __ATOMIC_RELAXED);
 	gs_writer_clock_pair();
 	h->exit_code = code;
 	h->exit_signal = sig;

@@ -116,6 +116,40 @@ def nvtx_library_ranges_inside_library_ranges(tmp):
         check(got == seq, f"GPUSPY_NVTX_LIBRARY={how}: {got}")
 
 
+def deep_ranges(n, rounds, kept):
+    """The phase events of `prog_nvtx deep n rounds` when the first `kept`
+    levels are recorded: each round d0..d(kept-1) begin, a launch, and they
+    end innermost first; then "after"."""
+    B, N = "phase_begin", "phase_end"
+    one = [(B, f"d{i}") for i in range(kept)] + [("launch", None)] + [(N, f"d{i}") for i in reversed(range(kept))]
+    return one * rounds + [(B, "after"), ("launch", None), (N, "after")]
+
+
+@test
+def nvtx_ranges_nested_deeper_than_64_end_in_their_places(tmp):
+    """Ranges nested 70 deep, three times (a third of them in a domain of
+    their own): every level's begin and end are recorded, each end in its
+    place, with its name (level 63 ended 21 times for 3 begins, levels
+    64-69 never ended); NVTX gets each range's level back. 4100 deep: the
+    first 4096 levels recorded and paired, the 4 deeper ones not recorded,
+    and the report says so."""
+    for n, rounds, kept in ((70, 3, 70), (4100, 1, 4096)):
+        d = os.path.join(tmp, str(n))
+        os.makedirs(d)
+        p = run("prog_nvtx", ["deep", str(n), str(rounds)], tmp=d)
+        check(p.stdout == f"deep {n} x {rounds}: 0 levels wrong\n", f"program: {p.stdout!r}")
+        proc, ev = only_trace(d)
+        got = [(e["kind"], e.get("name") if e["kind"] != "launch" else None) for e in ev
+               if e["kind"] in ("phase_begin", "phase_end", "launch")]
+        want = deep_ranges(n, rounds, kept)
+        check(got == want, f"deep {n}: {len(got)} phase events and launches, {len(want)} expected; "
+              f"first difference at {next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)}")
+        check(proc.get("nvtx_too_deep", 0) == n - kept, f"deep {n}: process line {proc}")
+        text = report_text(d)
+        line = "4 NVTX ranges were not recorded: nested more than 4096 deep on their thread"
+        check((line in text) == (n > kept), f"deep {n}: report:\n{text}")
+
+
 @test
 def nvtx_user_injection_is_respected(tmp):
     # A user's own NVTX tool keeps its place: gpuspy does not replace it.

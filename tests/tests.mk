@@ -248,8 +248,8 @@ test-build: $(TB)/prog_signals
 $(TB)/prog_files: tests/hostile/prog_files.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 test-build: $(TB)/prog_files
-$(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
+$(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN)
 test-build: $(TB)/prog_longjmp
 $(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN) -lpthread

@@ -619,6 +619,16 @@ struct gspy_header {
 	uint32_t ctl_paused;     /* 1 paused (any of the three ways), 0 recording: as older files read */
 	uint32_t start_paused;   /* GPUSPY_START=paused */
 	uint32_t windows;        /* times recording resumed */
+	/* NVTX push/pop ranges not recorded because they opened deeper than
+	 * gpuspy follows a thread's ranges (4096 levels, or fewer when memory
+	 * ran out); each range recorded still has its own end. */
+	uint64_t nvtx_too_deep;
+	/* Host allocations (GPUSPY_HOST_ALLOC_MIN) made before the file
+	 * existed and never written: their thread ended before its first
+	 * record, or more were live at once than gpuspy keeps (4096). Counted
+	 * at exit; not events dropped for want of room (before this field
+	 * they were counted in dropped_nochunk). */
+	uint64_t host_unwritten;
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");

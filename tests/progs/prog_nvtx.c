@@ -10,6 +10,9 @@
  * ranges inside it ("Thunk:..."), one launch in each, then a thunk inside
  * a thunk; after it the user's "step", holding a cuBLAS range with a
  * launch.
+ * "deep N R": R times, ranges d0..d(N-1) nested in one another (d0
+ * outermost; d1 and every third after it in a domain of its own, "deepdom"),
+ * a launch inside the innermost, then each popped; then a range "after".
  * "repeat N": N times a range named by a registered string and one named
  * by its text, both of XLA's length (over 100 characters), one launch in
  * each; then a range "after".
@@ -89,6 +92,35 @@ static void repeat(long n)
 	nvtxRangePop();
 }
 
+static void deep(int n, int rounds)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("deepdom");
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	char name[32];
+	int bad = 0;
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "d%d", i);
+			a.message.ascii = name;
+			int level = i % 3 == 1 ? nvtxDomainRangePushEx(d, &a) : nvtxRangePushA(name);
+			bad += level != i;
+		}
+		launch();
+		for (int i = n - 1; i >= 0; i--) {
+			int level = i % 3 == 1 ? nvtxDomainRangePop(d) : nvtxRangePop();
+			bad += level != i;
+		}
+	}
+	nvtxRangePushA("after");
+	launch();
+	nvtxRangePop();
+	printf("deep %d x %d: %d levels wrong\n", n, rounds, bad);
+}
+
 static void xla(void)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("XLA");
@@ -124,6 +156,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && !strcmp(argv[1], "repeat")) {
 		repeat(atol(argv[2]));
+		return 0;
+	}
+	if (argc > 3 && !strcmp(argv[1], "deep")) {
+		deep(atoi(argv[2]), atoi(argv[3]));
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "strings")) {

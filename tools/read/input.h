@@ -23,6 +23,8 @@ struct gs_proc {
 	uint64_t overwritten; /* flight recorder: oldest events overwritten */
 	uint64_t dropped_after_exit; /* of dropped: after gpuspy's destructor cut the file */
 	uint64_t chunks_reused;      /* chunks of threads that exited, taken over */
+	uint64_t nvtx_too_deep;      /* NVTX ranges not recorded: nested too deep */
+	uint64_t host_unwritten;     /* host allocations from before the file, never written */
 	uint64_t stacks_taken, stacks_ns; /* gpuspy's own time taking call stacks */
 	uint64_t stack_min_ns; /* GPUSPY_STACK_MIN: shorter memsets (etc.) have no stack */
 	uint64_t wait_stack_min_ns; /* the same for waits (10 us unless GPUSPY_STACK_MIN was set) */

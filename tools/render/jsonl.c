@@ -75,6 +75,10 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 		add_u64(o, "dropped_after_exit", h->dropped_after_exit);
 	if (h->chunks_reused)
 		add_u64(o, "chunks_reused", h->chunks_reused);
+	if (h->nvtx_too_deep)
+		add_u64(o, "nvtx_too_deep", h->nvtx_too_deep);
+	if (h->host_unwritten)
+		add_u64(o, "host_unwritten", h->host_unwritten);
 	cJSON_AddBoolToObject(o, "clean_exit", h->state == GSPY_STATE_EXITED);
 	cJSON_AddStringToObject(o, "state", gs_state_name(h->state));
 	if (h->state == GSPY_STATE_SIGNALED)

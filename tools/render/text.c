@@ -87,6 +87,17 @@ static void process_section(FILE *f, const struct gs_report *r, const struct gs_
 		fprintf(f, "   %llu %s not recorded: %s after gpuspy's exit handler had closed the trace "
 			   "(other threads, or later destructors, still calling CUDA)\n",
 			(unsigned long long)late, gs_pl(late, "event was", "events were"), gs_pl(late, "it came", "they came"));
+	if (r->proc.host_unwritten)
+		fprintf(f, "   %llu host %s before the first CUDA call not recorded: %s thread ended before "
+			   "making one, or more than 4096 were live at once (not for want of buffer)\n",
+			(unsigned long long)r->proc.host_unwritten,
+			gs_pl(r->proc.host_unwritten, "allocation made", "allocations made"),
+			gs_pl(r->proc.host_unwritten, "its", "their"));
+	if (r->proc.nvtx_too_deep)
+		fprintf(f, "   %llu NVTX %s not recorded: nested more than 4096 deep on %s thread (each range "
+			   "recorded has its own end)\n",
+			(unsigned long long)r->proc.nvtx_too_deep, gs_pl(r->proc.nvtx_too_deep, "range was", "ranges were"),
+			gs_pl(r->proc.nvtx_too_deep, "its", "their"));
 	if (r->proc.overwritten)
 		fprintf(f, "   flight recorder: the %llu oldest events were overwritten; this is the newest part\n",
 			(unsigned long long)r->proc.overwritten);

@@ -32,6 +32,8 @@ void gs_report_merge(struct gs_report *d, const struct gs_report *s)
 		d->paused_ns = s->paused_ns;
 	d->proc.events += s->proc.events;
 	d->proc.dropped += s->proc.dropped;
+	d->proc.nvtx_too_deep += s->proc.nvtx_too_deep;
+	d->proc.host_unwritten += s->proc.host_unwritten;
 	d->proc.stacks_taken += s->proc.stacks_taken;
 	d->proc.stacks_ns += s->proc.stacks_ns;
 	if (s->proc.stack_min_ns > d->proc.stack_min_ns)
