@@ -213,3 +213,21 @@ def serve_refuses_bad_arguments(tmp):
                            timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.startswith(f"gpuspy: error: serve: cannot listen on 127.0.0.1:{port}"),
           f"address in use: {p.returncode} {p.stderr!r}")
+
+
+@test
+def serve_shows_every_process(tmp):
+    """70 traced processes at once (more than the 64 serve once followed):
+    /metrics has a gpuspy_process_info series for each."""
+    from test_top import many_traced
+    procs = many_traced(tmp)
+    s = Serve(tmp)
+    try:
+        got, _ = s.metrics()
+        pids = {dict(ls)["pid"] for (n, ls) in got if n == "gpuspy_process_info"}
+        want = {str(d.p.pid) for d in procs}
+        check(pids == want, f"/metrics: {len(pids)} of {len(want)} processes")
+    finally:
+        s.stop()
+        for d in procs:
+            d.finish()

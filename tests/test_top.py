@@ -151,3 +151,39 @@ def top_draws_in_tmux(tmp):
         wait_for("gpuspy top to quit", lambda: os.path.exists(rc) and open(rc).read() == "rc=0\n")
     finally:
         tmux("kill-server")
+
+
+def many_traced(tmp, n=70):
+    """n live traced processes on the doubles (prog_window after one launch,
+    waiting on stdin), each with a 1 MiB buffer: cheap to hold at once."""
+    procs = []
+    try:
+        for _ in range(n):
+            d = Driven(tmp, env={"GPUSPY_BUFFER_MB": "1", "GPUSPY_STACKS": "0"})
+            procs.append(d)
+            d.do("k 1")
+    except BaseException:
+        for d in procs:
+            d.finish()
+        raise
+    return procs
+
+
+@test
+def top_shows_every_process(tmp):
+    """70 traced processes at once (more than the 64 top once followed):
+    --once --json lists each of them, found by directory and through
+    /proc alike, and the frame's title counts them all."""
+    procs = many_traced(tmp)
+    try:
+        want = {d.p.pid for d in procs}
+        got = [x["pid"] for x in top_json(tmp)]
+        check(sorted(got) == sorted(want), f"top DIR: {len(got)} of {len(want)} processes")
+        got = {x["pid"] for x in top_json()}
+        check(want <= got, f"top: {len(want - got)} of {len(want)} processes missing")
+        text = gpuspy("top", "--once", tmp).stdout.splitlines()
+        check(text[0] == f"gpuspy top: {len(want)} traced processes, the last 5.00 s" and
+              sum(1 for l in text if re.match(r" *\d+ ", l)) == len(want), "\n".join(text[:3]))
+    finally:
+        for d in procs:
+            d.finish()

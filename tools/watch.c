@@ -340,7 +340,7 @@ static int followed(const struct gs_watch_set *t, const char *path)
 /* Follows path if it is the trace of a running process (pid, or any). */
 static int follow(struct gs_watch_set *t, const char *path, int pid)
 {
-	if (t->n == WATCH_MAX || followed(t, path))
+	if (followed(t, path))
 		return 0;
 	struct gs_watch *l = xcalloc(1, sizeof(*l));
 	char err[256];
@@ -348,6 +348,10 @@ static int follow(struct gs_watch_set *t, const char *path, int pid)
 		const struct gspy_header *h = l->f.tr.h;
 		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
 		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM)) {
+			if (t->n == t->cap) {
+				t->cap = t->cap ? t->cap * 2 : 64;
+				t->p = xrealloc(t->p, (size_t)t->cap * sizeof(*t->p));
+			}
 			t->p[t->n++] = l;
 			return 1;
 		}
@@ -414,5 +418,7 @@ void gs_watch_set_free(struct gs_watch_set *t)
 		gs_watch_close(t->p[i]);
 		free(t->p[i]);
 	}
-	t->n = 0;
+	free(t->p);
+	t->p = NULL;
+	t->n = t->cap = 0;
 }

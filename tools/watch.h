@@ -94,12 +94,13 @@ void gs_watch_close(struct gs_watch *l);
 uint64_t gs_watch_steps_total(const struct gs_watch *l);
 
 /* The traced processes running here (gpuspy top, gpuspy serve): found in
- * /proc/PID/maps, or the traces in dir whose processes run. */
-#define WATCH_MAX 64 /* processes followed at once */
+ * /proc/PID/maps, or the traces in dir whose processes run. As many as
+ * there are: p grows (a node's processes are bounded by its pid space, and
+ * a process left out would vanish without a word). */
 struct gs_watch_set {
 	const char *dir; /* NULL: every traced process found in /proc */
-	struct gs_watch *p[WATCH_MAX];
-	int n;
+	struct gs_watch **p; /* owned; gs_watch_set_free frees it */
+	int n, cap;
 };
 void gs_watch_scan(struct gs_watch_set *s);     /* follows the ones not followed yet */
 void gs_watch_poll_all(struct gs_watch_set *s); /* reads what each wrote; drops the gone */
