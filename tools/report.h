@@ -283,6 +283,9 @@ void gs_coll_finish(struct gs_report *r);
 void gs_coll_free(struct gs_report *r);
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const char *bold, const char *reset);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n); /* null when they are not ranks */
+/* 1 when two of procs have one RANK (then there is no ranks table), with
+ * a line naming their files in msg (may be NULL); 0 otherwise. */
+int gs_ranks_duplicate(struct gs_report *const *procs, size_t n, char *msg, size_t len);
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,
 		     const struct gs_report *whole, int color);
 /* The page of `report --html` (report_html.c): 0, or -1 when writing failed. */
