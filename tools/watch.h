@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "follow.h"
 #include "input.h"
@@ -29,6 +30,8 @@ struct gs_watch_bin {
 
 struct gs_watch {
 	char path[PATH_MAX];
+	dev_t dev;                          /* the file followed: one process's, */
+	ino_t ino;                          /* whatever names it */
 	struct gs_follow f;
 	struct gs_watch_bin bin[LIVE_SECONDS];
 	char names[LIVE_PHASES + 2][64];
@@ -84,7 +87,8 @@ struct gs_watch_view {
 	uint64_t dropped;
 };
 
-int gs_watch_open(struct gs_watch *l, const char *path, char *err, size_t errlen);
+/* The trace open on fd (which it owns from then on), known as path. */
+int gs_watch_open(struct gs_watch *l, int fd, const char *path, char *err, size_t errlen);
 /* Reads what the process committed since; -1 once its file is cut (it exited). */
 int gs_watch_poll(struct gs_watch *l);
 /* The last window_ns before now (CLOCK_MONOTONIC), in whole seconds. */
