@@ -101,3 +101,32 @@ def export_gpu_tracks_flows_and_demangled_names(tmp):
     check("\n  gemm  " in table and "_Z4gemm" not in table, "human report shows the mangled name")
     # ... except in the Nsight Compute line, which selects by it: the middle of 2 runs.
     check("    ncu --kernel-name-base mangled -k regex:'^_Z4gemmPfS_i$' -s 1 -c 1 CMD" in h.stdout, h.stdout)
+
+
+@test
+def export_keeps_hosts_apart(tmp):
+    """The same pid on two hosts (ranks of one job on two nodes) is two
+    processes in Perfetto, each with its own pid and its host in its name,
+    each with its own events; on one host a pid keeps its number."""
+    src = open(os.path.join(ROOT, "tests", "golden", "gpu.jsonl")).read().splitlines()
+    paths = []
+    for host in ("nodeA", "nodeB"):
+        p = os.path.join(tmp, f"{host}.jsonl")
+        head = json.loads(src[0])
+        head["host"] = host
+        with open(p, "w") as f:
+            f.write("\n".join([json.dumps(head)] + src[1:]) + "\n")
+        paths.append(p)
+    out = os.path.join(tmp, "t.json")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", *paths, "-o", out], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0, p.stderr)
+    ev = check_chrome(out)
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    check(sorted(names.values()) == ["pid 7 on nodeA: gpu-golden", "pid 7 on nodeB: gpu-golden"] and
+          names.get(7) == "pid 7 on nodeA: gpu-golden", f"processes {names}")
+    counts = {pid: sum(1 for e in ev if e["pid"] == pid and e["ph"] != "M") for pid in names}
+    check(len(set(counts.values())) == 1 and min(counts.values()) > 0, f"events per process {counts}")
+    subprocess.run([GPUSPY, "export", "--format", "chrome", paths[0], "-o", out], check=True)
+    names = {e["pid"]: e["args"]["name"] for e in check_chrome(out) if e["ph"] == "M" and e["name"] == "process_name"}
+    check(names == {7: "pid 7: gpu-golden"}, f"one host: {names}")

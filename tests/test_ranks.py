@@ -204,3 +204,24 @@ def ranks_on_the_doubles_name_the_slow_rank(tmp):
     check([x["collectives"] for x in o["ranks"]] == ["host"] * 3 and n >= 7, f"{o}")
     check(s["rank"] == 1 and s["steps"] >= n - 1 and s["lead_ns"] / s["steps"] >= 15e6, f"straggler {s}")
     check([x["collectives_n"] for x in o["ranks"]] == [10] * 3, f"{o['ranks']}")
+
+
+@test
+def ranks_duplicate_rank_is_refused(tmp):
+    """Two traces of rank 0 in one directory (two runs of a job, say) and
+    one of rank 1: not "3 ranks of one job" with rank 0 twice, but one
+    warning line naming both rank-0 files, and no ranks table (text or
+    JSON); each process is still reported."""
+    for name, r in (("a0", 0), ("b0", 0), ("a1", 1)):
+        rank_trace(os.path.join(tmp, f"{name}.jsonl"), r, 3000000, 4000000)
+    for args in ((), ("--json",)):
+        p = subprocess.run([GPUSPY, "report", "--color", "never", *args, tmp], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 0 and p.stderr ==
+              f"gpuspy: warning: rank 0 is in 2 traces, {tmp}/a0.jsonl and {tmp}/b0.jsonl (several runs in one "
+              "place?): no ranks table; report one run's traces for it\n", f"report {args}: {p.returncode} {p.stderr!r}")
+        if args:
+            o = json.loads(p.stdout)
+            check("ranks" not in o and len(o["processes"]) == 3, f"JSON: ranks {o.get('ranks')}")
+        else:
+            check("== ranks" not in p.stdout and p.stdout.count("rank 0 (pid 100)") == 2, p.stdout[-1500:])

@@ -213,3 +213,58 @@ def serve_refuses_bad_arguments(tmp):
                            timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.startswith(f"gpuspy: error: serve: cannot listen on 127.0.0.1:{port}"),
           f"address in use: {p.returncode} {p.stderr!r}")
+
+
+@test
+def serve_shows_every_process(tmp):
+    """70 traced processes at once (more than the 64 serve once followed):
+    /metrics has a gpuspy_process_info series for each."""
+    from test_top import many_traced
+    procs = many_traced(tmp)
+    s = Serve(tmp)
+    try:
+        got, _ = s.metrics()
+        pids = {dict(ls)["pid"] for (n, ls) in got if n == "gpuspy_process_info"}
+        want = {str(d.p.pid) for d in procs}
+        check(pids == want, f"/metrics: {len(pids)} of {len(want)} processes")
+    finally:
+        s.stop()
+        for d in procs:
+            d.finish()
+
+
+@test
+def serve_answers_through_held_connections(tmp):
+    """1,100 connections from this host, each sending half a request and
+    holding it (more than select() could watch, and any fixed share one
+    user could fill): a scrape on a fresh connection from the same address
+    still gets its 200 and the traced process within 3 s, well inside the
+    10 s a held connection may stay idle; and again after another 1,100."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2400:
+        raise Skip(f"the open files limit ({hard}) is below the 2,400 this test holds")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2400), hard))
+    d = Driven(tmp)
+    d.do("k 1")
+    s = Serve(tmp)
+    held = []
+    try:
+        for _ in range(2):
+            for _ in range(1100):
+                sk = socket.create_connection(("127.0.0.1", s.port), timeout=TIMEOUT)
+                sk.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                held.append(sk)
+            t0 = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=3) as f:
+                    status, text = f.status, f.read().decode()
+            except OSError as e:
+                raise Fail(f"the scrape failed after {time.monotonic() - t0:.1f} s with {len(held)} held: {e}")
+            check(status == 200 and f'pid="{d.p.pid}"' in text, f"scrape: {status}")
+        check(s.p.poll() is None, "serve exited")
+    finally:
+        for sk in held:
+            sk.close()
+        s.stop()
+        d.finish()

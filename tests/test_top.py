@@ -151,3 +151,156 @@ def top_draws_in_tmux(tmp):
         wait_for("gpuspy top to quit", lambda: os.path.exists(rc) and open(rc).read() == "rc=0\n")
     finally:
         tmux("kill-server")
+
+
+def many_traced(tmp, n=70):
+    """n live traced processes on the doubles (prog_window after one launch,
+    waiting on stdin), each with a 1 MiB buffer: cheap to hold at once."""
+    procs = []
+    try:
+        for _ in range(n):
+            d = Driven(tmp, env={"GPUSPY_BUFFER_MB": "1", "GPUSPY_STACKS": "0"})
+            procs.append(d)
+            d.do("k 1")
+    except BaseException:
+        for d in procs:
+            d.finish()
+        raise
+    return procs
+
+
+@test
+def top_shows_every_process(tmp):
+    """70 traced processes at once (more than the 64 top once followed):
+    --once --json lists each of them, found by directory and through
+    /proc alike, and the frame's title counts them all."""
+    procs = many_traced(tmp)
+    try:
+        want = {d.p.pid for d in procs}
+        got = [x["pid"] for x in top_json(tmp)]
+        check(sorted(got) == sorted(want), f"top DIR: {len(got)} of {len(want)} processes")
+        got = {x["pid"] for x in top_json()}
+        check(want <= got, f"top: {len(want - got)} of {len(want)} processes missing")
+        text = gpuspy("top", "--once", tmp).stdout.splitlines()
+        check(text[0] == f"gpuspy top: {len(want)} traced processes, the last 5.00 s" and
+              sum(1 for l in text if re.match(r" *\d+ ", l)) == len(want), "\n".join(text[:3]))
+    finally:
+        for d in procs:
+            d.finish()
+
+
+# A process that maps a file of its own choosing as its "trace": it prints
+# its pid, reads a command line from stdin (`cp SRC DST` first, then the
+# path to map), maps the file, says "mapped" and waits for stdin to close.
+MAPPER = """
+import mmap, os, shutil, sys
+print(os.getpid(), flush=True)
+a = sys.stdin.readline().split()
+if a[0] == "cp":
+    shutil.copyfile(a[1], a[2])
+    a = a[2:]
+f = open(a[0], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print("mapped", flush=True)
+sys.stdin.read()
+"""
+
+
+def fake_trace(path, pid, command):
+    """A valid trace of a running process `pid` named `command`
+    (tests/mktrace.c's, its header's pid, state and command set)."""
+    subprocess.run([os.path.join(BIN, "mktrace"), path, "10", "1"], check=True, timeout=TIMEOUT)
+    with open(path, "r+b") as f:
+        f.seek(64)  # pid (format.h)
+        f.write(pid.to_bytes(4, "little"))
+        f.seek(140)  # state: running
+        f.write((0).to_bytes(4, "little"))
+        f.seek(336)  # command
+        f.write(command.encode() + b"\0")
+    os.chmod(path, 0o644)
+
+
+class Mapper:
+    def __init__(self, prefix=()):
+        self.p = subprocess.Popen([*prefix, SYS_PY, "-c", MAPPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        self.pid = int(self.p.stdout.readline())
+
+    def map(self, *words):
+        self.p.stdin.write(" ".join(words) + "\n")
+        self.p.stdin.flush()
+        check(self.p.stdout.readline() == "mapped\n", "the mapper did not map its file")
+
+    def finish(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=TIMEOUT)
+        self.p.stdout.close()
+
+
+def top_pids(timeout=20):
+    """top --once --json through /proc, as root's would run: {pid: command}."""
+    try:
+        p = subprocess.run([GPUSPY, "top", "--once", "--json"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"top --once hung (over {timeout} s)")
+    check(p.returncode == 0, f"top: {p.returncode} {p.stderr!r}")
+    return {x["pid"]: x["command"] for x in json.loads(p.stdout)}
+
+
+@test
+def top_opens_only_the_mapped_trace(tmp):
+    """top (no DIR) finds traces by the paths in /proc/PID/maps. A process
+    in a mount namespace of its own (unshare -m: a tmpfs over a directory)
+    maps its trace there; at the same path in top's namespace lie a
+    symlink to another trace, a FIFO, a symlink to /dev/zero: top reads the
+    file the process maps (and never hangs), not what the path names here."""
+    if os.geteuid() != 0:
+        raise Skip("unshare -m needs root (this test is about root's top)")
+    if not shutil.which("unshare"):
+        raise Skip("unshare (util-linux) is not installed")
+    ns = os.path.join(tmp, "ns")
+    os.makedirs(ns)
+    planted = os.path.join(tmp, "planted.gspy")
+    for what in ("symlink", "fifo", "device"):
+        m = Mapper(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                    f"mount -t tmpfs none {ns} && exec \"$0\" \"$@\""])
+        try:
+            real = os.path.join(tmp, "real.gspy")
+            fake_trace(real, m.pid, "the-mapped-trace")
+            fake_trace(planted, m.pid, "planted")
+            path = os.path.join(ns, f"{what}.gspy")
+            m.map("cp", real, path)  # in its namespace: a copy on its tmpfs
+            if what == "symlink":
+                os.symlink(planted, path)
+            elif what == "fifo":
+                os.mkfifo(path)
+            else:
+                os.symlink("/dev/zero", path)
+            got = top_pids().get(m.pid)
+            check(got == "the-mapped-trace", f"{what}: top shows {got!r} for the process")
+        finally:
+            m.finish()
+
+
+@test
+def top_refuses_another_users_file(tmp):
+    """A process of one user (nobody) that maps a trace file owned by
+    another (root, readable by all, naming the process's pid) is not shown:
+    root's top opens another user's file only when that user owns it."""
+    if os.geteuid() != 0:
+        raise Skip("needs root: a process of another user and root's top")
+    if not shutil.which("setpriv"):
+        raise Skip("setpriv (util-linux) is not installed")
+    os.chmod(tmp, 0o755)
+    m = Mapper(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"])
+    try:
+        path = os.path.join(tmp, "root.gspy")
+        fake_trace(path, m.pid, "roots-file")
+        m.map(path)
+        got = top_pids()
+        check(m.pid not in got, f"top shows {got.get(m.pid)!r} for nobody's process")
+        os.chown(path, 65534, 65534)  # the process's own: shown
+        got = top_pids()
+        check(got.get(m.pid) == "roots-file", f"nobody's own file: top shows {got.get(m.pid)!r}")
+    finally:
+        m.finish()

@@ -17,6 +17,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,29 +49,100 @@ static int alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-/* The file at path, if it is pid's trace and the inode the maps name. */
-static struct gspy_header *map_header(const char *path, unsigned long ino, int pid)
+int gs_proc_uid(int pid, uid_t *uid)
 {
-	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	char p[64], line[256];
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return -errno;
+	int rc = -ESRCH;
+	unsigned long r, e;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2) {
+			*uid = (uid_t)e;
+			rc = 0;
+			break;
+		}
+	fclose(f);
+	return rc;
+}
+
+/*
+ * The path in /proc/PID/maps is a string in the process's mount namespace:
+ * a process that mounts a tmpfs of its own (unshare -Urm) maps a trace
+ * there while, at the same path in ours, its user leaves a symlink to
+ * another user's file, a FIFO or a device. Root's top and serve must not
+ * open those. So the file is opened through /proc/PID/map_files/START-END,
+ * the kernel's link to the very file mapped (the string is never resolved
+ * here; the link is not a symlink an attacker names, so it is followed,
+ * which O_NOFOLLOW would refuse). Following it needs CAP_CHECKPOINT_RESTORE
+ * or CAP_SYS_ADMIN: root has it. Another user cannot (EPERM) and then
+ * opens the path through /proc/PID/root, which resolves it in the
+ * process's mount namespace, with O_NOFOLLOW; such a reader sees only its
+ * own processes and opens only what it may open anyway. Either way nothing
+ * but a regular file is opened (stat first: opening a device can act),
+ * O_NONBLOCK|O_NOCTTY (a FIFO does not block, a terminal is not taken), and
+ * fstat on the descriptor decides: a regular file, owned by the process's
+ * user, with the maps line's device and inode (the device not on overlayfs,
+ * whose files the maps show by the layer's device on older kernels).
+ */
+int gs_pid_trace_open(const struct gs_mapped *m, int rw)
+{
+	uid_t uid;
+	int rc = gs_proc_uid(m->pid, &uid);
+	if (rc)
+		return rc;
+	char p[PATH_MAX + 64];
+	int flags = (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%lx-%lx", m->pid, m->start, m->end);
+	if (stat(p, &st) != 0) {
+		if (errno != EPERM && errno != EACCES)
+			return -errno;
+		if (snprintf(p, sizeof(p), "/proc/%d/root%s", m->pid, m->path) >= (int)sizeof(p))
+			return -ENAMETOOLONG;
+		flags |= O_NOFOLLOW;
+		if (lstat(p, &st) != 0)
+			return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != uid)
+		return -EPERM;
+	int fd = open(p, flags);
+	if (fd < 0)
+		return -errno;
+	struct statfs sf;
+	int overlay = fstatfs(fd, &sf) == 0 && sf.f_type == OVERLAYFS_SUPER_MAGIC;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_ino != m->ino ||
+	    (!overlay && st.st_dev != m->dev)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* The header of m's file, if it is pid's trace, mapped to write. */
+static struct gspy_header *map_header(const struct gs_mapped *m)
+{
+	int fd = gs_pid_trace_open(m, 1);
 	if (fd < 0)
 		return NULL;
 	struct stat st;
 	void *p = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (unsigned long)st.st_ino == ino &&
-	    st.st_size >= GSPY_HEADER_SIZE)
+	if (fstat(fd, &st) == 0 && st.st_size >= GSPY_HEADER_SIZE)
 		p = mmap(NULL, GSPY_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;
 	struct gspy_header *h = p;
-	if (memcmp(h->magic, GSPY_MAGIC, 8) || h->version != GSPY_FORMAT_VERSION || (int)h->pid != pid) {
+	if (memcmp(h->magic, GSPY_MAGIC, 8) || h->version != GSPY_FORMAT_VERSION || (int)h->pid != m->pid) {
 		munmap(p, GSPY_HEADER_SIZE);
 		return NULL;
 	}
 	return h;
 }
 
-int gs_pid_traces(int pid, int (*fn)(void *arg, const char *path, unsigned long ino), void *arg, int *deleted)
+int gs_pid_traces(int pid, int (*fn)(void *arg, const struct gs_mapped *m), void *arg, int *deleted)
 {
 	char maps[64];
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
@@ -78,30 +152,32 @@ int gs_pid_traces(int pid, int (*fn)(void *arg, const char *path, unsigned long 
 	char line[PATH_MAX + 128];
 	int found = 0;
 	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned long ino = 0;
+		struct gs_mapped m = { .pid = pid };
+		unsigned maj = 0, min = 0;
 		int at = 0;
 		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%*s %*s %*s %*s %lu %n", &ino, &at) < 1 || !at)
+		if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu %n", &m.start, &m.end, &maj, &min, &m.ino, &at) < 5 || !at)
 			continue;
-		const char *path = line + at;
-		size_t n = strlen(path);
-		if (n > 16 && !strcmp(path + n - 10, " (deleted)") && strstr(path, ".gspy")) {
+		m.dev = makedev(maj, min);
+		m.path = line + at;
+		size_t n = strlen(m.path);
+		if (n > 16 && !strcmp(m.path + n - 10, " (deleted)") && strstr(m.path, ".gspy")) {
 			*deleted = 1;
 			continue;
 		}
-		if (n >= 5 && !strcmp(path + n - 5, ".gspy"))
-			found = fn(arg, path, ino);
+		if (n >= 5 && !strcmp(m.path + n - 5, ".gspy"))
+			found = fn(arg, &m);
 	}
 	fclose(f);
 	return found;
 }
 
-static int take_target(void *arg, const char *path, unsigned long ino)
+static int take_target(void *arg, const struct gs_mapped *m)
 {
 	struct target *t = arg;
-	if (strlen(path) >= sizeof(t->path) || !(t->h = map_header(path, ino, t->pid)))
+	if (strlen(m->path) >= sizeof(t->path) || !(t->h = map_header(m)))
 		return 0;
-	snprintf(t->path, sizeof(t->path), "%s", path);
+	snprintf(t->path, sizeof(t->path), "%s", m->path);
 	return 1;
 }
 

@@ -25,7 +25,9 @@ static int cmp_report(const void *a, const void *b)
 	const struct gs_report *x = *(struct gs_report *const *)a, *y = *(struct gs_report *const *)b;
 	if (x->proc.rank != y->proc.rank)
 		return x->proc.rank < y->proc.rank ? -1 : 1;
-	return x->proc.pid < y->proc.pid ? -1 : x->proc.pid > y->proc.pid;
+	if (x->proc.pid != y->proc.pid)
+		return x->proc.pid < y->proc.pid ? -1 : 1;
+	return strcmp(x->path, y->path); /* one pid twice (two hosts, two runs): still one order */
 }
 
 /* The page into path, written beside it and renamed: a reader never sees
@@ -150,6 +152,9 @@ int gs_cmd_report(int argc, char **argv)
 			procs[n++] = procs[i];
 	if (n) {
 		qsort(procs, n, sizeof(*procs), cmp_report);
+		char dup[1024];
+		if (gs_ranks_duplicate(procs, n, dup, sizeof(dup)))
+			fprintf(stderr, "gpuspy: warning: %s\n", dup);
 		struct gs_report whole;
 		memset(&whole, 0, sizeof(whole));
 		for (size_t i = 0; i < n; i++)

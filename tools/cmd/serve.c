@@ -7,6 +7,16 @@
  * since. The HTTP server is libmicrohttpd's (one internal thread, so
  * scrapes never overlap); the exposition is written here.
  *
+ * Connections: a local user must not blind the node's metrics by holding
+ * connections open with half a request. The thread waits with epoll
+ * (select stops at 1,024 descriptors), the open files limit is raised to
+ * its hard limit, and past KEEP_CONNS open connections each new one closes
+ * the one that has gone longest without a request (shutdown(): the server
+ * sees it end and cleans it up). A scraper sends its request at once, so
+ * it is never the longest idle; an idle connection also ends after 10 s.
+ * No limit per address: Prometheus and such a user may share one (this
+ * host's), and the limit would lock the scraper out with them.
+ *
  * Counters are totals since each trace began (rate() gives the per-second
  * figures); device labels are dcgm-exporter's, gpu (the index) and UUID,
  * so that a query can join the two exporters' series on them.
@@ -17,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +40,7 @@
 #include "read/watch.h"
 
 #define DEFAULT_LISTEN "localhost:9401"
+#define KEEP_CONNS 512u /* connections kept open at once; more close the longest idle */
 
 /* A label value: backslash, quote and newline escaped (the format's
  * rule), other control bytes of a trace's text replaced. */
@@ -188,9 +200,88 @@ static void family(FILE *f, enum metric m, const struct gs_watch_set *s, uint64_
 	}
 }
 
+/* An open connection, in the list of them by their last request. */
+struct conn {
+	struct conn *prev, *next;
+	int fd, listed;
+};
+
 struct server {
 	struct gs_watch_set set;
+	struct conn *head, *tail; /* head: the longest without a request */
+	unsigned nconn, keep;
 };
+
+static void conn_unlink(struct server *s, struct conn *c)
+{
+	*(c->prev ? &c->prev->next : &s->head) = c->next;
+	*(c->next ? &c->next->prev : &s->tail) = c->prev;
+	c->prev = c->next = NULL;
+	c->listed = 0;
+	s->nconn--;
+}
+
+static void conn_append(struct server *s, struct conn *c)
+{
+	c->prev = s->tail;
+	c->next = NULL;
+	*(s->tail ? &s->tail->next : &s->head) = c;
+	s->tail = c;
+	c->listed = 1;
+	s->nconn++;
+}
+
+/* The server's thread calls this as each connection opens and closes. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx, enum MHD_ConnectionNotificationCode toe)
+{
+	struct server *s = cls;
+	struct conn *c = *ctx;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (c && c->listed)
+			conn_unlink(s, c);
+		free(c);
+		*ctx = NULL;
+		return;
+	}
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || !(c = calloc(1, sizeof(*c))))
+		return; /* not listed: it still ends when idle for the timeout */
+	c->fd = ci->connect_fd;
+	*ctx = c;
+	conn_append(s, c);
+	while (s->nconn > s->keep && s->head != c) {
+		struct conn *old = s->head;
+		conn_unlink(s, old);
+		shutdown(old->fd, SHUT_RDWR); /* the server sees it end and closes it */
+	}
+}
+
+/* A request came: the connection is the most recently used. */
+static void conn_used(struct server *s, struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *c = ci ? ci->socket_context : NULL;
+	if (c && c->listed && c != s->tail) {
+		conn_unlink(s, c);
+		conn_append(s, c);
+	}
+}
+
+/* The open files limit raised to its hard limit (each connection is a
+ * descriptor); what it is now. */
+static rlim_t raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, char *body, size_t len)
 {
@@ -210,6 +301,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	struct server *s = cls;
 	(void)version, (void)data, (void)data_size, (void)state;
+	conn_used(s, c);
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&body, &len);
@@ -248,7 +340,8 @@ static void on_signal(int sig)
 int gs_cmd_serve(int argc, char **argv)
 {
 	const char *listen = DEFAULT_LISTEN;
-	struct server s = { { 0 } };
+	struct server s;
+	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
 			listen = argv[++i];
@@ -285,9 +378,17 @@ int gs_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "gpuspy: error: serve: --listen %s: %s\n", listen, gai_strerror(rc));
 		return 2;
 	}
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+	/* Twice KEEP_CONNS at most: the connections closed for new ones
+	 * count until the server has cleaned them up. Well under the
+	 * descriptors this process may open (the traces take some). */
+	rlim_t nofile = raise_nofile();
+	unsigned limit = nofile > 2 * KEEP_CONNS + 256 ? 2 * KEEP_CONNS : nofile > 320 ? (unsigned)nofile - 256 : 64;
+	s.keep = limit / 2;
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
 	struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
-						ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+						ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+						MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_NOTIFY_CONNECTION,
+						on_connection, &s, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!d) {
 		fprintf(stderr, "gpuspy: error: serve: cannot listen on %s: %s\n", listen,
@@ -309,7 +410,7 @@ int gs_cmd_serve(int argc, char **argv)
 	while (!stop) /* the signal is taken only inside sigsuspend: none is missed */
 		sigsuspend(&old);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	MHD_stop_daemon(d);
+	MHD_stop_daemon(d); /* closes every connection: the list is empty */
 	gs_watch_set_free(&s.set);
 	return 0;
 }

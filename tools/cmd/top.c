@@ -125,11 +125,20 @@ static int frame(const struct top *t, char lines[][512], int max, int live)
 		 "PAGEABLE", "DEV MEM", "DROPPED", "COMMAND");
 	if (!t->set.n)
 		snprintf(lines[n++], 512, "  no traced process is running%s%s", t->set.dir ? " in " : "", t->set.dir ? t->set.dir : "");
-	for (int i = 0; i < t->set.n && n < max; i++) {
+	int shown = 0;
+	for (; shown < t->set.n; shown++) {
 		struct gs_watch_view v;
-		gs_watch_view(t->set.p[i], now, t->window_ns, &v);
-		n += proc_lines(&v, lines + n, max - n);
+		char one[3][512];
+		gs_watch_view(t->set.p[shown], now, t->window_ns, &v);
+		int k = proc_lines(&v, one, 3);
+		/* A screen too short for them all keeps a line to say so. */
+		if (n + k + (shown + 1 < t->set.n) > max)
+			break;
+		memcpy(lines + n, one, (size_t)k * sizeof(one[0]));
+		n += k;
 	}
+	if (shown < t->set.n && n < max)
+		snprintf(lines[n++], 512, "  ... and %d more, not shown: the terminal is too short", t->set.n - shown);
 	return n;
 }
 
@@ -290,10 +299,13 @@ int gs_cmd_top(int argc, char **argv)
 			free(s);
 			cJSON_Delete(a);
 		} else {
-			static char lines[4 * WATCH_MAX + 3][512];
-			int n = frame(&t, lines, 4 * WATCH_MAX + 3, 0);
+			/* Up to three lines a process, and the title's three. */
+			int max = 3 * t.set.n + 3;
+			char(*lines)[512] = xcalloc((size_t)max, sizeof(*lines));
+			int n = frame(&t, lines, max, 0);
 			for (int i = 0; i < n; i++)
 				printf("%s\n", lines[i]);
+			free(lines);
 		}
 	}
 	gs_watch_set_free(&t.set);

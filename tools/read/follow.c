@@ -34,24 +34,38 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 
 int gs_follow_open(struct gs_follow *f, const char *path, char *err, size_t errlen)
 {
+	/* O_NOFOLLOW, O_NONBLOCK, O_NOCTTY: a name planted in a directory
+	 * read by root (a symlink, a FIFO) is not followed, does not block
+	 * and takes no terminal; what it is, fstat tells. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+	if (fd < 0) {
+		memset(f, 0, sizeof(*f));
+		f->fd = -1;
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return -errno;
+	}
+	return gs_follow_open_fd(f, fd, path, err, errlen);
+}
+
+int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, size_t errlen)
+{
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
-	/* Validated as any trace is, then read through the descriptor. */
+	/* Validated as any trace is, then read through the same descriptor:
+	 * the file checked is the file read. */
 	struct gs_trace t;
-	int rc = gs_trace_open(path, &t, err, errlen);
-	if (rc)
+	int rc = gs_trace_open_fd(fd, path, &t, err, errlen);
+	if (rc) {
+		close(fd);
 		return rc;
+	}
 	f->strtab_offset = t.h->strtab_offset;
 	f->strtab_size = t.h->strtab_size;
 	f->chunk_offset = t.h->chunk_offset;
 	f->chunk_size = t.h->chunk_size;
 	f->chunk_count = t.h->chunk_count;
 	gs_trace_close(&t);
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (f->fd < 0) {
-		snprintf(err, errlen, "cannot open: %s", strerror(errno));
-		return -errno;
-	}
+	f->fd = fd;
 	f->cap = f->strtab_offset + 4096;
 	f->buf = xrealloc(NULL, f->cap);
 	f->tr.path = path;

@@ -31,6 +31,8 @@ struct gs_follow {
 
 /* Opens and validates a trace (as gs_trace_open does); 0 or a negative errno. */
 int gs_follow_open(struct gs_follow *f, const char *path, char *err, size_t errlen);
+/* The same on fd, which it owns from then on (closed on failure too). */
+int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, size_t errlen);
 /* fn(arg, ev) for every event committed since the last poll, each chunk's
  * in order, chunks one after another (not in time order across threads);
  * f->tr.h is the header as of this poll. 0, or -1 when the file can no

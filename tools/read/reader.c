@@ -238,25 +238,31 @@ static void map_note(struct gs_trace *t, int add)
 
 int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen)
 {
+	/* O_NONBLOCK: a FIFO named *.gspy must not block the open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		memset(t, 0, sizeof(*t));
+		t->path = path;
+		return fail(err, errlen, -errno, "cannot open: %s", strerror(errno));
+	}
+	int rc = gs_trace_open_fd(fd, path, t, err, errlen);
+	close(fd);
+	return rc;
+}
+
+int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen)
+{
 	memset(t, 0, sizeof(*t));
 	t->path = path;
-	/* O_NONBLOCK: a FIFO named *.gspy must not block the open. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return fail(err, errlen, -errno, "cannot open: %s", strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return fail(err, errlen, -EINVAL, "%s", "not a regular file");
-	}
 	if ((size_t)st.st_size < sizeof(struct gspy_header)) {
-		close(fd);
 		return fail(err, errlen, -EINVAL, "%s",
 			    st.st_size ? "too short to be a gpuspy trace (truncated header)"
 				       : "empty file, not a gpuspy trace");
 	}
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
 	if (m == MAP_FAILED)
 		return fail(err, errlen, -errno, "cannot map: %s", strerror(errno));
 	t->map = m;

@@ -12,10 +12,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "read/ranges.h"
@@ -24,14 +27,19 @@
 
 static int step_phase(const struct gs_watch *l);
 
-int gs_watch_open(struct gs_watch *l, const char *path, char *err, size_t errlen)
+int gs_watch_open(struct gs_watch *l, int fd, const char *path, char *err, size_t errlen)
 {
 	memset(l, 0, sizeof(*l));
 	snprintf(l->path, sizeof(l->path), "%s", path);
 	snprintf(l->names[0], sizeof(l->names[0]), "(no phase)");
 	snprintf(l->names[LIVE_PHASES + 1], sizeof(l->names[0]), "(other phases)");
 	l->nphases = 1;
-	return gs_follow_open(&l->f, l->path, err, errlen);
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		l->dev = st.st_dev;
+		l->ino = st.st_ino;
+	}
+	return gs_follow_open_fd(&l->f, fd, l->path, err, errlen);
 }
 
 static struct gs_watch_bin *bin_of(struct gs_watch *l, uint64_t sec)
@@ -329,25 +337,36 @@ void gs_watch_close(struct gs_watch *l)
 
 /* ---- the traced processes running here ---------------------------------- */
 
-static int followed(const struct gs_watch_set *t, const char *path)
+static int followed(const struct gs_watch_set *t, dev_t dev, ino_t ino)
 {
 	for (int i = 0; i < t->n; i++)
-		if (!strcmp(t->p[i]->path, path))
+		if (t->p[i]->dev == dev && t->p[i]->ino == ino)
 			return 1;
 	return 0;
 }
 
-/* Follows path if it is the trace of a running process (pid, or any). */
-static int follow(struct gs_watch_set *t, const char *path, int pid)
+/* Follows the trace open on fd (owned) if it is the trace of a running
+ * process (pid, or any) and that process's user owns it: a file of one
+ * user never passes for another's process (a root reader would show it). */
+static int follow(struct gs_watch_set *t, int fd, const char *path, int pid)
 {
-	if (t->n == WATCH_MAX || followed(t, path))
+	struct stat st;
+	if (fstat(fd, &st) != 0 || followed(t, st.st_dev, st.st_ino)) {
+		close(fd);
 		return 0;
+	}
 	struct gs_watch *l = xcalloc(1, sizeof(*l));
 	char err[256];
-	if (gs_watch_open(l, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
+	uid_t uid;
+	if (gs_watch_open(l, fd, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
 		const struct gspy_header *h = l->f.tr.h;
 		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
-		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM)) {
+		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM) && gs_proc_uid((int)h->pid, &uid) == 0 &&
+		    uid == st.st_uid) {
+			if (t->n == t->cap) {
+				t->cap = t->cap ? t->cap * 2 : 64;
+				t->p = xrealloc(t->p, (size_t)t->cap * sizeof(*t->p));
+			}
 			t->p[t->n++] = l;
 			return 1;
 		}
@@ -357,16 +376,13 @@ static int follow(struct gs_watch_set *t, const char *path, int pid)
 	return 0;
 }
 
-struct proc_arg {
-	struct gs_watch_set *t;
-	int pid;
-};
-
-static int take(void *arg, const char *path, unsigned long ino)
+static int take(void *arg, const struct gs_mapped *m)
 {
-	struct proc_arg *a = arg;
-	(void)ino;
-	return follow(a->t, path, a->pid);
+	struct gs_watch_set *t = arg;
+	if (followed(t, m->dev, m->ino))
+		return 1;
+	int fd = gs_pid_trace_open(m, 0);
+	return fd >= 0 && follow(t, fd, m->path, m->pid);
 }
 
 void gs_watch_scan(struct gs_watch_set *t)
@@ -380,13 +396,20 @@ void gs_watch_scan(struct gs_watch_set *t)
 		const char *nm = e->d_name;
 		size_t len = strlen(nm);
 		if (t->dir) {
+			/* Only a regular file is opened, never through a
+			 * symlink (the directory may be others' to write). */
+			struct stat st;
 			if (len > 5 && !strcmp(nm + len - 5, ".gspy") &&
-			    snprintf(path, sizeof(path), "%s/%s", t->dir, nm) < (int)sizeof(path))
-				follow(t, path, 0);
+			    snprintf(path, sizeof(path), "%s/%s", t->dir, nm) < (int)sizeof(path) &&
+			    fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+			    !followed(t, st.st_dev, st.st_ino)) {
+				int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+				if (fd >= 0)
+					follow(t, fd, path, 0);
+			}
 		} else if (len && strspn(nm, "0123456789") == len) {
-			struct proc_arg a = { t, atoi(nm) };
 			int deleted = 0;
-			gs_pid_traces(a.pid, take, &a, &deleted);
+			gs_pid_traces(atoi(nm), take, t, &deleted);
 		}
 	}
 	closedir(d);
@@ -414,5 +437,7 @@ void gs_watch_set_free(struct gs_watch_set *t)
 		gs_watch_close(t->p[i]);
 		free(t->p[i]);
 	}
-	t->n = 0;
+	free(t->p);
+	t->p = NULL;
+	t->n = t->cap = 0;
 }

@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "read/follow.h"
 #include "read/input.h"
@@ -29,6 +30,8 @@ struct gs_watch_bin {
 
 struct gs_watch {
 	char path[PATH_MAX];
+	dev_t dev;                          /* the file followed: one process's, */
+	ino_t ino;                          /* whatever names it */
 	struct gs_follow f;
 	struct gs_watch_bin bin[LIVE_SECONDS];
 	char names[LIVE_PHASES + 2][64];
@@ -84,7 +87,8 @@ struct gs_watch_view {
 	uint64_t dropped;
 };
 
-int gs_watch_open(struct gs_watch *l, const char *path, char *err, size_t errlen);
+/* The trace open on fd (which it owns from then on), known as path. */
+int gs_watch_open(struct gs_watch *l, int fd, const char *path, char *err, size_t errlen);
 /* Reads what the process committed since; -1 once its file is cut (it exited). */
 int gs_watch_poll(struct gs_watch *l);
 /* The last window_ns before now (CLOCK_MONOTONIC), in whole seconds. */
@@ -94,12 +98,13 @@ void gs_watch_close(struct gs_watch *l);
 uint64_t gs_watch_steps_total(const struct gs_watch *l);
 
 /* The traced processes running here (gpuspy top, gpuspy serve): found in
- * /proc/PID/maps, or the traces in dir whose processes run. */
-#define WATCH_MAX 64 /* processes followed at once */
+ * /proc/PID/maps, or the traces in dir whose processes run. As many as
+ * there are: p grows (a node's processes are bounded by its pid space, and
+ * a process left out would vanish without a word). */
 struct gs_watch_set {
 	const char *dir; /* NULL: every traced process found in /proc */
-	struct gs_watch *p[WATCH_MAX];
-	int n;
+	struct gs_watch **p; /* owned; gs_watch_set_free frees it */
+	int n, cap;
 };
 void gs_watch_scan(struct gs_watch_set *s);     /* follows the ones not followed yet */
 void gs_watch_poll_all(struct gs_watch_set *s); /* reads what each wrote; drops the gone */

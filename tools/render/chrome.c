@@ -18,6 +18,7 @@
 #include "read/demangle.h"
 #include "render/chrome.h"
 #include "read/input.h"
+#include "util/xalloc.h"
 
 #define PHASE_TID 0x7ffffff0u /* the phases track of each process */
 #define GPU_TID_BASE 0x40000000u /* + device * 65536 + stream: GPU tracks */
@@ -160,15 +161,18 @@ static void phase_slice(struct out *o, uint32_t pid, const struct open_phase *p,
 }
 
 /* One process into the stream; 0, or -1 with err set. */
-static int export_one(struct out *o, const char *path, char *err, size_t errlen)
+/* pid: its Perfetto process id; hosts: the export has several, so the
+ * name says which. */
+static int export_one(struct out *o, const char *path, uint32_t pid, int hosts, char *err, size_t errlen)
 {
 	struct gs_input in;
 	if (gs_input_open(path, &in, err, errlen) != 0)
 		return -1;
-	uint32_t pid = in.proc.pid;
-	char pname[1200];
-	snprintf(pname, sizeof(pname), "%s %u: %.1000s", in.proc.rank >= 0 ? "rank" : "pid",
-		 in.proc.rank >= 0 ? (uint32_t)in.proc.rank : pid, in.proc.command);
+	char pname[1200], on[80] = "";
+	if (hosts)
+		snprintf(on, sizeof(on), " on %s", in.proc.host);
+	snprintf(pname, sizeof(pname), "%s %u%s: %.1000s", in.proc.rank >= 0 ? "rank" : "pid",
+		 in.proc.rank >= 0 ? (uint32_t)in.proc.rank : in.proc.pid, on, in.proc.command);
 	meta(o, "process_name", pid, 0, pname, 0);
 	meta(o, "thread_name", pid, PHASE_TID, "phases", 0);
 	meta(o, "thread_sort_index", pid, PHASE_TID, NULL, -1);
@@ -270,20 +274,59 @@ static int export_one(struct out *o, const char *path, char *err, size_t errlen)
 	return got < 0 ? -1 : 0;
 }
 
+/* Perfetto merges the events of one pid into one process: the same pid on
+ * two hosts (ranks on two nodes) must not. Each (host, pid) gets its own
+ * id: the pid where no other host has it, else one past Linux's largest
+ * pid (2^22), which no process has. The traces of one (host, pid), an
+ * image and the one it exec'd, stay one process. 0, or the index of the
+ * trace that could not be read. */
+struct who {
+	char host[65];
+	uint32_t pid, id;
+};
+
+static size_t assign_pids(char *const *paths, size_t n, struct who *w, int *hosts, char *err, size_t errlen)
+{
+	uint32_t next = 1u << 22;
+	*hosts = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gs_input in;
+		if (gs_input_open(paths[i], &in, err, errlen) != 0)
+			return i;
+		snprintf(w[i].host, sizeof(w[i].host), "%s", in.proc.host);
+		w[i].pid = w[i].id = in.proc.pid;
+		gs_input_close(&in);
+		*hosts |= strcmp(w[0].host, w[i].host) != 0;
+		for (size_t j = 0; j < i; j++) {
+			if (w[j].pid == w[i].pid && !strcmp(w[j].host, w[i].host)) {
+				w[i].id = w[j].id;
+				break;
+			}
+			if (w[j].id == w[i].id)
+				w[i].id = next++; /* taken by another host's process */
+		}
+	}
+	return SIZE_MAX;
+}
+
 int gs_export_chrome(FILE *f, char *const *paths, size_t n, char *err, size_t errlen,
 		     size_t *bad)
 {
 	struct out o = { f, 1 };
-	*bad = SIZE_MAX;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gpuspy\",\"timing\":\"host\"},"
 		   "\"traceEvents\":[");
-	int rc = 0;
-	for (size_t i = 0; i < n; i++)
-		if (export_one(&o, paths[i], err, errlen) != 0) {
+	struct who *w = xcalloc(n ? n : 1, sizeof(*w));
+	int hosts, rc = 0;
+	*bad = assign_pids(paths, n, w, &hosts, err, errlen);
+	if (*bad != SIZE_MAX)
+		rc = -1;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (export_one(&o, paths[i], w[i].id, hosts, err, errlen) != 0) {
 			*bad = i;
 			rc = -1;
 			break;
 		}
+	free(w);
 	fprintf(f, "\n]}\n");
 	return rc;
 }

@@ -48,10 +48,61 @@ static int first_point(const struct gs_series *s)
 	return s->nsteps && s->step[0].n == 1; /* the first step: start-up, compilation */
 }
 
-/* 1 when procs are ranks of a job (two or more, each with RANK and steps). */
+static int by_rank_path(const void *a, const void *b)
+{
+	const struct gs_report *x = *(struct gs_report *const *)a, *y = *(struct gs_report *const *)b;
+	if (x->proc.rank != y->proc.rank)
+		return x->proc.rank < y->proc.rank ? -1 : 1;
+	return strcmp(x->path ? x->path : "", y->path ? y->path : "");
+}
+
+/* Two traces of one rank mean several runs (or jobs) read together: set
+ * side by side they would make a wrong table ("3 ranks of one job", rank 0
+ * twice, a straggler of runs that never met). Which run is meant is not in
+ * the traces (no job id: start times and hosts differ between ranks of one
+ * run too), so no rank is picked for the user: the table is left out and
+ * the message names the files of the lowest such rank. */
+int gs_ranks_duplicate(struct gs_report *const *procs, size_t n, char *msg, size_t len)
+{
+	struct gs_report **v = n ? malloc(n * sizeof(*v)) : NULL;
+	if (!v)
+		return 0;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (procs[i]->proc.rank >= 0)
+			v[m++] = procs[i];
+	qsort(v, m, sizeof(*v), by_rank_path);
+	size_t at = 0, same = 1;
+	for (size_t i = 1; i < m && same < 2; i++) {
+		if (v[i]->proc.rank != v[i - 1]->proc.rank)
+			at = i;
+		same = i - at + 1;
+	}
+	if (same >= 2 && msg && len) {
+		while (at + same < m && v[at + same]->proc.rank == v[at]->proc.rank)
+			same++;
+		int w = snprintf(msg, len, "rank %d is in %zu traces, ", v[at]->proc.rank, same);
+		size_t named = same < 4 ? same : 3;
+		for (size_t i = 0; i < named && w >= 0 && (size_t)w < len; i++)
+			w += snprintf(msg + w, len - (size_t)w, "%s%s", i == 0 ? "" : i + 1 < same ? ", " : " and ",
+				      v[at + i]->path);
+		if (w >= 0 && (size_t)w < len && named < same)
+			w += snprintf(msg + w, len - (size_t)w, " and %zu more", same - named);
+		if (w >= 0 && (size_t)w < len)
+			snprintf(msg + w, len - (size_t)w,
+				 " (several runs in one place?): no ranks table; report one run's traces for it");
+	}
+	free(v);
+	return same >= 2;
+}
+
+/* 1 when procs are ranks of a job (two or more, each with RANK and steps,
+ * no rank twice). */
 static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 {
 	memset(k, 0, sizeof(*k));
+	if (gs_ranks_duplicate(procs, n, NULL, 0))
+		return 0;
 	size_t with = 0, points = (size_t)-1;
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_series *s = procs[i]->series;

@@ -194,5 +194,8 @@ uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records);
 
 /* The names of the kinds of allocation (report.c). */
 extern const char *const gs_alloc_names[GS_ALLOC_KINDS];
+/* 1 when two of procs have one RANK (then there is no ranks table), with
+ * a line naming their files in msg (may be NULL); 0 otherwise (ranks.c). */
+int gs_ranks_duplicate(struct gs_report *const *procs, size_t n, char *msg, size_t len);
 
 #endif
