@@ -174,7 +174,7 @@ bench-report: all $(TB)/mktrace
 # directory; the committed seed corpus is tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_SRCS := tests/fuzz/fuzz_trace.c tools/reader.c tools/dump.c tools/input.c tools/report.c \
-	tools/diagnose.c tools/report_print.c tools/units.c tools/demangle.c tools/symbolize.c tools/sites.c
+	tools/diagnose.c tools/report_print.c tools/units.c tools/demangle.c tools/symbolize.c tools/sites.c tools/escape.c
 $(TB)/fuzz_trace: $(FUZZ_SRCS) tools/reader.h tools/report.h include/gpuspy/format.h
 	@mkdir -p $(TB)
 	clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \

@@ -23,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "escape.h"
 #include "cli.h"
 #include "diff.h"
 #include "paths.h"
@@ -273,8 +274,9 @@ int gs_cmd_diff(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "base_steps", (double)s[0].n);
 		cJSON_AddNumberToObject(o, "new_steps", (double)s[1].n);
 		cJSON_AddBoolToObject(o, "regression", over > 0);
-		char *t = cJSON_Print(o);
-		printf("%s\n", t);
+		char *t = gs_json_print(o, 1);
+		if (t)
+			printf("%s\n", t);
 		free(t);
 		cJSON_Delete(o);
 	} else if (!rc) {

@@ -14,6 +14,7 @@
 
 #include <cJSON.h>
 
+#include "escape.h"
 #include "dump.h"
 #include "reader.h"
 #include "symbolize.h"
@@ -34,12 +35,12 @@ static void add_i64(cJSON *o, const char *k, int64_t v)
 
 static int emit(FILE *out, cJSON *o)
 {
-	char *s = cJSON_PrintUnformatted(o);
+	char *s = gs_json_print(o, 0);
 	cJSON_Delete(o);
 	if (!s)
 		return -1;
 	int rc = fprintf(out, "%s\n", s) < 0 ? -1 : 0;
-	cJSON_free(s);
+	free(s);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cJSON.h>
 
+#include "escape.h"
 #include "demangle.h"
 #include "export.h"
 #include "input.h"
@@ -30,13 +31,13 @@ struct out {
 
 static void emit(struct out *o, cJSON *e)
 {
-	char *s = cJSON_PrintUnformatted(e);
+	char *s = gs_json_print(e, 0);
 	cJSON_Delete(e);
 	if (!s)
 		return;
 	fprintf(o->f, "%s\n%s", o->first ? "" : ",", s);
 	o->first = 0;
-	cJSON_free(s);
+	free(s);
 }
 
 /* Microseconds with ns precision, as a raw number (no double rounding). */

@@ -28,7 +28,7 @@
 #include "cli.h"
 #include "paths.h"
 #include "control.h"
-#include "term.h"
+#include "escape.h"
 #include "diff.h"
 #include "dump.h"
 #include "env.h"
@@ -291,10 +291,10 @@ static int cmd_report(int argc, char **argv)
 			status |= write_html(html, procs, n, &whole);
 		} else if (json) {
 			cJSON *o = gs_report_json(procs, n, &whole);
-			char *s = cJSON_Print(o);
+			char *s = gs_json_print(o, 1);
 			if (s)
 				printf("%s\n", s);
-			cJSON_free(s);
+			free(s);
 			cJSON_Delete(o);
 		} else {
 			/* Names and command lines are the trace's bytes: escaped. */
@@ -323,7 +323,7 @@ static int cmd_report(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	/* What gpuspy says on stderr may quote a file name or a trace's
-	 * bytes: control bytes are escaped there too (term.c). */
+	 * bytes: control bytes are escaped there too (escape.c). */
 	FILE *err = gs_term_open(stderr, 0);
 	if (err) {
 		setvbuf(err, NULL, _IONBF, 0);
