@@ -34,7 +34,7 @@ LIB_LDFLAGS = -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libgpus
 	-Wl,-z,defs -Wl,--no-undefined-version
 
 TOOL_SRCS := tools/gpuspy.c tools/collectives.c tools/control.c tools/reader.c tools/dump.c tools/input.c tools/report.c tools/report_merge.c tools/report_graph.c tools/telemetry.c \
-	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/escape.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c \
+	tools/diagnose.c tools/report_print.c tools/report_json.c tools/units.c tools/export.c tools/run.c tools/demangle.c tools/symbolize.c tools/sites.c tools/escape.c tools/files.c tools/cuda_errors.c tools/env.c tools/memory.c tools/frameworks.c tools/series.c tools/report_html.c \
 	tools/follow.c tools/watch.c tools/top.c tools/serve.c tools/paths.c tools/diff.c tools/report_ranks.c
 TOOL_OBJS := $(TOOL_SRCS:.c=.o) tools/options.o tools/html_assets.o
 TOOL_LIBS = $(CJSON_LIBS) $(DW_LIBS) $(CURSES_LIBS) $(MHD_LIBS) -lstdc++ -lm
@@ -90,7 +90,7 @@ $(LIB_HOST): $(LIB_HOST_REAL)
 	$(Q)ln -sf libgpuspy-host.so.$(VERSION) $@
 
 tools/%.o: tools/%.c include/gpuspy/format.h include/gpuspy/apis.h tools/reader.h tools/dump.h tools/input.h \
-		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/escape.h tools/cuda_errors.h tools/env.h tools/memory.h tools/series.h lib/options.h
+		tools/report.h tools/units.h tools/export.h tools/run.h tools/cli.h tools/demangle.h tools/symbolize.h tools/sites.h tools/xalloc.h tools/escape.h tools/files.h tools/cuda_errors.h tools/env.h tools/memory.h tools/series.h lib/options.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(BASE_CFLAGS) -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"' $(CJSON_CFLAGS) -c $< -o $@
 

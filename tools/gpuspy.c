@@ -29,6 +29,7 @@
 #include "paths.h"
 #include "control.h"
 #include "escape.h"
+#include "files.h"
 #include "diff.h"
 #include "dump.h"
 #include "env.h"
@@ -59,6 +60,16 @@ static void usage(FILE *f)
 		   "(or, if it has none, its .jsonl files).\n");
 }
 
+/* Why an output file could not be created, in one line. */
+static void create_error(const char *path)
+{
+	if (errno == ELOOP)
+		fprintf(stderr, "gpuspy: error: %s: is a symbolic link; gpuspy does not write through one, "
+				"give the file itself\n", path);
+	else
+		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", path, strerror(errno));
+}
+
 static int cmd_dump(int argc, char **argv)
 {
 	const char *in = NULL, *outp = NULL;
@@ -83,8 +94,8 @@ static int cmd_dump(int argc, char **argv)
 		return 1;
 	}
 	FILE *out = stdout;
-	if (outp && !(out = fopen(outp, "w"))) {
-		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", outp, strerror(errno));
+	if (outp && !(out = gs_file_create(outp))) {
+		create_error(outp);
 		gs_trace_close(&t);
 		return 1;
 	}
@@ -128,9 +139,9 @@ static int cmd_export(int argc, char **argv)
 		return status ? status : gs_missing("export", "trace (FILE|DIR)");
 	if (!outp)
 		return gs_missing("export", "output (-o OUT.json)");
-	FILE *f = fopen(outp, "w");
+	FILE *f = gs_file_create(outp);
 	if (!f) {
-		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", outp, strerror(errno));
+		create_error(outp);
 		return 1;
 	}
 	char err[300];
@@ -157,25 +168,27 @@ static int cmp_report(const void *a, const void *b)
 	return x->proc.pid < y->proc.pid ? -1 : x->proc.pid > y->proc.pid;
 }
 
-/* The page into path, written beside it and renamed: a reader never sees
- * half a page. */
+/* The page into path, written beside it under a name nobody can guess
+ * and renamed (files.c): a reader never sees half a page, and a link
+ * planted at a name never redirects it. A device or FIFO at path is
+ * refused: the rename would replace it. */
 static int write_html(const char *path, struct gs_report *const *procs, size_t n, const struct gs_report *whole)
 {
-	char tmp[4096];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "gpuspy: error: --html %s: name too long\n", path);
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "gpuspy: error: --html %s: not a regular file; give a file name\n", path);
 		return 1;
 	}
-	FILE *f = fopen(tmp, "w");
+	struct gs_file_tmp tmp;
+	FILE *f = gs_file_replace_open(path, &tmp);
 	if (!f) {
 		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	int bad = gs_report_html(f, procs, n, whole) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, bad ? "write failed" : strerror(errno));
-		unlink(tmp);
+	int ok = gs_report_html(f, procs, n, whole) == 0;
+	int rc = gs_file_replace_commit(f, &tmp, path, ok);
+	if (rc) {
+		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, rc == -EIO ? "write failed" : strerror(-rc));
 		return 1;
 	}
 	return 0;
