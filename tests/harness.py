@@ -160,3 +160,13 @@ def run_py(args, tmp, env=None, preload=True):
         e["LD_PRELOAD"] = LIB
     e.update(env or {})
     return subprocess.run([SYS_PY, *args], env=e, capture_output=True, text=True, timeout=300)
+
+
+
+def hostile_trace(path, pid, command=b"cmd", kernel=b"k", phase=b"fwd", uuid=b"GPU-0", events=200):
+    """A .gspy (tests/mktrace) of process pid, running, whose command line,
+    first kernel, phase and device 0's UUID are these bytes (any)."""
+    p = subprocess.run([os.path.join(BIN, "mktrace"), path, str(events), "1", "65536", "65536", str(pid),
+                        command, kernel, phase, uuid], capture_output=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"mktrace failed: {p.stderr!r}")
+    return path

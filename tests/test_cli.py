@@ -213,3 +213,55 @@ def command_line_errors_are_one_line(tmp):
     check(p.returncode == 0 and p.stdout.startswith("usage: gpuspy run") and p.stderr == "", "--help")
     p = subprocess.run([GPUSPY], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 2 and p.stdout == "" and p.stderr.startswith("usage: gpuspy run"), "no command")
+
+
+@test
+def run_refuses_a_trace_directory_not_its_own(tmp):
+    """gpuspy run reuses only a directory of the user's own: a symbolic
+    link to one (--dir LINK), one anybody may write to without the sticky
+    bit and, as root, another user's (--dir, and the default name planted
+    for the next seconds by user nobody in a sticky directory like /tmp)
+    are each refused in one line, status 1, before the command runs, where
+    the traces went into them. Without root the owner part is skipped."""
+    e = _run_env()
+    prog = [os.path.join(BIN, "prog_stacks"), "1"]
+    mine = os.path.join(tmp, "mine")
+    os.mkdir(mine, 0o700)
+    link = os.path.join(tmp, "link")
+    os.symlink(mine, link)
+    open_dir = os.path.join(tmp, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    cases = [(link, mine, "is a symbolic link"), (open_dir, open_dir, "is writable by others and not sticky")]
+    root = os.geteuid() == 0
+    if root:
+        other = os.path.join(tmp, "other")
+        os.mkdir(other)
+        os.chmod(other, 0o700)
+        os.chown(other, 65534, 65534)
+        cases.append((other, other, "belongs to another user (uid 65534)"))
+    for d, inside, why in cases:
+        p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", *prog], env=e, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stderr.count("\n") == 1 and
+              p.stderr.startswith(f"gpuspy: error: {d}: the trace directory {why}") and p.stdout == "" and
+              os.listdir(inside) == [], f"--dir {d}: {p.returncode} {p.stderr!r} {os.listdir(inside)}")
+    if not root:
+        raise Skip("not root: another user's directory cannot be made (chown); the link and mode parts passed")
+    cwd = os.path.join(tmp, "shared")
+    os.mkdir(cwd)
+    os.chmod(cwd, 0o1777)
+    now = time.time()
+    planted = [time.strftime("gpuspy-%Y%m%d-%H%M%S", time.localtime(now + k)) for k in range(6)]
+    for name in planted:
+        os.mkdir(os.path.join(cwd, name))
+        os.chmod(os.path.join(cwd, name), 0o700)
+        os.chown(os.path.join(cwd, name), 65534, 65534)
+    p = subprocess.run([GPUSPY, "run", "--no-report", "--", *prog], env=e, cwd=cwd, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(time.time() < now + 5, "too slow to hit a planted name")
+    check(p.returncode == 1 and p.stderr.count("\n") == 1 and
+          re.fullmatch(r"gpuspy: error: gpuspy-\d{8}-\d{6}: the trace directory belongs to another user \(uid 65534\)"
+                       r"; use a directory of your own \(--dir\)\n", p.stderr) and
+          all(os.listdir(os.path.join(cwd, n)) == [] for n in planted),
+          f"the default name planted: {p.returncode} {p.stderr!r}")

@@ -130,3 +130,26 @@ def diff_refuses_what_it_cannot_compare(tmp):
         rc, out, err = diff(*args)
         check(rc == 2 and err.startswith("gpuspy: error: " + want) and err.count("\n") == 1 and not out,
               f"diff {args}: {rc} {err!r}")
+
+
+@test
+def diff_refuses_limits_that_are_not_numbers(tmp):
+    """--fail-if with a limit that is not a plain non-negative percentage
+    (nan, inf, negative, empty, trailing junk, a hex float, an exponent,
+    too large): one line, status 2, where nan% was taken and flagged
+    nothing, even for steps 3,000 times slower."""
+    base = trace(os.path.join(tmp, "base.jsonl"), [1000000] * 12)
+    slow = trace(os.path.join(tmp, "slow.jsonl"), [3000000000] * 12)
+    rc, out, err = diff("--fail-if", "step_time>10%", base, slow)
+    check(rc == 1, f"3,000x slower with step_time>10%: {rc} {err!r}")
+    for lim in ("step_time>nan%", "step_time>NaN%", "step_time>inf%", "step_time>-inf%", "step_time>infinity%",
+                "step_time>-5%", "step_time>%", "step_time>", "step_time>5%x", "step_time>5%%", "step_time>5",
+                "step_time>0x10%", "step_time>0x1p3%", "step_time>1e3%", "step_time> 5%", "step_time>5 %",
+                "step_time>+5%", "step_time>.%", "step_time>1e999%", "step_time>10000001%",
+                "step_time>5%,allocs>nan%", "step_time>5%,", ",step_time>5%", "step_time>5%," + "x" * 600):
+        rc, out, err = diff("--fail-if", lim, base, slow)
+        check(rc == 2 and out == "" and err.startswith(f"gpuspy: error: diff: --fail-if {lim[:40]}") and
+              err.count("\n") == 1, f"--fail-if {lim!r}: {rc} {out!r} {err!r}")
+    for lim in ("step_time>0%", "step_time>0.5%", "step_time>12.25%", "step_time>10000000%"):
+        rc, out, err = diff("--fail-if", lim, base, slow)
+        check(rc in (0, 1) and not err, f"--fail-if {lim!r} refused: {rc} {err!r}")

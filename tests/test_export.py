@@ -100,7 +100,7 @@ def export_gpu_tracks_flows_and_demangled_names(tmp):
     table = "\n".join(l for l in h.stdout.splitlines() if not l.startswith("    ncu "))
     check("\n  gemm  " in table and "_Z4gemm" not in table, "human report shows the mangled name")
     # ... except in the Nsight Compute line, which selects by it: the middle of 2 runs.
-    check("    ncu --kernel-name-base mangled -k regex:'^_Z4gemmPfS_i$' -s 1 -c 1 CMD" in h.stdout, h.stdout)
+    check("    ncu --kernel-name-base mangled -k 'regex:^_Z4gemmPfS_i$' -s 1 -c 1 CMD" in h.stdout, h.stdout)
 
 
 @test

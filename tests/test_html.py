@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
@@ -165,3 +166,70 @@ def html_bad_output_path(tmp):
     check(p.returncode == 2 and "--html needs a value" in p.stderr, f"rc {p.returncode}: {p.stderr!r}")
     left = [f for f in os.listdir(tmp) if ".tmp" in f or f.endswith(".html")]
     check(not left, f"left behind: {left}")
+
+
+@test
+def html_output_never_follows_a_planted_link(tmp):
+    """`report --html OUT` with symbolic links planted at the names it used
+    to write (OUT.tmpPID, the PID known by exec from a shell) and at OUT
+    itself, each to a victim file: the victims keep their bytes, OUT is the
+    page, a regular file of mode 0644 under umask 022; nothing is left
+    beside it but the planted link."""
+    trace = os.path.join(tmp, "t.jsonl")
+    write_trace_min(trace)
+    victim = os.path.join(tmp, "victim")
+    for planted in ("tmp", "out"):
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        d = os.path.join(tmp, planted)
+        os.mkdir(d)
+        out = os.path.join(d, "r.html")
+        link = 'ln -s "$1" "$2.tmp$$"' if planted == "tmp" else 'ln -s "$1" "$2"'
+        p = subprocess.run(["sh", "-c", f'umask 022; {link}; exec "$3" report --html "$2" "$4"', "sh", victim, out,
+                            GPUSPY, trace], capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"{planted}: report --html exited {p.returncode}: {p.stderr.strip()}")
+        check(open(victim).read() == "precious\n", f"link at the {planted} name: the victim was written")
+        st = os.lstat(out)
+        check(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644, f"{out}: mode {oct(st.st_mode)}")
+        check("<html" in open(out).read(), f"{out} is not the page")
+        left = sorted(os.listdir(d))
+        check("r.html" in left and len(left) == (2 if planted == "tmp" else 1), f"left beside it: {left}")
+
+
+@test
+def dump_and_export_never_write_through_a_link(tmp):
+    """dump -o OUT and export -o OUT where OUT is a symbolic link to a
+    victim file: one line, status 1, the victim unchanged; to a new name
+    they write."""
+    trace = os.path.join(tmp, "t.jsonl")
+    write_trace_min(trace)
+    gspy = os.path.join(tmp, "t.gspy")
+    subprocess.run([os.path.join(BIN, "mktrace"), gspy, "100", "1"], check=True, timeout=TIMEOUT)
+    victim = os.path.join(tmp, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    for args in (["dump", gspy, "-o"], ["export", "--format", "chrome", trace, "-o"]):
+        link = os.path.join(tmp, "link")
+        os.symlink(victim, link)
+        p = subprocess.run([GPUSPY, *args, link], capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stderr.startswith(f"gpuspy: error: {link}: ") and p.stderr.count("\n") == 1 and
+              "symbolic link" in p.stderr, f"{args[0]} -o LINK: {p.returncode} {p.stderr!r}")
+        check(open(victim).read() == "precious\n", f"{args[0]} -o LINK wrote the victim")
+        os.unlink(link)
+        good = os.path.join(tmp, args[0] + ".out")
+        p = subprocess.run([GPUSPY, *args, good], capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and os.path.getsize(good) > 0, f"{args[0]} -o NEW: {p.returncode} {p.stderr!r}")
+
+
+def write_trace_min(path):
+    """A JSON Lines trace of one process with one copy and one launch."""
+    events = [{"type": "event", "kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": 2000, "end_ns": 9000,
+               "result": 0, "device": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable"},
+              {"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": 9100,
+               "end_ns": 9200, "result": 0, "device": 0, "name": "k"}]
+    header = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "h", "rank": -1,
+              "local_rank": -1, "command": "t", "events": len(events), "dropped": 0, "clean_exit": True,
+              "state": "exited", "truncated": False, "threads": 1, "start_realtime_ns": 1, "start_ns": 1000,
+              "device_mem": [1 << 30], "clock": "monotonic"}
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in [header] + events) + "\n")

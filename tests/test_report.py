@@ -795,3 +795,32 @@ def jax_runs_of_the_jitted_step_are_the_phases(tmp):
                                                 "the persistent cache does not spend"}, f"{d.get('xla_compile')}")
     check(d["memory_growth"]["text"].startswith("Device memory grows every jit_step phase and is never returned: "
                                                 "1.0 MiB more per jit_step phase over "), d["memory_growth"]["text"])
+
+
+@test
+def ncu_line_passes_the_kernel_name_as_one_word(tmp):
+    """A kernel named `a';touch pwned;#` (and one with $(...), backquotes,
+    a backslash and a newline): the report's ncu line, run by sh with a
+    stand-in ncu that prints its arguments, hands ncu `-k` and the regex as
+    one exact word each, and runs nothing else (no file pwned)."""
+    from test_tracegen import write_raw_trace
+    stub = os.path.join(tmp, "bin")
+    os.mkdir(stub)
+    with open(os.path.join(stub, "ncu"), "w") as f:
+        f.write('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done > "$NCU_ARGV"\n')
+    os.chmod(os.path.join(stub, "ncu"), 0o755)
+    for name, regex in ((b"a';touch pwned;#", "^a';touch pwned;#$"),
+                        (b"b$(touch pwned)`touch pwned`\\x'\"", "^b\\$\\(touch pwned\\)`touch pwned`\\\\x'\"$"),
+                        (b"c\ntouch pwned", "^c.touch pwned$")):
+        f = write_raw_trace(os.path.join(tmp, "k.jsonl"), b"prog", b"step", name)
+        text = report_text(f)
+        lines = [l for l in text.splitlines() if l.startswith("    ncu ")]
+        check(len(lines) == 1, f"{name!r}: ncu lines {lines}\n{text}")
+        argv = os.path.join(tmp, "argv")
+        p = subprocess.run(["sh", "-c", lines[0]], cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT,
+                           env=dict(os.environ, PATH=stub + ":" + os.environ["PATH"], NCU_ARGV=argv))
+        check(not os.path.exists(os.path.join(tmp, "pwned")), f"{name!r}: the ncu line ran touch: {lines[0]}")
+        got = open(argv).read().split("\n")[:-1]
+        check(p.returncode == 0 and got == ["--kernel-name-base", "mangled", "-k", "regex:" + regex, "-s", "2", "-c",
+                                            "1", "CMD"], f"{name!r}: {lines[0]}\n ncu got {got} {p.stderr!r}")
+        os.unlink(argv)

@@ -144,21 +144,17 @@ def free_port():
         return sk.getsockname()[1]
 
 
-@test
-def serve_is_scraped_by_prometheus(tmp):
-    """Debian's Prometheus scrapes gpuspy serve every second; PromQL through
-    its HTTP API gives the process's steps and its copy bytes by memory, and
-    joins GPU busy to the device's UUID as a dcgm-exporter series would."""
+def prometheus(tmp, port_scraped):
+    """Debian's Prometheus scraping 127.0.0.1:port_scraped every second, and
+    its PromQL query function (None until it answers)."""
     prom = shutil.which("prometheus")
     if not prom:
         raise Skip("prometheus is not installed (make deps installs it)")
-    d = run_window(tmp)
-    s = Serve(tmp)
     port = free_port()
     conf = os.path.join(tmp, "prometheus.yml")
     with open(conf, "w") as f:
         f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpuspy\n"
-                f"    static_configs:\n      - targets: ['127.0.0.1:{s.port}']\n")
+                f"    static_configs:\n      - targets: ['127.0.0.1:{port_scraped}']\n")
     p = subprocess.Popen([prom, f"--config.file={conf}", f"--storage.tsdb.path={tmp}/tsdb",
                           f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
                          stderr=open(os.path.join(tmp, "prometheus.log"), "w"))
@@ -171,7 +167,19 @@ def serve_is_scraped_by_prometheus(tmp):
         except (urllib.error.URLError, ConnectionError):
             return None
         return r["data"]["result"] if r.get("status") == "success" else None
+    return p, query
 
+
+@test
+def serve_is_scraped_by_prometheus(tmp):
+    """Debian's Prometheus scrapes gpuspy serve every second; PromQL through
+    its HTTP API gives the process's steps and its copy bytes by memory, and
+    joins GPU busy to the device's UUID as a dcgm-exporter series would."""
+    if not shutil.which("prometheus"):
+        raise Skip("prometheus is not installed (make deps installs it)")
+    d = run_window(tmp)
+    s = Serve(tmp)
+    p, query = prometheus(tmp, s.port)
     try:
         pid = d.p.pid
         until = time.monotonic() + 30
@@ -193,6 +201,94 @@ def serve_is_scraped_by_prometheus(tmp):
         p.wait(timeout=TIMEOUT)
         s.stop()
         d.finish()
+
+
+# The text format's grammar (Prometheus's exposition_formats.md): comments,
+# and samples of a metric name, labels whose values escape only \\, \" and
+# \n, a float, an optional timestamp.
+LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+SAMPLE = re.compile(rf'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{{(?:{LABEL}(?:,{LABEL})*,?)?\}})? '
+                    r'(?:[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN))(?: -?[0-9]+)?')
+COMMENT = re.compile(r'# (?:HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*|TYPE [a-zA-Z_:][a-zA-Z0-9_:]* '
+                     r'(?:counter|gauge|histogram|summary|untyped))')
+
+
+def strict_exposition(body):
+    """The exposition's bytes parsed strictly: UTF-8, every line a comment
+    or a sample of a family gpuspy declares; {(name, ((label, value),...))}
+    with the values unescaped."""
+    try:
+        text = body.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise Fail(f"the exposition is not UTF-8: {e}: {body[max(0, e.start - 40):e.end + 10]!r}")
+    check(text.endswith("\n"), "the exposition does not end with a newline")
+    declared, samples = set(), []
+    for line in text[:-1].split("\n"):
+        if line.startswith("#"):
+            check(COMMENT.fullmatch(line), f"not a comment line of the format: {line!r}")
+            if line.startswith("# TYPE "):
+                declared.add(line.split(" ")[2])
+            continue
+        m = SAMPLE.fullmatch(line)
+        check(m, f"not a sample line of the format: {line!r}")
+        check(m[1] in declared and m[1].startswith("gpuspy_"), f"a metric gpuspy does not declare: {line!r}")
+        labels = tuple((k, re.sub(r'\\(.)', lambda x: "\n" if x[1] == "n" else x[1], v))
+                       for k, v in re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', line))
+        samples.append((m[1], labels))
+    return samples
+
+
+@test
+def serve_exposition_survives_hostile_names(tmp):
+    """Two running processes' crafted traces: a device UUID that closes its
+    label and adds lines (`evil_metric{pid="1"} 666`), a phase name of 63
+    quotes, a command line in Latin-1 (caf\\xe9.csv) and a phase name cut
+    inside a character (63 bytes of 'p'*62 + 'é'). The exposition stays
+    valid UTF-8 and every line the text format's; no metric but gpuspy's;
+    each label value is the name with \\xe9 and the cut character as
+    U+FFFD, the quotes whole; Prometheus scrapes the target and finds it up."""
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    evil_uuid = b'"}\nevil_metric{pid="1"} 666\n'
+    try:
+        hostile_trace(os.path.join(tmp, "a.gspy"), sleepers[0].pid, command=b"caf\xe9.csv", phase=b'"' * 63,
+                      uuid=evil_uuid)
+        hostile_trace(os.path.join(tmp, "b.gspy"), sleepers[1].pid, command=b"cmd \x1b[2J\xc2\x9b",
+                      phase=b"p" * 62 + "é".encode(), uuid=b"GPU-" + "é".encode() * 30)
+        s = Serve(tmp)
+        try:
+            r = urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=TIMEOUT)
+            samples = strict_exposition(r.read())
+            info = {dict(ls)["pid"]: dict(ls) for n, ls in samples if n == "gpuspy_process_info"}
+            a, b = info[str(sleepers[0].pid)], info[str(sleepers[1].pid)]
+            check(a["command"] == "caf\ufffd.csv", f"command label {a['command']!r}")
+            check(b["command"] == "cmd \ufffd[2J\ufffd", f"command label {b['command']!r}")
+            phases = {dict(ls)["phase"] for n, ls in samples if n == "gpuspy_phase_seconds_total"}
+            check('"' * 63 in phases and "p" * 62 + "\ufffd" in phases, f"phase labels {phases}")
+            uuids = {dict(ls)["UUID"] for n, ls in samples if n == "gpuspy_gpu_busy_seconds_total"}
+            check(evil_uuid.decode() in uuids, f"UUID labels {uuids}")
+            for n, ls in samples:
+                check(len({k for k, _ in ls}) == len(ls), f"{n}: a label twice: {ls}")
+            p, query = prometheus(tmp, s.port)
+            try:
+                until, up = time.monotonic() + 30, None
+                while time.monotonic() < until:
+                    up = query('up{job="gpuspy"}')
+                    if up:
+                        break
+                    time.sleep(0.5)
+                check(up and up[0]["value"][1] == "1", f"Prometheus: the target is not up: {up}")
+                check(not query("evil_metric"), "Prometheus stored evil_metric")
+                pids = {x["metric"]["pid"] for x in query("gpuspy_process_info") or []}
+                check(pids == {str(x.pid) for x in sleepers}, f"Prometheus's processes: {pids}")
+            finally:
+                p.terminate()
+                p.wait(timeout=TIMEOUT)
+        finally:
+            s.stop()
+    finally:
+        for x in sleepers:
+            x.kill()
+            x.wait()
 
 
 @test

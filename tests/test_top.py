@@ -304,3 +304,22 @@ def top_refuses_another_users_file(tmp):
         check(got.get(m.pid) == "roots-file", f"nobody's own file: top shows {got.get(m.pid)!r}")
     finally:
         m.finish()
+
+
+@test
+def top_once_writes_no_control_bytes(tmp):
+    """A running process's trace whose command line and phase hold C1 CSI
+    (UTF-8 and raw), ESC, a Latin-1 byte and a cut character: `top --once`
+    writes none of those bytes, only valid UTF-8, the names escaped."""
+    from test_tracegen import C1_NAMES, no_c1
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        hostile_trace(os.path.join(tmp, "x.gspy"), sleeper.pid, **C1_NAMES, uuid=b"GPU-\x9b\x1b[2J")
+        p = subprocess.run([GPUSPY, "top", "--once", "--window", "60s", tmp], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"top --once: {p.returncode} {p.stderr!r}")
+        no_c1(p.stdout, "top --once")
+        for want in (b"cmd\\u009b[2J+\\x9b[2J+\\x1b[2J+caf\\xe9+visible", b"ph\\u009bA\\x9bB\\x1bC\\xc3"):
+            check(want in p.stdout, f"top --once lacks {want!r}:\n{p.stdout.decode(errors='replace')}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

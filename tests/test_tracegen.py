@@ -12,7 +12,7 @@ import os
 import random
 import subprocess
 
-from harness import BIN, GPUSPY, TIMEOUT, check, test
+from harness import BIN, GPUSPY, TIMEOUT, Fail, check, test
 
 KINDS = {
     "alloc": ("cudaMalloc", "cuMemAlloc_v2", "cuMemAllocAsync"),
@@ -333,3 +333,61 @@ def report_json_has_no_sentinels_or_host_memory_for_device_copies(tmp):
     text = gspy("report", "--color", "never", f).stdout
     check("gpuspy's own time: about 5.0 ms (more than the 1.0 ms traced: a thread's first stacks set the unwinder "
           "up), CUPTI's own cost aside\n      2 records at ~300 ns each (estimated), 2 call stacks at 2.5 ms each\n" in text and "% of the traced time" not in text, f"report:\n{text}")
+
+
+def write_raw_trace(path, command, phase, kernel, launches=4):
+    """A one-process JSON Lines trace whose command line, phase and kernel
+    names are these bytes, raw (JSON's strings carry any byte but quotes,
+    backslashes and C0 as they are)."""
+    def s(b):
+        return b'"' + b.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\x1b", b"\\u001b").replace(b"\n", b"\\n") + b'"'
+    ev = [b'{"type":"event","kind":"phase_begin","api":"gpuspy_phase_push","tid":7,"start_ns":2000,"end_ns":2000,'
+          b'"result":0,"device":0,"name":' + s(phase) + b'}']
+    for i in range(launches):
+        t = 2100 + 200 * i
+        ev.append(b'{"type":"event","kind":"launch","api":"cuLaunchKernel","tid":7,"start_ns":%d,"end_ns":%d,'
+                  b'"result":0,"device":0,"name":' % (t, t + 100) + s(kernel) + b'}')
+    ev.append(b'{"type":"event","kind":"phase_end","api":"gpuspy_phase_pop","tid":7,"start_ns":9100,"end_ns":9100,'
+              b'"result":0,"device":0,"name":' + s(phase) + b'}')
+    header = (b'{"type":"process","format_version":2,"pid":7,"ppid":1,"host":"h","rank":-1,"local_rank":-1,'
+              b'"command":' + s(command) + b',"events":%d,"dropped":0,"clean_exit":true,"state":"exited",'
+              b'"truncated":false,"threads":1,"start_realtime_ns":1,"start_ns":1000,"device_mem":[1073741824],'
+              b'"clock":"monotonic"}' % len(ev))
+    with open(path, "wb") as f:
+        f.write(b"\n".join([header] + ev) + b"\n")
+    return path
+
+
+C1_NAMES = dict(command=b"cmd\xc2\x9b[2J+\x9b[2J+\x1b[2J+caf\xe9+visible",
+                phase=b"ph\xc2\x9bA\x9bB\x1bC\xc3", kernel=b"kn\xc2\x9bK\x9bL\x1bM")
+
+
+def no_c1(out, what):
+    """No ESC, CSI or C1 byte, UTF-8 or raw, and no invalid UTF-8 in out."""
+    for bad in (b"\x1b", b"\x9b", b"\xc2\x9b"):
+        check(bad not in out, f"{what}: {bad!r} reached the terminal: {out[:600]!r}")
+    try:
+        out.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise Fail(f"{what}: not UTF-8: {e}")
+
+
+@test
+def c1_controls_never_reach_the_terminal(tmp):
+    """Command line, phase and kernel names with C1 CSI as UTF-8
+    (\\xc2\\x9b) and as a raw byte (\\x9b), ESC, a Latin-1 byte and a
+    character cut short: the text report writes none of those bytes and
+    only valid UTF-8, each as \\u009b or \\xNN text, the rest of each name
+    as it is."""
+    f = write_raw_trace(os.path.join(tmp, "c1.jsonl"), **C1_NAMES)
+    for color in ("never", "always"):
+        p = subprocess.run([GPUSPY, "report", "--color", color, f], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"report: exit {p.returncode}: {p.stderr[-300:]!r}")
+        out = p.stdout
+        if color == "always":
+            for ours in (b"\x1b[1m", b"\x1b[33m", b"\x1b[0m"):
+                out = out.replace(ours, b"")
+        no_c1(out, f"report --color {color}")
+        for want in (b"cmd\\u009b[2J+\\x9b[2J+\\x1b[2J+caf\\xe9+visible", b"ph\\u009bA\\x9bB\\x1bC\\xc3",
+                     b"kn\\u009bK\\x9bL\\x1bM"):
+            check(want in out, f"report --color {color} lacks {want!r}:\n{out.decode(errors='replace')}")

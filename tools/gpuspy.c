@@ -21,7 +21,7 @@
 #include "cmd/cmd.h"
 #include "gpuspy/format.h"
 #include "util/cli.h"
-#include "util/term.h"
+#include "util/escape.h"
 
 
 

@@ -4,11 +4,17 @@
  * events spread over T threads, a repeating mix of phases, launches, copies,
  * memsets, allocations and syncs. Used for the reader speed benchmark
  * (10 M events) and for the fuzzer's seed corpus (a few events, small
- * sizes). Usage: mktrace OUT EVENTS THREADS [STRTAB_BYTES CHUNK_BYTES]
+ * sizes), and for hostile names (tests/test_serve.py, test_top.py): with
+ * PID, the trace is of that process, running, and COMMAND, KERNEL, PHASE
+ * and UUID (any bytes) replace the command line, the first kernel's name,
+ * the phase's name and device 0's UUID (an NVML sample first; every
+ * tenth event a GPU kernel of device 0).
+ * Usage: mktrace OUT EVENTS THREADS [STRTAB_BYTES CHUNK_BYTES [PID COMMAND KERNEL PHASE UUID]]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpuspy/format.h"
 
@@ -20,8 +26,14 @@ int main(int argc, char **argv)
 	unsigned threads = (unsigned)atoi(argv[3]);
 	uint64_t strtab = argc > 4 ? strtoull(argv[4], NULL, 10) : 4096;
 	uint32_t chunk = argc > 5 ? (uint32_t)atoi(argv[5]) : 64u << 10;
+	int hostile = argc > 10;
 	if (!threads || chunk <= GSPY_CHUNK_HEADER_SIZE || chunk % GSPY_RECORD_SIZE)
 		return 2;
+	/* A running process's events are recent: a live view's window holds them. */
+	uint64_t base0 = 2000000000ull;
+	struct timespec now;
+	if (hostile && clock_gettime(CLOCK_MONOTONIC, &now) == 0)
+		base0 = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec - n * 1000 - 1000000;
 	uint64_t per_chunk = (chunk - GSPY_CHUNK_HEADER_SIZE) / GSPY_RECORD_SIZE;
 	uint64_t per_thread = (n + threads - 1) / threads;
 	uint64_t chunks_per_thread = (per_thread + per_chunk - 1) / per_chunk;
@@ -42,19 +54,24 @@ int main(int argc, char **argv)
 	h.chunk_size = chunk;
 	h.chunk_count = (uint32_t)nchunks;
 	h.file_size = h.chunk_offset + nchunks * chunk;
-	h.pid = 4242;
+	h.pid = hostile ? (uint32_t)atoi(argv[6]) : 4242;
 	h.ppid = 1;
 	h.rank = -1;
 	h.local_rank = -1;
 	h.clock_start.raw = h.clock_start.mono = 1000000000ull;
-	h.state = GSPY_STATE_EXITED;
+	h.state = hostile ? GSPY_STATE_RUNNING : GSPY_STATE_EXITED;
 	h.chunks_claimed = (uint32_t)nchunks;
 	h.device_mem[0] = 80ull << 30;
 	snprintf(h.host, sizeof(h.host), "synthetic");
 	snprintf(h.command, sizeof(h.command), "mktrace %s", argv[2]);
-	static const char *const names[] = { "sgemm_128x64_nn", "elementwise_add", "step", "fwd" };
+	const char *names[] = { "sgemm_128x64_nn", "elementwise_add", "step", "fwd" };
+	if (hostile) {
+		snprintf(h.command, sizeof(h.command), "%s", argv[7]);
+		names[0] = argv[8];
+		names[3] = argv[9];
+	}
 	char *tab = calloc(1, strtab);
-	uint32_t ids[6] = { 0 };
+	uint32_t ids[7] = { 0 };
 	uint64_t used = 0;
 	/* Four names, a module entry (this program, at a made-up address) and
 	 * a stack entry of two frames inside it. */
@@ -67,10 +84,12 @@ int main(int argc, char **argv)
 		struct gspy_stack_entry s;
 		uint64_t pc[2];
 	} stk = { .s = { .type = GSPY_ENTRY_STACK, .native = 2 }, .pc = { 0x401234, 0x402345 } };
-	const void *data[6] = { names[0], names[1], names[2], names[3], &mod, &stk };
-	uint32_t lens[6] = { (uint32_t)strlen(names[0]), (uint32_t)strlen(names[1]), (uint32_t)strlen(names[2]),
-			     (uint32_t)strlen(names[3]), (uint32_t)(sizeof(mod.m) + 14), (uint32_t)sizeof(stk) };
-	for (int i = 0; i < 6; i++) {
+	const char *uuid = hostile ? argv[10] : "";
+	const void *data[7] = { names[0], names[1], names[2], names[3], &mod, &stk, uuid };
+	uint32_t lens[7] = { (uint32_t)strlen(names[0]), (uint32_t)strlen(names[1]), (uint32_t)strlen(names[2]),
+			     (uint32_t)strlen(names[3]), (uint32_t)(sizeof(mod.m) + 14), (uint32_t)sizeof(stk),
+			     (uint32_t)strlen(uuid) };
+	for (int i = 0; i < 7; i++) {
 		uint32_t len = lens[i];
 		uint64_t need = (4 + len + 1 + 3) & ~3ull;
 		if (used + need > strtab)
@@ -99,7 +118,7 @@ int main(int argc, char **argv)
 			uint64_t k = 0, used = 0;
 			for (; used + GSPY_PACKED_MAX <= body && done < per_thread; k++, done++) {
 				uint64_t i = done * threads + t; /* global order: interleaved threads */
-				uint64_t t0 = 2000000000ull + i * 1000;
+				uint64_t t0 = base0 + i * 1000;
 				memset(r, 0, sizeof(*r));
 				r->start = t0;
 				r->end = t0 + 400;
@@ -117,6 +136,11 @@ int main(int argc, char **argv)
 					r->u.mem.bytes = 1 << 20; r->stack_id = ids[5]; break;
 				case 7: r->kind = GSPY_KIND_free; r->api = GSPY_API_cuMemFree_v2; r->mem = GSPY_MEM_device; r->u.mem.bytes = 1 << 20; break;
 				default: r->kind = GSPY_KIND_sync; r->api = GSPY_API_cuStreamSynchronize; break;
+				}
+				if (hostile && i == 0) {
+					r->kind = GSPY_KIND_nvml; r->api = GSPY_API_nvml_sample; r->name_id = ids[6]; r->end = t0;
+				} else if (hostile && i % 10 == 8) {
+					r->kind = GSPY_KIND_gpu_kernel; r->api = GSPY_API_cupti_kernel; r->name_id = ids[0];
 				}
 				used += gspy_pack(out + used, r, &base);
 			}

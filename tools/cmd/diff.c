@@ -29,6 +29,7 @@
 #include "report/report.h"
 #include "report/series.h"
 #include "util/units.h"
+#include "util/escape.h"
 
 enum { D_STEP, D_PHASE, D_LAUNCHES, D_GPU, D_COPY, D_PAGEABLE, D_ALLOCS, D_N };
 static const char *const names[D_N] = { "step_time", "phase_time", "launches", "gpu_time", "copy_bytes",
@@ -134,26 +135,54 @@ static int load(const char *arg, struct side *d)
 	return 0;
 }
 
+/* A limit's text: plain decimal digits with at most one point, then '%'.
+ * strtod alone took "nan%" (no step is over NaN: the gate passed
+ * everything), "inf%", hex floats and exponents. At most 10,000,000%. */
+#define LIMIT_MAX 1e7
+
+static int parse_limit(const char *s, double *v)
+{
+	size_t digits = 0, points = 0, i = 0;
+	for (;; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			digits++;
+		else if (s[i] == '.')
+			points++;
+		else
+			break;
+	}
+	if (!digits || points > 1 || strcmp(s + i, "%"))
+		return -1;
+	*v = strtod(s, NULL);
+	return isfinite(*v) && *v >= 0 && *v <= LIMIT_MAX ? 0 : -1;
+}
+
 /* --fail-if step_time>3%,allocs>0%: the limits, in %. */
 static int parse_limits(const char *arg, double *lim)
 {
 	char buf[512];
-	snprintf(buf, sizeof(buf), "%s", arg);
-	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *gt = strchr(t, '>'), *end = NULL;
+	int bad = snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf) || !*arg || *arg == ',' ||
+		  arg[strlen(arg) - 1] == ',' || strstr(arg, ",,");
+	for (char *save = NULL, *t = bad ? NULL : strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *gt = strchr(t, '>');
 		int i = 0;
 		if (gt) {
 			*gt = 0;
 			while (i < D_N && strcmp(names[i], t))
 				i++;
 		}
-		double v = gt ? strtod(gt + 1, &end) : -1;
-		if (!gt || i == D_N || end == gt + 1 || strcmp(end, "%") || v < 0) {
-			fprintf(stderr, "gpuspy: error: diff: --fail-if %s: use NAME>N%% with NAME one of step_time, "
-					"phase_time, launches, gpu_time, copy_bytes, pageable_bytes, allocs\n", arg);
-			return 2;
+		double v;
+		if (!gt || i == D_N || parse_limit(gt + 1, &v) != 0) {
+			bad = 1;
+			break;
 		}
 		lim[i] = v;
+	}
+	if (bad) {
+		fprintf(stderr, "gpuspy: error: diff: --fail-if %.40s%s: use NAME>N%% with NAME one of step_time, "
+				"phase_time, launches, gpu_time, copy_bytes, pageable_bytes, allocs and N from 0 to %.0f\n",
+			arg, strlen(arg) > 40 ? "..." : "", LIMIT_MAX);
+		return 2;
 	}
 	return 0;
 }
@@ -273,8 +302,9 @@ int gs_cmd_diff(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "base_steps", (double)s[0].n);
 		cJSON_AddNumberToObject(o, "new_steps", (double)s[1].n);
 		cJSON_AddBoolToObject(o, "regression", over > 0);
-		char *t = cJSON_Print(o);
-		printf("%s\n", t);
+		char *t = gs_json_print(o, 1);
+		if (t)
+			printf("%s\n", t);
 		free(t);
 		cJSON_Delete(o);
 	} else if (!rc) {

@@ -12,6 +12,7 @@
 #include "read/reader.h"
 #include "render/jsonl.h"
 #include "util/cli.h"
+#include "util/files.h"
 
 int gs_cmd_dump(int argc, char **argv)
 {
@@ -37,8 +38,8 @@ int gs_cmd_dump(int argc, char **argv)
 		return 1;
 	}
 	FILE *out = stdout;
-	if (outp && !(out = fopen(outp, "w"))) {
-		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", outp, strerror(errno));
+	if (outp && !(out = gs_file_create(outp))) {
+		gs_file_create_error(outp);
 		gs_trace_close(&t);
 		return 1;
 	}

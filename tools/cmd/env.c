@@ -13,7 +13,7 @@
 
 #include "util/cli.h"
 #include "cmd/cmd.h"
-#include "util/term.h"
+#include "util/escape.h"
 #include "options.h"
 
 static const char *const by_name[] = { "", " (read by the PyTorch helper)", " (read by gpuspy run)", "" };
@@ -45,7 +45,7 @@ int gs_cmd_env(int argc, char **argv)
 	}
 	if (md)
 		return markdown();
-	/* The values are the environment's bytes: escaped (term.c). */
+	/* The values are the environment's bytes: escaped (escape.c). */
 	FILE *out = gs_term_open(stdout, 0);
 	if (!out)
 		out = stdout;

@@ -11,6 +11,7 @@
 #include "cmd/cmd.h"
 #include "render/chrome.h"
 #include "util/cli.h"
+#include "util/files.h"
 #include "util/paths.h"
 
 int gs_cmd_export(int argc, char **argv)
@@ -37,9 +38,9 @@ int gs_cmd_export(int argc, char **argv)
 		return status ? status : gs_missing("export", "trace (FILE|DIR)");
 	if (!outp)
 		return gs_missing("export", "output (-o OUT.json)");
-	FILE *f = fopen(outp, "w");
+	FILE *f = gs_file_create(outp);
 	if (!f) {
-		fprintf(stderr, "gpuspy: error: %s: cannot create: %s\n", outp, strerror(errno));
+		gs_file_create_error(outp);
 		return 1;
 	}
 	char err[300];

@@ -17,8 +17,10 @@
 #include "report/report.h"
 #include "report/series.h"
 #include "util/cli.h"
+#include "util/files.h"
+#include <sys/stat.h>
 #include "util/paths.h"
-#include "util/term.h"
+#include "util/escape.h"
 
 static int cmp_report(const void *a, const void *b)
 {
@@ -30,25 +32,27 @@ static int cmp_report(const void *a, const void *b)
 	return strcmp(x->path, y->path); /* one pid twice (two hosts, two runs): still one order */
 }
 
-/* The page into path, written beside it and renamed: a reader never sees
- * half a page. */
+/* The page into path, written beside it under a name nobody can guess
+ * and renamed (util/files.c): a reader never sees half a page, and a link
+ * planted at a name never redirects it. A device or FIFO at path is
+ * refused: the rename would replace it. */
 static int write_html(const char *path, struct gs_report *const *procs, size_t n, const struct gs_report *whole)
 {
-	char tmp[4096];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "gpuspy: error: --html %s: name too long\n", path);
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "gpuspy: error: --html %s: not a regular file; give a file name\n", path);
 		return 1;
 	}
-	FILE *f = fopen(tmp, "w");
+	struct gs_file_tmp tmp;
+	FILE *f = gs_file_replace_open(path, &tmp);
 	if (!f) {
 		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	int bad = gs_report_html(f, procs, n, whole) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, bad ? "write failed" : strerror(errno));
-		unlink(tmp);
+	int ok = gs_report_html(f, procs, n, whole) == 0;
+	int rc = gs_file_replace_commit(f, &tmp, path, ok);
+	if (rc) {
+		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, rc == -EIO ? "write failed" : strerror(-rc));
 		return 1;
 	}
 	return 0;
@@ -167,10 +171,10 @@ int gs_cmd_report(int argc, char **argv)
 			status |= write_html(html, procs, n, &whole);
 		} else if (json) {
 			cJSON *o = gs_report_json(procs, n, &whole);
-			char *s = cJSON_Print(o);
+			char *s = gs_json_print(o, 1);
 			if (s)
 				printf("%s\n", s);
-			cJSON_free(s);
+			free(s);
 			cJSON_Delete(o);
 		} else {
 			/* Names and command lines are the trace's bytes: escaped. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/cli.h"
+#include "util/files.h"
 #include "gpuspy/format.h"
 #include "cmd/cmd.h"
 
@@ -203,11 +204,32 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		dir = defdir;
 	}
 	struct stat dst;
-	int made = stat(dir, &dst) != 0; /* ours to remove if nothing is written into it */
-	if (mkdir_p(dir) != 0 || stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+	int made = lstat(dir, &dst) != 0; /* ours to remove if nothing is written into it */
+	if (mkdir_p(dir) != 0) {
 		if (errno == EEXIST || errno == 0)
 			errno = ENOTDIR;
 		fprintf(stderr, "gpuspy: error: %s: cannot create the trace directory: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	/* The default name is anybody's to guess and make first, in a shared
+	 * directory such as /tmp, and --dir may name one made by someone else:
+	 * whoever may write into it could read, swap or plant the traces
+	 * (and the report run prints from them). Such a directory is refused,
+	 * rather than quietly traced into somewhere else: the user asked for
+	 * that name (or the default), and learns why it cannot be used. */
+	int own = gs_dir_own(dir, &dst);
+	if (own) {
+		char why[96];
+		if (own == -ELOOP)
+			snprintf(why, sizeof(why), "is a symbolic link; give the directory itself");
+		else if (own == -EPERM)
+			snprintf(why, sizeof(why), "belongs to another user (uid %u); use a directory of your own",
+				 (unsigned)dst.st_uid);
+		else if (own == -EACCES)
+			snprintf(why, sizeof(why), "is writable by others and not sticky; use one only you can write to");
+		else
+			snprintf(why, sizeof(why), "cannot be used: %s", strerror(-own));
+		fprintf(stderr, "gpuspy: error: %s: the trace directory %s (--dir)\n", dir, why);
 		return 1;
 	}
 	struct names before = { 0 };

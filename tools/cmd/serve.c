@@ -38,24 +38,22 @@
 #include "cmd/cmd.h"
 #include "util/units.h"
 #include "read/watch.h"
+#include "util/escape.h"
 
 #define DEFAULT_LISTEN "localhost:9401"
 #define KEEP_CONNS 512u /* connections kept open at once; more close the longest idle */
 
-/* A label value: backslash, quote and newline escaped (the format's
- * rule), other control bytes of a trace's text replaced. */
+/* The most bytes of a label value, escaped: a whole command line (1024
+ * bytes in the header) fits even when every byte needs an escape. */
+#define LABEL_MAX 4096
+
+/* One label from a trace, after the comma if not first: every value goes
+ * through the label sink (escape.c), so that no name can end its label,
+ * add lines or leave the exposition invalid UTF-8 (Prometheus then marks
+ * the whole target down). */
 static void label(FILE *f, const char *name, const char *v)
 {
-	fprintf(f, "%s=\"", name);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fprintf(f, "\\%c", *v);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc((unsigned char)*v < 0x20 || *v == 0x7f ? '?' : *v, f);
-	}
-	fputc('"', f);
+	gs_prom_label(f, name, v, LABEL_MAX);
 }
 
 /* The labels every series of process w has: pid, rank, local_rank, command. */
@@ -97,26 +95,35 @@ static const struct {
 	[M_MEMORY] = { "gpuspy_device_memory_bytes", "gauge", "Device memory the process allocated and has not freed, as gpuspy saw it." },
 };
 
-/* phase="NAME", escaped, into buf. */
-static void phase_label(char *buf, size_t n, const char *name)
-{
-	buf[0] = 0;
-	FILE *lf = fmemopen(buf, n, "w");
-	if (!lf)
-		return;
-	label(lf, "phase", name);
-	fputc(0, lf);
-	fclose(lf);
-	buf[n - 1] = 0;
-}
-
-static void sample(FILE *f, enum metric m, const struct gs_watch *w, const char *extra, double v)
+/* A sample's name and the labels of its process; then the caller's own
+ * labels, each after a comma; sample_end closes it with the value. */
+static void sample_begin(FILE *f, enum metric m, const struct gs_watch *w)
 {
 	fprintf(f, "%s{", metrics[m].name);
 	proc_labels(f, w);
-	if (extra)
-		fprintf(f, ",%s", extra);
+}
+
+static void sample_end(FILE *f, double v)
+{
 	fprintf(f, "} %.17g\n", v);
+}
+
+static void sample(FILE *f, enum metric m, const struct gs_watch *w, double v)
+{
+	sample_begin(f, m, w);
+	sample_end(f, v);
+}
+
+/* A sample with the phase label (and fixed, gpuspy's own labels, if any). */
+static void phase_sample(FILE *f, enum metric m, const struct gs_watch *w, const char *phase, const char *fixed,
+			 double v)
+{
+	sample_begin(f, m, w);
+	fputc(',', f);
+	label(f, "phase", phase);
+	if (fixed)
+		fprintf(f, ",%s", fixed);
+	sample_end(f, v);
 }
 
 static void family(FILE *f, enum metric m, const struct gs_watch_set *s, uint64_t now)
@@ -125,43 +132,44 @@ static void family(FILE *f, enum metric m, const struct gs_watch_set *s, uint64_
 	for (int i = 0; i < s->n; i++) {
 		const struct gs_watch *w = s->p[i];
 		const struct gs_watch_totals *t = &w->total;
-		char x[256];
+		char x[80];
 		switch (m) {
 		case M_INFO:
-			sample(f, m, w, NULL, 1);
+			sample(f, m, w, 1);
 			break;
 		case M_RECORDING:
-			sample(f, m, w, NULL, !w->f.tr.h->ctl_paused);
+			sample(f, m, w, !w->f.tr.h->ctl_paused);
 			break;
 		case M_EVENTS:
-			sample(f, m, w, NULL, (double)t->events);
+			sample(f, m, w, (double)t->events);
 			break;
 		case M_DROPPED:
-			sample(f, m, w, NULL, (double)w->f.dropped);
+			sample(f, m, w, (double)w->f.dropped);
 			break;
 		case M_STEPS:
-			sample(f, m, w, NULL, (double)gs_watch_steps_total(w));
+			sample(f, m, w, (double)gs_watch_steps_total(w));
 			break;
 		case M_STEP_SECONDS: {
 			struct gs_watch_view v;
 			gs_watch_view(w, now, 5000000000ull, &v);
 			if (v.steps)
-				sample(f, m, w, NULL, (double)v.window_ns / 1e9 / (double)v.steps);
+				sample(f, m, w, (double)v.window_ns / 1e9 / (double)v.steps);
 			break;
 		}
 		case M_PHASE:
 			for (int p = 0; p < LIVE_PHASES + 2; p++) {
 				if (!t->phase_ns[p])
 					continue;
-				phase_label(x, sizeof(x), w->names[p]);
-				sample(f, m, w, x, (double)t->phase_ns[p] / 1e9);
+				phase_sample(f, m, w, w->names[p], NULL, (double)t->phase_ns[p] / 1e9);
 			}
 			break;
 		case M_GPU_BUSY:
 			for (int d = 0; d < GSPY_DEVICES; d++)
 				if (t->gpu_busy_ns[d] || w->dev_gpu_end[d]) {
-					snprintf(x, sizeof(x), "gpu=\"%d\",UUID=\"%s\"", d, w->uuid[d]);
-					sample(f, m, w, x, (double)t->gpu_busy_ns[d] / 1e9);
+					sample_begin(f, m, w);
+					fprintf(f, ",gpu=\"%d\",", d);
+					label(f, "UUID", w->uuid[d]);
+					sample_end(f, (double)t->gpu_busy_ns[d] / 1e9);
 				}
 			break;
 		case M_COPY:
@@ -172,27 +180,24 @@ static void family(FILE *f, enum metric m, const struct gs_watch_set *s, uint64_
 			for (int p = 0; p < LIVE_PHASES + 2; p++) {
 				if ((p >= w->nphases && p <= LIVE_PHASES) || (p == LIVE_PHASES + 1 && !w->phase_used_other))
 					continue;
-				char ph[128];
-				phase_label(ph, sizeof(ph), w->names[p]);
+				const char *ph = w->names[p];
 				if (m == M_FAILED) {
-					sample(f, m, w, ph, (double)t->failed[p]);
+					phase_sample(f, m, w, ph, NULL, (double)t->failed[p]);
 				} else if (m == M_ALLOC) {
-					snprintf(x, sizeof(x), "%s,call=\"alloc\"", ph);
-					sample(f, m, w, x, (double)t->allocs[p]);
-					snprintf(x, sizeof(x), "%s,call=\"free\"", ph);
-					sample(f, m, w, x, (double)t->frees[p]);
+					phase_sample(f, m, w, ph, "call=\"alloc\"", (double)t->allocs[p]);
+					phase_sample(f, m, w, ph, "call=\"free\"", (double)t->frees[p]);
 				} else {
 					for (int dir = 0; dir < 2; dir++)
 						for (int mem = 0; mem < 2; mem++) {
-							snprintf(x, sizeof(x), "%s,direction=\"%s\",memory=\"%s\"", ph,
+							snprintf(x, sizeof(x), "direction=\"%s\",memory=\"%s\"",
 								 dir ? "d2h" : "h2d", mem ? "pinned" : "pageable");
-							sample(f, m, w, x, (double)t->copy_bytes[p][dir][mem]);
+							phase_sample(f, m, w, ph, x, (double)t->copy_bytes[p][dir][mem]);
 						}
 				}
 			}
 			break;
 		case M_MEMORY:
-			sample(f, m, w, NULL, w->reserved > 0 ? (double)w->reserved : 0);
+			sample(f, m, w, w->reserved > 0 ? (double)w->reserved : 0);
 			break;
 		default:
 			break;

@@ -26,19 +26,12 @@
 #include "cmd/cmd.h"
 #include "util/units.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 struct top {
 	struct gs_watch_set set;
 	uint64_t window_ns, interval_ns;
 };
-
-/* Control bytes of a trace's text never reach the terminal. */
-static void clean(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
 
 static void pct(char *b, size_t n, uint64_t part, uint64_t whole)
 {
@@ -108,8 +101,8 @@ static int proc_lines(const struct gs_watch_view *v, char lines[][512], int max)
 			snprintf(lines[n] + at, 512 - (size_t)at, ", %u C", s->temp_c);
 		n++;
 	}
-	for (int i = 0; i < n; i++)
-		clean(lines[i]);
+	for (int i = 0; i < n; i++) /* a trace's text, for a terminal (escape.c) */
+		gs_term_clean(lines[i], sizeof(lines[i]));
 	return n;
 }
 
@@ -294,8 +287,9 @@ int gs_cmd_top(int argc, char **argv)
 				gs_watch_view(t.set.p[i], now, t.window_ns, &v);
 				cJSON_AddItemToArray(a, view_json(&v));
 			}
-			char *s = cJSON_PrintUnformatted(a);
-			printf("%s\n", s);
+			char *s = gs_json_print(a, 0);
+			if (s)
+				printf("%s\n", s);
 			free(s);
 			cJSON_Delete(a);
 		} else {

@@ -19,6 +19,7 @@
 #include "render/chrome.h"
 #include "read/input.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 #define PHASE_TID 0x7ffffff0u /* the phases track of each process */
 #define GPU_TID_BASE 0x40000000u /* + device * 65536 + stream: GPU tracks */
@@ -31,13 +32,13 @@ struct out {
 
 static void emit(struct out *o, cJSON *e)
 {
-	char *s = cJSON_PrintUnformatted(e);
+	char *s = gs_json_print(e, 0);
 	cJSON_Delete(e);
 	if (!s)
 		return;
 	fprintf(o->f, "%s\n%s", o->first ? "" : ",", s);
 	o->first = 0;
-	cJSON_free(s);
+	free(s);
 }
 
 /* Microseconds with ns precision, as a raw number (no double rounding). */

@@ -20,7 +20,7 @@
 #include "render/render.h"
 #include "report/report.h"
 #include "report/series.h"
-#include "util/term.h"
+#include "util/escape.h"
 #include "util/units.h"
 
 extern const char gs_asset_uplot_js[], gs_asset_uplot_css[], gs_asset_page_js[], gs_asset_page_css[];
@@ -114,28 +114,6 @@ static cJSON *diagnoses(const struct gs_report *r)
 	return a;
 }
 
-/* s inside a <script> element: '<' as \u003c (JSON reads it back the same). */
-static void put_json(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		if (*s == '<')
-			fputs("\\u003c", f);
-		else
-			fputc(*s, f);
-}
-
-static void put_html(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-}
-
 int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_report *whole)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -160,20 +138,20 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 			cJSON_AddItemToObject(p, "series", gs_series_json(r->series, r));
 		cJSON_AddItemToArray(ps, p);
 	}
-	char *json = cJSON_PrintUnformatted(o);
+	char *json = gs_json_print(o, 0);
 	cJSON_Delete(o);
 	if (!json)
 		return -1;
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>gpuspy report: ",
 	      f);
-	put_html(f, n == 1 ? procs[0]->proc.command : "all processes");
+	gs_html_text(f, n == 1 ? procs[0]->proc.command : "all processes");
 	fprintf(f, "</title>\n<style>\n%s\n%s</style>\n</head>\n<body>\n"
 		   "<noscript>This report draws its charts with JavaScript; the text report is in its "
 		   "data.</noscript>\n<script type=\"application/json\" id=\"gspy-data\">",
 		gs_asset_uplot_css, gs_asset_page_css);
-	put_json(f, json);
-	cJSON_free(json);
+	gs_html_script_json(f, json);
+	free(json);
 	fprintf(f, "</script>\n<script>\n%s\n</script>\n<script>\n%s</script>\n</body>\n</html>\n",
 		gs_asset_uplot_js, gs_asset_page_js);
 	return ferror(f) ? -1 : 0;

@@ -17,6 +17,7 @@
 #include "render/jsonl.h"
 #include "read/reader.h"
 #include "read/symbolize.h"
+#include "util/escape.h"
 
 static void add_u64(cJSON *o, const char *k, uint64_t v)
 {
@@ -34,12 +35,12 @@ static void add_i64(cJSON *o, const char *k, int64_t v)
 
 static int emit(FILE *out, cJSON *o)
 {
-	char *s = cJSON_PrintUnformatted(o);
+	char *s = gs_json_print(o, 0);
 	cJSON_Delete(o);
 	if (!s)
 		return -1;
 	int rc = fprintf(out, "%s\n", s) < 0 ? -1 : 0;
-	cJSON_free(s);
+	free(s);
 	return rc;
 }
 

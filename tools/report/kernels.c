@@ -10,6 +10,7 @@
 #include "read/demangle.h"
 #include "report/pass.h"
 #include "report/report.h"
+#include "util/escape.h"
 #include "report/section.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -177,7 +178,11 @@ static void kernel_label(const char *n, char out[64])
 /* The next tool: for the top three kernels, the Nsight Compute command
  * that profiles the middle run of each (-s skips that many launches of
  * the kernels -k matches, -c 1 profiles one). -k is a regex on the mangled
- * name (exact for a plain name), from its start, as much of it as fits. */
+ * name (exact for a plain name), from its start, as much of it as fits.
+ * The name is the trace's: the regex is one shell word (util/escape.c),
+ * and a byte that is not printable ASCII is '.' in it (ncu's regex
+ * matches bytes; a newline would cut the line, other bytes the terminal
+ * escapes). */
 static void ncu_commands(FILE *f, const struct gs_report *r, const struct gs_kernel_stat **v,
 			 const struct gs_style *st)
 {
@@ -189,20 +194,24 @@ static void ncu_commands(FILE *f, const struct gs_report *r, const struct gs_ker
 		n++;
 		if (!header++)
 			fprintf(f, "  Profile the middle run of each with Nsight Compute (CMD: the command above):\n");
-		char re[40];
-		size_t k = 0;
+		char re[47] = "regex:^"; /* 38 bytes of the name at most, as before */
+		size_t k = strlen(re);
 		const char *p = v[i]->name;
 		for (; *p && k + 2 < sizeof(re); p++) {
-			if (strchr(".$^*+?()[]{}|\\'", *p)) {
+			unsigned char c = (unsigned char)*p;
+			if (strchr(".$^*+?()[]{}|\\", c)) {
 				if (k + 3 >= sizeof(re))
 					break;
 				re[k++] = '\\';
 			}
-			re[k++] = *p;
+			re[k++] = c < 0x20 || c >= 0x7f ? '.' : (char)c;
 		}
+		if (!*p)
+			re[k++] = '$';
 		re[k] = 0;
-		fprintf(f, "    ncu --kernel-name-base mangled -k regex:'^%s%s' -s %llu -c 1 CMD\n", re, *p ? "" : "$",
-			(unsigned long long)(runs / 2));
+		fputs("    ncu --kernel-name-base mangled -k ", f);
+		gs_shell_word(f, re);
+		fprintf(f, " -s %llu -c 1 CMD\n", (unsigned long long)(runs / 2));
 	}
 }
 
