@@ -224,13 +224,13 @@ def comments_cite_files_of_the_repository(tmp):
 # The rooms of tools/, each above the ones it may include (docs/hacking.md).
 ROOMS = {"cmd": {"report", "render", "read", "util"}, "render": {"report", "read", "util"},
          "report": {"read", "util"}, "read": {"util"}, "util": set()}
-# Known exception, until gs_pid_traces (cmd/control.c) moves to read/.
-ROOM_EXCEPTIONS = {("read/watch.c", "cmd/cmd.h")}
+ROOM_EXCEPTIONS = set()
 # Files under tools/report/ that are no section: the pass and its
 # timeline, the table, the results' own code, the merge's frame, what the
-# diagnoses are made with, the series over time, the frameworks.
+# diagnoses are made with, the series over time, the frameworks, the
+# program's own period (an algorithm the steps are found with).
 NOT_SECTIONS = {"pass.c", "timeline.c", "sections.c", "report.c", "merge.c", "diag.c", "series.c",
-                "frameworks.c"}
+                "frameworks.c", "period.c"}
 
 
 @test

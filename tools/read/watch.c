@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
+#include "read/procs.h"
 #include "read/ranges.h"
 #include "read/watch.h"
 #include "util/xalloc.h"
