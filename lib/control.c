@@ -28,7 +28,6 @@
 static struct {
 	struct gspy_header *h; /* this process's file, once open */
 	int start_paused;      /* GPUSPY_START=paused */
-	int cupti_deferred;    /* CUPTI waits for the first window */
 } ctl;
 
 static void header_state(void)
@@ -47,7 +46,7 @@ static void recording(int on, int flush)
 {
 	if (!gs_init())
 		return;
-	if (on && __atomic_exchange_n(&ctl.cupti_deferred, 0, __ATOMIC_ACQ_REL))
+	if (on && __atomic_exchange_n(&gs_cupti_deferred, 0, __ATOMIC_ACQ_REL))
 		gs_cupti_start_late();
 	if (on)
 		gs_cupti_callbacks(1);
@@ -63,20 +62,27 @@ static void recording(int on, int flush)
 	header_state();
 }
 
-void gs_recording(int on)
+/* gpuspy_pause/resume, GPUSPY_START=paused and `gpuspy start`/`stop`. */
+static void gs_recording(int on)
 {
 	recording(on, 0);
 }
 
-/* 1 when CUPTI's start is to wait for the first window (cupti.c asks, as
- * the file opens): paused then, by GPUSPY_START or gpuspy_pause. */
-int gs_control_defers_cupti(void)
+/* The public API's pause and resume (include/gpuspy.h declares them as
+ * weak references for programs), process-wide; each leaves a mark. */
+GS_API void gpuspy_pause(void);
+GS_API void gpuspy_resume(void);
+
+GS_API void gpuspy_pause(void)
 {
-	if (!__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED))
-		return 0;
-	__atomic_store_n(&ctl.cupti_deferred, 1, __ATOMIC_RELEASE);
-	return 1;
+	gs_recording(0);
 }
+
+GS_API void gpuspy_resume(void)
+{
+	gs_recording(1);
+}
+
 
 static long futex_wait(uint32_t *word, uint32_t val, uint64_t ns)
 {
@@ -143,7 +149,6 @@ static void control_started(struct gspy_header *h)
 static void control_forked(void)
 {
 	__atomic_store_n(&ctl.h, NULL, __ATOMIC_RELEASE);
-	ctl.cupti_deferred = 0;
 }
 
 GS_MODULE(control, 97, .setup = control_setup, .opened = control_opened, .started = control_started,

@@ -365,13 +365,5 @@ __attribute__((constructor)) static void gs_ctor(void)
 
 __attribute__((destructor)) static void gs_dtor(void)
 {
-	gs_writer_finish();
-	if (gs_optu(GS_OPT_DEBUG)) {
-		uint64_t w, ours, no;
-		gs_symbol_stats(&w, &ours, &no);
-		gs_warn("pid %d: entry points handed out: %llu wrapped, %llu gpuspy's already, %llu unwrapped "
-			"(real pointer differed), %llu passed through (not a real function)",
-			(int)getpid(), (unsigned long long)w, (unsigned long long)ours,
-			(unsigned long long)gs_symbol_mismatches(), (unsigned long long)no);
-	}
+	GS_MODULES_CALL(end);
 }

@@ -481,14 +481,18 @@ static void *timing_main(void *arg)
 }
 
 static int inline_timing; /* set by InitializeInjection */
+int gs_cupti_deferred;
 static void gpu_timing_go(void);
 
 static void gpu_timing_start(struct gspy_header *h)
 {
 	timing_hdr = h;
-	/* Started paused: nothing of CUPTI's until the first window. */
-	if (!inline_timing && gs_control_defers_cupti())
+	/* Started paused (GPUSPY_START or gpuspy_pause): nothing of CUPTI's
+	 * until the first window, which control.c opens and starts it at. */
+	if (!inline_timing && __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&gs_cupti_deferred, 1, __ATOMIC_RELEASE);
 		return;
+	}
 	gpu_timing_go();
 }
 
@@ -546,6 +550,7 @@ static void cupti_forked(void)
 {
 	gs_g.cupti = 0;
 	timing_done = 0;
+	gs_cupti_deferred = 0;
 }
 
 GS_MODULE(cupti, 90, .started = gpu_timing_start, .slow = cupti_slow, .forked = cupti_forked);

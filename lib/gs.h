@@ -178,20 +178,15 @@ static inline void gs_cancel_restore(int old)
 	pthread_setcancelstate(old, &was);
 }
 
-/* CUPTI (cupti.c). */
-void gs_cupti_note(struct gspy_record *r, uint32_t corr);
+/* The record path's rare extras, out of line (record.c), so that this
+ * header names no module: a call's stack, CUPTI's correlation and the
+ * mark of a call captured into a graph (gs_end); the events mode's note of
+ * the stream a phase used (gs_begin_on). */
+void gs_end_rare(struct gs_tls *t, struct gspy_record *r);
+void gs_begin_rare(unsigned api, uint64_t stream);
 
-/* GPU time from CUDA events at phase boundaries (gpu_events.c). */
-void gs_events_work(unsigned api, uint64_t stream);
-
-/* CUDA graphs (hook_graph.c): the mark of a call captured rather than run
- * (gs_g.capturing counts the stream captures open). */
-void gs_capture_note(struct gspy_record *r);
 struct CUDA_MEMCPY3D_st;
 void gs_copy_rec_3d(struct gspy_record *r, const struct CUDA_MEMCPY3D_st *p); /* hook_memcpy.c */
-
-/* Call stacks (stacks.c). */
-void gs_stack_note(struct gspy_record *r);
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
@@ -327,7 +322,7 @@ static inline __attribute__((always_inline)) struct gspy_record *gs_begin_on(uns
 {
 	struct gspy_record *r = gs_begin(api, kind);
 	if (GS_UNLIKELY(gs_g.events) && r)
-		gs_events_work(api, stream);
+		gs_begin_rare(api, stream);
 	return r;
 }
 
@@ -340,15 +335,9 @@ static inline void gs_end(struct gspy_record *r, int result)
 		r->end = gs_now();
 		r->result = result;
 		t->recording = 0;
-		/* Still inside the hook (depth raised): what the unwinder
-		 * allocates is not recorded. It times itself from r->end. */
-		if (GS_UNLIKELY(gs_g.stack_kinds & (1u << r->kind)))
-			gs_stack_note(r);
-		if (GS_UNLIKELY(t->cupti_corr))
-			gs_cupti_note(r, t->cupti_corr);
-		if (GS_UNLIKELY(__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED)) &&
-		    (r->flags & GSPY_FLAG_ASYNC))
-			gs_capture_note(r);
+		if (GS_UNLIKELY((gs_g.stack_kinds & (1u << r->kind)) || t->cupti_corr ||
+				(__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) && (r->flags & GSPY_FLAG_ASYNC))))
+			gs_end_rare(t, r);
 		gs_commit(t, r);
 	}
 	if (GS_LIKELY(t->depth))

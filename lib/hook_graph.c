@@ -25,6 +25,7 @@
 
 #include "cuda_api.h"
 #include "gs.h"
+#include "graphs.h"
 #include "symbols.h"
 #include "writer.h"
 

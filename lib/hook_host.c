@@ -212,7 +212,7 @@ static int by_start(const void *a, const void *b)
 }
 
 /* Thread t's first chunk is open: its kept allocations go in, oldest first. */
-void gs_host_flush(struct gs_tls *t)
+static void host_first_chunk(struct gs_tls *t)
 {
 	t->host_kept = 0;
 	struct pend *tab = __atomic_load_n(&pend_tab, __ATOMIC_ACQUIRE);
@@ -257,14 +257,19 @@ void gs_host_flush(struct gs_tls *t)
 	gs_release();
 }
 
-static int pend_answered; /* gs_host_unwritten has answered */
+static int pend_answered; /* host_exiting has counted them */
 
-/* Answered once (an exit path may run twice); async-signal-safe. */
-uint64_t gs_host_unwritten(void)
+/* Host allocations from before the file that no thread wrote (their thread
+ * ended first, or there was no room to keep them): lost, and counted apart
+ * from events dropped for want of room in the buffer. Counted once (an exit
+ * path may run twice); async-signal-safe. */
+static void host_exiting(struct gspy_header *h)
 {
 	if (__atomic_exchange_n(&pend_answered, 1, __ATOMIC_RELAXED))
-		return 0;
-	return __atomic_load_n(&pend_count, __ATOMIC_RELAXED) + __atomic_load_n(&pend_lost, __ATOMIC_RELAXED);
+		return;
+	__atomic_fetch_add(&h->host_unwritten,
+			   __atomic_load_n(&pend_count, __ATOMIC_RELAXED) + __atomic_load_n(&pend_lost, __ATOMIC_RELAXED),
+			   __ATOMIC_RELAXED);
 }
 
 /* A fork child: what its parent kept is the parent's to write. */
@@ -488,4 +493,5 @@ static void host_setup(void)
 }
 
 /* Last at setup: arms the host-allocation hooks. */
-GS_MODULE(host, 110, .setup = host_setup, .forked = host_forked);
+GS_MODULE(host, 110, .setup = host_setup, .first_chunk = host_first_chunk, .exiting = host_exiting,
+	  .forked = host_forked);

@@ -20,9 +20,7 @@ static inline int gs_api_host(unsigned api)
 /* Host allocations (hook_host.c). Those made before the trace file exists
  * (before the process's first CUDA call) are kept in memory, and their
  * thread marked (gs_tls.host_kept): each thread writes its own at its
- * first chunk (gs_host_flush, from the writer); the rest are counted at
- * exit (gs_host_unwritten, header.host_unwritten). */
-void gs_host_flush(struct gs_tls *t);
-uint64_t gs_host_unwritten(void);
+ * first chunk (the host module's first_chunk hook, module.h); the rest
+ * are counted at exit (its exiting hook, header.host_unwritten). */
 
 #endif

@@ -10,15 +10,17 @@
  * them. The entries live in the gs_modules section, like the fork locks
  * (gs.h): linking a module in is what registers it.
  *
- * Order: lower first, at every moment. memmap 10, writer 20, devices 30,
- * phase 40, nvtx 50, python 60, stacks 70, signals 80, cupti 90,
+ * Order: lower first, at every moment. memmap 10, writer 20, strtab 21,
+ * devices 30, phase 40, nvtx 50, python 60, stacks 70, signals 80, cupti 90,
  * nvml 95, control 97, events 100, host 110 (last at setup: it arms the
- * host-allocation hooks).
+ * host-allocation hooks); symbols 120 (its end says what was handed out,
+ * after the file is finished).
  */
 #ifndef GPUSPY_MODULE_H
 #define GPUSPY_MODULE_H
 
 struct gspy_header;
+struct gs_tls;
 
 struct gs_module {
 	const char *name;
@@ -28,6 +30,9 @@ struct gs_module {
 	void (*opened)(struct gspy_header *h); /* the trace file was made, under the writer's lock */
 	void (*started)(struct gspy_header *h); /* the file is open, outside the lock: may start threads */
 	void (*thread)(void); /* a thread's first record */
+	void (*first_chunk)(struct gs_tls *t); /* t's first chunk is open, before its first record goes in */
+	void (*exiting)(struct gspy_header *h); /* the process ends (exit, fatal signal): async-signal-safe */
+	void (*end)(void);    /* gpuspy's destructor */
 	void (*slow)(void);   /* a record that claims a chunk (commit's slow path) */
 	void (*fork_prepare)(void);
 	void (*fork_parent)(void);

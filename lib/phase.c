@@ -263,20 +263,6 @@ GS_API void gpuspy_torch_phase(const char *name, unsigned long long step, int be
  * programs; here they are plain definitions). */
 GS_API void gpuspy_phase_push(const char *name);
 GS_API void gpuspy_phase_pop(void);
-/* Pause and resume recording, process-wide; each leaves a mark. */
-GS_API void gpuspy_pause(void);
-GS_API void gpuspy_resume(void);
-
-GS_API void gpuspy_pause(void)
-{
-	gs_recording(0);
-}
-
-GS_API void gpuspy_resume(void)
-{
-	gs_recording(1);
-}
-
 GS_API void gpuspy_mark(const char *name);
 
 GS_API void gpuspy_phase_push(const char *name)

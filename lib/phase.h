@@ -13,7 +13,5 @@ uint32_t gs_phase_id(unsigned api, unsigned kind, uint32_t name_id);
 /* Pause (0) or resume (1) the records, with their marks; 1 if it changed.
  * Through gs_recording (control.c), which also tells CUPTI and the header. */
 int gs_phase_recording(int on);
-/* gpuspy_pause/resume, GPUSPY_START=paused and `gpuspy start`/`stop`. */
-void gs_recording(int on);
 
 #endif

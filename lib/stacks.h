@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Call stacks (stacks.c) beyond the record path's gs_stack_note (gs.h). */
+/* Call stacks (stacks.c). */
 #ifndef GS_STACKS_H
 #define GS_STACKS_H
 
@@ -9,6 +9,7 @@
  * file exists (hook_host.c, before the first CUDA call): up to
  * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
  * allocations carry no stack; and, later, their stack id. */
+void gs_stack_note(struct gspy_record *r); /* a recorded call's stack (record.c) */
 unsigned gs_stack_pcs(uint64_t *pc);
 uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
 

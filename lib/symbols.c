@@ -16,10 +16,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cuda_api.h"
 
 #include "gs.h"
+#include "module.h"
 #include "host_alloc.h"
 #include "symbols.h"
 #include "host.h"
@@ -706,14 +708,17 @@ unsigned gs_api_kind(const char *name)
 	return GSPY_KIND_none;
 }
 
-void gs_symbol_stats(uint64_t *w, uint64_t *ours, uint64_t *no)
+/* GPUSPY_DEBUG: at the end, how the entry points were handed out. */
+static void symbols_end(void)
 {
-	*w = __atomic_load_n(&wrapped, __ATOMIC_RELAXED);
-	*ours = __atomic_load_n(&already_ours, __ATOMIC_RELAXED);
-	*no = __atomic_load_n(&refused, __ATOMIC_RELAXED);
+	if (!gs_optu(GS_OPT_DEBUG))
+		return;
+	gs_warn("pid %d: entry points handed out: %llu wrapped, %llu gpuspy's already, %llu unwrapped "
+		"(real pointer differed), %llu passed through (not a real function)",
+		(int)getpid(), (unsigned long long)__atomic_load_n(&wrapped, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&already_ours, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&mismatches, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&refused, __ATOMIC_RELAXED));
 }
 
-uint64_t gs_symbol_mismatches(void)
-{
-	return __atomic_load_n(&mismatches, __ATOMIC_RELAXED);
-}
+GS_MODULE(symbols, 120, .end = symbols_end);

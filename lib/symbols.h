@@ -17,8 +17,6 @@ int gs_current_device(void);
 unsigned gs_devices_seen(void);                 /* bit d: device d had work (devices.c) */
 int gs_device_bus_id(int d, char *buf, int len); /* its PCI bus id: 0, or -1 */
 uint32_t gs_kernel_name(uint64_t func); /* cached; 0 when unknown */
-uint64_t gs_symbol_mismatches(void);
-void gs_symbol_stats(uint64_t *wrapped, uint64_t *ours, uint64_t *refused); /* GPUSPY_DEBUG */
 unsigned gs_api_kind(const char *name);
 
 #endif

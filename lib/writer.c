@@ -21,6 +21,7 @@
 #include "host_alloc.h"
 #include "writer.h"
 #include "module.h"
+#include "strtab.h"
 
 #define STRTAB_SIZE (gs_cfg.stacks ? 16u << 20 : 4u << 20) /* names; stacks need more */
 #define CHUNK_SIZE (64u << 10)
@@ -31,7 +32,7 @@ enum { CUT_NONE, CUT_REMAPPING, CUT_DONE, CUT_FAILED };
 
 static struct {
 	int state;
-	pthread_mutex_t lock; /* file creation and string table appends */
+	pthread_mutex_t lock; /* file creation */
 	struct gspy_header *hdr;
 	char *base;
 	size_t size;
@@ -48,7 +49,6 @@ static struct {
 	 * used for an address, a size or the fork check is read back. */
 	pid_t pid;              /* the process that made the file (fork check) */
 	uint64_t strtab_off, strtab_size;
-	uint64_t strtab_used;   /* written under lock */
 	uint64_t chunk_off;
 	uint32_t chunk_size;
 	uint32_t chunk_count;   /* atomic: cut by the trim at exit */
@@ -347,7 +347,6 @@ static int open_file(void)
 	w.pid = getpid();
 	w.strtab_off = GSPY_HEADER_SIZE;
 	w.strtab_size = STRTAB_SIZE;
-	w.strtab_used = 0;
 	w.chunk_off = GSPY_HEADER_SIZE + STRTAB_SIZE;
 	w.chunk_size = CHUNK_SIZE;
 	w.chunk_count = (uint32_t)chunks;
@@ -360,6 +359,7 @@ static int open_file(void)
 	h->file_size = size;
 	h->strtab_offset = w.strtab_off;
 	h->strtab_size = w.strtab_size;
+	gs_strtab_attach((char *)p + w.strtab_off, w.strtab_size, h);
 	h->stacks = gs_cfg.stacks;
 	h->stack_launch_every = gs_cfg.stack_launch_every;
 	h->host_alloc_min = gs_cfg.host_alloc_min;
@@ -612,7 +612,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			/* The thread's first chunk: its host allocations made before
 			 * the file existed go first, in their own time order. */
 			if (c->seq == 0)
-				gs_host_flush(t);
+				GS_MODULES_CALL(first_chunk, t);
 			gs_commit(t, r);
 			if (t->gone)
 				hand_on(t);
@@ -633,93 +633,6 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		__atomic_store_n(&t->chunk->dropped, t->chunk->dropped + 1, __ATOMIC_RELAXED);
 	else
 		__atomic_fetch_add(&h->dropped_nochunk, 1, __ATOMIC_RELAXED);
-}
-
-/*
- * The string table keeps each distinct entry once: an index of the entries
- * written (open addressing on a hash of the bytes, checked against the
- * bytes in the file) answers an entry already there with its id. Callers
- * keep their own caches in front of it, but those are small and lossy (a
- * full cache, a name past its slot's length): without the index, a name
- * missed there was appended again on every call, and XLA's per-thunk
- * NVTX names filled the 16 MiB table within seconds, after which every
- * new phase name and call stack was lost. Past INDEX_FULL entries the
- * index stops growing and entries are appended as they come.
- */
-#define INDEX_SLOTS (1u << 18)
-#define INDEX_FULL (INDEX_SLOTS / 4 * 3)
-static struct {
-	struct { uint32_t id, hash; } *slot; /* id 0: empty; mmap'ed at first use */
-	uint32_t n;
-} ix;
-
-/* With w.lock held: the id of an entry equal to (data, len), or 0 and, in
- * *free_slot, where to note a new one (-1: the index is full). */
-static uint32_t index_find(const void *data, size_t len, uint32_t hash, long *free_slot)
-{
-	*free_slot = -1;
-	if (!ix.slot) {
-		void *m = mmap(NULL, INDEX_SLOTS * sizeof(*ix.slot), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return 0;
-		ix.slot = m;
-	}
-	const char *tab = w.base + w.strtab_off;
-	for (uint32_t k = hash & (INDEX_SLOTS - 1);; k = (k + 1) & (INDEX_SLOTS - 1)) {
-		uint32_t id = ix.slot[k].id;
-		if (!id) {
-			if (ix.n < INDEX_FULL)
-				*free_slot = k;
-			return 0;
-		}
-		/* The length is read back from the file, which its owner may
-		 * have written: compared only within what this process wrote. */
-		uint32_t l;
-		memcpy(&l, tab + id - 1, 4);
-		if (ix.slot[k].hash == hash && l == len && id - 1 + 4 + (uint64_t)len <= w.strtab_used &&
-		    !memcmp(tab + id - 1 + 4, data, len))
-			return id;
-	}
-}
-
-/* One string-table entry: u32 length, the bytes, NUL, padding; its id is
- * its offset + 1. */
-uint32_t gs_intern_bytes(const void *data, size_t len)
-{
-	if (gs_writer_ready() != 0)
-		return 0;
-	struct gspy_header *h = w.hdr;
-	size_t need = (4 + len + 1 + 3) & ~(size_t)3;
-	uint64_t h64 = gs_fnv1a(data, len);
-	uint32_t hash = (uint32_t)(h64 ^ (h64 >> 32));
-	long slot;
-	pthread_mutex_lock(&w.lock);
-	uint32_t id = index_find(data, len, hash, &slot);
-	uint64_t used = w.strtab_used;
-	if (!id && used + need <= w.strtab_size) {
-		char *p = w.base + w.strtab_off + used;
-		uint32_t l = (uint32_t)len;
-		memcpy(p, &l, 4);
-		memcpy(p + 4, data, len);
-		memset(p + 4 + len, 0, need - 4 - len);
-		__atomic_store_n(&w.strtab_used, used + need, __ATOMIC_RELAXED); /* read unlocked by the trim */
-		/* The bytes are in place before readers may look at them. */
-		__atomic_store_n(&h->strtab_used, used + need, __ATOMIC_RELEASE);
-		id = (uint32_t)used + 1;
-		if (slot >= 0) {
-			ix.slot[slot].id = id;
-			ix.slot[slot].hash = hash;
-			ix.n++;
-		}
-	}
-	pthread_mutex_unlock(&w.lock);
-	return id;
-}
-
-uint32_t gs_intern(const char *s)
-{
-	return gs_intern_bytes(s, strnlen(s, 4096));
 }
 
 /*
@@ -761,7 +674,7 @@ void gs_writer_trim(void)
 	/* The string table's unused tail gives its blocks back (a hole reads
 	 * as the zeros it holds). Strings appended later still fit: a write
 	 * into a hole allocates again. */
-	uint64_t from = (w.strtab_off + __atomic_load_n(&w.strtab_used, __ATOMIC_RELAXED) + 4095) & ~4095ull;
+	uint64_t from = (w.strtab_off + gs_strtab_used() + 4095) & ~4095ull;
 	if (from < w.chunk_off)
 		(void)fallocate(w.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
 				(off_t)(w.chunk_off - from));
@@ -772,10 +685,7 @@ void gs_writer_exit(int state, int code, int sig)
 	if (!gs_writer_open())
 		return;
 	struct gspy_header *h = w.hdr;
-	/* Host allocations from before the file that no thread wrote (their
-	 * thread ended first, or there was no room to keep them): lost, and
-	 * counted apart from events dropped for want of room in the buffer. */
-	__atomic_fetch_add(&h->host_unwritten, gs_host_unwritten(), __ATOMIC_RELAXED);
+	GS_MODULES_CALL(exiting, h);
 	gs_writer_clock_pair();
 	h->exit_code = code;
 	h->exit_signal = sig;
@@ -865,10 +775,6 @@ static void writer_forked(void)
 	w.base = NULL;
 	w.populated = 0;
 	w.prefault_off = 0;
-	if (ix.slot) /* the index named the parent's entries */
-		munmap(ix.slot, INDEX_SLOTS * sizeof(*ix.slot));
-	ix.slot = NULL;
-	ix.n = 0;
 	w.state = gs_g.disabled ? W_FAILED : W_CLOSED;
 	gs_g.file_open = 0;
 	pthread_mutex_init(&w.lock, NULL);
@@ -876,4 +782,4 @@ static void writer_forked(void)
 	gs_g.gen++;
 }
 
-GS_MODULE(writer, 20, .forked = writer_forked);
+GS_MODULE(writer, 20, .forked = writer_forked, .end = gs_writer_finish);

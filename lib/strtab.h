@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace file's string table (strtab.c); gs_intern and gs_intern_bytes
+ * are declared with the writer (writer.h), which callers already include. */
+#ifndef GS_STRTAB_H
+#define GS_STRTAB_H
+
+#include <stdint.h>
+
+struct gspy_header;
+
+/* The new file's table, its bytes at tab (writer.c, as the file is made). */
+void gs_strtab_attach(char *tab, uint64_t size, struct gspy_header *h);
+/* Bytes written so far; read without the lock (the trim at exit). */
+uint64_t gs_strtab_used(void);
+
+#endif
