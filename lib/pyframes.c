@@ -253,6 +253,9 @@ void gs_pyframes_lookup(void)
 	L.bytes_type = gs_real_dlsym(h, "PyBytes_Type");
 }
 
+/* Long (about 120 lines): one pass over the interpreter's layout, each
+ * offset learned in turn from the one before; split, the order it depends on
+ * would be spread over helpers. */
 GS_API int gpuspy_python_frames_learn(void)
 {
 	void *(*get_frame)(void) = api.get_frame;

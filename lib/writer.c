@@ -294,6 +294,8 @@ static int dir_safe(const char *dir)
 	return 0;
 }
 
+/* Long (about 100 lines): the file made in order (name, checks, size,
+ * mapping, header), each failure undoing the steps before it in one place. */
 static int open_file(void)
 {
 	char path[700];
@@ -475,6 +477,9 @@ void gs_writer_clock_pair(void)
 	__atomic_store_n(&h->clock_seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+/* Long (about 100 lines): a chunk claimed in the order the cases must be
+ * tried (fork child, cut file, new thread, spare chunk, fresh chunk, full
+ * buffer); each is a few lines and reads best in that order. */
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
 static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 

@@ -216,6 +216,9 @@ static void show(char *b, size_t n, const struct row *w, double v)
 		snprintf(b, n, "%.1f", v);
 }
 
+/* Long (about 120 lines): options, both runs read, then the table and the
+ * verdict, in the order the user reads them; each part is a loop over the
+ * same few arrays. */
 int gs_cmd_diff(int argc, char **argv)
 {
 	double lim[D_N];

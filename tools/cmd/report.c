@@ -113,6 +113,8 @@ static int load_reports(const struct gs_paths *in, struct gs_report **procs)
 	return j.status;
 }
 
+/* Long (about 85 lines): the options, the reports read in parallel, then one
+ * of three renderers, each a few lines. */
 int gs_cmd_report(int argc, char **argv)
 {
 	int json = 0, color = isatty(1) && !getenv("NO_COLOR");

@@ -122,34 +122,43 @@ static int has_value(int argc, char **argv, int i)
 	return i + 1 < argc && strcmp(argv[i + 1], "--") != 0;
 }
 
-int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
+struct run_opts {
+	const char *dir, *buffer, *cupti, *host;
+	int no_report;
+	int cmd; /* argv's index of CMD */
+};
+
+/* The options before CMD, checked: 0, or the exit status of a misuse. */
+static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
-	const char *dir = NULL, *buffer = NULL, *cupti = NULL, *host = NULL;
-	int no_report = 0, i;
+	int i;
+	memset(o, 0, sizeof(*o));
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
 		}
 		if (!strcmp(argv[i], "--dir") && has_value(argc, argv, i))
-			dir = argv[++i];
+			o->dir = argv[++i];
 		else if (!strcmp(argv[i], "--buffer-mb") && has_value(argc, argv, i))
-			buffer = argv[++i];
+			o->buffer = argv[++i];
 		else if (!strcmp(argv[i], "--cupti") && has_value(argc, argv, i))
-			cupti = argv[++i];
+			o->cupti = argv[++i];
 		else if (!strcmp(argv[i], "--host-alloc") && has_value(argc, argv, i))
-			host = argv[++i];
+			o->host = argv[++i];
 		else if (!strcmp(argv[i], "--no-report"))
-			no_report = 1;
+			o->no_report = 1;
 		else if (argv[i][0] == '-')
 			return gs_bad_option("run", argv[i], "--dir --buffer-mb --cupti --host-alloc");
 		else
 			break; /* the command starts here */
 	}
+	o->cmd = i;
 	if (i >= argc) {
 		fprintf(stderr, "gpuspy: error: run: no command given; usage: gpuspy run [options] -- CMD ARGS...\n");
 		return 2;
 	}
+	const char *cupti = o->cupti, *host = o->host, *buffer = o->buffer;
 	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off") &&
 	    strcmp(cupti, "events")) {
 		fprintf(stderr, "gpuspy: error: run: --cupti %s: use auto, on, off or events\n", cupti);
@@ -174,37 +183,15 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 			return 2;
 		}
 	}
-	char lib[PATH_MAX];
-	if (find_lib(lib, sizeof(lib)) != 0) {
-		fprintf(stderr, "gpuspy: error: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n", lib);
-		return 1;
-	}
-	/* Host allocations need the allocator's names, which only
-	 * libgpuspy-host.so (beside libgpuspy) defines. */
-	if (host)
-		setenv("GPUSPY_HOST_ALLOC_MIN", host, 1);
-	const char *want_host = getenv("GPUSPY_HOST_ALLOC_MIN");
-	char hostlib[PATH_MAX + 32] = "";
-	if (want_host && *want_host) {
-		char *slash = strrchr(lib, '/');
-		snprintf(hostlib, sizeof(hostlib), "%.*s%slibgpuspy-host.so", slash ? (int)(slash - lib) : 0,
-			 lib, slash ? "/" : "");
-		if (!exists(hostlib)) {
-			fprintf(stderr, "gpuspy: error: %s: not found (GPUSPY_HOST_ALLOC_MIN needs it beside "
-				"libgpuspy); build it (make)\n", hostlib);
-			return 1;
-		}
-	}
-	char defdir[64];
-	if (!dir) {
-		time_t now = time(NULL);
-		struct tm tm;
-		localtime_r(&now, &tm);
-		strftime(defdir, sizeof(defdir), "gpuspy-%Y%m%d-%H%M%S", &tm);
-		dir = defdir;
-	}
+	return 0;
+}
+
+/* The trace directory made or found, and the user's own: 0, or 1 with the
+ * reason said. *made: it was made here (removed again if left empty). */
+static int trace_dir(const char *dir, int *made)
+{
 	struct stat dst;
-	int made = lstat(dir, &dst) != 0; /* ours to remove if nothing is written into it */
+	*made = lstat(dir, &dst) != 0;
 	if (mkdir_p(dir) != 0) {
 		if (errno == EEXIST || errno == 0)
 			errno = ENOTDIR;
@@ -218,41 +205,26 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	 * rather than quietly traced into somewhere else: the user asked for
 	 * that name (or the default), and learns why it cannot be used. */
 	int own = gs_dir_own(dir, &dst);
-	if (own) {
-		char why[96];
-		if (own == -ELOOP)
-			snprintf(why, sizeof(why), "is a symbolic link; give the directory itself");
-		else if (own == -EPERM)
-			snprintf(why, sizeof(why), "belongs to another user (uid %u); use a directory of your own",
-				 (unsigned)dst.st_uid);
-		else if (own == -EACCES)
-			snprintf(why, sizeof(why), "is writable by others and not sticky; use one only you can write to");
-		else
-			snprintf(why, sizeof(why), "cannot be used: %s", strerror(-own));
-		fprintf(stderr, "gpuspy: error: %s: the trace directory %s (--dir)\n", dir, why);
-		return 1;
-	}
-	struct names before = { 0 };
-	list_traces(dir, &before);
+	if (!own)
+		return 0;
+	char why[96];
+	if (own == -ELOOP)
+		snprintf(why, sizeof(why), "is a symbolic link; give the directory itself");
+	else if (own == -EPERM)
+		snprintf(why, sizeof(why), "belongs to another user (uid %u); use a directory of your own",
+			 (unsigned)dst.st_uid);
+	else if (own == -EACCES)
+		snprintf(why, sizeof(why), "is writable by others and not sticky; use one only you can write to");
+	else
+		snprintf(why, sizeof(why), "cannot be used: %s", strerror(-own));
+	fprintf(stderr, "gpuspy: error: %s: the trace directory %s (--dir)\n", dir, why);
+	return 1;
+}
 
-	const char *old = getenv("LD_PRELOAD");
-	size_t n = strlen(lib) + strlen(hostlib) + (old ? strlen(old) : 0) + 3;
-	char *preload = malloc(n);
-	if (!preload)
-		return 1;
-	snprintf(preload, n, "%s%s%s%s%s", lib, *hostlib ? ":" : "", hostlib, old && *old ? ":" : "",
-		 old && *old ? old : "");
-	setenv("LD_PRELOAD", preload, 1);
-	/* Absolute: a traced process that changes directory still writes
-	 * where run looks afterwards. */
-	char absdir[PATH_MAX];
-	setenv("GPUSPY_DIR", realpath(dir, absdir) ? absdir : dir, 1);
-	if (buffer)
-		setenv("GPUSPY_BUFFER_MB", buffer, 1);
-	if (cupti)
-		setenv("GPUSPY_CUPTI", cupti, 1);
-	fflush(NULL);
-
+/* CMD run with the environment set, its signals forwarded; its exit status
+ * as a shell gives it (128 + signal). */
+static int spawn(char **cmd)
+{
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward;
@@ -280,8 +252,8 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		for (size_t k = 0; k < 8; k++)
 			sigaction(sigs[k], &saved[k], NULL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
-		execvp(argv[i], argv + i);
-		fprintf(stderr, "gpuspy: error: %s: cannot run: %s\n", argv[i], strerror(errno));
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "gpuspy: error: %s: cannot run: %s\n", cmd[0], strerror(errno));
 		_exit(127);
 	}
 	child = pid;
@@ -296,15 +268,28 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	int code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
-	unsetenv("LD_PRELOAD");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+}
 
+static void names_free(struct names *s)
+{
+	for (size_t k = 0; k < s->n; k++)
+		free(s->v[k]);
+	free(s->v);
+}
+
+/* After CMD: the traces it wrote into dir (those not in before), said and
+ * reported (report NULL: --no-report); a directory made for the run goes
+ * again if nothing is in it. */
+static void after_run(const char *dir, const struct names *before, int made, const char *cmd,
+		      int (*report)(int, char **))
+{
 	struct names after = { 0 };
 	list_traces(dir, &after);
 	char **paths = calloc(after.n + 1, sizeof(*paths));
 	int np = 0;
 	for (size_t k = 0; paths && k < after.n; k++)
-		if (!seen(&before, after.v[k])) {
+		if (!seen(before, after.v[k])) {
 			size_t l = strlen(dir) + strlen(after.v[k]) + 2;
 			paths[np] = malloc(l);
 			if (paths[np]) {
@@ -314,25 +299,85 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		}
 	fflush(NULL);
 	if (!np) {
-		/* The directory made for this run goes again if nothing is in it. */
 		if (made && rmdir(dir) == 0)
-			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace written\n", argv[i]);
+			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace written\n", cmd);
 		else
-			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace in %s\n", argv[i], dir);
+			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace in %s\n", cmd, dir);
 	} else {
 		fprintf(stderr, "gpuspy: %d trace file%s in %s\n", np, np == 1 ? "" : "s", dir);
-		if (!no_report)
+		if (report)
 			report(np, paths);
 	}
 	for (int k = 0; k < np; k++)
 		free(paths[k]);
 	free(paths);
-	for (size_t k = 0; k < before.n; k++)
-		free(before.v[k]);
-	for (size_t k = 0; k < after.n; k++)
-		free(after.v[k]);
-	free(before.v);
-	free(after.v);
+	names_free(&after);
+}
+
+int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
+{
+	struct run_opts o;
+	int bad = parse_opts(argc, argv, &o);
+	if (bad)
+		return bad;
+	const char *dir = o.dir;
+	char lib[PATH_MAX];
+	if (find_lib(lib, sizeof(lib)) != 0) {
+		fprintf(stderr, "gpuspy: error: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n", lib);
+		return 1;
+	}
+	/* Host allocations need the allocator's names, which only
+	 * libgpuspy-host.so (beside libgpuspy) defines. */
+	if (o.host)
+		setenv("GPUSPY_HOST_ALLOC_MIN", o.host, 1);
+	const char *want_host = getenv("GPUSPY_HOST_ALLOC_MIN");
+	char hostlib[PATH_MAX + 32] = "";
+	if (want_host && *want_host) {
+		char *slash = strrchr(lib, '/');
+		snprintf(hostlib, sizeof(hostlib), "%.*s%slibgpuspy-host.so", slash ? (int)(slash - lib) : 0,
+			 lib, slash ? "/" : "");
+		if (!exists(hostlib)) {
+			fprintf(stderr, "gpuspy: error: %s: not found (GPUSPY_HOST_ALLOC_MIN needs it beside "
+				"libgpuspy); build it (make)\n", hostlib);
+			return 1;
+		}
+	}
+	char defdir[64];
+	if (!dir) {
+		time_t now = time(NULL);
+		struct tm tm;
+		localtime_r(&now, &tm);
+		strftime(defdir, sizeof(defdir), "gpuspy-%Y%m%d-%H%M%S", &tm);
+		dir = defdir;
+	}
+	int made;
+	if (trace_dir(dir, &made))
+		return 1;
+	struct names before = { 0 };
+	list_traces(dir, &before);
+
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = strlen(lib) + strlen(hostlib) + (old ? strlen(old) : 0) + 3;
+	char *preload = malloc(n);
+	if (!preload)
+		return 1;
+	snprintf(preload, n, "%s%s%s%s%s", lib, *hostlib ? ":" : "", hostlib, old && *old ? ":" : "",
+		 old && *old ? old : "");
+	setenv("LD_PRELOAD", preload, 1);
+	/* Absolute: a traced process that changes directory still writes
+	 * where run looks afterwards. */
+	char absdir[PATH_MAX];
+	setenv("GPUSPY_DIR", realpath(dir, absdir) ? absdir : dir, 1);
+	if (o.buffer)
+		setenv("GPUSPY_BUFFER_MB", o.buffer, 1);
+	if (o.cupti)
+		setenv("GPUSPY_CUPTI", o.cupti, 1);
+	fflush(NULL);
+	int code = spawn(argv + o.cmd);
+	unsetenv("LD_PRELOAD");
+
+	after_run(dir, &before, made, argv[o.cmd], o.no_report ? NULL : report);
+	names_free(&before);
 	free(preload);
 	return code;
 }

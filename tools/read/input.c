@@ -444,6 +444,9 @@ static void nvml_fields(const cJSON *o, struct gspy_nvml *s)
 #undef GSPY_X
 }
 
+/* Long (about 80 lines): one field of the JSON Lines event a line, in
+ * docs/format.md's order, so that it can be checked against the format at a
+ * glance. */
 static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 {
 	for (;;) {

@@ -250,6 +250,9 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 	return rc;
 }
 
+/* Long (about 130 lines): every check of the header, in the order its fields
+ * are laid out, each with its own one-line error; a hostile file must fail
+ * the first check it breaks. */
 int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));

@@ -92,6 +92,8 @@ static void phase_time(struct gs_watch *l, uint64_t t)
 		l->since = t;
 }
 
+/* Long (about 115 lines): one case per event kind, as the report's pass has
+ * them, adding into the live statistics. */
 static void add(struct gs_watch *l, const struct gs_ev *ev)
 {
 	if (!l->first_ns) {

@@ -52,6 +52,8 @@ static void add_dims(cJSON *o, const char *k, uint32_t x, uint32_t y, uint32_t z
 	cJSON_AddItemToArray(a, cJSON_CreateNumber(z));
 }
 
+/* Long (about 80 lines): one header field a line, in the order of
+ * docs/format.md's process line. */
 cJSON *gs_dump_process(const struct gs_trace *t)
 {
 	const struct gspy_header *h = t->h;
@@ -152,6 +154,8 @@ static void add_dir(cJSON *o, const struct gspy_record *r)
 		cJSON_AddStringToObject(o, "host_mem", gs_mem_name(r->mem));
 }
 
+/* Long (about 125 lines): one field of the record a line, by kind, in the
+ * order of docs/format.md's event line. */
 cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 {
 	const struct gspy_record *r = ev->rec;

@@ -19,10 +19,10 @@ W=tests/gpu/whatif
 ROUNDS=${ROUNDS:-3}
 LIMIT=${LIMIT:-120} # seconds a run may take
 PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostbound sync_copies upload_once healthy}
-nvcc -O2 -o "$WORK/sync_copies" "$W/sync_copies.cu" || exit 1
+mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1
 command_of() { # prog -> its command line
 	case $1 in
-	sync_copies) echo "$WORK/sync_copies" ;;
+	sync_copies) echo "$WORK/bin/sync_copies" ;;
 	*) echo "python3 $W/$1.py" ;;
 	esac
 }
