@@ -435,10 +435,11 @@ void gs_stack_note(struct gspy_record *r)
 }
 
 /* Frames to walk beyond the depth kept: gpuspy's own, which are dropped
- * (stack_note, gs_stack_note and the hook: 3, plus one to spare; a stack
+ * (stack_note, gs_stack_note, gs_end_rare and the hook: 4, plus one to
+ * spare; a stack
  * walked through more keeps fewer of its outermost frames, never wrong
  * ones). Every frame walked costs: PyTorch's stacks are deeper than the cap. */
-#define OWN_FRAMES 4
+#define OWN_FRAMES 5
 
 struct stack_buf {
 	struct gspy_stack_entry h;
