@@ -162,4 +162,20 @@ clean:
 	rm -f tools/*.o tools/*/*.o tools/*.d tools/*/*.d tools/gpuspy
 	rm -rf $(TEST_CLEAN)
 
-.PHONY: all libs install clean wheel-stage
+# What each target does (make help).
+help:
+	@echo "make              the library (lib/libgpuspy.so) and the command (tools/gpuspy)"
+	@echo "make demo         installs what is missing, builds, traces an example and prints its report"
+	@echo "make test         every test that needs no GPU, on the CUDA test doubles"
+	@echo "make deps         says which Debian packages are missing, then installs them"
+	@echo "make check-sanitize  the tests under ASan+UBSan, then the threaded ones under TSan"
+	@echo "make packages     the .deb and the Python wheel in dist/, each installed apart and tried"
+	@echo "make install      into PREFIX (default /usr/local), honouring DESTDIR"
+	@echo "make bench        the cost per call on the doubles; bench-report the report's speed"
+	@echo "make fuzz         the trace parsers under libFuzzer (FUZZ_SECONDS=60)"
+	@echo "make gpu-carry    the libraries the GPU machine lacks, into .gpu/lib"
+	@echo "make golden-update  rewrites tests/golden/ from the current report (review the diff)"
+	@echo "make clean        removes what the build made"
+	@echo "V=1 shows the commands; CUDA_HOME, PREFIX, DESTDIR, CC and CFLAGS are honoured."
+
+.PHONY: all libs install clean wheel-stage help

@@ -280,3 +280,55 @@ def tools_rooms_include_downward_and_sections_are_in_the_table(tmp):
     loose = files - set(rows) - {f[:-2] for f in NOT_SECTIONS}
     check(not loose, f"report/ files that are no row of gs_sections[] (add the row, or list the file "
                      f"in NOT_SECTIONS with why): {sorted(loose)}")
+
+
+@test
+def one_version_everywhere(tmp):
+    """VERSION is the one place the version is written: the Makefile, the
+    command (`gpuspy --version`) and the wheel (setup.py) read it; the
+    copies that cannot read it (include/gpuspy.h, debian/changelog, the
+    Python package) say the same."""
+    v = open(os.path.join(ROOT, "VERSION")).read().strip()
+    check(re.fullmatch(r"\d+\.\d+\.\d+", v), f"VERSION is {v!r}")
+    out = subprocess.run([GPUSPY, "--version"], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    check(out.startswith(f"gpuspy {v} "), f"gpuspy --version: {out!r}")
+    text = lambda f: open(os.path.join(ROOT, f), encoding="utf-8").read()
+    check(f'#define GPUSPY_VERSION_STRING "{v}"' in text("include/gpuspy.h"), "include/gpuspy.h")
+    check(text("debian/changelog").startswith(f"gpuspy ({v})"), "debian/changelog")
+    check(f'__version__ = "{v}"' in text("python/gpuspy/__init__.py"), "python/gpuspy/__init__.py")
+    check("VERSION := $(shell cat VERSION)" in text("Makefile"), "the Makefile does not read VERSION")
+    check('version = "' not in text("pyproject.toml") and '"VERSION"' in text("setup.py"), "the wheel's version")
+
+
+@test
+def every_header_rebuilds_its_users(tmp):
+    """The build tracks headers (-MMD -MP), so no header list is kept by
+    hand: in the built tree, `make -n -W HEADER` (as if HEADER had just
+    been edited) would rebuild every object whose dependency file names
+    HEADER, for each header of lib/, common/, include/ and tools/, and an
+    untouched tree has nothing to rebuild."""
+    if SANITIZED:
+        raise Skip("the sanitized build is a copy of the tree")
+    make = lambda *a: subprocess.run(["make", "-n", *a, "all"], cwd=ROOT, capture_output=True, text=True,
+                                     timeout=120).stdout
+    built = lambda out: set(re.findall(r"(?:CC|AS|LD) +(\S+?)\\?\"?$", out, re.M))
+    check(not {b for b in built(make()) if b.endswith(".o")}, f"stale objects: {sorted(built(make()))[:5]}")
+    files = subprocess.run(["git", "ls-files", "lib", "common", "include", "tools"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.split()
+    # The programs' header: the library defines its functions without it.
+    heads = sorted(f for f in files if f.endswith(".h") and f != "include/gpuspy.h")
+    check(len(heads) > 30, f"headers: {heads}")
+    deps = {}
+    for d in ("lib", "tools"):
+        for base, _, fs in os.walk(os.path.join(ROOT, d)):
+            for f in fs:
+                if f.endswith(".d"):
+                    t = open(os.path.join(base, f)).read()
+                    deps[t.split(":", 1)[0].strip()] = t
+    check(len(deps) > 60, f"{len(deps)} dependency files: is the tree built?")
+    for h in heads:
+        users = {o for o, t in deps.items() if re.search(r"(^|\s)" + re.escape(h) + r"(\s|\\|$)", t)}
+        check(users, f"{h}: no object depends on it")
+        raw = make("-W", h)
+        out = built(raw) | {u for u in users if not u.endswith(".o") and "-o " + u in raw}
+        check(users <= out, f"editing {h} would not rebuild {sorted(users - out)[:5]}")
