@@ -47,6 +47,7 @@ struct gs_last_call;
 struct gs_gpu_pass;
 struct gs_graph_pass;
 struct gs_coll_state;
+struct gs_step_ring;
 
 struct gs_pass {
 	struct gs_report *r;
@@ -62,6 +63,7 @@ struct gs_pass {
 	struct gs_gpu_pass *gpu;      /* gpu.c: the device timeline */
 	struct gs_graph_pass *graphs; /* graphs.c: executable graphs' nodes */
 	struct gs_coll_state *coll;   /* collectives.c */
+	struct gs_step_ring *steps;   /* steps.c: the latest events */
 };
 
 /* The timeline (timeline.c). A phase event (user's phase, library range,

@@ -87,7 +87,12 @@ static int recurs(const uint32_t *tok, size_t n, size_t i, size_t p, size_t w)
 static int try_period(const uint32_t *tok, size_t n, size_t p, size_t *start, double *match)
 {
 	size_t end = n - p; /* tok[i] is compared with tok[i + p] for i < end */
-	size_t s = end, good = 0, w = p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0;
+	size_t w = p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0;
+	/* The run's end (a last synchronize, a final copy back) is no
+	 * repetition: up to two periods of it are left off. */
+	for (size_t k = 0; k < 2 * p && end > 0 && !recurs(tok, n, end - 1, p, w); k++)
+		end--;
+	size_t s = end, good = 0;
 	while (s >= p) { /* the period [s - p, s) */
 		size_t ok = 0;
 		for (size_t i = s - p; i < s; i++)
@@ -111,7 +116,7 @@ static int try_period(const uint32_t *tok, size_t n, size_t p, size_t *start, do
 			good++;
 		}
 	}
-	if (end <= s || (n - s) / p < 3)
+	if (end <= s || (end + p - s) / p < 3)
 		return 0;
 	*start = s;
 	*match = (double)good / (double)(end - s);

@@ -17,6 +17,7 @@
 
 struct gs_diag;
 struct gs_series;
+struct gs_steps;
 
 struct gs_agg {
 	uint64_t count, bytes, host_ns;      /* host calls */
@@ -163,6 +164,7 @@ struct gs_report {
 	char input_error[300];  /* the input stopped at a malformed line */
 	struct gs_diag *diag;
 	size_t ndiag;
+	struct gs_steps *steps;   /* the step and its replays (steps.h); NULL: none looked for */
 	struct gs_series *series; /* over time, for --html (series.h); else NULL */
 };
 

@@ -134,6 +134,13 @@ void gs_coll_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, siz
 void gs_coll_finish(struct gs_pass *p);
 void gs_coll_free(struct gs_report *r);
 
+void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_steps_finish(struct gs_pass *p);
+void gs_steps_diagnose(struct gs_report *r);
+void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
+void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
+void gs_steps_free(struct gs_report *r);
+
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *st);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n);
 

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""The what-if suite scored from its committed traces, with no GPU: each
+slow program's report (gpuspy report --json of tests/fixtures/h200/whatif/
+NAME-slow) beside the saving its fix realized on the H200 (realized.json),
+and the fixed program's report, which must not make the diagnosis it
+fixed. Prints the table docs/measurements.md shows; --json for the rows.
+Usage: score.py [--json] [GPUSPY]"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+FIX = os.path.join(ROOT, "tests", "fixtures", "h200", "whatif")
+# The diagnosis each program's fix answers (none: no per-step finding).
+EXPECT = {"pageable": "pageable_copies", "dataloader": "data_starvation", "item": "step_waits",
+          "launch_bound": "launch_bound", "decode": "launch_bound", "empty_cache": "allocation_churn",
+          "jax_hostbound": "host_bound", "sync_copies": "pageable_copies", "upload_once": None, "healthy": None}
+
+
+def report(gpuspy, name, tmp):
+    with tarfile.open(os.path.join(FIX, name + ".tar.gz")) as t:
+        t.extractall(tmp)
+    p = subprocess.run([gpuspy, "report", "--json", os.path.join(tmp, name)], capture_output=True, text=True,
+                       timeout=120)
+    return json.loads(p.stdout)
+
+
+def score(gpuspy):
+    realized = json.load(open(os.path.join(FIX, "realized.json")))["programs"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for prog, want in EXPECT.items():
+            slow, fixed = report(gpuspy, prog + "-slow", tmp), report(gpuspy, prog + "-fixed", tmp)
+            d = slow["diagnoses"]
+            first = d[0] if d else None
+            per = None
+            if first and first.get("saving") and first["saving"]["steps"]:
+                per = first["saving"]["per_step_ns"] / 1e6
+            real = realized[prog]["realized_ms"]
+            err = (per - real) / real if per is not None and want else None
+            rows.append({"program": prog, "want": want, "first": first["id"] if first else None,
+                         "predicted_ms": per, "realized_ms": real, "error": err,
+                         "step": slow["processes"][0].get("step", {}),
+                         "fixed_says": [x["id"] for x in fixed["diagnoses"] if want and x["id"] == want],
+                         "slow_ids": [x["id"] for x in d]})
+    return rows
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    gpuspy = args[0] if args else os.path.join(ROOT, "tools", "gpuspy")
+    rows = score(gpuspy)
+    if "--json" in sys.argv:
+        json.dump(rows, sys.stdout, indent=1)
+        return
+    print("| program | right first diagnosis | predicted ms/step | realized ms/step | error | fixed run says it |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        ok = r["first"] == r["want"]
+        pred = "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}"
+        err = "" if r["error"] is None else f"{100 * r['error']:+.0f}%"
+        print(f"| {r['program']} | {'yes' if ok else 'no'} ({r['first'] or 'none'}) | {pred} | "
+              f"{r['realized_ms']:.3f} | {err} | {', '.join(r['fixed_says']) or '-'} |")
+    errs = [abs(r["error"]) for r in rows if r["error"] is not None]
+    if errs:
+        print(f"\nmedian |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
+
+
+main()

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Advice you can bet on (the step section's diagnose, section.h): once the
+ * step is found (steps.c), each change a diagnosis proposes is replayed
+ * (replay.c) and the diagnosis says what that replay saved a step, "about",
+ * with the model named. A change the replay shows saves nothing a step (a
+ * copy made once before the loop) is no diagnosis of the loop; a change
+ * the replay shows saves time that no other diagnosis names (a wait every
+ * step, a decode loop's launches) gets a diagnosis of its own, at its
+ * line. They come in the order of what they save. Telemetry's
+ * observations stay in its section: nothing to change there.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/diag.h"
+#include "report/section.h"
+#include "report/steps.h"
+#include "util/units.h"
+
+/* Which change each diagnosis of the loop proposes. */
+static int change_of(const char *id, int jax)
+{
+	if (!strcmp(id, "pageable_copies"))
+		return GS_CH_PIN;
+	if (!strcmp(id, "data_starvation"))
+		return GS_CH_WORKERS;
+	if (!strcmp(id, "sync_stalls") || !strcmp(id, "step_waits"))
+		return GS_CH_NOWAIT;
+	if (!strcmp(id, "launch_bound") || !strcmp(id, "host_bound"))
+		return jax ? GS_CH_FUSE : GS_CH_GRAPH;
+	if (!strcmp(id, "allocation_churn"))
+		return GS_CH_POOL;
+	return GS_CH_NONE;
+}
+
+/* Telemetry's observations: context, not changes to make. */
+static int observation(const char *id)
+{
+	static const char *const ids[] = { "gpu_util_vs_busy", "power_below_limit", "pcie_link_below_max",
+					   "gpu_hot", "clocks_throttled", "other_process_memory" };
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (!strcmp(id, ids[i]))
+			return 1;
+	return 0;
+}
+
+static const char *const model[GS_CH_COUNT] = {
+	[GS_CH_PIN] = "the copies replayed as asynchronous copies from pinned memory at %s GB/s (%s)",
+	[GS_CH_NOWAIT] = "the waits replayed as not waiting, so the host's work after them overlaps the GPU's",
+	[GS_CH_GRAPH] = "each step's launches replayed as one graph launch, the kernels back to back",
+	[GS_CH_WORKERS] = "the data phase's host work replayed in loader workers, alongside the step",
+	[GS_CH_POOL] = "the allocations and frees replayed from a pool: no calls, no synchronization",
+	[GS_CH_FUSE] = "the step's host work replayed once every 10 steps (10 steps a dispatch)",
+};
+
+static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
+{
+	const struct gs_steps *s = r->steps;
+	char m[300], bw[32], step[32], buf[600];
+	snprintf(bw, sizeof(bw), "%.1f", s->pinned_bps / 1e9);
+	snprintf(m, sizeof(m), model[ch], bw, s->pinned_from);
+	snprintf(buf, sizeof(buf), "%s; replayed over the last %llu steady steps of %s", m,
+		 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns));
+	free(d->how);
+	d->how = strdup(buf);
+	d->save_ns = (uint64_t)s->change[ch].save_ns * s->steps;
+	d->steps = s->steps;
+	d->about = 1;
+}
+
+static const char *wait_advice(unsigned fw)
+{
+	switch (fw) {
+	case GS_FW_PYTORCH:
+		return "Keep values on the device: accumulate the loss in a tensor and call .item() every N "
+		       "steps (or log asynchronously), so the host's work runs while the GPU computes.";
+	case GS_FW_JAX:
+		return "Keep values on the device and fetch them every N steps (jax.device_get of a batch of "
+		       "them); drop block_until_ready() from the step.";
+	case GS_FW_CUPY:
+		return "Keep values on the device and fetch them every N steps; drop per-step synchronize.";
+	}
+	return "Drop the per-step synchronize (or synchronous copy back): order work with events, and read "
+	       "results back every N steps.";
+}
+
+static const char *graph_advice(unsigned fw, int inference)
+{
+	if (fw == GS_FW_PYTORCH && inference)
+		return "Launch once a step: capture the decode step in a CUDA graph (torch.cuda.graphs with a "
+		       "static KV cache, torch.compile(mode=\"reduce-overhead\"), generate(..., "
+		       "cache_implementation=\"static\")), or decode a larger batch.";
+	if (fw == GS_FW_PYTORCH)
+		return "Launch once a step: capture the step in a CUDA graph (torch.cuda.graphs, "
+		       "torch.compile(mode=\"reduce-overhead\")), or give the GPU more per launch (a larger batch).";
+	return "Launch once a step: capture the step in a CUDA graph (cudaStreamBeginCapture, "
+	       "cudaGraphLaunch), or fuse its kernels.";
+}
+
+/* The diagnoses the replay found that no other names. */
+static void add_new(struct gs_report *r, int ch)
+{
+	const struct gs_steps *s = r->steps;
+	char a[32], b[32], c[32];
+	int inference = !r->phases_repeat; /* no optimizer nor training phases: a loop of forwards */
+	if (ch == GS_CH_NOWAIT) {
+		const struct gs_step_change *w = &s->change[ch];
+		gs_diag_add(r, "step_waits",
+			    "Each step waits for the GPU %.0f %s%s%s, then works %s on the host while the GPU idles: "
+			    "that work could have run while the GPU computed.\n%s",
+			    (double)w->count / (double)s->window, w->count == s->window ? "time" : "times",
+			    *w->where ? " at " : "", w->where, gs_fmt_ns(a, w->after_ns), wait_advice(r->framework));
+	} else if (ch == GS_CH_GRAPH) {
+		gs_diag_add(r, "launch_bound",
+			    "Each step launches %llu kernels one by one and the GPU works %s of its %s (%.0f%%): it "
+			    "waits for the host between small kernels.\n%s",
+			    (unsigned long long)s->launches, gs_fmt_ns(a, s->gpu_ns), gs_fmt_ns(b, s->step_ns),
+			    s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
+			    graph_advice(r->framework, inference));
+	} else if (ch == GS_CH_FUSE) {
+		gs_diag_add(r, "host_bound",
+			    "Each step is dispatched from the host, which takes longer than the GPU's %s of work "
+			    "a step (%s).\nDispatch several steps at once: lax.scan or lax.fori_loop over the steps "
+			    "in one jitted call.", gs_fmt_ns(a, s->gpu_ns), gs_fmt_ns(b, s->step_ns));
+	} else if (ch == GS_CH_PIN) {
+		gs_diag_add(r, "pageable_copies",
+			    "Each step copies from pageable memory: the driver stages the bytes and the copy cannot "
+			    "overlap compute.\nPin the source (pin_memory(), cudaHostAlloc) and copy asynchronously.");
+	} else if (ch == GS_CH_POOL) {
+		gs_diag_add(r, "allocation_churn",
+			    "Each step allocates and frees device memory (%llu calls a step); a free waits for the "
+			    "GPU.\nAllocate once and reuse (no torch.cuda.empty_cache() in the loop; a memory pool).",
+			    (unsigned long long)(s->change[ch].count / s->window));
+	} else if (ch == GS_CH_WORKERS) {
+		gs_diag_add(r, "data_starvation", "Each step loads its data on the main thread while the GPU "
+			    "waits.\nLoad ahead in workers: DataLoader(num_workers=N, pin_memory=True).");
+	}
+	(void)c;
+	set_saving(r, &r->diag[r->ndiag - 1], ch);
+}
+
+/* The evidence each change needs in the steady steps, beyond a saving:
+ * a wait every step; a step of many launches that keeps the GPU busy
+ * less than half the time; a data phase that is a quarter of the step. */
+static int applies(const struct gs_steps *s, int ch, int jax)
+{
+	const struct gs_step_change *c = &s->change[ch];
+	switch (ch) {
+	case GS_CH_NOWAIT:
+		return c->count >= s->window;
+	case GS_CH_GRAPH:
+		return !jax && s->launches >= 10 && s->gpu_ns * 2 < s->step_ns;
+	case GS_CH_FUSE:
+		return jax && s->gpu_ns * 5 < s->step_ns * 4; /* the host, not the GPU, sets the pace */
+	case GS_CH_WORKERS:
+		return c->after_ns * 4 >= s->step_ns;
+	case GS_CH_PIN:
+	case GS_CH_POOL:
+		return c->count >= s->window;
+	}
+	return 0;
+}
+
+static int by_saving(const void *a, const void *b)
+{
+	const struct gs_diag *x = a, *y = b;
+	uint64_t sx = x->steps ? x->save_ns / x->steps : 0, sy = y->steps ? y->save_ns / y->steps : 0;
+	int fx = !x->how, fy = !y->how; /* facts (memory) first, in their order */
+	if (fx != fy)
+		return fy - fx;
+	return sx < sy ? 1 : sx > sy ? -1 : 0;
+}
+
+void gs_steps_diagnose(struct gs_report *r)
+{
+	struct gs_steps *s = r->steps;
+	if (!s)
+		return;
+	size_t keep = 0;
+	if (!s->found) { /* totals only: never "a step" */
+		for (size_t i = 0; i < r->ndiag; i++)
+			r->diag[i].steps = 0;
+		return;
+	}
+	int jax = r->framework == GS_FW_JAX;
+	int64_t floor = (int64_t)(s->step_ns * 3 / 100);
+	if (floor < 20000)
+		floor = 20000;
+	int used[GS_CH_COUNT] = { 0 }, ok[GS_CH_COUNT];
+	for (int ch = 0; ch < GS_CH_COUNT; ch++)
+		ok[ch] = applies(s, ch, jax) && s->change[ch].save_ns >= floor;
+	for (size_t i = 0; i < r->ndiag; i++) {
+		struct gs_diag *d = &r->diag[i];
+		int ch = change_of(d->id, jax);
+		int drop = observation(d->id);
+		/* A loop bound by its launches is said in launch terms, a step's
+		 * numbers (add_new); the run's totals' wording goes. */
+		if (ch == GS_CH_GRAPH)
+			drop = 1;
+		else if (ch != GS_CH_NONE) {
+			if (ok[ch] && !used[ch]) {
+				set_saving(r, d, ch);
+				used[ch] = 1;
+			} else {
+				drop = 1;
+			}
+		}
+		if (drop) {
+			free(d->text);
+			free(d->how);
+			continue;
+		}
+		r->diag[keep++] = *d;
+	}
+	r->ndiag = keep;
+	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
+		if (!used[ch] && ok[ch])
+			add_new(r, ch);
+	qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The replay (replay.h): the steady-state steps rebuilt from their calls
+ * and GPU records and run again with one change made, by CUDA's ordering
+ * rules. The host goes through its calls in order, each gap between two
+ * calls kept as the program's own work; a launch's GPU work starts once
+ * the launch is made and its stream is free, and lasts as long as it did;
+ * a call that waits (a synchronize, a blocking copy, a free) waits for
+ * its stream (or all of them) and then costs what it cost beyond its wait.
+ * A change rewrites the calls it touches and nothing else: GPU work that
+ * stays keeps its duration, so a saving never counts work the change
+ * cannot give back, and the replayed step is never negative.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/replay.h"
+#include "gpuspy/format.h"
+
+#define MAX_STREAMS 64
+#define MIB (1ull << 20)
+#define WAIT_COST_NS 5000 /* a wait that finds nothing to wait for (a synchronize's own cost) */
+
+struct streams {
+	uint64_t handle[MAX_STREAMS], cupti[MAX_STREAMS]; /* a call's stream handle, its GPU records' id */
+	int nmap;
+	uint64_t id[MAX_STREAMS];
+	uint64_t free[MAX_STREAMS];     /* replay: when its queued work ends */
+	uint64_t recorded[MAX_STREAMS]; /* the run: when the work launched so far ended */
+	int n;
+};
+
+static int stream_at(struct streams *s, uint64_t id)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->id[i] == id)
+			return i;
+	if (s->n == MAX_STREAMS)
+		return 0; /* past 64 streams, the rest share the first: waits err long */
+	s->id[s->n] = id;
+	s->free[s->n] = s->recorded[s->n] = 0;
+	return s->n++;
+}
+
+static uint64_t latest(const uint64_t *v, int n)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/* The GPU records' stream of a call's stream handle (the two differ:
+ * CUPTI numbers streams, a call names them by handle): learned from the
+ * calls that launched work; -1 when not known (then: all streams). */
+static int call_stream(struct streams *s, const struct gs_item *c)
+{
+	for (int i = 0; i < s->nmap; i++)
+		if (s->handle[i] == c->stream)
+			return stream_at(s, s->cupti[i]);
+	return -1;
+}
+
+static void learn_stream(struct streams *s, uint64_t handle, uint64_t cupti)
+{
+	for (int i = 0; i < s->nmap; i++)
+		if (s->handle[i] == handle)
+			return;
+	if (s->nmap < MAX_STREAMS) {
+		s->handle[s->nmap] = handle;
+		s->cupti[s->nmap++] = cupti;
+	}
+}
+
+static int device_wide(const struct gs_item *c)
+{
+	switch (c->api) {
+	case GSPY_API_cuCtxSynchronize:
+	case GSPY_API_cuCtxSynchronize_v2:
+	case GSPY_API_cudaDeviceSynchronize:
+	case GSPY_API_cuEventSynchronize: /* the event's stream is not recorded: all of them */
+	case GSPY_API_cudaEventSynchronize:
+	case GSPY_API_cuMemFree_v2:       /* a free synchronizes the device */
+	case GSPY_API_cudaFree:
+	case GSPY_API_cuMemFreeHost:
+	case GSPY_API_cudaFreeHost:
+		return 1;
+	}
+	return 0;
+}
+
+/* A copy between the device and host memory that is not pinned (the
+ * host side's kind is unknown for memory gpuspy saw no allocation of:
+ * malloc's, a static buffer's): the driver stages it. */
+static int pageable(const struct gs_item *c)
+{
+	return (c->dir == GSPY_DIR_h2d || c->dir == GSPY_DIR_d2h) && c->mem != GSPY_MEM_pinned;
+}
+
+int gs_replay_waits(const struct gs_item *c)
+{
+	if (c->what != GS_IT_CALL)
+		return 0;
+	if (c->kind == GSPY_KIND_sync)
+		return c->api != GSPY_API_cuStreamWaitEvent && c->api != GSPY_API_cuStreamWaitEvent_ptsz &&
+		       c->api != GSPY_API_cudaStreamWaitEvent && c->api != GSPY_API_cudaStreamWaitEvent_ptsz;
+	if (c->kind == GSPY_KIND_copy)
+		return !c->async || pageable(c); /* a pageable copy is staged by the host */
+	if (c->kind == GSPY_KIND_free)
+		return device_wide(c);
+	return 0;
+}
+
+int gs_replay_pinnable(const struct gs_item *c)
+{
+	return c->what == GS_IT_CALL && c->kind == GSPY_KIND_copy && pageable(c) &&
+	       (c->dir == GSPY_DIR_h2d || c->dir == GSPY_DIR_d2h) && c->bytes >= MIB;
+}
+
+int gs_replay_droppable_wait(const struct gs_item *c)
+{
+	if (!gs_replay_waits(c))
+		return 0;
+	if (c->kind == GSPY_KIND_sync)
+		return 1;
+	/* A copy back of a few values (.item(), .cpu() of a scalar): its cost
+	 * is the wait for the work before it, not the bytes. */
+	return c->kind == GSPY_KIND_copy && c->dir == GSPY_DIR_d2h && c->bytes < MIB;
+}
+
+static int capturable(const struct gs_item *c)
+{
+	return c->kind == GSPY_KIND_launch || c->kind == GSPY_KIND_memset ||
+	       (c->kind == GSPY_KIND_copy && !gs_replay_waits(c));
+}
+
+struct sim {
+	const struct gs_replay *rp;
+	enum gs_change ch;
+	struct streams s;
+	const struct gs_item **gpu; /* the window's GPU records, by correlation id */
+	size_t ngpu;
+	uint64_t h;        /* the replay's host clock */
+	uint64_t prev_end; /* the run's: the latest end of a call so far */
+	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
+	uint32_t prev_phase;  /* the last call's phase */
+	size_t step;       /* the step the host is in */
+};
+
+static int by_corr(const void *a, const void *b)
+{
+	const struct gs_item *x = *(const struct gs_item *const *)a, *y = *(const struct gs_item *const *)b;
+	return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+/* The GPU records a call launched: [*first, return). */
+static size_t linked(const struct sim *m, uint64_t corr, size_t *first)
+{
+	size_t lo = 0, hi = m->ngpu;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->gpu[mid]->corr < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*first = lo;
+	while (corr && hi < m->ngpu && m->gpu[hi]->corr == corr)
+		hi++;
+	return corr ? hi : lo;
+}
+
+/* The call's GPU work queued at the replay's time t: each record on its
+ * stream after what is there, for as long as it ran (or, when the copy
+ * is now from pinned memory, for its bytes at the pinned bandwidth). */
+static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pinned)
+{
+	size_t k, end = linked(m, c->corr, &k);
+	for (; k < end; k++) {
+		const struct gs_item *g = m->gpu[k];
+		int s = stream_at(&m->s, g->stream);
+		uint64_t d = g->end > g->start ? g->end - g->start : 0;
+		if (pinned && m->rp->pinned_bps > 0)
+			d = (uint64_t)((double)g->bytes / m->rp->pinned_bps * 1e9);
+		uint64_t st = t > m->s.free[s] ? t : m->s.free[s];
+		if (m->ch == GS_CH_GRAPH && m->graph_open)
+			st = m->s.free[s] + m->rp->node_gap_ns > t ? m->s.free[s] + m->rp->node_gap_ns : t;
+		m->s.free[s] = st + d;
+	}
+}
+
+/* What the run shows the call waited for: the part of it before the GPU
+ * work it waits for was done (the work launched before it). */
+static uint64_t waited(struct sim *m, const struct gs_item *c)
+{
+	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
+	uint64_t done = s < 0 ? latest(m->s.recorded, m->s.n) : m->s.recorded[s];
+	if (c->kind == GSPY_KIND_copy) { /* and the copy itself waits for its stream */
+		size_t k, end = linked(m, c->corr, &k);
+		for (; k < end; k++)
+			if (m->gpu[k]->start > done)
+				done = m->gpu[k]->start;
+	}
+	uint64_t dur = c->end - c->start;
+	uint64_t w = done > c->start ? done - c->start : 0;
+	return w < dur ? w : dur;
+}
+
+static void note_recorded(struct sim *m, const struct gs_item *c)
+{
+	size_t k, end = linked(m, c->corr, &k);
+	for (; k < end; k++) {
+		int s = stream_at(&m->s, m->gpu[k]->stream);
+		if (m->gpu[k]->end > m->s.recorded[s])
+			m->s.recorded[s] = m->gpu[k]->end;
+	}
+}
+
+/* The host's own work before call c (the gap since the calls before it),
+ * as the change leaves it. */
+static uint64_t own_gap(struct sim *m, const struct gs_item *c)
+{
+	uint64_t gap = c->start > m->prev_end ? c->start - m->prev_end : 0;
+	const struct gs_replay *rp = m->rp;
+	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase)
+		return 0; /* the workers load the batch meanwhile */
+	if (m->ch == GS_CH_GRAPH && m->prev_capturable && capturable(c) &&
+	    !(rp->data_phase && (c->phase == rp->data_phase || m->prev_phase == rp->data_phase)))
+		return 0; /* the code between two launches does not run in a replayed graph (loading data does) */
+	if (m->ch == GS_CH_FUSE && rp->fuse > 1)
+		return gap / rp->fuse;
+	return gap;
+}
+
+static void call(struct sim *m, const struct gs_item *c)
+{
+	const struct gs_replay *rp = m->rp;
+	uint64_t dur = c->end - c->start;
+	if (c->start < m->prev_end) /* another thread's call, alongside: only what goes past */
+		dur = c->end > m->prev_end ? c->end - m->prev_end : 0;
+	size_t k0, k1 = linked(m, c->corr, &k0); /* CUPTI's work is per GPU record (a graph's: each node's) */
+	uint64_t traced = rp->record_ns + rp->cupti_ns * (k1 - k0);
+	dur = dur > 2 * traced ? dur - traced : dur / 2;
+	m->h += own_gap(m, c);
+	if (m->ch == GS_CH_FUSE && rp->fuse > 1)
+		dur /= rp->fuse;
+	int wait = gs_replay_waits(c);
+	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
+		m->h += rp->launch_ns;
+		queue_gpu(m, c, m->h, 1);
+	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c)) {
+		m->h += rp->launch_ns < WAIT_COST_NS ? rp->launch_ns : WAIT_COST_NS;
+		queue_gpu(m, c, m->h, 0);
+	} else if (m->ch == GS_CH_POOL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free)) {
+		/* from the pool: no call, no synchronization */
+	} else if (wait) {
+		/* It waits for its stream (or all of them), then costs what it
+		 * cost beyond its wait: a blocking copy's own part is the copy. */
+		uint64_t w = waited(m, c), own = dur > w ? dur - w : 0;
+		int s = device_wide(c) ? -1 : call_stream(&m->s, c);
+		uint64_t until = s < 0 ? latest(m->s.free, m->s.n) : m->s.free[s];
+		m->h = (m->h > until ? m->h : until) + own;
+		size_t k, end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
+		for (; k < end; k++) {
+			int gs = stream_at(&m->s, m->gpu[k]->stream);
+			if (m->s.free[gs] < m->h)
+				m->s.free[gs] = m->h;
+		}
+	} else if (m->ch == GS_CH_GRAPH && capturable(c)) {
+		if (!m->graph_open) { /* the step's one graph launch */
+			m->h += rp->graph_launch_ns;
+			m->graph_open = 1;
+		}
+		queue_gpu(m, c, m->h, 0);
+	} else {
+		m->h += dur;
+		if (capturable(c))
+			queue_gpu(m, c, m->h, 0);
+	}
+	if (!capturable(c))
+		m->graph_open = 0; /* what follows a wait or the host's own call is another graph */
+	m->prev_capturable = capturable(c);
+	m->prev_phase = c->phase;
+	note_recorded(m, c);
+	if (c->end > m->prev_end)
+		m->prev_end = c->end;
+}
+
+uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
+{
+	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta };
+	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
+	if (!m.gpu)
+		return rp->tb - rp->ta;
+	for (size_t i = 0; i < rp->n; i++)
+		if (rp->it[i].what == GS_IT_GPU && rp->it[i].corr)
+			m.gpu[m.ngpu++] = &rp->it[i];
+	qsort(m.gpu, m.ngpu, sizeof(*m.gpu), by_corr);
+	for (size_t i = 0; i < rp->n; i++) { /* each stream handle's GPU id, from what was launched on it */
+		const struct gs_item *c = &rp->it[i];
+		size_t k;
+		if (c->what == GS_IT_CALL && c->corr && linked(&m, c->corr, &k) > k)
+			learn_stream(&m.s, c->stream, m.gpu[k]->stream);
+	}
+	for (size_t i = 0; i < rp->n; i++) {
+		const struct gs_item *c = &rp->it[i];
+		if (c->what == GS_IT_CALL && c->start >= rp->ta && c->start < rp->tb)
+			call(&m, c);
+	}
+	/* The host's own work after the last call, to the window's end. */
+	m.h += rp->tb > m.prev_end ? rp->tb - m.prev_end : 0;
+	uint64_t end = m.h, gpu = latest(m.s.free, m.s.n);
+	free(m.gpu);
+	if (gpu > end)
+		end = gpu;
+	return end > rp->ta ? end - rp->ta : 0;
+}

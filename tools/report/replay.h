@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The steady-state steps replayed with a change made (replay.c): what a
+ * fix would save, computed from the run's own timeline rather than bounded
+ * by it. docs/design.md#replay says what the model assumes and where it
+ * is wrong.
+ */
+#ifndef GPUSPY_REPLAY_H
+#define GPUSPY_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One event kept for the replay: a host call, a GPU record, or a
+ * top-level phase's begin (what). */
+enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE };
+struct gs_item {
+	uint64_t start, end, bytes, stream, corr;
+	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: its phase */
+	uint16_t api;
+	uint8_t what, kind, dir, mem, async;
+	int16_t device;
+};
+
+/* The changes a replay can make. */
+enum gs_change {
+	GS_CH_NONE,    /* the run as it was: the model's own step */
+	GS_CH_PIN,     /* pageable copies of 1 MiB or more become async copies from pinned memory */
+	GS_CH_NOWAIT,  /* the step's waits (synchronize, a small copy back) no longer block the host */
+	GS_CH_GRAPH,   /* each step's launches become one graph launch */
+	GS_CH_WORKERS, /* the data phase's host work moves to loader workers */
+	GS_CH_POOL,    /* allocations and frees come from a pool: no cost, no synchronization */
+	GS_CH_FUSE,    /* several steps a dispatch: the step's host work divided by fuse */
+	GS_CH_COUNT
+};
+
+struct gs_replay {
+	const struct gs_item *it; /* the window's items, in start order */
+	size_t n;
+	uint64_t ta, tb;       /* the window: its steps' first begin and last end */
+	size_t steps;          /* whole steps in it */
+	double pinned_bps;     /* pinned copy bandwidth, bytes a second */
+	uint64_t launch_ns;    /* an async call's host cost (the median launch) */
+	uint64_t graph_launch_ns; /* one graph launch's host cost */
+	uint64_t node_gap_ns;  /* the GPU's gap between a graph's kernels */
+	uint32_t data_phase;   /* the loader's phase (0: none) */
+	unsigned fuse;         /* steps a dispatch for GS_CH_FUSE */
+	/* What tracing added to each call, taken off every replay (the
+	 * savings are the untraced program's): gpuspy's record, and CUPTI's
+	 * work for each GPU record a call launched, when CUPTI was on. */
+	uint64_t record_ns, cupti_ns;
+};
+
+/* The window replayed with change made: its length in ns (divide by
+ * steps for a step). */
+uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change);
+
+/* Whether a call waits for the GPU (a synchronize, a blocking copy, a
+ * free that synchronizes) and, of those, whether it is a wait the program
+ * could drop (a synchronize, or a small copy back: its cost is the wait). */
+int gs_replay_waits(const struct gs_item *c);
+int gs_replay_droppable_wait(const struct gs_item *c);
+/* A pageable copy worth pinning (1 MiB or more). */
+int gs_replay_pinnable(const struct gs_item *c);
+
+#endif

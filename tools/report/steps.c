@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The step section (steps.h): the repeated unit of work of any program.
+ * The pass keeps the latest events in a ring (bounded memory); at its end
+ * the step is found, in this order:
+ *   1. the cycle of top-level phases (PyTorch's data, forward, backward,
+ *      optimizer; an NVTX range or a phase of the user's; XLA's runs of a
+ *      jitted function), when it repeats;
+ *   2. else the program's own period: the repeating sequence of kernels,
+ *      copies and waits of the thread that launches most (period.c).
+ * The steady state starts where the repetition does; what comes before is
+ * warm-up (compilation, autotuning, first-call initialisation, uploads)
+ * and is left out of every figure a step. The last steps are then
+ * replayed (replay.c), once as they ran and once per change.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/pass.h"
+#include "report/period.h"
+#include "report/section.h"
+#include "report/sites.h"
+#include "report/steps.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+#define RING (1u << 18)  /* events kept: the run's last ones */
+#define WINDOW_MAX 40    /* steps replayed at most (the last ones) */
+
+struct gs_step_ring {
+	struct gs_item *v;
+	size_t head, n;
+	uint64_t seen; /* items ever offered */
+};
+
+static uint32_t fnv(const void *p, size_t n, uint32_t h)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+/* The kind of work a call is, for the period: its kind and entry point,
+ * the kernel's name, a copy's direction and memory (not sizes: a step's
+ * shapes may vary). Never 0. */
+static uint32_t token(const struct gs_ev *ev)
+{
+	uint32_t h = fnv(&ev->kind, 1, 2166136261u);
+	if (ev->kind == GSPY_KIND_launch && ev->name && *ev->name)
+		h = fnv(ev->name, strlen(ev->name), h);
+	else
+		h = fnv(&ev->api, sizeof(ev->api), h);
+	if (ev->kind == GSPY_KIND_copy) {
+		h = fnv(&ev->dir, 1, h);
+		h = fnv(&ev->mem, 1, h);
+	}
+	return h ? h : 1;
+}
+
+static struct gs_item *push(struct gs_pass *p)
+{
+	struct gs_step_ring *g = p->steps;
+	if (!g) {
+		g = p->steps = calloc(1, sizeof(*g));
+		if (g && !(g->v = malloc(RING * sizeof(*g->v)))) {
+			free(g);
+			g = p->steps = NULL;
+		}
+		if (!g)
+			return NULL;
+	}
+	g->seen++;
+	struct gs_item *it = &g->v[(g->head + g->n) % RING];
+	if (g->n < RING)
+		g->n++;
+	else
+		g->head = (g->head + 1) % RING;
+	memset(it, 0, sizeof(*it));
+	return it;
+}
+
+void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase)
+{
+	if (feed == GS_FEED_PHASE && p->phase_depth != 0)
+		return; /* the cycle is of top-level phases */
+	struct gs_item *it = push(p);
+	if (!it)
+		return;
+	it->start = ev->start_ns;
+	it->end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns;
+	it->phase = (uint32_t)phase;
+	if (feed == GS_FEED_PHASE) {
+		it->what = GS_IT_PHASE;
+		it->tok = (uint32_t)phase + 1;
+		return;
+	}
+	it->what = feed == GS_FEED_GPU ? GS_IT_GPU : GS_IT_CALL;
+	it->kind = ev->kind;
+	it->api = ev->api;
+	it->dir = ev->dir;
+	it->mem = ev->mem;
+	it->async = (uint8_t)(ev->async != 0);
+	it->bytes = ev->bytes;
+	it->stream = ev->stream;
+	it->corr = ev->corr;
+	it->device = ev->device;
+	it->tid = ev->tid;
+	it->stack_id = ev->stack_id;
+	if (it->what == GS_IT_CALL)
+		it->tok = token(ev);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Step boundaries from the period of the tokens of the items sel picked:
+ * the times of the repetitions' first items. Returns how many (reps + 1
+ * where the next repetition began, else reps), 0 with no period. */
+static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const struct gs_item *, uint32_t),
+			 uint32_t arg, uint32_t anchor, uint64_t **out, struct gs_period *per)
+{
+	size_t m = 0;
+	uint32_t *tok = malloc((n ? n : 1) * sizeof(*tok));
+	size_t *at = malloc((n ? n : 1) * sizeof(*at));
+	size_t nb = 0;
+	*out = NULL;
+	if (tok && at) {
+		for (size_t i = 0; i < n; i++)
+			if (sel(&v[i], arg)) {
+				tok[m] = v[i].tok;
+				at[m++] = i;
+			}
+		if (gs_period_find(tok, m, anchor, per) == 1 && per->reps >= 3) {
+			*out = xrealloc(NULL, (per->reps + 1) * sizeof(**out));
+			for (size_t k = 0; k <= per->reps; k++) {
+				size_t j = per->start + per->anchor + k * per->period;
+				if (j < m)
+					(*out)[nb++] = v[at[j]].start;
+			}
+		}
+	}
+	free(tok);
+	free(at);
+	return nb >= 4 ? nb : 0;
+}
+
+static int is_phase(const struct gs_item *it, uint32_t unused)
+{
+	(void)unused;
+	return it->what == GS_IT_PHASE;
+}
+
+static int thread_work(const struct gs_item *it, uint32_t tid)
+{
+	return it->what == GS_IT_CALL && it->tid == tid &&
+	       (it->kind == GSPY_KIND_launch || it->kind == GSPY_KIND_copy || it->kind == GSPY_KIND_memset ||
+		it->kind == GSPY_KIND_sync);
+}
+
+/* The thread that launches most; the token of its most frequent wait
+ * (a step ends with it, where the program waits once a step). */
+static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
+{
+	struct count { uint32_t key, n; } t[64], w[16];
+	size_t nt = 0;
+	size_t nw = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].what != GS_IT_CALL || v[i].kind != GSPY_KIND_launch)
+			continue;
+		size_t k = 0;
+		while (k < nt && t[k].key != v[i].tid)
+			k++;
+		if (k == nt && nt < 64)
+			t[nt++] = (struct count){ v[i].tid, 0 };
+		if (k < nt)
+			t[k].n++;
+	}
+	uint32_t best = 0, bn = 0;
+	for (size_t k = 0; k < nt; k++)
+		if (t[k].n > bn) {
+			bn = t[k].n;
+			best = t[k].key;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].tid != best || !gs_replay_droppable_wait(&v[i]))
+			continue;
+		size_t k = 0;
+		while (k < nw && w[k].key != v[i].tok)
+			k++;
+		if (k == nw && nw < 16)
+			w[nw++] = (struct count){ v[i].tok, 0 };
+		if (k < nw)
+			w[k].n++;
+	}
+	*wait_tok = 0;
+	for (size_t k = 0, wn = 0; k < nw; k++)
+		if (w[k].n > wn) {
+			wn = w[k].n;
+			*wait_tok = w[k].key;
+		}
+	return best;
+}
+
+/* The bandwidth a pageable copy would get from pinned memory: the run's own
+ * pinned copies of 1 MiB or more where there are some, else the PCIe link
+ * NVML saw (about 80% of its raw rate), else PCIe gen4 x16's. */
+static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *v, size_t n,
+			       const char **from)
+{
+	double best = 0;
+	for (size_t i = 0; i < n; i++) /* GPU copy records of pinned memory */
+		if (v[i].what == GS_IT_GPU && v[i].kind == GSPY_KIND_gpu_copy && v[i].mem == GSPY_MEM_pinned &&
+		    v[i].bytes >= (1u << 20) && v[i].end > v[i].start &&
+		    (v[i].dir == GSPY_DIR_h2d || v[i].dir == GSPY_DIR_d2h)) {
+			double b = (double)v[i].bytes * 1e9 / (double)(v[i].end - v[i].start);
+			if (b > best)
+				best = b;
+		}
+	if (best > 0) {
+		*from = "the run's own pinned copies";
+		return best;
+	}
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		if (r->tele[d].gen_max && r->tele[d].width_max) {
+			static const double lane[] = { 0, 0.25e9, 0.5e9, 0.985e9, 1.97e9, 3.94e9, 7.88e9 };
+			unsigned g = r->tele[d].gen_max < 7 ? r->tele[d].gen_max : 6;
+			*from = "the PCIe link NVML saw, at 80% of its rate";
+			return lane[g] * r->tele[d].width_max * 0.8;
+		}
+	*from = "PCIe gen4 x16's usual 25 GB/s (no pinned copy or link seen)";
+	return 25e9;
+}
+
+static uint64_t median_u64(uint64_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+/* The window's median host time of calls of one kind (launches; graph launches). */
+static uint64_t median_call(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, int graph)
+{
+	uint64_t *d = malloc((n ? n : 1) * sizeof(*d));
+	size_t m = 0;
+	for (size_t i = 0; d && i < n; i++)
+		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && v[i].start >= ta && v[i].start < tb &&
+		    !gspy_api_graph_launch(v[i].api) == !graph)
+			d[m++] = v[i].end - v[i].start;
+	uint64_t x = median_u64(d, m);
+	free(d);
+	return x;
+}
+
+/* The first frame of the program's own in a call's stack ("" if none). */
+static void own_line(struct gs_pass *p, const struct gs_item *c, char *out, size_t cap)
+{
+	char frames[2048];
+	struct gs_ev ev = { .stack_id = c->stack_id };
+	*out = 0;
+	if (!c->stack_id || !gs_sites_frames(&p->r->sites, p->in, &ev, frames, sizeof(frames)))
+		return;
+	for (char *l = frames; *l;) {
+		size_t k = strcspn(l, "\n");
+		char f[240];
+		snprintf(f, sizeof(f), "%.*s", (int)(k < sizeof(f) - 1 ? k : sizeof(f) - 1), l);
+		if (!gs_frame_owner(f)) {
+			snprintf(out, cap, "%s", f);
+			return;
+		}
+		l += k + (l[k] == '\n');
+	}
+}
+
+/* The waits a step could drop: how many, the line of the one that waits
+ * longest in all, and the host's own work right after each (what could
+ * have run while the GPU worked). */
+static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb,
+		  struct gs_step_change *c, uint64_t steps)
+{
+	const struct gs_item *worst = NULL;
+	uint64_t worst_ns = 0, after = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].start < ta || v[i].start >= tb || !gs_replay_droppable_wait(&v[i]))
+			continue;
+		c->count++;
+		uint64_t d = v[i].end - v[i].start;
+		if (d >= worst_ns && v[i].stack_id) {
+			worst_ns = d;
+			worst = &v[i];
+		}
+		for (size_t j = i + 1; j < n; j++) /* the same thread's next call */
+			if (v[j].what == GS_IT_CALL && v[j].tid == v[i].tid) {
+				after += v[j].start > v[i].end ? v[j].start - v[i].end : 0;
+				break;
+			}
+	}
+	c->after_ns = steps ? after / steps : 0;
+	if (worst)
+		own_line(p, worst, c->where, sizeof(c->where));
+}
+
+static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t n, const struct gs_period *per,
+			    char *out, size_t cap)
+{
+	size_t len = (size_t)snprintf(out, cap, "the cycle of phases ");
+	size_t seen = 0;
+	for (size_t i = 0, k = 0; i < n && seen < per->period && len < cap; i++) {
+		if (v[i].what != GS_IT_PHASE)
+			continue;
+		if (k++ < per->start + per->anchor)
+			continue;
+		size_t ph = v[i].phase < r->nphases ? v[i].phase : 0;
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", seen ? ", " : "", r->phases[ph].name);
+		seen++;
+	}
+}
+
+/* The steady step: the window's span over its steps, on the host or, where
+ * the host runs ahead of the GPU (a loop that waits for nothing), on the
+ * GPU: from the first start to the last end of the work launched in it. */
+static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, size_t steps)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, *corr = malloc((n ? n : 1) * sizeof(*corr));
+	size_t nc = 0;
+	for (size_t i = 0; corr && i < n; i++)
+		if (v[i].what == GS_IT_CALL && v[i].corr && v[i].start >= ta && v[i].start < tb)
+			corr[nc++] = v[i].corr;
+	if (corr)
+		qsort(corr, nc, sizeof(*corr), cmp_u64);
+	for (size_t i = 0; nc && i < n; i++)
+		if (v[i].what == GS_IT_GPU && v[i].corr && bsearch(&v[i].corr, corr, nc, sizeof(*corr), cmp_u64)) {
+			if (v[i].start < lo)
+				lo = v[i].start;
+			if (v[i].end > hi)
+				hi = v[i].end;
+		}
+	free(corr);
+	uint64_t span = tb - ta;
+	if (hi > lo && hi - lo > span)
+		span = hi - lo;
+	return span / steps;
+}
+
+/* The ring as one array, oldest first (it is in the pass's time order). */
+static struct gs_item *linear(struct gs_step_ring *g)
+{
+	struct gs_item *v = malloc((g->n ? g->n : 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	size_t first = RING - g->head < g->n ? RING - g->head : g->n;
+	memcpy(v, g->v + g->head, first * sizeof(*v));
+	memcpy(v + first, g->v, (g->n - first) * sizeof(*v));
+	return v;
+}
+
+static void once_costs(struct gs_steps *s, const struct gs_item *v, size_t n)
+{
+	for (size_t i = 0; i < n && v[i].start < s->steady_from; i++)
+		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_copy && v[i].dir == GSPY_DIR_h2d) {
+			s->once_copies++;
+			s->once_copy_bytes += v[i].bytes;
+			s->once_copy_ns += v[i].end - v[i].start;
+		}
+}
+
+/* Finds the step and replays the window: fills r->steps. */
+static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
+{
+	struct gs_report *r = p->r;
+	struct gs_period per;
+	uint64_t *b = NULL;
+	size_t nb = boundaries(v, n, is_phase, 0, 0, &b, &per);
+	/* A cycle of phases is the loop only if it runs to the end: phases
+	 * that stop early (a warm-up's eager steps before a graph is captured
+	 * and replayed) are not the steps that follow. Past its last
+	 * boundary, no more launches than two of its steps make. */
+	size_t in = 0, after = 0;
+	for (size_t i = 0; nb && i < n; i++)
+		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch)
+			in += v[i].start >= b[0] && v[i].start < b[nb - 1], after += v[i].start >= b[nb - 1];
+	if (nb && after > 2 * in / (nb - 1) + 16) {
+		free(b);
+		b = NULL;
+		nb = 0;
+	}
+	if (nb) {
+		describe_phases(r, v, n, &per, s->what, sizeof(s->what));
+	} else {
+		uint32_t wait_tok, tid = launcher(v, n, &wait_tok);
+		nb = tid ? boundaries(v, n, thread_work, tid, wait_tok, &b, &per) : 0;
+		if (nb)
+			snprintf(s->what, sizeof(s->what), "the %zu calls that repeat on thread %u (kernels, copies "
+				 "and waits; no phase repeats)", per.period, tid);
+	}
+	if (!nb) {
+		free(b);
+		return;
+	}
+	s->found = 1;
+	s->steps = nb - 1;
+	s->steady_from = b[0];
+	s->warmup_ns = b[0] > r->t_first ? b[0] - r->t_first : 0;
+	s->kept_last = p->steps->seen > RING;
+	/* The window: the last steps, the very last left out when no step
+	 * followed it (the run's end, a final synchronize or evaluation). */
+	size_t k1 = nb - 1, k0 = k1 > WINDOW_MAX ? k1 - WINDOW_MAX : 0;
+	if (k0 == 0 && k1 >= 6)
+		k0 = 1; /* the first steady step still warms caches and allocators */
+	s->window = k1 - k0;
+	s->step_ns = window_step(v, n, b[k0], b[k1], s->window);
+	struct gs_replay rp = { .it = v, .n = n, .ta = b[k0], .tb = b[k1], .steps = s->window, .fuse = 10,
+				.node_gap_ns = 1000 };
+	for (size_t i = 0; i < n; i++)
+		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
+			if (v[i].what == GS_IT_GPU && (v[i].kind == GSPY_KIND_gpu_kernel || v[i].kind == GSPY_KIND_gpu_copy ||
+						      v[i].kind == GSPY_KIND_gpu_memset))
+				s->gpu_ns += v[i].end - v[i].start;
+			if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api))
+				s->launches++;
+			if (v[i].what == GS_IT_PHASE && !rp.data_phase && v[i].phase < r->nphases &&
+			    !strcmp(r->phases[v[i].phase].name, "data"))
+				rp.data_phase = v[i].phase;
+		}
+	s->gpu_ns /= s->window;
+	s->launches /= s->window;
+	rp.launch_ns = median_call(v, n, rp.ta, rp.tb, 0);
+	if (!rp.launch_ns)
+		rp.launch_ns = 5000;
+	rp.graph_launch_ns = median_call(v, n, rp.ta, rp.tb, 1);
+	if (!rp.graph_launch_ns)
+		rp.graph_launch_ns = 20000; /* a graph launch's usual host cost, when the run made none */
+	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
+	/* What tracing added to each call (docs/measurements.md's overhead
+	 * tables: a record ~300 ns; with CUPTI, a launch-bound loop of ~41
+	 * kernels a 1.1 ms step ran at 0.83-0.88 of untraced: ~4 us a GPU
+	 * record). */
+	rp.record_ns = GS_RECORD_COST_NS;
+	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
+	uint64_t base = gs_replay_run(&rp, GS_CH_NONE);
+	s->model_ns = base / s->window;
+	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++) {
+		struct gs_step_change *c = &s->change[ch];
+		uint64_t t = gs_replay_run(&rp, (enum gs_change)ch);
+		c->save_ns = ((int64_t)base - (int64_t)t) / (int64_t)s->window;
+		for (size_t i = 0; i < n; i++) {
+			const struct gs_item *x = &v[i];
+			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
+				continue;
+			c->count += (ch == GS_CH_PIN && gs_replay_pinnable(x)) ||
+				    (ch == GS_CH_POOL && (x->kind == GSPY_KIND_alloc || x->kind == GSPY_KIND_free)) ||
+				    (ch == GS_CH_GRAPH && x->kind == GSPY_KIND_launch && !gspy_api_graph_launch(x->api)) ||
+				    (ch == GS_CH_WORKERS && rp.data_phase && x->phase == rp.data_phase);
+		}
+	}
+	s->change[GS_CH_NOWAIT].count = 0;
+	for (size_t i = 0; rp.data_phase && i + 1 < n; i++) /* the data phase's own host work, a step */
+		if (v[i + 1].what == GS_IT_CALL && v[i + 1].phase == rp.data_phase && v[i + 1].start >= rp.ta &&
+		    v[i + 1].start < rp.tb && v[i + 1].start > v[i].end)
+			s->change[GS_CH_WORKERS].after_ns += v[i + 1].start - v[i].end;
+	s->change[GS_CH_WORKERS].after_ns /= s->window;
+	waits(p, v, n, rp.ta, rp.tb, &s->change[GS_CH_NOWAIT], s->window);
+	if (rp.data_phase)
+		s->change[GS_CH_WORKERS].count = s->change[GS_CH_WORKERS].count ? s->change[GS_CH_WORKERS].count : 1;
+	s->change[GS_CH_FUSE].count = 1;
+	once_costs(s, v, n);
+	free(b);
+}
+
+void gs_steps_finish(struct gs_pass *p)
+{
+	struct gs_step_ring *g = p->steps;
+	struct gs_steps *s = p->r->steps = xcalloc(1, sizeof(*s));
+	if (g) {
+		struct gs_item *v = linear(g);
+		if (v)
+			find(p, s, v, g->n);
+		free(v);
+		free(g->v);
+		free(g);
+		p->steps = NULL;
+	}
+}
+
+void gs_steps_free(struct gs_report *r)
+{
+	free(r->steps);
+	r->steps = NULL;
+}
+
+const char *gs_steps_saving(const struct gs_steps *s, enum gs_change ch, char *buf, size_t cap)
+{
+	if (!s || !s->found || s->change[ch].save_ns <= 0)
+		return NULL;
+	char a[32], b[32];
+	snprintf(buf, cap, "replayed over the last %llu steady steps of %s", (unsigned long long)s->window,
+		 gs_fmt_ns(b, s->step_ns));
+	(void)a;
+	return buf;
+}
+
+void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
+{
+	const struct gs_steps *s = r->steps;
+	char a[32], b[32], c[32], d[32];
+	if (!s)
+		return;
+	fprintf(f, "\n  %sStep%s\n", st->bold, st->reset);
+	if (!s->found) {
+		fprintf(f, "  none found: no phase, range or sequence of calls repeats, so the figures are the "
+			   "run's totals\n");
+		return;
+	}
+	fprintf(f, "  %s\n", s->what);
+	fprintf(f, "  %llu steps%s; steady from %s (the %s before is warm-up: left out of every figure a "
+		   "step)\n", (unsigned long long)s->steps, s->kept_last ? " (of the run's last events)" : "",
+		gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns));
+	fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel launches\n", gs_fmt_ns(a, s->step_ns),
+		gs_fmt_ns(b, s->gpu_ns), s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
+		(unsigned long long)s->launches);
+	fprintf(f, "  replayed, the last %llu steps take %s a step (the run: %s); savings below are replays\n",
+		(unsigned long long)s->window, gs_fmt_ns(c, s->model_ns), gs_fmt_ns(d, s->step_ns));
+	if (s->once_copies)
+		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s\n",
+			(unsigned long long)s->once_copies, s->once_copies == 1 ? "copy" : "copies",
+			gs_fmt_bytes(a, s->once_copy_bytes), gs_fmt_ns(b, s->once_copy_ns));
+}
+
+static const char *const change_names[GS_CH_COUNT] = { "none", "pin", "no_wait", "graph", "workers", "pool",
+						      "fuse" };
+
+void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
+{
+	(void)st;
+	const struct gs_steps *s = r->steps;
+	if (!s)
+		return;
+	cJSON *j = cJSON_AddObjectToObject(o, "step");
+	cJSON_AddBoolToObject(j, "found", s->found);
+	if (!s->found)
+		return;
+	cJSON_AddStringToObject(j, "what", s->what);
+	cJSON_AddNumberToObject(j, "steps", (double)s->steps);
+	cJSON_AddNumberToObject(j, "steady_from_ns", (double)(s->steady_from - r->t_first));
+	cJSON_AddNumberToObject(j, "warmup_ns", (double)s->warmup_ns);
+	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
+	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
+	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
+	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);
+	cJSON_AddNumberToObject(j, "launches", (double)s->launches);
+	cJSON_AddNumberToObject(j, "pinned_bytes_per_s", s->pinned_bps);
+	cJSON *c = cJSON_AddObjectToObject(j, "replayed_savings_ns");
+	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
+		cJSON_AddNumberToObject(c, change_names[ch], (double)s->change[ch].save_ns);
+	cJSON *once = cJSON_AddObjectToObject(j, "one_time");
+	cJSON_AddNumberToObject(once, "h2d_copies", (double)s->once_copies);
+	cJSON_AddNumberToObject(once, "h2d_bytes", (double)s->once_copy_bytes);
+	cJSON_AddNumberToObject(once, "h2d_ns", (double)s->once_copy_ns);
+}
