@@ -103,6 +103,8 @@ static cJSON *diagnoses(const struct gs_report *r)
 	cJSON *a = cJSON_CreateArray();
 	for (size_t i = 0; i < r->ndiag; i++) {
 		char buf[512];
+		if (r->diag[i].context)
+			continue; /* the telemetry panels show what it saw */
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "id", r->diag[i].id);
 		cJSON_AddStringToObject(d, "text", r->diag[i].text);

@@ -29,11 +29,14 @@ static size_t json_rank(const char *name)
 	return k;
 }
 
-static cJSON *diag_json(struct gs_report *const *procs, size_t n)
+/* The diagnoses (context 0), or the observations shown as context (1). */
+static cJSON *diag_json(struct gs_report *const *procs, size_t n, int context)
 {
 	cJSON *a = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < procs[i]->ndiag; j++) {
+			if (procs[i]->diag[j].context != context)
+				continue;
 			cJSON *d = cJSON_CreateObject();
 			cJSON_AddStringToObject(d, "id", procs[i]->diag[j].id);
 			cJSON_AddNumberToObject(d, "pid", procs[i]->proc.pid);
@@ -82,7 +85,8 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 	};
 	cJSON_AddStringToObject(o, "timing", st.gpu_mode ? "gpu" : st.events_mode ? "events" : "host");
 	summary_json(o, whole, &st);
-	cJSON_AddItemToObject(o, "diagnoses", diag_json(procs, n));
+	cJSON_AddItemToObject(o, "diagnoses", diag_json(procs, n, 0));
+	cJSON_AddItemToObject(o, "context", diag_json(procs, n, 1));
 	for (size_t i = 0; i < gs_nsections; i++) {
 		if (!gs_sections[i].json_procs)
 			continue;
@@ -113,7 +117,8 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
 							 r->proc.truncated || r->input_error[0]);
 		summary_json(p, r, &st);
-		cJSON_AddItemToObject(p, "diagnoses", diag_json(&procs[i], 1));
+		cJSON_AddItemToObject(p, "diagnoses", diag_json(&procs[i], 1, 0));
+		cJSON_AddItemToObject(p, "context", diag_json(&procs[i], 1, 1));
 		cJSON_AddItemToArray(ps, p);
 	}
 	return o;

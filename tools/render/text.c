@@ -135,14 +135,21 @@ static void wrap(FILE *f, const char *first, int indent, const char *text, size_
 
 static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *st)
 {
-	size_t total = 0;
+	size_t total = 0, context = 0;
 	for (size_t i = 0; i < n; i++)
-		total += procs[i]->ndiag;
-	fprintf(f, "\n%sDiagnoses%s\n", st->bold, st->reset);
-	if (!total)
+		for (size_t j = 0; j < procs[i]->ndiag; j++)
+			procs[i]->diag[j].context ? context++ : total++;
+	for (int ctx = context ? 1 : 0; ctx >= 0; ctx--) {
+	if (ctx)
+		fprintf(f, "\n%sContext%s (what the telemetry saw; nothing to change for it)\n", st->bold, st->reset);
+	else
+		fprintf(f, "\n%sDiagnoses%s\n", st->bold, st->reset);
+	if (!ctx && !total)
 		fprintf(f, "  none: nothing in this trace matches a known problem\n");
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < procs[i]->ndiag; j++) {
+			if (procs[i]->diag[j].context != ctx)
+				continue;
 			const char *t = procs[i]->diag[j].text;
 			const char *nl = strchr(t, '\n');
 			char first[96];
@@ -155,6 +162,7 @@ static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n, const s
 			if (gs_diag_saving(&procs[i]->diag[j], save, sizeof(save)))
 				wrap(f, "       ", 7, save, strlen(save));
 		}
+	}
 }
 
 void gs_report_print(FILE *f, struct gs_report *const *procs, size_t n,

@@ -18,8 +18,11 @@
 #include "report/steps.h"
 #include "util/units.h"
 
-/* Which change each diagnosis of the loop proposes. */
-static int change_of(const char *id, int jax)
+/* Which change each diagnosis of the loop proposes. A step of many small
+ * launches folds into a graph; a step the host dispatches more slowly than
+ * the GPU runs it, with few launches (one graph, a jitted call), gives
+ * the GPU more per dispatch. */
+static int change_of(const char *id, int jax, int graph)
 {
 	if (!strcmp(id, "pageable_copies"))
 		return GS_CH_PIN;
@@ -28,7 +31,7 @@ static int change_of(const char *id, int jax)
 	if (!strcmp(id, "sync_stalls") || !strcmp(id, "step_waits"))
 		return GS_CH_NOWAIT;
 	if (!strcmp(id, "launch_bound") || !strcmp(id, "host_bound"))
-		return jax ? GS_CH_FUSE : GS_CH_GRAPH;
+		return !jax && graph ? GS_CH_GRAPH : GS_CH_FUSE;
 	if (!strcmp(id, "allocation_churn"))
 		return GS_CH_POOL;
 	return GS_CH_NONE;
@@ -151,8 +154,8 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 		return c->count >= s->window;
 	case GS_CH_GRAPH:
 		return !jax && s->launches >= 10 && s->gpu_ns * 2 < s->step_ns;
-	case GS_CH_FUSE:
-		return jax && s->gpu_ns * 5 < s->step_ns * 4; /* the host, not the GPU, sets the pace */
+	case GS_CH_FUSE: /* the host, not the GPU, sets the pace; not a step of many launches */
+		return (jax || !applies(s, GS_CH_GRAPH, jax)) && s->gpu_ns * 5 < s->step_ns * 4;
 	case GS_CH_WORKERS:
 		return c->after_ns * 4 >= s->step_ns;
 	case GS_CH_PIN:
@@ -178,22 +181,30 @@ void gs_steps_diagnose(struct gs_report *r)
 	if (!s)
 		return;
 	size_t keep = 0;
+	for (size_t i = 0; i < r->ndiag; i++)
+		r->diag[i].context = observation(r->diag[i].id);
 	if (!s->found) { /* totals only: never "a step" */
 		for (size_t i = 0; i < r->ndiag; i++)
 			r->diag[i].steps = 0;
 		return;
 	}
+	/* Without GPU records (CUPTI off) the replay cannot say what the GPU
+	 * would do: the diagnoses keep their bounds from the run's totals. */
+	if (!s->gpu_ns)
+		return;
 	int jax = r->framework == GS_FW_JAX;
+	/* A change worth making saves 3% of the step at least. */
 	int64_t floor = (int64_t)(s->step_ns * 3 / 100);
-	if (floor < 20000)
-		floor = 20000;
+	if (floor < 1000)
+		floor = 1000;
 	int used[GS_CH_COUNT] = { 0 }, ok[GS_CH_COUNT];
 	for (int ch = 0; ch < GS_CH_COUNT; ch++)
 		ok[ch] = applies(s, ch, jax) && s->change[ch].save_ns >= floor;
 	for (size_t i = 0; i < r->ndiag; i++) {
 		struct gs_diag *d = &r->diag[i];
-		int ch = change_of(d->id, jax);
-		int drop = observation(d->id);
+		int ch = change_of(d->id, jax, ok[GS_CH_GRAPH]);
+		int drop = 0;
+		d->context = observation(d->id);
 		/* A loop bound by its launches is said in launch terms, a step's
 		 * numbers (add_new); the run's totals' wording goes. */
 		if (ch == GS_CH_GRAPH)
@@ -215,7 +226,7 @@ void gs_steps_diagnose(struct gs_report *r)
 	}
 	r->ndiag = keep;
 	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
-		if (!used[ch] && ok[ch])
+		if (!used[ch] && ok[ch] && (ch != GS_CH_FUSE || jax)) /* elsewhere: host_bound's, when it is made */
 			add_new(r, ch);
 	qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);
 }

@@ -177,6 +177,7 @@ struct gs_diag {
 	uint64_t save_ns, steps;
 	char *how;
 	int about;        /* 1: save_ns is an estimate ("about"), 0: an upper bound ("up to") */
+	int context;      /* an observation with no change to make (telemetry): shown as context */
 };
 
 /* Analyse one trace (.gspy or JSON Lines). 0, or negative with err set. */

@@ -120,6 +120,17 @@ static int cmp_u64(const void *a, const void *b)
 /* Step boundaries from the period of the tokens of the items sel picked:
  * the times of the repetitions' first items. Returns how many (reps + 1
  * where the next repetition began, else reps), 0 with no period. */
+static int is_phase(const struct gs_item *it, uint32_t unused)
+{
+	(void)unused;
+	return it->what == GS_IT_PHASE;
+}
+
+/* A period of a few launches and no wait (a C loop that launches one
+ * kernel, over and over) is grouped into steps of GROUP_LAUNCHES launches
+ * at least: what a graph of the loop's iterations would hold. */
+#define GROUP_LAUNCHES 16
+
 static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const struct gs_item *, uint32_t),
 			 uint32_t arg, uint32_t anchor, uint64_t **out, struct gs_period *per)
 {
@@ -134,7 +145,20 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 				tok[m] = v[i].tok;
 				at[m++] = i;
 			}
-		if (gs_period_find(tok, m, anchor, per) == 1 && per->reps >= 3) {
+		int found = gs_period_find(tok, m, anchor, per) == 1;
+		if (found && sel != is_phase) {
+			size_t launches = 0, waits = 0, first = per->start + per->anchor;
+			for (size_t j = first; j < first + per->period && j < m; j++) {
+				launches += v[at[j]].kind == GSPY_KIND_launch;
+				waits += gs_replay_waits(&v[at[j]]);
+			}
+			if (!waits && launches < GROUP_LAUNCHES) {
+				size_t group = (GROUP_LAUNCHES + (launches ? launches : 1) - 1) / (launches ? launches : 1);
+				per->period *= group;
+				per->reps /= group;
+			}
+		}
+		if (found && per->reps >= 3) {
 			*out = xrealloc(NULL, (per->reps + 1) * sizeof(**out));
 			for (size_t k = 0; k <= per->reps; k++) {
 				size_t j = per->start + per->anchor + k * per->period;
@@ -148,11 +172,6 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 	return nb >= 4 ? nb : 0;
 }
 
-static int is_phase(const struct gs_item *it, uint32_t unused)
-{
-	(void)unused;
-	return it->what == GS_IT_PHASE;
-}
 
 static int thread_work(const struct gs_item *it, uint32_t tid)
 {
@@ -323,8 +342,10 @@ static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t
 
 /* The steady step: the window's span over its steps, on the host or, where
  * the host runs ahead of the GPU (a loop that waits for nothing), on the
- * GPU: from the first start to the last end of the work launched in it. */
-static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, size_t steps)
+ * GPU: from the first start to the last end of the work launched in it.
+ * Adds that work's GPU time to *gpu_ns. */
+static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, size_t steps,
+			    uint64_t *gpu_ns)
 {
 	uint64_t lo = UINT64_MAX, hi = 0, *corr = malloc((n ? n : 1) * sizeof(*corr));
 	size_t nc = 0;
@@ -335,6 +356,7 @@ static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint
 		qsort(corr, nc, sizeof(*corr), cmp_u64);
 	for (size_t i = 0; nc && i < n; i++)
 		if (v[i].what == GS_IT_GPU && v[i].corr && bsearch(&v[i].corr, corr, nc, sizeof(*corr), cmp_u64)) {
+			*gpu_ns += v[i].end - v[i].start;
 			if (v[i].start < lo)
 				lo = v[i].start;
 			if (v[i].end > hi)
@@ -413,14 +435,11 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 	if (k0 == 0 && k1 >= 6)
 		k0 = 1; /* the first steady step still warms caches and allocators */
 	s->window = k1 - k0;
-	s->step_ns = window_step(v, n, b[k0], b[k1], s->window);
+	s->step_ns = window_step(v, n, b[k0], b[k1], s->window, &s->gpu_ns);
 	struct gs_replay rp = { .it = v, .n = n, .ta = b[k0], .tb = b[k1], .steps = s->window, .fuse = 10,
 				.node_gap_ns = 1000 };
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
-			if (v[i].what == GS_IT_GPU && (v[i].kind == GSPY_KIND_gpu_kernel || v[i].kind == GSPY_KIND_gpu_copy ||
-						      v[i].kind == GSPY_KIND_gpu_memset))
-				s->gpu_ns += v[i].end - v[i].start;
 			if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api))
 				s->launches++;
 			if (v[i].what == GS_IT_PHASE && !rp.data_phase && v[i].phase < r->nphases &&
