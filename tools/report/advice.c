@@ -145,7 +145,9 @@ static void add_new(struct gs_report *r, int ch)
 
 /* The evidence each change needs in the steady steps, beyond a saving:
  * a wait every step; a step of many launches that keeps the GPU busy
- * less than half the time; a data phase that is a quarter of the step. */
+ * less than half the time, the launches and the dispatch between them
+ * half the step or more (else the host does something else); a data
+ * phase that is a quarter of the step. */
 static int applies(const struct gs_steps *s, int ch, int jax)
 {
 	const struct gs_step_change *c = &s->change[ch];
@@ -153,7 +155,7 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 	case GS_CH_NOWAIT:
 		return c->count >= s->window;
 	case GS_CH_GRAPH:
-		return !jax && s->launches >= 10 && s->gpu_ns * 2 < s->step_ns;
+		return !jax && s->launches >= 10 && s->gpu_ns * 2 < s->step_ns && s->launch_path_ns * 2 >= s->step_ns;
 	case GS_CH_FUSE: /* the host, not the GPU, sets the pace; not a step of many launches */
 		return (jax || !applies(s, GS_CH_GRAPH, jax)) && s->gpu_ns * 5 < s->step_ns * 4;
 	case GS_CH_WORKERS:

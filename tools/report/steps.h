@@ -29,6 +29,7 @@ struct gs_steps {
 	uint64_t model_ns;      /* the replay's own step, nothing changed */
 	uint64_t gpu_ns;        /* GPU work a step */
 	uint64_t launches;      /* kernel launches a step (host calls) */
+	uint64_t launch_path_ns; /* the host's time a step in launches and the dispatch between them */
 	int kept_last;          /* the events kept ended before the run's: only its last steps were seen */
 	double pinned_bps;      /* the bandwidth the pinned copies were replayed at */
 	const char *pinned_from; /* where it came from */
