@@ -105,7 +105,7 @@ struct gs_config {
 	uint32_t stack_depth; /* GPUSPY_STACK_DEPTH */
 	uint32_t stack_launch_every; /* GPUSPY_STACK_LAUNCHES: 1 in N, 0 none */
 	uint64_t stack_min_ns;    /* GPUSPY_STACK_MIN, 0 = every call */
-	uint64_t stack_min_ticks; /* the same in clock units, gs_stacks_clock() */
+	uint64_t stack_min_ticks; /* the same in the record clock's units (stacks.c) */
 	uint64_t wait_stack_min_ns;    /* for waits: GPUSPY_STACK_MIN, or 10 us by default */
 	uint64_t wait_stack_min_ticks; /* the same in clock units */
 	uint64_t host_alloc_min; /* GPUSPY_HOST_ALLOC_MIN, 0 = off */

@@ -234,9 +234,10 @@ ROOM_EXCEPTIONS = set()
 # Files under tools/report/ that are no section: the pass and its
 # timeline, the table, the results' own code, the merge's frame, what the
 # diagnoses are made with, the series over time, the frameworks, the
-# program's own period (an algorithm the steps are found with).
+# program's own period (an algorithm the steps are found with), the
+# replay and the advice made from it (the steps section's diagnose).
 NOT_SECTIONS = {"pass.c", "timeline.c", "sections.c", "report.c", "merge.c", "diag.c", "series.c",
-                "frameworks.c", "period.c"}
+                "frameworks.c", "period.c", "replay.c", "advice.c"}
 
 
 @test

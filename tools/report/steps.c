@@ -381,14 +381,19 @@ static struct gs_item *linear(struct gs_step_ring *g)
 	return v;
 }
 
-static void once_costs(struct gs_steps *s, const struct gs_item *v, size_t n)
+static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_item *v, size_t n)
 {
+	const struct gs_item *big = NULL;
 	for (size_t i = 0; i < n && v[i].start < s->steady_from; i++)
 		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_copy && v[i].dir == GSPY_DIR_h2d) {
 			s->once_copies++;
 			s->once_copy_bytes += v[i].bytes;
 			s->once_copy_ns += v[i].end - v[i].start;
+			if (v[i].stack_id && (!big || v[i].bytes > big->bytes))
+				big = &v[i];
 		}
+	if (big)
+		own_line(p, big, s->once_where, sizeof(s->once_where));
 }
 
 /* Finds the step and replays the window: fills r->steps. */
@@ -500,7 +505,7 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 	if (rp.data_phase)
 		s->change[GS_CH_WORKERS].count = s->change[GS_CH_WORKERS].count ? s->change[GS_CH_WORKERS].count : 1;
 	s->change[GS_CH_FUSE].count = 1;
-	once_costs(s, v, n);
+	once_costs(p, s, v, n);
 	free(b);
 }
 
@@ -563,9 +568,10 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 			   "replays\n", (unsigned long long)s->window, gs_fmt_ns(c, s->model_ns), gs_fmt_ns(d, s->step_ns));
 	}
 	if (s->once_copies)
-		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s\n",
+		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s%s%s\n",
 			(unsigned long long)s->once_copies, s->once_copies == 1 ? "copy" : "copies",
-			gs_fmt_bytes(a, s->once_copy_bytes), gs_fmt_ns(b, s->once_copy_ns));
+			gs_fmt_bytes(a, s->once_copy_bytes), gs_fmt_ns(b, s->once_copy_ns),
+			*s->once_where ? "\n    the largest at " : "", s->once_where);
 }
 
 static const char *const change_names[GS_CH_COUNT] = { "none", "pin", "no_wait", "graph", "workers", "pool",
@@ -600,4 +606,6 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(once, "h2d_copies", (double)s->once_copies);
 	cJSON_AddNumberToObject(once, "h2d_bytes", (double)s->once_copy_bytes);
 	cJSON_AddNumberToObject(once, "h2d_ns", (double)s->once_copy_ns);
+	if (*s->once_where)
+		cJSON_AddStringToObject(once, "h2d_largest_at", s->once_where);
 }

@@ -36,6 +36,7 @@ struct gs_steps {
 	struct gs_step_change change[GS_CH_COUNT];
 	/* One-time costs: before the steady state. */
 	uint64_t once_copy_bytes, once_copy_ns, once_copies;
+	char once_where[240];   /* the line of the largest of those copies, "" unknown */
 };
 
 /* "about 4.1 ms a step (replayed over 20 steady steps of 36.0 ms)", or
