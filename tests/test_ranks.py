@@ -225,3 +225,45 @@ def ranks_duplicate_rank_is_refused(tmp):
             check("ranks" not in o and len(o["processes"]) == 3, f"JSON: ranks {o.get('ranks')}")
         else:
             check("== ranks" not in p.stdout and p.stdout.count("rank 0 (pid 100)") == 2, p.stdout[-1500:])
+
+
+def plain_rank(path, rank, step_ns, steps=12):
+    """Rank `rank` with no collective: each step a phase "forward" of half
+    the step, then "backward" to its end, one kernel in each (CUPTI)."""
+    t = 10 ** 12
+    lines = [{"type": "process", "format_version": 2, "pid": 100 + rank, "ppid": 1, "host": "node0",
+              "rank": rank, "local_rank": rank, "command": "train.py", "events": 0, "dropped": 0,
+              "clean_exit": True, "state": "exited", "truncated": False, "threads": 1, "start_ns": t,
+              "gpu_timing": "cupti", "device_mem": [1 << 34], "clock": "monotonic"}]
+    for k in range(steps):
+        for name, s, e in (("forward", t, t + step_ns // 2), ("backward", t + step_ns // 2, t + step_ns)):
+            lines.append({"type": "event", "kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 100 + rank,
+                          "start_ns": s, "end_ns": s, "result": 0, "name": name})
+            lines.append({"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 100 + rank,
+                          "start_ns": s + 100, "end_ns": s + 5000, "result": 0, "name": "k", "stream": 7,
+                          "device": 0, "corr": 2 * k + (name == "backward") + 1})
+            lines.append({"type": "event", "kind": "gpu_kernel", "api": "cupti_kernel", "tid": 100 + rank,
+                          "start_ns": s + 6000, "end_ns": s + 1006000, "result": 0, "name": "k", "stream": 7,
+                          "device": 0, "corr": 2 * k + (name == "backward") + 1})
+            lines.append({"type": "event", "kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 100 + rank,
+                          "start_ns": e, "end_ns": e, "result": 0, "name": name})
+        t += step_ns
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+@test
+def ranks_without_collectives_name_the_slowest(tmp):
+    """Four ranks with no collective, rank 2's steps 3 ms longer (13 ms
+    against 10 ms): no rank is a straggler by default (none leads in
+    collectives it does not have; the first rank used to be named in
+    every step), and the slowest by step time is named with its lead over
+    the others' mean, 3 ms."""
+    for r in range(4):
+        plain_rank(os.path.join(tmp, f"r{r}.jsonl"), r, 13_000_000 if r == 2 else STEP)
+    text = report(tmp, "--color", "never")
+    check("straggler:" not in text and "  slowest: rank 2, its steps 3.0 ms longer than the others' mean "
+          "(13.0 ms a step)\n" in text, text[-900:])
+    o = json.loads(report(tmp, "--json"))["ranks"]
+    check(o["straggler"] is None and [x["straggler_steps"] for x in o["ranks"]] == [0, 0, 0, 0]
+          and o["slowest"] == {"rank": 2, "lead_ns": 3_000_000}, f"{o}")

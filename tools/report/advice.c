@@ -24,7 +24,9 @@
  * the GPU more per dispatch. */
 static int change_of(const char *id, int jax, int graph)
 {
-	if (!strcmp(id, "pageable_copies"))
+	/* A copy back of 1 MiB or more is pinned too; a smaller one is a wait
+	 * (its cost is the work before it), which step_waits says. */
+	if (!strcmp(id, "pageable_copies") || !strcmp(id, "pageable_copies_d2h"))
 		return GS_CH_PIN;
 	if (!strcmp(id, "data_starvation"))
 		return GS_CH_WORKERS;

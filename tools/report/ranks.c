@@ -142,6 +142,8 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 			steps = pt->n;
 		}
 		k->steps += steps;
+		if (sum == 0)
+			continue; /* no collective in this step: nobody is its straggler (not the first rank) */
 		for (size_t i = 0; i < m; i++)
 			k->v[i].waited_ns += (uint64_t)((coll[i] - least) * (double)steps + 0.5);
 		struct rank_stat *s = &k->v[who];
@@ -159,6 +161,25 @@ static const struct rank_stat *straggler(const struct ranks *k)
 	for (size_t i = 0; i < k->n; i++)
 		if (!s || k->v[i].straggler_steps > s->straggler_steps)
 			s = &k->v[i];
+	return s;
+}
+
+/* Without collectives: the rank whose steps are the longest, and its lead
+ * over the others' mean, a step (0 for fewer than two ranks). */
+static const struct rank_stat *slowest(const struct ranks *k, uint64_t *lead)
+{
+	const struct rank_stat *s = NULL;
+	double sum = 0, most = -1;
+	for (size_t i = 0; i < k->n; i++) {
+		const struct rank_stat *x = &k->v[i];
+		double st = x->steps ? (double)x->step_ns / (double)x->steps : 0;
+		sum += st;
+		if (st > most) {
+			most = st;
+			s = x;
+		}
+	}
+	*lead = s && k->n > 1 ? (uint64_t)(most - (sum - most) / (double)(k->n - 1) + 0.5) : 0;
 	return s;
 }
 
@@ -274,11 +295,17 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const str
 			(unsigned long long)x->steps, gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a",
 			k.collectives ? gs_fmt_ns(w, x->steps ? x->waited_ns / x->steps : 0) : "n/a",
 			gs_fmt_ns(c, st > co ? st - co : 0), ov, busy_pct(x->r), (unsigned long long)x->straggler_steps);
+		/* (straggler: 0 for every rank without collectives; slowest, below) */
 	}
 	const struct rank_stat *s = straggler(&k);
 	if (!k.collectives) {
+		uint64_t lead;
+		const struct rank_stat *sl = slowest(&k, &lead);
 		fprintf(f, "  no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA "
 			   "tensors): which rank the others waited for is not known\n");
+		if (sl && lead)
+			fprintf(f, "  slowest: rank %d, its steps %s longer than the others' mean (%s a step)\n",
+				sl->r->proc.rank, gs_fmt_ns(a, lead), gs_fmt_ns(b, sl->steps ? sl->step_ns / sl->steps : 0));
 	} else {
 		fprintf(f, "  collectives: %s;\n  overlap: the part of them during which the rank's other kernels ran\n",
 			host ? "gloo's all-reduces on the host (the sync after the copy out, to the copy back)"
@@ -347,6 +374,13 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNumberToObject(j, "others_waited_ns", (double)s->caused_ns);
 	} else {
 		cJSON_AddNullToObject(o, "straggler");
+	}
+	uint64_t lead;
+	const struct rank_stat *sl = slowest(&k, &lead);
+	if (sl && lead) {
+		cJSON *j = cJSON_AddObjectToObject(o, "slowest");
+		cJSON_AddNumberToObject(j, "rank", sl->r->proc.rank);
+		cJSON_AddNumberToObject(j, "lead_ns", (double)lead);
 	}
 	free(k.v);
 	return o;
