@@ -122,7 +122,10 @@ def fixture_advice_in_each_frameworks_terms(tmp):
     allocator frames, XLA's ranges, CuPy's kernels) and its advice is in
     those terms: the JAX step is told about lax.scan and jax.device_get,
     never about DataLoader, .item() or torch (and not to pin the copies
-    XLA's compiler made); CuPy's about cupyx.empty_pinned."""
+    XLA's compiler made). CuPy's 4-byte copies back (.get() of a sum)
+    are waits, not a pinning problem, and the replay finds they cost
+    nothing here (the GPU is done by then): no pinning advice, and nothing
+    in PyTorch's terms."""
     want = {"resnet_loader": "PyTorch", "jax_step": "JAX", "cupy_kernels": "CuPy", "graph_nodes": None}
     for name, fw in want.items():
         text = fixture_report(tmp, name)
@@ -133,7 +136,7 @@ def fixture_advice_in_each_frameworks_terms(tmp):
             check("lax.scan" in d and "jax.device_get" in d and "pageable" not in d and
                   not re.search(r"DataLoader|\.item\(\)|torch|PYTORCH", d), d)
         if name == "cupy_kernels":
-            check("cupyx.empty_pinned()" in d and "torch" not in d, d)
+            check("pinned" not in d and "torch" not in d, d)
 
 
 @test

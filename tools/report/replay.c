@@ -254,7 +254,10 @@ static void call(struct sim *m, const struct gs_item *c)
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h, 1);
 	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c)) {
-		m->h += rp->launch_ns < WAIT_COST_NS ? rp->launch_ns : WAIT_COST_NS;
+		/* It waits for nothing: its own part, at most an async call's. */
+		uint64_t w = waited(m, c), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
+										    rp->launch_ns : WAIT_COST_NS;
+		m->h += own < cap ? own : cap;
 		queue_gpu(m, c, m->h, 0);
 	} else if (m->ch == GS_CH_POOL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free)) {
 		/* from the pool: no call, no synchronization */
