@@ -477,9 +477,6 @@ void gs_writer_clock_pair(void)
 	__atomic_store_n(&h->clock_seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* Long (about 100 lines): a chunk claimed in the order the cases must be
- * tried (fork child, cut file, new thread, spare chunk, fresh chunk, full
- * buffer); each is a few lines and reads best in that order. */
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
 static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 
@@ -543,6 +540,9 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 	errno = e;
 }
 
+/* Long (about 100 lines): a chunk claimed in the order the cases must be
+ * tried (fork child, cut file, new thread, spare chunk, fresh chunk, full
+ * buffer); each is a few lines and reads best in that order. */
 static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 {
 	struct gspy_header *h = w.hdr;

@@ -333,3 +333,31 @@ def every_header_rebuilds_its_users(tmp):
         raw = make("-W", h)
         out = built(raw) | {u for u in users if not u.endswith(".o") and "-o " + u in raw}
         check(users <= out, f"editing {h} would not rebuild {sorted(users - out)[:5]}")
+
+
+@test
+def files_and_functions_stay_small(tmp):
+    """No source file of lib/, common/ or tools/ is over 800 lines, and a
+    function over 80 lines says why in the comment right above it (one
+    that begins "Long (")."""
+    long = []
+    for d in ("lib", "common", "tools"):
+        for base, _, fs in os.walk(os.path.join(ROOT, d)):
+            for f in sorted(fs):
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(base, f)
+                lines = open(path, encoding="utf-8").read().split("\n")
+                check(len(lines) <= 801, f"{os.path.relpath(path, ROOT)}: {len(lines)} lines")
+                for i, l in enumerate(lines):
+                    if not (re.match(r"^[A-Za-z].*\)$", l) and i + 1 < len(lines) and lines[i + 1] == "{"):
+                        continue
+                    end = next((k for k in range(i + 1, len(lines)) if lines[k] == "}"), i)
+                    if end - i + 1 <= 80:
+                        continue
+                    k = i - 1
+                    while k >= 0 and lines[k].startswith((" *", "/*")) and "Long (" not in lines[k]:
+                        k -= 1
+                    if k < 0 or "Long (" not in lines[k]:
+                        long.append(f"{os.path.relpath(path, ROOT)}:{i + 1} {l[:50]} ({end - i + 1} lines)")
+    check(not long, f"functions over 80 lines that do not say why: {long}")

@@ -161,11 +161,9 @@ static void phase_slice(struct out *o, uint32_t pid, const struct open_phase *p,
 	emit(o, e);
 }
 
-/* One process into the stream; 0, or -1 with err set. */
-/* pid: its Perfetto process id; hosts: the export has several, so the
- * name says which.
- *
- * Long (about 110 lines): one case per kind of slice (host call, GPU record,
+/* One process into the stream; 0, or -1 with err set. pid: its Perfetto
+ * process id; hosts: the export has several, so the name says which. */
+/* Long (about 110 lines): one case per kind of slice (host call, GPU record,
  * phase, counter) written as its event, in the format's terms. */
 static int export_one(struct out *o, const char *path, uint32_t pid, int hosts, char *err, size_t errlen)
 {

@@ -396,8 +396,9 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
 		own_line(p, big, s->once_where, sizeof(s->once_where));
 }
 
-/* Finds the step and replays the window: fills r->steps. */
-static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
+/* Finds the step (fills r->steps' first part) and its window of steady
+ * steps, [*ta, *tb): 1, or 0 with no step. */
+static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t *ta, uint64_t *tb)
 {
 	struct gs_report *r = p->r;
 	struct gs_period per;
@@ -427,7 +428,7 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 	}
 	if (!nb) {
 		free(b);
-		return;
+		return 0;
 	}
 	s->found = 1;
 	s->steps = nb - 1;
@@ -441,7 +442,19 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 		k0 = 1; /* the first steady step still warms caches and allocators */
 	s->window = k1 - k0;
 	s->step_ns = window_step(v, n, b[k0], b[k1], s->window, &s->gpu_ns);
-	struct gs_replay rp = { .it = v, .n = n, .ta = b[k0], .tb = b[k1], .steps = s->window, .fuse = 10,
+	*ta = b[k0];
+	*tb = b[k1];
+	free(b);
+	return 1;
+}
+
+/* Replays the window [ta, tb) as it ran and with each change: fills
+ * r->steps' second part. */
+static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t ta,
+			  uint64_t tb)
+{
+	struct gs_report *r = p->r;
+	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .steps = s->window, .fuse = 10,
 				.node_gap_ns = 1000 };
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
@@ -505,8 +518,16 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 	if (rp.data_phase)
 		s->change[GS_CH_WORKERS].count = s->change[GS_CH_WORKERS].count ? s->change[GS_CH_WORKERS].count : 1;
 	s->change[GS_CH_FUSE].count = 1;
+}
+
+/* Finds the step and replays its window: fills r->steps. */
+static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
+{
+	uint64_t ta, tb;
+	if (!find_step(p, s, v, n, &ta, &tb))
+		return;
+	replay_window(p, s, v, n, ta, tb);
 	once_costs(p, s, v, n);
-	free(b);
 }
 
 void gs_steps_finish(struct gs_pass *p)
