@@ -464,9 +464,13 @@ static inline __attribute__((always_inline)) unsigned native_frames(uint64_t *pc
 		n = f(buf, (int)max + OWN_FRAMES);
 		unwind_end();
 	}
+	/* gpuspy's own frames go, and a frame above them that is not the
+	 * program's either (a sanitizer's backtrace interceptor): the stack
+	 * starts after the last of gpuspy's among the first few. */
 	unsigned k = 0, i = 0;
-	while (i < (unsigned)n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
-		i++; /* gpuspy's own frames */
+	for (unsigned j = 0; j < (unsigned)n && j < OWN_FRAMES + 1; j++)
+		if ((uintptr_t)buf[j] >= self_lo && (uintptr_t)buf[j] < self_hi)
+			i = j + 1;
 	for (; i < (unsigned)n && k < max; i++)
 		pc[k++] = (uint64_t)(uintptr_t)buf[i];
 	return k;

@@ -232,5 +232,6 @@ void gs_steps_diagnose(struct gs_report *r)
 	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
 		if (!used[ch] && ok[ch] && (ch != GS_CH_FUSE || jax)) /* elsewhere: host_bound's, when it is made */
 			add_new(r, ch);
-	qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);
+	if (r->ndiag > 1)
+		qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);
 }
