@@ -112,3 +112,83 @@ def a_wait_every_step_is_replayed_exactly(tmp):
                         wait_step_trace(tmp, host_ns=0)], capture_output=True, text=True, timeout=TIMEOUT)
     o = json.loads(p.stdout)
     check(o["diagnoses"] == [], f"a wait with nothing to overlap diagnosed: {o['diagnoses']}")
+
+
+@test
+def pinning_a_pageable_copy_is_replayed_exactly(tmp):
+    """A pageable 16 MiB copy every step, on a timeline known to the
+    nanosecond: each 3 ms step launches a 1 ms kernel (a 10 us call, the
+    kernel 20 us after it began), then copies its next batch from pageable
+    memory (2.5 ms: it waits for the kernel, then 1.49 ms of DMA), then
+    485 us of the host's own work. Replayed (docs/design.md#replay), a step
+    is 2,981,400 ns (the launch's 5.7 us after tracing's cost, 5 us, the
+    wait to the kernel's end, the copy's own 1,490.7 us, 485 us); pinned,
+    the copy is an asynchronous 671,088 ns at 25 GB/s (no pinned copy or
+    link to measure, said so) after the kernel, so the GPU sets the pace at
+    1,671,088 ns a step: it saves (40 x 2,981,400 - (5,700 + 40 x
+    1,671,088)) / 40 = 1,310,169 ns a step, first among the diagnoses."""
+    import json
+    from test_report import write_jsonl
+    ev = []
+    for k in range(50):
+        t = 1_000_000 + k * 3_000_000
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
+                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                   "corr": 2 * k + 1})
+        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 20_000,
+                   "end_ns": t + 1_020_000, "result": 0, "device": 0, "stream": 7, "corr": 2 * k + 1, "name": "k"})
+        ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 15_000,
+                   "end_ns": t + 2_515_000, "result": 0, "bytes": 16 << 20, "dir": "h2d", "host_mem": "pageable",
+                   "device": 0, "stream": 0, "async": True, "corr": 2 * k + 2})
+        ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": t + 1_020_000,
+                   "end_ns": t + 2_510_000, "result": 0, "bytes": 16 << 20, "dir": "h2d", "device": 0, "stream": 7,
+                   "corr": 2 * k + 2})
+    path = write_jsonl(os.path.join(tmp, "pin.jsonl"), ev, timing="cupti")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    step = o["processes"][0]["step"]
+    check(step["steps"] == 49 and step["step_ns"] == 3_000_000 and step["replayed_step_ns"] == 2_981_400
+          and step["pinned_bytes_per_s"] == 25e9, f"step {step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "pageable_copies" and d[0]["saving"]["per_step_ns"] == 1_310_169
+          and d[0]["saving"]["bound"] == "estimate" and "25.0 GB/s (PCIe gen4 x16's usual 25 GB/s"
+          in d[0]["saving"]["how"], f"diagnoses {d}")
+
+
+@test
+def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
+    """empty_cache()'s shape, known to the nanosecond: each 1.5 ms step
+    (a phase) allocates (200 us), launches a 1 ms kernel (a 10 us call),
+    frees (the free waits for the kernel, then 5 us more) and works 270 us
+    on the host. Replayed, a step is 1,485,100 ns; from a pool the
+    allocation and the free cost nothing and wait for nothing, so the
+    kernels run back to back from 10.7 us in: it saves (40 x 1,485,100 -
+    (10,700 + 40 x 1,000,000)) / 40 = 484,832 ns a step."""
+    import json
+    from test_report import phase_event, write_jsonl
+    ev = []
+    for k in range(50):
+        t = 1_000_000 + k * 1_500_000
+        ev.append(phase_event(True, t, "step", k))
+        ev.append({"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": t, "end_ns": t + 200_000, "result": 0,
+                   "bytes": 64 << 20, "mem": "device", "addr": 0x10000000 + k * (64 << 20), "device": 0})
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 205_000, "end_ns": t + 215_000,
+                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                   "corr": k + 1})
+        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 225_000,
+                   "end_ns": t + 1_225_000, "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "k"})
+        ev.append({"kind": "free", "api": "cudaFree", "tid": 7, "start_ns": t + 220_000, "end_ns": t + 1_230_000,
+                   "result": 0, "bytes": 64 << 20, "mem": "device", "addr": 0x10000000 + k * (64 << 20),
+                   "device": 0})
+        ev.append(phase_event(False, t + 1_490_000, "step", k))
+    path = write_jsonl(os.path.join(tmp, "pool.jsonl"), ev, timing="cupti")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    step = o["processes"][0]["step"]
+    check(step["what"] == "the cycle of phases step" and step["replayed_step_ns"] == 1_485_100, f"step {step}")
+    churn = [d for d in o["diagnoses"] if d["id"] == "allocation_churn"]
+    check(len(churn) == 1 and churn[0]["saving"]["per_step_ns"] == 484_832
+          and churn[0]["saving"]["how"].startswith("the allocations and frees replayed from a pool"),
+          f"diagnoses {o['diagnoses']}")
