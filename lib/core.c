@@ -88,13 +88,20 @@ static void warn_fd_setup(void)
 	}
 }
 
+/* gpuspy may write its line: not quiet, and stderr is still the file it
+ * was at start-up (the program may have closed and reused the fd). */
+static int warn_ok(void)
+{
+	struct stat st;
+	return !gs_cfg.quiet && warn_fd >= 0 && fstat(warn_fd, &st) == 0 && st.st_dev == warn_dev &&
+	       st.st_ino == warn_ino;
+}
+
 void gs_warn(const char *fmt, ...)
 {
 	char buf[512];
 	int e = errno;
-	struct stat st;
-	if (gs_cfg.quiet || warn_fd < 0 || fstat(warn_fd, &st) != 0 || st.st_dev != warn_dev ||
-	    st.st_ino != warn_ino) {
+	if (!warn_ok()) {
 		errno = e;
 		return;
 	}
@@ -117,9 +124,7 @@ void gs_warn_raw(const char *a, const char *b, const char *c)
 	const char *part[] = { "gpuspy: ", a, b, c, "\n" };
 	size_t n = 0;
 	int e = errno;
-	struct stat st;
-	if (gs_cfg.quiet || warn_fd < 0 || fstat(warn_fd, &st) != 0 || st.st_dev != warn_dev ||
-	    st.st_ino != warn_ino) {
+	if (!warn_ok()) {
 		errno = e;
 		return;
 	}
