@@ -139,7 +139,7 @@ static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n, const s
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < procs[i]->ndiag; j++)
 			procs[i]->diag[j].context ? context++ : total++;
-	for (int ctx = context ? 1 : 0; ctx >= 0; ctx--) {
+	for (int ctx = 0; ctx <= (context ? 1 : 0); ctx++) {
 	if (ctx)
 		fprintf(f, "\n%sContext%s (what the telemetry saw; nothing to change for it)\n", st->bold, st->reset);
 	else

@@ -575,8 +575,8 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		return;
 	}
 	fprintf(f, "  %s\n", s->what);
-	fprintf(f, "  %llu steps%s; steady from %s (the %s before is warm-up: left out of every figure a "
-		   "step)\n", (unsigned long long)s->steps, s->kept_last ? " (of the run's last events)" : "",
+	fprintf(f, "  %llu steps%s, steady from %s\n  (the %s before is warm-up: left out of every figure a "
+		   "step)\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
 		gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns));
 	if (!s->gpu_ns) { /* no GPU records: nothing to replay the GPU's side with */
 		fprintf(f, "  a step: %s; %llu kernel launches\n  no GPU times: the savings below are bounds from the "
