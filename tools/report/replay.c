@@ -145,6 +145,7 @@ struct sim {
 	uint64_t prev_end; /* the run's: the latest end of a call so far */
 	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
 	uint32_t prev_phase;  /* the last call's phase */
+	uint64_t data_from;   /* when the data phase last began (the run's clock) */
 	size_t step;       /* the step the host is in */
 };
 
@@ -223,8 +224,12 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 {
 	uint64_t gap = c->start > m->prev_end ? c->start - m->prev_end : 0;
 	const struct gs_replay *rp = m->rp;
-	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase)
-		return 0; /* the workers load the batch meanwhile */
+	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase) {
+		/* The workers load the batch meanwhile: the gap's part in the
+		 * data phase goes (before it began, the host did other work). */
+		uint64_t from = m->data_from > m->prev_end ? m->data_from : m->prev_end;
+		return c->start > from ? gap - (c->start - from) : gap;
+	}
 	/* The code between two launches does not run in a replayed graph: a
 	 * framework's dispatch of the next operation, a few times a launch's
 	 * own cost. A longer gap is the host's own work, and loading data is
@@ -312,6 +317,8 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 	}
 	for (size_t i = 0; i < rp->n; i++) {
 		const struct gs_item *c = &rp->it[i];
+		if (c->what == GS_IT_PHASE && rp->data_phase && c->phase == rp->data_phase)
+			m.data_from = c->start;
 		if (c->what == GS_IT_CALL && c->start >= rp->ta && c->start < rp->tb)
 			call(&m, c);
 	}

@@ -509,10 +509,20 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 		}
 	}
 	s->change[GS_CH_NOWAIT].count = 0;
-	for (size_t i = 0; rp.data_phase && i + 1 < n; i++) /* the data phase's own host work, a step */
-		if (v[i + 1].what == GS_IT_CALL && v[i + 1].phase == rp.data_phase && v[i + 1].start >= rp.ta &&
-		    v[i + 1].start < rp.tb && v[i + 1].start > v[i].end)
-			s->change[GS_CH_WORKERS].after_ns += v[i + 1].start - v[i].end;
+	/* The data phase's own host work, a step: the gaps before its calls,
+	 * from when it began. */
+	uint64_t data_from = 0, prev_end = 0;
+	for (size_t i = 0; rp.data_phase && i < n; i++) {
+		if (v[i].what == GS_IT_PHASE && v[i].phase == rp.data_phase)
+			data_from = v[i].start;
+		if (v[i].what != GS_IT_CALL)
+			continue;
+		uint64_t from = data_from > prev_end ? data_from : prev_end;
+		if (v[i].phase == rp.data_phase && v[i].start >= rp.ta && v[i].start < rp.tb && v[i].start > from)
+			s->change[GS_CH_WORKERS].after_ns += v[i].start - from;
+		if (v[i].end > prev_end)
+			prev_end = v[i].end;
+	}
 	s->change[GS_CH_WORKERS].after_ns /= s->window;
 	waits(p, v, n, rp.ta, rp.tb, &s->change[GS_CH_NOWAIT], s->window);
 	if (rp.data_phase)
