@@ -436,8 +436,17 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->warmup_ns = b[0] > r->t_first ? b[0] - r->t_first : 0;
 	s->kept_last = p->steps->seen > RING;
 	/* The window: the last steps, the very last left out when no step
-	 * followed it (the run's end, a final synchronize or evaluation). */
-	size_t k1 = nb - 1, k0 = k1 > WINDOW_MAX ? k1 - WINDOW_MAX : 0;
+	 * followed it (the run's end, a final synchronize or evaluation), and
+	 * those after the last GPU record (CUPTI hands its records over late:
+	 * a window recorded on demand, or a run killed, ends without them). */
+	size_t k1 = nb - 1;
+	uint64_t gpu_last = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].what == GS_IT_GPU && v[i].start > gpu_last)
+			gpu_last = v[i].start;
+	while (gpu_last && k1 > 3 && b[k1] > gpu_last)
+		k1--;
+	size_t k0 = k1 > WINDOW_MAX ? k1 - WINDOW_MAX : 0;
 	if (k0 == 0 && k1 >= 6)
 		k0 = 1; /* the first steady step still warms caches and allocators */
 	s->window = k1 - k0;
