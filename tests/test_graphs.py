@@ -83,9 +83,12 @@ def graph_launches_count_what_their_nodes_ran(tmp):
 def calls_on_a_capturing_stream_are_counted_apart(tmp):
     """The kernel, upload and memset made during each of the two captures
     are marked captured in the dump and counted apart, in no total; the
-    kernel launched after the capture ended is not. With CUPTI (the
-    double's), the GPU ran exactly what the graph nodes say: 8 graph
-    kernels of seen graphs (3 more of the unseen one), 8 copies, 6 memsets."""
+    kernel launched after the capture ended is not. What the graphs' nodes
+    ran is in the totals, as their kernels are: 6 pinned uploads (7,000 B),
+    2 pageable downloads (600 B), 6 memsets (7,000 B), with no host time.
+    With CUPTI (the double's), the GPU ran exactly what the graph nodes
+    say: 8 graph kernels of seen graphs (3 more of the unseen one), 8
+    copies, 6 memsets, and the copies' GPU records are those totals'."""
     for cupti in ("off", "on"):
         _, ev = graph_run(tmp, cupti)
         cap = [(e["kind"], e["api"]) for e in ev if e.get("captured")]
@@ -98,8 +101,14 @@ def calls_on_a_capturing_stream_are_counted_apart(tmp):
         check(r.get("captured") == {"alloc": 2, "free": 2, "copy": 2, "memset": 2, "launch": 2},
               f"captured {r.get('captured')}")
         t = r["totals"]
-        check(t["copy"]["h2d"]["pinned"]["count"] == 0 and t["memset"]["count"] == 0,
-              f"captured calls in the totals: {t['copy']['h2d']} {t['memset']}")
+        got = [(t["copy"]["h2d"]["pinned"]["count"], t["copy"]["h2d"]["pinned"]["bytes"],
+                t["copy"]["h2d"]["pinned"]["host_ns"]), (t["copy"]["d2h"]["pageable"]["count"],
+               t["copy"]["d2h"]["pageable"]["bytes"]), (t["memset"]["count"], t["memset"]["bytes"])]
+        check(got == [(6, 7000, 0), (2, 600), (6, 7000)], f"CUPTI {cupti}: the totals hold {got}, not the "
+              "graph nodes' copies and memsets alone (captured calls counted, or nodes left out)")
+        if cupti == "on":
+            check(t["copy"]["h2d"]["pinned"]["gpu_count"] == 6 and t["copy"]["d2h"]["pageable"]["gpu_count"] == 2
+                  and t["memset"]["gpu_count"] == 6, f"GPU records of the nodes' copies: {t['copy']} {t['memset']}")
         if cupti == "on":
             gpu = [e for e in ev if e["kind"].startswith("gpu_")]
             kinds = [e["kind"] for e in gpu]

@@ -114,10 +114,17 @@ static void graph_event(struct gs_report *r, struct gs_graph_pass *s, const stru
 		cs[i]->graph_alloc.bytes += g->alloc_bytes;
 		cs[i]->graph_free.count += g->frees;
 		cs[i]->graph_free.bytes += g->free_bytes;
+		/* A graph's copies and memsets are the run's copies and memsets,
+		 * in its tables and totals as its kernels are (no host call of
+		 * their own: no host time); the graph section says which. */
+		cs[i]->memset.count += g->memsets;
+		cs[i]->memset.bytes += g->memset_bytes;
 		for (int d = 0; d < GSPY_DIR_COUNT; d++)
 			for (int p = 0; p < 2; p++) {
 				cs[i]->graph_copy[d][p].count += g->copies[d][p];
 				cs[i]->graph_copy[d][p].bytes += g->copy_bytes[d][p];
+				cs[i]->copy[d][p].count += g->copies[d][p];
+				cs[i]->copy[d][p].bytes += g->copy_bytes[d][p];
 			}
 	}
 }
