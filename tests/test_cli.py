@@ -265,3 +265,23 @@ def run_refuses_a_trace_directory_not_its_own(tmp):
                        r"; use a directory of your own \(--dir\)\n", p.stderr) and
           all(os.listdir(os.path.join(cwd, n)) == [] for n in planted),
           f"the default name planted: {p.returncode} {p.stderr!r}")
+
+
+@test
+def run_cuts_the_traces_of_a_killed_command(tmp):
+    """A command killed by a signal (SIGKILL here; Ctrl-C likewise) cannot
+    cut its own trace: it would keep its whole 64 MiB buffer. run saw it
+    end, so it cuts the file to the chunks in use (5000 launches: a few
+    64 KiB chunks) as the library does at a clean exit; every event still
+    reads back, and the trace still says it did not exit cleanly."""
+    d = os.path.join(tmp, "runs")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--buffer-mb", "64", "--no-report", "--",
+                        os.path.join(BIN, "prog_kill"), "5000"], env=_run_env(), capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 137, f"exit {p.returncode}: {p.stderr}")
+    path = os.path.join(d, traces(d)[0])
+    proc, ev = dump(path)
+    size = os.path.getsize(path)
+    check(len(ev) == 5000 and proc["state"] == "running or killed", f"{len(ev)} events, {proc['state']}")
+    check(size == proc["file_bytes"] and size < 4096 + STRTAB + 16 * (64 << 10),
+          f"a killed command's trace is {size} bytes (header says {proc['file_bytes']})")

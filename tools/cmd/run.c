@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -278,6 +279,46 @@ static void names_free(struct names *s)
 	free(s->v);
 }
 
+/*
+ * A trace whose process has ended without trimming it (killed, Ctrl-C, a
+ * crash) keeps its whole reserved buffer on disk (GPUSPY_BUFFER_MB). run
+ * saw its children end, so it cuts each such file to the chunks in use as
+ * the library does at a clean exit: the header's count and claims first,
+ * then the file, by its own descriptor (never through a link); the
+ * string table's unused tail gives its blocks back. A flight recorder's
+ * file reuses its chunks and stays whole; a trace whose process still
+ * runs (a daemon the command left behind) is left alone.
+ */
+static void trim_ended(const char *path)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	struct stat st;
+	struct gspy_header h;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, GSPY_MAGIC, 8) != 0 ||
+	    h.version != GSPY_FORMAT_VERSION || h.ring || h.state == GSPY_STATE_EXITED ||
+	    (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) || !h.chunk_size) {
+		close(fd);
+		return;
+	}
+	uint32_t claimed = h.chunks_claimed < h.chunk_count ? h.chunks_claimed : h.chunk_count;
+	uint64_t size = h.chunk_offset + (uint64_t)claimed * h.chunk_size;
+	if (size < (uint64_t)st.st_size && h.chunk_offset <= (uint64_t)st.st_size) {
+		h.chunks_claimed += h.chunk_count; /* past the end: anything claimed now is a drop */
+		h.chunk_count = claimed;
+		h.file_size = size;
+		if (pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && ftruncate(fd, (off_t)size) == 0) {
+			uint64_t from = (h.strtab_offset + h.strtab_used + 4095) & ~4095ull;
+			if (from < h.chunk_offset)
+				(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+						(off_t)(h.chunk_offset - from));
+		}
+	}
+	close(fd);
+}
+
 /* After CMD: the traces it wrote into dir (those not in before), said and
  * reported (report NULL: --no-report); a directory made for the run goes
  * again if nothing is in it. */
@@ -294,6 +335,7 @@ static void after_run(const char *dir, const struct names *before, int made, con
 			paths[np] = malloc(l);
 			if (paths[np]) {
 				snprintf(paths[np], l, "%s/%s", dir, after.v[k]);
+				trim_ended(paths[np]);
 				np++;
 			}
 		}
