@@ -285,3 +285,32 @@ def run_cuts_the_traces_of_a_killed_command(tmp):
     check(len(ev) == 5000 and proc["state"] == "running or killed", f"{len(ev)} events, {proc['state']}")
     check(size == proc["file_bytes"] and size < 4096 + STRTAB + 16 * (64 << 10),
           f"a killed command's trace is {size} bytes (header says {proc['file_bytes']})")
+
+
+@test
+def report_of_a_directory_reads_its_newest_run(tmp):
+    """The quick start as written: `gpuspy run -- CMD` puts its traces in
+    ./gpuspy-DATE-TIME/, then `gpuspy report .` (and `export .`) read the
+    newest such run and say which; `top --once` follows it too. A
+    directory with neither traces nor runs is one error line; `serve` of a
+    directory that is not there is an error, not an empty node."""
+    e = _run_env()
+    p = subprocess.run([GPUSPY, "run", "--no-report", "--", os.path.join(BIN, "prog_train"), "3", "10"], env=e,
+                       cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, p.stderr)
+    runs = [d for d in os.listdir(tmp) if d.startswith("gpuspy-")]
+    check(len(runs) == 1, f"run directories {runs}")
+    r = subprocess.run([GPUSPY, "report", "--color", "never", "."], cwd=tmp, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0 and "Phases" in r.stdout and
+          r.stderr == f"gpuspy: . has no traces of its own: reading the newest run, ./{runs[0]}\n",
+          f"report .: {r.returncode} {r.stderr!r}")
+    x = subprocess.run([GPUSPY, "export", "--format", "chrome", ".", "-o", "t.json"], cwd=tmp, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(x.returncode == 0 and json.load(open(os.path.join(tmp, "t.json")))["traceEvents"], x.stderr)
+    os.makedirs(os.path.join(tmp, "empty"))
+    n = subprocess.run([GPUSPY, "report", "empty"], cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(n.returncode == 1 and n.stderr.count("\n") == 1 and "no .gspy or .jsonl traces" in n.stderr, n.stderr)
+    s = subprocess.run([GPUSPY, "serve", "--listen", "127.0.0.1:0", "nowhere"], cwd=tmp, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(s.returncode == 1 and s.stderr.startswith("gpuspy: error: serve: nowhere: "), f"serve: {s.stderr!r}")

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -36,6 +37,7 @@
 
 #include "util/cli.h"
 #include "cmd/cmd.h"
+#include "util/paths.h"
 #include "util/units.h"
 #include "read/watch.h"
 #include "util/escape.h"
@@ -358,6 +360,16 @@ int gs_cmd_serve(int argc, char **argv)
 		} else {
 			s.set.dir = argv[i];
 		}
+	}
+	char run_dir[4096];
+	if (s.set.dir) { /* a directory that is not there is an error, not an empty node */
+		struct stat st;
+		if (stat(s.set.dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "gpuspy: error: serve: %s: %s\n", s.set.dir,
+				stat(s.set.dir, &st) != 0 ? strerror(errno) : "not a directory");
+			return 1;
+		}
+		s.set.dir = gs_paths_live_dir(s.set.dir, run_dir, sizeof(run_dir));
 	}
 	/* HOST:PORT, [V6]:PORT or :PORT (every address). */
 	char host[256];

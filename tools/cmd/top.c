@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "util/cli.h"
 #include "read/watch.h"
 #include "cmd/cmd.h"
+#include "util/paths.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 #include "util/escape.h"
@@ -265,7 +267,9 @@ int gs_cmd_top(int argc, char **argv)
 		fprintf(stderr, "gpuspy: error: top: --json needs --once\n");
 		return 2;
 	}
+	char run_dir[4096];
 	if (t.set.dir) {
+		t.set.dir = gs_paths_live_dir(t.set.dir, run_dir, sizeof(run_dir));
 		DIR *d = opendir(t.set.dir);
 		if (!d) {
 			fprintf(stderr, "gpuspy: error: top: %s: %s\n", t.set.dir, strerror(errno));

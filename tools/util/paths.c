@@ -60,18 +60,62 @@ static int expand_dir(const char *dir, struct gs_paths *out)
 	return -ENOENT;
 }
 
+/* The newest of dir's run directories (gpuspy run's gpuspy-DATE-TIME,
+ * whose names sort by time) into out: 1, or 0 with none. */
+static int newest_run(const char *dir, char *out, size_t cap)
+{
+	DIR *d = opendir(dir);
+	char best[256] = "";
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat st;
+		char p[4096];
+		if (strncmp(e->d_name, "gpuspy-", 7) || strlen(e->d_name) >= sizeof(best) ||
+		    strcmp(e->d_name, best) <= 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			snprintf(best, sizeof(best), "%s", e->d_name);
+	}
+	closedir(d);
+	if (!*best)
+		return 0;
+	snprintf(out, cap, "%s/%s", strcmp(dir, "/") ? dir : "", best);
+	return 1;
+}
+
 int gs_paths_collect(const char *arg, struct gs_paths *in)
 {
 	struct stat st;
 	if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (expand_dir(arg, in) != 0) {
-			fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory\n", arg);
-			return 1;
+		if (expand_dir(arg, in) == 0)
+			return 0;
+		/* No traces, but gpuspy run's directories: the newest run,
+		 * said so (what `gpuspy run` then `gpuspy report .` means). */
+		char run[4096];
+		if (newest_run(arg, run, sizeof(run)) && expand_dir(run, in) == 0) {
+			fprintf(stderr, "gpuspy: %s has no traces of its own: reading the newest run, %s\n", arg, run);
+			return 0;
 		}
-		return 0;
+		fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory (nor in a gpuspy-* "
+				"run directory inside it)\n", arg);
+		return 1;
 	}
 	paths_add(in, arg);
 	return 0;
+}
+
+const char *gs_paths_live_dir(const char *dir, char *buf, size_t cap)
+{
+	struct gs_paths t = { 0 };
+	int has = expand_dir(dir, &t) == 0;
+	gs_paths_free(&t);
+	if (has || !newest_run(dir, buf, cap))
+		return dir;
+	fprintf(stderr, "gpuspy: %s has no traces of its own: following the newest run, %s\n", dir, buf);
+	return buf;
 }
 
 void gs_paths_free(struct gs_paths *p)
