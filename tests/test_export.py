@@ -130,3 +130,36 @@ def export_keeps_hosts_apart(tmp):
     subprocess.run([GPUSPY, "export", "--format", "chrome", paths[0], "-o", out], check=True)
     names = {e["pid"]: e["args"]["name"] for e in check_chrome(out) if e["ph"] == "M" and e["name"] == "process_name"}
     check(names == {7: "pid 7: gpu-golden"}, f"one host: {names}")
+
+
+@test
+def outputs_are_where_people_expect_them(tmp):
+    """`export -o -` writes to standard output (no file named '-'); a
+    successful export and `--html` each say in one line what they wrote;
+    an export that fails leaves no partial file; `--json` with `--html` is
+    one error line, not one of them silently."""
+    gold = os.path.join(ROOT, "tests", "golden", "gpu.jsonl")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", gold, "-o", "-"], cwd=tmp, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and json.loads(p.stdout)["traceEvents"] and not os.path.exists(os.path.join(tmp, "-")),
+          f"export -o -: {p.returncode} {p.stderr}")
+    out = os.path.join(tmp, "t.json")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", gold, "-o", out], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stderr == f"gpuspy: wrote {out} ({os.path.getsize(out)} bytes): open it in "
+          "ui.perfetto.dev\n", p.stderr)
+    bad = os.path.join(tmp, "bad.jsonl")
+    with open(bad, "w") as f:
+        f.write("not a trace\n")
+    part = os.path.join(tmp, "part.json")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", gold, bad, "-o", part], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and not os.path.exists(part) and
+          not [f for f in os.listdir(tmp) if f.startswith(".part.json")], f"failed export left {os.listdir(tmp)}")
+    page = os.path.join(tmp, "r.html")
+    p = subprocess.run([GPUSPY, "report", "--html", page, gold], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stderr == f"gpuspy: wrote {page} ({os.path.getsize(page)} bytes): open it in a "
+          "browser\n", p.stderr)
+    p = subprocess.run([GPUSPY, "report", "--json", "--html", page, gold], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1 and "--json and --html" in p.stderr, p.stderr)

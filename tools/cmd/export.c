@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/cmd.h"
 #include "render/chrome.h"
@@ -38,20 +39,49 @@ int gs_cmd_export(int argc, char **argv)
 		return status ? status : gs_missing("export", "trace (FILE|DIR)");
 	if (!outp)
 		return gs_missing("export", "output (-o OUT.json)");
-	FILE *f = gs_file_create(outp);
+	/* -o - is standard output; a file is written whole or not at all
+	 * (beside it under a fresh name, then renamed: util/files.c), and
+	 * said once written. */
+	int to_stdout = !strcmp(outp, "-");
+	struct gs_file_tmp tmp;
+	struct stat lst;
+	if (!to_stdout && lstat(outp, &lst) == 0 && !S_ISREG(lst.st_mode)) { /* never through a link (security.md) */
+		errno = S_ISLNK(lst.st_mode) ? ELOOP : EEXIST;
+		if (errno == ELOOP)
+			gs_file_create_error(outp);
+		else
+			fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", outp);
+		return 1;
+	}
+	FILE *f = to_stdout ? stdout : gs_file_replace_open(outp, &tmp);
 	if (!f) {
 		gs_file_create_error(outp);
 		return 1;
 	}
 	char err[300];
 	size_t bad;
+	int ok = 1;
 	if (gs_export_chrome(f, in.v, in.n, err, sizeof(err), &bad) != 0) {
 		fprintf(stderr, "gpuspy: error: %s: %s\n", in.v[bad], err);
 		status = 1;
+		ok = 0;
 	}
-	if (fclose(f) != 0) {
-		fprintf(stderr, "gpuspy: error: %s: write failed: %s\n", outp, strerror(errno));
-		status = 1;
+	if (to_stdout) {
+		if (fflush(stdout) != 0) {
+			fprintf(stderr, "gpuspy: error: stdout: write failed: %s\n", strerror(errno));
+			status = 1;
+		}
+	} else {
+		int rc = gs_file_replace_commit(f, &tmp, outp, ok);
+		if (rc && ok) {
+			fprintf(stderr, "gpuspy: error: %s: %s\n", outp, rc == -EIO ? "write failed" : strerror(-rc));
+			status = 1;
+		} else if (!rc) {
+			struct stat st;
+			if (stat(outp, &st) == 0)
+				fprintf(stderr, "gpuspy: wrote %s (%lld bytes): open it in ui.perfetto.dev\n", outp,
+					(long long)st.st_size);
+		}
 	}
 	for (size_t i = 0; i < in.n; i++)
 		free(in.v[i]);

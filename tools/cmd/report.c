@@ -55,6 +55,8 @@ static int write_html(const char *path, struct gs_report *const *procs, size_t n
 		fprintf(stderr, "gpuspy: error: --html %s: %s\n", path, rc == -EIO ? "write failed" : strerror(-rc));
 		return 1;
 	}
+	if (stat(path, &st) == 0)
+		fprintf(stderr, "gpuspy: wrote %s (%lld bytes): open it in a browser\n", path, (long long)st.st_size);
 	return 0;
 }
 
@@ -144,6 +146,10 @@ int gs_cmd_report(int argc, char **argv)
 		} else {
 			status |= gs_paths_collect(argv[i], &in);
 		}
+	}
+	if (json && html) {
+		fprintf(stderr, "gpuspy: error: report: --json and --html are two outputs; give one\n");
+		return 2;
 	}
 	if (!in.n)
 		return status ? status : gs_missing("report", "trace (FILE|DIR)");

@@ -344,6 +344,19 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* DIR as serve reads it: one that is not there is an error, not an empty
+ * node (NULL, said); one with gpuspy run's directories, its newest run. */
+static const char *serve_dir(const char *dir, char *buf, size_t cap)
+{
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "gpuspy: error: serve: %s: %s\n", dir,
+			stat(dir, &st) != 0 ? strerror(errno) : "not a directory");
+		return NULL;
+	}
+	return gs_paths_live_dir(dir, buf, cap);
+}
+
 int gs_cmd_serve(int argc, char **argv)
 {
 	const char *listen = DEFAULT_LISTEN;
@@ -362,15 +375,8 @@ int gs_cmd_serve(int argc, char **argv)
 		}
 	}
 	char run_dir[4096];
-	if (s.set.dir) { /* a directory that is not there is an error, not an empty node */
-		struct stat st;
-		if (stat(s.set.dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "gpuspy: error: serve: %s: %s\n", s.set.dir,
-				stat(s.set.dir, &st) != 0 ? strerror(errno) : "not a directory");
-			return 1;
-		}
-		s.set.dir = gs_paths_live_dir(s.set.dir, run_dir, sizeof(run_dir));
-	}
+	if (s.set.dir && !(s.set.dir = serve_dir(s.set.dir, run_dir, sizeof(run_dir))))
+		return 1;
 	/* HOST:PORT, [V6]:PORT or :PORT (every address). */
 	char host[256];
 	const char *colon = strrchr(listen, ':');
