@@ -314,3 +314,27 @@ def report_of_a_directory_reads_its_newest_run(tmp):
     s = subprocess.run([GPUSPY, "serve", "--listen", "127.0.0.1:0", "nowhere"], cwd=tmp, capture_output=True,
                        text=True, timeout=TIMEOUT)
     check(s.returncode == 1 and s.stderr.startswith("gpuspy: error: serve: nowhere: "), f"serve: {s.stderr!r}")
+
+
+@test
+def every_command_has_help_with_its_options(tmp):
+    """`gpuspy CMD --help`, `-h` and `gpuspy help CMD` print the command's
+    usage and every option its parser takes (found in its source under
+    tools/cmd/), each described; a run's own command keeps its -h; help
+    of no command is one error line."""
+    srcs = {"report": "report.c", "run": "run.c", "dump": "dump.c", "export": "export.c", "diff": "diff.c",
+            "top": "top.c", "serve": "serve.c", "env": "env.c", "record": "control.c"}
+    for cmd, src in srcs.items():
+        text = open(os.path.join(ROOT, "tools", "cmd", src)).read()
+        opts = set(re.findall(r'strcmp\((?:argv\[i\]|a), "(--?[a-z][a-z-]*)"\)', text)) - {"--"}
+        outs = [subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)
+                for args in ([cmd, "--help"], [cmd, "-h"], ["help", cmd])]
+        check(all(o.returncode == 0 and o.stdout == outs[0].stdout for o in outs), f"{cmd}: {outs[0].stderr}")
+        check(outs[0].stdout.startswith(f"usage: gpuspy {cmd}"), outs[0].stdout[:200])
+        listed = set(re.findall(r"^  (--?[a-z][a-z-]*)", outs[0].stdout, re.M))
+        check(opts <= listed, f"{cmd}: options not in its help: {sorted(opts - listed)}")
+    p = subprocess.run([GPUSPY, "run", "--no-report", "--", "sh", "-c", "echo $1", "sh", "-h"], env=_run_env(),
+                       cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.stdout == "-h\n", f"run's command lost its -h: {p.stdout!r}")
+    p = subprocess.run([GPUSPY, "help", "nosuch"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr)

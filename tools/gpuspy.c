@@ -70,6 +70,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "help") && argc == 3) { /* gpuspy help CMD */
+		if (gs_help(stdout, argv[2]) == 0)
+			return 0;
+		fprintf(stderr, "gpuspy: error: help: '%s' is no command, see gpuspy --help\n", argv[2]);
+		return 2;
+	}
 	if ((!strcmp(argv[1], "--version") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) &&
 	    argc > 2) {
 		fprintf(stderr, "gpuspy: error: %s takes no arguments\n", argv[1]);
@@ -83,9 +89,19 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 2, argv + 2);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		/* CMD --help or -h among its options (for run, before the
+		 * command it runs, whose own -h is its own). */
+		for (int k = 2; k < argc; k++) {
+			if (!strcmp(argv[k], "--") || (!strcmp(argv[1], "run") && argv[k][0] != '-'))
+				break;
+			if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+				return gs_help(stdout, argv[1]) == 0 ? 0 : 2;
+		}
+		return commands[i].fn(argc - 2, argv + 2);
+	}
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
 	return 2;
 }

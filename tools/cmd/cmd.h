@@ -19,4 +19,9 @@ int gs_cmd_serve(int argc, char **argv);
 /* CMD is "start", "stop" or "record". */
 int gs_cmd_control(const char *cmd, int argc, char **argv);
 
+/* CMD's usage, what it does and its options, each described (help.c):
+ * 0, or -1 for a command that is not one. */
+#include <stdio.h>
+int gs_help(FILE *f, const char *cmd);
+
 #endif
