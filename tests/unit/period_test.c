@@ -61,6 +61,20 @@ int main(void)
 			t[n++] = 77;
 	}
 	run("log_every_10", t, n, 0);
+	/* A long step: 399 launches of 30 kernels in a fixed, irregular
+	 * order, then a wait, 20 times: shorter distances abound (the same
+	 * kernel recurs within the step), the step's own is the one that
+	 * explains the run. */
+	n = 0;
+	for (int s = 0; s < 20; s++) {
+		uint32_t x = 12345;
+		for (int k = 0; k < 399; k++) {
+			x = x * 1103515245u + 12345u;
+			t[n++] = 200 + (x >> 16) % 30;
+		}
+		t[n++] = 99;
+	}
+	run("long_step", t, n, 99);
 	/* No repetition at all. */
 	n = 0;
 	for (uint32_t i = 0; i < 500; i++)

@@ -23,7 +23,8 @@ struct gs_period {
  * at least 90% of tok[i] equal tok[i + p] and at least 3 repetitions fit;
  * the steady state starts as early as that holds (warm-up before it).
  * anchor_tok, when non-zero, is preferred as the first call of a
- * repetition (a wait that ends a step). Returns 1 found, 0 none, -ENOMEM. */
+ * repetition (a wait that ends a step). Returns 1 found, 0 none (or no
+ * memory for the search). */
 int gs_period_find(const uint32_t *tok, size_t n, uint32_t anchor_tok, struct gs_period *out);
 
 #endif

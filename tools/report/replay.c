@@ -146,7 +146,7 @@ struct sim {
 	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
-	size_t step;       /* the step the host is in */
+	size_t step;       /* the step the host is in (rp->bounds) */
 };
 
 static int by_corr(const void *a, const void *b)
@@ -245,6 +245,12 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 static void call(struct sim *m, const struct gs_item *c)
 {
 	const struct gs_replay *rp = m->rp;
+	/* A new step is a new graph: each step pays its own graph launch. */
+	while (rp->bounds && m->step < rp->steps && c->start >= rp->bounds[m->step + 1]) {
+		m->step++;
+		m->graph_open = 0;
+		m->prev_capturable = 0;
+	}
 	uint64_t dur = c->end - c->start;
 	if (c->start < m->prev_end) /* another thread's call, alongside: only what goes past */
 		dur = c->end > m->prev_end ? c->end - m->prev_end : 0;

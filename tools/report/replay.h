@@ -27,7 +27,7 @@ enum gs_change {
 	GS_CH_NONE,    /* the run as it was: the model's own step */
 	GS_CH_PIN,     /* pageable copies of 1 MiB or more become async copies from pinned memory */
 	GS_CH_NOWAIT,  /* the step's waits (synchronize, a small copy back) no longer block the host */
-	GS_CH_GRAPH,   /* each step's launches become one graph launch */
+	GS_CH_GRAPH,   /* each step's launches become one graph launch (a graph ends at a wait too) */
 	GS_CH_WORKERS, /* the data phase's host work moves to loader workers */
 	GS_CH_POOL,    /* allocations and frees come from a pool: no cost, no synchronization */
 	GS_CH_FUSE,    /* several steps a dispatch: the step's host work divided by fuse */
@@ -38,6 +38,7 @@ struct gs_replay {
 	const struct gs_item *it; /* the window's items, in start order */
 	size_t n;
 	uint64_t ta, tb;       /* the window: its steps' first begin and last end */
+	const uint64_t *bounds; /* its steps' begins, steps + 1 of them (bounds[0] = ta) */
 	size_t steps;          /* whole steps in it */
 	double pinned_bps;     /* pinned copy bandwidth, bytes a second */
 	uint64_t launch_ns;    /* an async call's host cost (the median launch) */

@@ -169,7 +169,15 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 	}
 	free(tok);
 	free(at);
-	return nb >= 4 ? nb : 0;
+	for (size_t k = 1; k < nb; k++)
+		if ((*out)[k] <= (*out)[k - 1])
+			nb = 0; /* not in time order (a JSON Lines file written out of order): no step */
+	if (nb < 4) {
+		free(*out);
+		*out = NULL;
+		return 0;
+	}
+	return nb;
 }
 
 
@@ -304,6 +312,24 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 {
 	const struct gs_item *worst = NULL;
 	uint64_t worst_ns = 0, after = 0;
+	/* Each call's thread's next call, found in one backward pass (a scan
+	 * forward from each wait would be quadratic in threads that wait once
+	 * and never call again). */
+	size_t cap = 16, *next = malloc((n ? n : 1) * sizeof(*next));
+	while (cap < 2 * n)
+		cap <<= 1;
+	struct { uint32_t tid; size_t at; } *seen = calloc(cap, sizeof(*seen));
+	for (size_t i = n; next && seen && i-- > 0;) {
+		next[i] = SIZE_MAX;
+		if (v[i].what != GS_IT_CALL)
+			continue;
+		size_t k = (v[i].tid * 2654435761u) & (cap - 1);
+		while (seen[k].at && seen[k].tid != v[i].tid)
+			k = (k + 1) & (cap - 1);
+		next[i] = seen[k].at ? seen[k].at - 1 : SIZE_MAX;
+		seen[k].tid = v[i].tid;
+		seen[k].at = i + 1;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].start < ta || v[i].start >= tb || !gs_replay_droppable_wait(&v[i]))
 			continue;
@@ -313,13 +339,13 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 			worst_ns = d;
 			worst = &v[i];
 		}
-		for (size_t j = i + 1; j < n; j++) /* the same thread's next call */
-			if (v[j].what == GS_IT_CALL && v[j].tid == v[i].tid) {
-				after += v[j].start > v[i].end ? v[j].start - v[i].end : 0;
-				break;
-			}
+		size_t j = next && seen ? next[i] : SIZE_MAX;
+		if (j != SIZE_MAX && v[j].start > v[i].end)
+			after += v[j].start - v[i].end;
 	}
 	c->after_ns = steps ? after / steps : 0;
+	free(next);
+	free(seen);
 	if (worst)
 		own_line(p, worst, c->where, sizeof(c->where));
 }
@@ -397,8 +423,9 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
 }
 
 /* Finds the step (fills r->steps' first part) and its window of steady
- * steps, [*ta, *tb): 1, or 0 with no step. */
-static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t *ta, uint64_t *tb)
+ * steps: their begins into wb (s->window + 1 of them, WINDOW_MAX + 1 at
+ * most). 1, or 0 with no step. */
+static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t *wb)
 {
 	struct gs_report *r = p->r;
 	struct gs_period per;
@@ -451,19 +478,18 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 		k0 = 1; /* the first steady step still warms caches and allocators */
 	s->window = k1 - k0;
 	s->step_ns = window_step(v, n, b[k0], b[k1], s->window, &s->gpu_ns);
-	*ta = b[k0];
-	*tb = b[k1];
+	memcpy(wb, b + k0, (s->window + 1) * sizeof(*wb));
 	free(b);
 	return 1;
 }
 
 /* Replays the window [ta, tb) as it ran and with each change: fills
  * r->steps' second part. */
-static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t ta,
-			  uint64_t tb)
+static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, const uint64_t *wb)
 {
+	uint64_t ta = wb[0], tb = wb[s->window];
 	struct gs_report *r = p->r;
-	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .steps = s->window, .fuse = 10,
+	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = s->window, .fuse = 10,
 				.node_gap_ns = 1000 };
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
@@ -542,10 +568,10 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 /* Finds the step and replays its window: fills r->steps. */
 static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
 {
-	uint64_t ta, tb;
-	if (!find_step(p, s, v, n, &ta, &tb))
+	uint64_t wb[WINDOW_MAX + 1];
+	if (!find_step(p, s, v, n, wb))
 		return;
-	replay_window(p, s, v, n, ta, tb);
+	replay_window(p, s, v, n, wb);
 	once_costs(p, s, v, n);
 }
 
