@@ -107,7 +107,7 @@ def a_wait_every_step_is_replayed_exactly(tmp):
           and step["replayed_step_ns"] == 1_010_400 and step["launches"] == 1, f"step {step}")
     d = o["diagnoses"]
     check(len(d) == 1 and d[0]["id"] == "step_waits", f"diagnoses {d}")
-    check(d[0]["text"].startswith("Each step waits for the GPU 1 time at train_step (loop.py:42), then works "
+    check(d[0]["text"].startswith("Each step waits for the GPU once at train_step (loop.py:42), then works "
                                   "400.0 us on the host while the GPU idles"), d[0]["text"])
     s = d[0]["saving"]
     check(s["per_step_ns"] == 410_257 and s["steps"] == 49 and s["bound"] == "estimate"

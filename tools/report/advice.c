@@ -19,9 +19,10 @@
 #include "util/units.h"
 
 /* Which change each diagnosis of the loop proposes. A step of many small
- * launches folds into a graph; a step the host dispatches more slowly than
- * the GPU runs it, with few launches (one graph, a jitted call), gives
- * the GPU more per dispatch. */
+ * launches folds into a graph; a JAX step the host dispatches more slowly
+ * than the GPU runs it gives the GPU more per dispatch (lax.scan). Any
+ * other host-bound step has no change the replay can make (the host's own
+ * work stays): its diagnosis keeps its bound from the totals. */
 static int change_of(const char *id, int jax, int graph)
 {
 	/* A copy back of 1 MiB or more is pinned too; a smaller one is a wait
@@ -33,7 +34,7 @@ static int change_of(const char *id, int jax, int graph)
 	if (!strcmp(id, "sync_stalls") || !strcmp(id, "step_waits"))
 		return GS_CH_NOWAIT;
 	if (!strcmp(id, "launch_bound") || !strcmp(id, "host_bound"))
-		return !jax && graph ? GS_CH_GRAPH : GS_CH_FUSE;
+		return !jax && graph ? GS_CH_GRAPH : jax ? GS_CH_FUSE : GS_CH_NONE;
 	if (!strcmp(id, "allocation_churn"))
 		return GS_CH_POOL;
 	return GS_CH_NONE;
@@ -103,19 +104,32 @@ static const char *graph_advice(unsigned fw, int inference)
 	       "cudaGraphLaunch), or fuse its kernels.";
 }
 
+/* "once", "3 times", "1.5 times": count over steps. */
+static const char *times(char *buf, size_t cap, uint64_t count, uint64_t steps)
+{
+	if (count == steps)
+		snprintf(buf, cap, "once");
+	else if (count % steps == 0)
+		snprintf(buf, cap, "%llu times", (unsigned long long)(count / steps));
+	else
+		snprintf(buf, cap, "%.1f times", (double)count / (double)steps);
+	return buf;
+}
+
 /* The diagnoses the replay found that no other names. */
 static void add_new(struct gs_report *r, int ch)
 {
 	const struct gs_steps *s = r->steps;
+	size_t before = r->ndiag;
 	char a[32], b[32], c[32];
 	int inference = !r->phases_repeat; /* no optimizer nor training phases: a loop of forwards */
 	if (ch == GS_CH_NOWAIT) {
 		const struct gs_step_change *w = &s->change[ch];
 		gs_diag_add(r, "step_waits",
-			    "Each step waits for the GPU %.0f %s%s%s, then works %s on the host while the GPU idles: "
+			    "Each step waits for the GPU %s%s%s, then works %s on the host while the GPU idles: "
 			    "that work could have run while the GPU computed.\n%s",
-			    (double)w->count / (double)s->window, w->count == s->window ? "time" : "times",
-			    *w->where ? " at " : "", w->where, gs_fmt_ns(a, w->after_ns), wait_advice(r->framework));
+			    times(c, sizeof(c), w->count, s->window), *w->where ? " at " : "", w->where,
+			    gs_fmt_ns(a, w->after_ns), wait_advice(r->framework));
 	} else if (ch == GS_CH_GRAPH) {
 		gs_diag_add(r, "launch_bound",
 			    "Each step launches %llu kernels one by one and the GPU works %s of its %s (%.0f%%): it "
@@ -142,7 +156,8 @@ static void add_new(struct gs_report *r, int ch)
 			    "waits.\nLoad ahead in workers: DataLoader(num_workers=N, pin_memory=True).");
 	}
 	(void)c;
-	set_saving(r, &r->diag[r->ndiag - 1], ch);
+	if (r->ndiag > before) /* gs_diag_add adds nothing when memory runs out */
+		set_saving(r, &r->diag[r->ndiag - 1], ch);
 }
 
 /* The evidence each change needs in the steady steps, beyond a saving:
@@ -158,8 +173,8 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 		return c->count >= s->window;
 	case GS_CH_GRAPH:
 		return !jax && s->launches >= 10 && s->gpu_ns * 2 < s->step_ns && s->launch_path_ns * 2 >= s->step_ns;
-	case GS_CH_FUSE: /* the host, not the GPU, sets the pace; not a step of many launches */
-		return (jax || !applies(s, GS_CH_GRAPH, jax)) && s->gpu_ns * 5 < s->step_ns * 4;
+	case GS_CH_FUSE: /* the host, not the GPU, sets the pace: JAX's several steps a call */
+		return jax && s->gpu_ns * 5 < s->step_ns * 4;
 	case GS_CH_WORKERS:
 		return c->after_ns * 4 >= s->step_ns;
 	case GS_CH_PIN:
@@ -230,7 +245,7 @@ void gs_steps_diagnose(struct gs_report *r)
 	}
 	r->ndiag = keep;
 	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
-		if (!used[ch] && ok[ch] && (ch != GS_CH_FUSE || jax)) /* elsewhere: host_bound's, when it is made */
+		if (!used[ch] && ok[ch])
 			add_new(r, ch);
 	if (r->ndiag > 1)
 		qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);

@@ -361,7 +361,12 @@ static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t
 		if (k++ < per->start + per->anchor)
 			continue;
 		size_t ph = v[i].phase < r->nphases ? v[i].phase : 0;
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", seen ? ", " : "", r->phases[ph].name);
+		const char *nm = r->phases[ph].name;
+		if (len + strlen(nm) + 2 > 90) { /* the line fits the report's 100 columns */
+			snprintf(out + len, cap - len, ", ...");
+			return;
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", seen ? ", " : "", nm);
 		seen++;
 	}
 }
@@ -596,14 +601,15 @@ void gs_steps_free(struct gs_report *r)
 	r->steps = NULL;
 }
 
-const char *gs_steps_saving(const struct gs_steps *s, enum gs_change ch, char *buf, size_t cap)
+/* s, or its last cap bytes after "...", so that a long path keeps its
+ * file and line within a line of the report. */
+static const char *tail_of(const char *s, size_t cap)
 {
-	if (!s || !s->found || s->change[ch].save_ns <= 0)
-		return NULL;
-	char a[32], b[32];
-	snprintf(buf, cap, "replayed over the last %llu steady steps of %s", (unsigned long long)s->window,
-		 gs_fmt_ns(b, s->step_ns));
-	(void)a;
+	static __thread char buf[128];
+	size_t n = strlen(s);
+	if (n <= cap || cap + 4 > sizeof(buf))
+		return s;
+	snprintf(buf, sizeof(buf), "...%s", s + n - (cap - 3));
 	return buf;
 }
 
@@ -620,24 +626,29 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		return;
 	}
 	fprintf(f, "  %s\n", s->what);
-	fprintf(f, "  %llu steps%s, steady from %s\n  (the %s before is warm-up: left out of every figure a "
-		   "step)\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
-		gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns));
+	if (s->warmup_ns)
+		fprintf(f, "  %llu steps%s, steady from %s\n  (the %s before is warm-up: left out of every figure a "
+			   "step)\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
+			gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns));
+	else
+		fprintf(f, "  %llu steps%s, steady from the start\n", (unsigned long long)s->steps,
+			s->kept_last ? ", the run's last" : "");
 	if (!s->gpu_ns) { /* no GPU records: nothing to replay the GPU's side with */
-		fprintf(f, "  a step: %s; %llu kernel launches\n  no GPU times: the savings below are bounds from the "
-			   "run's totals, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches);
+		fprintf(f, "  a step: %s; %llu kernel %s\n  no GPU times: the savings below are bounds from the "
+			   "run's totals, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches,
+			gs_pl(s->launches, "launch", "launches"));
 	} else {
-		fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel launches\n", gs_fmt_ns(a, s->step_ns),
+		fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel %s\n", gs_fmt_ns(a, s->step_ns),
 			gs_fmt_ns(b, s->gpu_ns), s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
-			(unsigned long long)s->launches);
-		fprintf(f, "  replayed, the last %llu steps take %s a step (the run: %s); the savings below are "
-			   "replays\n", (unsigned long long)s->window, gs_fmt_ns(c, s->model_ns), gs_fmt_ns(d, s->step_ns));
+			(unsigned long long)s->launches, gs_pl(s->launches, "launch", "launches"));
+		fprintf(f, "  replayed: %s a step over the last %llu (the run: %s); the savings below are replays\n",
+			gs_fmt_ns(c, s->model_ns), (unsigned long long)s->window, gs_fmt_ns(d, s->step_ns));
 	}
 	if (s->once_copies)
 		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s%s%s\n",
 			(unsigned long long)s->once_copies, s->once_copies == 1 ? "copy" : "copies",
 			gs_fmt_bytes(a, s->once_copy_bytes), gs_fmt_ns(b, s->once_copy_ns),
-			*s->once_where ? "\n    the largest at " : "", s->once_where);
+			*s->once_where ? "\n    the largest at " : "", tail_of(s->once_where, 78));
 }
 
 static const char *const change_names[GS_CH_COUNT] = { "none", "pin", "no_wait", "graph", "workers", "pool",

@@ -39,8 +39,4 @@ struct gs_steps {
 	char once_where[240];   /* the line of the largest of those copies, "" unknown */
 };
 
-/* "about 4.1 ms a step (replayed over 20 steady steps of 36.0 ms)", or
- * NULL when the run has no step or the change saves nothing. */
-const char *gs_steps_saving(const struct gs_steps *s, enum gs_change ch, char *buf, size_t cap);
-
 #endif
