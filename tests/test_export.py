@@ -163,3 +163,41 @@ def outputs_are_where_people_expect_them(tmp):
     p = subprocess.run([GPUSPY, "report", "--json", "--html", page, gold], capture_output=True, text=True,
                        timeout=TIMEOUT)
     check(p.returncode == 2 and p.stderr.count("\n") == 1 and "--json and --html" in p.stderr, p.stderr)
+
+
+@test
+def flame_graphs_of_where_the_calls_come_from(tmp):
+    """`export --format collapsed` writes one line a call stack, "pid N"
+    and its frames outermost first joined by ';', then the host time of
+    the calls made from it; `--format speedscope` the same stacks as
+    speedscope's two profiles, host time and device and pinned bytes
+    allocated. Both are checked against the trace's own events
+    (tests/golden/stacks.jsonl), stack by stack."""
+    gold = os.path.join(ROOT, "tests", "golden", "stacks.jsonl")
+    stacks, ns, nbytes, pid = {}, {}, {}, None
+    for line in open(gold):
+        e = json.loads(line)
+        if e["type"] == "process":
+            pid = e["pid"]
+        elif e["type"] == "stack":
+            stacks[e["id"]] = e["frames"]
+        elif e["type"] == "event" and e.get("stack") and e.get("result", 0) == 0 and e["kind"] in (
+                "alloc", "free", "copy", "memset", "launch", "sync", "map", "unmap"):
+            ns[e["stack"]] = ns.get(e["stack"], 0) + e["end_ns"] - e["start_ns"]
+            if e["kind"] == "alloc" and e.get("mem") != "host":
+                nbytes[e["stack"]] = nbytes.get(e["stack"], 0) + e["bytes"]
+    want = {";".join([f"pid {pid}"] + stacks[s][::-1]): v for s, v in ns.items()}
+    p = subprocess.run([GPUSPY, "export", "--format", "collapsed", gold, "-o", "-"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    got = {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in p.stdout.splitlines()}
+    check(p.returncode == 0 and got == want and len(want) >= 5, f"collapsed: {got} vs {want}")
+    p = subprocess.run([GPUSPY, "export", "--format", "speedscope", gold, "-o", "-"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    d = json.loads(p.stdout)
+    names = [f["name"] for f in d["shared"]["frames"]]
+    prof = {x["name"]: {";".join(names[i] for i in s): w for s, w in zip(x["samples"], x["weights"])}
+            for x in d["profiles"]}
+    check(prof["host time in CUDA calls"] == want and d["profiles"][0]["unit"] == "nanoseconds" and
+          d["profiles"][0]["endValue"] == sum(want.values()), f"speedscope time: {prof}")
+    check(prof["device and pinned bytes allocated"] ==
+          {";".join([f"pid {pid}"] + stacks[s][::-1]): v for s, v in nbytes.items()}, f"bytes: {prof}")

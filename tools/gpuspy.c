@@ -31,7 +31,7 @@ static void usage(FILE *f)
 		   "                  [--host-alloc SIZE] [--no-report] -- CMD ARGS...\n"
 		   "       gpuspy report [--json | --html OUT.html] [--all] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
-		   "       gpuspy export --format chrome FILE|DIR... -o OUT.json\n"
+		   "       gpuspy export --format chrome|speedscope|collapsed FILE|DIR... -o OUT\n"
 		   "       gpuspy env [--markdown]\n"
 		   "       gpuspy record PID [--for DUR]   (and gpuspy start PID, gpuspy stop PID)\n"
 		   "       gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]\n"

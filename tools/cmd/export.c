@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "render/chrome.h"
+#include "render/flame.h"
 #include "util/cli.h"
 #include "util/files.h"
 #include "util/paths.h"
@@ -30,9 +31,11 @@ int gs_cmd_export(int argc, char **argv)
 		else
 			status |= gs_paths_collect(argv[i], &in);
 	}
-	if (!format || strcmp(format, "chrome") != 0) {
-		fprintf(stderr, "gpuspy: error: export: --format %s is not known; use --format chrome\n",
-			format ? format : "(missing)");
+	int fmt = !format ? -1 : !strcmp(format, "chrome") ? 0 : !strcmp(format, "collapsed") ? 1
+		: !strcmp(format, "speedscope") ? 2 : -1;
+	if (fmt < 0) {
+		fprintf(stderr, "gpuspy: error: export: --format %s is not known; use chrome, speedscope or "
+				"collapsed\n", format ? format : "(missing)");
 		return 2;
 	}
 	if (!in.n)
@@ -61,7 +64,10 @@ int gs_cmd_export(int argc, char **argv)
 	char err[300];
 	size_t bad;
 	int ok = 1;
-	if (gs_export_chrome(f, in.v, in.n, err, sizeof(err), &bad) != 0) {
+	int failed = fmt == 0 ? gs_export_chrome(f, in.v, in.n, err, sizeof(err), &bad)
+		     : gs_export_flame(f, fmt == 1 ? GS_FLAME_COLLAPSED : GS_FLAME_SPEEDSCOPE, in.v, in.n, err,
+				       sizeof(err), &bad);
+	if (failed) {
 		fprintf(stderr, "gpuspy: error: %s: %s\n", in.v[bad], err);
 		status = 1;
 		ok = 0;
@@ -79,8 +85,9 @@ int gs_cmd_export(int argc, char **argv)
 		} else if (!rc) {
 			struct stat st;
 			if (stat(outp, &st) == 0)
-				fprintf(stderr, "gpuspy: wrote %s (%lld bytes): open it in ui.perfetto.dev\n", outp,
-					(long long)st.st_size);
+				fprintf(stderr, "gpuspy: wrote %s (%lld bytes): open it in %s\n", outp,
+					(long long)st.st_size, fmt == 0 ? "ui.perfetto.dev" : fmt == 2 ? "speedscope.app" :
+					"flamegraph.pl or speedscope.app");
 		}
 	}
 	for (size_t i = 0; i < in.n; i++)

@@ -37,9 +37,11 @@ static const struct help {
 	{ "dump", "gpuspy dump FILE.gspy [-o OUT.jsonl]",
 	  "The trace as JSON Lines: a process line, then one line per event in time order.",
 	  { { "-o", "OUT.jsonl", "write there instead of standard output (never through a link)" } } },
-	{ "export", "gpuspy export --format chrome FILE|DIR... -o OUT.json",
-	  "The timeline in Chrome's Trace Event Format, for ui.perfetto.dev or chrome://tracing.",
-	  { { "--format", "chrome", "the format (chrome)" },
+	{ "export", "gpuspy export --format chrome|speedscope|collapsed FILE|DIR... -o OUT",
+	  "The timeline in Chrome's Trace Event Format (ui.perfetto.dev), or flame graphs of where the CUDA "
+	  "calls come from: speedscope's JSON (host time and bytes allocated by call stack) or collapsed "
+	  "stacks (flamegraph.pl).",
+	  { { "--format", "chrome|speedscope|collapsed", "the format" },
 	    { "-o", "OUT.json", "the file to write, whole or not at all; - for standard output" } } },
 	{ "diff", "gpuspy diff BASE NEW [--fail-if 'NAME>N%,...'] [--json]",
 	  "Compares two runs step by step; exits 1 when NEW regressed past a limit (a CI gate).",
