@@ -132,6 +132,11 @@ install: all
 	ln -sf libgpuspy-host.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy-host.so.$(SOVERSION)
 	ln -sf libgpuspy-host.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgpuspy-host.so
 	install -m 755 tools/gpuspy $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 644 docs/gpuspy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuspy.1
+	tools/gpuspy help --bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuspy
+	tools/gpuspy help --zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuspy
 	install -m 644 include/gpuspy.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/gpuspy/format.h include/gpuspy/apis.h $(DESTDIR)$(PREFIX)/include/gpuspy/
 	install -d $(DESTDIR)$(PREFIX)/share/gpuspy/python

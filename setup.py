@@ -36,4 +36,4 @@ class NativeWheel(bdist_wheel):
 with open(os.path.join(ROOT, "VERSION")) as f:
     VERSION = f.read().strip()
 
-setup(version=VERSION, distclass=Native, cmdclass={"build_py": BuildWithMake, "bdist_wheel": NativeWheel})
+setup(version=VERSION, data_files=[("share/man/man1", ["docs/gpuspy.1"])], distclass=Native, cmdclass={"build_py": BuildWithMake, "bdist_wheel": NativeWheel})

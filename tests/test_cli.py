@@ -338,3 +338,24 @@ def every_command_has_help_with_its_options(tmp):
     check(p.stdout == "-h\n", f"run's command lost its -h: {p.stdout!r}")
     p = subprocess.run([GPUSPY, "help", "nosuch"], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr)
+
+
+@test
+def man_page_and_completion_come_from_the_help_table(tmp):
+    """docs/gpuspy.1 (installed by `make install` and the .deb) is
+    `gpuspy help --man`, from the help table: a change to the table that
+    did not remake it fails here; it names every command and its options.
+    The bash completion, from the same table, completes a command and its
+    options."""
+    man = subprocess.run([GPUSPY, "help", "--man"], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    check(man == open(os.path.join(ROOT, "docs", "gpuspy.1")).read(),
+          "docs/gpuspy.1 is not `gpuspy help --man`: remake it (tools/gpuspy help --man > docs/gpuspy.1)")
+    for word in (".SS report", ".SS export", "\\-\\-fail\\-if", "\\-\\-html", "\\-\\-listen"):
+        check(word in man, f"{word} not in the man page")
+    comp = os.path.join(tmp, "c.bash")
+    with open(comp, "w") as f:
+        f.write(subprocess.run([GPUSPY, "help", "--bash"], capture_output=True, text=True, timeout=TIMEOUT).stdout)
+    p = subprocess.run(["bash", "-c", f"source {comp}; COMP_WORDS=(gpuspy rep); COMP_CWORD=1; _gpuspy; "
+                        "echo ${COMPREPLY[@]}; COMP_WORDS=(gpuspy export --f); COMP_CWORD=2; _gpuspy; "
+                        "echo ${COMPREPLY[@]}"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.stdout == "report\n--format\n", f"completion: {p.stdout!r} {p.stderr}")

@@ -70,6 +70,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "help") && argc == 3 && !strcmp(argv[2], "--man"))
+		return gs_help_man(stdout, GPUSPY_VERSION);
+	if (!strcmp(argv[1], "help") && argc == 3 && (!strcmp(argv[2], "--bash") || !strcmp(argv[2], "--zsh")))
+		return gs_help_completion(stdout, !strcmp(argv[2], "--zsh"));
 	if (!strcmp(argv[1], "help") && argc == 3) { /* gpuspy help CMD */
 		if (gs_help(stdout, argv[2]) == 0)
 			return 0;

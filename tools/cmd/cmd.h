@@ -23,5 +23,9 @@ int gs_cmd_control(const char *cmd, int argc, char **argv);
  * 0, or -1 for a command that is not one. */
 #include <stdio.h>
 int gs_help(FILE *f, const char *cmd);
+/* The man page (docs/gpuspy.1) and bash or zsh completion, from the same
+ * table (help.c). */
+int gs_help_man(FILE *f, const char *version);
+int gs_help_completion(FILE *f, int zsh);
 
 #endif

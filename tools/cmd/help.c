@@ -91,3 +91,81 @@ int gs_help(FILE *f, const char *cmd)
 	fprintf(f, "\nMore: docs/commands.md, and `gpuspy --help` for every command.\n");
 	return 0;
 }
+
+/* roff's text: a backslash doubled, a leading dot or quote kept from
+ * being a request, '-' as the minus sign options need. */
+static void roff(FILE *f, const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", f);
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '-')
+			fputs("\\-", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+int gs_help_man(FILE *f, const char *version)
+{
+	fprintf(f, ".\\\" The gpuspy man page, made by `gpuspy help --man` from tools/cmd/help.c's table.\n");
+	fprintf(f, ".TH GPUSPY 1 \"\" \"gpuspy %s\" \"User Commands\"\n.SH NAME\n", version);
+	fprintf(f, "gpuspy \\- where a CUDA program's time goes, and what to change\n.SH SYNOPSIS\n");
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+		fputs(".B ", f);
+		roff(f, helps[i].synopsis);
+		fputs("\n.br\n", f);
+	}
+	fputs(".SH DESCRIPTION\ngpuspy records every allocation, copy, memset, kernel launch and wait of a CUDA\n"
+	      "program, with no change to it (LD_PRELOAD=libgpuspy.so, or gpuspy run), into a trace file per\n"
+	      "process, and reports where the time went, per phase and per step, with diagnoses: the change to\n"
+	      "make, the line that caused it, and what the change saves.\n.SH COMMANDS\n", f);
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+		const struct help *h = &helps[i];
+		fprintf(f, ".SS %s\n", h->cmd);
+		roff(f, h->what);
+		fputc('\n', f);
+		for (const struct opt *o = h->opts; o < h->opts + 8 && o->name; o++) {
+			fputs(".TP\n.B ", f);
+			roff(f, o->name);
+			if (o->arg) {
+				fputs(" ", f);
+				roff(f, o->arg);
+			}
+			fputc('\n', f);
+			roff(f, o->help);
+			fputc('\n', f);
+		}
+	}
+	fputs(".SH ENVIRONMENT\nEvery GPUSPY_ variable, its default and its value here: \\fBgpuspy env\\fR.\n"
+	      ".SH FILES\n\\fIgpuspy\\-HOST\\-PID[\\-rRANK].gspy\\fR, one trace per process, in GPUSPY_DIR\n"
+	      "(gpuspy run: \\fIgpuspy\\-DATE\\-TIME/\\fR).\n.SH SEE ALSO\nThe project's docs/commands.md.\n", f);
+	return 0;
+}
+
+int gs_help_completion(FILE *f, int zsh)
+{
+	size_t n = sizeof(helps) / sizeof(helps[0]);
+	if (zsh)
+		fputs("#compdef gpuspy\n# zsh completion for gpuspy, made by `gpuspy help --zsh`.\n"
+		      "autoload -U bashcompinit && bashcompinit\n", f);
+	else
+		fputs("# bash completion for gpuspy, made by `gpuspy help --bash`.\n", f);
+	fputs("_gpuspy() {\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n"
+	      "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\tCOMPREPLY=($(compgen -W \"", f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? " " : "", helps[i].cmd);
+	fputs(" help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase $cmd in\n", f);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "\t%s) opts=\"--help", helps[i].cmd);
+		for (const struct opt *o = helps[i].opts; o < helps[i].opts + 8 && o->name; o++)
+			fprintf(f, " %s", o->name);
+		fputs("\" ;;\n", f);
+	}
+	fputs("\t*) opts=\"\" ;;\n\tesac\n\tif [[ $cur == -* ]]; then\n"
+	      "\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n\telse\n"
+	      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\tfi\n}\ncomplete -o filenames -F _gpuspy gpuspy\n", f);
+	return 0;
+}
