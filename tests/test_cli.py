@@ -298,8 +298,8 @@ def report_of_a_directory_reads_its_newest_run(tmp):
     p = subprocess.run([GPUSPY, "run", "--no-report", "--", os.path.join(BIN, "prog_train"), "3", "10"], env=e,
                        cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, p.stderr)
-    runs = [d for d in os.listdir(tmp) if d.startswith("gpuspy-")]
-    check(len(runs) == 1, f"run directories {runs}")
+    runs = [d for d in os.listdir(tmp) if d.startswith("gpuspy-2")]
+    check(len(runs) == 1 and os.readlink(os.path.join(tmp, "gpuspy-latest")) == runs[0], f"run directories {runs}")
     r = subprocess.run([GPUSPY, "report", "--color", "never", "."], cwd=tmp, capture_output=True, text=True,
                        timeout=TIMEOUT)
     check(r.returncode == 0 and "Phases" in r.stdout and
@@ -359,3 +359,36 @@ def man_page_and_completion_come_from_the_help_table(tmp):
                         "echo ${COMPREPLY[@]}; COMP_WORDS=(gpuspy export --f); COMP_CWORD=2; _gpuspy; "
                         "echo ${COMPREPLY[@]}"], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.stdout == "report\n--format\n", f"completion: {p.stdout!r} {p.stderr}")
+
+
+@test
+def run_names_its_output_and_links_the_latest(tmp):
+    """`gpuspy run -o NAME` (or --output) writes its traces into NAME;
+    without a name each run makes ./gpuspy-DATE-TIME and points
+    ./gpuspy-latest at it, so that `gpuspy report gpuspy-latest` is the
+    run just made; a file at that name is never replaced."""
+    e = _run_env()
+    prog = os.path.join(BIN, "prog_train")
+    p = subprocess.run([GPUSPY, "run", "-o", "mine", "--no-report", "--", prog, "2", "10"], env=e, cwd=tmp,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and len(traces(os.path.join(tmp, "mine"))) == 1, f"-o: {p.stderr}")
+    check(not os.path.lexists(os.path.join(tmp, "gpuspy-latest")), "a named run moved gpuspy-latest")
+    dirs = []
+    for _ in range(2):
+        time.sleep(1.1)  # the default names are by the second
+        p = subprocess.run([GPUSPY, "run", "--no-report", "--", prog, "2", "10"], env=e, cwd=tmp,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0, p.stderr)
+        dirs.append(os.readlink(os.path.join(tmp, "gpuspy-latest")))
+    runs = sorted(d for d in os.listdir(tmp) if d.startswith("gpuspy-2"))
+    check(dirs == runs and len(runs) == 2, f"gpuspy-latest pointed at {dirs}, runs {runs}")
+    r = subprocess.run([GPUSPY, "report", "--json", "gpuspy-latest"], cwd=tmp, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0 and json.loads(r.stdout)["processes"], r.stderr)
+    os.unlink(os.path.join(tmp, "gpuspy-latest"))
+    with open(os.path.join(tmp, "gpuspy-latest"), "w") as f:
+        f.write("mine\n")
+    time.sleep(1.1)
+    subprocess.run([GPUSPY, "run", "--no-report", "--", prog, "2", "10"], env=e, cwd=tmp, capture_output=True,
+                   timeout=TIMEOUT)
+    check(open(os.path.join(tmp, "gpuspy-latest")).read() == "mine\n", "a file at gpuspy-latest was replaced")

@@ -21,7 +21,10 @@ static const struct help {
 } helps[] = {
 	{ "run", "gpuspy run [options] -- CMD ARGS...",
 	  "Runs CMD with libgpuspy preloaded (every process it starts is traced), then reports its traces.",
-	  { { "--dir", "D", "where the traces go (default: ./gpuspy-DATE-TIME, made for this run)" },
+	  { { "--dir", "D", "where the traces go (default: ./gpuspy-DATE-TIME, made for this run, and "
+			    "./gpuspy-latest links to it)" },
+	    { "-o", "D", "the same as --dir (also --output)" },
+	    { "--output", "D", "the same as --dir" },
 	    { "--buffer-mb", "N", "each process's buffer, MiB (GPUSPY_BUFFER_MB)" },
 	    { "--cupti", "auto|on|off|events", "GPU times from CUPTI, or from CUDA events (GPUSPY_CUPTI)" },
 	    { "--host-alloc", "SIZE", "record host allocations from this size (GPUSPY_HOST_ALLOC_MIN)" },

@@ -139,7 +139,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			i++;
 			break;
 		}
-		if (!strcmp(argv[i], "--dir") && has_value(argc, argv, i))
+		if ((!strcmp(argv[i], "--dir") || !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) &&
+		    has_value(argc, argv, i))
 			o->dir = argv[++i];
 		else if (!strcmp(argv[i], "--buffer-mb") && has_value(argc, argv, i))
 			o->buffer = argv[++i];
@@ -150,7 +151,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		else if (!strcmp(argv[i], "--no-report"))
 			o->no_report = 1;
 		else if (argv[i][0] == '-')
-			return gs_bad_option("run", argv[i], "--dir --buffer-mb --cupti --host-alloc");
+			return gs_bad_option("run", argv[i], "--dir -o --output --buffer-mb --cupti --host-alloc");
 		else
 			break; /* the command starts here */
 	}
@@ -356,6 +357,20 @@ static void after_run(const char *dir, const struct names *before, int made, con
 	names_free(&after);
 }
 
+/* ./gpuspy-latest names the newest default run directory: a link made
+ * beside it under a fresh name and renamed over the old one, and only
+ * over a link (never over a file or directory someone put there). */
+static void latest_link(const char *dir)
+{
+	struct stat st;
+	if (lstat("gpuspy-latest", &st) == 0 && !S_ISLNK(st.st_mode))
+		return;
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), ".gpuspy-latest.%d", (int)getpid());
+	if (symlink(dir, tmp) == 0 && rename(tmp, "gpuspy-latest") != 0)
+		unlink(tmp);
+}
+
 int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 {
 	struct run_opts o;
@@ -419,6 +434,8 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 	unsetenv("LD_PRELOAD");
 
 	after_run(dir, &before, made, argv[o.cmd], o.no_report ? NULL : report);
+	if (dir == defdir && access(dir, F_OK) == 0)
+		latest_link(dir);
 	names_free(&before);
 	free(preload);
 	return code;
