@@ -392,3 +392,22 @@ def run_names_its_output_and_links_the_latest(tmp):
     subprocess.run([GPUSPY, "run", "--no-report", "--", prog, "2", "10"], env=e, cwd=tmp, capture_output=True,
                    timeout=TIMEOUT)
     check(open(os.path.join(tmp, "gpuspy-latest")).read() == "mine\n", "a file at gpuspy-latest was replaced")
+
+
+@test
+def env_lib_is_the_library_run_preloads(tmp):
+    """`gpuspy env --lib` prints the library `gpuspy run` preloads (the
+    README's LD_PRELOAD=$(gpuspy env --lib) CMD): the tree's own here,
+    GPUSPY_LIB when set, and one error line when that is not there; a
+    program preloaded by hand with it is traced."""
+    p = subprocess.run([GPUSPY, "env", "--lib"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and os.path.realpath(p.stdout.strip()) == os.path.realpath(LIB), p.stdout)
+    e = dict(os.environ, GPUSPY_LIB="/nonexistent/libgpuspy.so")
+    p = subprocess.run([GPUSPY, "env", "--lib"], env=e, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr)
+    if SANITIZED:
+        raise Skip("a preload by hand puts libgpuspy before the sanitizer runtime")
+    lib = subprocess.run([GPUSPY, "env", "--lib"], capture_output=True, text=True, timeout=TIMEOUT).stdout.strip()
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, LD_PRELOAD=lib, GPUSPY_DIR=tmp, GPUSPY_QUIET="1")
+    subprocess.run([os.path.join(BIN, "prog_train"), "2", "10"], env=e, capture_output=True, timeout=TIMEOUT)
+    check(len(traces(tmp)) == 1, f"traces {os.listdir(tmp)}")

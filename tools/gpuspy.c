@@ -6,7 +6,7 @@
  *   gpuspy run [options] -- CMD ARGS...   CMD under libgpuspy, then its report
  *   gpuspy dump FILE [-o OUT]     the trace as JSON Lines
  *   gpuspy export --format chrome FILE|DIR... -o OUT.json   timeline for Perfetto
- *   gpuspy env [--markdown]       the GPUSPY_ variables, their defaults and values here
+ *   gpuspy env [--markdown | --lib]       the GPUSPY_ variables, their defaults and values here
  *   gpuspy start|stop PID, gpuspy record PID [--for DUR]   recording on demand
  *   gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]   live view
  *   gpuspy serve [--listen ADDR] [DIR]   the same for Prometheus, at /metrics
@@ -32,7 +32,7 @@ static void usage(FILE *f)
 		   "       gpuspy report [--json | --html OUT.html] [--all] [--color auto|always|never] FILE|DIR...\n"
 		   "       gpuspy dump FILE.gspy [-o OUT.jsonl]\n"
 		   "       gpuspy export --format chrome|speedscope|collapsed FILE|DIR... -o OUT\n"
-		   "       gpuspy env [--markdown]\n"
+		   "       gpuspy env [--markdown | --lib]\n"
 		   "       gpuspy record PID [--for DUR]   (and gpuspy start PID, gpuspy stop PID)\n"
 		   "       gpuspy top [--window DUR] [--interval DUR] [--once [--json]] [DIR]\n"
 		   "       gpuspy serve [--listen ADDR] [DIR]\n"

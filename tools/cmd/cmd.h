@@ -12,6 +12,10 @@ int gs_cmd_dump(int argc, char **argv);
 int gs_cmd_export(int argc, char **argv);
 /* Returns CMD's exit status; report(n, paths) prints the report. */
 int gs_cmd_run(int argc, char **argv, int (*report)(int, char **));
+/* The library run preloads: GPUSPY_LIB, else the one installed beside
+ * the command (../lib, as the .deb and the wheel put it), else the install
+ * prefix's; into out, 0, or -1 when it is not there (run.c). */
+int gs_run_find_lib(char *out, size_t cap);
 int gs_cmd_diff(int argc, char **argv);
 int gs_cmd_env(int argc, char **argv);
 int gs_cmd_top(int argc, char **argv);

@@ -32,10 +32,12 @@ static int markdown(void)
 
 int gs_cmd_env(int argc, char **argv)
 {
-	int md = 0;
+	int md = 0, lib = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--markdown"))
 			md = 1;
+		else if (!strcmp(argv[i], "--lib"))
+			lib = 1;
 		else if (argv[i][0] == '-')
 			return gs_bad_option("env", argv[i], "");
 		else {
@@ -45,6 +47,16 @@ int gs_cmd_env(int argc, char **argv)
 	}
 	if (md)
 		return markdown();
+	if (lib) { /* the library to preload by hand: LD_PRELOAD=$(gpuspy env --lib) */
+		char path[4096];
+		if (gs_run_find_lib(path, sizeof(path)) != 0) {
+			fprintf(stderr, "gpuspy: error: env: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n",
+				path);
+			return 1;
+		}
+		printf("%s\n", path);
+		return 0;
+	}
 	/* The values are the environment's bytes: escaped (escape.c). */
 	FILE *out = gs_term_open(stdout, 0);
 	if (!out)

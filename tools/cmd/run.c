@@ -46,7 +46,7 @@ static int exists(const char *p)
 
 /* The library next to the command (tools/ in the tree, bin/ when
  * installed), $GPUSPY_LIB, or the install prefix. */
-static int find_lib(char *out, size_t cap)
+int gs_run_find_lib(char *out, size_t cap)
 {
 	const char *env = getenv("GPUSPY_LIB");
 	if (env && *env) {
@@ -379,7 +379,7 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		return bad;
 	const char *dir = o.dir;
 	char lib[PATH_MAX];
-	if (find_lib(lib, sizeof(lib)) != 0) {
+	if (gs_run_find_lib(lib, sizeof(lib)) != 0) {
 		fprintf(stderr, "gpuspy: error: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n", lib);
 		return 1;
 	}
