@@ -361,3 +361,28 @@ def files_and_functions_stay_small(tmp):
                     if k < 0 or "Long (" not in lines[k]:
                         long.append(f"{os.path.relpath(path, ROOT)}:{i + 1} {l[:50]} ({end - i + 1} lines)")
     check(not long, f"functions over 80 lines that do not say why: {long}")
+
+
+@test
+def readme_without_a_gpu_works_as_written(tmp):
+    """The README's "Without a GPU" command, run as written from the
+    repository's root: it traces and reports (phases and diagnoses), and
+    the run it made is removed again."""
+    if SANITIZED:
+        raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = re.search(r"```sh\n(.*?)```", readme_section(text, "Without a GPU"), re.S).group(1)
+    before = set(os.listdir(ROOT))
+    try:
+        for line in block.strip().splitlines():
+            p = subprocess.run(["sh", "-c", line], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+            check(p.returncode == 0 and "Phases" in p.stdout and "Diagnoses" in p.stdout,
+                  f"`{line}`: {p.returncode} {p.stderr[-300:]}")
+    finally:
+        import shutil
+        for d in set(os.listdir(ROOT)) - before:
+            path = os.path.join(ROOT, d)
+            if os.path.islink(path) or not os.path.isdir(path):
+                os.unlink(path)
+            else:
+                shutil.rmtree(path)

@@ -192,8 +192,14 @@ static void ncu_commands(FILE *f, const struct gs_report *r, const struct gs_ker
 		if (!runs || (st->gpu_mode && !v[i]->gpu_count))
 			continue;
 		n++;
-		if (!header++)
-			fprintf(f, "  Profile the middle run of each with Nsight Compute (CMD: the command above):\n");
+		if (!header++) {
+			/* CMD is the traced command (the trace's bytes: the
+			 * report's stream escapes them), cut to fit the line. */
+			fprintf(f, "  Profile the middle run of each with Nsight Compute (CMD: the command traced%s)\n",
+				*r->proc.command ? "" : ", as you ran it");
+			if (*r->proc.command)
+				fprintf(f, "    CMD = %.85s%s\n", r->proc.command, strlen(r->proc.command) > 85 ? "..." : "");
+		}
 		char re[47] = "regex:^"; /* 38 bytes of the name at most, as before */
 		size_t k = strlen(re);
 		const char *p = v[i]->name;
