@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/futex.h>
@@ -365,6 +366,8 @@ static int open_file(void)
 	h->stacks = gs_cfg.stacks;
 	h->stack_launch_every = gs_cfg.stack_launch_every;
 	h->host_alloc_min = gs_cfg.host_alloc_min;
+	cpu_set_t cpus;
+	h->cpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 0;
 	h->chunk_offset = w.chunk_off;
 	h->chunk_size = w.chunk_size;
 	h->chunk_count = w.chunk_count;

@@ -209,7 +209,8 @@ def loader_workers_are_replayed_exactly(tmp):
     loading alongside, only the data phase's own 790 us goes (not the
     forward pass's 180 us before it), the host then sets the pace at
     201.4 us a step: it saves (39,676,000 - 8,076,000) / 40 = 790,000 ns
-    a step, the data phase's work exactly."""
+    a step, the data phase's work exactly. With the CPUs the process may
+    use in the trace, the workers are that many less one."""
     import json
     from test_report import phase_event, write_jsonl
     ev = []
@@ -239,6 +240,18 @@ def loader_workers_are_replayed_exactly(tmp):
           and step["replayed_step_ns"] == 991_900 and step["replayed_savings_ns"]["workers"] == 790_000, f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
+    # The same program on 2 CPUs (the trace's header): one worker beside
+    # the step loads a batch every 790 us at best, so the replayed step is
+    # no shorter than that: (39,676,000 - 40 x 790,000) / 40 = 201,900 ns.
+    lines = open(path).read().splitlines()
+    head = json.loads(lines[0])
+    head["cpus"] = 2
+    with open(path, "w") as f:
+        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    check(o["processes"][0]["step"]["replayed_savings_ns"]["workers"] == 201_900, f"{o['processes'][0]['step']}")
 
 
 @test

@@ -375,3 +375,20 @@ def pause_and_resume(tmp):
     seq = [e["kind"] if e["kind"] != "mark" else e["name"] for e in ev]
     check(seq == ["alloc", "free"] * 3 + ["(paused)", "(resumed)"] + ["alloc", "free"] * 2,
           f"events {seq}")
+
+
+@test
+def header_says_the_cpus_the_process_could_use(tmp):
+    """The trace's header holds the CPUs the process could run on when it
+    made its file (its affinity; the report's replay of loader workers
+    divides the data phase by them): all of them, and 1 under taskset."""
+    run("prog_rt_dyn", tmp=tmp)
+    proc, _ = only_trace(tmp)
+    check(proc.get("cpus") == len(os.sched_getaffinity(0)), f"cpus {proc.get('cpus')}")
+    os.unlink(os.path.join(tmp, traces(tmp)[0]))
+    e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_QUIET="1",
+             LD_PRELOAD=PRELOAD_PREFIX + LIB)
+    subprocess.run(["taskset", "-c", "0", os.path.join(BIN, "prog_rt_dyn")], env=e, capture_output=True,
+                   timeout=TIMEOUT)
+    proc, _ = only_trace(tmp)
+    check(proc.get("cpus") == 1, f"cpus under taskset {proc.get('cpus')}")

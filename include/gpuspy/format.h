@@ -629,6 +629,10 @@ struct gspy_header {
 	 * at exit; not events dropped for want of room (before this field
 	 * they were counted in dropped_nochunk). */
 	uint64_t host_unwritten;
+	/* The CPUs the process could run on when the file was made (its
+	 * affinity: taskset, a cgroup's cpuset); 0 in older traces. The
+	 * report's replay of loader workers divides the data phase by them. */
+	uint32_t cpus;
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");

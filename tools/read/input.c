@@ -83,6 +83,7 @@ static void proc_from_trace(struct gs_input *in)
 	p->chunks_reused = h->chunks_reused;
 	p->nvtx_too_deep = h->nvtx_too_deep;
 	p->host_unwritten = h->host_unwritten;
+	p->cpus = h->cpus;
 	p->stacks_taken = h->stacks_taken;
 	p->stacks_ns = gs_trace_stack_ns(t);
 	p->stack_min_ns = h->stack_min_ns;
@@ -178,6 +179,7 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->chunks_reused = u64(o, "chunks_reused");
 	p->nvtx_too_deep = u64(o, "nvtx_too_deep");
 	p->host_unwritten = u64(o, "host_unwritten");
+	p->cpus = (uint32_t)u64(o, "cpus");
 	p->stacks_taken = u64(o, "stacks_taken");
 	p->stacks_ns = u64(o, "stacks_ns");
 	p->stack_min_ns = u64(o, "stack_min_ns");

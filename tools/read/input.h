@@ -25,6 +25,7 @@ struct gs_proc {
 	uint64_t chunks_reused;      /* chunks of threads that exited, taken over */
 	uint64_t nvtx_too_deep;      /* NVTX ranges not recorded: nested too deep */
 	uint64_t host_unwritten;     /* host allocations from before the file, never written */
+	uint32_t cpus;               /* CPUs it could run on (0: not known) */
 	uint64_t stacks_taken, stacks_ns; /* gpuspy's own time taking call stacks */
 	uint64_t stack_min_ns; /* GPUSPY_STACK_MIN: shorter memsets (etc.) have no stack */
 	uint64_t wait_stack_min_ns; /* the same for waits (10 us unless GPUSPY_STACK_MIN was set) */

@@ -82,6 +82,8 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 		add_u64(o, "nvtx_too_deep", h->nvtx_too_deep);
 	if (h->host_unwritten)
 		add_u64(o, "host_unwritten", h->host_unwritten);
+	if (h->cpus)
+		add_u64(o, "cpus", h->cpus);
 	cJSON_AddBoolToObject(o, "clean_exit", h->state == GSPY_STATE_EXITED);
 	cJSON_AddStringToObject(o, "state", gs_state_name(h->state));
 	if (h->state == GSPY_STATE_SIGNALED)

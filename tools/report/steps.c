@@ -488,6 +488,39 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	return 1;
 }
 
+/* The window replayed as it ran, then with each change: the model's own
+ * step, and what each change saves a step, with the calls it changes. */
+static void replay_changes(const struct gs_report *r, struct gs_steps *s, const struct gs_replay *rp_)
+{
+	const struct gs_replay rp = *rp_;
+	const struct gs_item *v = rp.it;
+	size_t n = rp.n;
+	uint64_t base = gs_replay_run(&rp, GS_CH_NONE);
+	s->model_ns = base / s->window;
+	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++) {
+		struct gs_step_change *c = &s->change[ch];
+		uint64_t t = gs_replay_run(&rp, (enum gs_change)ch);
+		/* N workers load a batch every data-work / N at best: with the
+		 * CPUs the process could use known (the trace's header), less
+		 * the one the step keeps, the step is no shorter than that. */
+		if (ch == GS_CH_WORKERS && r->proc.cpus > 1) {
+			uint64_t floor = s->change[GS_CH_WORKERS].after_ns * s->window / (r->proc.cpus - 1);
+			if (t < floor)
+				t = floor;
+		}
+		c->save_ns = ((int64_t)base - (int64_t)t) / (int64_t)s->window;
+		for (size_t i = 0; i < n; i++) {
+			const struct gs_item *x = &v[i];
+			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
+				continue;
+			c->count += (ch == GS_CH_PIN && gs_replay_pinnable(x)) ||
+				    (ch == GS_CH_POOL && (x->kind == GSPY_KIND_alloc || x->kind == GSPY_KIND_free)) ||
+				    (ch == GS_CH_GRAPH && x->kind == GSPY_KIND_launch && !gspy_api_graph_launch(x->api)) ||
+				    (ch == GS_CH_WORKERS && rp.data_phase && x->phase == rp.data_phase);
+		}
+	}
+}
+
 /* Replays the window [ta, tb) as it ran and with each change: fills
  * r->steps' second part. */
 static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, const uint64_t *wb)
@@ -532,23 +565,6 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 		prev = i;
 	}
 	s->launch_path_ns /= s->window;
-	uint64_t base = gs_replay_run(&rp, GS_CH_NONE);
-	s->model_ns = base / s->window;
-	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++) {
-		struct gs_step_change *c = &s->change[ch];
-		uint64_t t = gs_replay_run(&rp, (enum gs_change)ch);
-		c->save_ns = ((int64_t)base - (int64_t)t) / (int64_t)s->window;
-		for (size_t i = 0; i < n; i++) {
-			const struct gs_item *x = &v[i];
-			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
-				continue;
-			c->count += (ch == GS_CH_PIN && gs_replay_pinnable(x)) ||
-				    (ch == GS_CH_POOL && (x->kind == GSPY_KIND_alloc || x->kind == GSPY_KIND_free)) ||
-				    (ch == GS_CH_GRAPH && x->kind == GSPY_KIND_launch && !gspy_api_graph_launch(x->api)) ||
-				    (ch == GS_CH_WORKERS && rp.data_phase && x->phase == rp.data_phase);
-		}
-	}
-	s->change[GS_CH_NOWAIT].count = 0;
 	/* The data phase's own host work, a step: the gaps before its calls,
 	 * from when it began. */
 	uint64_t data_from = 0, prev_end = 0;
@@ -564,6 +580,8 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 			prev_end = v[i].end;
 	}
 	s->change[GS_CH_WORKERS].after_ns /= s->window;
+	replay_changes(r, s, &rp);
+	s->change[GS_CH_NOWAIT].count = 0;
 	waits(p, v, n, rp.ta, rp.tb, &s->change[GS_CH_NOWAIT], s->window);
 	if (rp.data_phase)
 		s->change[GS_CH_WORKERS].count = s->change[GS_CH_WORKERS].count ? s->change[GS_CH_WORKERS].count : 1;
