@@ -662,6 +662,15 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		fprintf(f, "  replayed: %s a step over the last %llu (the run: %s); the savings below are replays\n",
 			gs_fmt_ns(c, s->model_ns), (unsigned long long)s->window, gs_fmt_ns(d, s->step_ns));
 	}
+	uint64_t compile_ns = 0, compiles = 0; /* a framework's compilations: once a run, never a step's */
+	for (size_t i = 1; i < r->nphases; i++)
+		if (r->phases[i].compile) {
+			compile_ns += r->phases[i].wall_ns;
+			compiles += r->phases[i].count;
+		}
+	if (compiles)
+		fprintf(f, "  one-time costs: compilation %s (%llu %s), left out of every figure a step\n",
+			gs_fmt_ns(c, compile_ns), (unsigned long long)compiles, gs_pl(compiles, "time", "times"));
 	if (s->once_copies)
 		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s%s%s\n",
 			(unsigned long long)s->once_copies, s->once_copies == 1 ? "copy" : "copies",
@@ -701,6 +710,10 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(once, "h2d_copies", (double)s->once_copies);
 	cJSON_AddNumberToObject(once, "h2d_bytes", (double)s->once_copy_bytes);
 	cJSON_AddNumberToObject(once, "h2d_ns", (double)s->once_copy_ns);
+	double compile_ns = 0;
+	for (size_t i = 1; i < r->nphases; i++)
+		compile_ns += r->phases[i].compile ? (double)r->phases[i].wall_ns : 0;
+	cJSON_AddNumberToObject(once, "compile_ns", compile_ns);
 	if (*s->once_where)
 		cJSON_AddStringToObject(once, "h2d_largest_at", s->once_where);
 }
