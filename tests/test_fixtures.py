@@ -136,7 +136,7 @@ def fixture_advice_in_each_frameworks_terms(tmp):
         text = fixture_report(tmp, name)
         head = re.search(r"^   host \S+, exited cleanly(, (\w+))?, ", text, re.M)
         check(head and head.group(2) == fw, f"{name}: header {head and head.group(0)!r}, expected {fw}")
-            d = " ".join(diagnoses(text))
+        d = " ".join(diagnoses(text))
         if name == "jax_step":  # its compilations are one-time costs beside the step
             check("  one-time costs: compilation 2.02 s (7 times), left out of every figure a step\n" in text,
                   text.split("  Step")[1][:500])
