@@ -255,10 +255,17 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 			continue;
 		}
 		/* A forced flush hands back work still running without its
-		 * times: left out (no place on the timeline), counted. */
-		if (!r->start || r->end < r->start) {
+		 * times: left out (no place on the timeline), counted. Work
+		 * that started and never ended (a kernel that tripped a
+		 * device-side assert: its context's error is sticky) is kept,
+		 * marked: the post-mortem's first fact. */
+		if (!r->start) {
 			__atomic_fetch_add(&c.unfinished, 1, __ATOMIC_RELAXED);
 			continue;
+		}
+		if (r->end < r->start) {
+			r->end = r->start;
+			r->result = GSPY_GPU_UNFINISHED;
 		}
 		k++;
 #undef GPU_COMMON

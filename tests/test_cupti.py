@@ -293,3 +293,32 @@ def cupti_flushes_wait_while_the_program_launches(tmp):
                 tmp=tmp)
         want = f"GPUSPY_CUPTI_FLUSH={bad} is not a number of seconds (1..3600); using 5"
         check(p.stdout == "trained 3 steps\n" and p.stderr.count(want) == 1, f"{bad}: {p.stderr!r}")
+
+
+@test
+def cupti_a_kernel_that_never_ended_is_kept_and_named_first(tmp):
+    """A kernel that trips a device-side assert gets a CUPTI record with a
+    start and no end (FAKECUPTI_FAULT): it is kept, marked (result 1, its
+    end its start), where before it was left out; the report's process
+    lines name it first, with when it started, and --json has it as
+    `fault`. Work that never started (no times at all) is still left out
+    with its warning."""
+    d = os.path.join(tmp, "fault")
+    os.makedirs(d)
+    run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_FAULT="1"), tmp=d)
+    _, ev = only_trace(d)
+    bad = [e for e in ev if e["kind"] in GPU_KIND and e.get("result")]
+    check(len(bad) == 1 and bad[0]["name"] == "sgd_update" and bad[0]["result"] == 1 and
+          bad[0]["end_ns"] == bad[0]["start_ns"], f"unended records {bad}")
+    path = os.path.join(d, traces(d)[0])
+    text = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True,
+                          timeout=TIMEOUT).stdout
+    lines = text.split("\n== ")[1].splitlines()
+    check(lines[2].startswith("   GPU kernel sgd_update started at ") and lines[2].endswith(" and never ended"),
+          "\n".join(lines[:4]))
+    o = json.loads(subprocess.run([GPUSPY, "report", "--json", path], capture_output=True, text=True,
+                                  timeout=TIMEOUT).stdout)
+    f = o["processes"][0]["fault"]
+    first = min(e["start_ns"] for e in ev)
+    check(f["kernel"] == "sgd_update" and f["start_ns"] == bad[0]["start_ns"] - first and f["failed_after"] == 0,
+          f"fault {f}")

@@ -152,6 +152,11 @@ enum gspy_state {
 	GSPY_STATE_SIGNALED = 2 /* died of header.exit_signal */
 };
 
+/* A GPU record's result: it started and never ended (a kernel that
+ * tripped a device-side assert, or still running at exit); its end is its
+ * start. Other GPU records' result is 0. */
+#define GSPY_GPU_UNFINISHED 1
+
 /* Where GPU-side times come from, header.gpu_timing. */
 #define GSPY_GPU_TIMING_LIST(X) X(none) X(cupti) X(unavailable) X(in_use) X(failed) X(events)
 enum gspy_gpu_timing {

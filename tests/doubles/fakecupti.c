@@ -21,7 +21,9 @@
  *    from cuCtxDestroy, before the context goes;
  *  - FAKECUPTI_UNFINISHED=N: a forced flush hands back the last N records
  *    without times (start and end 0), as CUPTI does for GPU work still
- *    running.
+ *    running;
+ *  - FAKECUPTI_FAULT=N: the last N kernel records keep their start but get
+ *    no end, as CUPTI gives a kernel that tripped a device-side assert.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
  * and takes the time fakecuda.h gives it, added to the timestamp
@@ -474,8 +476,27 @@ static void unfinish(size_t n)
 	pthread_mutex_unlock(&lock);
 }
 
+/* FAKECUPTI_FAULT: the last n kernel records of the buffer being filled
+ * started and never ended. */
+static void fault(size_t n)
+{
+	size_t total = 0, i = 0;
+	CUpti_Activity *a = NULL;
+	pthread_mutex_lock(&lock);
+	while (s.buf && cuptiActivityGetNextRecord(s.buf, s.used, &a) == CUPTI_SUCCESS)
+		total += a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	a = NULL;
+	while (s.buf && cuptiActivityGetNextRecord(s.buf, s.used, &a) == CUPTI_SUCCESS)
+		if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && i++ + n >= total)
+			((CUpti_ActivityKernel10 *)a)->end = 0;
+	pthread_mutex_unlock(&lock);
+}
+
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
+	const char *fv = getenv("FAKECUPTI_FAULT");
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && fv && atol(fv) > 0)
+		fault((size_t)atol(fv));
 	const char *v = getenv("FAKECUPTI_UNFINISHED");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && v && atol(v) > 0)
 		unfinish((size_t)atol(v));

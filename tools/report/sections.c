@@ -36,7 +36,7 @@ const struct gs_section gs_sections[] = {
 	  .per_process = 1 },
 	{ .name = "collectives", .feeds = HOST_GPU, .event = gs_coll_event, .finish = gs_coll_finish,
 	  .free = gs_coll_free },
-	{ .name = "steps", .feeds = HOST_GPU | GS_FEED_PHASE, .event = gs_steps_event, .finish = gs_steps_finish,
+	{ .name = "steps", .feeds = HOST_GPU | GS_FEED_PHASE | GS_FEED_FAILED, .event = gs_steps_event, .finish = gs_steps_finish,
 	  .diagnose = gs_steps_diagnose, .print = gs_steps_print, .json = gs_steps_json, .free = gs_steps_free,
 	  .per_process = 1 },
 	{ .name = "ranks", .print_procs = gs_ranks_print, .json_procs = gs_ranks_json },

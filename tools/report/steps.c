@@ -16,11 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/reader.h"
 #include "report/pass.h"
 #include "report/period.h"
 #include "report/section.h"
 #include "report/sites.h"
 #include "report/steps.h"
+#include "util/cuda_errors.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -31,6 +33,8 @@ struct gs_step_ring {
 	struct gs_item *v;
 	size_t head, n;
 	uint64_t seen; /* items ever offered */
+	struct gs_fault fault; /* the first GPU record that never ended, and what failed after it */
+	uint64_t fault_corr;
 };
 
 static uint32_t fnv(const void *p, size_t n, uint32_t h)
@@ -58,18 +62,25 @@ static uint32_t token(const struct gs_ev *ev)
 	return h ? h : 1;
 }
 
-static struct gs_item *push(struct gs_pass *p)
+/* The pass's ring, made at its first use; NULL without memory. */
+static struct gs_step_ring *ring(struct gs_pass *p)
 {
-	struct gs_step_ring *g = p->steps;
-	if (!g) {
-		g = p->steps = calloc(1, sizeof(*g));
+	if (!p->steps) {
+		struct gs_step_ring *g = calloc(1, sizeof(*g));
 		if (g && !(g->v = malloc(RING * sizeof(*g->v)))) {
 			free(g);
-			g = p->steps = NULL;
+			g = NULL;
 		}
-		if (!g)
-			return NULL;
+		p->steps = g;
 	}
+	return p->steps;
+}
+
+static struct gs_item *push(struct gs_pass *p)
+{
+	struct gs_step_ring *g = ring(p);
+	if (!g)
+		return NULL;
 	g->seen++;
 	struct gs_item *it = &g->v[(g->head + g->n) % RING];
 	if (g->n < RING)
@@ -80,10 +91,35 @@ static struct gs_item *push(struct gs_pass *p)
 	return it;
 }
 
+/* The first GPU record that never ended, and the calls that failed after
+ * it (a device-side assert's error is sticky: every later call fails). */
+static void note_fault(struct gs_step_ring *g, unsigned feed, const struct gs_ev *ev)
+{
+	struct gs_fault *f = &g->fault;
+	if (feed == GS_FEED_GPU && ev->result == GSPY_GPU_UNFINISHED && !f->seen) {
+		f->seen = 1;
+		f->start = ev->start_ns;
+		g->fault_corr = ev->corr;
+		snprintf(f->name, sizeof(f->name), "%s", ev->name && *ev->name ? ev->name : "(unnamed)");
+	} else if (f->seen && feed != GS_FEED_GPU && ev->result != 0 && ev->start_ns >= f->start) {
+		if (!f->failed_after++) {
+			snprintf(f->first_api, sizeof(f->first_api), "%s", gs_api_name(ev->api));
+			f->first_code = ev->result;
+		}
+	}
+}
+
 void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase)
 {
 	if (feed == GS_FEED_PHASE && p->phase_depth != 0)
 		return; /* the cycle is of top-level phases */
+	if (feed == GS_FEED_FAILED || (ev->result != 0 && feed != GS_FEED_PHASE)) {
+		struct gs_step_ring *g = ring(p); /* it holds the fault's state too */
+		if (g)
+			note_fault(g, feed, ev);
+		if (feed == GS_FEED_FAILED)
+			return;
+	}
 	struct gs_item *it = push(p);
 	if (!it)
 		return;
@@ -604,6 +640,12 @@ void gs_steps_finish(struct gs_pass *p)
 	struct gs_steps *s = p->r->steps = xcalloc(1, sizeof(*s));
 	if (g) {
 		struct gs_item *v = linear(g);
+		s->fault = g->fault;
+		for (size_t i = 0; v && g->fault.seen && g->fault_corr && i < g->n; i++)
+			if (v[i].what == GS_IT_CALL && v[i].corr == g->fault_corr) {
+				own_line(p, &v[i], s->fault.where, sizeof(s->fault.where));
+				break;
+			}
 		if (v)
 			find(p, s, v, g->n);
 		free(v);
@@ -678,6 +720,22 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 			*s->once_where ? "\n    the largest at " : "", tail_of(s->once_where, 78));
 }
 
+void gs_steps_fault_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
+{
+	const struct gs_fault *x = r->steps ? &r->steps->fault : NULL;
+	char a[32], e[64];
+	if (!x || !x->seen)
+		return;
+	fprintf(f, "   %sGPU kernel %.60s started at %s and never ended%s\n     (a device-side assert or fault, "
+		   "or still running at exit)\n", st->yellow, x->name, gs_fmt_ns(a, x->start - r->t_first), st->reset);
+	if (*x->where)
+		fprintf(f, "     launched at %s\n", tail_of(x->where, 85));
+	if (x->failed_after)
+		fprintf(f, "     then %llu %s failed, the first %.40s with %s\n", (unsigned long long)x->failed_after,
+			gs_pl(x->failed_after, "call", "calls"), x->first_api,
+			gs_cuda_error(x->first_api, x->first_code, e, sizeof(e)));
+}
+
 static const char *const change_names[GS_CH_COUNT] = { "none", "pin", "no_wait", "graph", "workers", "pool",
 						      "fuse" };
 
@@ -687,6 +745,18 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	const struct gs_steps *s = r->steps;
 	if (!s)
 		return;
+	if (s->fault.seen) {
+		cJSON *x = cJSON_AddObjectToObject(o, "fault");
+		cJSON_AddStringToObject(x, "kernel", s->fault.name);
+		cJSON_AddNumberToObject(x, "start_ns", (double)(s->fault.start - r->t_first));
+		if (*s->fault.where)
+			cJSON_AddStringToObject(x, "launched_at", s->fault.where);
+		cJSON_AddNumberToObject(x, "failed_after", (double)s->fault.failed_after);
+		if (s->fault.failed_after) {
+			cJSON_AddStringToObject(x, "first_failed_api", s->fault.first_api);
+			cJSON_AddNumberToObject(x, "first_failed_code", s->fault.first_code);
+		}
+	}
 	cJSON *j = cJSON_AddObjectToObject(o, "step");
 	cJSON_AddBoolToObject(j, "found", s->found);
 	if (!s->found)
