@@ -50,6 +50,8 @@ TOOL_CFLAGS = $(BASE_CFLAGS) -Itools -D_GNU_SOURCE -DGPUSPY_PREFIX='"$(PREFIX)"'
 LIB_HOST := lib/libgpuspy-host.so
 LIB_HOST_REAL := lib/libgpuspy-host.so.$(VERSION)
 
+# The .d files name targets of their own: the default goal stays `all`.
+.DEFAULT_GOAL := all
 DEPS := $(wildcard lib/*.d tools/*.d tools/*/*.d)
 -include $(DEPS)
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/futex.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,6 +23,7 @@
 #include "host_alloc.h"
 #include "writer.h"
 #include "module.h"
+#include "self.h"
 #include "strtab.h"
 
 #define STRTAB_SIZE (gs_cfg.stacks ? 16u << 20 : 4u << 20) /* names; stacks need more */
@@ -182,24 +184,6 @@ static void thread_gone(void *arg)
 	hand_on(&gs_tls);
 }
 
-static void read_cmdline(char *out, size_t cap)
-{
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	out[0] = 0;
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, out, cap - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	for (ssize_t i = 0; i < n; i++)
-		if (out[i] == 0)
-			out[i] = ' ';
-	while (n > 0 && out[n - 1] == ' ')
-		n--;
-	out[n] = 0;
-}
-
 static int env_int(const char *name)
 {
 	const char *v = getenv(name);
@@ -259,8 +243,11 @@ static int create_file(int rank, char *path, size_t cap)
 		if (n < 0 || (size_t)n >= cap)
 			return -ENAMETOOLONG;
 		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		if (fd >= 0) {
+			/* `gpuspy run` cuts only files it locks alone. */
+			(void)flock(fd, LOCK_SH | LOCK_NB);
 			return fd;
+		}
 		if (errno != EEXIST)
 			return -errno;
 	}
@@ -366,8 +353,7 @@ static int open_file(void)
 	h->stacks = gs_cfg.stacks;
 	h->stack_launch_every = gs_cfg.stack_launch_every;
 	h->host_alloc_min = gs_cfg.host_alloc_min;
-	cpu_set_t cpus;
-	h->cpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 0;
+	h->cpus = gs_self_cpus();
 	h->chunk_offset = w.chunk_off;
 	h->chunk_size = w.chunk_size;
 	h->chunk_count = w.chunk_count;
@@ -388,7 +374,7 @@ static int open_file(void)
 	h->state = GSPY_STATE_RUNNING;
 	h->ring = (uint32_t)gs_g.ring;
 	gethostname(h->host, sizeof(h->host) - 1);
-	read_cmdline(h->command, sizeof(h->command));
+	gs_self_cmdline(h->command, sizeof(h->command));
 	/* Readers accept the file once the magic is there. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, GSPY_MAGIC, 8);

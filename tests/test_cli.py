@@ -288,6 +288,46 @@ def run_cuts_the_traces_of_a_killed_command(tmp):
 
 
 @test
+def run_never_cuts_the_trace_of_a_process_still_running(tmp):
+    """The command leaves a process running (a daemon) whose header's pid
+    run cannot see (a pid of another pid namespace, as under `unshare -p`:
+    here the pid is changed to one that does not exist): run leaves its
+    trace whole, since the library holds a lock on the file while it
+    writes it. The process's second batch (120,000 calls after run ended)
+    reads back, and the library says nothing of a cut file (run cut it,
+    and the batch was lost)."""
+    d, out, err, flag = (os.path.join(tmp, n) for n in ("runs", "out", "err", "flag"))
+    fifo = os.path.join(tmp, "go")
+    os.mkfifo(fifo)
+    w = os.open(fifo, os.O_RDWR)
+    script = (f'"{os.path.join(BIN, "prog_live")}" 0 <"{fifo}" >"{out}" 2>"{err}" & '
+              f'while [ ! -e "{flag}" ]; do sleep 0.05; done')
+    r = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script], env=_run_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.time() + TIMEOUT
+        while time.time() < end and not (os.path.exists(out) and open(out).read()):
+            time.sleep(0.05)
+        path = os.path.join(d, traces(d)[0])
+        with open(path, "r+b") as f:  # the header's pid (include/gpuspy/format.h)
+            f.seek(64)
+            f.write((0x7ffffff0).to_bytes(4, "little"))
+        open(flag, "w").close()
+        r.communicate(timeout=TIMEOUT)
+        os.write(w, b"go\n")
+        while time.time() < end and dump(path)[0]["state"] != "exited":
+            time.sleep(0.1)
+    finally:
+        os.close(w)
+        if r.poll() is None:
+            r.kill()
+    proc, ev = dump(path)
+    check(open(out).read() == "batch 1 done 0\nbatch 2 done 0\n" and "cut" not in open(err).read(),
+          f"output {open(out).read()!r}, stderr {open(err).read()[-300:]!r}")
+    check(proc["state"] == "exited" and len(ev) >= 120000, f"{proc['state']}, {len(ev)} events")
+
+
+@test
 def report_of_a_directory_reads_its_newest_run(tmp):
     """The quick start as written: `gpuspy run -- CMD` puts its traces in
     ./gpuspy-DATE-TIME/, then `gpuspy report .` (and `export .`) read the

@@ -307,7 +307,7 @@ def every_header_rebuilds_its_users(tmp):
     hand: in the built tree, `make -n -W HEADER` (as if HEADER had just
     been edited) would rebuild every object whose dependency file names
     HEADER, for each header of lib/, common/, include/ and tools/, and an
-    untouched tree has nothing to rebuild."""
+    untouched tree has nothing to rebuild; `make` with no goal builds all."""
     if SANITIZED:
         raise Skip("the sanitized build is a copy of the tree")
     make = lambda *a: subprocess.run(["make", "-n", *a, "all"], cwd=ROOT, capture_output=True, text=True,
@@ -333,6 +333,11 @@ def every_header_rebuilds_its_users(tmp):
         raw = make("-W", h)
         out = built(raw) | {u for u in users if not u.endswith(".o") and "-o " + u in raw}
         check(users <= out, f"editing {h} would not rebuild {sorted(users - out)[:5]}")
+    # `make` alone is `make all`, though every .d file names a target (it
+    # built lib/common_options.o alone, and said it was up to date).
+    plain = subprocess.run(["make", "-n", "-W", "lib/core.c"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120).stdout
+    check("lib/core.o" in plain and "libgpuspy.so" in plain, f"`make` is not `make all`: {plain[:200]!r}")
 
 
 @test

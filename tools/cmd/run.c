@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "util/files.h"
 #include "gpuspy/format.h"
 #include "cmd/cmd.h"
+#include "read/reader.h"
 
 #ifndef GPUSPY_PREFIX
 #define GPUSPY_PREFIX "/usr/local"
@@ -288,7 +290,11 @@ static void names_free(struct names *s)
  * then the file, by its own descriptor (never through a link); the
  * string table's unused tail gives its blocks back. A flight recorder's
  * file reuses its chunks and stays whole; a trace whose process still
- * runs (a daemon the command left behind) is left alone.
+ * runs (a daemon the command left behind) is left alone: its library
+ * holds a shared lock on the file for as long as it writes it, so a file
+ * run cannot lock alone is never cut, whatever its header's pid names (a
+ * pid in another pid namespace, or one reused). A header that does not
+ * hold together is not used at all.
  */
 static void trim_ended(const char *path)
 {
@@ -298,16 +304,20 @@ static void trim_ended(const char *path)
 	struct stat st;
 	struct gspy_header h;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    flock(fd, LOCK_EX | LOCK_NB) != 0 ||
 	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, GSPY_MAGIC, 8) != 0 ||
 	    h.version != GSPY_FORMAT_VERSION || h.ring || h.state == GSPY_STATE_EXITED ||
-	    (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) || !h.chunk_size) {
+	    (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) || !gs_header_sane(&h) ||
+	    h.strtab_used > h.strtab_size || h.file_size != (uint64_t)st.st_size) {
 		close(fd);
 		return;
 	}
 	uint32_t claimed = h.chunks_claimed < h.chunk_count ? h.chunks_claimed : h.chunk_count;
 	uint64_t size = h.chunk_offset + (uint64_t)claimed * h.chunk_size;
 	if (size < (uint64_t)st.st_size && h.chunk_offset <= (uint64_t)st.st_size) {
-		h.chunks_claimed += h.chunk_count; /* past the end: anything claimed now is a drop */
+		/* past the end: anything claimed now is a drop */
+		h.chunks_claimed = h.chunks_claimed > UINT32_MAX - h.chunk_count ? UINT32_MAX
+										 : h.chunks_claimed + h.chunk_count;
 		h.chunk_count = claimed;
 		h.file_size = size;
 		if (pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && ftruncate(fd, (off_t)size) == 0) {

@@ -253,6 +253,20 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 /* Long (about 130 lines): every check of the header, in the order its fields
  * are laid out, each with its own one-line error; a hostile file must fail
  * the first check it breaks. */
+int gs_header_sane(const struct gspy_header *h)
+{
+	/* Sizes are bounded first so that no sum below can wrap. */
+	const uint64_t lim = 1ull << 48;
+	if (h->file_size > lim || h->strtab_offset > lim || h->strtab_size > lim ||
+	    h->chunk_offset > lim)
+		return 0;
+	return h->version >= 1 && h->header_size == GSPY_HEADER_SIZE &&
+	       h->record_size == GSPY_RECORD_SIZE && h->chunk_size > GSPY_CHUNK_HEADER_SIZE &&
+	       h->chunk_size % GSPY_RECORD_SIZE == 0 && h->strtab_offset >= GSPY_HEADER_SIZE &&
+	       h->chunk_offset >= h->strtab_offset + h->strtab_size && h->chunk_count <= (1u << 26) &&
+	       h->file_size == h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size;
+}
+
 int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
@@ -299,18 +313,7 @@ int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, si
 			  "trace format version %s is older than this gpuspy reads (2); read it with gpuspy 0.1", v);
 		goto bad;
 	}
-	/* Sizes are bounded first so that no sum below can wrap. */
-	const uint64_t lim = 1ull << 48;
-	if (h->file_size > lim || h->strtab_offset > lim || h->strtab_size > lim ||
-	    h->chunk_offset > lim) {
-		rc = fail(err, errlen, -EINVAL, "%s", "corrupt header (inconsistent sizes)");
-		goto bad;
-	}
-	if (h->version < 1 || h->header_size != GSPY_HEADER_SIZE ||
-	    h->record_size != GSPY_RECORD_SIZE || h->chunk_size <= GSPY_CHUNK_HEADER_SIZE ||
-	    h->chunk_size % GSPY_RECORD_SIZE != 0 || h->strtab_offset < GSPY_HEADER_SIZE ||
-	    h->chunk_offset < h->strtab_offset + h->strtab_size || h->chunk_count > (1u << 26) ||
-	    h->file_size != h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size) {
+	if (!gs_header_sane(h)) {
 		rc = fail(err, errlen, -EINVAL, "%s", "corrupt header (inconsistent sizes)");
 		goto bad;
 	}

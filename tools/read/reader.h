@@ -57,6 +57,9 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 /* The same on an open descriptor, which stays the caller's (path: the
  * name the trace is known by, kept in t->path). */
 int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen);
+/* 1 when the header's sizes and offsets are bounded and consistent:
+ * what every reader and writer of a trace checks before using them. */
+int gs_header_sane(const struct gspy_header *h);
 /* Next event in start-time order; 1 = got one, 0 = end. */
 int gs_trace_next(struct gs_trace *t, struct gs_event *ev);
 void gs_trace_rewind(struct gs_trace *t);
