@@ -250,9 +250,6 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 	return rc;
 }
 
-/* Long (about 130 lines): every check of the header, in the order its fields
- * are laid out, each with its own one-line error; a hostile file must fail
- * the first check it breaks. */
 int gs_header_sane(const struct gspy_header *h)
 {
 	/* Sizes are bounded first so that no sum below can wrap. */
@@ -267,6 +264,9 @@ int gs_header_sane(const struct gspy_header *h)
 	       h->file_size == h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size;
 }
 
+/* Long (about 120 lines): every check of the header, in the order its fields
+ * are laid out, each with its own one-line error; a hostile file must fail
+ * the first check it breaks. */
 int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
