@@ -399,6 +399,16 @@ def man_page_and_completion_come_from_the_help_table(tmp):
                         "echo ${COMPREPLY[@]}; COMP_WORDS=(gpuspy export --f); COMP_CWORD=2; _gpuspy; "
                         "echo ${COMPREPLY[@]}"], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.stdout == "report\n--format\n", f"completion: {p.stdout!r} {p.stderr}")
+    # File names are neither split nor globbed, and the user's shell keeps
+    # no variable of the completion's (it had `a b.gspy` as [a] [b.gspy], a
+    # file named `*` as every file, and $opts left set).
+    for name in ("a b.gspy", "*"):
+        open(os.path.join(tmp, name), "w").close()
+    p = subprocess.run(["bash", "-c", f"source {comp}; COMP_WORDS=(gpuspy report ''); COMP_CWORD=2; _gpuspy; "
+                        "printf '[%s]' \"${COMPREPLY[@]}\"; echo \" ${opts-unset}\""], cwd=tmp,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(sorted(re.findall(r"\[([^]]*)\]", p.stdout)) == ["*", "a b.gspy", "c.bash"] and
+          p.stdout.endswith(" unset\n"), f"completion of files: {p.stdout!r} {p.stderr}")
 
 
 @test

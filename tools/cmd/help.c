@@ -157,11 +157,15 @@ int gs_help_completion(FILE *f, int zsh)
 		      "autoload -U bashcompinit && bashcompinit\n", f);
 	else
 		fputs("# bash completion for gpuspy, made by `gpuspy help --bash`.\n", f);
-	fputs("_gpuspy() {\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n"
-	      "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\tCOMPREPLY=($(compgen -W \"", f);
+	/* Words read one a line into COMPREPLY: never split at spaces or
+	 * globbed (a file named `*`), and nothing left in the user's shell. */
+	fputs("_gpuspy_words() {\n\tlocal w\n\tCOMPREPLY=()\n"
+	      "\twhile IFS= read -r w; do COMPREPLY+=(\"$w\"); done < <(compgen \"$@\")\n}\n"
+	      "_gpuspy() {\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} opts\n"
+	      "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\t_gpuspy_words -W \"", f);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s%s", i ? " " : "", helps[i].cmd);
-	fputs(" help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase $cmd in\n", f);
+	fputs(" help --help --version\" -- \"$cur\"\n\t\treturn\n\tfi\n\tcase $cmd in\n", f);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "\t%s) opts=\"--help", helps[i].cmd);
 		for (const struct opt *o = helps[i].opts; o < helps[i].opts + 8 && o->name; o++)
@@ -169,7 +173,7 @@ int gs_help_completion(FILE *f, int zsh)
 		fputs("\" ;;\n", f);
 	}
 	fputs("\t*) opts=\"\" ;;\n\tesac\n\tif [[ $cur == -* ]]; then\n"
-	      "\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n\telse\n"
-	      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\tfi\n}\ncomplete -o filenames -F _gpuspy gpuspy\n", f);
+	      "\t\t_gpuspy_words -W \"$opts\" -- \"$cur\"\n\telse\n"
+	      "\t\t_gpuspy_words -f -- \"$cur\"\n\tfi\n}\ncomplete -o filenames -F _gpuspy gpuspy\n", f);
 	return 0;
 }
