@@ -726,8 +726,16 @@ void gs_steps_fault_print(FILE *f, const struct gs_report *r, const struct gs_st
 	char a[32], e[64];
 	if (!x || !x->seen)
 		return;
-	fprintf(f, "   %sGPU kernel %.60s started at %s and never ended%s\n     (a device-side assert or fault, "
-		   "or still running at exit)\n", st->yellow, x->name, gs_fmt_ns(a, x->start - r->t_first), st->reset);
+	/* Calls that failed after it make it a fault (a device-side assert's
+	 * error is sticky); with none, the program most likely exited with
+	 * it queued or running, which is said without alarm. */
+	if (x->failed_after)
+		fprintf(f, "   %sGPU kernel %.60s started at %s and never ended%s\n     (a device-side assert or "
+			   "fault: the calls after it failed)\n", st->yellow, x->name,
+			gs_fmt_ns(a, x->start - r->t_first), st->reset);
+	else
+		fprintf(f, "   GPU kernel %.60s, started at %s, was still running at exit (no end recorded)\n",
+			x->name, gs_fmt_ns(a, x->start - r->t_first));
 	if (*x->where)
 		fprintf(f, "     launched at %s\n", tail_of(x->where, 85));
 	if (x->failed_after)
@@ -748,6 +756,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	if (s->fault.seen) {
 		cJSON *x = cJSON_AddObjectToObject(o, "fault");
 		cJSON_AddStringToObject(x, "kernel", s->fault.name);
+		cJSON_AddStringToObject(x, "what", s->fault.failed_after ? "fault" : "running at exit");
 		cJSON_AddNumberToObject(x, "start_ns", (double)(s->fault.start - r->t_first));
 		if (*s->fault.where)
 			cJSON_AddStringToObject(x, "launched_at", s->fault.where);
