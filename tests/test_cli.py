@@ -356,6 +356,90 @@ def report_of_a_directory_reads_its_newest_run(tmp):
     check(s.returncode == 1 and s.stderr.startswith("gpuspy: error: serve: nowhere: "), f"serve: {s.stderr!r}")
 
 
+def _fallback_report(cwd, *args):
+    """`gpuspy report --json . ARGS` in cwd: its exit, the run it said it
+    read (None when it said none), its stderr."""
+    r = subprocess.run([GPUSPY, "report", "--json", *args, "."], cwd=cwd, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    m = re.fullmatch(r"gpuspy: \. has no traces of its own: reading the newest run(?: with traces)?, \./(\S+)\n",
+                     r.stderr)
+    return r.returncode, m.group(1) if m else None, r.stderr
+
+
+@test
+def report_of_a_directory_skips_what_is_not_a_run(tmp):
+    """The run directory a DIR without traces falls back to is one `gpuspy
+    run` names, gpuspy-YYYYMMDD-HHMMSS: a gpuspy-notes directory, an
+    `-o gpuspy-x` one, a longer name or a file beside the run (each sorting
+    after it) is not read instead of it; nor is a newer run of another
+    user's, planted in a shared directory (as root)."""
+    e = _run_env()
+    run = "gpuspy-20260101-000000"
+    p = subprocess.run([GPUSPY, "run", "-o", run, "--no-report", "--", os.path.join(BIN, "prog_train"), "2", "10"],
+                       env=e, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and len(traces(os.path.join(tmp, run))) == 1, p.stderr)
+    for d in ("gpuspy-notes", "gpuspy-x", "gpuspy-20260101-0000009", "gpuspy-2026010-1000000"):
+        os.mkdir(os.path.join(tmp, d))
+    open(os.path.join(tmp, "gpuspy-20991231-235959"), "w").close()
+    rc, read, err = _fallback_report(tmp)
+    check(rc == 0 and read == run, f"report .: {rc} {err!r}")
+    if os.geteuid() != 0:
+        raise Skip("not root: another user's run directory cannot be made (chown); the names part passed")
+    other = os.path.join(tmp, "gpuspy-20991231-235958")
+    shutil.copytree(os.path.join(tmp, run), other)
+    for f in [other] + [os.path.join(other, t) for t in os.listdir(other)]:
+        os.chown(f, 65534, 65534)
+    rc, read, err = _fallback_report(tmp)
+    check(rc == 0 and read == run, f"another user's run was read: {rc} {err!r}")
+
+
+@test
+def report_of_a_directory_reads_the_newest_run_with_traces(tmp):
+    """A newer run that has no traces (yet, or never will) does not hide
+    an older one that has: report reads the newest run with traces, and
+    says it skipped some. With no run holding traces it is the one error
+    line."""
+    e = _run_env()
+    old, new = "gpuspy-20260101-000000", "gpuspy-20260102-000000"
+    p = subprocess.run([GPUSPY, "run", "-o", old, "--no-report", "--", os.path.join(BIN, "prog_train"), "2", "10"],
+                       env=e, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and len(traces(os.path.join(tmp, old))) == 1, p.stderr)
+    os.mkdir(os.path.join(tmp, new))
+    rc, read, err = _fallback_report(tmp)
+    check(rc == 0 and read == old and "with traces" in err, f"report .: {rc} {err!r}")
+    shutil.rmtree(os.path.join(tmp, old))
+    r = subprocess.run([GPUSPY, "report", "."], cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and "no .gspy or .jsonl traces" in r.stderr, r.stderr)
+
+
+@test
+def report_of_a_directory_prefers_gpuspy_latest(tmp):
+    """DIR/gpuspy-latest, the link `gpuspy run` makes, names the run to
+    read before any newer name: only a link of ours, to a run directory
+    (gpuspy-YYYYMMDD-HHMMSS) right inside DIR. One to elsewhere, to
+    another name or to a run without traces is passed over for the newest
+    run with traces."""
+    e = _run_env()
+    old, new = "gpuspy-20260101-000000", "gpuspy-20260102-000000"
+    p = subprocess.run([GPUSPY, "run", "-o", old, "--no-report", "--", os.path.join(BIN, "prog_train"), "2", "10"],
+                       env=e, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and len(traces(os.path.join(tmp, old))) == 1, p.stderr)
+    shutil.copytree(os.path.join(tmp, old), os.path.join(tmp, new))
+    latest = os.path.join(tmp, "gpuspy-latest")
+    os.symlink(old, latest)
+    rc, read, err = _fallback_report(tmp)
+    check(rc == 0 and read == old and "with traces" not in err, f"gpuspy-latest -> {old}: {rc} {err!r}")
+    os.mkdir(os.path.join(tmp, "sub"))
+    shutil.copytree(os.path.join(tmp, old), os.path.join(tmp, "sub", old))
+    os.mkdir(os.path.join(tmp, "gpuspy-20260103-000000"))
+    for target in (os.path.join(tmp, "sub", old), os.path.join("sub", old), "sub", "gpuspy-20260103-000000",
+                   "gpuspy-20269999-99999"):
+        os.unlink(latest)
+        os.symlink(target, latest)
+        rc, read, err = _fallback_report(tmp)
+        check(rc == 0 and read == new, f"gpuspy-latest -> {target}: {rc} {err!r}")
+
+
 @test
 def every_command_has_help_with_its_options(tmp):
     """`gpuspy CMD --help`, `-h` and `gpuspy help CMD` print the command's

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The traces a command is given: files, and directories that stand for
  * theirs (paths.h). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/paths.h"
 
@@ -35,6 +37,21 @@ static int ends_with(const char *s, const char *sfx)
 	return n >= k && !strcmp(s + n - k, sfx);
 }
 
+/* dir/name, allocated (dir "/" gives "/name"). */
+static char *path_join(const char *dir, const char *name)
+{
+	if (!strcmp(dir, "/"))
+		dir = "";
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = malloc(n);
+	if (!p) {
+		fprintf(stderr, "gpuspy: error: out of memory\n");
+		exit(1);
+	}
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
 /* A directory stands for its .gspy files, or its .jsonl files if it has
  * no .gspy (a dump next to its trace would count twice). */
 static int expand_dir(const char *dir, struct gs_paths *out)
@@ -47,9 +64,9 @@ static int expand_dir(const char *dir, struct gs_paths *out)
 		struct dirent *e;
 		while ((e = readdir(d)))
 			if (ends_with(e->d_name, pass ? ".jsonl" : ".gspy")) {
-				char p[4096];
-				snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+				char *p = path_join(dir, e->d_name);
 				paths_add(out, p);
+				free(p);
 			}
 		closedir(d);
 		if (out->n > before) {
@@ -60,30 +77,80 @@ static int expand_dir(const char *dir, struct gs_paths *out)
 	return -ENOENT;
 }
 
-/* The newest of dir's run directories (gpuspy run's gpuspy-DATE-TIME,
- * whose names sort by time) into out: 1, or 0 with none. */
-static int newest_run(const char *dir, char *out, size_t cap)
+/* Whether name is one gpuspy run gives its default directory,
+ * gpuspy-YYYYMMDD-HHMMSS (run.c: strftime, no suffix; such names sort by
+ * time). */
+static int run_name(const char *name)
 {
-	DIR *d = opendir(dir);
-	char best[256] = "";
-	if (!d)
-		return 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		struct stat st;
-		char p[4096];
-		if (strncmp(e->d_name, "gpuspy-", 7) || strlen(e->d_name) >= sizeof(best) ||
-		    strcmp(e->d_name, best) <= 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			snprintf(best, sizeof(best), "%s", e->d_name);
+	static const char form[] = "gpuspy-DDDDDDDD-DDDDDD";
+	size_t i;
+	for (i = 0; form[i]; i++) {
+		if (form[i] == 'D' ? !isdigit((unsigned char)name[i]) : name[i] != form[i])
+			return 0;
 	}
-	closedir(d);
-	if (!*best)
-		return 0;
-	snprintf(out, cap, "%s/%s", strcmp(dir, "/") ? dir : "", best);
-	return 1;
+	return !name[i];
+}
+
+/* dir/name, when it is a run directory of ours: a directory itself (not
+ * a link to one) owned by the effective user. Allocated, or NULL. */
+static char *own_run(const char *dir, const char *name)
+{
+	struct stat st;
+	if (!run_name(name))
+		return NULL;
+	char *p = path_join(dir, name);
+	if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		return p;
+	free(p);
+	return NULL;
+}
+
+/* The run directory dir/gpuspy-latest names (run.c latest_link): only a
+ * link of ours to a run directory of ours right beside it. Allocated, or
+ * NULL. */
+static char *latest_run(const char *dir)
+{
+	struct stat st;
+	char target[64];
+	char *l = path_join(dir, "gpuspy-latest");
+	ssize_t n = -1;
+	if (lstat(l, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid == geteuid())
+		n = readlink(l, target, sizeof(target));
+	free(l);
+	if (n <= 0 || (size_t)n >= sizeof(target))
+		return NULL;
+	target[n] = '\0';
+	return own_run(dir, target);
+}
+
+static int cmp_str_desc(const void *a, const void *b)
+{
+	return -cmp_str(a, b);
+}
+
+/* dir's run directories of ours (gpuspy run's gpuspy-YYYYMMDD-HHMMSS)
+ * into out, newest first; with latest, the one dir/gpuspy-latest names
+ * before them all. Their number. */
+static size_t run_dirs(const char *dir, int latest, struct gs_paths *out)
+{
+	char *first = latest ? latest_run(dir) : NULL;
+	if (first)
+		paths_add(out, first);
+	size_t from = out->n;
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			char *p = own_run(dir, e->d_name);
+			if (p && !(first && !strcmp(p, first)))
+				paths_add(out, p);
+			free(p);
+		}
+		closedir(d);
+	}
+	free(first);
+	qsort(out->v + from, out->n - from, sizeof(char *), cmp_str_desc);
+	return out->n;
 }
 
 int gs_paths_collect(const char *arg, struct gs_paths *in)
@@ -92,28 +159,47 @@ int gs_paths_collect(const char *arg, struct gs_paths *in)
 	if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (expand_dir(arg, in) == 0)
 			return 0;
-		/* No traces, but gpuspy run's directories: the newest run,
-		 * said so (what `gpuspy run` then `gpuspy report .` means). */
-		char run[4096];
-		if (newest_run(arg, run, sizeof(run)) && expand_dir(run, in) == 0) {
-			fprintf(stderr, "gpuspy: %s has no traces of its own: reading the newest run, %s\n", arg, run);
+		/* No traces, but gpuspy run's directories: the newest run that
+		 * has some, said so (what `gpuspy run` then `gpuspy report .`
+		 * means); gpuspy-latest first, which run moves when it ends. */
+		struct gs_paths runs = { 0 };
+		run_dirs(arg, 1, &runs);
+		for (size_t k = 0; k < runs.n; k++) {
+			if (expand_dir(runs.v[k], in) != 0)
+				continue;
+			fprintf(stderr, "gpuspy: %s has no traces of its own: reading the newest run%s, %s\n", arg,
+				k ? " with traces" : "", runs.v[k]);
+			gs_paths_free(&runs);
 			return 0;
 		}
-		fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory (nor in a gpuspy-* "
-				"run directory inside it)\n", arg);
+		gs_paths_free(&runs);
+		fprintf(stderr, "gpuspy: error: %s: no .gspy or .jsonl traces in this directory (nor in a "
+				"gpuspy-YYYYMMDD-HHMMSS run directory of yours inside it)\n", arg);
 		return 1;
 	}
 	paths_add(in, arg);
 	return 0;
 }
 
+/* The newest run by its name, not gpuspy-latest: run moves that only when
+ * its command ends, and a live view wants the run in progress, traces or
+ * not yet. */
 const char *gs_paths_live_dir(const char *dir, char *buf, size_t cap)
 {
 	struct gs_paths t = { 0 };
 	int has = expand_dir(dir, &t) == 0;
 	gs_paths_free(&t);
-	if (has || !newest_run(dir, buf, cap))
+	if (has || !run_dirs(dir, 0, &t))
 		return dir;
+	size_t k = 0;
+	while (k < t.n && strlen(t.v[k]) >= cap)
+		k++;
+	if (k == t.n) {
+		gs_paths_free(&t);
+		return dir;
+	}
+	snprintf(buf, cap, "%s", t.v[k]);
+	gs_paths_free(&t);
 	fprintf(stderr, "gpuspy: %s has no traces of its own: following the newest run, %s\n", dir, buf);
 	return buf;
 }
