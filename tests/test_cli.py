@@ -460,6 +460,13 @@ def every_command_has_help_with_its_options(tmp):
     p = subprocess.run([GPUSPY, "run", "--no-report", "--", "sh", "-c", "echo $1", "sh", "-h"], env=_run_env(),
                        cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
     check(p.stdout == "-h\n", f"run's command lost its -h: {p.stdout!r}")
+    # -h after an option's value is help; an option's value is not (it
+    # was "unknown option -h", and `-o --help CMD` printed help).
+    p = subprocess.run([GPUSPY, "run", "-o", "d", "-h"], cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.startswith("usage: gpuspy run"), f"run -o d -h: {p.stderr!r}")
+    p = subprocess.run([GPUSPY, "run", "--no-report", "-o", "--help", "sh", "-c", "echo ran"], env=_run_env(),
+                       cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.stdout == "ran\n", f"run -o --help CMD: {p.stdout!r} {p.stderr!r}")
     p = subprocess.run([GPUSPY, "help", "nosuch"], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr)
 

@@ -96,13 +96,16 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		/* CMD --help or -h among its options (for run, before the
-		 * command it runs, whose own -h is its own). */
+		/* CMD --help or -h among its options, never an option's value
+		 * (run -o --help CMD), and for run only before the command it
+		 * runs, whose own -h is its own. */
 		for (int k = 2; k < argc; k++) {
 			if (!strcmp(argv[k], "--") || (!strcmp(argv[1], "run") && argv[k][0] != '-'))
 				break;
 			if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
 				return gs_help(stdout, argv[1]) == 0 ? 0 : 2;
+			if (gs_help_takes_value(argv[1], argv[k]))
+				k++;
 		}
 		return commands[i].fn(argc - 2, argv + 2);
 	}

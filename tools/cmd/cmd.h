@@ -30,6 +30,8 @@ int gs_help(FILE *f, const char *cmd);
 /* The man page (docs/gpuspy.1) and bash or zsh completion, from the same
  * table (help.c). */
 int gs_help_man(FILE *f, const char *version);
+/* 1 when CMD's option OPT (as written, without =VALUE) takes a value. */
+int gs_help_takes_value(const char *cmd, const char *opt);
 int gs_help_completion(FILE *f, int zsh);
 
 #endif

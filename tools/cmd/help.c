@@ -149,6 +149,16 @@ int gs_help_man(FILE *f, const char *version)
 	return 0;
 }
 
+int gs_help_takes_value(const char *cmd, const char *opt)
+{
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+		for (const struct opt *o = helps[i].opts; !strcmp(helps[i].cmd, cmd) && o < helps[i].opts + 8 && o->name;
+		     o++)
+			if (!strcmp(o->name, opt))
+				return o->arg != NULL;
+	return 0;
+}
+
 int gs_help_completion(FILE *f, int zsh)
 {
 	size_t n = sizeof(helps) / sizeof(helps[0]);
