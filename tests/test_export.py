@@ -136,7 +136,8 @@ def export_keeps_hosts_apart(tmp):
 def outputs_are_where_people_expect_them(tmp):
     """`export -o -` writes to standard output (no file named '-'); a
     successful export and `--html` each say in one line what they wrote;
-    an export that fails leaves no partial file; `--json` with `--html` is
+    an export that fails leaves no partial file; a file replaced keeps its
+    mode; an output naming an input is refused; `--json` with `--html` is
     one error line, not one of them silently."""
     gold = os.path.join(ROOT, "tests", "golden", "gpu.jsonl")
     p = subprocess.run([GPUSPY, "export", "--format", "chrome", gold, "-o", "-"], cwd=tmp, capture_output=True,
@@ -156,6 +157,18 @@ def outputs_are_where_people_expect_them(tmp):
                        text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and not os.path.exists(part) and
           not [f for f in os.listdir(tmp) if f.startswith(".part.json")], f"failed export left {os.listdir(tmp)}")
+    # A file replaced keeps its mode (it became 0666 less the umask); an
+    # output that names an input is refused, the input left as it was.
+    os.chmod(out, 0o600)
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", gold, "-o", out], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0 and os.stat(out).st_mode & 0o777 == 0o600, f"mode {oct(os.stat(out).st_mode)}")
+    mine = os.path.join(tmp, "mine.jsonl")
+    shutil.copy(gold, mine)
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", mine, "-o", mine], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 1 and p.stderr == f"gpuspy: error: {mine}: is a trace this export reads; give the output "
+          "another name\n" and open(mine).read() == open(gold).read(), f"-o the input: {p.stderr!r}")
     page = os.path.join(tmp, "r.html")
     p = subprocess.run([GPUSPY, "report", "--html", page, gold], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0 and p.stderr == f"gpuspy: wrote {page} ({os.path.getsize(page)} bytes): open it in a "

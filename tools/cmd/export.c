@@ -56,6 +56,15 @@ int gs_cmd_export(int argc, char **argv)
 			fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", outp);
 		return 1;
 	}
+	for (size_t i = 0; !to_stdout && i < in.n; i++) {
+		struct stat ist;
+		if (stat(in.v[i], &ist) == 0 && lstat(outp, &lst) == 0 && ist.st_dev == lst.st_dev &&
+		    ist.st_ino == lst.st_ino) {
+			fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another "
+					"name\n", outp);
+			return 1;
+		}
+	}
 	FILE *f = to_stdout ? stdout : gs_file_replace_open(outp, &tmp);
 	if (!f) {
 		gs_file_create_error(outp);

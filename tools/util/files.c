@@ -45,11 +45,13 @@ FILE *gs_file_replace_open(const char *path, struct gs_file_tmp *t)
 	int fd = mkostemp(t->tmp, O_CLOEXEC); /* O_CREAT|O_EXCL: never an existing name, nor a link */
 	if (fd < 0)
 		return NULL;
-	/* mkstemp makes it 0600; the file it replaces is made as any new
-	 * file would be, 0666 less the umask. */
+	/* mkstemp makes it 0600; a file it replaces keeps its mode, a new
+	 * one is made as any new file would be, 0666 less the umask. */
 	mode_t mask = umask(0);
 	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) != 0) {
+	struct stat old;
+	mode_t mode = lstat(path, &old) == 0 && S_ISREG(old.st_mode) ? old.st_mode & 07777 : 0666 & ~mask;
+	if (fchmod(fd, mode) != 0) {
 		int e = errno;
 		close(fd);
 		unlink(t->tmp);
