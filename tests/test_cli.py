@@ -530,9 +530,11 @@ def run_names_its_output_and_links_the_latest(tmp):
     with open(os.path.join(tmp, "gpuspy-latest"), "w") as f:
         f.write("mine\n")
     time.sleep(1.1)
-    subprocess.run([GPUSPY, "run", "--no-report", "--", prog, "2", "10"], env=e, cwd=tmp, capture_output=True,
-                   timeout=TIMEOUT)
+    p = subprocess.run([GPUSPY, "run", "--no-report", "--", prog, "2", "10"], env=e, cwd=tmp, capture_output=True,
+                       text=True, timeout=TIMEOUT)
     check(open(os.path.join(tmp, "gpuspy-latest")).read() == "mine\n", "a file at gpuspy-latest was replaced")
+    check(re.search(r"^gpuspy: \./gpuspy-latest is not a link gpuspy made; left as it is, not pointed at "
+                    r"gpuspy-\d{8}-\d{6}$", p.stderr, re.M), f"not said: {p.stderr!r}")
 
 
 @test

@@ -373,8 +373,11 @@ static void after_run(const char *dir, const struct names *before, int made, con
 static void latest_link(const char *dir)
 {
 	struct stat st;
-	if (lstat("gpuspy-latest", &st) == 0 && !S_ISLNK(st.st_mode))
+	if (lstat("gpuspy-latest", &st) == 0 && !S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "gpuspy: ./gpuspy-latest is not a link gpuspy made; left as it is, not pointed at %s\n",
+			dir);
 		return;
+	}
 	char tmp[64];
 	snprintf(tmp, sizeof(tmp), ".gpuspy-latest.%d", (int)getpid());
 	if (symlink(dir, tmp) == 0 && rename(tmp, "gpuspy-latest") != 0)
