@@ -500,6 +500,21 @@ def man_page_and_completion_come_from_the_help_table(tmp):
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(sorted(re.findall(r"\[([^]]*)\]", p.stdout)) == ["*", "a b.gspy", "c.bash"] and
           p.stdout.endswith(" unset\n"), f"completion of files: {p.stdout!r} {p.stderr}")
+    # zsh's: the #compdef file's body completes when run (through bash's
+    # bashcompinit it only defined a function: the first TAB did nothing),
+    # with compadd and _files stubbed to print what they are given.
+    if shutil.which("zsh"):
+        zc = os.path.join(tmp, "_gpuspy")
+        with open(zc, "w") as f:
+            f.write(subprocess.run([GPUSPY, "help", "--zsh"], capture_output=True, text=True, timeout=TIMEOUT).stdout)
+        p = subprocess.run(["zsh", "-f", "-c", "compadd() { [[ $1 == -- ]] && shift; print -r -- \"$*\"; }; "
+                            "_files() { print FILES; }; words=(gpuspy rep); CURRENT=2; source " + zc +
+                            "; words=(gpuspy export --f); CURRENT=3; PREFIX=--f; source " + zc +
+                            "; words=(gpuspy report x); CURRENT=3; PREFIX=x; source " + zc],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        lines = p.stdout.splitlines()
+        check(len(lines) == 3 and "report" in lines[0].split() and "--format" in lines[1].split() and
+              lines[2] == "FILES", f"zsh completion: {p.stdout!r} {p.stderr}")
 
 
 @test

@@ -159,14 +159,35 @@ int gs_help_takes_value(const char *cmd, const char *opt)
 	return 0;
 }
 
+/* zsh's own completion, not bash's through bashcompinit: an autoloaded
+ * #compdef file's body is the completion function itself, so the first
+ * TAB completes (a file that only defined a bash function did nothing the
+ * first time). */
+static void completion_zsh(FILE *f)
+{
+	size_t n = sizeof(helps) / sizeof(helps[0]);
+	fputs("#compdef gpuspy\n# zsh completion for gpuspy, made by `gpuspy help --zsh`.\n"
+	      "local -a opts\nif (( CURRENT == 2 )); then\n\tcompadd --", f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s", helps[i].cmd);
+	fputs(" help --help --version\n\treturn\nfi\ncase $words[2] in\n", f);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s) opts=(--help", helps[i].cmd);
+		for (const struct opt *o = helps[i].opts; o < helps[i].opts + 8 && o->name; o++)
+			fprintf(f, " %s", o->name);
+		fputs(") ;;\n", f);
+	}
+	fputs("esac\nif [[ $PREFIX == -* ]]; then\n\tcompadd -- $opts\nelse\n\t_files\nfi\n", f);
+}
+
 int gs_help_completion(FILE *f, int zsh)
 {
 	size_t n = sizeof(helps) / sizeof(helps[0]);
-	if (zsh)
-		fputs("#compdef gpuspy\n# zsh completion for gpuspy, made by `gpuspy help --zsh`.\n"
-		      "autoload -U bashcompinit && bashcompinit\n", f);
-	else
-		fputs("# bash completion for gpuspy, made by `gpuspy help --bash`.\n", f);
+	if (zsh) {
+		completion_zsh(f);
+		return 0;
+	}
+	fputs("# bash completion for gpuspy, made by `gpuspy help --bash`.\n", f);
 	/* Words read one a line into COMPREPLY: never split at spaces or
 	 * globbed (a file named `*`), and nothing left in the user's shell. */
 	fputs("_gpuspy_words() {\n\tlocal w\n\tCOMPREPLY=()\n"
