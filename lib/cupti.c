@@ -65,6 +65,8 @@ static struct {
 	unsigned long unfinished; /* GPU records without times, left out */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
+	pid_t flusher_pid; /* the process whose flusher runs (0: none) */
+	uint32_t exit_word; /* futex: _exit asked the flusher (1), done (2) */
 	/* the latest correlation id, the flusher's "busy": written by every
 	 * launch, copy and memset, so on a cache line of its own */
 	uint32_t last_corr __attribute__((aligned(64)));
@@ -307,9 +309,18 @@ static void *flusher(void *arg)
 	uint32_t seen = __atomic_load_n(&c.last_corr, __ATOMIC_RELAXED);
 	unsigned busy_for = 0;
 	for (;;) {
+		/* A second, or less when _exit asks (gs_cupti_exit_flush). */
 		struct timespec second = { 1, 0 };
-		while (nanosleep(&second, &second) != 0)
-			;
+		if (__atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE) == 0)
+			syscall(SYS_futex, &c.exit_word, FUTEX_WAIT_PRIVATE, 0, &second, NULL, 0);
+		if (__atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE) != 0) {
+			if (!__atomic_exchange_n(&c.exiting, 1, __ATOMIC_ACQ_REL))
+				c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			__atomic_store_n(&c.exit_word, 2, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+			for (;;)
+				pause(); /* the process is ending */
+		}
 		/* Injected or paused, no callback tells: taken as busy. */
 		uint32_t now = __atomic_load_n(&c.last_corr, __ATOMIC_RELAXED);
 		int busy = now != seen || c.injected || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED);
@@ -321,6 +332,40 @@ static void *flusher(void *arg)
 			c.flush_all(0);
 	}
 	return NULL;
+}
+
+/*
+ * _exit (os._exit, a child's exit after fork) runs no atexit handler, so
+ * CUPTI's held records would die with the process. The flusher thread,
+ * not the exiting one (which may be in a signal handler, or hold a lock
+ * CUPTI wants), makes the forced flush; the exiting thread waits for it
+ * at most EXIT_WAIT_MS and then exits whatever happened: the program is
+ * never held. Only in the process whose flusher it is (a forked child has
+ * none); async-signal-safe.
+ */
+#define EXIT_WAIT_MS 500
+void gs_cupti_exit_flush(void)
+{
+	if (!c.flusher_pid || (pid_t)syscall(SYS_getpid) != c.flusher_pid ||
+	    __atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
+		return;
+	uint32_t zero = 0;
+	if (__atomic_compare_exchange_n(&c.exit_word, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	struct timespec end, now;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_nsec += EXIT_WAIT_MS * 1000000L;
+	end.tv_sec += end.tv_nsec / 1000000000L;
+	end.tv_nsec %= 1000000000L;
+	for (;;) {
+		uint32_t v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ns = (end.tv_sec - now.tv_sec) * 1000000000L + (end.tv_nsec - now.tv_nsec);
+		if (v == 2 || ns <= 0)
+			return;
+		struct timespec left = { ns / 1000000000L, ns % 1000000000L };
+		syscall(SYS_futex, &c.exit_word, FUTEX_WAIT_PRIVATE, v, &left, NULL, 0);
+	}
 }
 
 static void flush_at_exit(void)
@@ -433,6 +478,7 @@ static unsigned cupti_start(void)
 		c.flush_period(1000);
 	/* GPUSPY_CUPTI_FLUSH: seconds between flushes while the program launches. */
 	c.flush_s = (unsigned)gs_optu(GS_OPT_CUPTI_FLUSH);
+	c.flusher_pid = (pid_t)syscall(SYS_getpid);
 	gs_start_thread(flusher, NULL, "gpuspy-flush", 0);
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* Injected, no host record waits for a correlation id. */
@@ -556,6 +602,8 @@ GS_API int InitializeInjection(void)
 static void cupti_forked(void)
 {
 	gs_g.cupti = 0;
+	c.flusher_pid = 0;
+	c.exit_word = 0;
 	timing_done = 0;
 	gs_cupti_deferred = 0;
 }

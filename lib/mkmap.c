@@ -41,6 +41,7 @@ int main(int argc, char **argv)
 	printf("    gpuspy_pause;\n    gpuspy_resume;\n");
 	printf("    InitializeInjectionNvtx2;\n    InitializeInjection;\n    gpuspy_torch_phase;\n");
 	printf("    gpuspy_torch_fast;\n    gpuspy_python_frames_learn;\n");
+	printf("    _exit;\n    _Exit;\n"); /* hook_exit.c */
 	printf("  local:\n    *;\n};\n");
 	return 0;
 }

@@ -166,6 +166,23 @@ def cupti_unfinished_records_left_out_with_a_warning(tmp):
 
 
 @test
+def cupti_records_kept_when_the_program_ends_with__exit(tmp):
+    """A program that ends with _exit (Python's os._exit, a worker
+    process) runs no atexit handler: CUPTI's held records were lost, all
+    78 of them (0 in the trace). gpuspy's _exit has the flusher thread
+    flush them first, and the program's status and output are its own."""
+    d = os.path.join(tmp, "exit")
+    os.makedirs(d)
+    plain = run("prog_train", ["3", "100", "_exit"], env=CUPTI_ENV, tmp=tmp, preload=False, expect_rc=7)
+    p = run("prog_train", ["3", "100", "_exit"], env=CUPTI_ENV, tmp=d, expect_rc=7)
+    check(p.returncode == plain.returncode == 7 and p.stdout == plain.stdout == "trained 3 steps\n",
+          f"exit {p.returncode}, output {p.stdout!r}")
+    _, ev = only_trace(d)
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+
+
+@test
 def cupti_records_of_a_destroyed_context_kept(tmp):
     """A context destroyed mid-run (cuCtxDestroy): its records are handed
     back from inside the destruction, before the output."""
