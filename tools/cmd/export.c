@@ -16,6 +16,16 @@
 #include "util/files.h"
 #include "util/paths.h"
 
+/* 1 when out is (the same file as) one of the n inputs. */
+static int names_an_input(const char *out, char **v, size_t n)
+{
+	struct stat o, st;
+	for (size_t i = 0; lstat(out, &o) == 0 && i < n; i++)
+		if (stat(v[i], &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino)
+			return 1;
+	return 0;
+}
+
 int gs_cmd_export(int argc, char **argv)
 {
 	const char *format = NULL, *outp = NULL;
@@ -56,14 +66,10 @@ int gs_cmd_export(int argc, char **argv)
 			fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", outp);
 		return 1;
 	}
-	for (size_t i = 0; !to_stdout && i < in.n; i++) {
-		struct stat ist;
-		if (stat(in.v[i], &ist) == 0 && lstat(outp, &lst) == 0 && ist.st_dev == lst.st_dev &&
-		    ist.st_ino == lst.st_ino) {
-			fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another "
-					"name\n", outp);
-			return 1;
-		}
+	if (!to_stdout && names_an_input(outp, in.v, in.n)) {
+		fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another name\n",
+			outp);
+		return 1;
 	}
 	FILE *f = to_stdout ? stdout : gs_file_replace_open(outp, &tmp);
 	if (!f) {
