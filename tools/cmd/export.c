@@ -16,13 +16,29 @@
 #include "util/files.h"
 #include "util/paths.h"
 
-/* 1 when out is (the same file as) one of the n inputs. */
-static int names_an_input(const char *out, char **v, size_t n)
+/* An output named by -o that is refused, said in one line: a link (never
+ * written through: security.md), not a regular file, or one of the
+ * traces read (it would become their JSON). */
+static int output_refused(const char *out, const struct gs_paths *in)
 {
 	struct stat o, st;
-	for (size_t i = 0; lstat(out, &o) == 0 && i < n; i++)
-		if (stat(v[i], &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino)
+	if (lstat(out, &o) != 0)
+		return 0;
+	if (S_ISLNK(o.st_mode)) {
+		errno = ELOOP;
+		gs_file_create_error(out);
+		return 1;
+	}
+	if (!S_ISREG(o.st_mode)) {
+		fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", out);
+		return 1;
+	}
+	for (size_t i = 0; i < in->n; i++)
+		if (stat(in->v[i], &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) {
+			fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another "
+					"name\n", out);
 			return 1;
+		}
 	return 0;
 }
 
@@ -57,20 +73,8 @@ int gs_cmd_export(int argc, char **argv)
 	 * said once written. */
 	int to_stdout = !strcmp(outp, "-");
 	struct gs_file_tmp tmp;
-	struct stat lst;
-	if (!to_stdout && lstat(outp, &lst) == 0 && !S_ISREG(lst.st_mode)) { /* never through a link (security.md) */
-		errno = S_ISLNK(lst.st_mode) ? ELOOP : EEXIST;
-		if (errno == ELOOP)
-			gs_file_create_error(outp);
-		else
-			fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", outp);
+	if (!to_stdout && output_refused(outp, &in))
 		return 1;
-	}
-	if (!to_stdout && names_an_input(outp, in.v, in.n)) {
-		fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another name\n",
-			outp);
-		return 1;
-	}
 	FILE *f = to_stdout ? stdout : gs_file_replace_open(outp, &tmp);
 	if (!f) {
 		gs_file_create_error(outp);
