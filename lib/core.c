@@ -56,6 +56,16 @@ int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t sta
 	if (stack)
 		pthread_attr_setstacksize(&a, stack);
 	int rc = pthread_create(&th, &a, fn, arg);
+	/* A small stack refused (on the H200, in programs linked with
+	 * cuBLAS, cuSPARSE or cuSOLVER: "cannot start the control thread";
+	 * older glibc carves the static TLS out of the stack): then the
+	 * default size. */
+	if (rc != 0 && stack) {
+		pthread_attr_destroy(&a);
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&th, &a, fn, arg);
+	}
 	if (rc == 0)
 		pthread_setname_np(th, name);
 	pthread_attr_destroy(&a);
