@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The timeline export (Chrome Trace Event Format)."""
+"""The exports: the timeline (Chrome Trace Event Format) and flame graphs."""
 import json  # noqa: F401
 import os  # noqa: F401
 import re  # noqa: F401
@@ -210,7 +210,123 @@ def flame_graphs_of_where_the_calls_come_from(tmp):
     names = [f["name"] for f in d["shared"]["frames"]]
     prof = {x["name"]: {";".join(names[i] for i in s): w for s, w in zip(x["samples"], x["weights"])}
             for x in d["profiles"]}
-    check(prof["host time in CUDA calls"] == want and d["profiles"][0]["unit"] == "nanoseconds" and
+    check(prof["host time in CUDA calls with a stack"] == want and d["profiles"][0]["unit"] == "nanoseconds" and
           d["profiles"][0]["endValue"] == sum(want.values()), f"speedscope time: {prof}")
     check(prof["device and pinned bytes allocated"] ==
           {";".join([f"pid {pid}"] + stacks[s][::-1]): v for s, v in nbytes.items()}, f"bytes: {prof}")
+
+
+def stack_trace(path, stacks, calls):
+    """A JSON Lines trace of pid 7 with these stacks ({id: [frame bytes,
+    innermost first]}, raw: JSON's strings carry any byte but quotes,
+    backslashes and C0 as they are) and calls ((kind, api, host ns, stack
+    id or None), one after another)."""
+    def s(b):
+        b = b.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+        for c in range(0x20):
+            b = b.replace(bytes([c]), b"\\u%04x" % c)
+        return b'"' + b + b'"'
+    lines = [b'{"type":"stack","id":%d,"frames":[%s]}' % (k, b",".join(s(f) for f in v)) for k, v in stacks.items()]
+    t = 2000
+    for kind, api, ns, st in calls:
+        lines.append(b'{"type":"event","kind":"%s","api":"%s","tid":7,"start_ns":%d,"end_ns":%d,"result":0,'
+                     b'"device":0%s}' % (kind.encode(), api.encode(), t, t + ns,
+                                         b',"stack":%d' % st if st else b""))
+        t += ns + 100
+    header = (b'{"type":"process","format_version":2,"pid":7,"ppid":1,"host":"h","rank":-1,"local_rank":-1,'
+              b'"command":"flame","events":%d,"dropped":0,"clean_exit":true,"state":"exited","truncated":false,'
+              b'"threads":1,"start_realtime_ns":1,"start_ns":1000,"device_mem":[1073741824],"clock":"monotonic"}'
+              % len(calls))
+    with open(path, "wb") as f:
+        f.write(b"\n".join([header] + lines) + b"\n")
+    return path
+
+
+NO_STACKS = ("no CUDA call in {} carries a call stack (by default only allocations, frees, pageable copies and "
+             "waits of 10 us or more do); record {} with GPUSPY_STACKS=all GPUSPY_STACK_LAUNCHES=1 "
+             "GPUSPY_STACK_MIN=0 for a stack on every call")
+
+
+@test
+def flame_graph_of_a_trace_without_stacks_is_an_error(tmp):
+    """A trace in which no call carries a stack (launches and short waits
+    keep none by default) makes no empty flame graph that looks like a
+    result: one error line that says why and what to set, exit 1, and no
+    file, for one trace or several."""
+    gold = os.path.join(ROOT, "tests", "golden", "gpu.jsonl")
+    for fmt in ("collapsed", "speedscope"):
+        out = os.path.join(tmp, f"out.{fmt}")
+        p = subprocess.run([GPUSPY, "export", "--format", fmt, gold, "-o", out], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stderr == f"gpuspy: error: {gold}: {NO_STACKS.format('it', 'it')}\n",
+              f"{fmt}: exit {p.returncode}: {p.stderr!r}")
+        check(not os.path.exists(out) and not [f for f in os.listdir(tmp) if f.startswith(".out")],
+              f"{fmt}: left {os.listdir(tmp)}")
+        p = subprocess.run([GPUSPY, "export", "--format", fmt, gold, gold, "-o", "-"], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stdout == "" and
+              p.stderr == f"gpuspy: error: export: {NO_STACKS.format('the 2 traces', 'them')}\n",
+              f"{fmt}, two traces: exit {p.returncode}: {p.stdout[:200]!r} {p.stderr!r}")
+
+
+@test
+def flame_graph_says_how_many_calls_it_holds(tmp):
+    """When some calls carry no stack, the export says on stderr how many
+    of the calls and how much of their host time the graph holds, and the
+    speedscope profile is named for what it counts; when all do, it says
+    nothing more."""
+    t = stack_trace(os.path.join(tmp, "some.jsonl"), {5: [b"inner", b"main"]},
+                    [("alloc", "cudaMalloc", 300, 5), ("launch", "cuLaunchKernel", 200, None),
+                     ("sync", "cudaDeviceSynchronize", 100, 5), ("launch", "cuLaunchKernel", 250, None),
+                     ("sync", "cudaDeviceSynchronize", 150, None)])
+    line = ("gpuspy: calls with stacks: 2 of 5 (40.0% of their host time); only they are in the flame graph: "
+            "GPUSPY_STACKS=all GPUSPY_STACK_LAUNCHES=1 GPUSPY_STACK_MIN=0 give every call one\n")
+    p = subprocess.run([GPUSPY, "export", "--format", "collapsed", t, "-o", "-"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "pid 7;main;inner 400\n" and p.stderr == line,
+          f"collapsed: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    out = os.path.join(tmp, "s.json")
+    p = subprocess.run([GPUSPY, "export", "--format", "speedscope", t, "-o", out], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stderr == line + f"gpuspy: wrote {out} ({os.path.getsize(out)} bytes): open it "
+          "in speedscope.app\n", p.stderr)
+    d = json.load(open(out))
+    check(d["profiles"][0]["name"] == "host time in CUDA calls with a stack" and
+          d["profiles"][0]["endValue"] == 400, f"{d['profiles'][0]}")
+    gold = os.path.join(ROOT, "tests", "golden", "stacks.jsonl")
+    p = subprocess.run([GPUSPY, "export", "--format", "collapsed", gold, "-o", "-"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stderr == "", f"every call with a stack: {p.stderr!r}")
+
+
+@test
+def collapsed_stacks_survive_hostile_frame_names(tmp):
+    """Frame names with C1 CSI as a raw byte (0x9b) and as UTF-8, ESC, DEL,
+    a Latin-1 byte, ';' (the collapsed format's separator) and a 600-byte
+    name of three-byte characters: the collapsed lines are valid UTF-8
+    with no control byte, one frame a name, each ending in ' <count>', the
+    long name cut between characters; speedscope names the frames alike."""
+    euro = "\u20ac".encode()
+    frames = [b"raw\x9b[2J", b"esc\x1b[31mred", b"c1\xc2\x9bX\x7f", b"latin\xe9;semi", b"ab" + euro * 200,
+              b"main (m.c:1)"]
+    t = stack_trace(os.path.join(tmp, "h.jsonl"), {9: frames}, [("alloc", "cudaMalloc", 1234, 9)])
+    p = subprocess.run([GPUSPY, "export", "--format", "collapsed", t, "-o", "-"], capture_output=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stderr == b"", f"exit {p.returncode}: {p.stderr!r}")
+    try:
+        text = p.stdout.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise Fail(f"collapsed output is not UTF-8: {e}: {p.stdout!r}")
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0]
+    check(not bad, f"control characters {bad!r} in {text!r}")
+    lines = text.splitlines()
+    check(len(lines) == 1 and re.fullmatch(r"pid 7;.* 1234", lines[0]), f"lines {lines!r}")
+    got = lines[0].rsplit(" ", 1)[0].split(";")
+    want = ["pid 7", "main (m.c:1)", "ab" + "\u20ac" * 169, "latin\ufffd,semi", "c1?X?", "esc?[31mred",
+            "raw\ufffd[2J"]
+    check(got == want, f"frames {got!r}, want {want!r}")
+    p = subprocess.run([GPUSPY, "export", "--format", "speedscope", t, "-o", "-"], capture_output=True,
+                       timeout=TIMEOUT)
+    d = json.loads(p.stdout.decode("utf-8", errors="strict"))
+    names = [f["name"] for f in d["shared"]["frames"]]
+    check(p.returncode == 0 and [names[i] for i in d["profiles"][0]["samples"][0]] == want, f"speedscope {names!r}")

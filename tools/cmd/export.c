@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpuspy export --format chrome FILE|DIR... -o OUT.json: the timeline for
- * Perfetto (written by render/chrome.c).
+ * Perfetto (written by render/chrome.c); --format speedscope|collapsed:
+ * flame graphs of the calls' stacks (render/flame.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +43,24 @@ static int output_refused(const char *out, const struct gs_paths *in)
 	return 0;
 }
 
+/* The traces in paths as fmt (0 chrome, 1 collapsed, 2 speedscope) to f:
+ * gs_export_chrome's and gs_export_flame's result. A flame graph holds only
+ * the calls with a stack: how much that is, said when it is not all. */
+static int write_export(FILE *f, int fmt, const struct gs_paths *in, char *err, size_t errlen, size_t *bad)
+{
+	struct gs_flame_cover c;
+	if (fmt == 0)
+		return gs_export_chrome(f, in->v, in->n, err, errlen, bad);
+	int rc = gs_export_flame(f, fmt == 1 ? GS_FLAME_COLLAPSED : GS_FLAME_SPEEDSCOPE, in->v, in->n, &c, err, errlen,
+				 bad);
+	if (!rc && c.stacked < c.calls)
+		fprintf(stderr, "gpuspy: calls with stacks: %llu of %llu (%.1f%% of their host time); only they are "
+			"in the flame graph: GPUSPY_STACKS=all GPUSPY_STACK_LAUNCHES=1 GPUSPY_STACK_MIN=0 give every "
+			"call one\n", (unsigned long long)c.stacked, (unsigned long long)c.calls,
+			c.host_ns ? 100.0 * (double)c.stacked_ns / (double)c.host_ns : 0.0);
+	return rc;
+}
+
 int gs_cmd_export(int argc, char **argv)
 {
 	const char *format = NULL, *outp = NULL;
@@ -80,14 +99,11 @@ int gs_cmd_export(int argc, char **argv)
 		gs_file_create_error(outp);
 		return 1;
 	}
-	char err[300];
+	char err[400];
 	size_t bad;
 	int ok = 1;
-	int failed = fmt == 0 ? gs_export_chrome(f, in.v, in.n, err, sizeof(err), &bad)
-		     : gs_export_flame(f, fmt == 1 ? GS_FLAME_COLLAPSED : GS_FLAME_SPEEDSCOPE, in.v, in.n, err,
-				       sizeof(err), &bad);
-	if (failed) {
-		fprintf(stderr, "gpuspy: error: %s: %s\n", in.v[bad], err);
+	if (write_export(f, fmt, &in, err, sizeof(err), &bad)) {
+		fprintf(stderr, "gpuspy: error: %s: %s\n", bad < in.n ? in.v[bad] : "export", err);
 		status = 1;
 		ok = 0;
 	}

@@ -6,7 +6,9 @@
  * collapsed stacks (one line a stack, frames outermost first, joined by
  * ';', then the value: flamegraph.pl's and speedscope's input) or as
  * speedscope's own JSON with two profiles (host time, bytes). Streamed:
- * memory grows with distinct stacks, not with events.
+ * memory grows with distinct stacks, not with events. Only the calls that
+ * carry a stack are in it: how many that is comes back (gs_flame_cover),
+ * and none at all is an error, not an empty graph.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,7 @@
 
 struct stack_sum {
 	uint32_t id;  /* the stack's string id in its trace; 0: empty slot */
-	uint64_t host_ns, bytes;
+	uint64_t calls, host_ns, bytes;
 };
 
 struct sums {
@@ -49,28 +51,23 @@ static struct stack_sum *slot(struct sums *s, uint32_t id)
 	return &s->v[k];
 }
 
-/* A frame as one name: no ';' (the collapsed format's separator) and no
- * control byte (a trace's bytes; the JSON sink escapes the rest). */
-static void frame_name(const char *f, char *out, size_t cap)
-{
-	size_t k = 0;
-	for (; *f && k + 1 < cap; f++) {
-		unsigned char c = (unsigned char)*f;
-		out[k++] = c == ';' ? ',' : c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	out[k] = 0;
-}
-
-/* One process's stacks summed, into s (ids of in's trace). */
-static int sum_trace(struct gs_input *in, struct sums *s)
+/* One process's stacks summed, into s (ids of in's trace); every call
+ * counted in c (those with a stack when it is written). */
+static int sum_trace(struct gs_input *in, struct sums *s, struct gs_flame_cover *c)
 {
 	struct gs_ev ev;
 	int got;
 	while ((got = gs_input_next(in, &ev)) == 1) {
-		if (!ev.stack_id || ev.kind >= GSPY_KIND_phase_begin || ev.result != 0)
+		if (ev.kind >= GSPY_KIND_phase_begin || ev.result != 0)
+			continue;
+		uint64_t ns = ev.end_ns > ev.start_ns ? ev.end_ns - ev.start_ns : 0;
+		c->calls++;
+		c->host_ns += ns;
+		if (!ev.stack_id)
 			continue;
 		struct stack_sum *x = slot(s, ev.stack_id);
-		x->host_ns += ev.end_ns > ev.start_ns ? ev.end_ns - ev.start_ns : 0;
+		x->calls++;
+		x->host_ns += ns;
 		if (ev.kind == GSPY_KIND_alloc && ev.mem != GSPY_MEM_host)
 			x->bytes += ev.bytes;
 	}
@@ -83,25 +80,59 @@ static void collapsed(FILE *f, const char *proc, const struct gs_stack *st, uint
 	char name[512];
 	fputs(proc, f);
 	for (uint32_t i = st->n; i-- > 0;) {
-		frame_name(st->frames[i], name, sizeof(name));
+		gs_collapsed_frame(name, sizeof(name), st->frames[i]);
 		fprintf(f, ";%s", name);
 	}
 	fprintf(f, " %llu\n", (unsigned long long)value);
 }
 
-/* speedscope's frame index of name, added when new (a linear table:
- * stacks share most frames, and there are a few thousand at most). */
-static int frame_index(cJSON *frames, char ***names, size_t *n, const char *name)
+/* speedscope's frames: names in index order, and a hash table over them
+ * (open addressing, cap a power of two) whose slots hold index + 1. */
+struct frames {
+	cJSON *json;
+	char **names;
+	uint32_t *tab;
+	size_t n, cap;
+};
+
+static uint32_t name_hash(const char *s)
 {
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*names)[i], name))
-			return (int)i;
-	*names = xrealloc(*names, (*n + 1) * sizeof(**names));
-	(*names)[*n] = xstrdup(name);
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static uint32_t *frame_slot(struct frames *fr, const char *name)
+{
+	size_t k = name_hash(name) & (fr->cap - 1);
+	while (fr->tab[k] && strcmp(fr->names[fr->tab[k] - 1], name))
+		k = (k + 1) & (fr->cap - 1);
+	return &fr->tab[k];
+}
+
+/* speedscope's frame index of name, added when new. */
+static int frame_index(struct frames *fr, const char *name)
+{
+	if (2 * (fr->n + 1) > fr->cap) {
+		size_t cap = fr->cap ? 2 * fr->cap : 1024;
+		free(fr->tab);
+		fr->tab = xcalloc(cap, sizeof(*fr->tab));
+		fr->cap = cap;
+		for (size_t i = 0; i < fr->n; i++)
+			*frame_slot(fr, fr->names[i]) = (uint32_t)i + 1;
+	}
+	uint32_t *at = frame_slot(fr, name);
+	if (*at)
+		return (int)*at - 1;
+	if (!(fr->n & (fr->n - 1))) /* 0, 1, 2, 4, ...: room for twice as many */
+		fr->names = xrealloc(fr->names, (fr->n ? 2 * fr->n : 1) * sizeof(*fr->names));
+	fr->names[fr->n] = xstrdup(name);
+	*at = (uint32_t)++fr->n;
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", name);
-	cJSON_AddItemToArray(frames, o);
-	return (int)(*n)++;
+	cJSON_AddItemToArray(fr->json, o);
+	return (int)fr->n - 1;
 }
 
 static cJSON *profile(const char *name, const char *unit)
@@ -125,20 +156,20 @@ static void add_sample(cJSON *p, cJSON *stack, uint64_t w)
 	cJSON_SetNumberValue(end, end->valuedouble + (double)w);
 }
 
-int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, char *err, size_t errlen,
-		    size_t *bad)
+int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, struct gs_flame_cover *c,
+		    char *err, size_t errlen, size_t *bad)
 {
-	cJSON *doc = NULL, *frames = NULL, *time = NULL, *bytes = NULL;
-	char **names = NULL;
-	size_t nnames = 0;
+	cJSON *doc = NULL, *time = NULL, *bytes = NULL;
+	struct frames fr = { 0 };
 	int rc = 0;
+	memset(c, 0, sizeof(*c));
 	if (fmt == GS_FLAME_SPEEDSCOPE) {
 		doc = cJSON_CreateObject();
 		cJSON_AddStringToObject(doc, "$schema", "https://www.speedscope.app/file-format-schema.json");
 		cJSON_AddStringToObject(doc, "exporter", "gpuspy");
 		cJSON_AddStringToObject(doc, "name", "where the CUDA calls come from");
-		frames = cJSON_AddArrayToObject(cJSON_AddObjectToObject(doc, "shared"), "frames");
-		time = profile("host time in CUDA calls", "nanoseconds");
+		fr.json = cJSON_AddArrayToObject(cJSON_AddObjectToObject(doc, "shared"), "frames");
+		time = profile("host time in CUDA calls with a stack", "nanoseconds");
 		bytes = profile("device and pinned bytes allocated", "bytes");
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -149,28 +180,30 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 			break;
 		}
 		struct sums s = { 0 };
-		if (sum_trace(&in, &s) < 0) {
+		if (sum_trace(&in, &s, c) < 0) {
 			snprintf(err, errlen, "%s", in.err);
 			*bad = i;
 			rc = -1;
 		}
 		char proc[96];
 		snprintf(proc, sizeof(proc), "pid %u", in.proc.pid);
-		for (size_t k = 0; k < s.cap; k++) {
+		for (size_t k = 0; k < s.cap && !rc; k++) {
 			const struct stack_sum *x = &s.v[k];
 			const struct gs_stack *st = x->id ? gs_input_stack(&in, x->id) : NULL;
 			if (!st || !st->n)
 				continue;
+			c->stacked += x->calls;
+			c->stacked_ns += x->host_ns;
 			if (fmt == GS_FLAME_COLLAPSED) {
 				collapsed(f, proc, st, x->host_ns);
 				continue;
 			}
 			cJSON *stack = cJSON_CreateArray();
 			char name[512];
-			cJSON_AddItemToArray(stack, cJSON_CreateNumber(frame_index(frames, &names, &nnames, proc)));
+			cJSON_AddItemToArray(stack, cJSON_CreateNumber(frame_index(&fr, proc)));
 			for (uint32_t j = st->n; j-- > 0;) {
-				frame_name(st->frames[j], name, sizeof(name));
-				cJSON_AddItemToArray(stack, cJSON_CreateNumber(frame_index(frames, &names, &nnames, name)));
+				gs_collapsed_frame(name, sizeof(name), st->frames[j]);
+				cJSON_AddItemToArray(stack, cJSON_CreateNumber(frame_index(&fr, name)));
 			}
 			if (x->host_ns)
 				add_sample(time, stack, x->host_ns);
@@ -181,18 +214,30 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 		free(s.v);
 		gs_input_close(&in);
 	}
+	if (!rc && !c->stacked) { /* an empty graph would read as "no time in CUDA calls" */
+		char what[64] = "it";
+		if (n != 1)
+			snprintf(what, sizeof(what), "the %zu traces", n);
+		snprintf(err, errlen, "no CUDA call in %s carries a call stack (by default only allocations, frees, "
+			 "pageable copies and waits of 10 us or more do); record %s with GPUSPY_STACKS=all "
+			 "GPUSPY_STACK_LAUNCHES=1 GPUSPY_STACK_MIN=0 for a stack on every call", what,
+			 n == 1 ? "it" : "them");
+		*bad = n == 1 ? 0 : n;
+		rc = -1;
+	}
 	if (doc) {
 		cJSON *ps = cJSON_AddArrayToObject(doc, "profiles");
 		cJSON_AddItemToArray(ps, time);
 		cJSON_AddItemToArray(ps, bytes);
-		char *text = gs_json_print(doc, 0);
+		char *text = rc ? NULL : gs_json_print(doc, 0);
 		if (text)
 			fprintf(f, "%s\n", text);
 		free(text);
 		cJSON_Delete(doc);
 	}
-	for (size_t i = 0; i < nnames; i++)
-		free(names[i]);
-	free(names);
+	for (size_t i = 0; i < fr.n; i++)
+		free(fr.names[i]);
+	free(fr.names);
+	free(fr.tab);
 	return rc;
 }

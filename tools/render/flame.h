@@ -4,16 +4,26 @@
 #define GPUSPY_FLAME_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum gs_flame_format {
-	GS_FLAME_COLLAPSED,  /* "pid N;outer;...;inner NS" a line: host time in CUDA calls */
+	GS_FLAME_COLLAPSED,  /* "pid N;outer;...;inner NS" a line: host time in CUDA calls with a stack */
 	GS_FLAME_SPEEDSCOPE, /* speedscope's JSON: host time, and bytes allocated */
 };
 
-/* The stacks of the traces in paths; 0, or -1 with err set and *bad the
- * index of the trace that could not be read. */
-int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, char *err, size_t errlen,
-		    size_t *bad);
+/* What the graph holds: the calls (not failed) of the traces, and of those
+ * the ones with a call stack, the only ones in it; their host time. */
+struct gs_flame_cover {
+	uint64_t calls, host_ns;
+	uint64_t stacked, stacked_ns;
+};
+
+/* The stacks of the traces in paths, how many calls they cover in *c; 0,
+ * or -1 with err set and *bad the index of the trace that could not be
+ * read, or (no call in them with a stack) of the one trace, n when there
+ * are several. */
+int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, struct gs_flame_cover *c,
+		    char *err, size_t errlen, size_t *bad);
 
 #endif

@@ -9,6 +9,7 @@
  *   terminal          gs_term_open (a stream), gs_term_fputs, gs_term_clean
  *   shell word        gs_shell_word
  *   Prometheus label  gs_prom_label
+ *   collapsed stacks  gs_collapsed_frame
  *   JSON              gs_json_print
  *   HTML              gs_html_text, gs_html_script_json
  *
@@ -270,6 +271,35 @@ void gs_prom_label(FILE *f, const char *name, const char *v, size_t max)
 		i += (size_t)len;
 	}
 	fputc('"', f);
+}
+
+/* ---- collapsed stacks ---------------------------------------------------- */
+
+void gs_collapsed_frame(char *out, size_t cap, const char *f)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	const unsigned char *s = (const unsigned char *)f;
+	size_t n = strlen(f), k = 0;
+	if (!cap)
+		return;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp = 0;
+		int len = utf8_char(s + i, n - i, &cp);
+		const char *rep = (const char *)s + i;
+		size_t rl = (size_t)len;
+		if (len <= 0) /* not UTF-8, or cut inside a character: one U+FFFD a byte */
+			len = 1, rep = fffd, rl = 3;
+		else if (cp == ';') /* between frames */
+			rep = ",", rl = 1;
+		else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) /* a line's end, or a terminal's command */
+			rep = "?", rl = 1;
+		if (k + rl >= cap) /* cut before a character, never inside one */
+			break;
+		memcpy(out + k, rep, rl);
+		k += rl;
+		i += (size_t)len;
+	}
+	out[k] = 0;
 }
 
 /* ---- JSON ---------------------------------------------------------------- */

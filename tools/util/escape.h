@@ -29,6 +29,13 @@ void gs_shell_word(FILE *f, const char *s);
  * trace's. */
 void gs_prom_label(FILE *f, const char *name, const char *v, size_t max);
 
+/* Collapsed stacks (flamegraph.pl's and speedscope's input, a line a
+ * stack: "outer;...;inner COUNT"): frame f as one name into out, cut to fit
+ * cap bytes with its NUL between characters. ';' (which separates frames)
+ * becomes ',', controls (C0, DEL, C1) '?', invalid UTF-8 U+FFFD a byte;
+ * spaces stay (readers take the line's last space as the count's). */
+void gs_collapsed_frame(char *out, size_t cap, const char *f);
+
 /* JSON: o as text (cJSON's, pretty or on one line), valid UTF-8: a byte in
  * a string that begins no valid character becomes \ufffd. The caller owns
  * the result and frees it with free (gpuspy leaves cJSON on malloc); NULL
