@@ -171,6 +171,8 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     process) runs no atexit handler: CUPTI's held records were lost, all
     78 of them (0 in the trace). gpuspy's _exit has the flusher thread
     flush them first, and the program's status and output are its own."""
+    if SANITIZED:
+        raise Skip("the sanitizer's own _exit comes first and goes straight to libc's")
     d = os.path.join(tmp, "exit")
     os.makedirs(d)
     plain = run("prog_train", ["3", "100", "_exit"], env=CUPTI_ENV, tmp=tmp, preload=False, expect_rc=7)

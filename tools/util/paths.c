@@ -149,7 +149,8 @@ static size_t run_dirs(const char *dir, int latest, struct gs_paths *out)
 		closedir(d);
 	}
 	free(first);
-	qsort(out->v + from, out->n - from, sizeof(char *), cmp_str_desc);
+	if (out->n > from)
+		qsort(out->v + from, out->n - from, sizeof(char *), cmp_str_desc);
 	return out->n;
 }
 
