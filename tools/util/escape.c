@@ -65,6 +65,22 @@ static int utf8_char(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
+static const char fffd[] = "\xef\xbf\xbd";
+
+/* The character at s as it is copied: its own bytes (rep, rl), or one
+ * U+FFFD for a byte that starts no UTF-8 character (cp 0xfffd); the
+ * bytes it takes from s. */
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp, const char **rep, size_t *rl)
+{
+	int len = utf8_char(s, n, cp);
+	if (len <= 0) { /* not UTF-8, or cut inside a character */
+		*cp = 0xfffd, *rep = fffd, *rl = 3;
+		return 1;
+	}
+	*rep = (const char *)s, *rl = (size_t)len;
+	return (size_t)len;
+}
+
 /* ---- terminal ------------------------------------------------------------ */
 
 /* The piece a terminal gets for the character at s[0..n) into out (at most
@@ -245,18 +261,14 @@ void gs_shell_word(FILE *f, const char *s)
 
 void gs_prom_label(FILE *f, const char *name, const char *v, size_t max)
 {
-	static const char fffd[] = "\xef\xbf\xbd";
 	const unsigned char *s = (const unsigned char *)v;
 	size_t n = strlen(v), out = 0;
 	fprintf(f, "%s=\"", name);
 	for (size_t i = 0; i < n;) {
-		uint32_t cp = 0;
-		int len = utf8_char(s + i, n - i, &cp);
-		const char *rep = (const char *)s + i;
-		size_t rl = (size_t)len;
-		if (len <= 0) /* not UTF-8, or cut inside a character: one U+FFFD a byte */
-			len = 1, rep = fffd, rl = 3;
-		else if (cp == '\\')
+		uint32_t cp;
+		const char *rep;
+		size_t rl, len = utf8_next(s + i, n - i, &cp, &rep, &rl);
+		if (cp == '\\')
 			rep = "\\\\", rl = 2;
 		else if (cp == '"')
 			rep = "\\\"", rl = 2;
@@ -268,7 +280,7 @@ void gs_prom_label(FILE *f, const char *name, const char *v, size_t max)
 			break;
 		fwrite(rep, 1, rl, f);
 		out += rl;
-		i += (size_t)len;
+		i += len;
 	}
 	fputc('"', f);
 }
@@ -277,19 +289,15 @@ void gs_prom_label(FILE *f, const char *name, const char *v, size_t max)
 
 void gs_collapsed_frame(char *out, size_t cap, const char *f)
 {
-	static const char fffd[] = "\xef\xbf\xbd";
 	const unsigned char *s = (const unsigned char *)f;
 	size_t n = strlen(f), k = 0;
 	if (!cap)
 		return;
 	for (size_t i = 0; i < n;) {
-		uint32_t cp = 0;
-		int len = utf8_char(s + i, n - i, &cp);
-		const char *rep = (const char *)s + i;
-		size_t rl = (size_t)len;
-		if (len <= 0) /* not UTF-8, or cut inside a character: one U+FFFD a byte */
-			len = 1, rep = fffd, rl = 3;
-		else if (cp == ';') /* between frames */
+		uint32_t cp;
+		const char *rep;
+		size_t rl, len = utf8_next(s + i, n - i, &cp, &rep, &rl);
+		if (cp == ';') /* between frames */
 			rep = ",", rl = 1;
 		else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) /* a line's end, or a terminal's command */
 			rep = "?", rl = 1;
@@ -297,7 +305,7 @@ void gs_collapsed_frame(char *out, size_t cap, const char *f)
 			break;
 		memcpy(out + k, rep, rl);
 		k += rl;
-		i += (size_t)len;
+		i += len;
 	}
 	out[k] = 0;
 }
