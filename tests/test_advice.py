@@ -200,6 +200,43 @@ def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
 
 
 @test
+def a_graph_of_the_steps_launches_is_replayed_exactly(tmp):
+    """A launch-bound loop on a timeline known to the nanosecond: each
+    340 us step launches 20 different 3 us kernels, a 10 us call every
+    12 us (2 us of dispatch between them), then works 102 us on the host.
+    The step is the launcher's period, 20 launches, 49 whole steps. Its
+    replay takes off what tracing added (each call's 300 ns record and
+    CUPTI's 4 us for its one GPU record): 20 x 5.7 + 19 x 2 + 102 = 254 us
+    a step. As one graph launch a step (none in the run: 20 us), the
+    dispatch gaps go (under 8 launches' cost) and the host's 102 us stay:
+    122 us a step, the GPU's 20 x 3 us + 19 x 1 us between nodes behind
+    it. So launch_bound, first and alone, saves 254 - 122 = 132 us a step."""
+    import json
+    from test_report import write_jsonl
+    ev, corr = [], 0
+    for k in range(50):
+        for i in range(20):
+            t = 1_000_000 + k * 340_000 + i * 12_000
+            corr += 1
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
+                       "result": 0, "device": 0, "name": f"k{i}", "grid": [1, 1, 1], "block": [32, 1, 1],
+                       "stream": 0, "corr": corr})
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
+                       "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": f"k{i}"})
+    path = write_jsonl(os.path.join(tmp, "graph.jsonl"), ev, timing="cupti")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 49 and step["step_ns"] == 340_000 and step["launches"] == 20 and
+          step["replayed_step_ns"] == 254_000 and step["replayed_savings_ns"]["graph"] == 132_000, f"step {step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"]["per_step_ns"] == 132_000 and
+          d[0]["text"].startswith("Each step launches 20 kernels one by one and the GPU works 60.0 us of its "
+                                  "340.0 us (18%)"), f"diagnoses {d}")
+
+
+@test
 def loader_workers_are_replayed_exactly(tmp):
     """A starved loader, known to the nanosecond: each 1 ms step loads its
     batch in phase 'data' for 790 us of host work, copies it (pinned,
