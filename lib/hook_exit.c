@@ -14,16 +14,19 @@
 #include "gs.h"
 #include "gpu_timing.h"
 
-GS_API void _exit(int status)
+static __attribute__((noreturn)) void exit_now(int status)
 {
 	gs_cupti_exit_flush();
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
 
+GS_API void _exit(int status)
+{
+	exit_now(status);
+}
+
 GS_API void _Exit(int status)
 {
-	gs_cupti_exit_flush();
-	for (;;)
-		syscall(SYS_exit_group, status);
+	exit_now(status);
 }

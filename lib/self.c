@@ -9,7 +9,7 @@
 
 void gs_self_cmdline(char *out, size_t cap)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	out[0] = 0;
 	if (fd < 0)
 		return;
