@@ -402,7 +402,13 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync(p, n, s); }
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)pool; (void)s; FAIL_CHECK("cuMemAllocFromPoolAsync"); return dev_alloc(p, n); }
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { return cuMemAllocFromPoolAsync(p, n, pool, s); }
-EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { FAIL_CHECK("cuMemFree_v2"); return dev_free(p); }
+/* cuMemFree waits for the device, as a real one does (sync_cost). */
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	FAIL_CHECK("cuMemFree_v2");
+	sync_cost();
+	return dev_free(p);
+}
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
 	FAIL_CHECK("cuMemFreeAsync");
