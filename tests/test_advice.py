@@ -292,6 +292,55 @@ def loader_workers_are_replayed_exactly(tmp):
 
 
 @test
+def ten_jax_steps_a_dispatch_are_replayed_exactly(tmp):
+    """A host-bound JAX loop, known to the nanosecond: each 100 us step is
+    a run of the jitted step (XLA's range "XlaModule:#hlo_module=jit_step"),
+    whose 20.3 us dispatch at 20 us launches its graph (2 kernels of 15 us
+    on the GPU); the host's own work fills the rest. Replayed, a step is
+    the host's: 79.7 us of its own work and the call less what tracing
+    added (a 300 ns record and 4 us for each of its 2 GPU records), 12 us:
+    91,700 ns, the GPU's 30 us inside it. With ten steps a dispatch
+    (lax.scan) the host's part is a tenth, and the GPU sets the pace: the
+    40 steps take the first dispatch's tenth, (20,000 + 12,000) / 10, then
+    40 x 30 us back to back: 1,203,200 ns, 30,080 ns a step. So host_bound,
+    first, saves 91,700 - 30,080 = 61,620 ns a step, in JAX's terms; it
+    says the GPU idled 49 x 70 us = 3.43 ms of the loop's 5.0 ms (69%). No
+    CUDA graph is proposed (XLA launches graphs already)."""
+    import json
+    from test_report import write_jsonl
+    ev = []
+    name = "XlaModule:#hlo_module=jit_step,program_id=9#"
+    for k in range(50):
+        t = 1_000_000 + k * 100_000
+        ev.append({"kind": "phase_begin", "api": "nvtxRangePush", "tid": 7, "start_ns": t, "end_ns": t,
+                   "result": 0, "device": 0, "name": name})
+        ev.append({"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t + 20_000,
+                   "end_ns": t + 40_300, "result": 0, "device": 0, "name": "(graph)", "graph": 17476,
+                   "stream": 0, "corr": k + 1})
+        for i in range(2):
+            g = t + 41_000 + i * 15_000
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g, "end_ns": g + 15_000,
+                       "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": f"fusion_{i}", "graph_id": 5})
+        ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + 41_000,
+                   "end_ns": t + 41_000, "result": 0, "device": 0, "name": name})
+    path = write_jsonl(os.path.join(tmp, "jax.jsonl"), ev, timing="cupti")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    check(o["processes"][0]["framework"] == "JAX", o["processes"][0].get("framework"))
+    step = o["processes"][0]["step"]
+    check(step["what"] == "the cycle of phases jit_step" and step["step_ns"] == 100_000 and
+          step["replayed_step_ns"] == 91_700 and step["gpu_ns"] == 30_000 and
+          step["replayed_savings_ns"]["fuse"] == 61_620, f"step {step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "host_bound" and d[0]["saving"]["per_step_ns"] == 61_620 and
+          d[0]["text"].startswith("In the loop (5.0 ms, from the first 'jit_step' on), the GPU sat idle 3.4 ms "
+                                  "(69%) waiting for the host")
+          and "several steps in one jitted call (lax.scan or lax.fori_loop over the steps)" in d[0]["text"]
+          and "launch_bound" not in [x["id"] for x in d], f"diagnoses {d}")
+
+
+@test
 def an_upload_before_a_healthy_loop_is_no_finding(tmp):
     """A 64 MiB pageable upload (50 ms), then a GPU-bound loop: 60 steps
     (a phase each) of a 10 us launch whose 2 ms kernel runs back to back
