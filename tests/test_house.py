@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 """The house: `make demo`, the docs against the code, the library's layers."""
+import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 
-from harness import GPUSPY, ROOT, SANITIZED, TIMEOUT, Skip, check, run, test
+from harness import BIN, GPUSPY, ROOT, SANITIZED, TIMEOUT, Skip, check, run, test
 
 
 @test
@@ -366,6 +368,58 @@ def files_and_functions_stay_small(tmp):
                     if k < 0 or "Long (" not in lines[k]:
                         long.append(f"{os.path.relpath(path, ROOT)}:{i + 1} {l[:50]} ({end - i + 1} lines)")
     check(not long, f"functions over 80 lines that do not say why: {long}")
+
+
+@test
+def readme_quick_start_works_as_written(tmp):
+    """The README's Quick start, each line typed as written, in order, in
+    a fresh directory on the doubles: `python train.py` is a script that
+    becomes tests/bin/prog_train (20 steps, 200 us of data work), the
+    gpuspy on PATH is the tree's. Each command does what its comment says:
+    run traces and reports; the hand-preloaded run leaves its trace in
+    the directory, which `report .` reads (20 steps of its phases); the
+    page, the timeline, the flame graph and the dump are written, each
+    with the trace's numbers in it (460 launches, its pid)."""
+    if SANITIZED:
+        raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = re.search(r"```sh\n(.*?)```", readme_section(text, "Quick start"), re.S).group(1)
+    lines = [l.split("  #")[0].strip() for l in block.strip().splitlines()]
+    shim = os.path.join(tmp, "shim")
+    os.mkdir(shim)
+    os.symlink(sys.executable, os.path.join(shim, "python"))
+    work = os.path.join(tmp, "work")
+    os.mkdir(work)
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(f"import os\nos.execv({os.path.join(BIN, 'prog_train')!r}, ['prog_train', '20', '200'])\n")
+    env = dict(os.environ, PATH=shim + ":" + os.path.dirname(GPUSPY) + ":" + os.environ["PATH"],
+               LD_LIBRARY_PATH=BIN)
+    for k in ("LD_PRELOAD", "GPUSPY_DIR", "GPUSPY_QUIET"):
+        env.pop(k, None)
+    out = {}
+    for line in lines:
+        p = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 0, f"`{line}` exited {p.returncode}: {p.stderr[-400:]}")
+        out[line] = p.stdout
+    check(lines[0] == "gpuspy run -- python train.py" and "Phases" in out[lines[0]] and
+          "Diagnoses" in out[lines[0]], f"run: {out[lines[0]][:300]}")
+    here = [f for f in os.listdir(work) if f.endswith(".gspy")]
+    check(len(here) == 1, f"the hand-preloaded run left {here} in the directory")
+    pid = int(re.search(r"-(\d+)\.gspy$", here[0]).group(1))
+    rep = out[next(l for l in lines if l == "gpuspy report .")]
+    check(f"== pid {pid}:" in rep and re.search(r"\n  data +20 ", rep), f"report .: {rep[:400]}")
+    page = open(os.path.join(work, "report.html"), encoding="utf-8").read()
+    check(page.lstrip().lower().startswith("<!doctype html>") and re.search(rf'"pid":\s*{pid}\b', page),
+          "report.html has not the trace's pid")
+    tl = json.load(open(os.path.join(work, "timeline.json")))
+    check(sum(1 for e in tl["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "launch") == 460,
+          "timeline.json: not 460 launches")
+    fl = json.load(open(os.path.join(work, "flame.json")))
+    check(fl.get("$schema", "").startswith("https://www.speedscope.app/"), "flame.json is not speedscope's")
+    dump = [json.loads(x) for x in open(os.path.join(work, "trace.jsonl"))]
+    check(dump[0]["type"] == "process" and dump[0]["pid"] == pid and
+          sum(1 for e in dump if e.get("kind") == "launch") == 460, "trace.jsonl: not the trace's 460 launches")
 
 
 @test
