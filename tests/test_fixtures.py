@@ -257,3 +257,24 @@ def fixture_jax_window_says_the_gpu_waits_for_the_host(tmp):
         "10 steps" in host[0], f"host-bound: {d}")
     step = o["processes"][0]["step"]
     check(step["gpu_ns"] > 0 and step["replayed_steps"] == 40, f"step {step}")
+
+
+@test
+def readme_sample_report_is_todays(tmp):
+    """The README's sample report (`gpuspy report item-slow`) is what this
+    version prints for that fixture: each line it shows, in its order, is
+    a line of today's report; its saving is what the what-if table says."""
+    with tarfile.open(os.path.join(FIXTURES, "whatif", "item-slow.tar.gz")) as t:
+        t.extractall(tmp)
+    p = subprocess.run([GPUSPY, "report", "--color", "never", "item-slow"], cwd=tmp, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, p.stderr)
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = re.search(r"\$ gpuspy report item-slow\n(.*?)```", readme, re.S).group(1)
+    want = [l for l in block.splitlines() if l.strip() and l.strip() != "..."]
+    got = p.stdout.splitlines()
+    at = 0
+    for line in want:
+        check(line in got[at:], f"README's sample line not in today's report (in its order): {line!r}")
+        at = got.index(line, at) + 1
+    check(len(want) >= 20 and "Saves about 4.5 ms a step" in block, f"{len(want)} lines")
