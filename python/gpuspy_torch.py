@@ -73,7 +73,28 @@ def _set_learning(on):
         _C.ctl(_CTL_LEARNING, 1 if on else 0)
 
 
+def _not_compiling():
+    return False
+
+
+# torch.compile: Dynamo traces the hooks and wrappers a compiled function
+# runs, and a call into libgpuspy's builtins there breaks the graph (and
+# Dynamo says so on stderr). torch.compiler.is_compiling() is a constant
+# True while Dynamo traces, so each hook and wrapper returns to PyTorch at
+# once and leaves nothing in the graph; the compiled code then runs
+# without them, its phases begun by the eager calls around it (a compiled
+# module's own call is one). PyTorch 2.3 and later; before, nothing changes.
+_is_compiling = _not_compiling
+
+
+def _root_hook(module, inputs):
+    if not _is_compiling():
+        _C.hook(module, inputs)
+
+
 def _pre(module, inputs):
+    if _is_compiling():
+        return
     if _C:
         if _C.ctl(_CTL_OPEN, 0) != _SLOT[b"forward"] + 1:
             _C.ctl(_CTL_BEGIN, _SLOT[b"forward"])
@@ -96,7 +117,7 @@ def _hooks_on():
     if _learning[0] or _LEARN_STEPS <= 0:
         _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
         return
-    hook = _C.hook if _C else _pre
+    hook = _root_hook if _C else _pre
     for ref in list(_roots.values()):
         m = ref()
         if m is not None:
@@ -145,10 +166,14 @@ def _wrap(fn, name, after=None, lazy=False):
         if after:
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
+                if _is_compiling():
+                    return fn(*args, **kwargs)
                 return call(fn, flags, args, kwargs, after)
         else:
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
+                if _is_compiling():
+                    return fn(*args, **kwargs)
                 return call(fn, flags, args, kwargs)
         wrapper._gpuspy = True
         return wrapper
@@ -158,7 +183,7 @@ def _wrap(fn, name, after=None, lazy=False):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         st = _state
-        if getattr(st, key, False):  # inside the same phase (Tensor.backward -> autograd.backward)
+        if _is_compiling() or getattr(st, key, False):  # inside the same phase (Tensor.backward -> autograd.backward)
             return fn(*args, **kwargs)
         setattr(st, key, True)
         if lazy:
@@ -179,6 +204,8 @@ def _wrap(fn, name, after=None, lazy=False):
 
 
 def _hook_torch(torch):
+    global _is_compiling
+    _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _not_compiling
     dl = torch.utils.data.dataloader._BaseDataLoaderIter
     dl.__next__ = _wrap(dl.__next__, b"data", lazy=True)
     loader_iter = torch.utils.data.DataLoader.__iter__

@@ -112,6 +112,13 @@ def test(fn):
     return fn
 
 
+def slow(fn):
+    """A long scale test (over ~10 s on the 2-core machine): left out of
+    `make test`, run by `make test-all` (and CI). Put under @test."""
+    fn.slow = True
+    return fn
+
+
 def same_output(prog, tmp, env=None):
     """The traced program prints exactly what the untraced one prints."""
     a = run(prog, env=env, preload=False, tmp=tmp)

@@ -5,9 +5,11 @@ test doubles, with and without libgpuspy preloaded, and their traces (read
 back with `gpuspy dump`) must match what each program did, exactly. The
 tests live in tests/test_*.py, one topic each (docs/tests.md).
 
-Usage: tests/run.py [-jN] [--topic T] [NAME...]
-  runs all tests, or those whose name contains a NAME, or those of
-  tests/test_T.py; N at a time.
+Usage: tests/run.py [-jN] [--all | --slow] [--times] [--topic T] [NAME...]
+  runs the tests, or those whose name contains a NAME, or those of
+  tests/test_T.py; N at a time. The long scale tests (@slow) run only with
+  --all (all of them) or --slow (only them), or when named; --times
+  prints how long each test took, the longest first.
 Exit 0 when all pass; the last line is "N passed, N failed".
 """
 import glob
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from harness import TESTS, Fail, Skip
 
@@ -25,9 +28,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOPICS = sorted(os.path.basename(p)[len("test_"):-3] for p in glob.glob(os.path.join(HERE, "test_*.py")))
 
 
+TIMES = {}
+
+
 def run_one(fn):
     """Runs one test in its own directory: (status, line)."""
     tmp = tempfile.mkdtemp(prefix="gpuspy-test-")
+    t0 = time.monotonic()
     try:
         fn(tmp)
         return "ok", f"ok   {fn.__name__}"
@@ -36,6 +43,7 @@ def run_one(fn):
     except (Fail, subprocess.TimeoutExpired, KeyError, ValueError) as e:
         return "fail", f"FAIL {fn.__name__}: {e}"
     finally:
+        TIMES[fn.__name__] = time.monotonic() - t0
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -46,6 +54,14 @@ def main():
     is one at a time)."""
     args = sys.argv[1:]
     jobs = 1
+    which = "quick"
+    for flag, w in (("--all", "all"), ("--slow", "slow")):
+        if flag in args:
+            which = w
+            args.remove(flag)
+    times = "--times" in args
+    if times:
+        args.remove("--times")
     topics = TOPICS
     for a in list(args):
         if re.fullmatch(r"-j\d+", a):
@@ -64,6 +80,11 @@ def main():
     # tests too: keep the topics asked for.
     tests = [fn for fn in TESTS if fn.__module__ in {"test_" + t for t in topics} and
              (not args or any(w in fn.__name__ for w in args))]
+    left = 0
+    if not args and which != "all":  # a test named is run, slow or not
+        keep = [fn for fn in tests if getattr(fn, "slow", False) == (which == "slow")]
+        left = len(tests) - len(keep)
+        tests = keep
     counts = {"ok": 0, "fail": 0, "skip": 0}
     if jobs == 1:
         results = map(run_one, tests)
@@ -74,6 +95,11 @@ def main():
     for status, line in results:
         print(line, flush=True)
         counts[status] += 1
+    if times:
+        for name, t in sorted(TIMES.items(), key=lambda x: -x[1]):
+            print(f"{t:7.2f} s  {name}")
+    if left and which == "quick":
+        print(f"({left} long test{'s' if left > 1 else ''} left out: make test-all runs them)")
     print(f"{counts['ok']} passed, {counts['fail']} failed" +
           (f", {counts['skip']} skipped" if counts["skip"] else ""))
     return 1 if counts["fail"] else 0

@@ -511,3 +511,32 @@ def torch_hooks_opt_out_and_chain(tmp):
     e = dict(os.environ, LD_PRELOAD=LIB, PYTHONPATH="/x", GPUSPY_DIR=tmp)
     p = subprocess.run(["/bin/sh", "-c", "echo $PYTHONPATH"], env=e, capture_output=True, text=True)
     check(p.stdout == "/x\n", "PYTHONPATH changed in a process that is not Python")
+
+
+@test
+def torch_hooks_do_nothing_while_dynamo_traces(tmp):
+    """torch.compile: while torch.compiler.is_compiling() says True (Dynamo
+    tracing the hooks a compiled function runs), the helper's hooks and
+    wrappers call nothing in libgpuspy, which would break the compiled
+    graph. On the PyTorch stand-in (tests/progs/faketorch), the model call
+    of step 2 is made so: that step has no forward phase, and the other
+    steps keep theirs; the output is the untraced one."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    prog = os.path.join(ROOT, "tests", "progs", "torch_compiling.py")
+    env = {"PYTHONPATH": os.path.join(ROOT, "tests", "progs", "faketorch")}
+    untraced = run_py([prog], tmp, env=env, preload=False)
+    p = run_py([prog], tmp, env=env)
+    check(p.returncode == 0 and p.stdout == untraced.stdout == "done True\n" and p.stderr == untraced.stderr,
+          f"{p.returncode} {p.stdout!r} {p.stderr[-300:]!r}")
+    _, ev = only_trace(tmp)
+    got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+    B, N = "phase_begin", "phase_end"
+    want = []
+    for s in range(5):
+        names = ("data", "optimizer", "backward", "optimizer") if s == 2 else \
+            ("data", "optimizer", "forward", "backward", "optimizer")
+        for name in names:
+            want += [(B, name, s), (N, name, s)]
+    want += [(B, "data", 5), (N, "data", 5)]
+    check(got == want, f"phases {got}")

@@ -19,7 +19,7 @@ nvcc -O2 "$Z/graph_nodes.cu" -o "$B/graph_nodes" &&
 nvcc -O2 -rdc=true "$Z/dynpar.cu" -lcudadevrt -o "$B/dynpar" &&
 nvcc -O2 "$Z/vmm.cu" -lcuda -o "$B/vmm" &&
 nvcc -O2 "$Z/ipc.cu" -o "$B/ipc" || exit 1
-CASES="${ZOO_CASES:-resnet_loader transformers_adamw jax_step cupy_kernels lightning_fit um_streams_cublas graph_nodes dynpar vmm ipc oom}"
+CASES="${ZOO_CASES:-resnet_loader transformers_adamw torch_compile_ro jax_step cupy_kernels lightning_fit um_streams_cublas graph_nodes dynpar vmm ipc oom}"
 run_pair() { # name command...
 	local name=$1; shift
 	case " $CASES " in *" $name "*) ;; *) return 0 ;; esac
@@ -42,6 +42,7 @@ run_pair() { # name command...
 }
 run_pair resnet_loader python3 "$Z/resnet_loader.py"
 run_pair transformers_adamw python3 "$Z/transformers_adamw.py"
+run_pair torch_compile_ro python3 "$Z/torch_compile_ro.py"
 run_pair jax_step python3 "$Z/jax_step.py"
 run_pair cupy_kernels python3 "$Z/cupy_kernels.py"
 run_pair lightning_fit python3 "$Z/lightning_fit.py"

@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: MIT
+"""A training loop on the PyTorch stand-in (tests/progs/faketorch) whose
+model call in step 2 runs while torch.compiler.is_compiling() says True,
+as the hooks a compiled function runs do while Dynamo traces them. Usage:
+PYTHONPATH=tests/progs/faketorch torch_compiling.py"""
+import torch
+
+loader = torch.utils.data.DataLoader(range(5))
+model = torch.nn.Module()
+opt = torch.optim.SGD()
+for i, x in enumerate(loader):
+    opt.zero_grad()
+    torch._compiling(i == 2)
+    y = model(x)
+    torch._compiling(False)
+    y.backward()
+    opt.step()
+print("done", torch.__file__.endswith("faketorch/torch/__init__.py"))
