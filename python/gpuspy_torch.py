@@ -117,7 +117,8 @@ def _hooks_on():
     if _learning[0] or _LEARN_STEPS <= 0:
         _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
         return
-    hook = _root_hook if _C else _pre
+    # The builtin itself where there is no torch.compile to hide from.
+    hook = (_C.hook if _is_compiling is _not_compiling else _root_hook) if _C else _pre
     for ref in list(_roots.values()):
         m = ref()
         if m is not None:

@@ -428,7 +428,9 @@ def torch_helper_phase_call_is_a_builtin(tmp):
 def torch_helper_builtins_and_python_version_agree(tmp):
     """The helper's per-call work (wrappers, the models' hook, the phase
     state) runs in libgpuspy's builtins when the process has the Python C
-    API: after learning, the model's hook is the builtin; the phases, steps
+    API: after learning, the model's hook is the builtin (with no
+    torch.compiler, as in Debian's PyTorch 1.13: else a Python function
+    that asks is_compiling() first, then calls it); the phases, steps
     and order are those of the helper's Python version (forced by
     bench/helper_probe, GPUSPY_PROBE=python), over 5 steps and a pause. The
     call builtin refuses a bad call with TypeError, passes the wrapped
@@ -518,9 +520,10 @@ def torch_hooks_do_nothing_while_dynamo_traces(tmp):
     """torch.compile: while torch.compiler.is_compiling() says True (Dynamo
     tracing the hooks a compiled function runs), the helper's hooks and
     wrappers call nothing in libgpuspy, which would break the compiled
-    graph. On the PyTorch stand-in (tests/progs/faketorch), the model call
-    of step 2 is made so: that step has no forward phase, and the other
-    steps keep theirs; the output is the untraced one."""
+    graph. On the PyTorch stand-in (tests/progs/faketorch), the model calls
+    of steps 2 (the global hook, learning the models) and 4 (the model's
+    own hook, learned) are made so: those steps have no forward phase, the
+    others keep theirs; the output is the untraced one."""
     if SANITIZED:
         raise Skip("Python under a sanitized preload is not run")
     prog = os.path.join(ROOT, "tests", "progs", "torch_compiling.py")
@@ -534,7 +537,7 @@ def torch_hooks_do_nothing_while_dynamo_traces(tmp):
     B, N = "phase_begin", "phase_end"
     want = []
     for s in range(5):
-        names = ("data", "optimizer", "backward", "optimizer") if s == 2 else \
+        names = ("data", "optimizer", "backward", "optimizer") if s in (2, 4) else \
             ("data", "optimizer", "forward", "backward", "optimizer")
         for name in names:
             want += [(B, name, s), (N, name, s)]
