@@ -173,7 +173,8 @@ clean:
 help:
 	@echo "make              the library (lib/libgpuspy.so) and the command (tools/gpuspy)"
 	@echo "make demo         installs what is missing, builds, traces an example and prints its report"
-	@echo "make test         every test that needs no GPU, on the CUDA test doubles"
+	@echo "make test         every test that needs no GPU, on the CUDA test doubles (the long ones aside)"
+	@echo "make test-all     those and the long scale tests (test-slow: only those)"
 	@echo "make deps         says which Debian packages are missing, then installs them"
 	@echo "make check-sanitize  the tests under ASan+UBSan, then the threaded ones under TSan"
 	@echo "make packages     the .deb and the Python wheel in dist/, each installed apart and tried"

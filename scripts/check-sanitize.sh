@@ -21,6 +21,6 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1:exitcode=99:
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=98
 export TSAN_OPTIONS=halt_on_error=1:exitcode=97:report_signal_unsafe=0:die_after_fork=0
 run_variant asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "$(gcc -print-file-name=libasan.so)" \
-	"all test-build examples"
+	"all test-build examples" --all
 # The threaded tests need no examples (nvcc): not built.
 run_variant tsan "-fsanitize=thread" "$(gcc -print-file-name=libtsan.so)" "all test-build" threads sigkill fork nvtx load_64 flight stacks_threads gpu_time_from_events cupti_ windows_have record_for report_several ranks_name

@@ -273,6 +273,7 @@ def cupti_records_reach_the_file_before_a_kill(tmp):
 
 
 @test
+@slow
 def cupti_flushes_wait_while_the_program_launches(tmp):
     """While the program keeps launching, gpuspy's flusher asks CUPTI for
     its records every GPUSPY_CUPTI_FLUSH seconds (default 5), not every

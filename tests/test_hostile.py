@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump, dump_stacks,
-                     run, test, traces)
+                     run, slow, test, traces)
 from test_routes import rt_expected
 
 
@@ -109,6 +109,7 @@ def driver_table_answers_with_gpuspys_wrappers(tmp):
 
 
 @test
+@slow
 def fork_while_another_thread_is_in_a_hook(tmp):
     """One thread allocates and frees non-stop, the main thread forks 300
     times and each child makes one copy: no child hangs on a lock (or the
@@ -500,6 +501,7 @@ def overwrite(path, field, value):
 
 
 @test
+@slow
 def header_fields_overwritten_while_it_runs(tmp):
     """The trace's owner overwrites a field of its header while the program
     runs (between two batches of calls; the second claims more chunks

@@ -68,6 +68,7 @@ def nvtx_registered_strings_kept_once_each(tmp):
 
 
 @test
+@slow
 def nvtx_long_names_kept_once(tmp):
     """A range name over 100 characters, registered (as XLA names each
     thunk) or as text, repeated 80000 times: every range keeps its name, the

@@ -273,6 +273,7 @@ def process_life_cycles(tmp):
 
 
 @test
+@slow
 def load_64_threads_with_dlopen(tmp):
     """64 threads x 1 M launches into a 64 MiB buffer, while another thread
     dlopens, looks up and dlcloses the runtime: no deadlock, exact counts."""

@@ -109,7 +109,15 @@ test-topic-%:
 	@echo "== tests/test_$*.py"
 	@python3 tests/run.py --topic $*
 
-.PHONY: test test-build deps
+# The long scale tests (@slow in tests/: threads by the dozen, forks and
+# header writes in a loop) that `make test` leaves out; test-all is both.
+test-slow: deps
+	@$(MAKE) --no-print-directory test-build examples
+	@python3 tests/run.py -j$(TEST_JOBS) --slow
+
+test-all: test test-slow
+
+.PHONY: test test-build test-slow test-all deps
 
 $(TB)/bench_call: bench/bench_call.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN) -lpthread
