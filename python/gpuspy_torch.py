@@ -214,6 +214,11 @@ def _hook_torch(torch):
     @functools.wraps(loader_iter)
     def __iter__(self):
         _learn()
+        # Workers load the batches: the report's data phase is then a wait
+        # for them (its loader_behind), not loading on this thread.
+        n = getattr(self, "num_workers", 0)
+        if isinstance(n, int) and n > 0 and _lib:
+            _lib.gpuspy_mark(b"DataLoader num_workers=%d" % n)
         return loader_iter(self)
 
     torch.utils.data.DataLoader.__iter__ = __iter__

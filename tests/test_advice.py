@@ -292,6 +292,54 @@ def loader_workers_are_replayed_exactly(tmp):
 
 
 @test
+def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
+    """The loop of loader_workers_are_replayed_exactly, but the helper
+    marked its DataLoader as loading in 6 worker processes: its 790 us in
+    'data' a step are the step waiting for them, which the replay of
+    moving the loading to workers does not model. So no data_starvation
+    and no "about": loader_behind, first, whose saving is an upper bound:
+    the whole wait, 50 x 800 us = 40 ms, were the workers always a batch
+    ahead; it names the CPUs the process may use (8: up to 7 workers)."""
+    import json
+    from test_report import phase_event, write_jsonl
+    ev = [{"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": 900_000, "end_ns": 900_000, "result": 0,
+           "device": 0, "name": "DataLoader num_workers=6"}]
+    for k in range(50):
+        t = 1_000_000 + k * 1_000_000
+        ev.append(phase_event(True, t, "data", k))
+        ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 790_000, "end_ns": t + 800_000,
+                   "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pinned", "device": 0, "stream": 0,
+                   "async": True, "corr": 2 * k + 1})
+        ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": t + 800_000,
+                   "end_ns": t + 801_000, "result": 0, "bytes": 4096, "dir": "h2d", "device": 0, "stream": 7,
+                   "corr": 2 * k + 1})
+        ev.append(phase_event(False, t + 800_000, "data", k))
+        ev.append(phase_event(True, t + 800_000, "forward", k))
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 810_000, "end_ns": t + 820_000,
+                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                   "corr": 2 * k + 2})
+        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 830_000,
+                   "end_ns": t + 1_030_000, "result": 0, "device": 0, "stream": 7, "corr": 2 * k + 2, "name": "k"})
+        ev.append(phase_event(False, t + 1_000_000, "forward", k))
+    path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
+    lines = open(path).read().splitlines()
+    head = json.loads(lines[0])
+    head["cpus"] = 8
+    with open(path, "w") as f:
+        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    d = o["diagnoses"]
+    ids = [x["id"] for x in d]
+    check("data_starvation" not in ids and ids and ids[0] == "loader_behind", f"diagnoses {ids}")
+    check(d[0]["text"].startswith("Phase 'data' takes 80% of the time in phases (40.0 ms over 50 occurrences) "
+                                  "waiting for the DataLoader's 6 worker processes") and
+          "(this process may use 8 CPUs: up to 7 workers beside the step)" in d[0]["text"], d[0]["text"])
+    check(d[0]["saving"]["bound"] == "upper" and d[0]["saving"]["ns"] == 40_000_000, f"{d[0]['saving']}")
+
+
+@test
 def ten_jax_steps_a_dispatch_are_replayed_exactly(tmp):
     """A host-bound JAX loop, known to the nanosecond: each 100 us step is
     a run of the jitted step (XLA's range "XlaModule:#hlo_module=jit_step"),

@@ -544,3 +544,26 @@ def torch_hooks_do_nothing_while_dynamo_traces(tmp):
             want += [(B, name, s), (N, name, s)]
     want += [(B, "data", 5), (N, "data", 5)]
     check(got == want, f"phases {got}")
+
+
+@test
+def torch_loader_workers_are_marked(tmp):
+    """A DataLoader with worker processes (num_workers=2), iterated twice:
+    the helper marks each pass "DataLoader num_workers=2", which the
+    report reads as a data phase that waits for workers (loader_behind);
+    one with none (num_workers=0) is not marked."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    code = ("import torch\n"
+            "data = torch.utils.data.TensorDataset(torch.randn(32, 8))\n"
+            "for w in (2, 2, 0):\n"
+            "    for (x,) in torch.utils.data.DataLoader(data, batch_size=8, num_workers=w):\n"
+            "        pass\n"
+            "print('done')\n")
+    p = run_py(["-c", code], tmp)
+    check(p.returncode == 0 and p.stdout == "done\n", f"{p.returncode} {p.stdout!r} {p.stderr[-300:]}")
+    _, ev = only_trace(tmp)
+    marks = [e["name"] for e in ev if e["kind"] == "mark"]
+    check(marks == ["DataLoader num_workers=2"] * 2, f"marks {marks}")

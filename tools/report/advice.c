@@ -219,6 +219,10 @@ void gs_steps_diagnose(struct gs_report *r)
 	int used[GS_CH_COUNT] = { 0 }, ok[GS_CH_COUNT];
 	for (int ch = 0; ch < GS_CH_COUNT; ch++)
 		ok[ch] = applies(s, ch, jax) && s->change[ch].save_ns >= floor;
+	/* Workers load already: the data phase is a wait for them, which the
+	 * replay of moving its work to workers does not model (loader_behind). */
+	if (r->loader_workers)
+		ok[GS_CH_WORKERS] = 0;
 	for (size_t i = 0; i < r->ndiag; i++) {
 		struct gs_diag *d = &r->diag[i];
 		int ch = change_of(d->id, jax, ok[GS_CH_GRAPH]);

@@ -286,6 +286,29 @@ static int pct_digits(double share)
 	return share > 0 && share < 0.01 ? 1 : 0;
 }
 
+/* A DataLoader that already loads in worker processes (the helper's
+ * mark): the data phase is the step waiting for them, and more of them,
+ * or cheaper samples, is the change. How much that gives back depends on
+ * the workers' own time, which the trace does not hold (other processes,
+ * no CUDA calls): no replay, an upper bound. */
+static void behind(struct gs_report *r, const struct gs_phase_stat *p, double share, double busy)
+{
+	char w[32], most[96] = "";
+	if (r->proc.cpus > r->loader_workers + 1)
+		snprintf(most, sizeof(most), " (this process may use %u CPUs: up to %u workers beside the step)",
+			 r->proc.cpus, r->proc.cpus - 1);
+	add(r, "loader_behind",
+	    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) waiting for the DataLoader's "
+	    "%u worker processes, and the GPU is busy only %.*f%% of it: the workers do not keep up.\n"
+	    "Give the loader more workers%s, or make each sample cheaper (decode or augment on the GPU, "
+	    "cache what repeats).",
+	    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, r->loader_workers,
+	    pct_digits(busy), 100 * busy, most);
+	char a[32];
+	saving(r, p->wall_ns, 0, "the wait in '%s' (%s), were the workers always a batch ahead: at most all of it",
+	       p->name, gs_fmt_ns(a, p->wall_ns));
+}
+
 static void starvation(struct gs_report *r, uint64_t span)
 {
 	/* Share of the time spent inside phases (the loop), not of the whole
@@ -304,6 +327,10 @@ static void starvation(struct gs_report *r, uint64_t span)
 			if (busy >= 0.2)
 				continue;
 			char idle[32];
+			if (r->loader_workers) {
+				behind(r, p, share, busy);
+				continue;
+			}
 			add(r, "data_starvation",
 			    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and the GPU is "
 			    "busy only %.*f%% of it (%s idle): the GPU waits for data.\n%s",

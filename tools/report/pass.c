@@ -95,12 +95,26 @@ static size_t launching_phase(struct gs_pass *p, const struct gs_ev *ev, size_t 
 	return ph;
 }
 
+/* The PyTorch helper's mark of a DataLoader with worker processes. */
+static void loader_mark(struct gs_report *r, const char *name)
+{
+	static const char pre[] = "DataLoader num_workers=";
+	if (!name || strncmp(name, pre, sizeof(pre) - 1))
+		return;
+	char *end;
+	unsigned long n = strtoul(name + sizeof(pre) - 1, &end, 10);
+	if (*end == '\0' && n > r->loader_workers && n <= 4096)
+		r->loader_workers = (unsigned)n;
+}
+
 /* An event that is not a phase's: its class and its phase. */
 static void hand_out(struct gs_pass *p, const struct gs_ev *ev)
 {
 	size_t cur = gs_timeline_current(p);
-	if (ev->kind == GSPY_KIND_mark)
+	if (ev->kind == GSPY_KIND_mark) {
+		loader_mark(p->r, ev->name);
 		return;
+	}
 	if (ev->kind == GSPY_KIND_nvml) {
 		feed(p, GS_FEED_NVML, ev, cur);
 		return;

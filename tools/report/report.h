@@ -151,6 +151,9 @@ struct gs_report {
 	struct gs_oom oom;      /* the first out-of-memory failure (memory.c) */
 	unsigned framework;     /* enum gs_framework: whose terms the advice is in */
 	unsigned fw_seen;       /* evidence: bit per enum gs_framework */
+	/* The most worker processes a DataLoader the helper saw had (its mark
+	 * "DataLoader num_workers=N"): the data phase is then a wait for them. */
+	unsigned loader_workers;
 	struct gs_growth growth; /* reserved memory step by step (memory.c) */
 	/* Calls that failed: counted here, per entry point and error code,
 	 * and nowhere else (no totals, bandwidths, sites or memory). */
