@@ -8,7 +8,9 @@
  * signal; the default action kills the process as it would have). A handler installed after gpuspy
  * replaces it, and reaches it again only if it chains (Python's faulthandler
  * does). The handler runs on an alternate stack where gpuspy set one, and
- * does only async-signal-safe work (atomic stores to the mapped file).
+ * does only async-signal-safe work (atomic stores to the mapped file; where
+ * the signal kills, CUPTI's held GPU records are flushed first by the
+ * flusher thread, waited for on a futex 500 ms at most).
  * Installed with the trace file, so processes without CUDA are untouched.
  *
  * One fault is gpuspy's own and never reaches the program: SIGBUS on the
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "gs.h"
+#include "gpu_timing.h"
 #include "writer.h"
 #include "module.h"
 
@@ -70,8 +73,12 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	/* Whatever the program's own handler does next, the trace keeps the
 	 * signal; the state says "signaled" only when gpuspy sees the death. */
 	gs_writer_signal_seen(sig);
-	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL)
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
+		/* Death follows: CUPTI's held GPU records first (the flusher
+		 * thread's forced flush, waited for 500 ms at most). */
+		gs_cupti_exit_flush();
 		gs_writer_exit(GSPY_STATE_SIGNALED, -1, sig);
+	}
 	sigaction(sig, old, NULL);
 	__atomic_store_n(&rearm, 1, __ATOMIC_RELEASE);
 	int fault = si && si->si_code > 0 && sig != SIGTERM && sig != SIGABRT;

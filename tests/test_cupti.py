@@ -185,6 +185,26 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
 
 
 @test
+def cupti_records_kept_when_a_signal_kills_the_program(tmp):
+    """A program killed by a signal it does not handle (abort(): SIGABRT)
+    lost CUPTI's held records, all 78. gpuspy's fatal-signal handler has
+    the flusher thread flush them before the signal kills the process; the
+    status (killed by SIGABRT) and output are the program's own, and the
+    trace says signaled, signal 6."""
+    if SANITIZED:
+        raise Skip("the sanitizers report abort() themselves")
+    d = os.path.join(tmp, "abort")
+    os.makedirs(d)
+    plain = run("prog_train", ["3", "100", "abort"], env=CUPTI_ENV, tmp=tmp, preload=False, expect_rc=-6)
+    p = run("prog_train", ["3", "100", "abort"], env=CUPTI_ENV, tmp=d, expect_rc=-6)
+    check(p.stdout == plain.stdout == "trained 3 steps\n", f"output {p.stdout!r}")
+    head, ev = only_trace(d)
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    check(head["state"] == "signaled" and head.get("exit_signal") == 6, f"{head}")
+
+
+@test
 def cupti_records_of_a_destroyed_context_kept(tmp):
     """A context destroyed mid-run (cuCtxDestroy): its records are handed
     back from inside the destruction, before the output."""

@@ -11,8 +11,9 @@
  * killed after its output; with `destroy`, it destroys its context before
  * the output; with `signal`, it then blocks SIGUSR1 in its only thread,
  * sends it to itself, and prints whether it was still pending 200 ms later
- * (no other thread took it) and whether its handler then ran on that thread.
- * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal]
+ * (no other thread took it) and whether its handler then ran on that thread;
+ * with `abort`, it ends by abort() after its output (SIGABRT, no handler).
+ * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|abort]
  */
 #include <pthread.h>
 #include <signal.h>
@@ -119,6 +120,10 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "_exit")) { /* as os._exit: no atexit handler runs */
 		fflush(stdout);
 		_exit(7);
+	}
+	if (!strcmp(mode, "abort")) {
+		fflush(stdout);
+		abort();
 	}
 	if (!strcmp(mode, "hold")) {
 		fflush(stdout);
