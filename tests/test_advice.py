@@ -237,6 +237,42 @@ def a_graph_of_the_steps_launches_is_replayed_exactly(tmp):
 
 
 @test
+def an_eager_decode_loop_is_told_to_graph_its_token(tmp):
+    """The launch-bound timeline of a_graph_of_the_steps_launches_is_replayed_
+    exactly, as PyTorch's eager decode loop: 20 of PyTorch's kernels a
+    token, no optimizer (inference). The replay is the same, 132 us of a
+    340 us step, and the change is said in decoding's terms: the token's
+    forward as a CUDA graph with a static KV cache (generate's
+    cache_implementation="static", torch.compile's reduce-overhead)."""
+    import json
+    from test_report import write_jsonl
+    ev, corr = [], 0
+    for k in range(50):
+        for i in range(20):
+            t = 1_000_000 + k * 340_000 + i * 12_000
+            corr += 1
+            name = f"void at::native::elementwise_kernel_{i}<128, 4>(int)"
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
+                       "result": 0, "device": 0, "name": name, "grid": [1, 1, 1], "block": [32, 1, 1],
+                       "stream": 0, "corr": corr})
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
+                       "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": name})
+    path = write_jsonl(os.path.join(tmp, "decode.jsonl"), ev, timing="cupti")
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    o = json.loads(p.stdout)
+    check(o["processes"][0]["framework"] == "PyTorch", o["processes"][0].get("framework"))
+    step = o["processes"][0]["step"]
+    check(step["steps"] == 49 and step["step_ns"] == 340_000 and step["replayed_savings_ns"]["graph"] == 132_000,
+          f"step {step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"]["per_step_ns"] == 132_000 and
+          "capture the decode step in a CUDA graph (torch.cuda.graphs with a static KV cache, "
+          "torch.compile(mode=\"reduce-overhead\"), generate(..., cache_implementation=\"static\"))"
+          in d[0]["text"], f"diagnoses {d}")
+
+
+@test
 def loader_workers_are_replayed_exactly(tmp):
     """A starved loader, known to the nanosecond: each 1 ms step loads its
     batch in phase 'data' for 790 us of host work, copies it (pinned,
