@@ -130,6 +130,12 @@ void gs_sites_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 void gs_sites_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 void gs_sites_free(struct gs_report *r);
 
+/* The flame graph's stacks (stacks.c; stacks.h: the sums and the tree). */
+void gs_stacks_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_stacks_finish(struct gs_pass *p);
+void gs_stacks_merge(struct gs_report *dst, const struct gs_report *src);
+void gs_stacks_free(struct gs_report *r);
+
 void gs_coll_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
 void gs_coll_finish(struct gs_pass *p);
 void gs_coll_free(struct gs_report *r);
