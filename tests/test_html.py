@@ -2,7 +2,11 @@
 """`gpuspy report --html`: the page's numbers are the text and JSON
 report's, its series add up to the trace, it loads in Debian's headless
 Chromium with no console message and every chart has data, and a trace's
-bytes cannot become markup."""
+bytes cannot become markup. Then the page as a user meets it, in
+Chromium driven through tests/browser.py (resized, clicked, hovered):
+whose each diagnosis is, the ranks table, the step axis, the kernels'
+names and the legends, the window's width, the NVML panels of the H200
+fixtures."""
 import json
 import os
 import re
@@ -11,20 +15,22 @@ import stat
 import subprocess
 
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
+from browser import Browser
 
 NVML = os.path.join(BIN, "nvml")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-def trained(tmp, steps="10"):
+def trained(tmp, steps="10", env=None):
     """prog_train on the doubles, CUPTI's and NVML's included."""
-    env = {"GPUSPY_NVML_MS": "10", "FAKENVML": "util=95/40,power_mw=350000,limit_mw=700000,sm=1500,used_mib=4096",
-           "TMPDIR": tmp, "FAKECUDA_SYNC_NS": "20000000", "GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono", "LD_LIBRARY_PATH": NVML + ":" + BIN}
-    run("prog_train", [steps, "10"], tmp=tmp, env=env)
+    e = {"GPUSPY_NVML_MS": "10", "FAKENVML": "util=95/40,power_mw=350000,limit_mw=700000,sm=1500,used_mib=4096",
+         "TMPDIR": tmp, "FAKECUDA_SYNC_NS": "20000000", "GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono",
+         "LD_LIBRARY_PATH": NVML + ":" + BIN}
+    run("prog_train", [steps, "10"], tmp=tmp, env=dict(e, **(env or {})))
 
 
-def html(tmp, *paths, expect_rc=0):
-    out = os.path.join(tmp, "r.html")
+def html(tmp, *paths, expect_rc=0, name="r.html"):
+    out = os.path.join(tmp, name)
     p = subprocess.run([GPUSPY, "report", "--html", out, *paths], capture_output=True, text=True,
                        timeout=TIMEOUT, cwd=ROOT)
     check(p.returncode == expect_rc, f"report --html exited {p.returncode}: {p.stderr.strip()}")
@@ -233,3 +239,272 @@ def write_trace_min(path):
               "device_mem": [1 << 30], "clock": "monotonic"}
     with open(path, "w") as f:
         f.write("\n".join(json.dumps(x) for x in [header] + events) + "\n")
+
+
+# ---- the page as a user sees it: Chromium driven through tests/browser.py ----
+
+def opened(out, view=None, width=1400, height=1000):
+    """A Browser with the page open at view, its first frames drawn."""
+    b = Browser(width, height)
+    try:
+        b.open("file://" + out + (f"#process={view}" if view is not None else ""))
+        b.frames()
+    except Exception:
+        b.close()
+        raise
+    return b
+
+
+LEGENDS = """[...document.querySelectorAll("figure.chart")].filter(f => f.querySelector(".u-legend")).map(f =>
+  [f.querySelector("figcaption").textContent, [...f.querySelectorAll(".u-legend .u-series")].map(s =>
+   [s.querySelector(".u-label").textContent, s.querySelector(".u-value").textContent])])"""
+
+
+@test
+def html_all_processes_say_whose_and_show_the_ranks(tmp):
+    """The view of all processes labels each diagnosis with its process,
+    visibly: for two ranks of prog_train (RANK=0 and 1, each with its
+    diagnoses: synchronous copies, allocation churn), each one's label is
+    "rank R (pid P)" of the trace it came from, in the order of the text
+    report; for two processes without RANK, "pid P". The ranks table is
+    on the page, not folded: its head line, columns and rows are those of
+    the text report's "== ranks" table, cell for cell, and the lines below
+    it too; without ranks there is none."""
+    ranks, pids = os.path.join(tmp, "ranks"), os.path.join(tmp, "pids")
+    for d, env in ((ranks, [{"RANK": "0", "WORLD_SIZE": "2"}, {"RANK": "1", "WORLD_SIZE": "2"}]), (pids, [{}, {}])):
+        os.makedirs(d)
+        for e in env:
+            trained(d, "6", env=e)
+    for d, rank in ((ranks, True), (pids, False)):
+        out, page, data = html(d, d)
+        heads = sorted((dump(os.path.join(d, t))[0] for t in traces(d)), key=lambda h: (h["rank"], h["pid"]))
+        labels = [f"rank {h['rank']} (pid {h['pid']})" if rank else f"pid {h['pid']}" for h in heads]
+        want = [[label, label + " " + x["text"].split("\n")[0]] for label, p in zip(labels, data["processes"])
+                for x in p["diagnoses"]]
+        check(len(want) >= 4 and {w[0] for w in want} == set(labels), f"diagnoses {want}")
+        with opened(out) as b:
+            got = b.eval("""[...document.querySelectorAll("li.diagnosis")].map(l => [l.querySelector(".who").textContent,
+                              l.querySelector("p").textContent, l.querySelector(".who").getBoundingClientRect().height > 0])""")
+            table = b.eval("""(() => { const s = document.querySelector("section.ranks"); return s && {
+                head: s.querySelector("p").textContent, shown: s.getBoundingClientRect().height > 0 && !s.closest("details"),
+                rows: [...s.querySelectorAll("tr")].map(r => [...r.children].map(c => c.textContent)),
+                notes: s.querySelector("pre.notes").textContent }; })()""")
+            check(not b.console(), f"console: {b.console()}")
+        check([g[:2] for g in got] == want and all(g[2] for g in got), f"labels {got}, expected {want}")
+        if not rank:
+            check(table is None, f"a ranks table of processes without ranks: {table}")
+            continue
+        text = report_text(d).split("\n")
+        at = next(i for i, l in enumerate(text) if l.startswith("== ranks: "))
+        end = text.index("", at)
+        rows = ["  %6s %7s %10s %12s %10s %10s %8s %9s %10s" % tuple(r) for r in table["rows"]]
+        check(table["shown"] and table["head"] == text[at][len("== ranks: "):], f"ranks head {table}")
+        check(rows == text[at + 1:at + 4] and len(rows) == 3, f"ranks rows {rows} vs {text[at + 1:at + 4]}")
+        check(table["notes"].split("\n") == text[at + 4:end], f"ranks notes {table['notes']!r}")
+
+
+def steps_trace(path, ms):
+    """pid 7: one PyTorch step a phase "train" (numbered from 1) of ms[k]
+    milliseconds, back to back, with one 5 us launch in each."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 10 ** 9
+    for k, m in enumerate(ms, 1):
+        ev.append(phase_event(True, t, "train", k))
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 1000, "end_ns": t + 6000,
+                   "result": 0, "device": 0, "name": "step_kernel"})
+        t += m * 10 ** 6
+        ev.append(phase_event(False, t, "train", k))
+    return write_jsonl(path, ev)
+
+
+@test
+def html_step_axis_is_the_steady_steps(tmp):
+    """30 steps of 10 ms but step 1 (1.5 s, warm-up), step 9 (14 ms), 15
+    (30 ms) and 22 (60 ms): the step chart's y axis is not set by step 1.
+    It stops at 36 ms, 1.2 times the 95th percentile (nearest rank: the
+    28th of 29) of the steps after the first, 30 ms; steps 1 and 22 are
+    taller, cut, marked, and the note above the chart names them with
+    their times. Before any hover the legend gives the mean of steps
+    2-30 (364 ms / 29: 12.55 ms); over step 1 it gives 1500.00 ms."""
+    ms = [1500] + [10] * 29
+    ms[8], ms[14], ms[21] = 14, 30, 60
+    out, page, d = html(tmp, steps_trace(os.path.join(tmp, "steps.jsonl"), ms))
+    st = d["processes"][0]["series"]["steps"]
+    check(st["first"] == 1 and [v / 1e6 for v in st["total_ns"]] == ms, f"the trace's steps {st}")
+    with opened(out) as b:
+        c = b.eval("window.gspyCharts[0]")
+        top = b.eval("window.gspy ? gspy.plots[0].u.scales.y.max : null")  # the axis drawn
+        note = b.eval("""document.querySelector("figure.chart .note").textContent""")
+        before = b.eval(LEGENDS)[0][1]
+        over = b.eval("""(() => { const u = gspy.plots[0].u; u.setCursor({ left: u.valToPos(1, "x"), top: 20 });
+                         return [...u.root.querySelectorAll(".u-series")].map(s => s.textContent); })()""")
+    check(c["title"].startswith("Step time by phase") and all(isinstance(x, (int, float)) and abs(x - 36) < 1e-9
+                                                               for x in (c.get("top"), top)),
+          f"axis top {c.get('top')} {top}")
+    check(c.get("cut") == [1, 22], f"cut {c.get('cut')}")
+    check(note == "The axis stops at 36.0 ms, 1.2 times the 95th percentile of the steps after the warm-up "
+                  "(30.0 ms): steps 1 (1500.0 ms) and 22 (60.0 ms) are taller, cut at the top and marked \u25B2.",
+          f"note {note!r}")
+    check(before == [["step", "mean of steps 2-30"], ["train", "12.55 ms"]],
+          f"legend before hover {before}")
+    check(over[0] == "step1" and over[-1] == "train1500.00 ms", f"legend over step 1 {over}")
+
+
+def kernels_trace(path):
+    """pid 7, no GPU timing: twelve kernels launched k + 1 times each,
+    10 us a launch, three of them with long C++ names."""
+    from test_report import write_jsonl
+    names = [f"k{i}" for i in range(12)]
+    names[0] = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
+                "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, "
+                "at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, "
+                "at::detail::Array<char*, 2>)")
+    names[1] = "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)"
+    names[2] = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel"
+    ev, t = [], 10 ** 9
+    for i, n in enumerate(names):
+        for _ in range(12 - i):
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10000,
+                       "result": 0, "device": 0, "name": n})
+            t += 20000
+    return write_jsonl(path, ev)
+
+
+@test
+def html_kernels_by_name_and_legends_before_hover(tmp):
+    """The kernel chart's bars are labelled with the kernels' short names
+    (the text report's kernels table's), each cut to its bar's width with
+    an ellipsis, never "#1"; wider on a wider window. Before any hover each
+    legend says what its chart sums to, never "-": the top ten's launch
+    time (sum of 12..3 launches of 10 us: 0.75 ms) of the twelve kernels;
+    on prog_train's page, busy and idle over the run as the busy card
+    gives it, the peak of reserved memory, NVML's peak used memory (4096
+    MiB), the copies' totals per kind of host memory, and NVML's means."""
+    out, page, d = html(tmp, kernels_trace(os.path.join(tmp, "k.jsonl")), name="k.html")
+    text = report_text(os.path.join(tmp, "k.jsonl")).split("\n")
+    at = next(i for i, l in enumerate(text) if l.startswith("  Top kernels"))
+    labels = [l[2:50].rstrip() for l in text[at + 1:at + 11]]
+    check(labels[0] == "vectorized_elementwise_kernel<4, AUnaryFuncto..." and labels[3] == "k3" and
+          d["processes"][0]["kernel_labels"] == labels, f"labels {labels}")
+    shown = {}
+    for width in (1400, 2400):
+        with opened(out, 0, width) as b:
+            fig = """[...document.querySelectorAll("figure.chart")].find(f => f.textContent.startsWith("Top kernels"))"""
+            shown[width] = json.loads(b.eval(fig + ".dataset.ticks"))
+            legend = [x for x in b.eval(LEGENDS) if x[0].startswith("Top kernels")][0][1]
+        for tick, label in zip(shown[width], labels):
+            check(tick == label or (tick.endswith("\u2026") and label.startswith(tick[:-1]) and len(tick) >= 5),
+                  f"{width}: tick {tick!r} for {label!r}")
+        check(len(shown[width]) == 10 and not any(t.startswith("#") for t in shown[width]), f"ticks {shown[width]}")
+        check(legend == [["kernel", "the top 10 of 12"], ["launch time ms", "0.75 in all"]], f"legend {legend}")
+    check(shown[1400][0] != labels[0] and len(shown[2400][0]) > len(shown[1400][0]), f"ticks {shown}")
+
+    trained(tmp, "6")
+    out, page, d = html(tmp, tmp)
+    p, s = d["processes"][0], d["processes"][0]["series"]
+    cards = {c["label"]: c["value"] for c in p["cards"]}
+    busy = re.search(r"\(([\d.]+)%\)$", cards["device 0 busy"]).group(1)
+    mib = lambda b: f"{b / 1048576:.1f}"
+    mean = lambda a: sum(v for v in a if v is not None) / len([v for v in a if v is not None])
+    copy = d["report"]["processes"][0]["totals"]["copy"]
+    kind = lambda k: mib(sum(c[k]["bytes"] for c in copy.values() if k in c)) + " MiB"
+    with opened(out, 0) as b:
+        legends = dict((t.split(" (")[0], dict(v)) for t, v in b.eval(LEGENDS))
+    want = {"GPU busy and idle": {"s": "the whole run", "busy %": busy, "idle %": f"{100 - float(busy):.1f}"},
+            "Device memory": {"s": "peak", "reserved (gpuspy) MiB": mib(max(s["reserved"])), "used (NVML) MiB": "4096.0"},
+            "Copies by direction": {"direction": "all", "pageable host memory": kind("pageable"),
+                                    "pinned host memory": kind("pinned"), "device to device": kind("device")},
+            "GPU utilization": {"s": "the whole run", "utilization %": f"{mean(s['nvml']['util_pct']):.1f} (mean)",
+                                "power W": "350.0 (mean)"}}
+    for k, v in want.items():
+        check(legends.get(k) == v, f"{k}: legend {legends.get(k)}, expected {v}")
+    check(len(legends) == 7 and not any(x in ("-", "--") for v in legends.values() for x in v.values()),
+          f"legends {legends}")
+
+
+@test
+def html_uses_the_window_width(tmp):
+    """The page takes the window's width, up to 1600 px, centred, and each
+    chart is as wide as its box and follows it: at 1400 px the main column
+    is the window's width and the wide charts over 1300 px; at 1000 px
+    every chart is redrawn to its box, within the window; at 2400 px the
+    column stops at 1600 px, centred. Nothing is logged."""
+    trained(tmp, "6")
+    out, page, d = html(tmp, tmp)
+    sizes = """[document.getElementById("view").getBoundingClientRect().toJSON(),
+      [...document.querySelectorAll("figure.chart")].filter(f => f.querySelector(".uplot")).map(f => {
+        const st = getComputedStyle(f), box = f.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight);
+        return [f.querySelector(".uplot").getBoundingClientRect().width, box, f.classList.contains("wide")]; })]"""
+    with opened(out, 0, 1400) as b:
+        got = {}
+        for w in (1400, 1000, 2400):
+            b.resize(w, 1000)
+            b.frames(3)
+            got[w] = b.eval(sizes)
+        check(not b.console(), f"console: {b.console()}")
+    main, plots = got[1400]
+    check(main["width"] == 1400 and len(plots) == 7, f"1400: main {main['width']} px wide, {len(plots)} charts")
+    fits = lambda plots: all(0 <= box - u < 1 for u, box, wide in plots)  # whole pixels of the box
+    check(fits(plots) and all(u > 1300 for u, box, wide in plots if wide), f"1400: {plots}")
+    main, plots = got[1000]
+    check(fits(plots) and all(u < 1000 for u, box, wide in plots), f"1000: {plots}")
+    main, plots = got[2400]
+    check(main["width"] == 1600 and main["left"] == 400 and fits(plots), f"2400: {main}, {plots}")
+
+
+def fixture(tmp, name):
+    """An H200 fixture's traces (tests/fixtures/h200/NAME.tar.gz), unpacked."""
+    import tarfile
+    with tarfile.open(os.path.join(ROOT, "tests", "fixtures", "h200", name + ".tar.gz")) as t:
+        t.extractall(tmp)
+    return os.path.join(tmp, name)
+
+
+NVML_TITLES = ("GPU utilization", "SM clock")
+
+
+@test
+def html_telemetry_of_the_h200_fixtures(tmp):
+    """The NVML panels on the H200's traces. jax_window sampled NVML
+    itself: both panels draw its samples (one point a bin that has one).
+    In ddp_gloo one process a device samples, rank 3 (pid 2240): the views
+    of ranks 0-2, whose device it sampled, draw its samples, and say
+    whose. resnet_loader, the README's screenshot, was recorded before
+    gpuspy sampled NVML (its header: state off, no period): its panels
+    say so in words instead of "NVML unavailable"."""
+    d = fixture(tmp, "jax_window")
+    out, page, data = html(tmp, d, name="jax.html")
+    nv = data["processes"][0]["series"]["nvml"]
+    with opened(out, 0) as b:
+        charts = [c for c in b.eval("window.gspyCharts") if c["title"].startswith(NVML_TITLES)]
+    count = lambda a: len([v for v in a if v is not None])
+    check([c["values"] for c in charts] == [[count(nv["util_pct"]), count(nv["power_w"])],
+                                            [count(nv["sm_mhz"]), count(nv["temp_c"])]] and count(nv["util_pct"]) > 20,
+          f"jax_window: {charts}")
+
+    d = fixture(tmp, "ddp_gloo")
+    out, page, data = html(tmp, d, name="ddp.html")
+    labels = [p["label"] for p in data["processes"]]
+    check(labels[3] == "rank 3 (pid 2240)" and "nvml" in data["processes"][3]["series"] and
+          all("nvml" not in p["series"] and p["nvml"]["sampler"][0] == 2240 for p in data["processes"][:3]), labels)
+    with opened(out, 3) as b:
+        own = [c for c in b.eval("window.gspyCharts") if c["title"].startswith(NVML_TITLES)]
+        for view in (0, 1, 2):  # chosen in the page's select, as a user would
+            b.eval(f"""(() => {{ const s = document.getElementById("process"); s.value = "{view}";
+                                 s.dispatchEvent(new Event("change")); }})()""")
+            b.frames()
+            got = [c for c in b.eval("window.gspyCharts") if c["title"].startswith(NVML_TITLES)]
+            check([(c["points"], c["values"]) for c in got] == [(c["points"], c["values"]) for c in own] and
+                  len(got) == 2 and all(v > 80 for c in got for v in c["values"]), f"view {view}: {got} vs {own}")
+            check(all(c["title"].endswith("; device 0 as rank 3 (pid 2240) sampled it, seconds since its trace "
+                                          "began") for c in got), f"view {view}: {[c['title'] for c in got]}")
+
+    d = fixture(tmp, "resnet_loader")
+    out, page, data = html(tmp, d, name="resnet.html")
+    check(data["processes"][0]["nvml"] == {"state": "off", "ms": 0, "sampler": [0] * 8} and
+          "nvml" not in data["processes"][0]["series"], f"resnet_loader: {data['processes'][0]['nvml']}")
+    with opened(out, 0) as b:
+        said = b.eval("""[...document.querySelectorAll("figure.chart")].filter(f => /NVML/.test(f.textContent))
+                         .map(f => f.querySelector(".none").textContent)""")
+    check(said == ["No NVML samples: sampling was off when this trace was recorded (its header has no period: "
+                   "GPUSPY_NVML_MS=0, or a gpuspy older than its telemetry)."] * 2, f"resnet_loader: {said}")
