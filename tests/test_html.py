@@ -6,7 +6,7 @@ bytes cannot become markup. Then the page as a user meets it, in
 Chromium driven through tests/browser.py (resized, clicked, hovered):
 whose each diagnosis is, the ranks table, the step axis, the kernels'
 names and the legends, the window's width, the NVML panels of the H200
-fixtures."""
+fixtures, and the flame graph against the trace's stacks."""
 import json
 import os
 import re
@@ -508,3 +508,168 @@ def html_telemetry_of_the_h200_fixtures(tmp):
                          .map(f => f.querySelector(".none").textContent)""")
     check(said == ["No NVML samples: sampling was off when this trace was recorded (its header has no period: "
                    "GPUSPY_NVML_MS=0, or a gpuspy older than its telemetry)."] * 2, f"resnet_loader: {said}")
+
+
+def fmt_ns(ns):
+    """The page's own format of a time (charts.js's fmtNs)."""
+    if ns < 1e3:
+        return f"{ns} ns"
+    if ns < 1e6:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns / 1e6:.1f} ms" if ns < 1e9 else f"{ns / 1e9:.2f} s"
+
+
+FLAME = """JSON.parse(document.querySelector("figure.flame").dataset.flame)"""
+
+
+def differ(got, want):
+    """The first frames two graphs ({path: value}) disagree on."""
+    return [(p[-2:], got.get(p), want.get(p)) for p in sorted(set(got) | set(want)) if got.get(p) != want.get(p)][:3]
+
+
+def flame_of(b):
+    """The flame graph's frames ({path: value}); those drawn are those at
+    least half a pixel wide."""
+    f = b.eval(FLAME)
+    odd = [x for x in f["frames"] if (x["drawn"] and x["w"] < 0.495) or (not x["drawn"] and x["w"] > 0.505)]
+    check(not odd and any(x["drawn"] for x in f["frames"]), f"frames drawn though narrow, or not though wide: {odd[:3]}")
+    return f, {tuple(x["path"]): x["value"] for x in f["frames"]}
+
+
+@test
+def html_flame_graph_of_the_calls_stacks(tmp):
+    """The flame graph, on tests/progs/prog_stacks.c (known call chains,
+    GPUSPY_STACKS=all, host allocations of 1 MiB or more), run twice:
+    each process's frames are its root ("pid P") and the frames of each
+    call's stack, outermost first; each frame's time is the host time of
+    the calls made under it, to the nanosecond, as the trace's own events
+    and stacks give it (and as `export --format collapsed` sums it); with
+    the switch, each frame's bytes are the device and pinned bytes
+    allocated under it (64 MiB under alloc_weights, 1 MiB under
+    alloc_staging), frames with none left out. A click on main's line
+    that calls model_init zooms into it: it spans the width, its callers
+    above it, each of its four callees (model_init's two lines, then
+    alloc_weights and alloc_staging) as wide as its share of its bytes. A frame's title names it, with its
+    value and share. The view of both processes has a root "all processes"
+    over the two."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    env = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_STACKS": "all"}
+    run("prog_stacks", ["4"], tmp=tmp, env=env)
+    run("prog_stacks", ["2"], tmp=tmp, env=env)
+    out, page, d = html(tmp, tmp)
+    want = []
+    for t in traces(tmp):
+        head = dump(os.path.join(tmp, t))[0]
+        ev, stacks = dump_stacks(os.path.join(tmp, t))
+        ns, nbytes, calls = {}, {}, {}
+        for e in ev:
+            if e["kind"] not in ("alloc", "free", "copy", "memset", "launch", "sync", "map", "unmap") or \
+                    e.get("result", 0) != 0 or "stack" not in e:
+                continue
+            path = [f"pid {head['pid']}"] + stacks[e["stack"]][::-1]
+            for k in range(1, len(path) + 1):
+                p = tuple(path[:k])
+                ns[p] = ns.get(p, 0) + e["end_ns"] - e["start_ns"]
+                calls[p] = calls.get(p, 0) + 1
+                if e["kind"] == "alloc" and e.get("mem") != "host":
+                    nbytes[p] = nbytes.get(p, 0) + e["bytes"]
+        want.append((head["pid"], ns, {p: v for p, v in nbytes.items() if v}, calls))
+        collapsed = subprocess.run([GPUSPY, "export", "--format", "collapsed", os.path.join(tmp, t), "-o", "-"],
+                                   capture_output=True, text=True, timeout=TIMEOUT).stdout.splitlines()
+        for p, v in ns.items():
+            s = sum(int(l.rsplit(" ", 1)[1]) for l in collapsed if (l.rsplit(" ", 1)[0] + ";").startswith(";".join(p) + ";"))
+            check(s == v, f"export --format collapsed sums {s} under {p}, the trace {v}")
+    for view, (pid, ns, nbytes, calls) in enumerate(want):
+        root = (f"pid {pid}",)
+        weights = [p for p in nbytes if p[-1].startswith("alloc_weights (prog_stacks.c:")]
+        check(len(ns) > 10 and len(weights) == 1 and nbytes[weights[0]] == 64 << 20 and
+              nbytes[root] == 65 << 20, f"the trace's stacks: {sorted(nbytes.items())}")
+        with opened(out, view) as b:
+            f, got = flame_of(b)
+            check(f["metric"] == "ns" and list(f["focus"]) == list(root) and got == ns,
+                  f"view {view}: time (frame, page, trace) {differ(got, ns)}")
+            top = b.eval("""document.querySelector("figure.flame g.frame title").textContent""")
+            check(top == f"{root[0]}\n{fmt_ns(ns[root])} in {calls[root]} calls, 100.0% of all", f"title {top!r}")
+            b.eval("""document.querySelector("figure.flame input[value=bytes]").click()""")
+            f, got = flame_of(b)
+            check(f["metric"] == "bytes" and got == nbytes, f"view {view}: bytes (frame, page, trace) {differ(got, nbytes)}")
+            init = weights[0][:-2]  # main's line that calls model_init
+            b.eval("""[...document.querySelectorAll("figure.flame g.frame")].find(g => g.querySelector("title")
+                      .textContent.split("\\n")[0] === %s).dispatchEvent(new MouseEvent("click", {bubbles: true}))"""
+                   % json.dumps(init[-1]))
+            f = b.eval(FLAME)
+            W, at = f["width"], {tuple(x["path"]): x for x in f["frames"]}
+            check(tuple(f["focus"]) == init and at[init]["x"] == 0 and at[init]["w"] == W, f"zoom: {f['focus']}")
+            for p, x in at.items():
+                if len(p) < len(init):
+                    check(x["w"] == W and init[:len(p)] == p, f"caller {p}: {x}")
+                else:
+                    check(p[:len(init)] == init and abs(x["w"] - W * nbytes[p] / nbytes[init]) < 0.01, f"{p}: {x}")
+            check(len(at) == len(init) + 4 and weights[0] in at and init[-1].startswith("main (prog_stacks.c:"),
+                  f"zoomed frames {sorted(at)}")
+            title = b.eval("""[...document.querySelectorAll("figure.flame g.frame title")].map(t => t.textContent)
+                              .find(t => t.startsWith(%s))""" % json.dumps(weights[0][-1] + "\n"))
+            check(title == f"{weights[0][-1]}\n64 MiB, 98.5% of all", f"title {title!r}")
+            check(not b.console(), f"console: {b.console()}")
+    with opened(out, -1) as b:
+        f, got = flame_of(b)
+    both = ("all processes",)
+    check(got[both] == sum(w[1][(f"pid {w[0]}",)] for w in want) and
+          all(got.get(both + p) == v for w in want for p, v in w[1].items()), f"all processes: {sorted(got.items())[:2]}")
+
+
+@test
+def html_flame_graph_without_stacks_says_so(tmp):
+    """A trace whose calls carry no stack: the flame graph's panel says so,
+    in words, and how to record stacks; nothing is drawn."""
+    trace = os.path.join(tmp, "t.jsonl")
+    write_trace_min(trace)
+    out, page, d = html(tmp, trace)
+    check(d["processes"][0]["flame"]["cover"] == {"calls": 2, "host_ns": 7100, "stacked": 0, "stacked_ns": 0},
+          f"cover {d['processes'][0]['flame']['cover']}")
+    with opened(out, 0) as b:
+        said = b.eval("""[document.querySelector("figure.flame .none").textContent,
+                          document.querySelectorAll("figure.flame svg").length]""")
+    check(said == ["No call stacks in this trace: gpuspy records the stacks of allocations, frees, pageable copies "
+                   "and waits of 10 us or more by default (GPUSPY_STACKS), so none of its calls has one. Record with "
+                   "GPUSPY_STACKS=all GPUSPY_STACK_LAUNCHES=1 GPUSPY_STACK_MIN=0 for a stack on every call.", 0],
+          f"said {said}")
+
+
+@test
+def html_flame_graph_says_what_it_holds(tmp):
+    """When some calls carry no stack, the flame graph says how many do
+    and how much of the host time they hold (2 of 5, 40.0%), as the export
+    does; it draws those (400 ns under main;inner). Past 2000 frames the
+    page keeps the largest: of 2200 leaves under main, each called once
+    for 1000 + i ns, the 1998 largest (i = 202..2199) with the root and
+    main, whose totals still hold every call; the note says 202 are left
+    out."""
+    from test_export import stack_trace
+    t = stack_trace(os.path.join(tmp, "some.jsonl"), {5: [b"inner", b"main"]},
+                    [("alloc", "cudaMalloc", 300, 5), ("launch", "cuLaunchKernel", 200, None),
+                     ("sync", "cudaDeviceSynchronize", 100, 5), ("launch", "cuLaunchKernel", 250, None),
+                     ("sync", "cudaDeviceSynchronize", 150, None)])
+    out, page, d = html(tmp, t, name="some.html")
+    with opened(out, 0) as b:
+        note = b.eval("""document.querySelector("figure.flame .note").textContent""")
+        f, got = flame_of(b)
+    check(note == "2 of 5 CUDA calls carry a call stack (40.0% of their host time): only they are drawn. "
+                  "GPUSPY_STACKS=all GPUSPY_STACK_LAUNCHES=1 GPUSPY_STACK_MIN=0 give every call one.", f"note {note!r}")
+    check(got == {("pid 7",): 400, ("pid 7", "main"): 400, ("pid 7", "main", "inner"): 400}, f"frames {got}")
+
+    n = 2200
+    t = stack_trace(os.path.join(tmp, "many.jsonl"), {i + 1: [b"leaf%d" % i, b"main"] for i in range(n)},
+                    [("sync", "cudaDeviceSynchronize", 1000 + i, i + 1) for i in range(n)])
+    out, page, d = html(tmp, t, name="many.html")
+    total = sum(1000 + i for i in range(n))
+    want = {("pid 7",): total, ("pid 7", "main"): total}
+    want.update({("pid 7", "main", f"leaf{i}"): 1000 + i for i in range(202, n)})
+    check(d["processes"][0]["flame"]["pruned"] == 202, f"pruned {d['processes'][0]['flame']['pruned']}")
+    with opened(out, 0) as b:
+        note = b.eval("""document.querySelector("figure.flame .note").textContent""")
+        f, got = flame_of(b)
+    check(got == want, f"{len(got)} frames, expected {len(want)}: {differ(got, want)}")
+    check(note == "202 smaller frames are left out of the page: their time and bytes are in their callers'.",
+          f"note {note!r}")

@@ -2,14 +2,15 @@
 /*
  * `gpuspy report --html OUT.html`: one self-contained page (no network):
  * the report's data as JSON, the vendored uPlot (tools/render/html/uplot/)
- * and the page's own scripts (tools/render/html/: charts.js, page.js),
- * which draw it.
+ * and the page's own scripts (tools/render/html/: charts.js, flame.js,
+ * page.js), which draw it.
  *
  * Every number the page prints as text is formatted here, by the text
  * report's own functions: the text report itself (whole and per process),
  * the headline cards, the diagnoses, the ranks table and the kernels'
  * short names. The charts draw the --json report and each process's
- * series (series.c); their totals are that report's.
+ * series (series.c); their totals are that report's. The flame graph
+ * draws each process's calls by stack (report/stacks.c).
  * Nothing from the trace reaches the page but through JSON that the
  * script inserts as text (never as markup); the JSON's '<' are escaped so
  * it cannot close its <script>.
@@ -24,11 +25,12 @@
 #include "report/report.h"
 #include "report/section.h"
 #include "report/series.h"
+#include "report/stacks.h"
 #include "util/escape.h"
 #include "util/units.h"
 
 extern const char gs_asset_uplot_js[], gs_asset_uplot_css[], gs_asset_page_css[];
-extern const char gs_asset_charts_js[], gs_asset_page_js[];
+extern const char gs_asset_charts_js[], gs_asset_flame_js[], gs_asset_page_js[];
 
 #define TOP_KERNELS 10 /* the kernel chart's bars (page.js) */
 
@@ -175,6 +177,8 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 	cJSON *ranks = gs_ranks_table(procs, n);
 	if (ranks)
 		cJSON_AddItemToObject(o, "ranks", ranks);
+	if (n > 1 && whole->flame) /* the view of all processes */
+		cJSON_AddItemToObject(o, "flame", gs_flame_json(whole->flame, GS_FLAME_NODES));
 	cJSON *ps = cJSON_AddArrayToObject(o, "processes");
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_report *r = procs[i];
@@ -189,6 +193,8 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 		cJSON_AddItemToObject(p, "kernel_labels", kernel_labels(cJSON_GetArrayItem(
 								  cJSON_GetObjectItemCaseSensitive(rep, "processes"), (int)i)));
 		cJSON_AddItemToObject(p, "nvml", nvml_header(r));
+		if (r->flame)
+			cJSON_AddItemToObject(p, "flame", gs_flame_json(r->flame, GS_FLAME_NODES));
 		if (r->series)
 			cJSON_AddItemToObject(p, "series", gs_series_json(r->series, r));
 		cJSON_AddItemToArray(ps, p);
@@ -208,7 +214,7 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 	gs_html_script_json(f, json);
 	free(json);
 	fprintf(f, "</script>\n<script>\n%s\n</script>\n", gs_asset_uplot_js);
-	const char *const scripts[] = { gs_asset_charts_js, gs_asset_page_js };
+	const char *const scripts[] = { gs_asset_charts_js, gs_asset_flame_js, gs_asset_page_js };
 	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
 		fprintf(f, "<script>\n%s</script>\n", scripts[i]);
 	fputs("</body>\n</html>\n", f);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The charts of the `gpuspy report --html` page (page.js draws the page),
- * drawn with uPlot from the report's data.
+ * The charts of the `gpuspy report --html` page (page.js draws the page,
+ * flame.js its flame graph), drawn with uPlot from the report's data.
  * Each chart takes its box's width and follows it when the window (or
  * the box) changes width. A legend shows, before any hover, what the
  * whole chart sums to (a total, a mean or a peak, said beside it); hover

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The page of `gpuspy report --html` (tools/render/html.c writes it): draws
- * the report's data, the JSON in #gspy-data, with the charts of
- * charts.js. Every text the page shows is the
+ * the report's data, the JSON in #gspy-data, with the charts of charts.js
+ * and the flame graph of flame.js. Every text the page shows is the
  * data's, put in with textContent, never as markup; the numbers it prints
  * as text (cards, diagnoses, the ranks table, the text report) come
  * formatted from gpuspy, so they read as the text report does. The view
@@ -106,6 +106,7 @@
       main.appendChild(charts);
       gspy.copiesChart(charts, data.report, true);
       gspy.kernelsChart(charts, data.report, timing, data.kernel_labels || []);
+      gspy.flame(charts, data.flame);
       textReport(main, data.text);
     } else {
       const p = data.processes[view], rep = data.report.processes[view], s = p.series;
@@ -119,6 +120,7 @@
       gspy.copiesChart(charts, rep);
       gspy.kernelsChart(charts, rep, timing, p.kernel_labels || []);
       gspy.telemetryCharts(charts, data, view);
+      gspy.flame(charts, p.flame);
       textReport(main, p.text);
     }
     document.body.dataset.view = String(view);
