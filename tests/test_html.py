@@ -6,7 +6,8 @@ bytes cannot become markup. Then the page as a user meets it, in
 Chromium driven through tests/browser.py (resized, clicked, hovered):
 whose each diagnosis is, the ranks table, the step axis, the kernels'
 names and the legends, the window's width, the NVML panels of the H200
-fixtures, and the flame graph against the trace's stacks."""
+fixtures, the flame graph against the trace's stacks, and the docs
+against the page."""
 import json
 import os
 import re
@@ -673,3 +674,48 @@ def html_flame_graph_says_what_it_holds(tmp):
     check(got == want, f"{len(got)} frames, expected {len(want)}: {differ(got, want)}")
     check(note == "202 smaller frames are left out of the page: their time and bytes are in their callers'.",
           f"note {note!r}")
+
+
+@test
+def html_docs_describe_todays_page(tmp):
+    """The docs describe the page as it is. docs/html.md's list of what
+    the page shows names every panel that Chromium draws for the H200
+    ResNet-18 fixture (the README's screenshot), in the page's order, the
+    flame graph included; its screenshots (taken by
+    scripts/html-screenshots.py) are PNGs of a 1400 px page under 300 KB,
+    the README shows the first. Each fixture the fixtures' README calls
+    launch-bound or host-bound is diagnosed so today, and one it says is
+    not, is not."""
+    d = fixture(tmp, "resnet_loader")
+    out, page, data = html(tmp, d)
+    with opened(out, 0) as b:
+        captions = b.eval("""[...document.querySelectorAll("figure.chart figcaption")].map(c => c.textContent)""")
+    text = open(os.path.join(ROOT, "docs", "html.md"), encoding="utf-8").read()
+    shows = text.split("## What it shows", 1)[1].split("\n## ", 1)[0]
+    items = re.findall(r"^\* \*\*(.+?)\*\*", shows, re.M)
+    panel = lambda c: next((i for i, x in enumerate(items) if c.startswith(x) or (x == "Telemetry" and "NVML" in c)),
+                           None)
+    at = [panel(c) for c in captions]
+    check(len(captions) == 8 and None not in at and at == sorted(at), f"panels {list(zip(captions, at))}, docs {items}")
+    check(set(items) - {items[i] for i in at} == {"Cards", "Diagnoses", "The text report"}, f"docs list {items}")
+    for name, width in (("html-report.png", 1400), ("html-flame.png", None)):
+        png = open(os.path.join(ROOT, "docs", name), "rb").read()
+        w = int.from_bytes(png[16:20], "big")
+        check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) < 300 << 10 and (width is None or w == width) and
+              f"]({name})" in text, f"docs/{name}: {len(png)} bytes, {w} px wide")
+    check("](docs/html-report.png)" in open(os.path.join(ROOT, "README.md"), encoding="utf-8").read(), "README")
+    readme = open(os.path.join(ROOT, "tests", "fixtures", "h200", "README.md"), encoding="utf-8").read()
+    rows = re.findall(r"^\| `(\w+)` \|.*\| ([^|]*) \|$", readme, re.M)
+    said = 0
+    for name, what in rows:
+        claims = {k: (None if not re.search(k, what) else not re.search("not " + k, what))
+                  for k in ("launch-bound", "host-bound")}
+        if not any(v is not None for v in claims.values()):
+            continue
+        ids = [x["id"] for x in report_json(fixture(tmp, name))["diagnoses"]]
+        for k, yes in claims.items():
+            if yes is not None:
+                said += 1
+                check((k.replace("-", "_") in ids) == yes, f"fixtures' README: {name} {'is' if yes else 'is not'} "
+                                                           f"{k}, but the report's diagnoses are {ids}")
+    check(said >= 3, f"{said} claims checked in {rows}")
