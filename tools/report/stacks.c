@@ -218,11 +218,6 @@ static int cmp_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static cJSON *numbers(cJSON *o, const char *key)
-{
-	return cJSON_AddArrayToObject(o, key);
-}
-
 cJSON *gs_flame_json(const struct gs_flame *f, size_t max_nodes)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -245,14 +240,13 @@ cJSON *gs_flame_json(const struct gs_flame *f, size_t max_nodes)
 	}
 	uint32_t *at = xcalloc(f->n ? f->n : 1, sizeof(*at)); /* node -> index in the JSON + 1 */
 	uint32_t *nm = xcalloc(f->names.n ? f->names.n : 1, sizeof(*nm)); /* name -> index + 1 */
-	cJSON *names = cJSON_AddArrayToObject(o, "names"), *name = numbers(o, "name"), *parent = numbers(o, "parent");
-	cJSON *calls = numbers(o, "calls"), *ns = numbers(o, "ns"), *bytes = numbers(o, "bytes");
+	cJSON *names = cJSON_AddArrayToObject(o, "names"), *name = cJSON_AddArrayToObject(o, "name");
+	cJSON *parent = cJSON_AddArrayToObject(o, "parent"), *calls = cJSON_AddArrayToObject(o, "calls");
+	cJSON *ns = cJSON_AddArrayToObject(o, "ns"), *bytes = cJSON_AddArrayToObject(o, "bytes");
 	size_t kept = 0, nnames = 0;
 	for (size_t i = 0; i < f->n; i++) {
 		const struct gs_flame_node *x = &f->v[i];
-		if (i && (least >= 0 && weight(f, i) <= least))
-			continue;
-		if (i && !at[x->parent])
+		if (i && ((least >= 0 && weight(f, i) <= least) || !at[x->parent]))
 			continue;
 		at[i] = (uint32_t)++kept;
 		if (!nm[x->name]) {
