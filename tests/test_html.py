@@ -292,6 +292,8 @@ def html_all_processes_say_whose_and_show_the_ranks(tmp):
                 notes: s.querySelector("pre.notes").textContent }; })()""")
             check(not b.console(), f"console: {b.console()}")
         check([g[:2] for g in got] == want and all(g[2] for g in got), f"labels {got}, expected {want}")
+        words = " ".join(report_text(d).split())  # the text report's diagnoses, unwrapped
+        check(all(f"* {w[0]}: {w[1][len(w[0]) + 1:]}" in words for w in want), "not the text report's labels")
         if not rank:
             check(table is None, f"a ranks table of processes without ranks: {table}")
             continue
