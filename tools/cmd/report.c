@@ -16,6 +16,7 @@
 #include "render/render.h"
 #include "report/report.h"
 #include "report/series.h"
+#include "report/stacks.h"
 #include "util/cli.h"
 #include "util/files.h"
 #include <sys/stat.h>
@@ -131,6 +132,7 @@ int gs_cmd_report(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--html") && i + 1 < argc) {
 			html = argv[++i];
 			gs_series_on = 1;
+			gs_flame_on = 1;
 		} else if (!strcmp(argv[i], "--color") && i + 1 < argc) {
 			const char *w = argv[++i];
 			if (!strcmp(w, "always"))

@@ -8,7 +8,9 @@
  * speedscope's own JSON with two profiles (host time, bytes). Streamed:
  * memory grows with distinct stacks, not with events. Only the calls that
  * carry a stack are in it: how many that is comes back (gs_flame_cover),
- * and none at all is an error, not an empty graph.
+ * and none at all is an error, not an empty graph. Which calls count, their
+ * sums by stack and the frames' names are report/stacks.c's, shared with
+ * the flame graph of `report --html`.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,64 +22,21 @@
 #include "util/escape.h"
 #include "util/xalloc.h"
 
-struct stack_sum {
-	uint32_t id;  /* the stack's string id in its trace; 0: empty slot */
-	uint64_t calls, host_ns, bytes;
-};
-
-struct sums {
-	struct stack_sum *v;
-	size_t n, cap; /* open addressing, cap a power of two */
-};
-
-static struct stack_sum *slot(struct sums *s, uint32_t id)
-{
-	if (2 * (s->n + 1) > s->cap) {
-		struct sums t = { xcalloc(s->cap ? 2 * s->cap : 1024, sizeof(*t.v)), 0, s->cap ? 2 * s->cap : 1024 };
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i].id)
-				*slot(&t, s->v[i].id) = s->v[i];
-		t.n = s->n;
-		free(s->v);
-		*s = t;
-	}
-	size_t k = (id * 2654435761u) & (s->cap - 1);
-	while (s->v[k].id && s->v[k].id != id)
-		k = (k + 1) & (s->cap - 1);
-	if (!s->v[k].id) {
-		s->v[k].id = id;
-		s->n++;
-	}
-	return &s->v[k];
-}
-
 /* One process's stacks summed, into s (ids of in's trace); every call
  * counted in c (those with a stack when it is written). */
-static int sum_trace(struct gs_input *in, struct sums *s, struct gs_flame_cover *c)
+static int sum_trace(struct gs_input *in, struct gs_stack_sums *s, struct gs_flame_cover *c)
 {
 	struct gs_ev ev;
 	int got;
-	while ((got = gs_input_next(in, &ev)) == 1) {
-		if (ev.kind >= GSPY_KIND_phase_begin || ev.result != 0)
-			continue;
-		uint64_t ns = ev.end_ns > ev.start_ns ? ev.end_ns - ev.start_ns : 0;
-		c->calls++;
-		c->host_ns += ns;
-		if (!ev.stack_id)
-			continue;
-		struct stack_sum *x = slot(s, ev.stack_id);
-		x->calls++;
-		x->host_ns += ns;
-		if (ev.kind == GSPY_KIND_alloc && ev.mem != GSPY_MEM_host)
-			x->bytes += ev.bytes;
-	}
+	while ((got = gs_input_next(in, &ev)) == 1)
+		gs_stack_sums_add(s, &ev, c);
 	return got;
 }
 
 /* The collapsed line of one stack: outermost frame first. */
 static void collapsed(FILE *f, const char *proc, const struct gs_stack *st, uint64_t value)
 {
-	char name[512];
+	char name[GS_FLAME_FRAME];
 	fputs(proc, f);
 	for (uint32_t i = st->n; i-- > 0;) {
 		gs_collapsed_frame(name, sizeof(name), st->frames[i]);
@@ -86,53 +45,23 @@ static void collapsed(FILE *f, const char *proc, const struct gs_stack *st, uint
 	fprintf(f, " %llu\n", (unsigned long long)value);
 }
 
-/* speedscope's frames: names in index order, and a hash table over them
- * (open addressing, cap a power of two) whose slots hold index + 1. */
+/* speedscope's frames: each name once (report/stacks.c), in its JSON too. */
 struct frames {
 	cJSON *json;
-	char **names;
-	uint32_t *tab;
-	size_t n, cap;
+	struct gs_names names;
 };
-
-static uint32_t name_hash(const char *s)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-static uint32_t *frame_slot(struct frames *fr, const char *name)
-{
-	size_t k = name_hash(name) & (fr->cap - 1);
-	while (fr->tab[k] && strcmp(fr->names[fr->tab[k] - 1], name))
-		k = (k + 1) & (fr->cap - 1);
-	return &fr->tab[k];
-}
 
 /* speedscope's frame index of name, added when new. */
 static int frame_index(struct frames *fr, const char *name)
 {
-	if (2 * (fr->n + 1) > fr->cap) {
-		size_t cap = fr->cap ? 2 * fr->cap : 1024;
-		free(fr->tab);
-		fr->tab = xcalloc(cap, sizeof(*fr->tab));
-		fr->cap = cap;
-		for (size_t i = 0; i < fr->n; i++)
-			*frame_slot(fr, fr->names[i]) = (uint32_t)i + 1;
+	int added;
+	uint32_t i = gs_names_add(&fr->names, name, &added);
+	if (added) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", name);
+		cJSON_AddItemToArray(fr->json, o);
 	}
-	uint32_t *at = frame_slot(fr, name);
-	if (*at)
-		return (int)*at - 1;
-	if (!(fr->n & (fr->n - 1))) /* 0, 1, 2, 4, ...: room for twice as many */
-		fr->names = xrealloc(fr->names, (fr->n ? 2 * fr->n : 1) * sizeof(*fr->names));
-	fr->names[fr->n] = xstrdup(name);
-	*at = (uint32_t)++fr->n;
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "name", name);
-	cJSON_AddItemToArray(fr->json, o);
-	return (int)fr->n - 1;
+	return (int)i;
 }
 
 static cJSON *profile(const char *name, const char *unit)
@@ -179,7 +108,7 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 			rc = -1;
 			break;
 		}
-		struct sums s = { 0 };
+		struct gs_stack_sums s = { 0 };
 		if (sum_trace(&in, &s, c) < 0) {
 			snprintf(err, errlen, "%s", in.err);
 			*bad = i;
@@ -188,7 +117,7 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 		char proc[96];
 		snprintf(proc, sizeof(proc), "pid %u", in.proc.pid);
 		for (size_t k = 0; k < s.cap && !rc; k++) {
-			const struct stack_sum *x = &s.v[k];
+			const struct gs_stack_sum *x = &s.v[k];
 			const struct gs_stack *st = x->id ? gs_input_stack(&in, x->id) : NULL;
 			if (!st || !st->n)
 				continue;
@@ -199,7 +128,7 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 				continue;
 			}
 			cJSON *stack = cJSON_CreateArray();
-			char name[512];
+			char name[GS_FLAME_FRAME];
 			cJSON_AddItemToArray(stack, cJSON_CreateNumber(frame_index(&fr, proc)));
 			for (uint32_t j = st->n; j-- > 0;) {
 				gs_collapsed_frame(name, sizeof(name), st->frames[j]);
@@ -211,7 +140,7 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 				add_sample(bytes, stack, x->bytes);
 			cJSON_Delete(stack);
 		}
-		free(s.v);
+		gs_stack_sums_free(&s);
 		gs_input_close(&in);
 	}
 	if (!rc && !c->stacked) { /* an empty graph would read as "no time in CUDA calls" */
@@ -235,9 +164,6 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 		free(text);
 		cJSON_Delete(doc);
 	}
-	for (size_t i = 0; i < fr.n; i++)
-		free(fr.names[i]);
-	free(fr.names);
-	free(fr.tab);
+	gs_names_free(&fr.names);
 	return rc;
 }

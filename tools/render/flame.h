@@ -7,16 +7,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "report/stacks.h" /* struct gs_flame_cover: what the graph holds */
+
 enum gs_flame_format {
 	GS_FLAME_COLLAPSED,  /* "pid N;outer;...;inner NS" a line: host time in CUDA calls with a stack */
 	GS_FLAME_SPEEDSCOPE, /* speedscope's JSON: host time, and bytes allocated */
-};
-
-/* What the graph holds: the calls (not failed) of the traces, and of those
- * the ones with a call stack, the only ones in it; their host time. */
-struct gs_flame_cover {
-	uint64_t calls, host_ns;
-	uint64_t stacked, stacked_ns;
 };
 
 /* The stacks of the traces in paths, how many calls they cover in *c; 0,

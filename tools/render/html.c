@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `gpuspy report --html OUT.html`: one self-contained page (no network):
- * the report's data as JSON, the vendored uPlot (tools/html/uplot/) and the
- * page's own script (tools/render/html/page.js), which draws the charts from it.
+ * the report's data as JSON, the vendored uPlot (tools/render/html/uplot/)
+ * and the page's own scripts (tools/render/html/: charts.js, flame.js,
+ * page.js), which draw it.
  *
  * Every number the page prints as text is formatted here, by the text
  * report's own functions: the text report itself (whole and per process),
- * the headline cards and the diagnoses. The charts draw the --json report
- * and each process's series (series.c); their totals are that report's.
+ * the headline cards, the diagnoses, the ranks table and the kernels'
+ * short names. The charts draw the --json report and each process's
+ * series (series.c); their totals are that report's. The flame graph
+ * draws each process's calls by stack (report/stacks.c).
  * Nothing from the trace reaches the page but through JSON that the
  * script inserts as text (never as markup); the JSON's '<' are escaped so
  * it cannot close its <script>.
@@ -16,14 +19,20 @@
 #include <string.h>
 
 #include "util/cli.h"
+#include "read/demangle.h"
 #include "report/diag.h"
 #include "render/render.h"
 #include "report/report.h"
+#include "report/section.h"
 #include "report/series.h"
+#include "report/stacks.h"
 #include "util/escape.h"
 #include "util/units.h"
 
-extern const char gs_asset_uplot_js[], gs_asset_uplot_css[], gs_asset_page_js[], gs_asset_page_css[];
+extern const char gs_asset_uplot_js[], gs_asset_uplot_css[], gs_asset_page_css[];
+extern const char gs_asset_charts_js[], gs_asset_flame_js[], gs_asset_page_js[];
+
+#define TOP_KERNELS 10 /* the kernel chart's bars (page.js) */
 
 /* The text report of procs, as `gpuspy report` prints it without colour. */
 static char *text_report(struct gs_report *const *procs, size_t n, const struct gs_report *whole)
@@ -116,6 +125,44 @@ static cJSON *diagnoses(const struct gs_report *r)
 	return a;
 }
 
+/* The short names of the first kernels of a --json report (rep), as the
+ * kernels table shows them: the chart's labels. */
+static cJSON *kernel_labels(const cJSON *rep)
+{
+	cJSON *a = cJSON_CreateArray();
+	const cJSON *k;
+	int i = 0;
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(rep, "kernels")) {
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(k, "name");
+		char label[64];
+		if (i++ == TOP_KERNELS)
+			break;
+		gs_kernel_label(cJSON_IsString(name) ? gs_demangle(name->valuestring) : "", label);
+		cJSON_AddItemToArray(a, cJSON_CreateString(label));
+	}
+	return a;
+}
+
+/* What the trace's header says of NVML: its state, its period, and per
+ * device the pid that sampled it (0 none): where a process's telemetry is
+ * when another process sampled its device. */
+static cJSON *nvml_header(const struct gs_report *r)
+{
+	static const char *const states[] = {
+#define GSPY_X(n) #n,
+		GSPY_NVML_STATE_LIST(GSPY_X)
+#undef GSPY_X
+	};
+	cJSON *o = cJSON_CreateObject();
+	unsigned st = r->proc.nvml_state < sizeof(states) / sizeof(states[0]) ? r->proc.nvml_state : 0;
+	cJSON_AddStringToObject(o, "state", states[st]);
+	cJSON_AddNumberToObject(o, "ms", r->proc.nvml_ms);
+	cJSON *a = cJSON_AddArrayToObject(o, "sampler");
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(r->proc.nvml_sampler[d]));
+	return o;
+}
+
 int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_report *whole)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -123,8 +170,15 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 	char *text = text_report(procs, n, whole);
 	cJSON_AddStringToObject(o, "text", text ? text : "");
 	free(text);
-	cJSON_AddItemToObject(o, "report", gs_report_json(procs, n, whole));
+	cJSON *rep = gs_report_json(procs, n, whole);
+	cJSON_AddItemToObject(o, "report", rep);
 	cJSON_AddItemToObject(o, "cards", cards(whole));
+	cJSON_AddItemToObject(o, "kernel_labels", kernel_labels(rep));
+	cJSON *ranks = gs_ranks_table(procs, n);
+	if (ranks)
+		cJSON_AddItemToObject(o, "ranks", ranks);
+	if (n > 1 && whole->flame) /* the view of all processes */
+		cJSON_AddItemToObject(o, "flame", gs_flame_json(whole->flame, GS_FLAME_NODES));
 	cJSON *ps = cJSON_AddArrayToObject(o, "processes");
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_report *r = procs[i];
@@ -136,6 +190,11 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 		free(text);
 		cJSON_AddItemToObject(p, "cards", cards(r));
 		cJSON_AddItemToObject(p, "diagnoses", diagnoses(r));
+		cJSON_AddItemToObject(p, "kernel_labels", kernel_labels(cJSON_GetArrayItem(
+								  cJSON_GetObjectItemCaseSensitive(rep, "processes"), (int)i)));
+		cJSON_AddItemToObject(p, "nvml", nvml_header(r));
+		if (r->flame)
+			cJSON_AddItemToObject(p, "flame", gs_flame_json(r->flame, GS_FLAME_NODES));
 		if (r->series)
 			cJSON_AddItemToObject(p, "series", gs_series_json(r->series, r));
 		cJSON_AddItemToArray(ps, p);
@@ -154,7 +213,10 @@ int gs_report_html(FILE *f, struct gs_report *const *procs, size_t n, const stru
 		gs_asset_uplot_css, gs_asset_page_css);
 	gs_html_script_json(f, json);
 	free(json);
-	fprintf(f, "</script>\n<script>\n%s\n</script>\n<script>\n%s</script>\n</body>\n</html>\n",
-		gs_asset_uplot_js, gs_asset_page_js);
+	fprintf(f, "</script>\n<script>\n%s\n</script>\n", gs_asset_uplot_js);
+	const char *const scripts[] = { gs_asset_charts_js, gs_asset_flame_js, gs_asset_page_js };
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
+		fprintf(f, "<script>\n%s</script>\n", scripts[i]);
+	fputs("</body>\n</html>\n", f);
 	return ferror(f) ? -1 : 0;
 }

@@ -138,7 +138,7 @@ static const struct gs_kernel_stat **sorted_kernels(const struct gs_report *r)
  * inside its template arguments; cut at the end ("...") if still longer.
  * What tells two kernels apart is usually near the front (the function,
  * then its first template arguments); --json keeps the whole name. */
-static void kernel_label(const char *n, char out[64])
+void gs_kernel_label(const char *n, char out[64])
 {
 	static const char *const drop[] = { "(anonymous namespace)::", "at::native::", "std::" };
 	char buf[512];
@@ -238,7 +238,7 @@ void gs_kernels_print(FILE *f, const struct gs_report *r, const struct gs_style 
 			continue; /* host functions and graph launches are not kernels */
 		shown_n++;
 		char shown[64];
-		kernel_label(gs_demangle(v[i]->name), shown);
+		gs_kernel_label(gs_demangle(v[i]->name), shown);
 		if (st->gpu_mode && v[i]->gpu_count)
 			fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->gpu_count),
 				gs_fmt_ns(b, v[i]->gpu_total_ns), gs_fmt_ns(c, v[i]->gpu_total_ns / v[i]->gpu_count),

@@ -48,6 +48,7 @@ struct gs_gpu_pass;
 struct gs_graph_pass;
 struct gs_coll_state;
 struct gs_step_ring;
+struct gs_stack_sums;
 
 struct gs_pass {
 	struct gs_report *r;
@@ -64,6 +65,7 @@ struct gs_pass {
 	struct gs_graph_pass *graphs; /* graphs.c: executable graphs' nodes */
 	struct gs_coll_state *coll;   /* collectives.c */
 	struct gs_step_ring *steps;   /* steps.c: the latest events */
+	struct gs_stack_sums *stack_sums; /* stacks.c: the calls by stack */
 };
 
 /* The timeline (timeline.c). A phase event (user's phase, library range,

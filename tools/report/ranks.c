@@ -268,39 +268,46 @@ static double busy_pct(const struct gs_report *r)
 	return span ? 100.0 * (double)busy / (double)span : 0;
 }
 
-void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *style)
+#define RANK_COLS 9
+static const char *const rank_cols[RANK_COLS] = { "rank", "steps", "step time", "collectives", "waited",
+						   "the rest", "overlap", "GPU busy", "straggler" };
+
+/* A rank's row of the table, each cell as the text report prints it. */
+static void rank_row(const struct ranks *k, const struct rank_stat *x, char cell[RANK_COLS][32])
 {
-	const char *bold = style->bold, *reset = style->reset;
-	struct ranks k;
-	if (!ranks_of(procs, n, &k))
-		return;
-	char a[32], b[32], c[32], d[32];
-	fprintf(f, "\n%s== ranks%s: %zu of one job, %llu steps compared (the first left out), matched by their order\n",
-		bold, reset, k.n, (unsigned long long)k.steps);
-	int host = 0;
-	for (size_t i = 0; i < k.n; i++)
-		host |= k.v[i].r->coll_host;
-	fprintf(f, "  %6s %7s %10s %12s %10s %10s %8s %9s %10s\n", "rank", "steps", "step time", "collectives",
-		"waited", "the rest", "overlap", "GPU busy", "straggler");
-	for (size_t i = 0; i < k.n; i++) {
-		const struct rank_stat *x = &k.v[i];
-		uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
-		char ov[16] = "n/a";
-		if (x->r->coll_overlap_known && x->r->coll_span_ns) {
-			double pct = 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns;
-			snprintf(ov, sizeof(ov), "%.*f%%", pct < 1 ? 2 : pct < 10 ? 1 : 0, pct);
-		}
-		char w[32];
-		fprintf(f, "  %6d %7llu %10s %12s %10s %10s %8s %8.0f%% %10llu\n", x->r->proc.rank,
-			(unsigned long long)x->steps, gs_fmt_ns(a, st), k.collectives ? gs_fmt_ns(b, co) : "n/a",
-			k.collectives ? gs_fmt_ns(w, x->steps ? x->waited_ns / x->steps : 0) : "n/a",
-			gs_fmt_ns(c, st > co ? st - co : 0), ov, busy_pct(x->r), (unsigned long long)x->straggler_steps);
-		/* (straggler: 0 for every rank without collectives; slowest, below) */
+	uint64_t st = x->steps ? x->step_ns / x->steps : 0, co = x->steps ? x->coll_ns / x->steps : 0;
+	snprintf(cell[0], 32, "%d", x->r->proc.rank);
+	snprintf(cell[1], 32, "%llu", (unsigned long long)x->steps);
+	gs_fmt_ns(cell[2], st);
+	snprintf(cell[3], 32, "n/a");
+	snprintf(cell[4], 32, "n/a");
+	if (k->collectives) {
+		gs_fmt_ns(cell[3], co);
+		gs_fmt_ns(cell[4], x->steps ? x->waited_ns / x->steps : 0);
 	}
-	const struct rank_stat *s = straggler(&k);
-	if (!k.collectives) {
+	gs_fmt_ns(cell[5], st > co ? st - co : 0);
+	snprintf(cell[6], 32, "n/a");
+	if (x->r->coll_overlap_known && x->r->coll_span_ns) {
+		double pct = 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns;
+		snprintf(cell[6], 32, "%.*f%%", pct < 1 ? 2 : pct < 10 ? 1 : 0, pct);
+	}
+	snprintf(cell[7], 32, "%.0f%%", busy_pct(x->r));
+	/* (straggler: 0 for every rank without collectives; slowest, below) */
+	snprintf(cell[8], 32, "%llu", (unsigned long long)x->straggler_steps);
+}
+
+/* The lines below the table: what the collectives are, the straggler (or
+ * the slowest rank), each rank's clock. */
+static void rank_notes(FILE *f, const struct ranks *k)
+{
+	char a[32], b[32], d[32];
+	int host = 0;
+	for (size_t i = 0; i < k->n; i++)
+		host |= k->v[i].r->coll_host;
+	const struct rank_stat *s = straggler(k);
+	if (!k->collectives) {
 		uint64_t lead;
-		const struct rank_stat *sl = slowest(&k, &lead);
+		const struct rank_stat *sl = slowest(k, &lead);
 		fprintf(f, "  no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA "
 			   "tensors): which rank the others waited for is not known\n");
 		if (sl && lead)
@@ -314,20 +321,71 @@ void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const str
 			fprintf(f, "  straggler: rank %d, the last to its collectives in %llu of %llu steps,\n"
 				   "  %s a step after the others' mean; the others waited for it %s a step in all,\n"
 				   "  inside their collectives\n",
-				s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k.steps,
+				s->r->proc.rank, (unsigned long long)s->straggler_steps, (unsigned long long)k->steps,
 				gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
 	}
 	/* Clocks, by the collectives' ends (never by trusting the hosts'). */
-	for (size_t i = 1; k.collectives && i < k.n; i++) {
+	for (size_t i = 1; k->collectives && i < k->n; i++) {
 		int64_t off, spread;
-		size_t m = clock_offset(k.v[0].r, k.v[i].r, &off, &spread);
+		size_t m = clock_offset(k->v[0].r, k->v[i].r, &off, &spread);
 		if (!m)
 			continue;
 		char x[40];
 		fprintf(f, "  clock of rank %d: %s from rank %d's (median of %zu collectives' ends; 90%% within %s)\n",
-			k.v[i].r->proc.rank, fmt_signed(x, off), k.v[0].r->proc.rank, m, gs_fmt_ns(a, (uint64_t)spread));
+			k->v[i].r->proc.rank, fmt_signed(x, off), k->v[0].r->proc.rank, m, gs_fmt_ns(a, (uint64_t)spread));
 	}
+}
+
+#define RANKS_HEAD "%zu of one job, %llu steps compared (the first left out), matched by their order"
+
+void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *style)
+{
+	struct ranks k;
+	if (!ranks_of(procs, n, &k))
+		return;
+	fprintf(f, "\n%s== ranks%s: " RANKS_HEAD "\n", style->bold, style->reset, k.n, (unsigned long long)k.steps);
+	fprintf(f, "  %6s %7s %10s %12s %10s %10s %8s %9s %10s\n", rank_cols[0], rank_cols[1], rank_cols[2],
+		rank_cols[3], rank_cols[4], rank_cols[5], rank_cols[6], rank_cols[7], rank_cols[8]);
+	for (size_t i = 0; i < k.n; i++) {
+		char c[RANK_COLS][32];
+		rank_row(&k, &k.v[i], c);
+		fprintf(f, "  %6s %7s %10s %12s %10s %10s %8s %9s %10s\n", c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+			c[7], c[8]);
+	}
+	rank_notes(f, &k);
 	free(k.v);
+}
+
+cJSON *gs_ranks_table(struct gs_report *const *procs, size_t n)
+{
+	struct ranks k;
+	if (!ranks_of(procs, n, &k))
+		return NULL;
+	cJSON *o = cJSON_CreateObject();
+	char head[160], *notes = NULL;
+	snprintf(head, sizeof(head), RANKS_HEAD, k.n, (unsigned long long)k.steps);
+	cJSON_AddStringToObject(o, "head", head);
+	cJSON *cols = cJSON_AddArrayToObject(o, "columns"), *rows = cJSON_AddArrayToObject(o, "rows");
+	for (int j = 0; j < RANK_COLS; j++)
+		cJSON_AddItemToArray(cols, cJSON_CreateString(rank_cols[j]));
+	for (size_t i = 0; i < k.n; i++) {
+		char c[RANK_COLS][32];
+		rank_row(&k, &k.v[i], c);
+		cJSON *row = cJSON_CreateArray();
+		for (int j = 0; j < RANK_COLS; j++)
+			cJSON_AddItemToArray(row, cJSON_CreateString(c[j]));
+		cJSON_AddItemToArray(rows, row);
+	}
+	size_t len = 0;
+	FILE *m = open_memstream(&notes, &len);
+	if (m) {
+		rank_notes(m, &k);
+		fclose(m);
+	}
+	cJSON_AddStringToObject(o, "notes", notes ? notes : "");
+	free(notes);
+	free(k.v);
+	return o;
 }
 
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)

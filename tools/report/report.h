@@ -17,6 +17,7 @@
 
 struct gs_diag;
 struct gs_series;
+struct gs_flame;
 struct gs_steps;
 
 struct gs_agg {
@@ -169,6 +170,7 @@ struct gs_report {
 	size_t ndiag;
 	struct gs_steps *steps;   /* the step and its replays (steps.h); NULL: none looked for */
 	struct gs_series *series; /* over time, for --html (series.h); else NULL */
+	struct gs_flame *flame;   /* the calls by stack, for --html (stacks.h); else NULL */
 };
 
 struct gs_diag {

@@ -91,6 +91,9 @@ void gs_kernels_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_kernels_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_kernels_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 void gs_kernels_free(struct gs_report *r);
+/* A kernel's name as the kernels table shows it (48 columns at most): the
+ * page labels its kernel chart with it. */
+void gs_kernel_label(const char *name, char out[64]);
 
 void gs_gpu_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
 void gs_gpu_finish(struct gs_pass *p);
@@ -130,6 +133,12 @@ void gs_sites_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 void gs_sites_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 void gs_sites_free(struct gs_report *r);
 
+/* The flame graph's stacks (stacks.c; stacks.h: the sums and the tree). */
+void gs_stacks_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_stacks_finish(struct gs_pass *p);
+void gs_stacks_merge(struct gs_report *dst, const struct gs_report *src);
+void gs_stacks_free(struct gs_report *r);
+
 void gs_coll_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
 void gs_coll_finish(struct gs_pass *p);
 void gs_coll_free(struct gs_report *r);
@@ -146,5 +155,9 @@ void gs_steps_fault_print(FILE *f, const struct gs_report *r, const struct gs_st
 
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *st);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n);
+/* The ranks table for the page (render/html.c): {"head", "columns", "rows"
+ * (each cell as the text report prints it), "notes" (the lines below
+ * it)}; NULL when procs are no ranks of one job. The caller owns it. */
+cJSON *gs_ranks_table(struct gs_report *const *procs, size_t n);
 
 #endif

@@ -34,6 +34,8 @@ const struct gs_section gs_sections[] = {
 	{ .name = "sites", .feeds = GS_FEED_HOST, .event = gs_sites_event, .finish = gs_sites_finish,
 	  .merge = gs_sites_merge, .print = gs_sites_print, .json = gs_sites_json, .free = gs_sites_free,
 	  .per_process = 1 },
+	{ .name = "stacks", .feeds = GS_FEED_EVENT, .event = gs_stacks_event, .finish = gs_stacks_finish,
+	  .merge = gs_stacks_merge, .free = gs_stacks_free },
 	{ .name = "collectives", .feeds = HOST_GPU, .event = gs_coll_event, .finish = gs_coll_finish,
 	  .free = gs_coll_free },
 	{ .name = "steps", .feeds = HOST_GPU | GS_FEED_PHASE | GS_FEED_FAILED, .event = gs_steps_event, .finish = gs_steps_finish,
