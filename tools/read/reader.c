@@ -469,17 +469,50 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	return 1;
 }
 
+/* The string table's bytes as t sees them, and how many are committed.
+ * The header is read live, its used count first (acquire: the entries
+ * it counts are in place), and both bounded by the mapping, not
+ * trusted. */
+static const unsigned char *strtab_of(const struct gs_trace *t, uint64_t *used)
+{
+	uint64_t u = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
+	struct gs_tab *c = t->tab;
+	if (c && (!c->live || u <= c->have)) {
+		*used = u < c->have ? u : c->have;
+		return c->bytes;
+	}
+	uint64_t off = __atomic_load_n(&t->h->strtab_offset, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&t->h->strtab_size, __ATOMIC_RELAXED);
+	if (off > t->size)
+		off = t->size;
+	if (u > size)
+		u = size;
+	if (u > t->size - off)
+		u = t->size - off;
+	if (!c) {
+		*used = u;
+		return t->map + off;
+	}
+	if (u > c->cap)
+		u = c->cap;
+	if (u > c->have) { /* the entries committed since: the bytes below used */
+		memcpy(c->bytes + c->have, t->map + off + c->have, (size_t)(u - c->have));
+		c->have = u;
+	}
+	*used = c->have;
+	return c->bytes;
+}
+
 int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **data, uint32_t *len)
 {
 	if (!id)
 		return 0;
-	uint64_t used = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
-	if (used > t->h->strtab_size)
-		used = t->h->strtab_size;
+	uint64_t used;
+	const unsigned char *tab = strtab_of(t, &used);
 	uint64_t off = (uint64_t)id - 1;
-	if (off + 4 > used || t->h->strtab_offset + used > t->size)
+	if (off + 4 > used)
 		return 0;
-	const unsigned char *p = t->map + t->h->strtab_offset + off;
+	const unsigned char *p = tab + off;
 	uint32_t l;
 	memcpy(&l, p, 4);
 	if (off + 4 + (uint64_t)l + 1 > used || p[4 + l] != 0)
@@ -521,6 +554,10 @@ uint64_t gs_trace_stack_ns(const struct gs_trace *t)
 
 void gs_trace_close(struct gs_trace *t)
 {
+	if (t->tab && t->tab->live) {
+		munmap(t->tab->bytes, (size_t)t->tab->cap);
+		free(t->tab);
+	}
 	free(t->chunk_idx);
 	free(t->threads);
 	if (t->map) {
