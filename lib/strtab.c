@@ -125,6 +125,39 @@ uint64_t gs_strtab_used(void)
 	return __atomic_load_n(&st.used, __ATOMIC_RELAXED);
 }
 
+/*
+ * The trim at exit: the table's used bytes move from base + from to base +
+ * to, lower in the same mapping, unless the two would overlap (readers in
+ * other processes may be reading the old place: it stays intact until the
+ * file is cut). Under the lock, so that appenders wait and then append at
+ * the new place; ids are offsets within the table and the index compares
+ * against the bytes through st.tab: both stay valid.
+ */
+uint64_t gs_strtab_move(char *base, uint64_t from, uint64_t *at, uint64_t slack)
+{
+	pthread_mutex_lock(&st.lock);
+	uint64_t used = st.used, to = *at;
+	if (!st.tab || st.tab != base + from) { /* not this file's table */
+		pthread_mutex_unlock(&st.lock);
+		return 0;
+	}
+	if (to > from || (to < from && to + used > from))
+		to = from; /* would overlap: it stays where it is */
+	uint64_t size = (used + slack + 4095) & ~(uint64_t)4095;
+	if (size > st.size)
+		size = st.size;
+	if (to != from)
+		memcpy(base + to, base + from, used);
+	__atomic_store_n(&st.hdr->strtab_size, size, __ATOMIC_RELAXED);
+	/* The bytes are in place before the header says where they are. */
+	__atomic_store_n(&st.hdr->strtab_offset, to, __ATOMIC_RELEASE);
+	st.tab = base + to;
+	st.size = size;
+	pthread_mutex_unlock(&st.lock);
+	*at = to;
+	return size;
+}
+
 /* A fork child writes a file of its own: the parent's entries are not in it. */
 static void strtab_forked(void)
 {

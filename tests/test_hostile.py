@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump, dump_stacks,
-                     run, test, traces)
+from harness import (BIN, GPUSPY, HEADER_FIELDS, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump,
+                     dump_stacks, run, test, traces)
 from test_routes import rt_expected
 
 
@@ -485,11 +485,6 @@ def live(tmp, change, linger_ms=0, env=None):
         out, err = p.communicate()
         raise Fail(f"hung: {first + out!r} {err[-300:]!r}")
     return p.returncode, first + out, err
-
-
-# Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
-HEADER_FIELDS = {"strtab_offset": (32, 8), "strtab_size": (40, 8), "chunk_offset": (48, 8), "chunk_size": (56, 4),
-                 "chunk_count": (60, 4), "pid": (64, 4), "chunks_claimed": (136, 4), "strtab_used": (152, 8)}
 
 
 def overwrite(path, field, value):

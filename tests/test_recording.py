@@ -98,7 +98,7 @@ def dump_format_types(tmp):
     first = json.loads(p.stdout.splitlines()[0])
     for k in ("format_version", "pid", "host", "rank", "command", "dropped", "clean_exit"):
         check(k in first, f"process line lacks {k}")
-    check(first["format_version"] == 2 and "prog_drv" in first["command"], "process line values")
+    check(first["format_version"] == 3 and "prog_drv" in first["command"], "process line values")
     for line in p.stdout.splitlines()[1:]:
         e = json.loads(line)
         if e["type"] == "stack":  # {"type": "stack", "id": N, "frames": [strings]}
@@ -134,16 +134,29 @@ def reader_rejects_bad_files(tmp):
         check(len(err.splitlines()) == 1 and err.startswith("gpuspy: error: ") and path in err
               and what in err, f"{name}: message {err!r}")
     # A file cut inside its records yields the complete ones and says so.
+    # The string table, last in the file (format 3), is cut off with the
+    # rest: the events come without their names and their stacks' frames.
+    def events(path):
+        p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=10)
+        lines = [json.loads(l) for l in p.stdout.splitlines()]
+        return p, [l for l in lines if l["type"] == "event"], [l for l in lines if l["type"] == "stack"]
+    h = header(good_path)
+    check(h["chunk_offset"] == 4096 and h["strtab_offset"] == 4096 + h["chunk_count"] * CHUNK, f"layout {h}")
+    _, whole, stacks = events(good_path)
+    check(stacks and any("name" in e for e in whole), "the whole file's stacks and names")
     cut = os.path.join(tmp, "cut.gspy")
-    hdr_end = 4096 + STRTAB
-    write(cut, good[:hdr_end + 64 + 30])  # inside the first chunk's packed records
-    p = subprocess.run([GPUSPY, "dump", cut], capture_output=True, text=True, timeout=10)
-    whole = [l for l in subprocess.run([GPUSPY, "dump", good_path], capture_output=True,
-                                       text=True).stdout.splitlines() if '"type":"event"' in l]
-    got = [l for l in p.stdout.splitlines() if '"type":"event"' in l]
-    check(p.returncode == 0 and 1 <= len(got) < len(whole) and got == whole[:len(got)],
-          f"cut file: {len(got)} of {len(whole)} events, not a prefix: {p.stdout!r}")
+    write(cut, good[:4096 + 64 + 30])  # inside the first chunk's packed records
+    p, got, got_stacks = events(cut)
+    bare = lambda evs: [{k: v for k, v in e.items() if k != "name"} for e in evs]  # noqa: E731
+    check(p.returncode == 0 and 1 <= len(got) < len(whole) and bare(got) == bare(whole[:len(got)]) and
+          not got_stacks, f"cut file: {len(got)} of {len(whole)} events, not a prefix: {p.stdout!r}")
     check("truncated" in p.stderr, "cut file not reported as truncated")
+    # Cut inside the string table: every event, each kernel "(unknown)".
+    write(cut, good[:h["strtab_offset"] + 8])
+    p, got, got_stacks = events(cut)
+    check(p.returncode == 0 and bare(got) == bare(whole) and not got_stacks and "truncated" in p.stderr and
+          {e.get("name") for e in got} == {None, "(unknown)"},
+          f"cut in the strings: {len(got)} of {len(whole)} events: {p.stdout[:300]!r} {p.stderr!r}")
 
 
 @test
@@ -392,3 +405,4 @@ def header_says_the_cpus_the_process_could_use(tmp):
                    timeout=TIMEOUT)
     proc, _ = only_trace(tmp)
     check(proc.get("cpus") == 1, f"cpus under taskset {proc.get('cpus')}")
+

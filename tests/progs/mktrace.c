@@ -8,7 +8,9 @@
  * PID, the trace is of that process, running, and COMMAND, KERNEL, PHASE
  * and UUID (any bytes) replace the command line, the first kernel's name,
  * the phase's name and device 0's UUID (an NVML sample first; every
- * tenth event a GPU kernel of device 0).
+ * tenth event a GPU kernel of device 0). The layout is format 3's (the
+ * string table after the chunks), or with MKTRACE_FORMAT=2 in the
+ * environment format 2's (the table before them), the same bytes else.
  * Usage: mktrace OUT EVENTS THREADS [STRTAB_BYTES CHUNK_BYTES [PID COMMAND KERNEL PHASE UUID]]
  */
 #include <stdio.h>
@@ -27,6 +29,8 @@ int main(int argc, char **argv)
 	uint64_t strtab = argc > 4 ? strtoull(argv[4], NULL, 10) : 4096;
 	uint32_t chunk = argc > 5 ? (uint32_t)atoi(argv[5]) : 64u << 10;
 	int hostile = argc > 10;
+	const char *fmt = getenv("MKTRACE_FORMAT");
+	int v2 = fmt && !strcmp(fmt, "2");
 	if (!threads || chunk <= GSPY_CHUNK_HEADER_SIZE || chunk % GSPY_RECORD_SIZE)
 		return 2;
 	/* A running process's events are recent: a live view's window holds them. */
@@ -44,16 +48,16 @@ int main(int argc, char **argv)
 	struct gspy_header h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, GSPY_MAGIC, 8);
-	h.version = GSPY_FORMAT_VERSION;
+	h.version = v2 ? 2 : GSPY_FORMAT_VERSION;
 	h.header_size = GSPY_HEADER_SIZE;
 	h.record_size = GSPY_RECORD_SIZE;
 	h.clock = GSPY_CLOCK_MONOTONIC;
-	h.strtab_offset = GSPY_HEADER_SIZE;
 	h.strtab_size = strtab;
-	h.chunk_offset = GSPY_HEADER_SIZE + strtab;
 	h.chunk_size = chunk;
 	h.chunk_count = (uint32_t)nchunks;
-	h.file_size = h.chunk_offset + nchunks * chunk;
+	h.chunk_offset = GSPY_HEADER_SIZE + (v2 ? strtab : 0);
+	h.strtab_offset = v2 ? GSPY_HEADER_SIZE : h.chunk_offset + nchunks * chunk;
+	h.file_size = GSPY_HEADER_SIZE + strtab + nchunks * chunk;
 	h.pid = hostile ? (uint32_t)atoi(argv[6]) : 4242;
 	h.ppid = 1;
 	h.rank = -1;
@@ -103,7 +107,8 @@ int main(int argc, char **argv)
 	char hdr[GSPY_HEADER_SIZE] = { 0 };
 	memcpy(hdr, &h, sizeof(h));
 	fwrite(hdr, 1, sizeof(hdr), f);
-	fwrite(tab, 1, strtab, f);
+	if (v2)
+		fwrite(tab, 1, strtab, f);
 	char *buf = calloc(1, chunk);
 	uint64_t body = chunk - GSPY_CHUNK_HEADER_SIZE;
 	for (unsigned t = 0; t < threads; t++) {
@@ -150,6 +155,8 @@ int main(int argc, char **argv)
 			fwrite(buf, 1, chunk, f);
 		}
 	}
+	if (!v2)
+		fwrite(tab, 1, strtab, f);
 	free(buf);
 	free(tab);
 	return fclose(f) ? 1 : 0;

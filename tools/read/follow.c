@@ -8,7 +8,9 @@
  * where a mapping would fault. The header is copied into a buffer of its
  * own, the string table into another (gs_trace's tab), so that the
  * reader's clock conversion and string lookups run on them unchanged,
- * wherever the header says the table lies in the file.
+ * wherever the table lies in the file: before the chunks (format 2) or
+ * after them (3), where the process's exit moves it down to the chunks in
+ * use (ids do not change: the bytes already copied stay good).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +124,12 @@ int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_ev
 	if (read_header(f))
 		return -1;
 	const struct gspy_header *h = f->tr.h;
+	/* The chunks claimed, of those there were at the open and those there
+	 * are now: the exit's trim lowers the count, and the string table may
+	 * now lie where the others were (format 3). */
 	uint32_t n = h->chunks_claimed < f->chunk_count ? h->chunks_claimed : f->chunk_count;
+	if (n > h->chunk_count)
+		n = h->chunk_count;
 	if (n > f->nchunks) {
 		f->chunks = xrealloc(f->chunks, (size_t)n * sizeof(*f->chunks));
 		memset(f->chunks + f->nchunks, 0, (size_t)(n - f->nchunks) * sizeof(*f->chunks));

@@ -37,8 +37,11 @@ struct gs_thread {
 	uint64_t events, dropped;
 };
 
-/* A trace's string table kept apart from its mapping (follow.c's copy);
- * with `live`, filled from the mapping as entries are asked for. */
+/* A trace's string table kept apart from its mapping: follow.c's copy, or
+ * the reader's own of a live file of format 3, whose exit moves the table
+ * down and cuts the old place (a name handed out must outlive that). Its
+ * bytes never move while the trace is open: a live one's are an anonymous
+ * mapping of the table's size, filled as entries are asked for. */
 struct gs_tab {
 	unsigned char *bytes;
 	uint64_t have; /* bytes copied */
