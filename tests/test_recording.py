@@ -406,3 +406,118 @@ def header_says_the_cpus_the_process_could_use(tmp):
     proc, _ = only_trace(tmp)
     check(proc.get("cpus") == 1, f"cpus under taskset {proc.get('cpus')}")
 
+
+def names_and_frames(path):
+    """What a trace's names say: (kind, name) counts of its named events,
+    and the first frame of each stack its events refer to."""
+    events, stacks = dump_stacks(path)
+    named = {}
+    for e in events:
+        if "name" in e:
+            named[(e["kind"], e["name"])] = named.get((e["kind"], e["name"]), 0) + 1
+    return named, {stacks[e["stack"]][0].split(" (")[0] if e["stack"] in stacks else None
+                   for e in events if "stack" in e}
+
+
+@test
+def clean_exit_cuts_the_file_to_chunks_and_strings(tmp):
+    """A clean exit cuts the trace to what it holds (format 3): the header,
+    the chunks claimed, then the string table's used bytes, moved down to
+    right after them, and 64 KiB for strings interned later, in pages.
+    prog_train's 20 steps (one 64 KiB chunk of the 4,096 reserved, its
+    names and call stacks) come to exactly that, under 2 MiB (16,846,848
+    bytes before: the 16 MiB table stayed whole), and read back whole:
+    every kernel, phase and mark name, every stack's frames. A buffer
+    filled to its last chunk leaves no room below the table: it stays
+    where it was, cut to its used bytes and the slack, its names whole."""
+    run("prog_train", tmp=tmp)
+    path = os.path.join(tmp, traces(tmp)[0])
+    h, size = header(path), os.path.getsize(path)
+    check(h["version"] == 3 and h["chunk_offset"] == 4096 and h["chunk_count"] == 1 and
+          h["chunks_claimed"] == 1 + 4096 and h["strtab_offset"] == 4096 + CHUNK and
+          h["strtab_size"] == (h["strtab_used"] + SLACK + 4095) & ~4095 and 0 < h["strtab_used"] < 16 << 10 and
+          size == h["file_size"] == h["strtab_offset"] + h["strtab_size"] == trimmed_size(h) and size < 2 << 20,
+          f"{size} bytes, header {h}")
+    named, first = names_and_frames(path)
+    check(named == {("launch", "fwd_gemm"): 200, ("launch", "bwd_gemm"): 240, ("launch", "sgd_update"): 20,
+                    ("phase_begin", "data"): 20, ("phase_end", "data"): 20, ("phase_begin", "forward"): 20,
+                    ("phase_end", "forward"): 20, ("phase_begin", "backward"): 20, ("phase_end", "backward"): 20,
+                    ("phase_begin", "optimizer"): 20, ("phase_end", "optimizer"): 20, ("mark", "step"): 20},
+          f"names {named}")
+    check(first == {"main"}, f"first frames of the stacks: {first}")
+    # Full: 16 chunks of 16, none free below the table.
+    os.unlink(path)
+    run("prog_threads", ["8", "40000"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    path = os.path.join(tmp, traces(tmp)[0])
+    h, size = header(path), os.path.getsize(path)
+    check(h["chunk_count"] == h["chunks_claimed"] == 16 and h["strtab_offset"] == 4096 + 16 * CHUNK and
+          h["strtab_size"] == (h["strtab_used"] + SLACK + 4095) & ~4095 and
+          size == h["file_size"] == trimmed_size(h), f"full buffer: {size} bytes, header {h}")
+    proc, ev = dump(path)
+    names = {e["name"] for e in ev if "name" in e}
+    check(proc["dropped"] > 0 and len(ev) + proc["dropped"] == 320000 and names == {"thread_kernel"},
+          f"full buffer: {len(ev)} events, {proc['dropped']} dropped, names {names}")
+
+
+def sparse_copy(src, dst):
+    """A copy of a live trace's bytes that matter (the header, the chunks
+    claimed, the string table's used bytes), the rest zeros: its whole
+    reserved buffer is not copied."""
+    h = header(src)
+    claimed = min(h["chunks_claimed"], h["chunk_count"])
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        g.truncate(os.path.getsize(src))
+        for off, n in ((0, 4096), (h["chunk_offset"], claimed * h["chunk_size"]),
+                       (h["strtab_offset"], h["strtab_used"])):
+            f.seek(off)
+            g.seek(off)
+            g.write(f.read(n))
+
+
+@test
+def trim_at_exit_changes_no_byte_read_back(tmp):
+    """The dump of a trace copied while its process ran (its string table
+    after the whole buffer, 16 MiB from the chunks) and the dump of the
+    same trace cut at its clean exit (the table moved down) are the same
+    lines but the process line: every event, name, call stack and frame."""
+    from test_control import Driven
+    d = Driven(tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    d.do("p step", "a 4096", "k 3", "n range", "h 1000", "H 2000", "m", "q", "p eval", "A 8192", "q")
+    path = os.path.join(tmp, traces(tmp)[0])
+    live = os.path.join(tmp, "live.copy")
+    sparse_copy(path, live)
+    h = header(live)
+    check(h["state"] == 0 and h["chunk_count"] == 16 and h["strtab_offset"] == 4096 + 16 * CHUNK and
+          h["strtab_size"] == STRTAB, f"live header {h}")
+    check(d.finish() == 0, "prog_window failed")
+    h = header(path)
+    check(h["state"] == 1 and h["strtab_offset"] == 4096 + h["chunk_count"] * CHUNK and
+          os.path.getsize(path) == trimmed_size(h), f"trimmed header {h}")
+    lines = lambda p: subprocess.run([GPUSPY, "dump", p], capture_output=True, text=True,  # noqa: E731
+                                     timeout=TIMEOUT).stdout.splitlines()[1:]
+    before, after = lines(live), lines(path)
+    check(len(before) > 10 and after == before and '"name":"window_kernel"' in "".join(before) and
+          '"type":"stack"' in "".join(before), f"dump before the trim:\n{before}\nafter:\n{after}")
+
+
+@test
+def both_layouts_read_the_same(tmp):
+    """The same trace in format 2 (string table before the chunks, as the
+    committed fixtures are) and format 3 (after them; tests/mktrace): the
+    dump is the same but for format_version, and the report the same."""
+    out = {}
+    for v in ("2", "3"):
+        os.mkdir(os.path.join(tmp, v))
+        f = os.path.join(tmp, v, "t.gspy")
+        subprocess.run([os.path.join(BIN, "mktrace"), f, "20000", "3", "65536", "4096"], check=True,
+                       timeout=TIMEOUT, env=dict(os.environ, MKTRACE_FORMAT=v))
+        h = header(f)
+        check(h["version"] == int(v) and (h["strtab_offset"] < h["chunk_offset"]) == (v == "2"), f"v{v}: {h}")
+        d = subprocess.run([GPUSPY, "dump", f], capture_output=True, text=True, timeout=TIMEOUT)
+        r = subprocess.run([GPUSPY, "report", "--json", "t.gspy"], capture_output=True, text=True, timeout=TIMEOUT,
+                           cwd=os.path.join(tmp, v))
+        check(d.returncode == r.returncode == 0 and not d.stderr and not r.stderr, f"v{v}: {d.stderr} {r.stderr}")
+        out[v] = (d.stdout.replace(f'"format_version":{v},', ""), r.stdout)
+    check(out["2"][0] == out["3"][0], "the dumps differ")
+    check(out["3"][0].count('"type":"event"') == 20001, "not 3 threads of 6,667 events")  # mktrace rounds up
+    check(out["2"][1] == out["3"][1], "the reports differ")
