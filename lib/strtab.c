@@ -2,7 +2,8 @@
 /*
  * The trace file's string table (strtab.h): kernel, phase and file names
  * and call stacks, each stored once and referenced by id. Its bytes live
- * in the file's mapping, which writer.c attaches; its length and index live
+ * in the file's mapping, which writer.c attaches and, at the trim at exit,
+ * has them moved down (gs_strtab_move); its length and index live
  * here, in process memory: nothing it addresses by is read back from the
  * file, which its owner may write while the program runs.
  */
@@ -19,7 +20,7 @@
 static struct {
 	pthread_mutex_t lock;     /* appends */
 	char *tab;                /* in the mapping; NULL before the file */
-	uint64_t size, used;      /* used: written under lock, read unlocked by the trim */
+	uint64_t size, used;      /* under the lock; the trim moves the table under it too */
 	struct gspy_header *hdr;  /* strtab_used mirrors used, for readers */
 } st = { .lock = PTHREAD_MUTEX_INITIALIZER };
 GS_FORK_LOCK(strtab, st.lock);
@@ -91,7 +92,7 @@ uint32_t gs_intern_bytes(const void *data, size_t len)
 		memcpy(p, &l, 4);
 		memcpy(p + 4, data, len);
 		memset(p + 4 + len, 0, need - 4 - len);
-		__atomic_store_n(&st.used, used + need, __ATOMIC_RELAXED); /* read unlocked by the trim */
+		st.used = used + need;
 		/* The bytes are in place before readers may look at them. */
 		__atomic_store_n(&st.hdr->strtab_used, used + need, __ATOMIC_RELEASE);
 		id = (uint32_t)used + 1;
@@ -120,9 +121,37 @@ void gs_strtab_attach(char *tab, uint64_t size, struct gspy_header *h)
 	pthread_mutex_unlock(&st.lock);
 }
 
-uint64_t gs_strtab_used(void)
+/*
+ * The trim at exit: the table's used bytes move from base + from to base +
+ * to, lower in the same mapping, unless the two would overlap (readers in
+ * other processes may be reading the old place: it stays intact until the
+ * file is cut). Under the lock, so that appenders wait and then append at
+ * the new place; ids are offsets within the table and the index compares
+ * against the bytes through st.tab: both stay valid.
+ */
+uint64_t gs_strtab_move(char *base, uint64_t from, uint64_t *at, uint64_t slack)
 {
-	return __atomic_load_n(&st.used, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&st.lock);
+	uint64_t used = st.used, to = *at;
+	if (!st.tab || st.tab != base + from) { /* not this file's table */
+		pthread_mutex_unlock(&st.lock);
+		return 0;
+	}
+	if (to > from || (to < from && to + used > from))
+		to = from; /* would overlap: it stays where it is */
+	uint64_t size = (used + slack + 4095) & ~(uint64_t)4095;
+	if (size > st.size)
+		size = st.size;
+	if (to != from)
+		memcpy(base + to, base + from, used);
+	__atomic_store_n(&st.hdr->strtab_size, size, __ATOMIC_RELAXED);
+	/* The bytes are in place before the header says where they are. */
+	__atomic_store_n(&st.hdr->strtab_offset, to, __ATOMIC_RELEASE);
+	st.tab = base + to;
+	st.size = size;
+	pthread_mutex_unlock(&st.lock);
+	*at = to;
+	return size;
 }
 
 /* A fork child writes a file of its own: the parent's entries are not in it. */

@@ -27,6 +27,7 @@
 #include "strtab.h"
 
 #define STRTAB_SIZE (gs_cfg.stacks ? 16u << 20 : 4u << 20) /* names; stacks need more */
+#define STRTAB_SLACK (64u << 10) /* kept past the strings at the trim, for later ones */
 #define CHUNK_SIZE (64u << 10)
 #define PREFAULT_AHEAD 32u /* chunks kept faulted in ahead of the claims */
 
@@ -46,10 +47,11 @@ static struct {
 	int fd;             /* the trace file, for the trim at exit (never by name) */
 	dev_t dev;          /* and what it is, checked before the trim: the */
 	ino_t ino;          /* program may close the fd and reuse its number */
-	/* The layout and identity of the file, as this process made it. The
-	 * header holds them too, for readers, but the file's owner may write
-	 * there while the program runs (a stray `dd`, an editor): nothing
-	 * used for an address, a size or the fork check is read back. */
+	/* The layout and identity of the file, as this process made it (the
+	 * string table's place as the trim left it). The header holds them
+	 * too, for readers, but the file's owner may write there while the
+	 * program runs (a stray `dd`, an editor): nothing used for an
+	 * address, a size or the fork check is read back. */
 	pid_t pid;              /* the process that made the file (fork check) */
 	uint64_t strtab_off, strtab_size;
 	uint64_t chunk_off;
@@ -335,9 +337,10 @@ static int open_file(void)
 	w.dev = fst.st_dev;
 	w.ino = fst.st_ino;
 	w.pid = getpid();
-	w.strtab_off = GSPY_HEADER_SIZE;
+	/* The string table after the chunks: the trim at exit moves it down. */
+	w.chunk_off = GSPY_HEADER_SIZE;
+	w.strtab_off = GSPY_HEADER_SIZE + (uint64_t)chunks * CHUNK_SIZE;
 	w.strtab_size = STRTAB_SIZE;
-	w.chunk_off = GSPY_HEADER_SIZE + STRTAB_SIZE;
 	w.chunk_size = CHUNK_SIZE;
 	w.chunk_count = (uint32_t)chunks;
 	w.claimed = 0;
@@ -630,48 +633,50 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 }
 
 /*
- * At a clean exit, the file is cut to the chunks in use: the buffer was
+ * At a clean exit, the file is cut to what it holds: the buffer was
  * reserved whole (GPUSPY_BUFFER_MB) so that a full disk could not turn a
- * store into SIGBUS, but a finished trace keeps only what it holds. Claims
- * made from here on land past the end and count as dropped; chunks already
- * claimed stay in the file, so a thread still writing is unaffected. The
- * flight recorder reuses its chunks and is left whole.
+ * store into SIGBUS, and the string table sized for the most a run may
+ * need. The chunks claimed stay; claims made from here on count as
+ * dropped, so a thread still writing is unaffected. The string table's
+ * used bytes move down to right after them (strtab.c), with a little room
+ * for strings interned later, and the file ends there. The flight
+ * recorder reuses its chunks and is left whole.
  */
 void gs_writer_trim(void)
 {
 	if (!gs_writer_open() || gs_g.ring)
 		return;
 	struct gspy_header *h = w.hdr;
-	uint32_t count = chunk_count();
-	uint32_t claimed = __atomic_fetch_add(&w.claimed, count, __ATOMIC_ACQ_REL);
-	if (claimed >= count)
-		return; /* full: nothing to cut */
-	__atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
-	__atomic_store_n(&w.chunk_count, claimed, __ATOMIC_RELEASE);
-	__atomic_store_n(&h->chunk_count, claimed, __ATOMIC_RELEASE);
-	uint64_t size = w.chunk_off + (uint64_t)claimed * w.chunk_size;
-	h->file_size = size;
 	/* By our own fd, never by name: the name may now be a symbolic link
-	 * someone put in the directory, or relative to another directory. */
+	 * someone put in the directory, or relative to another directory;
+	 * and never a file cut under us (a store there would fault). */
 	struct stat st;
 	if (w.fd < 0 || fstat(w.fd, &st) != 0 || st.st_dev != w.dev || st.st_ino != w.ino ||
-	    ftruncate(w.fd, (off_t)size) != 0) {
-		/* The header must describe the file: put the count and the
-		 * claims back. */
-		h->file_size = w.chunk_off + (uint64_t)count * w.chunk_size;
-		__atomic_store_n(&w.chunk_count, count, __ATOMIC_RELEASE);
-		__atomic_store_n(&h->chunk_count, count, __ATOMIC_RELEASE);
-		__atomic_fetch_sub(&w.claimed, count, __ATOMIC_ACQ_REL);
-		__atomic_fetch_sub(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
+	    (uint64_t)st.st_size != w.size)
 		return;
+	uint32_t count = chunk_count();
+	uint32_t claimed = __atomic_fetch_add(&w.claimed, count, __ATOMIC_ACQ_REL);
+	if (claimed < count) {
+		__atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
+		__atomic_store_n(&w.chunk_count, claimed, __ATOMIC_RELEASE);
+		__atomic_store_n(&h->chunk_count, claimed, __ATOMIC_RELEASE);
+		count = claimed;
 	}
-	/* The string table's unused tail gives its blocks back (a hole reads
-	 * as the zeros it holds). Strings appended later still fit: a write
-	 * into a hole allocates again. */
-	uint64_t from = (w.strtab_off + gs_strtab_used() + 4095) & ~4095ull;
-	if (from < w.chunk_off)
-		(void)fallocate(w.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
-				(off_t)(w.chunk_off - from));
+	uint64_t chunks_end = w.chunk_off + (uint64_t)count * w.chunk_size, at = chunks_end;
+	uint64_t size = gs_strtab_move(w.base, w.strtab_off, &at, STRTAB_SLACK);
+	if (!size || __atomic_load_n(&w.cut, __ATOMIC_ACQUIRE) != CUT_NONE)
+		return; /* cut under us while it moved: the file is left as it is */
+	w.strtab_off = at;
+	w.strtab_size = size;
+	uint64_t end = at + size;
+	h->file_size = end;
+	if (ftruncate(w.fd, (off_t)end) != 0)
+		return; /* the file is longer than its header says: still read whole */
+	/* A table that stayed where it was (the chunks nearly all claimed)
+	 * leaves the unclaimed ones before it: their blocks go back. */
+	if (w.strtab_off > chunks_end)
+		(void)fallocate(w.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)chunks_end,
+				(off_t)(w.strtab_off - chunks_end));
 }
 
 void gs_writer_exit(int state, int code, int sig)

@@ -20,6 +20,8 @@ HOST_LIB = os.path.join(ROOT, "lib", "libgpuspy-host.so")  # malloc & co., for G
 GPUSPY = os.path.join(ROOT, "tools", "gpuspy")
 TIMEOUT = 60
 STRTAB = 16 << 20  # string table bytes of a trace file with call stacks on (the default)
+CHUNK = 64 << 10  # a chunk of the trace file
+SLACK = 64 << 10  # what the trim at exit keeps past the string table's used bytes (lib/writer.c)
 # make check-sanitize: the sanitizer runtime must come first in LD_PRELOAD.
 PRELOAD_PREFIX = os.environ.get("GPUSPY_TEST_PRELOAD_PREFIX", "")
 SANITIZED = bool(PRELOAD_PREFIX)
@@ -53,6 +55,26 @@ def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None)
         check(p.returncode == expect_rc,
               f"{prog} exited {p.returncode}, expected {expect_rc}: {p.stderr.strip()}")
     return p
+
+
+# Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
+HEADER_FIELDS = {"version": (8, 4), "file_size": (24, 8), "strtab_offset": (32, 8), "strtab_size": (40, 8),
+                 "chunk_offset": (48, 8), "chunk_size": (56, 4), "chunk_count": (60, 4), "pid": (64, 4),
+                 "chunks_claimed": (136, 4), "state": (140, 4), "strtab_used": (152, 8)}
+
+
+def header(path):
+    """The layout fields of a trace's header, as its bytes have them."""
+    with open(path, "rb") as f:
+        data = f.read(4096)
+    return {k: int.from_bytes(data[o:o + n], "little") for k, (o, n) in HEADER_FIELDS.items()}
+
+
+def trimmed_size(h, slack=SLACK):
+    """A format-3 trace cut at a clean exit: the header, the chunks claimed
+    (chunk_count once trimmed), then the string table's used bytes and the
+    slack, in pages."""
+    return 4096 + h["chunk_count"] * CHUNK + ((h["strtab_used"] + slack + 4095) & ~4095)
 
 
 def traces(tmp):

@@ -71,10 +71,12 @@ def run_reports_each_process_and_cuts_the_file(tmp):
     check(f"== pid {parent}" in p.stdout and f"== pid {child}" in p.stdout,
           "report of both processes missing")
     check("2 trace files in" in p.stderr, p.stderr)
-    proc, _ = dump(os.path.join(d, sorted(traces(d))[0]))
+    path = os.path.join(d, sorted(traces(d))[0])
+    proc, _ = dump(path)
+    h = header(path)
     check(proc["buffer_bytes"] == 8 << 20, "--buffer-mb not applied")
-    check(os.path.getsize(os.path.join(d, sorted(traces(d))[0])) == proc["file_bytes"] == 4096 + STRTAB + (64 << 10),
-          "the file is not cut to its chunks at exit")
+    check(h["chunk_count"] == 1 and os.path.getsize(path) == proc["file_bytes"] == trimmed_size(h),
+          f"the file is not cut to its chunk and strings at exit: {os.path.getsize(path)} bytes, {h}")
 
 
 @test
@@ -207,7 +209,7 @@ def command_line_errors_are_one_line(tmp):
               p.stderr.startswith("gpuspy: error: " + want), f"gpuspy {args}: rc {p.returncode} {p.stderr!r}")
     check(not os.path.exists(os.path.join(tmp, "x.json")), "a refused export created its output")
     p = subprocess.run([GPUSPY, "--version"], capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 0 and re.fullmatch(r"gpuspy \d+\.\d+\.\d+ \(trace format 2\)\n", p.stdout),
+    check(p.returncode == 0 and re.fullmatch(r"gpuspy \d+\.\d+\.\d+ \(trace format 3\)\n", p.stdout),
           f"--version: {p.stdout!r}")
     p = subprocess.run([GPUSPY, "--help"], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0 and p.stdout.startswith("usage: gpuspy run") and p.stderr == "", "--help")
@@ -270,21 +272,32 @@ def run_refuses_a_trace_directory_not_its_own(tmp):
 @test
 def run_cuts_the_traces_of_a_killed_command(tmp):
     """A command killed by a signal (SIGKILL here; Ctrl-C likewise) cannot
-    cut its own trace: it would keep its whole 64 MiB buffer. run saw it
-    end, so it cuts the file to the chunks in use (5000 launches: a few
-    64 KiB chunks) as the library does at a clean exit; every event still
-    reads back, and the trace still says it did not exit cleanly."""
-    d = os.path.join(tmp, "runs")
-    p = subprocess.run([GPUSPY, "run", "--dir", d, "--buffer-mb", "64", "--no-report", "--",
-                        os.path.join(BIN, "prog_kill"), "5000"], env=_run_env(), capture_output=True, text=True,
-                       timeout=TIMEOUT)
-    check(p.returncode == 137, f"exit {p.returncode}: {p.stderr}")
-    path = os.path.join(d, traces(d)[0])
-    proc, ev = dump(path)
-    size = os.path.getsize(path)
-    check(len(ev) == 5000 and proc["state"] == "running or killed", f"{len(ev)} events, {proc['state']}")
-    check(size == proc["file_bytes"] and size < 4096 + STRTAB + 16 * (64 << 10),
-          f"a killed command's trace is {size} bytes (header says {proc['file_bytes']})")
+    cut its own trace: it would keep its whole 64 MiB buffer and 16 MiB
+    string table. run saw it end, so it cuts the file as the library does
+    at a clean exit: the string table's used bytes move down to right
+    after the chunks in use (5000 launches: one 64 KiB chunk), and the
+    file ends with them: exactly header + chunk + strings. Every event
+    still reads back, by its kernel's name, and the trace still says it
+    did not exit cleanly. With its 1 MiB buffer full (16 chunks of 16),
+    the table has no room below it: it stays, cut to its used bytes."""
+    for mb, launches, chunks in ((64, 5000, 1), (1, 200000, 16)):
+        d = os.path.join(tmp, f"runs-{mb}")
+        p = subprocess.run([GPUSPY, "run", "--dir", d, "--buffer-mb", str(mb), "--no-report", "--",
+                            os.path.join(BIN, "prog_kill"), str(launches)], env=_run_env(), capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(p.returncode == 137, f"exit {p.returncode}: {p.stderr}")
+        path = os.path.join(d, traces(d)[0])
+        proc, ev = dump(path)
+        h, size = header(path), os.path.getsize(path)
+        check(h["chunk_count"] == chunks and h["chunks_claimed"] == chunks + (mb << 4) and
+              h["strtab_offset"] == 4096 + chunks * CHUNK and h["strtab_size"] == h["strtab_used"] > 0 and
+              size == proc["file_bytes"] == 4096 + chunks * CHUNK + h["strtab_used"],
+              f"{mb} MiB: a killed command's trace is {size} bytes, header {h}")
+        recorded = launches if chunks == 1 else len(ev)
+        check(len(ev) == recorded and proc["state"] == "running or killed" and
+              len(ev) + proc["dropped"] == launches and {e.get("name") for e in ev} == {"doomed_kernel"} and
+              [e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(len(ev))],
+              f"{mb} MiB: {len(ev)} events, {proc['dropped']} dropped, {proc['state']}")
 
 
 @test

@@ -3,12 +3,14 @@
 
 Each test reproduces one way a real job could hang,
 crash or change behaviour under gpuspy, and asserts what the program did."""
+import json
 import os
+import re
 import subprocess
 import sys
 
-from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump, dump_stacks,
-                     run, slow, test, traces)
+from harness import (BIN, CHUNK, GPUSPY, HEADER_FIELDS, LIB, PRELOAD_PREFIX, SANITIZED, SLACK, TIMEOUT, Fail, Skip, check,
+                     compare, dump, dump_stacks, header, run, slow, test, traces)
 from test_routes import rt_expected
 
 
@@ -390,6 +392,38 @@ def calls_after_exit_are_not_blamed_on_the_buffer(tmp):
 
 
 @test
+def strings_interned_after_the_trim_resolve(tmp):
+    """main makes a call (its thread has a chunk), then a linked library's
+    destructor, after gpuspy's trimmed the trace (the table moved down,
+    64 KiB of room kept past its used bytes), reads the trace and makes
+    two calls in a phase: a name and a call stack new to the string
+    table. Both land in the room past what the table held at the trim
+    (the stack's id is past it), and read back: the phase by its name,
+    the stack's frames; nothing dropped, and the file is as the trim left
+    it."""
+    p = run("prog_dtor", tmp=tmp, env={"HOSTILE_DTOR_LATE": "1"})
+    m = re.search(r"^trimmed (\d+) (\d+)$", p.stderr, re.M)
+    check(p.stdout == "main: 0\n" and "late: 0 0" in p.stderr and m, f"program: {p.stdout!r} {p.stderr!r}")
+    size, used = int(m[1]), int(m[2])
+    path = os.path.join(tmp, traces(tmp)[0])
+    h = header(path)
+    check(h["chunk_count"] == 1 and h["strtab_offset"] == 4096 + CHUNK and
+          h["strtab_size"] == (used + SLACK + 4095) & ~4095 and h["strtab_used"] > used and
+          os.path.getsize(path) == size == h["file_size"] == h["strtab_offset"] + h["strtab_size"],
+          f"size {size} at the trim, {os.path.getsize(path)} now, {used} bytes of strings then; header {h}")
+    events, stacks = dump_stacks(path)
+    got = [(e["kind"], e.get("name"), e.get("bytes")) for e in events]
+    check(got == [("alloc", None, 4096), ("phase_begin", "late_phase", None), ("alloc", None, 1 << 20),
+                  ("free", None, 1 << 20), ("phase_end", "late_phase", None)], f"events {got}")
+    late = events[2]
+    frames = stacks.get(late.get("stack"), [])
+    check(late.get("stack", 0) > used and frames and frames[0].startswith("two_calls") and
+          any(f.startswith("dtor_makes_cuda_calls") for f in frames), f"late stack {late.get('stack')}: {frames}")
+    proc, _ = dump(path)
+    check(proc["dropped"] == 0 and proc["clean_exit"], f"process line {proc}")
+
+
+@test
 def report_of_many_traces_keeps_memory_bounded(tmp):
     """`gpuspy report DIR` over 60 traces with call stacks (one trace of
     tests/progs/prog_stacks.c, copied): one symbolizer handle per distinct file
@@ -488,11 +522,6 @@ def live(tmp, change, linger_ms=0, env=None):
     return p.returncode, first + out, err
 
 
-# Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
-HEADER_FIELDS = {"strtab_offset": (32, 8), "strtab_size": (40, 8), "chunk_offset": (48, 8), "chunk_size": (56, 4),
-                 "chunk_count": (60, 4), "pid": (64, 4), "chunks_claimed": (136, 4), "strtab_used": (152, 8)}
-
-
 def overwrite(path, field, value):
     off, size = HEADER_FIELDS[field]
     with open(path, "r+b") as f:
@@ -570,3 +599,56 @@ def trace_emptied_while_it_runs(tmp):
     p = subprocess.run([GPUSPY, "dump", emptied[0]], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:"),
           f"dump of the empty file: exit {p.returncode}, {p.stderr!r}")
+
+
+@test
+def misplaced_string_table_is_refused(tmp):
+    """A format-3 trace whose header puts its string table over the chunks
+    (inside the last one, or at the first), past the end of the file the
+    header itself gives, or that says it is format 2 (the table first) over
+    format 3's bytes: dump, report and export refuse it with one line
+    saying the header is corrupt; top skips it. One whose table lies past
+    the end of the file as it is (a copy cut short, the header whole)
+    reads as cut: every event, the kernels "(unknown)" (host functions
+    and graphs are named without it), one warning."""
+    run("prog_drv", tmp=tmp)
+    good = os.path.join(tmp, traces(tmp)[0])
+    h = header(good)
+    check(h["version"] == 3 and h["chunk_count"] == 1 and h["strtab_offset"] == 4096 + CHUNK, f"layout {h}")
+    _, whole = dump(good)
+    data = open(good, "rb").read()
+    os.unlink(good)
+
+    def patched(**fields):
+        b = bytearray(data)
+        for k, v in fields.items():
+            off, n = HEADER_FIELDS[k]
+            b[off:off + n] = v.to_bytes(n, "little")
+        return bytes(b)
+    end = lambda off: off + h["strtab_size"]  # noqa: E731: a file_size that agrees with the offset
+    bad = {"overlap": patched(strtab_offset=4096 + CHUNK - 64, file_size=end(4096 + CHUNK - 64)),
+           "first": patched(strtab_offset=4096, file_size=end(4096)),
+           "past": patched(strtab_size=h["strtab_size"] + 4096),
+           "v2": patched(version=2)}
+    for name, b in bad.items():
+        path = os.path.join(tmp, f"{name}.gspy")
+        with open(path, "wb") as f:
+            f.write(b)
+        for args in (["dump", path], ["report", path],
+                     ["export", "--format", "chrome", "-o", os.path.join(tmp, "o.json"), path]):
+            p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)
+            check(p.returncode == 1 and p.stderr == f"gpuspy: error: {path}: corrupt header (inconsistent sizes)\n",
+                  f"{name} {args[0]}: exit {p.returncode}, {p.stderr!r}")
+        p = subprocess.run([GPUSPY, "top", "--once", "--json", tmp], capture_output=True, text=True, timeout=TIMEOUT)
+        check((p.returncode, p.stdout, p.stderr) == (0, "[]\n", ""), f"{name} top: {p.returncode} {p.stderr!r}")
+        os.unlink(path)
+    far = os.path.join(tmp, "far.gspy")
+    with open(far, "wb") as f:
+        f.write(patched(strtab_offset=1 << 40, file_size=end(1 << 40)))
+    p = subprocess.run([GPUSPY, "dump", far], capture_output=True, text=True, timeout=TIMEOUT)
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    got = [x for x in lines if x["type"] == "event"]
+    check(p.returncode == 0 and p.stderr.count("\n") == 1 and "truncated" in p.stderr and len(got) == len(whole) and
+          {e["name"] for e in got if e["kind"] == "launch"} == {"(unknown)", "(graph)", "(host function)"} and
+          lines[0]["truncated"] and {e["name"] for e in whole if e["kind"] == "launch"} > {"(graph)", "(host function)"},
+          f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")

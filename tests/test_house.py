@@ -35,22 +35,26 @@ def demo_prints_a_report_and_commands_that_work(tmp):
 
 @test
 def committed_binary_trace_reads_as_its_dump(tmp):
-    """tests/golden/format-v2.gspy.gz, a trace written by libgpuspy in
-    format version 2 (prog_graph on the doubles, CUPTI on, stacks off),
-    dumps byte for byte to the committed format-v2.jsonl, whose reports
-    golden_reports checks: a change that reads old files differently fails
-    here. A new format version commits a file of its own."""
+    """tests/golden/format-v2.gspy.gz and format-v3.gspy.gz, traces written
+    by libgpuspy in format versions 2 and 3 (prog_graph on the doubles,
+    CUPTI on, stacks off, a 1 MiB buffer), each dump byte for byte to
+    their committed JSON Lines, whose reports golden_reports checks: a
+    change that reads old files differently fails here. A new format
+    version commits a file of its own. The version 3 file is as its clean
+    exit cut it: header, one chunk, its strings and their 64 KiB of room."""
     import gzip
     gold = os.path.join(ROOT, "tests", "golden")
-    path = os.path.join(tmp, "format-v2.gspy")
-    with gzip.open(os.path.join(gold, "format-v2.gspy.gz")) as f, open(path, "wb") as g:
-        g.write(f.read())
-    p = subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "dump", path], capture_output=True, text=True,
-                       timeout=60)
-    check(p.returncode == 0, f"dump failed: {p.stderr.strip()}")
-    want = open(os.path.join(gold, "format-v2.jsonl")).read()
-    check(p.stdout == want, "the committed trace no longer dumps as format-v2.jsonl")
-    check('"format_version":2' in want.splitlines()[0], "not a version 2 trace")
+    for v, size in ((2, 4263936), (3, 4096 + (64 << 10) + (64 << 10) + 4096)):
+        path = os.path.join(tmp, f"format-v{v}.gspy")
+        with gzip.open(os.path.join(gold, f"format-v{v}.gspy.gz")) as f, open(path, "wb") as g:
+            g.write(f.read())
+        check(os.path.getsize(path) == size, f"format-v{v}.gspy is {os.path.getsize(path)} bytes")
+        p = subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "dump", path], capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode == 0, f"dump failed: {p.stderr.strip()}")
+        want = open(os.path.join(gold, f"format-v{v}.jsonl")).read()
+        check(p.stdout == want, f"the committed trace no longer dumps as format-v{v}.jsonl")
+        check(f'"format_version":{v}' in want.splitlines()[0], f"not a version {v} trace")
 
 
 @test

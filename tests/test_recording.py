@@ -98,7 +98,7 @@ def dump_format_types(tmp):
     first = json.loads(p.stdout.splitlines()[0])
     for k in ("format_version", "pid", "host", "rank", "command", "dropped", "clean_exit"):
         check(k in first, f"process line lacks {k}")
-    check(first["format_version"] == 2 and "prog_drv" in first["command"], "process line values")
+    check(first["format_version"] == 3 and "prog_drv" in first["command"], "process line values")
     for line in p.stdout.splitlines()[1:]:
         e = json.loads(line)
         if e["type"] == "stack":  # {"type": "stack", "id": N, "frames": [strings]}
@@ -134,16 +134,29 @@ def reader_rejects_bad_files(tmp):
         check(len(err.splitlines()) == 1 and err.startswith("gpuspy: error: ") and path in err
               and what in err, f"{name}: message {err!r}")
     # A file cut inside its records yields the complete ones and says so.
+    # The string table, last in the file (format 3), is cut off with the
+    # rest: the events come without their names and their stacks' frames.
+    def events(path):
+        p = subprocess.run([GPUSPY, "dump", path], capture_output=True, text=True, timeout=10)
+        lines = [json.loads(l) for l in p.stdout.splitlines()]
+        return p, [l for l in lines if l["type"] == "event"], [l for l in lines if l["type"] == "stack"]
+    h = header(good_path)
+    check(h["chunk_offset"] == 4096 and h["strtab_offset"] == 4096 + h["chunk_count"] * CHUNK, f"layout {h}")
+    _, whole, stacks = events(good_path)
+    check(stacks and any("name" in e for e in whole), "the whole file's stacks and names")
     cut = os.path.join(tmp, "cut.gspy")
-    hdr_end = 4096 + STRTAB
-    write(cut, good[:hdr_end + 64 + 30])  # inside the first chunk's packed records
-    p = subprocess.run([GPUSPY, "dump", cut], capture_output=True, text=True, timeout=10)
-    whole = [l for l in subprocess.run([GPUSPY, "dump", good_path], capture_output=True,
-                                       text=True).stdout.splitlines() if '"type":"event"' in l]
-    got = [l for l in p.stdout.splitlines() if '"type":"event"' in l]
-    check(p.returncode == 0 and 1 <= len(got) < len(whole) and got == whole[:len(got)],
-          f"cut file: {len(got)} of {len(whole)} events, not a prefix: {p.stdout!r}")
+    write(cut, good[:4096 + 64 + 30])  # inside the first chunk's packed records
+    p, got, got_stacks = events(cut)
+    bare = lambda evs: [{k: v for k, v in e.items() if k != "name"} for e in evs]  # noqa: E731
+    check(p.returncode == 0 and 1 <= len(got) < len(whole) and bare(got) == bare(whole[:len(got)]) and
+          not got_stacks, f"cut file: {len(got)} of {len(whole)} events, not a prefix: {p.stdout!r}")
     check("truncated" in p.stderr, "cut file not reported as truncated")
+    # Cut inside the string table: every event, each kernel "(unknown)".
+    write(cut, good[:h["strtab_offset"] + 8])
+    p, got, got_stacks = events(cut)
+    check(p.returncode == 0 and bare(got) == bare(whole) and not got_stacks and "truncated" in p.stderr and
+          {e.get("name") for e in got} == {None, "(unknown)"},
+          f"cut in the strings: {len(got)} of {len(whole)} events: {p.stdout[:300]!r} {p.stderr!r}")
 
 
 @test
@@ -393,3 +406,119 @@ def header_says_the_cpus_the_process_could_use(tmp):
                    timeout=TIMEOUT)
     proc, _ = only_trace(tmp)
     check(proc.get("cpus") == 1, f"cpus under taskset {proc.get('cpus')}")
+
+
+def names_and_frames(path):
+    """What a trace's names say: (kind, name) counts of its named events,
+    and the first frame of each stack its events refer to."""
+    events, stacks = dump_stacks(path)
+    named = {}
+    for e in events:
+        if "name" in e:
+            named[(e["kind"], e["name"])] = named.get((e["kind"], e["name"]), 0) + 1
+    return named, {stacks[e["stack"]][0].split(" (")[0] if e["stack"] in stacks else None
+                   for e in events if "stack" in e}
+
+
+@test
+def clean_exit_cuts_the_file_to_chunks_and_strings(tmp):
+    """A clean exit cuts the trace to what it holds (format 3): the header,
+    the chunks claimed, then the string table's used bytes, moved down to
+    right after them, and 64 KiB for strings interned later, in pages.
+    prog_train's 20 steps (one 64 KiB chunk of the 4,096 reserved, its
+    names and call stacks) come to exactly that, under 2 MiB (16,846,848
+    bytes before: the 16 MiB table stayed whole), and read back whole:
+    every kernel, phase and mark name, every stack's frames. A buffer
+    filled to its last chunk leaves no room below the table: it stays
+    where it was, cut to its used bytes and the slack, its names whole."""
+    run("prog_train", tmp=tmp)
+    path = os.path.join(tmp, traces(tmp)[0])
+    h, size = header(path), os.path.getsize(path)
+    check(h["version"] == 3 and h["chunk_offset"] == 4096 and h["chunk_count"] == 1 and
+          h["chunks_claimed"] == 1 + 4096 and h["strtab_offset"] == 4096 + CHUNK and
+          h["strtab_size"] == (h["strtab_used"] + SLACK + 4095) & ~4095 and 0 < h["strtab_used"] < 16 << 10 and
+          size == h["file_size"] == h["strtab_offset"] + h["strtab_size"] == trimmed_size(h) and size < 2 << 20,
+          f"{size} bytes, header {h}")
+    named, first = names_and_frames(path)
+    check(named == {("launch", "fwd_gemm"): 200, ("launch", "bwd_gemm"): 240, ("launch", "sgd_update"): 20,
+                    ("phase_begin", "data"): 20, ("phase_end", "data"): 20, ("phase_begin", "forward"): 20,
+                    ("phase_end", "forward"): 20, ("phase_begin", "backward"): 20, ("phase_end", "backward"): 20,
+                    ("phase_begin", "optimizer"): 20, ("phase_end", "optimizer"): 20, ("mark", "step"): 20},
+          f"names {named}")
+    check(first == {"main"}, f"first frames of the stacks: {first}")
+    # Full: 16 chunks of 16, none free below the table.
+    os.unlink(path)
+    run("prog_threads", ["8", "40000"], tmp=tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    path = os.path.join(tmp, traces(tmp)[0])
+    h, size = header(path), os.path.getsize(path)
+    check(h["chunk_count"] == h["chunks_claimed"] == 16 and h["strtab_offset"] == 4096 + 16 * CHUNK and
+          h["strtab_size"] == (h["strtab_used"] + SLACK + 4095) & ~4095 and
+          size == h["file_size"] == trimmed_size(h), f"full buffer: {size} bytes, header {h}")
+    proc, ev = dump(path)
+    names = {e["name"] for e in ev if "name" in e}
+    check(proc["dropped"] > 0 and len(ev) + proc["dropped"] == 320000 and names == {"thread_kernel"},
+          f"full buffer: {len(ev)} events, {proc['dropped']} dropped, names {names}")
+
+
+def sparse_copy(src, dst):
+    """A copy of a live trace's bytes that matter (the header, the chunks
+    claimed, the string table's used bytes), the rest zeros: its whole
+    reserved buffer is not copied."""
+    h = header(src)
+    claimed = min(h["chunks_claimed"], h["chunk_count"])
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        g.truncate(os.path.getsize(src))
+        for off, n in ((0, 4096), (h["chunk_offset"], claimed * h["chunk_size"]),
+                       (h["strtab_offset"], h["strtab_used"])):
+            f.seek(off)
+            g.seek(off)
+            g.write(f.read(n))
+
+
+@test
+def trim_at_exit_changes_no_byte_read_back(tmp):
+    """The dump of a trace copied while its process ran (its string table
+    after the whole buffer, 16 MiB from the chunks) and the dump of the
+    same trace cut at its clean exit (the table moved down) are the same
+    lines but the process line: every event, name, call stack and frame."""
+    from test_control import Driven
+    d = Driven(tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    d.do("p step", "a 4096", "k 3", "n range", "h 1000", "H 2000", "m", "q", "p eval", "A 8192", "q")
+    path = os.path.join(tmp, traces(tmp)[0])
+    live = os.path.join(tmp, "live.copy")
+    sparse_copy(path, live)
+    h = header(live)
+    check(h["state"] == 0 and h["chunk_count"] == 16 and h["strtab_offset"] == 4096 + 16 * CHUNK and
+          h["strtab_size"] == STRTAB, f"live header {h}")
+    check(d.finish() == 0, "prog_window failed")
+    h = header(path)
+    check(h["state"] == 1 and h["strtab_offset"] == 4096 + h["chunk_count"] * CHUNK and
+          os.path.getsize(path) == trimmed_size(h), f"trimmed header {h}")
+    lines = lambda p: subprocess.run([GPUSPY, "dump", p], capture_output=True, text=True,  # noqa: E731
+                                     timeout=TIMEOUT).stdout.splitlines()[1:]
+    before, after = lines(live), lines(path)
+    check(len(before) > 10 and after == before and '"name":"window_kernel"' in "".join(before) and
+          '"type":"stack"' in "".join(before), f"dump before the trim:\n{before}\nafter:\n{after}")
+
+
+@test
+def both_layouts_read_the_same(tmp):
+    """The same trace in format 2 (string table before the chunks, as the
+    committed fixtures are) and format 3 (after them; tests/mktrace): the
+    dump is the same but for format_version, and the report the same."""
+    out = {}
+    for v in ("2", "3"):
+        os.mkdir(os.path.join(tmp, v))
+        f = os.path.join(tmp, v, "t.gspy")
+        subprocess.run([os.path.join(BIN, "mktrace"), f, "20000", "3", "65536", "4096"], check=True,
+                       timeout=TIMEOUT, env=dict(os.environ, MKTRACE_FORMAT=v))
+        h = header(f)
+        check(h["version"] == int(v) and (h["strtab_offset"] < h["chunk_offset"]) == (v == "2"), f"v{v}: {h}")
+        d = subprocess.run([GPUSPY, "dump", f], capture_output=True, text=True, timeout=TIMEOUT)
+        r = subprocess.run([GPUSPY, "report", "--json", "t.gspy"], capture_output=True, text=True, timeout=TIMEOUT,
+                           cwd=os.path.join(tmp, v))
+        check(d.returncode == r.returncode == 0 and not d.stderr and not r.stderr, f"v{v}: {d.stderr} {r.stderr}")
+        out[v] = (d.stdout.replace(f'"format_version":{v},', ""), r.stdout)
+    check(out["2"][0] == out["3"][0], "the dumps differ")
+    check(out["3"][0].count('"type":"event"') == 20001, "not 3 threads of 6,667 events")  # mktrace rounds up
+    check(out["2"][1] == out["3"][1], "the reports differ")

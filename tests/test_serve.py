@@ -291,6 +291,105 @@ def serve_exposition_survives_hostile_names(tmp):
             x.wait()
 
 
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7f | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def trim_as_at_exit(path, late_name, t0):
+    """What a process's exit does to its trace (lib/writer.c, format 3),
+    done to a live one: the string table's used bytes moved down to right
+    after the chunks claimed, the header saying so, the file cut there
+    with 64 KiB of room; then a string interned in that room (late_name)
+    and, in the chunk its thread claimed before the trim (empty until
+    then), a phase of that name from t0 to t0 + 1 ms."""
+    h = header(path)
+    claimed, used = h["chunks_claimed"], h["strtab_used"]
+    to, size = 4096 + claimed * CHUNK, (used + SLACK + 4095) & ~4095
+    with open(path, "r+b") as f:
+        f.seek(h["strtab_offset"])
+        tab = f.read(used)
+        f.seek(to)
+        f.write(tab)
+
+        def put(field, v):
+            off, n = HEADER_FIELDS[field]
+            f.seek(off)
+            f.write(v.to_bytes(n, "little"))
+        put("strtab_size", size)
+        put("strtab_offset", to)
+        put("chunk_count", claimed)
+        put("chunks_claimed", claimed + h["chunk_count"])
+        put("file_size", to + size)
+        f.truncate(to + size)
+        name = late_name.encode()
+        entry = len(name).to_bytes(4, "little") + name + b"\0"
+        entry += b"\0" * (-len(entry) % 4)
+        f.seek(to + used)
+        f.write(entry)
+        f.flush()
+        put("strtab_used", used + len(entry))
+        # phase_begin (kind 9): start, name; phase_end (10): start 1 ms on (format.h's packing)
+        body = (bytes([9]) + varint(1 << 4 | 1 << 13) + varint(2 * t0) + varint(used + 1) +
+                bytes([10]) + varint(1 << 4) + varint(2 * 1000000))
+        chunk = 4096 + (claimed - 1) * CHUNK
+        f.seek(chunk + 64)
+        f.write(body)
+        f.seek(chunk + 4)  # seq, committed, dropped, claim; the tid last
+        f.write((1).to_bytes(4, "little") + (2 << 32 | len(body)).to_bytes(8, "little") + bytes(8) +
+                (claimed - 1).to_bytes(8, "little"))
+        f.flush()
+        f.seek(chunk)
+        f.write((100).to_bytes(4, "little"))
+
+
+@test
+def serve_follows_a_string_table_that_moves(tmp):
+    """A running process's trace (tests/mktrace, format 3: its phase "fwd",
+    4 chunks reserved past those written, the first claimed) followed by
+    one gpuspy serve while its string table moves down to right after the
+    chunks claimed and the file is cut there, as at the process's exit
+    (here by the test: the process, a sleep, runs on); then a phase whose
+    name was interned after the move. The same follower reads that name
+    from the table's new place and keeps the names it had: both phases'
+    seconds, to the nanosecond; as does a new follower (top)."""
+    sleeper = subprocess.Popen(["sleep", "300"])
+    path = os.path.join(tmp, "t.gspy")
+    try:
+        p = subprocess.run([os.path.join(BIN, "mktrace"), path, "20", "1", "65536", "65536", str(sleeper.pid), "cmd",
+                            "k", "fwd", "GPU-0"], env=dict(os.environ, MKTRACE_RESERVE="4"), capture_output=True,
+                           timeout=TIMEOUT)
+        h = header(path)
+        check(p.returncode == 0 and h["chunk_count"] == 5 and h["chunks_claimed"] == 2 and
+              h["strtab_offset"] == 4096 + 5 * CHUNK, f"mktrace: {p.returncode} {h}")
+        s = Serve(tmp)
+        try:
+            me = {"pid": str(sleeper.pid)}
+            got, _ = s.metrics()
+            check(value(got, "gpuspy_phase_seconds_total", phase="fwd", **me) == 9000 / 1e9 and
+                  not any(dict(ls).get("phase") == "late_phase" for _, ls in got), "before the move")
+            trim_as_at_exit(path, "late_phase", time.monotonic_ns())
+            h = header(path)
+            check(h["strtab_offset"] == 4096 + 2 * CHUNK and os.path.getsize(path) == h["file_size"], f"moved: {h}")
+            got, _ = s.metrics()
+            late = value(got, "gpuspy_phase_seconds_total", phase="late_phase", **me)
+            fwd = value(got, "gpuspy_phase_seconds_total", phase="fwd", **me)
+            check((late, fwd) == (1000000 / 1e9, 9000 / 1e9), f"after the move: late_phase {late}, fwd {fwd}")
+        finally:
+            check(s.stop() == 0, "serve did not exit 0")
+        from test_top import top_json
+        v = [x for x in top_json("--window", "60s", tmp) if x["pid"] == sleeper.pid]
+        check(len(v) == 1 and v[0]["phase_ns"].get("late_phase") == 1000000 and v[0]["phase_ns"].get("fwd") == 9000,
+              f"top: {v}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 @test
 def serve_refuses_bad_arguments(tmp):
     """A bad --listen: one line, status 2; an address in use: status 1."""

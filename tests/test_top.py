@@ -323,3 +323,47 @@ def top_once_writes_no_control_bytes(tmp):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@test
+def top_reads_names_while_the_process_exits(tmp):
+    """A traced process's string table lies past its whole buffer while it
+    runs (format 3: 256 MiB of chunks in) and moves down to its one chunk
+    as it exits. top --once, run over and over across the exit, reads the
+    phase names wherever the table is at that moment: each time it shows
+    the process with exactly its phases, or, once it has exited, nothing;
+    never an error, a wrong name or a stray event."""
+    d = Driven(tmp)
+    d.do("p step", "h 1000", "q", "p step", "k 3", "q", "p eval")
+    path = os.path.join(tmp, traces(tmp)[0])
+    h = header(path)
+    check(h["strtab_offset"] == 4096 + 4096 * CHUNK and h["strtab_size"] == STRTAB, f"live header {h}")
+    v = top_json("--window", "60s", tmp)
+    check(len(v) == 1 and set(v[0]["phase_ns"]) == {"(no phase)", "step", "eval"} and v[0]["events"] == 8,
+          f"top of the live process: {v}")
+    import threading
+    done = threading.Event()
+    seen = []
+
+    def watch():
+        while not done.is_set():
+            p = gpuspy("top", "--once", "--json", "--window", "60s", tmp)
+            seen.append((p.returncode, p.stderr, p.stdout))
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        time.sleep(0.3)
+        check(d.finish() == 0, "prog_window failed")
+        time.sleep(0.3)
+    finally:
+        done.set()
+        t.join()
+    bad = []
+    for rc, err, out in seen:
+        got = json.loads(out) if rc == 0 and not err else None
+        if got is None or (got and (len(got) != 1 or set(got[0]["phase_ns"]) != {"(no phase)", "step", "eval"} or
+                                    got[0]["events"] != 8)):
+            bad.append((rc, err, out[:300]))
+    check(seen and not bad and json.loads(seen[-1][2]) == [], f"{len(bad)} of {len(seen)} wrong: {bad[:3]}")
+    h = header(path)
+    check(h["strtab_offset"] == 4096 + CHUNK and os.path.getsize(path) == trimmed_size(h), f"trimmed header {h}")

@@ -259,7 +259,7 @@ test-build: $(TB)/prog_files
 $(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN)
 test-build: $(TB)/prog_longjmp
-$(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13
+$(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13 include/gpuspy.h include/gpuspy/format.h
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN) -lpthread
 $(TB)/prog_threads_many: tests/hostile/prog_threads_many.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread

@@ -6,12 +6,23 @@
  * record layout are each listed once here and every table in lib/ and tools/
  * is generated from these lists.
  *
- * File layout (all little-endian, offsets from the start of the file):
+ * File layout (all little-endian, offsets from the start of the file),
+ * format 3:
  *
  *   [gspy_header, 4096 bytes]
- *   [string table, strtab_size bytes]      entries: u32 length, bytes, NUL,
+ *   [chunk 0][chunk 1]...[chunk n-1]       at chunk_offset, each chunk_size bytes
+ *   [string table, strtab_size bytes]      at strtab_offset, past the chunks;
+ *                                          entries: u32 length, bytes, NUL,
  *                                          padded to 4; id = offset + 1
- *   [chunk 0][chunk 1]...[chunk n-1]       each chunk_size bytes
+ *
+ * The string table comes last so that a clean exit can cut the file to
+ * what it holds: the chunks claimed, then the table's used bytes, moved
+ * down to right after them (ids are offsets within the table: they do not
+ * change), and a little room for strings interned after that. The header's
+ * strtab_offset, strtab_size, chunk_count and file_size then say so
+ * (file_size = strtab_offset + strtab_size). Format 2 had the table first:
+ * [header][string table][chunks], file_size = the chunks' end; readers
+ * read both.
  *
  * The string table holds names (kernels, phases) and two kinds of binary
  * entry, told apart by their first byte (a name never starts with 1 or 2):
@@ -45,7 +56,7 @@
 #endif
 
 #define GSPY_MAGIC "GPUSPY\x01\x00" /* 8 bytes, NUL-terminated by C */
-#define GSPY_FORMAT_VERSION 2u
+#define GSPY_FORMAT_VERSION 3u /* 2: the string table before the chunks */
 #define GSPY_HEADER_SIZE 4096u
 #define GSPY_RECORD_SIZE 64u
 #define GSPY_CHUNK_HEADER_SIZE 64u

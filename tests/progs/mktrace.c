@@ -8,7 +8,12 @@
  * PID, the trace is of that process, running, and COMMAND, KERNEL, PHASE
  * and UUID (any bytes) replace the command line, the first kernel's name,
  * the phase's name and device 0's UUID (an NVML sample first; every
- * tenth event a GPU kernel of device 0).
+ * tenth event a GPU kernel of device 0). The layout is format 3's (the
+ * string table after the chunks), or with MKTRACE_FORMAT=2 in the
+ * environment format 2's (the table before them), the same bytes else.
+ * MKTRACE_RESERVE=N reserves N chunks more than it writes (zeros, as a
+ * live process's unused buffer), the first of them claimed, as a thread's
+ * next chunk is before its first record.
  * Usage: mktrace OUT EVENTS THREADS [STRTAB_BYTES CHUNK_BYTES [PID COMMAND KERNEL PHASE UUID]]
  */
 #include <stdio.h>
@@ -27,6 +32,9 @@ int main(int argc, char **argv)
 	uint64_t strtab = argc > 4 ? strtoull(argv[4], NULL, 10) : 4096;
 	uint32_t chunk = argc > 5 ? (uint32_t)atoi(argv[5]) : 64u << 10;
 	int hostile = argc > 10;
+	const char *fmt = getenv("MKTRACE_FORMAT");
+	int v2 = fmt && !strcmp(fmt, "2");
+	uint64_t reserve = getenv("MKTRACE_RESERVE") ? strtoull(getenv("MKTRACE_RESERVE"), NULL, 10) : 0;
 	if (!threads || chunk <= GSPY_CHUNK_HEADER_SIZE || chunk % GSPY_RECORD_SIZE)
 		return 2;
 	/* A running process's events are recent: a live view's window holds them. */
@@ -44,23 +52,23 @@ int main(int argc, char **argv)
 	struct gspy_header h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, GSPY_MAGIC, 8);
-	h.version = GSPY_FORMAT_VERSION;
+	h.version = v2 ? 2 : GSPY_FORMAT_VERSION;
 	h.header_size = GSPY_HEADER_SIZE;
 	h.record_size = GSPY_RECORD_SIZE;
 	h.clock = GSPY_CLOCK_MONOTONIC;
-	h.strtab_offset = GSPY_HEADER_SIZE;
 	h.strtab_size = strtab;
-	h.chunk_offset = GSPY_HEADER_SIZE + strtab;
 	h.chunk_size = chunk;
-	h.chunk_count = (uint32_t)nchunks;
-	h.file_size = h.chunk_offset + nchunks * chunk;
+	h.chunk_count = (uint32_t)(nchunks + reserve);
+	h.chunk_offset = GSPY_HEADER_SIZE + (v2 ? strtab : 0);
+	h.strtab_offset = v2 ? GSPY_HEADER_SIZE : h.chunk_offset + (nchunks + reserve) * chunk;
+	h.file_size = GSPY_HEADER_SIZE + strtab + (nchunks + reserve) * chunk;
 	h.pid = hostile ? (uint32_t)atoi(argv[6]) : 4242;
 	h.ppid = 1;
 	h.rank = -1;
 	h.local_rank = -1;
 	h.clock_start.raw = h.clock_start.mono = 1000000000ull;
 	h.state = hostile ? GSPY_STATE_RUNNING : GSPY_STATE_EXITED;
-	h.chunks_claimed = (uint32_t)nchunks;
+	h.chunks_claimed = (uint32_t)(nchunks + (reserve > 0));
 	h.device_mem[0] = 80ull << 30;
 	snprintf(h.host, sizeof(h.host), "synthetic");
 	snprintf(h.command, sizeof(h.command), "mktrace %s", argv[2]);
@@ -103,7 +111,8 @@ int main(int argc, char **argv)
 	char hdr[GSPY_HEADER_SIZE] = { 0 };
 	memcpy(hdr, &h, sizeof(h));
 	fwrite(hdr, 1, sizeof(hdr), f);
-	fwrite(tab, 1, strtab, f);
+	if (v2)
+		fwrite(tab, 1, strtab, f);
 	char *buf = calloc(1, chunk);
 	uint64_t body = chunk - GSPY_CHUNK_HEADER_SIZE;
 	for (unsigned t = 0; t < threads; t++) {
@@ -150,6 +159,11 @@ int main(int argc, char **argv)
 			fwrite(buf, 1, chunk, f);
 		}
 	}
+	memset(buf, 0, chunk);
+	for (uint64_t c = 0; c < reserve; c++)
+		fwrite(buf, 1, chunk, f);
+	if (!v2)
+		fwrite(tab, 1, strtab, f);
 	free(buf);
 	free(tab);
 	return fclose(f) ? 1 : 0;

@@ -64,7 +64,8 @@ static struct gspy_header *map_header(const struct gs_mapped *m)
 	if (p == MAP_FAILED)
 		return NULL;
 	struct gspy_header *h = p;
-	if (memcmp(h->magic, GSPY_MAGIC, 8) || h->version != GSPY_FORMAT_VERSION || (int)h->pid != m->pid) {
+	/* Formats 2 and 3 have the same header: only where the string table lies differs. */
+	if (memcmp(h->magic, GSPY_MAGIC, 8) || h->version < 2 || h->version > GSPY_FORMAT_VERSION || (int)h->pid != m->pid) {
 		munmap(p, GSPY_HEADER_SIZE);
 		return NULL;
 	}

@@ -282,19 +282,35 @@ static void names_free(struct names *s)
 	free(s->v);
 }
 
+/* Copies n bytes of fd from `from` down to `to`, ranges apart; 0 when all were. */
+static int move_down(int fd, uint64_t from, uint64_t to, uint64_t n)
+{
+	char buf[1 << 16];
+	for (uint64_t k = 0; k < n;) {
+		size_t m = n - k < sizeof(buf) ? (size_t)(n - k) : sizeof(buf);
+		if (pread(fd, buf, m, (off_t)(from + k)) != (ssize_t)m || pwrite(fd, buf, m, (off_t)(to + k)) != (ssize_t)m)
+			return -1;
+		k += m;
+	}
+	return 0;
+}
+
 /*
  * A trace whose process has ended without trimming it (killed, Ctrl-C, a
- * crash) keeps its whole reserved buffer on disk (GPUSPY_BUFFER_MB). run
- * saw its children end, so it cuts each such file to the chunks in use as
- * the library does at a clean exit: the header's count and claims first,
- * then the file, by its own descriptor (never through a link); the
- * string table's unused tail gives its blocks back. A flight recorder's
- * file reuses its chunks and stays whole; a trace whose process still
- * runs (a daemon the command left behind) is left alone: its library
- * holds a shared lock on the file for as long as it writes it, so a file
- * run cannot lock alone is never cut, whatever its header's pid names (a
- * pid in another pid namespace, or one reused). A header that does not
- * hold together is not used at all.
+ * crash) keeps its whole reserved buffer on disk (GPUSPY_BUFFER_MB) and
+ * its whole string table. run saw its children end, so it cuts each such
+ * file as the library does at a clean exit: format 3 (the string table
+ * last) has the table's used bytes moved down to right after the chunks
+ * in use (unless they would overlap where they are), then the header
+ * says so (count, claims, table, size), then the file ends there, cut by
+ * its own descriptor (never through a link); format 2 (the table first)
+ * is cut to its chunks in use and the table's unused tail gives its
+ * blocks back. A flight recorder's file reuses its chunks and stays
+ * whole; a trace whose process still runs (a daemon the command left
+ * behind) is left alone: its library holds a shared lock on the file for
+ * as long as it writes it, so a file run cannot lock alone is never cut,
+ * whatever its header's pid names (a pid in another pid namespace, or one
+ * reused). A header that does not hold together is not used at all.
  */
 static void trim_ended(const char *path)
 {
@@ -306,27 +322,36 @@ static void trim_ended(const char *path)
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    flock(fd, LOCK_EX | LOCK_NB) != 0 ||
 	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, GSPY_MAGIC, 8) != 0 ||
-	    h.version != GSPY_FORMAT_VERSION || h.ring || h.state == GSPY_STATE_EXITED ||
-	    (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) || !gs_header_sane(&h) ||
-	    h.strtab_used > h.strtab_size || h.file_size != (uint64_t)st.st_size) {
+	    h.ring || h.state == GSPY_STATE_EXITED || (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) ||
+	    !gs_header_sane(&h) || h.strtab_used > h.strtab_size || h.file_size != (uint64_t)st.st_size) {
 		close(fd);
 		return;
 	}
 	uint32_t claimed = h.chunks_claimed < h.chunk_count ? h.chunks_claimed : h.chunk_count;
-	uint64_t size = h.chunk_offset + (uint64_t)claimed * h.chunk_size;
-	if (size < (uint64_t)st.st_size && h.chunk_offset <= (uint64_t)st.st_size) {
-		/* past the end: anything claimed now is a drop */
-		h.chunks_claimed = h.chunks_claimed > UINT32_MAX - h.chunk_count ? UINT32_MAX
-										 : h.chunks_claimed + h.chunk_count;
-		h.chunk_count = claimed;
-		h.file_size = size;
-		if (pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && ftruncate(fd, (off_t)size) == 0) {
-			uint64_t from = (h.strtab_offset + h.strtab_used + 4095) & ~4095ull;
-			if (from < h.chunk_offset)
-				(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
-						(off_t)(h.chunk_offset - from));
+	uint64_t chunks_end = h.chunk_offset + (uint64_t)claimed * h.chunk_size, size = chunks_end;
+	uint64_t hole = (h.strtab_offset + h.strtab_used + 4095) & ~4095ull, hole_end = h.chunk_offset;
+	if (h.version >= 3) {
+		uint64_t at = chunks_end + h.strtab_used <= h.strtab_offset ? chunks_end : h.strtab_offset;
+		size = at + h.strtab_used;
+		if (size >= (uint64_t)st.st_size ||
+		    (at != h.strtab_offset && move_down(fd, h.strtab_offset, at, h.strtab_used) != 0)) {
+			close(fd);
+			return;
 		}
+		hole = chunks_end; /* the chunks left before a table that stayed */
+		hole_end = at;
+		h.strtab_offset = at;
+		h.strtab_size = h.strtab_used;
+	} else if (size >= (uint64_t)st.st_size) {
+		close(fd);
+		return;
 	}
+	/* past the end: anything claimed now is a drop */
+	h.chunks_claimed = h.chunks_claimed > UINT32_MAX - h.chunk_count ? UINT32_MAX : h.chunks_claimed + h.chunk_count;
+	h.chunk_count = claimed;
+	h.file_size = size;
+	if (pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && ftruncate(fd, (off_t)size) == 0 && hole < hole_end)
+		(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)hole, (off_t)(hole_end - hole));
 	close(fd);
 }
 

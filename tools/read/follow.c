@@ -5,12 +5,16 @@
  * its new packed records, decoded from where the last poll stopped (each
  * chunk keeps its own packing base). Through pread, not a mapping: a
  * process that exits cuts its file, and a read past the end returns short
- * where a mapping would fault. The header and the string table are copied
- * into a buffer laid out as the file is, so that the reader's clock
- * conversion and string lookups run on it unchanged.
+ * where a mapping would fault. The header is copied into a buffer of its
+ * own, the string table into another (gs_trace's tab), so that the
+ * reader's clock conversion and string lookups run on them unchanged,
+ * wherever the table lies in the file: before the chunks (format 2) or
+ * after them (3), where the process's exit moves it down to the chunks in
+ * use (ids do not change: the bytes already copied stay good).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,42 +63,58 @@ int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, 
 		close(fd);
 		return rc;
 	}
-	f->strtab_offset = t.h->strtab_offset;
-	f->strtab_size = t.h->strtab_size;
+	/* The table never grows past what it was, nor past the file (the
+	 * header is not trusted for a size to allocate). */
+	f->strtab_size = t.h->strtab_size < t.size ? t.h->strtab_size : t.size;
 	f->chunk_offset = t.h->chunk_offset;
 	f->chunk_size = t.h->chunk_size;
 	f->chunk_count = t.h->chunk_count;
 	gs_trace_close(&t);
 	f->fd = fd;
-	f->cap = f->strtab_offset + 4096;
-	f->buf = xrealloc(NULL, f->cap);
+	f->buf = xrealloc(NULL, GSPY_HEADER_SIZE);
 	f->tr.path = path;
 	f->tr.map = f->buf;
+	f->tr.size = GSPY_HEADER_SIZE;
 	f->tr.h = (const struct gspy_header *)f->buf;
 	f->body = xrealloc(NULL, f->chunk_size);
 	return 0;
 }
 
-/* The header and the string table's new bytes. */
+/* The header and the string table's new bytes, read where the header
+ * says the table is. Its exit may move it between the two reads: bytes
+ * read at the old place after the header counted strings appended at the
+ * new one would be wrong, so the offset is read again after them and, if
+ * it changed, they are read again at the new place. */
 static int read_header(struct gs_follow *f)
 {
-	if (read_at(f->fd, f->buf, GSPY_HEADER_SIZE, 0))
-		return -1;
-	const struct gspy_header *h = f->tr.h;
-	uint64_t used = h->strtab_used < f->strtab_size ? h->strtab_used : f->strtab_size;
-	if (used > f->have) {
-		if (f->strtab_offset + used > f->cap) {
-			f->cap = (size_t)(f->strtab_offset + used + (1 << 16));
-			f->buf = xrealloc(f->buf, f->cap);
-			f->tr.map = f->buf;
-			f->tr.h = (const struct gspy_header *)f->buf;
-		}
-		if (read_at(f->fd, f->buf + f->strtab_offset + f->have, (size_t)(used - f->have),
-			    f->strtab_offset + f->have))
+	for (int tries = 0;; tries++) {
+		if (read_at(f->fd, f->buf, GSPY_HEADER_SIZE, 0))
 			return -1;
-		f->have = used;
+		const struct gspy_header *h = f->tr.h;
+		uint64_t used = h->strtab_used < f->strtab_size ? h->strtab_used : f->strtab_size;
+		if (used > h->strtab_size)
+			used = h->strtab_size;
+		if (used <= f->tab.have)
+			break;
+		uint64_t at = h->strtab_offset;
+		if (used > f->cap) {
+			f->cap = (size_t)(used + (1 << 16) < f->strtab_size ? used + (1 << 16) : f->strtab_size);
+			f->tab.bytes = xrealloc(f->tab.bytes, f->cap);
+		}
+		int rc = read_at(f->fd, f->tab.bytes + f->tab.have, (size_t)(used - f->tab.have), at + f->tab.have);
+		uint64_t now;
+		if (read_at(f->fd, &now, sizeof(now), offsetof(struct gspy_header, strtab_offset)))
+			return -1;
+		if (now == at) {
+			if (rc)
+				return -1; /* cut: the process exited */
+			f->tab.have = used;
+			break;
+		}
+		if (tries)
+			return -1; /* moved twice: not a writer's trim */
 	}
-	f->tr.size = (size_t)(f->strtab_offset + f->have);
+	f->tr.tab = &f->tab;
 	gs_trace_clock(&f->tr);
 	return 0;
 }
@@ -104,7 +124,12 @@ int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_ev
 	if (read_header(f))
 		return -1;
 	const struct gspy_header *h = f->tr.h;
+	/* The chunks claimed, of those there were at the open and those there
+	 * are now: the exit's trim lowers the count, and the string table may
+	 * now lie where the others were (format 3). */
 	uint32_t n = h->chunks_claimed < f->chunk_count ? h->chunks_claimed : f->chunk_count;
+	if (n > h->chunk_count)
+		n = h->chunk_count;
 	if (n > f->nchunks) {
 		f->chunks = xrealloc(f->chunks, (size_t)n * sizeof(*f->chunks));
 		memset(f->chunks + f->nchunks, 0, (size_t)(n - f->nchunks) * sizeof(*f->chunks));
@@ -159,6 +184,7 @@ void gs_follow_close(struct gs_follow *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	free(f->buf);
+	free(f->tab.bytes);
 	free(f->body);
 	free(f->chunks);
 	memset(f, 0, sizeof(*f));

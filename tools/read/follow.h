@@ -17,11 +17,11 @@ struct gs_follow_chunk {
 
 struct gs_follow {
 	int fd;
-	struct gs_trace tr; /* map: buf, the header and string table read so far */
-	unsigned char *buf;
-	size_t cap;
-	uint64_t have;      /* string-table bytes in buf */
-	uint64_t strtab_offset, strtab_size, chunk_offset;
+	struct gs_trace tr; /* map: buf, the header; tab: the string table read so far */
+	unsigned char *buf; /* the header as of the last poll */
+	struct gs_tab tab;  /* the string table's bytes read so far (tab.have) */
+	size_t cap;         /* of tab.bytes */
+	uint64_t strtab_size, chunk_offset; /* as the file was opened */
 	uint32_t chunk_size, chunk_count;
 	struct gs_follow_chunk *chunks;
 	uint32_t nchunks;

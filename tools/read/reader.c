@@ -255,13 +255,39 @@ int gs_header_sane(const struct gspy_header *h)
 	/* Sizes are bounded first so that no sum below can wrap. */
 	const uint64_t lim = 1ull << 48;
 	if (h->file_size > lim || h->strtab_offset > lim || h->strtab_size > lim ||
-	    h->chunk_offset > lim)
+	    h->chunk_offset > lim || h->chunk_count > (1u << 26))
 		return 0;
-	return h->version >= 1 && h->header_size == GSPY_HEADER_SIZE &&
-	       h->record_size == GSPY_RECORD_SIZE && h->chunk_size > GSPY_CHUNK_HEADER_SIZE &&
-	       h->chunk_size % GSPY_RECORD_SIZE == 0 && h->strtab_offset >= GSPY_HEADER_SIZE &&
-	       h->chunk_offset >= h->strtab_offset + h->strtab_size && h->chunk_count <= (1u << 26) &&
-	       h->file_size == h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size;
+	if (h->version < 2 || h->version > GSPY_FORMAT_VERSION || h->header_size != GSPY_HEADER_SIZE ||
+	    h->record_size != GSPY_RECORD_SIZE || h->chunk_size <= GSPY_CHUNK_HEADER_SIZE ||
+	    h->chunk_size % GSPY_RECORD_SIZE != 0)
+		return 0;
+	uint64_t chunks_end = h->chunk_offset + (uint64_t)h->chunk_count * h->chunk_size;
+	if (h->version == 2) /* [header][string table][chunks] */
+		return h->strtab_offset >= GSPY_HEADER_SIZE && h->chunk_offset >= h->strtab_offset + h->strtab_size &&
+		       h->file_size == chunks_end;
+	/* 3: [header][chunks][string table], the table last so that the trim
+	 * at exit can move it down to the chunks in use. */
+	return h->chunk_offset >= GSPY_HEADER_SIZE && h->strtab_offset >= chunks_end &&
+	       h->file_size == h->strtab_offset + h->strtab_size;
+}
+
+/* A live trace's string table is read through a copy (struct gs_tab): its
+ * process may yet move the table and cut the old place, under names
+ * already handed out. Without memory for it, the mapping is read. */
+static void tab_copy(struct gs_trace *t)
+{
+	uint64_t cap = t->h->strtab_size < t->size ? t->h->strtab_size : t->size;
+	struct gs_tab *c = calloc(1, sizeof(*c));
+	void *m = cap ? mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+		      : MAP_FAILED;
+	if (!c || m == MAP_FAILED) {
+		free(c);
+		return;
+	}
+	c->bytes = m;
+	c->cap = cap;
+	c->live = 1;
+	t->tab = c;
 }
 
 /* Long (about 120 lines): every check of the header, in the order its fields
@@ -303,14 +329,14 @@ int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, si
 		char v[64];
 		snprintf(v, sizeof(v), "%u", h->version);
 		rc = fail(err, errlen, -ENOTSUP,
-			  "trace format version %s is newer than this gpuspy reads (2); upgrade gpuspy", v);
+			  "trace format version %s is newer than this gpuspy reads (2 and 3); upgrade gpuspy", v);
 		goto bad;
 	}
-	if (h->version < GSPY_FORMAT_VERSION) {
+	if (h->version < 2) {
 		char v[64];
 		snprintf(v, sizeof(v), "%u", h->version);
 		rc = fail(err, errlen, -ENOTSUP,
-			  "trace format version %s is older than this gpuspy reads (2); read it with gpuspy 0.1", v);
+			  "trace format version %s is older than this gpuspy reads (2 and 3); read it with gpuspy 0.1", v);
 		goto bad;
 	}
 	if (!gs_header_sane(h)) {
@@ -318,6 +344,8 @@ int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, si
 		goto bad;
 	}
 	t->truncated = t->size < h->file_size;
+	if (h->version >= 3 && !h->ring && h->state == GSPY_STATE_RUNNING)
+		tab_copy(t);
 	gs_trace_clock(t);
 	t->dropped = h->dropped_nochunk;
 	/* Threads: group initialised chunks by tid, ordered by seq. */
@@ -469,17 +497,52 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	return 1;
 }
 
+/* The string table's bytes as t sees them, and how many are committed.
+ * A file's writer moves its table down to the chunks in use when it exits
+ * (format 3): the header is read live, its used count first (acquire:
+ * an entry counted after the move is at the new place, which the header
+ * names before any such entry is counted), and both bounded by the
+ * mapping, not trusted. */
+static const unsigned char *strtab_of(const struct gs_trace *t, uint64_t *used)
+{
+	uint64_t u = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
+	struct gs_tab *c = t->tab;
+	if (c && (!c->live || u <= c->have)) {
+		*used = u < c->have ? u : c->have;
+		return c->bytes;
+	}
+	uint64_t off = __atomic_load_n(&t->h->strtab_offset, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&t->h->strtab_size, __ATOMIC_RELAXED);
+	if (off > t->size)
+		off = t->size;
+	if (u > size)
+		u = size;
+	if (u > t->size - off)
+		u = t->size - off;
+	if (!c) {
+		*used = u;
+		return t->map + off;
+	}
+	if (u > c->cap)
+		u = c->cap;
+	if (u > c->have) { /* the entries committed since: the bytes below used */
+		memcpy(c->bytes + c->have, t->map + off + c->have, (size_t)(u - c->have));
+		c->have = u;
+	}
+	*used = c->have;
+	return c->bytes;
+}
+
 int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **data, uint32_t *len)
 {
 	if (!id)
 		return 0;
-	uint64_t used = __atomic_load_n(&t->h->strtab_used, __ATOMIC_ACQUIRE);
-	if (used > t->h->strtab_size)
-		used = t->h->strtab_size;
+	uint64_t used;
+	const unsigned char *tab = strtab_of(t, &used);
 	uint64_t off = (uint64_t)id - 1;
-	if (off + 4 > used || t->h->strtab_offset + used > t->size)
+	if (off + 4 > used)
 		return 0;
-	const unsigned char *p = t->map + t->h->strtab_offset + off;
+	const unsigned char *p = tab + off;
 	uint32_t l;
 	memcpy(&l, p, 4);
 	if (off + 4 + (uint64_t)l + 1 > used || p[4 + l] != 0)
@@ -521,6 +584,10 @@ uint64_t gs_trace_stack_ns(const struct gs_trace *t)
 
 void gs_trace_close(struct gs_trace *t)
 {
+	if (t->tab && t->tab->live) {
+		munmap(t->tab->bytes, (size_t)t->tab->cap);
+		free(t->tab);
+	}
 	free(t->chunk_idx);
 	free(t->threads);
 	if (t->map) {

@@ -37,11 +37,24 @@ struct gs_thread {
 	uint64_t events, dropped;
 };
 
+/* A trace's string table kept apart from its mapping: follow.c's copy, or
+ * the reader's own of a live file of format 3, whose exit moves the table
+ * down and cuts the old place (a name handed out must outlive that). Its
+ * bytes never move while the trace is open: a live one's are an anonymous
+ * mapping of the table's size, filled as entries are asked for. */
+struct gs_tab {
+	unsigned char *bytes;
+	uint64_t have; /* bytes copied */
+	uint64_t cap;  /* live: the mapping's size */
+	int live;      /* copied from the trace's mapping as the table grows */
+};
+
 struct gs_trace {
 	const char *path;
 	const unsigned char *map;
 	size_t size;
 	const struct gspy_header *h;
+	struct gs_tab *tab; /* NULL: the string table is read in map, where the header says */
 	struct gs_thread *threads;
 	uint32_t *chunk_idx; /* storage behind threads[].chunks */
 	uint32_t nthreads;
