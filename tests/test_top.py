@@ -22,7 +22,7 @@ def top_json(*args):
     return json.loads(p.stdout)
 
 
-def wait_for(what, fn, seconds=10):
+def wait_for(what, fn, seconds=30):
     until = time.monotonic() + seconds
     while True:
         got = fn()
