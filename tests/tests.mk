@@ -184,7 +184,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SRCS := tests/fuzz/fuzz_trace.c common/options.c $(filter-out tools/gpuspy.c tools/cmd/% tools/render/html.c,$(TOOL_SRCS))
 $(TB)/fuzz_trace: $(FUZZ_SRCS) $(wildcard tools/*/*.h) include/gpuspy/format.h
 	@mkdir -p $(TB)
-	clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
+	clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I$(CUDA_HOME)/include \
 		-Icommon -Itools -DGPUSPY_VERSION='"$(VERSION)"' $(CJSON_CFLAGS) -o $@ $(FUZZ_SRCS) $(CJSON_LIBS) $(DW_LIBS) -lstdc++ -lm
 
 fuzz: $(TB)/fuzz_trace
