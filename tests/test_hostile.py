@@ -8,8 +8,10 @@ import subprocess
 import sys
 
 from harness import (BIN, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, TIMEOUT, Fail, Skip, check, compare, dump, dump_stacks,
+                     notes, report_json, report_text,
                      run, test, traces)
 from test_routes import rt_expected
+from test_tracegen import control_bytes
 
 
 def apis(tmp):
@@ -489,7 +491,8 @@ def live(tmp, change, linger_ms=0, env=None):
 
 # Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
 HEADER_FIELDS = {"strtab_offset": (32, 8), "strtab_size": (40, 8), "chunk_offset": (48, 8), "chunk_size": (56, 4),
-                 "chunk_count": (60, 4), "pid": (64, 4), "chunks_claimed": (136, 4), "strtab_used": (152, 8)}
+                 "chunk_count": (60, 4), "pid": (64, 4), "chunks_claimed": (136, 4), "strtab_used": (152, 8),
+                 "notes_used": (1508, 4), "notes_lost": (1512, 4), "notes": (1516, 1024)}
 
 
 def overwrite(path, field, value):
@@ -568,3 +571,63 @@ def trace_emptied_while_it_runs(tmp):
     p = subprocess.run([GPUSPY, "dump", emptied[0]], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:"),
           f"dump of the empty file: exit {p.returncode}, {p.stderr!r}")
+
+
+# A note of someone else's making: escape sequences (the title, a clear
+# screen, C1 CSI as UTF-8 and as a byte), DEL, CR, NUL, a byte that is not
+# UTF-8 and the end of a <script>.
+EVIL_NOTE = b"n\x1b]0;pwned\x07 \x1b[2J\xc2\x9b6n\x9b\x7f\r\x00</script><b>x\xff"
+
+
+def put_notes(path, used, lost, area):
+    with open(path, "r+b") as f:
+        for field, value in (("notes_used", used), ("notes_lost", lost)):
+            f.seek(HEADER_FIELDS[field][0])
+            f.write(value.to_bytes(4, "little"))
+        f.seek(HEADER_FIELDS["notes"][0])
+        f.write(area.ljust(1024, b"\0"))
+
+
+@test
+def hostile_notes_are_bounded_and_escaped(tmp):
+    """A trace whose notes someone else wrote: notes_used past the area
+    (0xffffffff), 4294967295 lost, the area full of EVIL_NOTE lines, the
+    last cut without its newline; and one whose notes_used (7) ends inside an escape
+    sequence. The report reads no byte past the area or notes_used, closes
+    the cut last line, shows each line with every control byte as text
+    (--color never and always), --json and the dump are valid JSON with
+    the same lines (invalid bytes as U+FFFD), and the page (--html) holds
+    no raw </script><b> of the notes."""
+    run_env = preload_env(tmp, GPUSPY_QUIET="1")
+    subprocess.run([os.path.join(BIN, "prog_files")], env=run_env, check=True, capture_output=True, timeout=TIMEOUT)
+    path = os.path.join(tmp, traces(tmp)[0])
+    area = ((EVIL_NOTE + b"\n") * 40)[:1024]
+    put_notes(path, 0xffffffff, 0xffffffff, area)
+    pieces = [p for p in area.replace(b"\0", b"").split(b"\n") if p]
+    check(len(pieces) == 27 and pieces[26] == b"n\x1b]0;pwned", f"{len(pieces)} lines")  # 26 whole, 1 cut
+    shown = b"n\\x1b]0;pwned\\x07 \\x1b[2J\\u009b6n\\x9b\\x7f\\x0d</script><b>x\\xff"
+    ours = (b"\x1b[1m", b"\x1b[33m", b"\x1b[0m")
+    for color in ("never", "always"):
+        p = subprocess.run([GPUSPY, "report", "--color", color, path], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"--color {color}: exit {p.returncode} {p.stderr[-300:]!r}")
+        check(not control_bytes(p.stdout, ours if color == "always" else ()),
+              f"--color {color}: control bytes {control_bytes(p.stdout)[:8]}")
+        section = p.stdout.split(b"   gpuspy's notes:\n")[1].split(b"   gpuspy's own time")[0].splitlines()
+        check(len(section) == 28 and section[:26] == [b"     " + shown] * 26 and
+              section[26] == b"     n\\x1b]0;pwned" and
+              section[27] == b"     4294967295 more notes were lost: the trace keeps 1024 bytes of notes",
+              f"--color {color}: notes section {section[:2]} ... {section[-2:]}")
+    want = [x.decode("utf-8", errors="replace") for x in pieces]
+    j = report_json(path)["processes"][0]
+    check(j["notes"] == want and len(want) == 27 and j["notes_lost"] == 0xffffffff,
+          f"--json: {j['notes'][:1]!r} {len(j['notes'])}")
+    proc, _ = dump(path)
+    check(proc["notes"] == j["notes"] and proc["notes_lost"] == 0xffffffff, f"dump: {proc['notes'][:1]!r}")
+    page = os.path.join(tmp, "page.html")
+    subprocess.run([GPUSPY, "report", "--html", page, path], check=True, capture_output=True, timeout=TIMEOUT)
+    html = open(page, "rb").read()
+    check(b"<b>x" not in html and html.count(b"</script>") == html.count(b"<script"), "the page holds the note raw")
+    put_notes(path, 7, 0, area)
+    check(notes(tmp) == ["n\x1b]0;pw"], f"notes_used 7: {notes(tmp)!r}")
+    text = report_text(path)
+    check("   gpuspy's notes:\n     n\\x1b]0;pw\n   gpuspy's own time" in text, f"notes_used 7: {text[:600]}")
