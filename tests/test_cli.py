@@ -222,6 +222,57 @@ def notes_that_do_not_fit_are_counted_lost(tmp):
 
 
 @test
+def run_relays_notes_after_the_program(tmp):
+    """gpuspy run says gpuspy's messages about the command's processes on
+    its own stderr after the command's output, never inside it, each once,
+    as "gpuspy: pid N: ...": the program's from its trace, then the shell's
+    (it made no trace) from the log run set GPUSPY_LOG to, which is gone
+    afterwards. GPUSPY_QUIET=1: none, the note still in the trace. The
+    user's GPUSPY_LOG=stderr: the lines came as they were made, not
+    repeated. The user's own log file: the trace's note repeated, the log
+    left to the user. A process whose trace could not be made (its
+    GPUSPY_DIR does not exist): its message, through the log, and run says
+    no trace was left, not that no CUDA call was made."""
+    script = f'"{BIN}/prog_rt_dyn" >/dev/null; echo "the program is done" >&2'
+
+    def gpuspy_run(name, **extra):
+        d = os.path.join(tmp, name)
+        p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
+                           env=dict(_run_env(), GPUSPY_CUPTI_FLUSH="abc", **extra), capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        t = traces(d)
+        check(p.returncode == 0 and len(t) == 1 and os.listdir(d) == t, f"{name}: {p.returncode} {os.listdir(d)}")
+        proc, _ = dump(os.path.join(d, t[0]))
+        check(proc.get("notes") == [FLUSH_ABC], f"{name}: notes {proc.get('notes')!r}")
+        return d, proc["pid"], p.stderr.splitlines()
+
+    d, pid, lines = gpuspy_run("relayed")
+    shell = re.fullmatch(r"gpuspy: pid (\d+): " + re.escape(FLUSH_ABC), lines[2]) if len(lines) == 4 else None
+    check(shell and int(shell.group(1)) != pid and lines[:2] == ["the program is done", f"gpuspy: pid {pid}: {FLUSH_ABC}"]
+          and lines[3] == f"gpuspy: 1 trace file in {d}", f"relayed: {lines}")
+    d, pid, lines = gpuspy_run("quiet", GPUSPY_QUIET="1")
+    check(lines == ["the program is done", f"gpuspy: 1 trace file in {d}"], f"GPUSPY_QUIET=1: {lines}")
+    d, pid, lines = gpuspy_run("live", GPUSPY_LOG="stderr")
+    check(lines == [f"gpuspy: {FLUSH_ABC}"] * 2 + ["the program is done", f"gpuspy: 1 trace file in {d}"],
+          f"GPUSPY_LOG=stderr: {lines}")
+    log = os.path.join(tmp, "mine.log")
+    d, pid, lines = gpuspy_run("mine", GPUSPY_LOG=log)
+    check(lines == ["the program is done", f"gpuspy: pid {pid}: {FLUSH_ABC}", f"gpuspy: 1 trace file in {d}"],
+          f"GPUSPY_LOG=file: {lines}")
+    got = open(log).read().splitlines()
+    check(len(got) == 2 and f"gpuspy[{pid}]: {FLUSH_ABC}" in got, f"the user's log: {got}")
+    d = os.path.join(tmp, "none")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c",
+                        f'GPUSPY_DIR=/nonexistent/gpuspy "{BIN}/prog_rt_dyn" >/dev/null'], env=_run_env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    lines = p.stderr.splitlines()
+    check(p.returncode == 0 and len(lines) == 2 and not os.path.exists(d) and
+          re.fullmatch(r"gpuspy: pid \d+: cannot create a trace file in /nonexistent/gpuspy: No such file or "
+                       r"directory; tracing off", lines[0]) and
+          lines[1] == "gpuspy: sh left no trace: gpuspy's messages above say why", f"no trace made: {lines}")
+
+
+@test
 def debug_says_how_entry_points_were_handed_out(tmp):
     """GPUSPY_DEBUG=1: at exit, after the trace was finished, one note
     saying how entry points were handed out (none unwrapped or passed
