@@ -654,6 +654,8 @@ def control_thread_that_cannot_start_is_a_note(tmp):
     cuSOLVER, which then printed gpuspy's line): the program's output and
     stderr are what they are untraced with the same pthread_create; the
     trace keeps it as its one note, which the report shows."""
+    if SANITIZED:
+        raise Skip("the sanitizer's own pthread_create comes first and reaches libc's, not the failing one")
     nothreads = os.path.join(BIN, "libhostile_nothreads.so")
     e = preload_env(tmp, GPUSPY_QUIET="0", GPUSPY_CUPTI="off")
     a = subprocess.run([os.path.join(BIN, "prog_files")], env=dict(e, LD_PRELOAD=PRELOAD_PREFIX + nothreads),
