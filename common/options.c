@@ -13,7 +13,16 @@
 
 const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 	[GS_OPT_QUIET] = { "GPUSPY_QUIET", GS_OPT_BOOL, GS_BY_LIB, 0, "0", 0, 0, NULL, "1 or 0 (on or off)",
-			   "`1`: no warnings on stderr" },
+			   "`1`: gpuspy's messages go to no log (`GPUSPY_LOG`), and `gpuspy run` repeats none; "
+			   "the trace still keeps them as its notes" },
+	[GS_OPT_LOG] = { "GPUSPY_LOG", GS_OPT_STRING, GS_BY_LIB, 0, "(none)", 0, 0, NULL, NULL,
+			 "where gpuspy's own messages go besides its trace, which keeps them as notes (the "
+			 "report shows them): unset or empty, nowhere else (the program's stderr is left "
+			 "alone); `stderr`: the program's stderr, a `gpuspy: ...` line each; a file's path: "
+			 "each message appended to it as one `gpuspy[PID]: ...` line (a single write, so "
+			 "the lines of several processes never mix), the file made with mode 0600; a path "
+			 "that is a symbolic link or cannot be opened gives no log. `gpuspy run` sets it to a "
+			 "file of its run directory and prints the lines after the program's output" },
 	[GS_OPT_DISABLE] = { "GPUSPY_DISABLE", GS_OPT_BOOL, GS_BY_LIB, 0, "0", 0, 0, NULL, "1 or 0 (on or off)",
 			     "`1`: pass every call through, record nothing" },
 	[GS_OPT_DIR] = { "GPUSPY_DIR", GS_OPT_STRING, GS_BY_LIB, 0, ".", 0, 0, NULL, NULL,
@@ -44,7 +53,8 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 				 "once. Fewer seconds lose less of a killed busy process, at a cost (see "
 				 "`limitations.md`)" },
 	[GS_OPT_DEBUG] = { "GPUSPY_DEBUG", GS_OPT_BOOL, GS_BY_LIB, 0, "0", 0, 0, NULL, "1 or 0 (on or off)",
-			   "`1`: at exit, print how many entry points were handed out unwrapped" },
+			   "`1`: at exit, say how many entry points were handed out unwrapped (a note in the "
+			   "trace, and a line of `GPUSPY_LOG`'s log)" },
 	[GS_OPT_TORCH] = { "GPUSPY_TORCH", GS_OPT_BOOL, GS_BY_LIB, 1, "1", 0, 0, NULL, "1 or 0 (on or off)",
 			   "`0`: no PyTorch phase hooks" },
 	[GS_OPT_TORCH_LEARN_STEPS] = { "GPUSPY_TORCH_LEARN_STEPS", GS_OPT_UINT, GS_BY_PYTHON, 3, "3", 0,

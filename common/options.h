@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 enum gs_opt_id {
-	GS_OPT_QUIET, /* first: it decides whether the others may warn */
+	GS_OPT_QUIET, /* first: it and the log decide where the others' warnings go */
+	GS_OPT_LOG,
 	GS_OPT_DISABLE,
 	GS_OPT_DIR,
 	GS_OPT_BUFFER_MB,

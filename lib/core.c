@@ -2,7 +2,7 @@
 /*
  * Life cycle of libgpuspy: configuration from the environment (one table of
  * options), lazy initialisation from any entry point, the clock, fork and
- * exit handling, and the allocation-free warning path.
+ * exit handling (gpuspy's messages are log.c's).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -73,92 +73,19 @@ int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t sta
 	return rc;
 }
 
-/* gpuspy's own copy of the stderr the process started with: a program
- * that later closes fd 2 and opens a file of its own there must not find
- * gpuspy's warnings in it. Checked by device and inode before each write
- * (the program may close this copy too, and the number be reused). */
-static int warn_fd = -1;
-static dev_t warn_dev;
-static ino_t warn_ino;
-
-static void warn_fd_setup(void)
-{
-	struct stat st;
-	/* At 100 or above: the numbers a program's next open() returns stay
-	 * free. Where that fails, fd 2 itself, still checked. */
-	int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
-	if (fd < 0)
-		fd = 2;
-	if (fstat(fd, &st) == 0) {
-		warn_dev = st.st_dev;
-		warn_ino = st.st_ino;
-		warn_fd = fd;
-	} else if (fd != 2) {
-		close(fd);
-	}
-}
-
-/* gpuspy may write its line: not quiet, and stderr is still the file it
- * was at start-up (the program may have closed and reused the fd). */
-static int warn_ok(void)
-{
-	struct stat st;
-	return !gs_cfg.quiet && warn_fd >= 0 && fstat(warn_fd, &st) == 0 && st.st_dev == warn_dev &&
-	       st.st_ino == warn_ino;
-}
-
-void gs_warn(const char *fmt, ...)
-{
-	char buf[512];
-	int e = errno;
-	if (!warn_ok()) {
-		errno = e;
-		return;
-	}
-	size_t n = (size_t)snprintf(buf, sizeof(buf), "gpuspy: ");
-	va_list ap;
-	va_start(ap, fmt);
-	int k = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
-	va_end(ap);
-	if (k > 0)
-		n += (size_t)k < sizeof(buf) - n - 1 ? (size_t)k : sizeof(buf) - n - 2;
-	buf[n++] = '\n';
-	ssize_t w = write(warn_fd, buf, n);
-	(void)w;
-	errno = e;
-}
-
-void gs_warn_raw(const char *a, const char *b, const char *c)
-{
-	char buf[1024];
-	const char *part[] = { "gpuspy: ", a, b, c, "\n" };
-	size_t n = 0;
-	int e = errno;
-	if (!warn_ok()) {
-		errno = e;
-		return;
-	}
-	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
-		for (const char *s = part[i]; *s && n < sizeof(buf) - 1; s++)
-			buf[n++] = *s;
-	if (buf[n - 1] != '\n')
-		buf[n++] = '\n'; /* cut: the line still ends */
-	ssize_t w = write(warn_fd, buf, n);
-	(void)w;
-	errno = e;
-}
-
 struct gs_opt_val gs_opt[GS_OPT_N];
 
 /* Parses every variable the library reads (one getenv each), then warns
- * about the values it could not read: GPUSPY_QUIET's first, as it decides
- * whether to warn; in a disabled process only GPUSPY_DISABLE's. */
+ * about the values it could not read, once GPUSPY_QUIET and GPUSPY_LOG
+ * (log.c) say where warnings go: GPUSPY_QUIET's first; in a disabled
+ * process only GPUSPY_DISABLE's. */
 static void read_options(void)
 {
 	for (int i = 0; i < GS_OPT_N; i++)
 		if (gs_opt_defs[i].by == GS_BY_LIB)
 			gs_opt[i] = gs_opt_parse(&gs_opt_defs[i], getenv(gs_opt_defs[i].name));
 	gs_cfg.quiet = (int)gs_optu(GS_OPT_QUIET);
+	gs_log_setup();
 	for (int i = 0; i < GS_OPT_N; i++) {
 		if (i > GS_OPT_DISABLE && gs_optu(GS_OPT_DISABLE))
 			break;
@@ -293,7 +220,6 @@ const struct gs_module *const *gs_modules_sorted(void)
 static void init_real(void)
 {
 	modules_sort();
-	warn_fd_setup();
 	read_options();
 	if (gs_optu(GS_OPT_DISABLE) || getauxval(AT_SECURE)) {
 		gs_g.disabled = 1;

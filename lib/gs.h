@@ -118,10 +118,16 @@ extern struct gs_config gs_cfg;
 int gs_init(void);
 int gs_once(int *state, uint32_t *tid, void (*fn)(void)); /* see core.c */
 void gs_forked_child(void); /* this process is a fork child: start afresh */
+/* gpuspy's own message (log.c): a note in the trace, and a line of the
+ * log GPUSPY_LOG names (none by default: never the program's stderr
+ * unless asked). errno is left as it was. */
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* gs_warn's line from a signal handler: "gpuspy: " a b c, no formatting,
- * async-signal-safe. */
+/* gs_warn's message from a signal handler: a b c (NULL: none), no
+ * formatting, async-signal-safe. */
 void gs_warn_raw(const char *a, const char *b, const char *c);
+/* Opens the log GPUSPY_LOG names; gs_init calls it once the options are
+ * parsed, before its first warning. */
+void gs_log_setup(void);
 /* Every GPUSPY_ variable the library reads, parsed once by gs_init
  * (options.h): gs_opt[GS_OPT_STACK_DEPTH].u. */
 extern struct gs_opt_val gs_opt[GS_OPT_N];

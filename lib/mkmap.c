@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	printf("    gpuspy_phase_push;\n    gpuspy_phase_pop;\n    gpuspy_mark;\n");
 	printf("    gpuspy_pause;\n    gpuspy_resume;\n");
 	printf("    InitializeInjectionNvtx2;\n    InitializeInjection;\n    gpuspy_torch_phase;\n");
-	printf("    gpuspy_torch_fast;\n    gpuspy_python_frames_learn;\n");
+	printf("    gpuspy_torch_fast;\n    gpuspy_python_frames_learn;\n    gpuspy_python_note;\n");
 	printf("    _exit;\n    _Exit;\n"); /* hook_exit.c */
 	printf("  local:\n    *;\n};\n");
 	return 0;

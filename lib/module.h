@@ -10,7 +10,8 @@
  * them. The entries live in the gs_modules section, like the fork locks
  * (gs.h): linking a module in is what registers it.
  *
- * Order: lower first, at every moment. memmap 10, writer 20, strtab 21,
+ * Order: lower first, at every moment. log 5 (the notes go to the file
+ * before another module's opened hook may warn), memmap 10, writer 20, strtab 21,
  * devices 30, phase 40, nvtx 50, python 60, stacks 70, signals 80, cupti 90,
  * nvml 95, control 97, events 100, host 110 (last at setup: it arms the
  * host-allocation hooks); symbols 120 (its end says what was handed out,

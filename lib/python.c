@@ -307,4 +307,14 @@ GS_API void *gpuspy_torch_fast(void)
 	return ok ? fast_defs : NULL;
 }
 
+/* The Python helper's own messages (python/gpuspy_torch.py,
+ * sitecustomize.py): they go where the library's go (log.c), never
+ * straight onto the program's stderr. */
+GS_API void gpuspy_python_note(const char *msg);
+GS_API void gpuspy_python_note(const char *msg)
+{
+	if (msg && gs_init())
+		gs_warn("%s", msg);
+}
+
 GS_MODULE(python, 60, .setup = python_setup);

@@ -50,11 +50,24 @@ _torch = [None]
 # epoch, a validation pass) until GPUSPY_TORCH_LEARN_STEPS optimizer steps later (0: always),
 # which finds the modules that begin forward (the model, a teacher, an EMA
 # copy...); in between only they carry a hook.
+
+
+def _note(msg):
+    """gpuspy's message: where libgpuspy's go (the trace's notes, and
+    GPUSPY_LOG's log), never onto the program's own stderr."""
+    try:
+        f = ctypes.CDLL(None).gpuspy_python_note
+        f.argtypes = [ctypes.c_char_p]
+        f.restype = None
+        f(msg.encode("utf-8", "replace"))
+    except Exception:  # an older libgpuspy, or none: the message is dropped
+        pass
+
+
 _v = os.environ.get("GPUSPY_TORCH_LEARN_STEPS", "") or "3"
 _LEARN_STEPS = int(_v) if _v.isascii() and _v.isdigit() else -1
-if _LEARN_STEPS < 0:  # "-1", "x": like the library, warn (unless GPUSPY_QUIET) and use the default
-    if os.environ.get("GPUSPY_QUIET", "").lower() not in ("1", "on", "yes", "true"):
-        sys.stderr.write(f"gpuspy: GPUSPY_TORCH_LEARN_STEPS={_v} is not a number (0 or more); using 3\n")
+if _LEARN_STEPS < 0:  # "-1", "x": like the library, warn and use the default
+    _note(f"GPUSPY_TORCH_LEARN_STEPS={_v} is not a number (0 or more); using 3")
     _LEARN_STEPS = 3
 _learning = [_LEARN_STEPS > 0]
 _learn_from = [0]  # the step count when learning began
@@ -274,7 +287,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             try:
                 _hook_torch(module)
             except Exception as e:  # never break the traced program
-                sys.stderr.write(f"gpuspy: PyTorch phases off: {e}\n")
+                _note(f"PyTorch phases off: {e}")
 
         spec.loader.exec_module = exec_module
         return spec

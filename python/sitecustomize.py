@@ -20,8 +20,14 @@ def _chain():
             os.environ.pop("PYTHONPATH", None)
     try:
         import gpuspy_torch  # noqa: F401  (lives in this directory)
-    except Exception as e:  # never break the traced program
-        sys.stderr.write(f"gpuspy: PyTorch phases off: {e}\n")
+    except Exception as e:  # never break the traced program; say so where libgpuspy says things
+        try:
+            import ctypes
+            note = ctypes.CDLL(None).gpuspy_python_note
+            note.argtypes = [ctypes.c_char_p]
+            note(f"PyTorch phases off: {e}".encode("utf-8", "replace"))
+        except Exception:
+            pass
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     # The user's own sitecustomize, if there is one further down the path.
     del sys.modules["sitecustomize"]

@@ -104,6 +104,22 @@ def only_trace(tmp):
     return dump(os.path.join(tmp, t[0]))
 
 
+# gpuspy's messages as it wrote them before GPUSPY_LOG: on the program's
+# stderr, "gpuspy: ..." (by default they are only the trace's notes).
+LOG_STDERR = {"GPUSPY_QUIET": "0", "GPUSPY_LOG": "stderr"}
+
+
+def notes(tmp):
+    """gpuspy's own messages about the process of the one trace in tmp: the
+    notes its header keeps (the dump's "notes")."""
+    return only_trace(tmp)[0].get("notes", [])
+
+
+def gpuspy_lines(text):
+    """The lines of a program's stderr that gpuspy wrote."""
+    return [l for l in text.splitlines() if l.startswith("gpuspy")]
+
+
 FIELDS = ("kind", "api", "bytes", "dir", "host_mem", "mem", "name", "grid", "block")
 
 

@@ -21,7 +21,7 @@ def switches_and_choices_refuse_unknown_values(tmp):
     def once(env):
         for f in traces(tmp):
             os.unlink(os.path.join(tmp, f))
-        p = run("prog_rt_dyn", tmp=tmp, env=dict({"GPUSPY_QUIET": "0"}, **env))
+        p = run("prog_rt_dyn", tmp=tmp, env=dict(LOG_STDERR, **env))
         warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
         return warn, [dump(os.path.join(tmp, f))[0] for f in traces(tmp)]
 
@@ -40,7 +40,7 @@ def switches_and_choices_refuse_unknown_values(tmp):
     check(warn == ["gpuspy: GPUSPY_CLOCK=wall is not auto or mono; using auto",
                    "gpuspy: GPUSPY_CUPTI=maybe is not auto, on, off or events; using auto"] and len(procs) == 1,
           f"GPUSPY_CLOCK=wall GPUSPY_CUPTI=maybe: {warn}")
-    p = run("prog_nvtx", tmp=tmp, env={"GPUSPY_QUIET": "0", "GPUSPY_NVTX_NESTING": "middle"})
+    p = run("prog_nvtx", tmp=tmp, env=dict(LOG_STDERR, GPUSPY_NVTX_NESTING="middle"))
     warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
     check(warn == ["gpuspy: GPUSPY_NVTX_NESTING=middle is not innermost or outermost; using innermost"],
           f"GPUSPY_NVTX_NESTING=middle: {warn}")
@@ -162,16 +162,130 @@ def run_preloads_gpuspy_lib(tmp):
           f"GPUSPY_LIB: rc {p.returncode} {p.stdout!r} {traces(d)}")
 
 
+FLUSH_ABC = "GPUSPY_CUPTI_FLUSH=abc is not a number of seconds (1..3600); using 5"
+
+
+@test
+def warnings_are_notes_not_the_programs_stderr(tmp):
+    """A value gpuspy cannot read (GPUSPY_CUPTI_FLUSH=abc), GPUSPY_QUIET=0,
+    no GPUSPY_LOG: the program's stdout and stderr are byte for byte what
+    they are untraced, and the trace keeps the warning as its one note,
+    which the report shows under the process's line and --json and the
+    dump carry. GPUSPY_LOG=stderr: the line gpuspy wrote before, once,
+    first; with GPUSPY_QUIET=1 too, none, and the note still."""
+    env = {"GPUSPY_CUPTI_FLUSH": "abc", "GPUSPY_QUIET": "0"}
+    a = run("prog_rt_dyn", tmp=tmp, env=env, preload=False)
+    b = run("prog_rt_dyn", tmp=tmp, env=env)
+    check((b.stdout, b.stderr) == (a.stdout, a.stderr), f"traced output differs: {b.stderr!r} vs {a.stderr!r}")
+    check(notes(tmp) == [FLUSH_ABC], f"notes {notes(tmp)!r}")
+    text = report_text(tmp)
+    check(text.count("gpuspy's notes") == 1 and f" 0 dropped\n   gpuspy's notes:\n     {FLUSH_ABC}\n   gpuspy's own time"
+          in text, f"report:\n{text}")
+    proc = report_json(tmp)["processes"][0]
+    check(proc["notes"] == [FLUSH_ABC] and "notes_lost" not in proc, f"--json: {proc.get('notes')!r}")
+    for f in traces(tmp):
+        os.unlink(os.path.join(tmp, f))
+    c = run("prog_rt_dyn", tmp=tmp, env=dict(env, GPUSPY_LOG="stderr"))
+    check(c.stdout == a.stdout and c.stderr == f"gpuspy: {FLUSH_ABC}\n" + a.stderr, f"GPUSPY_LOG=stderr: {c.stderr!r}")
+    check(notes(tmp) == [FLUSH_ABC], f"GPUSPY_LOG=stderr: notes {notes(tmp)!r}")
+    for f in traces(tmp):
+        os.unlink(os.path.join(tmp, f))
+    q = run("prog_rt_dyn", tmp=tmp, env=dict(env, GPUSPY_LOG="stderr", GPUSPY_QUIET="1"))
+    check((q.stdout, q.stderr) == (a.stdout, a.stderr) and notes(tmp) == [FLUSH_ABC],
+          f"GPUSPY_QUIET=1: {q.stderr!r}, notes {notes(tmp)!r}")
+
+
+@test
+def notes_that_do_not_fit_are_counted_lost(tmp):
+    """15 messages of 99 bytes (tests/hostile/prog_notes), made after the
+    trace exists, or before (kept in the early buffer and copied in): the
+    1024-byte notes hold the first 10 lines (1000 bytes), the other 5 are
+    counted lost, and the report, --json and the dump say so."""
+    env = {"GPUSPY_CUPTI": "off", "GPUSPY_STACKS": "off"}  # no note of their own
+    want = [f"p0 m{i:04d} " + "x" * 90 for i in range(10)]
+    for when in ("after", "early"):
+        d = os.path.join(tmp, when)
+        os.makedirs(d)
+        p = run("prog_notes", ["15", "99", "1", when], tmp=d, env=env)
+        check(p.stdout == "notes done\n" and gpuspy_lines(p.stderr) == [], f"{when}: {p.stdout!r} {p.stderr!r}")
+        proc, _ = only_trace(d)
+        check(proc.get("notes") == want and proc.get("notes_lost") == 5,
+              f"{when}: notes {proc.get('notes')!r}, lost {proc.get('notes_lost')}")
+        text = report_text(d)
+        shown = "".join(f"     {w}\n" for w in want)
+        check(f"   gpuspy's notes:\n{shown}     5 more notes were lost: the trace keeps 1024 bytes of notes\n"
+              in text, f"{when}: report:\n{text}")
+        j = report_json(d)["processes"][0]
+        check(j["notes"] == want and j["notes_lost"] == 5, f"{when}: --json {j.get('notes_lost')}")
+    d = os.path.join(tmp, "one")
+    os.makedirs(d)
+    run("prog_notes", ["11", "99"], tmp=d, env=env)
+    check("     1 more note was lost: the trace keeps 1024 bytes of notes\n" in report_text(d), "1 lost")
+
+
+@test
+def run_relays_notes_after_the_program(tmp):
+    """gpuspy run says gpuspy's messages about the command's processes on
+    its own stderr after the command's output, never inside it, each once,
+    as "gpuspy: pid N: ...": the program's from its trace, then the shell's
+    (it made no trace) from the log run set GPUSPY_LOG to, which is gone
+    afterwards. GPUSPY_QUIET=1: none, the note still in the trace. The
+    user's GPUSPY_LOG=stderr: the lines came as they were made, not
+    repeated. The user's own log file: the trace's note repeated, the log
+    left to the user. A process whose trace could not be made (its
+    GPUSPY_DIR does not exist): its message, through the log, and run says
+    no trace was left, not that no CUDA call was made."""
+    script = f'"{BIN}/prog_rt_dyn" >/dev/null; echo "the program is done" >&2'
+
+    def gpuspy_run(name, **extra):
+        d = os.path.join(tmp, name)
+        p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
+                           env=dict(_run_env(), GPUSPY_CUPTI_FLUSH="abc", **extra), capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        t = traces(d)
+        check(p.returncode == 0 and len(t) == 1 and os.listdir(d) == t, f"{name}: {p.returncode} {os.listdir(d)}")
+        proc, _ = dump(os.path.join(d, t[0]))
+        check(proc.get("notes") == [FLUSH_ABC], f"{name}: notes {proc.get('notes')!r}")
+        return d, proc["pid"], p.stderr.splitlines()
+
+    d, pid, lines = gpuspy_run("relayed")
+    shell = re.fullmatch(r"gpuspy: pid (\d+): " + re.escape(FLUSH_ABC), lines[2]) if len(lines) == 4 else None
+    check(shell and int(shell.group(1)) != pid and lines[:2] == ["the program is done", f"gpuspy: pid {pid}: {FLUSH_ABC}"]
+          and lines[3] == f"gpuspy: 1 trace file in {d}", f"relayed: {lines}")
+    d, pid, lines = gpuspy_run("quiet", GPUSPY_QUIET="1")
+    check(lines == ["the program is done", f"gpuspy: 1 trace file in {d}"], f"GPUSPY_QUIET=1: {lines}")
+    d, pid, lines = gpuspy_run("live", GPUSPY_LOG="stderr")
+    check(lines == [f"gpuspy: {FLUSH_ABC}"] * 2 + ["the program is done", f"gpuspy: 1 trace file in {d}"],
+          f"GPUSPY_LOG=stderr: {lines}")
+    log = os.path.join(tmp, "mine.log")
+    d, pid, lines = gpuspy_run("mine", GPUSPY_LOG=log)
+    check(lines == ["the program is done", f"gpuspy: pid {pid}: {FLUSH_ABC}", f"gpuspy: 1 trace file in {d}"],
+          f"GPUSPY_LOG=file: {lines}")
+    got = open(log).read().splitlines()
+    check(len(got) == 2 and f"gpuspy[{pid}]: {FLUSH_ABC}" in got, f"the user's log: {got}")
+    d = os.path.join(tmp, "none")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c",
+                        f'GPUSPY_DIR=/nonexistent/gpuspy "{BIN}/prog_rt_dyn" >/dev/null'], env=_run_env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    lines = p.stderr.splitlines()
+    check(p.returncode == 0 and len(lines) == 2 and not os.path.exists(d) and
+          re.fullmatch(r"gpuspy: pid \d+: cannot create a trace file in /nonexistent/gpuspy: No such file or "
+                       r"directory; tracing off", lines[0]) and
+          lines[1] == "gpuspy: sh left no trace: gpuspy's messages above say why", f"no trace made: {lines}")
+
+
 @test
 def debug_says_how_entry_points_were_handed_out(tmp):
-    """GPUSPY_DEBUG=1: at exit, one line saying how entry points were handed
-    out (none unwrapped or passed through with the doubles: the driver
-    double's table answers with gpuspy's own wrappers)."""
+    """GPUSPY_DEBUG=1: at exit, after the trace was finished, one note
+    saying how entry points were handed out (none unwrapped or passed
+    through with the doubles: the driver double's table answers with
+    gpuspy's own wrappers); nothing on the program's stderr."""
     p = run("prog_stacks", ["1"], tmp=tmp, env={"GPUSPY_DEBUG": "1", "GPUSPY_QUIET": "0"})
-    dbg = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
-    check(len(dbg) == 1 and re.fullmatch(r"gpuspy: pid \d+: entry points handed out: \d+ wrapped, \d+ gpuspy's "
+    dbg = notes(tmp)
+    check(len(dbg) == 1 and re.fullmatch(r"pid \d+: entry points handed out: \d+ wrapped, \d+ gpuspy's "
                                          r"already, 0 unwrapped \(real pointer differed\), 0 passed through "
-                                         r"\(not a real function\)", dbg[0]), f"GPUSPY_DEBUG: {p.stderr!r}")
+                                         r"\(not a real function\)", dbg[0]), f"GPUSPY_DEBUG: {dbg!r}")
+    check(gpuspy_lines(p.stderr) == [], f"GPUSPY_DEBUG wrote on the program's stderr: {p.stderr!r}")
 
 
 @test
@@ -307,16 +421,17 @@ def run_never_cuts_the_trace_of_a_process_still_running(tmp):
     here the pid is changed to one that does not exist): run leaves its
     trace whole, since the library holds a lock on the file while it
     writes it. The process's second batch (120,000 calls after run ended)
-    reads back, and the library says nothing of a cut file (run cut it,
-    and the batch was lost)."""
+    reads back, and the library says nothing of a cut file on its stderr
+    (GPUSPY_LOG=stderr: run cut it, and the batch was lost)."""
     d, out, err, flag = (os.path.join(tmp, n) for n in ("runs", "out", "err", "flag"))
     fifo = os.path.join(tmp, "go")
     os.mkfifo(fifo)
     w = os.open(fifo, os.O_RDWR)
     script = (f'"{os.path.join(BIN, "prog_live")}" 0 <"{fifo}" >"{out}" 2>"{err}" & '
               f'while [ ! -e "{flag}" ]; do sleep 0.05; done')
-    r = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script], env=_run_env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    r = subprocess.Popen([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
+                         env=dict(_run_env(), GPUSPY_LOG="stderr"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
     try:
         end = time.time() + TIMEOUT
         while time.time() < end and not (os.path.exists(out) and open(out).read()):

@@ -152,13 +152,14 @@ def cupti_paused_step_has_records_but_no_join(tmp):
 @test
 def cupti_unfinished_records_left_out_with_a_warning(tmp):
     """GPU work still running at exit: the forced flush hands back 5
-    records without times; they are left out, with one warning."""
+    records without times; they are left out, with one note in the trace
+    (written at exit, after the file was finished), none on stderr."""
     d = os.path.join(tmp, "unfinished")
     os.makedirs(d)
     p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_UNFINISHED="5", GPUSPY_QUIET="0"), tmp=d)
-    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
-    check(warn == ["gpuspy: 5 GPU records had no times (GPU work still running at exit): left out of the trace"],
-          f"unfinished: {p.stderr!r}")
+    check(gpuspy_lines(p.stderr) == [], f"unfinished: stderr {p.stderr!r}")
+    check(notes(d) == ["5 GPU records had no times (GPU work still running at exit): left out of the trace"],
+          f"unfinished: notes {notes(d)!r}")
     _, ev = only_trace(d)
     gpu = [e for e in ev if e["kind"] in GPU_KIND]
     check(len(gpu) == 73 and all(e["start_ns"] and e["end_ns"] >= e["start_ns"] for e in gpu),
@@ -217,14 +218,15 @@ def cupti_records_of_a_destroyed_context_kept(tmp):
 
 @test
 def cupti_held_by_another_tool_means_host_timing(tmp):
-    """Another tool holding CUPTI: one warning, host timing, output
-    unchanged."""
+    """Another tool holding CUPTI: one note in the trace, none on stderr,
+    host timing, output unchanged."""
     d = os.path.join(tmp, "held")
     os.makedirs(d)
     p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_HELD="1", GPUSPY_QUIET="0"), tmp=d)
     check(p.stdout == "trained 3 steps\n", p.stdout)
-    warn = [l for l in p.stderr.splitlines() if l.startswith("gpuspy:")]
-    check(len(warn) == 1 and "another tool holds CUPTI" in warn[0], f"stderr {p.stderr!r}")
+    check(gpuspy_lines(p.stderr) == [], f"stderr {p.stderr!r}")
+    warn = notes(d)
+    check(len(warn) == 1 and warn[0].startswith("another tool holds CUPTI"), f"notes {warn!r}")
     head, ev = only_trace(d)
     check(head["gpu_timing"] == "in_use" and not cupti_join(ev)[1]
           and sum(1 for e in ev if e["kind"] == "launch") == 69, f"held: {head['gpu_timing']}")
@@ -329,8 +331,7 @@ def cupti_flushes_wait_while_the_program_launches(tmp):
     n, took, most = flushes("injected", inject, preload=False)
     check(n <= most, f"injected: {n} flushes while launching for {took:.1f} s")
     for bad in ("0", "x", "-1", "3601", "5s"):
-        p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH=bad, GPUSPY_QUIET="0"),
-                tmp=tmp)
+        p = run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, GPUSPY_CUPTI_FLUSH=bad, **LOG_STDERR), tmp=tmp)
         want = f"GPUSPY_CUPTI_FLUSH={bad} is not a number of seconds (1..3600); using 5"
         check(p.stdout == "trained 3 steps\n" and p.stderr.count(want) == 1, f"{bad}: {p.stderr!r}")
 

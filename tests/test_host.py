@@ -34,7 +34,7 @@ def _host_events(d):
 
 # prog_stacks 4 with GPUSPY_HOST_ALLOC_MIN=1M: its 64 MiB malloc and its free.
 HOST_WANT = (1 << 20, [("alloc", "malloc", 64 << 20), ("free", "free", 64 << 20)])
-HOST_ENV = {"GPUSPY_HOST_ALLOC_MIN": "1M", "GPUSPY_QUIET": "0"}
+HOST_ENV = {"GPUSPY_HOST_ALLOC_MIN": "1M", **LOG_STDERR}
 
 
 def _cuda_events(d):

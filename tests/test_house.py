@@ -84,7 +84,7 @@ def env_shows_the_values_as_the_library_reads_them(tmp):
     check("6 values the library would refuse" in out.stdout, out.stdout)
     # The library, given the same environment, warns about the same six,
     # in the table's order, each with the default env showed.
-    p = run("prog_rt_dyn", tmp=tmp, env=dict(bad, GPUSPY_QUIET="0"))
+    p = run("prog_rt_dyn", tmp=tmp, env=dict(bad, GPUSPY_QUIET="0", GPUSPY_LOG="stderr"))
     warned = [l.split("=")[0][len("gpuspy: "):] for l in p.stderr.splitlines() if " is not " in l]
     order = [k for k in rows if k in bad]
     check(warned == order, f"library warned about {warned}, env marked {order}")

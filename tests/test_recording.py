@@ -214,7 +214,8 @@ def unsafe_trace_directories_are_refused(tmp):
     for d, what in ((link, "symbolic link"), (open_dir, "writable by anyone")):
         a = run("prog_rt_dyn", tmp=d, preload=False)
         b = run("prog_rt_dyn", tmp=d, env={"GPUSPY_QUIET": ""})
-        check(a.stdout == b.stdout and a.returncode == b.returncode, f"{what}: the program changed")
+        check((a.stdout, a.stderr, a.returncode) == (b.stdout, b.stderr, b.returncode), f"{what}: the program changed")
+        b = run("prog_rt_dyn", tmp=d, env=LOG_STDERR)
         err = b.stderr.strip().splitlines()
         check(len(err) == 1 and what in err[0] and err[0].startswith("gpuspy: "), f"{what}: {err}")
         check(traces(real) == [] and traces(open_dir) == [], f"{what}: a trace was written")
@@ -306,7 +307,8 @@ def bad_trace_directory_leaves_the_program_alone(tmp):
     for d in ("/nonexistent/gpuspy-dir", "/proc"):
         a = run("prog_rt_dyn", tmp=d, preload=False)
         b = run("prog_rt_dyn", tmp=d, env={"GPUSPY_QUIET": ""})
-        check(a.stdout == b.stdout and a.returncode == b.returncode, f"{d}: the program changed")
+        check((a.stdout, a.stderr, a.returncode) == (b.stdout, b.stderr, b.returncode), f"{d}: the program changed")
+        b = run("prog_rt_dyn", tmp=d, env=LOG_STDERR)
         err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
         check(len(err) == 1 and "tracing off" in err[0], f"{d}: {b.stderr!r}")
 
@@ -323,7 +325,9 @@ def full_disk_leaves_the_program_alone(tmp):
     try:
         a = run("prog_rt_dyn", tmp=mnt, preload=False)
         b = run("prog_rt_dyn", tmp=mnt, env={"GPUSPY_QUIET": "", "GPUSPY_BUFFER_MB": "8"})
-        check(a.stdout == b.stdout and a.returncode == b.returncode, "the program changed on a full disk")
+        check((a.stdout, a.stderr, a.returncode) == (b.stdout, b.stderr, b.returncode),
+              "the program changed on a full disk")
+        b = run("prog_rt_dyn", tmp=mnt, env=dict(LOG_STDERR, GPUSPY_BUFFER_MB="8"))
         err = [l for l in b.stderr.splitlines() if l.startswith("gpuspy: ")]
         check(len(err) == 1 and "No space left" in err[0], f"warning: {b.stderr!r}")
         check(traces(mnt) == [], "a partial trace was left on the full disk")

@@ -282,6 +282,11 @@ test-build: $(TB)/prog_live
 $(TB)/prog_cancel: tests/hostile/prog_cancel.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 test-build: $(TB)/prog_cancel
+$(TB)/prog_notes: tests/hostile/prog_notes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
+$(TB)/libhostile_nothreads.so: tests/hostile/nothreads.c
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
+test-build: $(TB)/prog_notes $(TB)/libhostile_nothreads.so
 
 # Unit tests of the report's arithmetic (tests/unit/, run by tests/test_advice.py).
 $(TB)/unit_period: tests/unit/period_test.c tools/report/period.c tools/report/period.h

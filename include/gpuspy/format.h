@@ -65,6 +65,7 @@
  * but not given a row. */
 #define GSPY_DEVICES 8
 #define GSPY_BUFFER_MB_MAX (1u << 20) /* the most GPUSPY_BUFFER_MB may reserve: 1 TiB */
+#define GSPY_NOTES_SIZE 1024u /* header.notes: gpuspy's own messages, bytes */
 
 /* Event kinds: X(name). The names are what `gpuspy dump` writes. */
 #define GSPY_KIND_LIST(X)                                                    \
@@ -649,9 +650,25 @@ struct gspy_header {
 	 * affinity: taskset, a cgroup's cpuset); 0 in older traces. The
 	 * report's replay of loader workers divides the data phase by them. */
 	uint32_t cpus;
+	/* gpuspy's own messages (what it once wrote on the program's stderr:
+	 * an option it could not read, CUPTI missing, a thread it could not
+	 * start), one line each ending in '\n', in the order they were made;
+	 * those made before the file existed first. A writer claims its
+	 * line's bytes by advancing notes_used (compare-and-swap, never past
+	 * GSPY_NOTES_SIZE) and then writes them: a reader of a live file may
+	 * find claimed bytes still 0, and skips them. A line that does not fit
+	 * is counted in notes_lost. Untrusted bytes, like the command line:
+	 * readers bound them by notes_used clamped to the area and escape them
+	 * for their output. Zero in traces from before the notes. */
+	uint32_t notes_used;
+	uint32_t notes_lost;
+	char notes[GSPY_NOTES_SIZE];
 };
 
 _Static_assert(sizeof(struct gspy_chunk) == GSPY_CHUNK_HEADER_SIZE, "a chunk header is 64 bytes");
 _Static_assert(sizeof(struct gspy_header) <= GSPY_HEADER_SIZE, "the header fits its page");
+/* Where older readers and tests (tests/test_hostile.py) find the notes. */
+_Static_assert(offsetof(struct gspy_header, notes_used) == 1508 && offsetof(struct gspy_header, notes) == 1516,
+	       "the notes follow cpus");
 
 #endif /* GPUSPY_FORMAT_H */

@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "util/cli.h"
+#include "util/escape.h"
 #include "util/files.h"
 #include "gpuspy/format.h"
 #include "cmd/cmd.h"
@@ -355,11 +357,108 @@ static void trim_ended(const char *path)
 	close(fd);
 }
 
+/* gpuspy's messages about CMD's processes, which the library keeps off
+ * their stderr (GPUSPY_LOG): what run shows after CMD's output, never
+ * inside it. */
+struct relay {
+	int traces;      /* show each trace's notes */
+	const char *log; /* run's own GPUSPY_LOG file, or NULL */
+	struct note {
+		uint32_t pid;
+		char *text;
+		int shown_by_log; /* the log's copy of it was skipped */
+	} *v;
+	size_t n;
+	unsigned said; /* lines shown */
+};
+
+static void relay_say(struct relay *rl, uint32_t pid, const char *text)
+{
+	rl->said++;
+	fprintf(stderr, "gpuspy: pid %u: ", pid);
+	gs_term_fputs(text, stderr); /* a trace's bytes, or a log's anybody could append to */
+	fputc('\n', stderr);
+}
+
+/* The notes in path's header (read as trim_ended reads it: the header
+ * alone, no link followed), shown and kept to leave out of the log. */
+static void relay_trace(struct relay *rl, const char *path)
+{
+	struct gspy_header h;
+	char notes[GSPY_NOTES_SIZE + 1];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	int ok = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && !memcmp(h.magic, GSPY_MAGIC, 8);
+	close(fd);
+	if (!ok || !gs_header_notes(&h, notes, sizeof(notes)))
+		return;
+	for (char *s = notes, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+		*nl = 0;
+		relay_say(rl, h.pid, s);
+		struct note *v = realloc(rl->v, (rl->n + 1) * sizeof(*v));
+		if (!v)
+			continue;
+		rl->v = v;
+		v[rl->n].pid = h.pid;
+		v[rl->n].text = strdup(s);
+		v[rl->n].shown_by_log = 0;
+		rl->n++;
+	}
+}
+
+/* The log's lines ("gpuspy[PID]: text") that no trace showed: messages of
+ * processes that made no trace (GPUSPY_DIR refused, the file not made),
+ * and notes a full trace lost. Then the log goes: it was run's. */
+static void relay_log(struct relay *rl)
+{
+	int fd = rl->log ? open(rl->log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while (f && (len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = 0;
+		char *end;
+		unsigned long pid = strncmp(line, "gpuspy[", 7) ? 0 : strtoul(line + 7, &end, 10);
+		if (!pid || strncmp(end, "]: ", 3))
+			continue;
+		const char *text = end + 3;
+		size_t k = 0;
+		while (k < rl->n && (rl->v[k].shown_by_log || rl->v[k].pid != pid || strcmp(rl->v[k].text, text)))
+			k++;
+		if (k < rl->n)
+			rl->v[k].shown_by_log = 1;
+		else
+			relay_say(rl, (uint32_t)pid, text);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	if (rl->log)
+		unlink(rl->log);
+}
+
+static void relay(struct relay *rl, char **paths, int np)
+{
+	for (int k = 0; rl->traces && k < np; k++)
+		relay_trace(rl, paths[k]);
+	relay_log(rl);
+	for (size_t k = 0; k < rl->n; k++)
+		free(rl->v[k].text);
+	free(rl->v);
+	rl->v = NULL;
+	rl->n = 0;
+}
+
 /* After CMD: the traces it wrote into dir (those not in before), said and
- * reported (report NULL: --no-report); a directory made for the run goes
- * again if nothing is in it. */
+ * reported (report NULL: --no-report), gpuspy's messages about them first;
+ * a directory made for the run goes again if nothing is in it. */
 static void after_run(const char *dir, const struct names *before, int made, const char *cmd,
-		      int (*report)(int, char **))
+		      int (*report)(int, char **), struct relay *rl)
 {
 	struct names after = { 0 };
 	list_traces(dir, &after);
@@ -376,8 +475,15 @@ static void after_run(const char *dir, const struct names *before, int made, con
 			}
 		}
 	fflush(NULL);
+	relay(rl, paths, np);
 	if (!np) {
-		if (made && rmdir(dir) == 0)
+		int gone = made && rmdir(dir) == 0;
+		/* gpuspy said something: a trace it could not make, say, not
+		 * necessarily that CMD made no CUDA call. */
+		if (rl->said)
+			fprintf(stderr, "gpuspy: %s left no trace%s%s: gpuspy's messages above say why\n", cmd,
+				gone ? "" : " in ", gone ? "" : dir);
+		else if (gone)
 			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace written\n", cmd);
 		else
 			fprintf(stderr, "gpuspy: %s made no CUDA call that gpuspy saw; no trace in %s\n", cmd, dir);
@@ -407,6 +513,28 @@ static void latest_link(const char *dir)
 	snprintf(tmp, sizeof(tmp), ".gpuspy-latest.%d", (int)getpid());
 	if (symlink(dir, tmp) == 0 && rename(tmp, "gpuspy-latest") != 0)
 		unlink(tmp);
+}
+
+/* What run relays (struct relay): nothing with GPUSPY_QUIET=1; not the
+ * notes again when the user asked for them live (GPUSPY_LOG=stderr). Where
+ * the user chose no log (GPUSPY_LOG unset), the library's goes to a file
+ * of run's own in the trace directory (made here, only by run), for the
+ * messages that reach no trace. */
+static void relay_setup(struct relay *rl, const char *dir, char *path, size_t cap)
+{
+	const char *q = getenv("GPUSPY_QUIET"), *user = getenv("GPUSPY_LOG");
+	if (gs_opt_parse(&gs_opt_defs[GS_OPT_QUIET], q).u)
+		return;
+	rl->traces = !user || strcmp(user, "stderr") != 0;
+	if (user)
+		return;
+	snprintf(path, cap, "%s/gpuspy-run-%d.log", dir, (int)getpid());
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	setenv("GPUSPY_LOG", path, 1);
+	rl->log = path;
 }
 
 int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
@@ -467,11 +595,14 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		setenv("GPUSPY_BUFFER_MB", o.buffer, 1);
 	if (o.cupti)
 		setenv("GPUSPY_CUPTI", o.cupti, 1);
+	struct relay rl = { 0 };
+	char logpath[PATH_MAX + 64];
+	relay_setup(&rl, getenv("GPUSPY_DIR"), logpath, sizeof(logpath));
 	fflush(NULL);
 	int code = spawn(argv + o.cmd);
 	unsetenv("LD_PRELOAD");
 
-	after_run(dir, &before, made, argv[o.cmd], o.no_report ? NULL : report);
+	after_run(dir, &before, made, argv[o.cmd], o.no_report ? NULL : report, &rl);
 	if (dir == defdir && access(dir, F_OK) == 0)
 		latest_link(dir);
 	names_free(&before);

@@ -100,6 +100,32 @@ static void proc_from_trace(struct gs_input *in)
 	p->gpu_timing = h->gpu_timing;
 	p->start_paused = h->start_paused != 0;
 	p->windows = h->windows;
+	gs_header_notes(h, p->notes, sizeof(p->notes));
+	p->notes_lost = h->notes_lost;
+}
+
+/* A dump's "notes" (strings, one a line) into p->notes; those that do not
+ * fit count as lost, as in the header they came from. */
+static void notes_from_json(const cJSON *o, struct gs_proc *p)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "notes"), *x;
+	size_t k = 0;
+	if (!cJSON_IsArray(a))
+		a = NULL;
+	cJSON_ArrayForEach(x, a) {
+		const char *s = cJSON_IsString(x) ? x->valuestring : NULL;
+		size_t n = s ? strlen(s) : 0;
+		if (!n)
+			continue;
+		if (k + n + 1 >= sizeof(p->notes)) {
+			p->notes_lost++;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			p->notes[k++] = s[i] == '\n' ? ' ' : s[i];
+		p->notes[k++] = '\n';
+	}
+	p->notes[k] = 0;
 }
 
 /* Reads one line; 1 = got one, 0 = end of file. */
@@ -210,6 +236,8 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->start_ns = u64(o, "start_ns");
 	p->start_paused = str(o, "start") && !strcmp(str(o, "start"), "paused");
 	p->windows = (unsigned)int_in(o, "windows", 0, UINT32_MAX, 0);
+	p->notes_lost = u64(o, "notes_lost");
+	notes_from_json(o, p);
 	const char *gt = str(o, "gpu_timing");
 	for (unsigned i = 0; gt && i < GSPY_GPU_TIMING_COUNT; i++)
 		if (!strcmp(gs_gpu_timing_name(i), gt))

@@ -39,6 +39,10 @@ struct gs_proc {
 	unsigned gpu_timing; /* enum gspy_gpu_timing */
 	int start_paused;    /* GPUSPY_START=paused */
 	unsigned windows;    /* times recording resumed (on demand or gpuspy_resume) */
+	/* gpuspy's own messages (header notes; a dump's "notes"), lines each
+	 * ending in '\n', raw: escape them for the sink; and the lines lost. */
+	char notes[GSPY_NOTES_SIZE + 1];
+	uint64_t notes_lost;
 };
 
 struct gs_ev {

@@ -582,6 +582,35 @@ uint64_t gs_trace_stack_ns(const struct gs_trace *t)
 	return ns >= 0 && ns < 1.8e19 ? (uint64_t)ns : ns >= 1.8e19 ? UINT64_MAX : 0; /* a forged header */
 }
 
+unsigned gs_header_notes(const struct gspy_header *h, char *buf, size_t cap)
+{
+	/* The count first, once: a live process may still be adding lines. */
+	uint32_t used = __atomic_load_n(&h->notes_used, __ATOMIC_ACQUIRE);
+	if (used > GSPY_NOTES_SIZE)
+		used = GSPY_NOTES_SIZE;
+	size_t k = 0;
+	unsigned lines = 0;
+	int open_line = 0; /* a line has bytes not yet ended */
+	if (!cap)
+		return 0;
+	for (uint32_t i = 0; i < used && k + 2 < cap; i++) {
+		char c = h->notes[i];
+		if (c == 0)
+			continue; /* claimed, not written yet */
+		if (c == '\n' && !open_line)
+			continue; /* no empty lines */
+		buf[k++] = c;
+		open_line = c != '\n';
+		lines += c == '\n';
+	}
+	if (open_line) { /* cut by the area's end, or still being written */
+		buf[k++] = '\n';
+		lines++;
+	}
+	buf[k] = 0;
+	return lines;
+}
+
 void gs_trace_close(struct gs_trace *t)
 {
 	if (t->tab && t->tab->live) {

@@ -73,6 +73,11 @@ int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, si
 /* 1 when the header's sizes and offsets are bounded and consistent:
  * what every reader and writer of a trace checks before using them. */
 int gs_header_sane(const struct gspy_header *h);
+/* The header's notes (gpuspy's own messages, format.h): its notes_used
+ * bytes, clamped to the area, copied into buf (cap bytes with its NUL) as
+ * lines each ending in '\n', without NUL bytes or empty lines; the lines'
+ * number. Untrusted bytes: escape them for the sink. */
+unsigned gs_header_notes(const struct gspy_header *h, char *buf, size_t cap);
 /* Next event in start-time order; 1 = got one, 0 = end. */
 int gs_trace_next(struct gs_trace *t, struct gs_event *ev);
 void gs_trace_rewind(struct gs_trace *t);

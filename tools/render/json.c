@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "render/jsonl.h"
 #include "render/render.h"
 #include "report/report.h"
 #include "report/section.h"
@@ -116,6 +117,7 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddNumberToObject(p, "wait_stack_min_ns", (double)r->proc.wait_stack_min_ns);
 		cJSON_AddBoolToObject(p, "incomplete", r->proc.state != GSPY_STATE_EXITED ||
 							 r->proc.truncated || r->input_error[0]);
+		gs_notes_json(p, r->proc.notes, r->proc.notes_lost);
 		summary_json(p, r, &st);
 		cJSON_AddItemToObject(p, "diagnoses", diag_json(&procs[i], 1, 0));
 		cJSON_AddItemToObject(p, "context", diag_json(&procs[i], 1, 1));

@@ -52,7 +52,7 @@ static void add_dims(cJSON *o, const char *k, uint32_t x, uint32_t y, uint32_t z
 	cJSON_AddItemToArray(a, cJSON_CreateNumber(z));
 }
 
-/* Long (about 80 lines): one header field a line, in the order of
+/* Long (about 85 lines): one header field a line, in the order of
  * docs/format.md's process line. */
 cJSON *gs_dump_process(const struct gs_trace *t)
 {
@@ -136,7 +136,26 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 	for (int i = 0; i < ndev; i++)
 		cJSON_AddItemToArray(dm, cJSON_CreateNumber((double)h->device_mem[i]));
 	cJSON_AddStringToObject(o, "clock", h->clock == GSPY_CLOCK_TSC ? "tsc" : "monotonic");
+	char notes[GSPY_NOTES_SIZE + 1];
+	gs_header_notes(h, notes, sizeof(notes));
+	gs_notes_json(o, notes, h->notes_lost);
 	return o;
+}
+
+void gs_notes_json(cJSON *o, const char *notes, uint64_t lost)
+{
+	if (*notes) {
+		cJSON *a = cJSON_AddArrayToObject(o, "notes");
+		for (const char *s = notes, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+			char line[GSPY_NOTES_SIZE + 1];
+			size_t n = (size_t)(nl - s) < sizeof(line) - 1 ? (size_t)(nl - s) : sizeof(line) - 1;
+			memcpy(line, s, n);
+			line[n] = 0;
+			cJSON_AddItemToArray(a, cJSON_CreateString(line));
+		}
+	}
+	if (lost)
+		add_u64(o, "notes_lost", lost);
 }
 
 /* A kernel's name and dimensions: a launch, or a graph's kernel node. */

@@ -47,6 +47,22 @@ static void own_time(FILE *f, const struct gs_report *r)
 	fprintf(f, "\n");
 }
 
+/* gpuspy's own messages about the process (an option it could not read,
+ * CUPTI missing, ...), which it keeps in the trace rather than write on
+ * the program's stderr. */
+static void notes_print(FILE *f, const struct gs_report *r)
+{
+	uint64_t lost = r->proc.notes_lost;
+	if (!*r->proc.notes && !lost)
+		return;
+	fprintf(f, "   gpuspy's notes:\n");
+	for (const char *s = r->proc.notes, *nl; (nl = strchr(s, '\n')); s = nl + 1)
+		fprintf(f, "     %.*s\n", (int)(nl - s), s);
+	if (lost)
+		fprintf(f, "     %llu more %s lost: the trace keeps %u bytes of notes\n", (unsigned long long)lost,
+			gs_pl(lost, "note was", "notes were"), GSPY_NOTES_SIZE);
+}
+
 static void process_section(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
 	char a[32], b[32], c[32];
@@ -102,6 +118,7 @@ static void process_section(FILE *f, const struct gs_report *r, const struct gs_
 	if (r->proc.overwritten)
 		fprintf(f, "   flight recorder: the %llu oldest events were overwritten; this is the newest part\n",
 			(unsigned long long)r->proc.overwritten);
+	notes_print(f, r);
 	own_time(f, r);
 	for (size_t i = 0; i < gs_nsections; i++)
 		if (gs_sections[i].print)
