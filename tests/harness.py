@@ -60,7 +60,8 @@ def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None)
 # Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
 HEADER_FIELDS = {"version": (8, 4), "file_size": (24, 8), "strtab_offset": (32, 8), "strtab_size": (40, 8),
                  "chunk_offset": (48, 8), "chunk_size": (56, 4), "chunk_count": (60, 4), "pid": (64, 4),
-                 "chunks_claimed": (136, 4), "state": (140, 4), "strtab_used": (152, 8)}
+                 "chunks_claimed": (136, 4), "state": (140, 4), "strtab_used": (152, 8),
+                 "notes_used": (1508, 4), "notes_lost": (1512, 4), "notes": (1516, 1024)}
 
 
 def header(path):

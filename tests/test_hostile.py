@@ -526,15 +526,6 @@ def live(tmp, change, linger_ms=0, env=None):
     return p.returncode, first + out, err
 
 
-<<<<<<< HEAD
-=======
-# Offsets and sizes in struct gspy_header (include/gpuspy/format.h).
-HEADER_FIELDS = {"strtab_offset": (32, 8), "strtab_size": (40, 8), "chunk_offset": (48, 8), "chunk_size": (56, 4),
-                 "chunk_count": (60, 4), "pid": (64, 4), "chunks_claimed": (136, 4), "strtab_used": (152, 8),
-                 "notes_used": (1508, 4), "notes_lost": (1512, 4), "notes": (1516, 1024)}
-
-
->>>>>>> lib-log
 def overwrite(path, field, value):
     off, size = HEADER_FIELDS[field]
     with open(path, "r+b") as f:
@@ -619,61 +610,6 @@ def trace_emptied_while_it_runs(tmp):
     p = subprocess.run([GPUSPY, "dump", emptied[0]], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:"),
           f"dump of the empty file: exit {p.returncode}, {p.stderr!r}")
-<<<<<<< HEAD
-
-
-@test
-def misplaced_string_table_is_refused(tmp):
-    """A format-3 trace whose header puts its string table over the chunks
-    (inside the last one, or at the first), past the end of the file the
-    header itself gives, or that says it is format 2 (the table first) over
-    format 3's bytes: dump, report and export refuse it with one line
-    saying the header is corrupt; top skips it. One whose table lies past
-    the end of the file as it is (a copy cut short, the header whole)
-    reads as cut: every event, the kernels "(unknown)" (host functions
-    and graphs are named without it), one warning."""
-    run("prog_drv", tmp=tmp)
-    good = os.path.join(tmp, traces(tmp)[0])
-    h = header(good)
-    check(h["version"] == 3 and h["chunk_count"] == 1 and h["strtab_offset"] == 4096 + CHUNK, f"layout {h}")
-    _, whole = dump(good)
-    data = open(good, "rb").read()
-    os.unlink(good)
-
-    def patched(**fields):
-        b = bytearray(data)
-        for k, v in fields.items():
-            off, n = HEADER_FIELDS[k]
-            b[off:off + n] = v.to_bytes(n, "little")
-        return bytes(b)
-    end = lambda off: off + h["strtab_size"]  # noqa: E731: a file_size that agrees with the offset
-    bad = {"overlap": patched(strtab_offset=4096 + CHUNK - 64, file_size=end(4096 + CHUNK - 64)),
-           "first": patched(strtab_offset=4096, file_size=end(4096)),
-           "past": patched(strtab_size=h["strtab_size"] + 4096),
-           "v2": patched(version=2)}
-    for name, b in bad.items():
-        path = os.path.join(tmp, f"{name}.gspy")
-        with open(path, "wb") as f:
-            f.write(b)
-        for args in (["dump", path], ["report", path],
-                     ["export", "--format", "chrome", "-o", os.path.join(tmp, "o.json"), path]):
-            p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)
-            check(p.returncode == 1 and p.stderr == f"gpuspy: error: {path}: corrupt header (inconsistent sizes)\n",
-                  f"{name} {args[0]}: exit {p.returncode}, {p.stderr!r}")
-        p = subprocess.run([GPUSPY, "top", "--once", "--json", tmp], capture_output=True, text=True, timeout=TIMEOUT)
-        check((p.returncode, p.stdout, p.stderr) == (0, "[]\n", ""), f"{name} top: {p.returncode} {p.stderr!r}")
-        os.unlink(path)
-    far = os.path.join(tmp, "far.gspy")
-    with open(far, "wb") as f:
-        f.write(patched(strtab_offset=1 << 40, file_size=end(1 << 40)))
-    p = subprocess.run([GPUSPY, "dump", far], capture_output=True, text=True, timeout=TIMEOUT)
-    lines = [json.loads(x) for x in p.stdout.splitlines()]
-    got = [x for x in lines if x["type"] == "event"]
-    check(p.returncode == 0 and p.stderr.count("\n") == 1 and "truncated" in p.stderr and len(got) == len(whole) and
-          {e["name"] for e in got if e["kind"] == "launch"} == {"(unknown)", "(graph)", "(host function)"} and
-          lines[0]["truncated"] and {e["name"] for e in whole if e["kind"] == "launch"} > {"(graph)", "(host function)"},
-          f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")
-=======
     d = os.path.join(tmp, "logged")
     os.mkdir(d)
     log = os.path.join(tmp, "gpuspy.log")
@@ -820,4 +756,56 @@ def hostile_notes_are_bounded_and_escaped(tmp):
     check(notes(tmp) == ["n\x1b]0;pw"], f"notes_used 7: {notes(tmp)!r}")
     text = report_text(path)
     check("   gpuspy's notes:\n     n\\x1b]0;pw\n   gpuspy's own time" in text, f"notes_used 7: {text[:600]}")
->>>>>>> lib-log
+
+
+@test
+def misplaced_string_table_is_refused(tmp):
+    """A format-3 trace whose header puts its string table over the chunks
+    (inside the last one, or at the first), past the end of the file the
+    header itself gives, or that says it is format 2 (the table first) over
+    format 3's bytes: dump, report and export refuse it with one line
+    saying the header is corrupt; top skips it. One whose table lies past
+    the end of the file as it is (a copy cut short, the header whole)
+    reads as cut: every event, the kernels "(unknown)" (host functions
+    and graphs are named without it), one warning."""
+    run("prog_drv", tmp=tmp)
+    good = os.path.join(tmp, traces(tmp)[0])
+    h = header(good)
+    check(h["version"] == 3 and h["chunk_count"] == 1 and h["strtab_offset"] == 4096 + CHUNK, f"layout {h}")
+    _, whole = dump(good)
+    data = open(good, "rb").read()
+    os.unlink(good)
+
+    def patched(**fields):
+        b = bytearray(data)
+        for k, v in fields.items():
+            off, n = HEADER_FIELDS[k]
+            b[off:off + n] = v.to_bytes(n, "little")
+        return bytes(b)
+    end = lambda off: off + h["strtab_size"]  # noqa: E731: a file_size that agrees with the offset
+    bad = {"overlap": patched(strtab_offset=4096 + CHUNK - 64, file_size=end(4096 + CHUNK - 64)),
+           "first": patched(strtab_offset=4096, file_size=end(4096)),
+           "past": patched(strtab_size=h["strtab_size"] + 4096),
+           "v2": patched(version=2)}
+    for name, b in bad.items():
+        path = os.path.join(tmp, f"{name}.gspy")
+        with open(path, "wb") as f:
+            f.write(b)
+        for args in (["dump", path], ["report", path],
+                     ["export", "--format", "chrome", "-o", os.path.join(tmp, "o.json"), path]):
+            p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=TIMEOUT)
+            check(p.returncode == 1 and p.stderr == f"gpuspy: error: {path}: corrupt header (inconsistent sizes)\n",
+                  f"{name} {args[0]}: exit {p.returncode}, {p.stderr!r}")
+        p = subprocess.run([GPUSPY, "top", "--once", "--json", tmp], capture_output=True, text=True, timeout=TIMEOUT)
+        check((p.returncode, p.stdout, p.stderr) == (0, "[]\n", ""), f"{name} top: {p.returncode} {p.stderr!r}")
+        os.unlink(path)
+    far = os.path.join(tmp, "far.gspy")
+    with open(far, "wb") as f:
+        f.write(patched(strtab_offset=1 << 40, file_size=end(1 << 40)))
+    p = subprocess.run([GPUSPY, "dump", far], capture_output=True, text=True, timeout=TIMEOUT)
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    got = [x for x in lines if x["type"] == "event"]
+    check(p.returncode == 0 and p.stderr.count("\n") == 1 and "truncated" in p.stderr and len(got) == len(whole) and
+          {e["name"] for e in got if e["kind"] == "launch"} == {"(unknown)", "(graph)", "(host function)"} and
+          lines[0]["truncated"] and {e["name"] for e in whole if e["kind"] == "launch"} > {"(graph)", "(host function)"},
+          f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")
