@@ -272,20 +272,11 @@ def an_eager_decode_loop_is_told_to_graph_its_token(tmp):
           in d[0]["text"], f"diagnoses {d}")
 
 
-@test
-def loader_workers_are_replayed_exactly(tmp):
-    """A starved loader, known to the nanosecond: each 1 ms step loads its
-    batch in phase 'data' for 790 us of host work, copies it (pinned,
-    async, 10 us), then 'forward' launches a 200 us kernel at 810 us and
-    works to the step's end. Replayed, the last 40 steps take 991,900 ns
-    a step (the first from the window's start: 811.4 us); with workers
-    loading alongside, only the data phase's own 790 us goes (not the
-    forward pass's 180 us before it), the host then sets the pace at
-    201.4 us a step: it saves (39,676,000 - 8,076,000) / 40 = 790,000 ns
-    a step, the data phase's work exactly. With the CPUs the process may
-    use in the trace, the workers are that many less one."""
-    import json
-    from test_report import phase_event, write_jsonl
+def loader_steps():
+    """50 steps of 1 ms: 'data' works 790 us on the host, then copies its
+    batch (pinned, async, 10 us); 'forward' launches a 200 us kernel at
+    810 us and works to the step's end."""
+    from test_report import phase_event
     ev = []
     for k in range(50):
         t = 1_000_000 + k * 1_000_000
@@ -304,6 +295,24 @@ def loader_workers_are_replayed_exactly(tmp):
         ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 830_000,
                    "end_ns": t + 1_030_000, "result": 0, "device": 0, "stream": 7, "corr": 2 * k + 2, "name": "k"})
         ev.append(phase_event(False, t + 1_000_000, "forward", k))
+    return ev
+
+
+@test
+def loader_workers_are_replayed_exactly(tmp):
+    """A starved loader, known to the nanosecond: each 1 ms step loads its
+    batch in phase 'data' for 790 us of host work, copies it (pinned,
+    async, 10 us), then 'forward' launches a 200 us kernel at 810 us and
+    works to the step's end. Replayed, the last 40 steps take 991,900 ns
+    a step (the first from the window's start: 811.4 us); with workers
+    loading alongside, only the data phase's own 790 us goes (not the
+    forward pass's 180 us before it), the host then sets the pace at
+    201.4 us a step: it saves (39,676,000 - 8,076,000) / 40 = 790,000 ns
+    a step, the data phase's work exactly. With the CPUs the process may
+    use in the trace, the workers are that many less one."""
+    import json
+    from test_report import write_jsonl
+    ev = loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
     p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
                        capture_output=True, text=True, timeout=TIMEOUT)
@@ -337,26 +346,9 @@ def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
     the whole wait, 50 x 800 us = 40 ms, were the workers always a batch
     ahead; it names the CPUs the process may use (8: up to 7 workers)."""
     import json
-    from test_report import phase_event, write_jsonl
+    from test_report import write_jsonl
     ev = [{"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": 900_000, "end_ns": 900_000, "result": 0,
-           "device": 0, "name": "DataLoader num_workers=6"}]
-    for k in range(50):
-        t = 1_000_000 + k * 1_000_000
-        ev.append(phase_event(True, t, "data", k))
-        ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 790_000, "end_ns": t + 800_000,
-                   "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pinned", "device": 0, "stream": 0,
-                   "async": True, "corr": 2 * k + 1})
-        ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": t + 800_000,
-                   "end_ns": t + 801_000, "result": 0, "bytes": 4096, "dir": "h2d", "device": 0, "stream": 7,
-                   "corr": 2 * k + 1})
-        ev.append(phase_event(False, t + 800_000, "data", k))
-        ev.append(phase_event(True, t + 800_000, "forward", k))
-        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 810_000, "end_ns": t + 820_000,
-                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
-                   "corr": 2 * k + 2})
-        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 830_000,
-                   "end_ns": t + 1_030_000, "result": 0, "device": 0, "stream": 7, "corr": 2 * k + 2, "name": "k"})
-        ev.append(phase_event(False, t + 1_000_000, "forward", k))
+           "device": 0, "name": "DataLoader num_workers=6"}] + loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
     lines = open(path).read().splitlines()
     head = json.loads(lines[0])
