@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The screenshots of the HTML report in the docs, taken from today's
-page: `gpuspy report --html` of the H200 ResNet-18 fixture
-(tests/fixtures/h200/resnet_loader.tar.gz), opened in headless Chromium
+page: `gpuspy report --html` of the README's sample report, the H200
+what-if fixture item-slow (tests/fixtures/h200/whatif/item-slow.tar.gz:
+a training loop that reads its loss with .item() every step, with NVML
+telemetry), opened in headless Chromium
 (tests/browser.py) at 1400 x 1000:
 
   docs/html-report.png  the top of the page: cards, diagnoses, step time,
@@ -36,11 +38,11 @@ def shot(b, path, clip):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs")
     with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(os.path.join(ROOT, "tests", "fixtures", "h200", "resnet_loader.tar.gz")) as t:
+        with tarfile.open(os.path.join(ROOT, "tests", "fixtures", "h200", "whatif", "item-slow.tar.gz")) as t:
             t.extractall(tmp)
         page = os.path.join(tmp, "r.html")
         subprocess.run([os.path.join(ROOT, "tools", "gpuspy"), "report", "--html", page,
-                        os.path.join(tmp, "resnet_loader")], check=True, stderr=subprocess.DEVNULL)
+                        os.path.join(tmp, "item-slow")], check=True, stderr=subprocess.DEVNULL)
         with Browser(WIDTH, 1000) as b:
             b.open("file://" + page)
             b.frames(3)

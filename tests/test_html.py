@@ -460,7 +460,7 @@ def fixture(tmp, name):
     import tarfile
     with tarfile.open(os.path.join(ROOT, "tests", "fixtures", "h200", name + ".tar.gz")) as t:
         t.extractall(tmp)
-    return os.path.join(tmp, name)
+    return os.path.join(tmp, os.path.basename(name))
 
 
 NVML_TITLES = ("GPU utilization", "SM clock")
@@ -682,13 +682,13 @@ def html_flame_graph_says_what_it_holds(tmp):
 def html_docs_describe_todays_page(tmp):
     """The docs describe the page as it is. docs/html.md's list of what
     the page shows names every panel that Chromium draws for the H200
-    ResNet-18 fixture (the README's screenshot), in the page's order, the
+    what-if fixture item-slow (the README's screenshot), in the page's order, the
     flame graph included; its screenshots (taken by
     scripts/html-screenshots.py) are PNGs of a 1400 px page under 300 KB,
     the README shows the first. Each fixture the fixtures' README calls
     launch-bound or host-bound is diagnosed so today, and one it says is
     not, is not."""
-    d = fixture(tmp, "resnet_loader")
+    d = fixture(tmp, "whatif/item-slow")
     out, page, data = html(tmp, d)
     with opened(out, 0) as b:
         captions = b.eval("""[...document.querySelectorAll("figure.chart figcaption")].map(c => c.textContent)""")
