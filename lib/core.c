@@ -5,15 +5,18 @@
  * exit handling (gpuspy's messages are log.c's).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/futex.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gs.h"
@@ -71,6 +74,34 @@ int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t sta
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+/*
+ * Another thread's first calls while the modules start: a kernel launched
+ * before CUPTI collects has no GPU record (8 threads launching at once
+ * kept 1 of their 8 first kernels' records). They wait for the start as
+ * the opening thread does, at most START_WAIT_NS; past that (a start that
+ * never ends: a fork mid-start) nobody waits again.
+ */
+#define START_WAIT_NS 3000000000ull
+void gs_wait_started(void)
+{
+	if (gs_tls.opening)
+		return; /* the start's own calls */
+	uint64_t until = gs_mono_ns() + START_WAIT_NS;
+	int e = errno;
+	while (__atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE) == GS_FILE_STARTING) {
+		uint64_t now = gs_mono_ns();
+		if (now >= until) {
+			int starting = GS_FILE_STARTING;
+			__atomic_compare_exchange_n(&gs_g.file_open, &starting, GS_FILE_OPEN, 0, __ATOMIC_ACQ_REL,
+						    __ATOMIC_ACQUIRE);
+			break;
+		}
+		struct timespec ts = { 0, (long)((until - now) < 100000000 ? until - now : 100000000) };
+		syscall(SYS_futex, &gs_g.file_open, FUTEX_WAIT_PRIVATE, GS_FILE_STARTING, &ts, NULL, 0);
+	}
+	errno = e;
 }
 
 struct gs_opt_val gs_opt[GS_OPT_N];

@@ -65,6 +65,7 @@ struct gs_tls {
 				  * for its first chunk (made before the file) */
 	uint8_t gone;            /* the thread is ending: its chunk was handed on
 				  * (writer.c); later calls hand theirs on too */
+	uint8_t opening;         /* this thread made the file and starts the modules */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gs_tls, base) == 64, "gs_tls's hot fields fill line 0");
 
@@ -87,7 +88,9 @@ struct gs_global {
 	int paused;          /* gpuspy_pause(): calls pass through unrecorded */
 	int events;          /* GPUSPY_CUPTI=events: GPU time from CUDA events */
 	int file_open;       /* the trace file is open (gs_writer_open); set by
-			      * gs_writer_ready once the mapping is ready */
+			      * gs_writer_ready once the mapping is ready:
+			      * GS_FILE_STARTING while the modules start
+			      * (CUPTI), then GS_FILE_OPEN */
 	uint32_t stack_kinds; /* 1 << kind for the kinds that get call stacks */
 	const volatile uint64_t *alive; /* 1 in this process; reads 0 in a child
 				      * forked without fork handlers (writer.c) */
@@ -196,6 +199,10 @@ void gs_copy_rec_3d(struct gspy_record *r, const struct CUDA_MEMCPY3D_st *p); /*
 
 /* Writer (writer.c). */
 int gs_writer_ready(void);        /* opens the file on first use; 0 = ok */
+enum { GS_FILE_CLOSED, GS_FILE_OPEN, GS_FILE_STARTING }; /* gs_g.file_open */
+/* The file is open but its modules still start (CUPTI): a call that would
+ * launch before CUPTI collects waits for it, as the opening thread does. */
+void gs_wait_started(void); /* core.c */
 
 /* The trace file is open (no side effect): read on every call, beside
  * disabled and paused. Acquire: pairs with gs_writer_ready's release, so
@@ -301,8 +308,12 @@ static inline __attribute__((always_inline)) struct gspy_record *gs_begin_(unsig
 			gs_writer_ready();
 		return NULL;
 	}
-	if (GS_UNLIKELY(!gs_writer_open()) && gs_writer_ready() != 0)
-		return NULL;
+	int open = gs_writer_open();
+	if (GS_UNLIKELY(open != GS_FILE_OPEN)) {
+		if (!open && gs_writer_ready() != 0)
+			return NULL;
+		gs_wait_started();
+	}
 	struct gspy_record *r = &t->rec;
 	memset(r, 0, sizeof(*r));
 	r->api = (uint16_t)api;

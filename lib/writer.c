@@ -435,7 +435,7 @@ int gs_writer_ready(void)
 		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
 		/* What gs_writer_open reads (after the state: the mapping is
 		 * set up before either says open). */
-		__atomic_store_n(&gs_g.file_open, rc == 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&gs_g.file_open, rc == 0 ? GS_FILE_STARTING : GS_FILE_CLOSED, __ATOMIC_RELEASE);
 		if (rc != 0)
 			gs_g.disabled = 1;
 		else
@@ -446,7 +446,14 @@ int gs_writer_ready(void)
 	if (opened) {
 		prefault_start();
 		/* Outside the lock: CUPTI's own threads write records too. */
+		gs_tls.opening = 1;
 		GS_MODULES_CALL(started, w.hdr);
+		gs_tls.opening = 0;
+		/* Threads that came meanwhile go on: CUPTI collects (or never will). */
+		int starting = GS_FILE_STARTING;
+		if (__atomic_compare_exchange_n(&gs_g.file_open, &starting, GS_FILE_OPEN, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			syscall(SYS_futex, &gs_g.file_open, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 	}
 	gs_cancel_restore(cancel);
 	errno = e;

@@ -206,6 +206,27 @@ def cupti_records_kept_when_a_signal_kills_the_program(tmp):
 
 
 @test
+def cupti_records_of_every_threads_first_launch(tmp):
+    """8 threads whose first CUDA calls come at once, each launching one
+    kernel: the first thread makes the trace file and starts CUPTI; the
+    others' launches went ahead meanwhile, before CUPTI collected, and 7
+    of the 8 kernels had no GPU record (the H200: cuda-samples'
+    simpleCallback kept 1 of 8, a context migrating between threads 1
+    of 2). They now wait for the start, as the first thread does: 8 GPU
+    records, each joined to its launch, and with 100 launches a thread,
+    800 of 800."""
+    for m, want in ((1, 8), (100, 800)):
+        d = os.path.join(tmp, f"m{m}")
+        os.makedirs(d)
+        p = run("prog_threads", ["8", str(m)], env=CUPTI_ENV, tmp=d)
+        check(p.stdout == f"issued {want}\n" and cupti_stats(p)[1] == want, f"{m}: {p.stdout!r} {cupti_stats(p)}")
+        _, ev = only_trace(d)
+        host, gpu = cupti_join(ev)
+        check(len(gpu) == want and all(g["corr"] in host and host[g["corr"]]["kind"] == "launch" for g in gpu) and
+              len({host[g["corr"]]["tid"] for g in gpu}) == 8, f"{m}: {len(gpu)} GPU records of {want} launches")
+
+
+@test
 def cupti_records_of_a_destroyed_context_kept(tmp):
     """A context destroyed mid-run (cuCtxDestroy): its records are handed
     back from inside the destruction, before the output."""
