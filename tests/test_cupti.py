@@ -214,11 +214,12 @@ def cupti_records_of_every_threads_first_launch(tmp):
     simpleCallback kept 1 of 8, a context migrating between threads 1
     of 2). They now wait for the start, as the first thread does: 8 GPU
     records, each joined to its launch, and with 100 launches a thread,
-    800 of 800."""
-    for m, want in ((1, 8), (100, 800)):
-        d = os.path.join(tmp, f"m{m}")
+    800 of 800; and so with a context the main thread made and popped,
+    which each thread pushes before it launches (threadMigration)."""
+    for m, want, how in ((1, 8, []), (100, 800, []), (1, 8, ["migrate"])):
+        d = os.path.join(tmp, f"m{m}{''.join(how)}")
         os.makedirs(d)
-        p = run("prog_threads", ["8", str(m)], env=CUPTI_ENV, tmp=d)
+        p = run("prog_threads", ["8", str(m), *how], env=CUPTI_ENV, tmp=d)
         check(p.stdout == f"issued {want}\n" and cupti_stats(p)[1] == want, f"{m}: {p.stdout!r} {cupti_stats(p)}")
         _, ev = only_trace(d)
         host, gpu = cupti_join(ev)
