@@ -43,7 +43,7 @@ def count(ev):
 print("| case | kernels gpuspy / counter | H2D copies | H2D bytes | memsets | graph kernels "
       "| GPU records matched to their call | match |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-for case in ("mlp", "conv", "compiled", "graph", "static"):
+for case in ("mlp", "conv", "compiled", "graph", "static", "callbacks", "ctx_migrate"):
     d = os.path.join(work, case)
     try:
         ref = json.load(open(os.path.join(d, "cupti.json")))

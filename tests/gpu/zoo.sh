@@ -18,8 +18,10 @@ nvcc -O2 -Xcompiler -fopenmp "$Z/um_streams_cublas.cu" -lcublas -o "$B/um_stream
 nvcc -O2 "$Z/graph_nodes.cu" -o "$B/graph_nodes" &&
 nvcc -O2 -rdc=true "$Z/dynpar.cu" -lcudadevrt -o "$B/dynpar" &&
 nvcc -O2 "$Z/vmm.cu" -lcuda -o "$B/vmm" &&
-nvcc -O2 "$Z/ipc.cu" -o "$B/ipc" || exit 1
-CASES="${ZOO_CASES:-resnet_loader transformers_adamw torch_compile_ro jax_step cupy_kernels lightning_fit um_streams_cublas graph_nodes dynpar vmm ipc oom}"
+nvcc -O2 "$Z/ipc.cu" -o "$B/ipc" &&
+nvcc -O2 "$Z/callbacks.cu" -o "$B/callbacks" &&
+nvcc -O2 "$Z/ctx_migrate.cu" -lcuda -o "$B/ctx_migrate" || exit 1
+CASES="${ZOO_CASES:-resnet_loader transformers_adamw torch_compile_ro jax_step cupy_kernels lightning_fit um_streams_cublas graph_nodes dynpar vmm ipc callbacks ctx_migrate oom}"
 run_pair() { # name command...
 	local name=$1; shift
 	case " $CASES " in *" $name "*) ;; *) return 0 ;; esac
@@ -51,6 +53,8 @@ run_pair graph_nodes "$B/graph_nodes"
 run_pair dynpar "$B/dynpar"
 run_pair vmm "$B/vmm"
 run_pair ipc "$B/ipc"
+run_pair callbacks "$B/callbacks"
+run_pair ctx_migrate "$B/ctx_migrate"
 run_pair oom python3 "$Z/oom.py"
 python3 tests/gpu/zoo_check.py "$WORK" $CASES > "$OUT/zoo.md"
 rc=$?
