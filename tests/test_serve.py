@@ -59,8 +59,10 @@ class Serve:
         return got, types
 
     def stop(self):
+        """serve's exit status; what it said on stderr is kept in self.err."""
         self.p.terminate()
         rc = self.p.wait(timeout=TIMEOUT)
+        self.err = self.p.stderr.read()
         self.p.stdout.close()
         self.p.stderr.close()
         return rc
@@ -380,7 +382,8 @@ def serve_follows_a_string_table_that_moves(tmp):
             fwd = value(got, "gpuspy_phase_seconds_total", phase="fwd", **me)
             check((late, fwd) == (1000000 / 1e9, 9000 / 1e9), f"after the move: late_phase {late}, fwd {fwd}")
         finally:
-            check(s.stop() == 0, "serve did not exit 0")
+            rc = s.stop()
+        check(rc == 0, f"serve exited {rc}: {s.err[-500:]!r}")
         from test_top import top_json
         v = [x for x in top_json("--window", "60s", tmp) if x["pid"] == sleeper.pid]
         check(len(v) == 1 and v[0]["phase_ns"].get("late_phase") == 1000000 and v[0]["phase_ns"].get("fwd") == 9000,

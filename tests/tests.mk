@@ -286,7 +286,9 @@ $(TB)/prog_notes: tests/hostile/prog_notes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
 $(TB)/libhostile_nothreads.so: tests/hostile/nothreads.c
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
-test-build: $(TB)/prog_notes $(TB)/libhostile_nothreads.so
+$(TB)/libhostile_cut_on_map.so: tests/hostile/cut_on_map.c
+	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
+test-build: $(TB)/prog_notes $(TB)/libhostile_nothreads.so $(TB)/libhostile_cut_on_map.so
 
 # Unit tests of the report's arithmetic (tests/unit/, run by tests/test_advice.py).
 $(TB)/unit_period: tests/unit/period_test.c tools/report/period.c tools/report/period.h

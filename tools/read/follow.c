@@ -58,7 +58,7 @@ int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, 
 	/* Validated as any trace is, then read through the same descriptor:
 	 * the file checked is the file read. */
 	struct gs_trace t;
-	int rc = gs_trace_open_fd(fd, path, &t, err, errlen);
+	int rc = gs_trace_open_fd_live(fd, path, &t, err, errlen);
 	if (rc) {
 		close(fd);
 		return rc;

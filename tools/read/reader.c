@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
@@ -185,6 +186,10 @@ static struct {
 	const char *path;
 } maps[MAPS_MAX];
 
+/* gs_trace_open_fd_live's: a cut file fails the open of a follower (top,
+ * serve), which goes on, instead of ending the command. */
+static __thread sigjmp_buf *bus_jump;
+
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
@@ -194,6 +199,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		if (m && (const unsigned char *)si->si_addr - m < (ptrdiff_t)maps[i].size && (const unsigned char *)si->si_addr >= m)
 			path = maps[i].path;
 	}
+	if (path && bus_jump)
+		siglongjmp(*bus_jump, 1);
 	if (path) {
 		static const char a[] = "gpuspy: error: ", b[] = ": the file was cut while it was being read; read it again\n";
 		ssize_t w = write(2, a, sizeof(a) - 1);
@@ -609,6 +616,25 @@ unsigned gs_header_notes(const struct gspy_header *h, char *buf, size_t cap)
 	}
 	buf[k] = 0;
 	return lines;
+}
+
+/* A process that exits while top or serve opens its trace cuts the file
+ * under the mapping (its trim at exit): the open fails and the follower
+ * tries again later. The memory the interrupted open had allocated in
+ * its own frame (a scan's list) is lost: a few bytes, once per race. */
+int gs_trace_open_fd_live(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen)
+{
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 1)) {
+		bus_jump = NULL;
+		gs_trace_close(t);
+		t->path = path;
+		return fail(err, errlen, -EAGAIN, "%s", "cut while it was being opened (its process exited)");
+	}
+	bus_jump = &jb;
+	int rc = gs_trace_open_fd(fd, path, t, err, errlen);
+	bus_jump = NULL;
+	return rc;
 }
 
 void gs_trace_close(struct gs_trace *t)

@@ -70,6 +70,9 @@ int gs_trace_open(const char *path, struct gs_trace *t, char *err, size_t errlen
 /* The same on an open descriptor, which stays the caller's (path: the
  * name the trace is known by, kept in t->path). */
 int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen);
+/* The same for a follower (top, serve): a file cut while it is opened (its
+ * process exiting) fails the open (-EAGAIN) instead of ending the command. */
+int gs_trace_open_fd_live(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen);
 /* 1 when the header's sizes and offsets are bounded and consistent:
  * what every reader and writer of a trace checks before using them. */
 int gs_header_sane(const struct gspy_header *h);
