@@ -70,10 +70,16 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	if (i < 0)
 		return;
 	const struct sigaction *old = &previous[i];
+	int fault = si && si->si_code > 0 && sig != SIGTERM && sig != SIGABRT;
 	/* Whatever the program's own handler does next, the trace keeps the
-	 * signal; the state says "signaled" only when gpuspy sees the death. */
+	 * signal; the state says "signaled" only when gpuspy sees the death.
+	 * The default action kills, except a pid namespace's init (pid 1,
+	 * `python train.py` as a container's first process), which the
+	 * kernel leaves running for any signal it does not force (a fault):
+	 * delivered again below, the signal is dropped, and the program,
+	 * its CUPTI flusher and its trace go on. */
 	gs_writer_signal_seen(sig);
-	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL && (fault || getpid() != 1)) {
 		/* Death follows: CUPTI's held GPU records first (the flusher
 		 * thread's forced flush, waited for 500 ms at most). */
 		gs_cupti_exit_flush();
@@ -81,7 +87,6 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	}
 	sigaction(sig, old, NULL);
 	__atomic_store_n(&rearm, 1, __ATOMIC_RELEASE);
-	int fault = si && si->si_code > 0 && sig != SIGTERM && sig != SIGABRT;
 	if (!fault) {
 		siginfo_t again = *si;
 		syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &again);

@@ -36,9 +36,10 @@ def check(cond, msg):
         raise Fail(msg)
 
 
-def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None):
+def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None, wrap=()):
     """host: preload libgpuspy-host.so after libgpuspy (by default when
-    env asks for host allocations, as `gpuspy run` does)."""
+    env asks for host allocations, as `gpuspy run` does); wrap: a command
+    that runs the program (unshare ...)."""
     e = dict(os.environ)
     e.pop("LD_PRELOAD", None)
     e["LD_LIBRARY_PATH"] = BIN
@@ -49,7 +50,7 @@ def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None)
     if preload:
         e["LD_PRELOAD"] = PRELOAD_PREFIX + LIB + (":" + HOST_LIB if host else "")
     e.update(env or {})
-    p = subprocess.run([os.path.join(BIN, prog), *args], env=e, capture_output=True,
+    p = subprocess.run([*wrap, os.path.join(BIN, prog), *args], env=e, capture_output=True,
                        text=True, timeout=TIMEOUT)
     if expect_rc is not None:
         check(p.returncode == expect_rc,

@@ -12,8 +12,12 @@
  * the output; with `signal`, it then blocks SIGUSR1 in its only thread,
  * sends it to itself, and prints whether it was still pending 200 ms later
  * (no other thread took it) and whether its handler then ran on that thread;
- * with `abort`, it ends by abort() after its output (SIGABRT, no handler).
- * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|abort]
+ * with `abort`, it ends by abort() after its output (SIGABRT, no handler);
+ * with `term`, it sends itself SIGTERM (no handler) as the second step
+ * begins and ends by _exit(7) after its output: the signal kills it,
+ * unless it is a pid namespace's init (pid 1), where the kernel drops a
+ * signal left to its default action and the program runs on.
+ * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|abort|term]
  */
 #include <pthread.h>
 #include <signal.h>
@@ -83,6 +87,8 @@ int main(int argc, char **argv)
 			GPUSPY_PAUSE();
 		if (!strcmp(mode, "pause") && s == 2)
 			GPUSPY_RESUME();
+		if (!strcmp(mode, "term") && s == 1)
+			kill(getpid(), SIGTERM);
 		GPUSPY_PHASE_PUSH("data");
 		host_work(data_us);
 		cuMemcpyHtoD_v2(x, batch, 1 << 20);
@@ -117,7 +123,7 @@ int main(int argc, char **argv)
 	printf("trained %d steps\n", steps);
 	if (!strcmp(mode, "signal"))
 		signal_check();
-	if (!strcmp(mode, "_exit")) { /* as os._exit: no atexit handler runs */
+	if (!strcmp(mode, "_exit") || !strcmp(mode, "term")) { /* as os._exit: no atexit handler runs */
 		fflush(stdout);
 		_exit(7);
 	}
