@@ -11,7 +11,8 @@
  * does only async-signal-safe work (atomic stores to the mapped file; where
  * the signal kills, CUPTI's held GPU records are flushed first by the
  * flusher thread, waited for on a futex 500 ms at most).
- * Installed with the trace file, so processes without CUDA are untouched.
+ * Installed with the trace file, so processes without CUDA are untouched;
+ * a signal the program ignores is left ignored (put_in_front).
  *
  * One fault is gpuspy's own and never reaches the program: SIGBUS on the
  * trace file's mapping, the file having been cut under the program
@@ -94,22 +95,37 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	errno = e;
 }
 
+/*
+ * gpuspy's handler in front of each fatal signal's action, where it is not
+ * already, except an ignored signal's: the program would read a handler
+ * back instead of SIG_IGN, and exec resets a handled signal's action but
+ * keeps an ignored one's, so the programs it runs would be killed by a
+ * signal they inherited ignored. An ignored signal ends nothing gpuspy
+ * could mark.
+ */
+static void put_in_front(void)
+{
+	struct sigaction sa, cur;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fatal;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFATAL; i++) {
+		if (sigaction(fatal[i], NULL, &cur) != 0 || ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal) ||
+		    (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN))
+			continue;
+		previous[i] = cur; /* before the handler that reads it is in */
+		sigaction(fatal[i], &sa, NULL);
+	}
+}
+
 /* gpuspy's handler goes back in front of whatever the program has now
  * (from the record path, well after the signal was handled). */
 static void signals_rearm(void)
 {
 	if (!__atomic_exchange_n(&rearm, 0, __ATOMIC_ACQ_REL))
 		return;
-	struct sigaction sa, cur;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_fatal;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFATAL; i++)
-		if (sigaction(fatal[i], NULL, &cur) == 0 && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal)) {
-			previous[i] = cur;
-			sigaction(fatal[i], &sa, NULL);
-		}
+	put_in_front();
 }
 
 #define ALTSTACK (64u << 10)
@@ -151,13 +167,7 @@ static void signals_install(struct gspy_header *h)
 	if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) ||
 	    pthread_key_create(&altstack_key, free_altstack) != 0)
 		return;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_fatal;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFATAL; i++)
-		sigaction(fatal[i], &sa, &previous[i]);
+	put_in_front();
 	/* The key and the handlers are set before other threads see this. */
 	__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
 }

@@ -133,12 +133,17 @@ def program_signal_handlers_keep_their_sigaction_semantics(tmp):
     untraced, instead of looping), SA_NODEFER (longjmp out of two faults),
     sa_mask (a signal raised in the handler stays pending), a SIGTERM
     handler without SA_ONSTACK using 256 KiB of stack (ran on gpuspy's
-    64 KiB alternate stack and crashed), and a handler reached twice. Same
-    output and exit status as untraced, and the trace keeps the signal."""
+    64 KiB alternate stack and crashed), and a handler reached twice; and
+    SIGTERM ignored, which gpuspy's handler replaced: the program read a
+    handler back, not SIG_IGN, and the shell it then ran was killed by the
+    signal it sent itself (a handled signal's action is reset by exec, an
+    ignored one's is kept), exit -15 instead of 0. Same output and exit
+    status as untraced, and the trace keeps the signal."""
     want = {"resethand": ("", -11), "nodefer": ("recovered 2 times\n", 0),
             "mask": ("in handler: SIGUSR1 pending\n", 0),
             "bigstack": ("handler used 256 KiB of stack\n", 0),
-            "twice": ("handler ran 2 times\n", 0)}
+            "twice": ("handler ran 2 times\n", 0),
+            "ignored": ("SIGTERM ignored 1\nand after exec\n", 0)}
     for scenario, (out, rc) in want.items():
         d = os.path.join(tmp, scenario)
         os.mkdir(d)

@@ -10,6 +10,9 @@
  *   bigstack   SIGTERM handler without SA_ONSTACK using 256 KiB of stack
  *   twice      a plain SIGTERM handler, then the signal sent twice: both
  *              reach it (gpuspy is back in front after the first)
+ *   ignored    SIGTERM ignored (SIG_IGN): the program asks what its action
+ *              is, then execs a shell that sends it to itself (an ignored
+ *              signal stays ignored across exec)
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -75,6 +78,8 @@ int main(int argc, char **argv)
 		install(SIGTERM, deep, 0, 0);
 	else if (!strcmp(s, "twice"))
 		install(SIGTERM, count, 0, 0);
+	else if (!strcmp(s, "ignored"))
+		signal(SIGTERM, SIG_IGN);
 	CUdeviceptr d = 0;
 	cuInit(0);
 	CUcontext ctx;
@@ -98,6 +103,13 @@ int main(int argc, char **argv)
 		cuMemFree_v2(d);
 		kill(getpid(), SIGTERM);
 		printf("handler ran %d times\n", hits);
+	} else if (!strcmp(s, "ignored")) {
+		struct sigaction cur;
+		sigaction(SIGTERM, NULL, &cur);
+		printf("SIGTERM ignored %d\n", !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN);
+		fflush(stdout);
+		execl("/bin/sh", "sh", "-c", "kill -TERM $$; echo and after exec", (char *)NULL);
+		return 2;
 	}
 	return 0;
 }
