@@ -478,8 +478,11 @@ static unsigned cupti_start(void)
 		c.flush_period(1000);
 	/* GPUSPY_CUPTI_FLUSH: seconds between flushes while the program launches. */
 	c.flush_s = (unsigned)gs_optu(GS_OPT_CUPTI_FLUSH);
-	c.flusher_pid = (pid_t)syscall(SYS_getpid);
-	gs_start_thread(flusher, NULL, "gpuspy-flush", 0);
+	/* Only a flusher that runs is waited for (gs_cupti_exit_flush): where
+	 * no thread can start, _exit and a fatal signal would wait their
+	 * 500 ms for nothing. */
+	if (gs_start_thread(flusher, NULL, "gpuspy-flush", 0) == 0)
+		c.flusher_pid = (pid_t)syscall(SYS_getpid);
 	c.enable_cb(1, c.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* Injected, no host record waits for a correlation id. */
 	unsigned enabled = c.injected ? 0 : enable_callbacks();

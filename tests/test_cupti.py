@@ -205,6 +205,29 @@ def cupti_records_kept_when_a_signal_kills_the_program(tmp):
     check(head["state"] == "signaled" and head.get("exit_signal") == 6, f"{head}")
 
 
+@test
+def cupti_exit_waits_for_no_flusher_that_never_started(tmp):
+    """No thread can start (pthread_create fails: programs linked with
+    cuBLAS on the H200; tests/hostile/nothreads.c), so CUPTI has no
+    flusher thread: _exit (and a fatal signal) still woke it and waited
+    its full 500 ms for a flush that never came; prog_train's _exit took
+    0.5 s more than untraced, every time. Now it exits at once, with the
+    program's status and output."""
+    if SANITIZED:
+        raise Skip("the sanitizer's own pthread_create comes first and reaches libc's, not the failing one")
+    nothreads = os.path.join(BIN, "libhostile_nothreads.so")
+    took = []
+    for k in range(3):
+        t0 = time.monotonic()
+        p = run("prog_train", ["3", "100", "_exit"], env=dict(CUPTI_ENV, LD_PRELOAD=PRELOAD_PREFIX + nothreads + ":" + LIB),
+                tmp=tmp, expect_rc=7)
+        took.append(time.monotonic() - t0)
+        check(p.stdout == "trained 3 steps\n", f"output {p.stdout!r}")
+    check(min(took) < 0.3, f"prog_train took {min(took):.2f} s at the least, waiting for a flusher that never started")
+    check(len(traces(tmp)) == 3 and dump(os.path.join(tmp, traces(tmp)[0]))[0]["gpu_timing"] == "cupti",
+          f"traces {traces(tmp)}")
+
+
 PID_NS = ["unshare", "--pid", "--fork"]  # the program as a pid namespace's init (pid 1)
 
 
