@@ -80,14 +80,16 @@ int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t sta
  * Another thread's first calls while the modules start: a kernel launched
  * before CUPTI collects has no GPU record (8 threads launching at once
  * kept 1 of their 8 first kernels' records). They wait for the start as
- * the opening thread does, at most START_WAIT_NS; past that (a start that
- * never ends: a fork mid-start) nobody waits again.
+ * the opening thread does, at most START_WAIT_NS; past that (a start
+ * stuck on something) nobody waits again. A child forked without fork
+ * handlers mid-start has its parent's "starting" and no start of its
+ * own to wait for (its first record makes its own file): it goes on.
  */
 #define START_WAIT_NS 3000000000ull
 void gs_wait_started(void)
 {
-	if (gs_tls.opening)
-		return; /* the start's own calls */
+	if (gs_tls.opening || !gs_writer_made_here())
+		return; /* the start's own calls, or a child's */
 	uint64_t until = gs_mono_ns() + START_WAIT_NS;
 	int e = errno;
 	while (__atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE) == GS_FILE_STARTING) {

@@ -750,6 +750,11 @@ void gs_writer_finish(void)
 	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
 }
 
+int gs_writer_made_here(void)
+{
+	return w.pid == (pid_t)syscall(SYS_getpid);
+}
+
 void gs_writer_signal_seen(int sig)
 {
 	if (gs_writer_open())

@@ -485,6 +485,26 @@ def raw_fork_child_writes_its_own_file(tmp):
 
 
 @test
+def raw_fork_while_the_modules_start_does_not_wait_for_them(tmp):
+    """A second thread forks without fork handlers (syscall(SYS_fork))
+    while the main thread's first call starts gpuspy's modules (CUPTI's
+    start made a second long by a preloaded dlopen): the child inherited
+    "starting" from its parent, with no start of its own to end it, and
+    its first CUDA call waited the full 3 s bound (3.01 s). It now goes on
+    at once and makes its own trace; the output is the untraced one."""
+    if "tsan" in PRELOAD_PREFIX:
+        raise Skip("ThreadSanitizer's runtime does not survive a fork without its handlers")
+    slow = os.path.join(BIN, "libhostile_slow_cupti.so")
+    want = "child's first call took under half a second\nchild exited 0\n"
+    plain = run("prog_rawfork", ["start"], tmp=tmp, preload=False)
+    p = run("prog_rawfork", ["start"], tmp=tmp, env={"GPUSPY_CUPTI": "on", "GPUSPY_STACKS": "off",
+                                                     "LD_PRELOAD": PRELOAD_PREFIX + slow + ":" + LIB})
+    check(p.stdout == plain.stdout == want, f"output: {p.stdout!r}, untraced {plain.stdout!r}")
+    pids = sorted(dump(os.path.join(tmp, f))[0]["pid"] for f in traces(tmp))
+    check(len(pids) == 2, f"traces: {traces(tmp)}")
+
+
+@test
 def a_tool_in_the_driver_answers_with_its_own_lookup(tmp):
     """A driver into which a tool has injected itself (as Nsight Compute
     does) answers the runtime's lookup of cuGetProcAddress with the tool's

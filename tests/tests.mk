@@ -274,8 +274,10 @@ $(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
 test-build: $(TB)/prog_dtor
 $(TB)/prog_rawfork: tests/hostile/prog_rawfork.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-test-build: $(TB)/prog_rawfork
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
+$(TB)/libhostile_slow_cupti.so: tests/hostile/slow_cupti.c
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+test-build: $(TB)/prog_rawfork $(TB)/libhostile_slow_cupti.so
 $(TB)/prog_live: tests/hostile/prog_live.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
 test-build: $(TB)/prog_live
