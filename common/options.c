@@ -20,7 +20,8 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 			 "report shows them): unset or empty, nowhere else (the program's stderr is left "
 			 "alone); `stderr`: the program's stderr, a `gpuspy: ...` line each; a file's path: "
 			 "each message appended to it as one `gpuspy[PID]: ...` line (a single write, so "
-			 "the lines of several processes never mix), the file made with mode 0600; a path "
+			 "the lines of several processes never mix), the file made with mode 0600 by the first message (a "
+			 "relative path is taken from the directory the process started in); a path "
 			 "that is a symbolic link or cannot be opened gives no log. `gpuspy run` sets it to a "
 			 "file of its run directory and prints the lines after the program's output" },
 	[GS_OPT_DISABLE] = { "GPUSPY_DISABLE", GS_OPT_BOOL, GS_BY_LIB, 0, "0", 0, 0, NULL, "1 or 0 (on or off)",

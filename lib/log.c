@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/auxv.h>
@@ -31,12 +32,18 @@ enum { LOG_NONE, LOG_STDERR, LOG_FILE };
 /* The log's descriptor: a copy of the stderr the process started with, or
  * the GPUSPY_LOG file, at 100 or above (the numbers a program's next open()
  * returns stay free). Checked by device and inode before each write: the
- * program may close it and get its number back for a file of its own. */
+ * program may close it and get its number back for a file of its own. The
+ * file is opened at the first message (file: FILE_*), never before: a
+ * process with nothing to say (most of those a preloaded shell or make
+ * starts) makes no file, where its directory is the program's to list. */
+enum { FILE_PENDING, FILE_PUBLISHING, FILE_READY, FILE_FAILED };
 static struct {
 	int mode;
 	int fd;
 	dev_t dev;
 	ino_t ino;
+	int file;            /* LOG_FILE: FILE_*, atomic */
+	char path[PATH_MAX]; /* LOG_FILE: GPUSPY_LOG, made absolute at start-up */
 } lg = { .fd = -1 };
 
 #define EARLY_CLOSED 0x80000000u /* early.used: copied into the trace, take no more */
@@ -52,49 +59,102 @@ static struct {
 	char buf[GSPY_NOTES_SIZE];
 } early;
 
-static int keep_fd(int fd)
+/* fd moved to 100 or above, and what it is; the descriptor, or -1 (fd
+ * closed unless it is 2). Async-signal-safe. */
+static int keep_fd(int fd, struct stat *st)
 {
-	struct stat st;
 	int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
 	if (high >= 0) {
 		if (fd != 2)
 			close(fd);
 		fd = high;
 	}
-	if (fstat(fd, &st) != 0) {
+	if (fstat(fd, st) != 0) {
 		if (fd != 2)
 			close(fd);
 		return -1;
 	}
-	lg.dev = st.st_dev;
-	lg.ino = st.st_ino;
+	return fd;
+}
+
+static void publish(int fd, const struct stat *st)
+{
+	lg.dev = st->st_dev;
+	lg.ino = st->st_ino;
 	lg.fd = fd;
-	return 0;
 }
 
 /* GPUSPY_LOG, read once by gs_init (after the options are parsed, before
- * any warning about them). A file is opened now, relative to the directory
- * the process started in, and never in a set-user-ID program (its path is
- * the invoking user's to choose, its permissions would be the program's).
- * O_NOFOLLOW: a symbolic link planted under the name is refused, and the
- * log is then off, never sent to stderr instead. O_NONBLOCK: a FIFO without
- * a reader fails at once, and a full one drops the line rather than stop
- * the program. */
+ * any warning about them). A file's path is taken relative to the
+ * directory the process started in (the file itself is made at the first
+ * message), and never in a set-user-ID program (its path is the invoking
+ * user's to choose, its permissions would be the program's). Quiet: no
+ * log at all. */
 void gs_log_setup(void)
 {
 	const char *v = gs_opt[GS_OPT_LOG].s;
-	if (!v || !*v)
+	struct stat st;
+	if (!v || !*v || gs_cfg.quiet)
 		return;
 	if (!strcmp(v, "stderr")) {
-		if (keep_fd(2) == 0)
+		int fd = keep_fd(2, &st);
+		if (fd >= 0) {
+			publish(fd, &st);
 			lg.mode = LOG_STDERR;
+		}
 		return;
 	}
 	if (getauxval(AT_SECURE))
 		return;
-	int fd = open(v, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0600);
-	if (fd >= 0 && keep_fd(fd) == 0)
-		lg.mode = LOG_FILE;
+	size_t n = 0;
+	if (*v != '/') {
+		if (!getcwd(lg.path, sizeof(lg.path)))
+			return;
+		n = strlen(lg.path);
+		lg.path[n++] = '/';
+	}
+	if (strlen(v) >= sizeof(lg.path) - n)
+		return;
+	strcpy(lg.path + n, v);
+	lg.mode = LOG_FILE;
+}
+
+/*
+ * The log file's descriptor for one line: the one opened first, or, while
+ * another thread (or the code a signal handler interrupted) is still
+ * publishing it, one of the caller's own, which it closes after its line
+ * (*own = 1); -1 when there is no log. O_NOFOLLOW: a symbolic link planted
+ * under the name is refused, and the log is then off, never sent to
+ * stderr instead. O_NONBLOCK: a FIFO without a reader fails at once, and a
+ * full one drops the line rather than stop the program. Async-signal-safe.
+ */
+static int log_file(int *own)
+{
+	struct stat st;
+	int s = __atomic_load_n(&lg.file, __ATOMIC_ACQUIRE);
+	*own = 0;
+	if (s == FILE_READY)
+		return lg.fd;
+	if (s == FILE_FAILED)
+		return -1;
+	int fd = open(lg.path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0600);
+	if (fd >= 0)
+		fd = keep_fd(fd, &st);
+	if (s == FILE_PENDING &&
+	    __atomic_compare_exchange_n(&lg.file, &s, FILE_PUBLISHING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (fd >= 0)
+			publish(fd, &st);
+		/* The descriptor and what it is, before anyone reads them. */
+		__atomic_store_n(&lg.file, fd >= 0 ? FILE_READY : FILE_FAILED, __ATOMIC_RELEASE);
+		return fd;
+	}
+	if (s == FILE_READY) { /* published meanwhile: that one */
+		if (fd >= 0)
+			close(fd);
+		return lg.fd;
+	}
+	*own = fd >= 0;
+	return fd;
 }
 
 static void log_line(const char *msg, size_t n)
@@ -102,8 +162,9 @@ static void log_line(const char *msg, size_t n)
 	char buf[GSPY_NOTES_SIZE + 48];
 	struct stat st;
 	size_t k = 0;
-	if (gs_cfg.quiet || lg.mode == LOG_NONE || fstat(lg.fd, &st) != 0 || st.st_dev != lg.dev ||
-	    st.st_ino != lg.ino)
+	int own = 0, fd = lg.mode == LOG_FILE ? log_file(&own) : lg.fd;
+	if (gs_cfg.quiet || lg.mode == LOG_NONE || fd < 0 ||
+	    (!own && (fstat(fd, &st) != 0 || st.st_dev != lg.dev || st.st_ino != lg.ino)))
 		return;
 	if (lg.mode == LOG_STDERR) {
 		memcpy(buf, "gpuspy: ", 8);
@@ -126,8 +187,10 @@ static void log_line(const char *msg, size_t n)
 	k += n;
 	buf[k++] = '\n';
 	/* One write: lines of several processes appended to one file stay whole. */
-	ssize_t w = write(lg.fd, buf, k);
+	ssize_t w = write(fd, buf, k);
 	(void)w;
+	if (own)
+		close(fd);
 }
 
 /* n bytes of an area of cap bytes whose count of bytes claimed is *used:
@@ -238,6 +301,9 @@ static void log_opened(struct gspy_header *h)
  * child starts with none. */
 static void log_forked(void)
 {
+	/* The thread that was publishing the log's descriptor is not here. */
+	int publishing = FILE_PUBLISHING;
+	__atomic_compare_exchange_n(&lg.file, &publishing, FILE_PENDING, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&early.h, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&early.h, NULL, __ATOMIC_RELAXED);
 		early.used = 0;

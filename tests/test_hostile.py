@@ -6,6 +6,7 @@ crash or change behaviour under gpuspy, and asserts what the program did."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -644,6 +645,36 @@ def trace_emptied_while_it_runs(tmp):
     check((rc, out, err) == (0, LIVE_OUT, "") and open(log).read() ==
           f"gpuspy[{pids[0]}]: the trace file {emptied[1]} was cut while the program ran (emptied or truncated by "
           "another process); recording stopped\n", f"GPUSPY_LOG=file: exit {rc}, {err!r}, log {open(log).read()!r}")
+
+
+@test
+def log_file_is_made_only_by_a_process_with_something_to_say(tmp):
+    """GPUSPY_LOG=gpuspy.log (relative: each process's own start directory)
+    and a preloaded program that makes no CUDA call and has nothing to say
+    (ls, as a shell or make runs them): every such process made an empty
+    gpuspy.log where it started, and ls listed it ("gpuspy.log\n", not
+    ""). The file is now made by the first message: ls lists what it
+    lists untraced and leaves nothing; a process with a message (an
+    option it cannot read) still appends it to gpuspy.log in the
+    directory it started in."""
+    ls = shutil.which("ls")
+    if not ls:
+        raise Skip("no ls")
+    d = os.path.join(tmp, "empty")
+    os.mkdir(d)
+    env = preload_env(tmp, GPUSPY_LOG="gpuspy.log", GPUSPY_QUIET="0")
+    a = subprocess.run([ls], cwd=d, env=dict(env, LD_PRELOAD=PRELOAD_PREFIX), capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    b = subprocess.run([ls], cwd=d, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    check((b.returncode, b.stdout, b.stderr) == (a.returncode, a.stdout, a.stderr) == (0, "", ""),
+          f"ls: {b.returncode} {b.stdout!r} {b.stderr!r}")
+    check(os.listdir(d) == [], f"left in the directory: {os.listdir(d)}")
+    p = subprocess.run([ls], cwd=d, env=dict(env, GPUSPY_CUPTI_FLUSH="abc"), capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check((p.returncode, p.stderr) == (0, ""), f"ls with a message: {p.returncode} {p.stderr!r}")
+    log = open(os.path.join(d, "gpuspy.log")).read()
+    check(re.fullmatch(r"gpuspy\[\d+\]: GPUSPY_CUPTI_FLUSH=abc is not a number of seconds \(1\.\.3600\); using 5\n",
+                       log) and p.stdout == "gpuspy.log\n", f"log: {log!r}, ls: {p.stdout!r}")
 
 
 @test
