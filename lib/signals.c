@@ -6,8 +6,10 @@
  * action installed before gpuspy's is put back and the signal delivered
  * again under it (a handler that recovers leaves nothing marked but the
  * signal; the default action kills the process as it would have). A handler installed after gpuspy
- * replaces it, and reaches it again only if it chains (Python's faulthandler
- * does). The handler runs on an alternate stack where gpuspy set one, and
+ * replaces it, and reaches it again only if it chains: by putting gpuspy's
+ * back and raising the signal again (Python's faulthandler), as above; by
+ * calling it, which for SIGTERM only marks the signal (the program's
+ * handler decides what follows). The handler runs on an alternate stack where gpuspy set one, and
  * does only async-signal-safe work (atomic stores to the mapped file; where
  * the signal kills, CUPTI's held GPU records are flushed first by the
  * flusher thread, waited for on a futex 500 ms at most).
@@ -71,7 +73,23 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	if (i < 0)
 		return;
 	const struct sigaction *old = &previous[i];
-	int fault = si && si->si_code > 0 && sig != SIGTERM && sig != SIGABRT;
+	/* si is read only for the signals a fault raises: a handler that
+	 * chains through signal()'s one-argument form passes none. */
+	int fault = sig != SIGTERM && sig != SIGABRT && si && si->si_code > 0;
+	/* Not delivered to gpuspy but called by the program's own handler,
+	 * installed since, which chains to the action it replaced (gpuspy's):
+	 * the program handles the signal, and what follows is its to decide.
+	 * Putting gpuspy's saved action back over its handler and sending the
+	 * signal again killed a program that handles SIGTERM and runs on. A
+	 * fault, and abort()'s SIGABRT, end the process whatever its handler
+	 * does: those still go the way below. */
+	struct sigaction cur;
+	if (!fault && sig != SIGABRT && sigaction(sig, NULL, &cur) == 0 &&
+	    !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal)) {
+		gs_writer_signal_seen(sig);
+		errno = e;
+		return;
+	}
 	/* Whatever the program's own handler does next, the trace keeps the
 	 * signal; the state says "signaled" only when gpuspy sees the death.
 	 * The default action kills, except a pid namespace's init (pid 1,

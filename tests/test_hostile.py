@@ -138,13 +138,20 @@ def program_signal_handlers_keep_their_sigaction_semantics(tmp):
     SIGTERM ignored, which gpuspy's handler replaced: the program read a
     handler back, not SIG_IGN, and the shell it then ran was killed by the
     signal it sent itself (a handled signal's action is reset by exec, an
-    ignored one's is kept), exit -15 instead of 0. Same output and exit
-    status as untraced, and the trace keeps the signal."""
+    ignored one's is kept), exit -15 instead of 0; and a SIGTERM handler
+    installed after gpuspy's that chains to the action it replaced when
+    that is a function (gpuspy's): gpuspy took the call for its own
+    delivery of a signal left to its default action, put SIG_DFL back
+    over the program's handler and sent the signal again, and the program,
+    which handles SIGTERM and runs on untraced, was killed (exit -15).
+    Same output and exit status as untraced, and the trace of a process
+    that ends in its handler keeps the signal."""
     want = {"resethand": ("", -11), "nodefer": ("recovered 2 times\n", 0),
             "mask": ("in handler: SIGUSR1 pending\n", 0),
             "bigstack": ("handler used 256 KiB of stack\n", 0),
             "twice": ("handler ran 2 times\n", 0),
-            "ignored": ("SIGTERM ignored 1\nand after exec\n", 0)}
+            "ignored": ("SIGTERM ignored 1\nand after exec\n", 0),
+            "chain": ("handler ran 1 times, still running\n", 0)}
     for scenario, (out, rc) in want.items():
         d = os.path.join(tmp, scenario)
         os.mkdir(d)

@@ -13,6 +13,10 @@
  *   ignored    SIGTERM ignored (SIG_IGN): the program asks what its action
  *              is, then execs a shell that sends it to itself (an ignored
  *              signal stays ignored across exec)
+ *   chain      after its first CUDA call (so after gpuspy's), a SIGTERM
+ *              handler that chains to the action it replaced when that is
+ *              a function (as libraries do), then the signal sent: the
+ *              program handles it and runs on
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -28,6 +32,16 @@ static jmp_buf env;
 static volatile int usr1;
 
 static void count(int sig) { (void)sig; hits++; }
+
+static struct sigaction replaced;
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	hits++;
+	if (replaced.sa_flags & SA_SIGINFO)
+		replaced.sa_sigaction(sig, si, uc);
+	else if (replaced.sa_handler != SIG_DFL && replaced.sa_handler != SIG_IGN)
+		replaced.sa_handler(sig);
+}
 static void jump(int sig) { (void)sig; hits++; longjmp(env, 1); }
 static void on_usr1(int sig) { (void)sig; usr1++; }
 
@@ -103,6 +117,16 @@ int main(int argc, char **argv)
 		cuMemFree_v2(d);
 		kill(getpid(), SIGTERM);
 		printf("handler ran %d times\n", hits);
+	} else if (!strcmp(s, "chain")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = chain;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, &replaced);
+		kill(getpid(), SIGTERM);
+		cuMemFree_v2(d);
+		printf("handler ran %d times, still running\n", hits);
 	} else if (!strcmp(s, "ignored")) {
 		struct sigaction cur;
 		sigaction(SIGTERM, NULL, &cur);
