@@ -664,9 +664,11 @@ void gs_writer_trim(void)
 	uint32_t count = chunk_count();
 	uint32_t claimed = __atomic_fetch_add(&w.claimed, count, __ATOMIC_ACQ_REL);
 	if (claimed < count) {
-		__atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
+		/* The count first: a reader takes the fewer of the two, and
+		 * never one chunk past those claimed, where the strings move. */
 		__atomic_store_n(&w.chunk_count, claimed, __ATOMIC_RELEASE);
 		__atomic_store_n(&h->chunk_count, claimed, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&h->chunks_claimed, count, __ATOMIC_ACQ_REL);
 		count = claimed;
 	}
 	uint64_t chunks_end = w.chunk_off + (uint64_t)count * w.chunk_size, at = chunks_end;
