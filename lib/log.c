@@ -124,9 +124,9 @@ void gs_log_setup(void)
  * another thread (or the code a signal handler interrupted) is still
  * publishing it, one of the caller's own, which it closes after its line
  * (*own = 1); -1 when there is no log. O_NOFOLLOW: a symbolic link planted
- * under the name is refused, and the log is then off, never sent to
- * stderr instead. O_NONBLOCK: a FIFO without a reader fails at once, and a
- * full one drops the line rather than stop the program. Async-signal-safe.
+ * under the name is refused, and so is anything but a regular file of this
+ * user's; the log is then off, never sent to stderr instead. O_NONBLOCK: a
+ * FIFO planted there does not block the open. Async-signal-safe.
  */
 static int log_file(int *own)
 {
@@ -140,6 +140,12 @@ static int log_file(int *own)
 	int fd = open(lg.path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0600);
 	if (fd >= 0)
 		fd = keep_fd(fd, &st);
+	/* A file someone else made under the name (another user's, a device,
+	 * a FIFO) is not written to: only a regular file of this user's. */
+	if (fd >= 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+		close(fd);
+		fd = -1;
+	}
 	if (s == FILE_PENDING &&
 	    __atomic_compare_exchange_n(&lg.file, &s, FILE_PUBLISHING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		if (fd >= 0)

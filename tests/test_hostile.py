@@ -740,6 +740,33 @@ def log_file_appends_whole_lines_and_refuses_a_link(tmp):
 
 
 @test
+def log_file_of_another_user_or_a_fifo_is_refused(tmp):
+    """GPUSPY_LOG naming a file another user made there (its bytes kept),
+    or a FIFO (no reader: the open must not block, and no line goes into
+    it): no log, nothing on stderr, the note still in the trace."""
+    theirs = os.path.join(tmp, "theirs.log")
+    with open(theirs, "wb") as f:
+        f.write(b"theirs\n")
+    fifo = os.path.join(tmp, "fifo.log")
+    os.mkfifo(fifo)
+    uid = 65534 if os.geteuid() != 65534 else 65533
+    try:
+        os.chown(theirs, uid, uid)
+    except PermissionError:
+        raise Skip("cannot give a file to another user here (not root)")
+    os.chmod(theirs, 0o666)
+    for name, where in (("theirs", theirs), ("fifo", fifo)):
+        d = os.path.join(tmp, name)
+        os.mkdir(d)
+        e = preload_env(d, GPUSPY_LOG=where, GPUSPY_QUIET="0", GPUSPY_CUPTI_FLUSH="abc")
+        p = subprocess.run([os.path.join(BIN, "prog_files")], env=e, capture_output=True, text=True, timeout=TIMEOUT)
+        check((p.returncode, p.stdout, p.stderr) == (0, "alloc 0\n", ""), f"{name}: {p.returncode} {p.stderr!r}")
+        check(notes(d) == ["GPUSPY_CUPTI_FLUSH=abc is not a number of seconds (1..3600); using 5"],
+              f"{name}: notes {notes(d)!r}")
+    check(open(theirs, "rb").read() == b"theirs\n", "another user's file was written")
+
+
+@test
 def control_thread_that_cannot_start_is_a_note(tmp):
     """No thread can start (pthread_create fails: how gpuspy's control
     thread failed on the H200 in programs linked with cuBLAS, cuSPARSE or
