@@ -11,6 +11,14 @@ import sys
 from harness import BIN, TIMEOUT, check, test
 
 
+def report_json_of(path):
+    """`gpuspy report --json PATH`, parsed."""
+    import json
+    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    return json.loads(p.stdout)
+
+
 @test
 def period_is_found_with_its_warm_up_and_repetitions(tmp):
     """tools/report/period.c (tests/unit/period_test.c): a training step of
@@ -132,7 +140,6 @@ def pinning_a_pageable_copy_is_replayed_exactly(tmp):
     link to measure, said so) after the kernel, so the GPU sets the pace at
     1,671,088 ns a step: it saves (40 x 2,981,400 - (5,700 + 40 x
     1,671,088)) / 40 = 1,310,169 ns a step, first among the diagnoses."""
-    import json
     from test_report import write_jsonl
     ev = []
     for k in range(50):
@@ -149,9 +156,7 @@ def pinning_a_pageable_copy_is_replayed_exactly(tmp):
                    "end_ns": t + 2_510_000, "result": 0, "bytes": 16 << 20, "dir": "h2d", "device": 0, "stream": 7,
                    "corr": 2 * k + 2})
     path = write_jsonl(os.path.join(tmp, "pin.jsonl"), ev, timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     step = o["processes"][0]["step"]
     check(step["steps"] == 49 and step["step_ns"] == 3_000_000 and step["replayed_step_ns"] == 2_981_400
           and step["pinned_bytes_per_s"] == 25e9, f"step {step}")
@@ -170,7 +175,6 @@ def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
     allocation and the free cost nothing and wait for nothing, so the
     kernels run back to back from 10.7 us in: it saves (40 x 1,485,100 -
     (10,700 + 40 x 1,000,000)) / 40 = 484,832 ns a step."""
-    import json
     from test_report import phase_event, write_jsonl
     ev = []
     for k in range(50):
@@ -188,9 +192,7 @@ def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
                    "device": 0})
         ev.append(phase_event(False, t + 1_490_000, "step", k))
     path = write_jsonl(os.path.join(tmp, "pool.jsonl"), ev, timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     step = o["processes"][0]["step"]
     check(step["what"] == "the cycle of phases step" and step["replayed_step_ns"] == 1_485_100, f"step {step}")
     churn = [d for d in o["diagnoses"] if d["id"] == "allocation_churn"]
@@ -211,7 +213,6 @@ def a_graph_of_the_steps_launches_is_replayed_exactly(tmp):
     dispatch gaps go (under 8 launches' cost) and the host's 102 us stay:
     122 us a step, the GPU's 20 x 3 us + 19 x 1 us between nodes behind
     it. So launch_bound, first and alone, saves 254 - 122 = 132 us a step."""
-    import json
     from test_report import write_jsonl
     ev, corr = [], 0
     for k in range(50):
@@ -224,9 +225,7 @@ def a_graph_of_the_steps_launches_is_replayed_exactly(tmp):
             ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
                        "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": f"k{i}"})
     path = write_jsonl(os.path.join(tmp, "graph.jsonl"), ev, timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     step = o["processes"][0]["step"]
     check(step["found"] and step["steps"] == 49 and step["step_ns"] == 340_000 and step["launches"] == 20 and
           step["replayed_step_ns"] == 254_000 and step["replayed_savings_ns"]["graph"] == 132_000, f"step {step}")
@@ -244,7 +243,6 @@ def an_eager_decode_loop_is_told_to_graph_its_token(tmp):
     340 us step, and the change is said in decoding's terms: the token's
     forward as a CUDA graph with a static KV cache (generate's
     cache_implementation="static", torch.compile's reduce-overhead)."""
-    import json
     from test_report import write_jsonl
     ev, corr = [], 0
     for k in range(50):
@@ -258,9 +256,7 @@ def an_eager_decode_loop_is_told_to_graph_its_token(tmp):
             ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
                        "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": name})
     path = write_jsonl(os.path.join(tmp, "decode.jsonl"), ev, timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     check(o["processes"][0]["framework"] == "PyTorch", o["processes"][0].get("framework"))
     step = o["processes"][0]["step"]
     check(step["steps"] == 49 and step["step_ns"] == 340_000 and step["replayed_savings_ns"]["graph"] == 132_000,
@@ -314,9 +310,7 @@ def loader_workers_are_replayed_exactly(tmp):
     from test_report import write_jsonl
     ev = loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     step = o["processes"][0]["step"]
     check(step["what"] == "the cycle of phases data, forward" and step["step_ns"] == 1_000_000
           and step["replayed_step_ns"] == 991_900 and step["replayed_savings_ns"]["workers"] == 790_000, f"{step}")
@@ -330,9 +324,7 @@ def loader_workers_are_replayed_exactly(tmp):
     head["cpus"] = 2
     with open(path, "w") as f:
         f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     check(o["processes"][0]["step"]["replayed_savings_ns"]["workers"] == 201_900, f"{o['processes'][0]['step']}")
 
 
@@ -355,9 +347,7 @@ def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
     head["cpus"] = 8
     with open(path, "w") as f:
         f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     d = o["diagnoses"]
     ids = [x["id"] for x in d]
     check("data_starvation" not in ids and ids and ids[0] == "loader_behind", f"diagnoses {ids}")
@@ -382,7 +372,6 @@ def ten_jax_steps_a_dispatch_are_replayed_exactly(tmp):
     first, saves 91,700 - 30,080 = 61,620 ns a step, in JAX's terms; it
     says the GPU idled 49 x 70 us = 3.43 ms of the loop's 5.0 ms (69%). No
     CUDA graph is proposed (XLA launches graphs already)."""
-    import json
     from test_report import write_jsonl
     ev = []
     name = "XlaModule:#hlo_module=jit_step,program_id=9#"
@@ -400,9 +389,7 @@ def ten_jax_steps_a_dispatch_are_replayed_exactly(tmp):
         ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + 41_000,
                    "end_ns": t + 41_000, "result": 0, "device": 0, "name": name})
     path = write_jsonl(os.path.join(tmp, "jax.jsonl"), ev, timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     check(o["processes"][0]["framework"] == "JAX", o["processes"][0].get("framework"))
     step = o["processes"][0]["step"]
     check(step["what"] == "the cycle of phases jit_step" and step["step_ns"] == 100_000 and
@@ -423,7 +410,6 @@ def an_upload_before_a_healthy_loop_is_no_finding(tmp):
     with the last, the host far ahead. The upload is a one-time cost
     before the steady state, said with its size and time; the loop gets no
     diagnosis at all: nothing a step would save."""
-    import json
     from test_report import phase_event, write_jsonl
     ev = [{"kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": 1_000_000, "end_ns": 51_000_000, "result": 0,
            "bytes": 64 << 20, "dir": "h2d", "host_mem": "pageable", "device": 0, "stream": 0, "corr": 1000},
@@ -440,9 +426,7 @@ def an_upload_before_a_healthy_loop_is_no_finding(tmp):
                    "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "gemm"})
         ev.append(phase_event(False, t + 12_000, "step", k))
     path = write_jsonl(os.path.join(tmp, "healthy.jsonl"), sorted(ev, key=lambda e: e["start_ns"]), timing="cupti")
-    p = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--json", path],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    o = json.loads(p.stdout)
+    o = report_json_of(path)
     once = o["processes"][0]["step"]["one_time"]
     check(once["h2d_copies"] == 1 and once["h2d_bytes"] == 64 << 20 and once["h2d_ns"] == 50_000_000, f"{once}")
     check(o["diagnoses"] == [], f"diagnoses {o['diagnoses']}")
