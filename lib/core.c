@@ -90,20 +90,28 @@ void gs_wait_started(void)
 {
 	if (gs_tls.opening || !gs_writer_made_here())
 		return; /* the start's own calls, or a child's */
-	uint64_t until = gs_mono_ns() + START_WAIT_NS;
-	int e = errno;
-	while (__atomic_load_n(&gs_g.file_open, __ATOMIC_ACQUIRE) == GS_FILE_STARTING) {
+	if (gs_wait_while((const uint32_t *)&gs_g.file_open, GS_FILE_STARTING, gs_mono_ns() + START_WAIT_NS)) {
+		int starting = GS_FILE_STARTING;
+		__atomic_compare_exchange_n(&gs_g.file_open, &starting, GS_FILE_OPEN, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+	}
+}
+
+int gs_wait_while(const uint32_t *word, uint32_t val, uint64_t until_ns)
+{
+	int e = errno, rc = 0;
+	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == val) {
 		uint64_t now = gs_mono_ns();
-		if (now >= until) {
-			int starting = GS_FILE_STARTING;
-			__atomic_compare_exchange_n(&gs_g.file_open, &starting, GS_FILE_OPEN, 0, __ATOMIC_ACQ_REL,
-						    __ATOMIC_ACQUIRE);
+		if (now >= until_ns) {
+			rc = -1;
 			break;
 		}
-		struct timespec ts = { 0, (long)((until - now) < 100000000 ? until - now : 100000000) };
-		syscall(SYS_futex, &gs_g.file_open, FUTEX_WAIT_PRIVATE, GS_FILE_STARTING, &ts, NULL, 0);
+		uint64_t left = until_ns - now;
+		struct timespec ts = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+		syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 	}
 	errno = e;
+	return rc;
 }
 
 struct gs_opt_val gs_opt[GS_OPT_N];

@@ -352,20 +352,10 @@ void gs_cupti_exit_flush(void)
 	uint32_t zero = 0;
 	if (__atomic_compare_exchange_n(&c.exit_word, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	struct timespec end, now;
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_nsec += EXIT_WAIT_MS * 1000000L;
-	end.tv_sec += end.tv_nsec / 1000000000L;
-	end.tv_nsec %= 1000000000L;
-	for (;;) {
-		uint32_t v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long ns = (end.tv_sec - now.tv_sec) * 1000000000L + (end.tv_nsec - now.tv_nsec);
-		if (v == 2 || ns <= 0)
-			return;
-		struct timespec left = { ns / 1000000000L, ns % 1000000000L };
-		syscall(SYS_futex, &c.exit_word, FUTEX_WAIT_PRIVATE, v, &left, NULL, 0);
-	}
+	uint64_t end = gs_mono_ns() + EXIT_WAIT_MS * 1000000ull;
+	uint32_t v;
+	while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 && gs_wait_while(&c.exit_word, v, end) == 0)
+		; /* 0 -> 1 (asked) -> 2 (done) */
 }
 
 static void flush_at_exit(void)
@@ -570,16 +560,8 @@ static void gpu_timing_go(void)
 		timing_main(NULL);
 		return;
 	}
-	uint64_t until = gs_mono_ns() + 2000000000ull; /* 2 s */
-	while (!__atomic_load_n(&timing_done, __ATOMIC_ACQUIRE)) {
-		uint64_t now = gs_mono_ns();
-		if (now >= until) {
-			gs_warn("GPU timing is slow to start (the loader is busy elsewhere); going on without waiting");
-			return;
-		}
-		struct timespec ts = { 0, (long)((until - now) < 100000000 ? until - now : 100000000) };
-		syscall(SYS_futex, &timing_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
-	}
+	if (gs_wait_while(&timing_done, 0, gs_mono_ns() + 2000000000ull)) /* 2 s */
+		gs_warn("GPU timing is slow to start (the loader is busy elsewhere); going on without waiting");
 }
 
 /*

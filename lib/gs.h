@@ -140,6 +140,11 @@ static inline uint64_t gs_optu(enum gs_opt_id i)
 }
 int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t stack);
 uint64_t gs_mono_ns(void);
+/* Waits on a futex while *word holds val, until gs_mono_ns() reads
+ * until_ns: 0 once it holds another value, -1 at the deadline. The one
+ * bounded wait of gpuspy's threads and exit paths; async-signal-safe,
+ * errno kept. */
+int gs_wait_while(const uint32_t *word, uint32_t val, uint64_t until_ns);
 
 /* FNV-1a of n bytes. */
 static inline uint64_t gs_fnv1a(const void *p, size_t n)
