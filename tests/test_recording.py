@@ -526,3 +526,48 @@ def both_layouts_read_the_same(tmp):
     check(out["2"][0] == out["3"][0], "the dumps differ")
     check(out["3"][0].count('"type":"event"') == 20001, "not 3 threads of 6,667 events")  # mktrace rounds up
     check(out["2"][1] == out["3"][1], "the reports differ")
+
+
+@test
+def trim_killed_between_its_stores_reads_whole(tmp):
+    """The trim at exit writes the table's new size, then its offset, then
+    the file's size, and then cuts the file. A process killed between two
+    of those stores leaves a table that ends before the file does: each
+    such header reads as the trace it is (the dump the same lines as the
+    live copy's, no warning), where it was refused as corrupt."""
+    from test_control import Driven
+    d = Driven(tmp, env={"GPUSPY_BUFFER_MB": "1"})
+    d.do("p step", "a 4096", "k 3", "n range", "h 1000", "H 2000", "m", "q", "p eval", "A 8192", "q")
+    path = os.path.join(tmp, traces(tmp)[0])
+    live = os.path.join(tmp, "live.copy")
+    sparse_copy(path, live)
+    check(d.finish() == 0, "prog_window failed")
+    before, t = header(live), header(path)
+    check(t["strtab_offset"] < before["strtab_offset"] and t["strtab_size"] < before["strtab_size"],
+          f"the trim moved nothing: {before} -> {t}")
+    data, cut = open(live, "rb").read(), open(path, "rb").read()
+
+    def patched(b, **fields):
+        b = bytearray(b)
+        for k, v in fields.items():
+            off, n = HEADER_FIELDS[k]
+            b[off:off + n] = v.to_bytes(n, "little")
+        return b
+    size_stored = patched(data, chunk_count=t["chunk_count"], strtab_size=t["strtab_size"])
+    moved = bytearray(size_stored)
+    moved[t["strtab_offset"]:t["strtab_offset"] + t["strtab_used"]] = \
+        cut[t["strtab_offset"]:t["strtab_offset"] + t["strtab_used"]]
+    offset_stored = patched(moved, strtab_offset=t["strtab_offset"])
+    file_size_stored = patched(offset_stored, file_size=t["file_size"])
+    lines = lambda p: subprocess.run([GPUSPY, "dump", p], capture_output=True, text=True,  # noqa: E731
+                                     timeout=TIMEOUT)
+    want = lines(live).stdout.splitlines()[1:]
+    check(len(want) > 10 and '"name":"window_kernel"' in "".join(want), f"live dump {want}")
+    for name, b in (("size", size_stored), ("offset", offset_stored), ("file_size", file_size_stored)):
+        f = os.path.join(tmp, f"{name}.gspy")
+        with open(f, "wb") as out:
+            out.write(b)
+        p = lines(f)
+        check(p.returncode == 0 and not p.stderr and p.stdout.splitlines()[1:] == want,
+              f"killed after the {name} store: exit {p.returncode}, {p.stderr!r}, "
+              f"{len(p.stdout.splitlines())} lines")

@@ -20,7 +20,9 @@
  * down to right after them (ids are offsets within the table: they do not
  * change), and a little room for strings interned after that. The header's
  * strtab_offset, strtab_size, chunk_count and file_size then say so
- * (file_size = strtab_offset + strtab_size). Format 2 had the table first:
+ * (file_size = strtab_offset + strtab_size; a process killed while the
+ * trim writes them may leave the table ending before file_size). Format 2
+ * had the table first:
  * [header][string table][chunks], file_size = the chunks' end; readers
  * read both.
  *

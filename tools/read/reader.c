@@ -273,9 +273,12 @@ int gs_header_sane(const struct gspy_header *h)
 		return h->strtab_offset >= GSPY_HEADER_SIZE && h->chunk_offset >= h->strtab_offset + h->strtab_size &&
 		       h->file_size == chunks_end;
 	/* 3: [header][chunks][string table], the table last so that the trim
-	 * at exit can move it down to the chunks in use. */
+	 * at exit can move it down to the chunks in use. The trim writes the
+	 * table's size, then its offset, then the file's size: a process
+	 * killed between two of those stores leaves a table that ends before
+	 * the file does, which is read as it is. */
 	return h->chunk_offset >= GSPY_HEADER_SIZE && h->strtab_offset >= chunks_end &&
-	       h->file_size == h->strtab_offset + h->strtab_size;
+	       h->strtab_offset + h->strtab_size <= h->file_size;
 }
 
 /* A live trace's string table is read through a copy (struct gs_tab): its
