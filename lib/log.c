@@ -46,7 +46,14 @@ static struct {
 	char path[PATH_MAX]; /* LOG_FILE: GPUSPY_LOG, made absolute at start-up */
 } lg = { .fd = -1 };
 
-#define EARLY_CLOSED 0x80000000u /* early.used: copied into the trace, take no more */
+/* early.used: the bytes of buf claimed, the lines that did not fit, and
+ * whether the trace took them, in one word, so that the trace's taking
+ * them sees every line counted lost before it (a count of its own could
+ * be raised just after the trace read it). */
+#define EARLY_BYTES 0xffffu
+#define EARLY_LOST_ONE 0x10000u
+#define EARLY_LOST_MAX 0x7fffu
+#define EARLY_CLOSED 0x80000000u /* copied into the trace, take no more */
 
 /* The notes: the trace's header once it is made (and the process that made
  * it: a child forked without handlers must not write into its parent's),
@@ -54,8 +61,7 @@ static struct {
 static struct {
 	struct gspy_header *h;
 	pid_t pid;
-	uint32_t used; /* bytes of buf claimed, | EARLY_CLOSED */
-	uint32_t lost; /* lines that did not fit */
+	uint32_t used; /* EARLY_* */
 	char buf[GSPY_NOTES_SIZE];
 } early;
 
@@ -207,10 +213,32 @@ static int64_t claim(uint32_t *used, uint32_t cap, uint32_t n)
 {
 	uint32_t u = __atomic_load_n(used, __ATOMIC_RELAXED);
 	do {
-		if ((u & EARLY_CLOSED) || u > cap || n > cap - u)
+		if (u > cap || n > cap - u)
 			return -1;
 	} while (!__atomic_compare_exchange_n(used, &u, u + n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	return u;
+}
+
+/* n bytes of the early buffer: their offset; EARLY_FULL, the line counted
+ * lost; or EARLY_TAKEN, the trace took the buffer (its header is there). */
+enum { EARLY_FULL = -1, EARLY_TAKEN = -2 };
+static int64_t early_claim(uint32_t n)
+{
+	uint32_t u = __atomic_load_n(&early.used, __ATOMIC_ACQUIRE), to;
+	int64_t off;
+	do {
+		if (u & EARLY_CLOSED)
+			return EARLY_TAKEN;
+		uint32_t bytes = u & EARLY_BYTES;
+		if (n <= GSPY_NOTES_SIZE - bytes) {
+			to = u + n;
+			off = bytes;
+		} else {
+			to = ((u >> 16) & EARLY_LOST_MAX) < EARLY_LOST_MAX ? u + EARLY_LOST_ONE : u;
+			off = EARLY_FULL;
+		}
+	} while (!__atomic_compare_exchange_n(&early.used, &u, to, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	return off;
 }
 
 /* msg (n bytes, no newline) as a line of the trace's notes, or of the early
@@ -235,15 +263,11 @@ static void note_line(const char *msg, size_t n)
 				__atomic_fetch_add(&h->notes_lost, 1, __ATOMIC_RELAXED);
 			return;
 		}
-		int64_t off = claim(&early.used, GSPY_NOTES_SIZE, (uint32_t)n);
-		if (off >= 0) {
+		int64_t off = early_claim((uint32_t)n);
+		if (off >= 0)
 			memcpy(early.buf + off, line, n);
+		if (off != EARLY_TAKEN)
 			return;
-		}
-		if (!(__atomic_load_n(&early.used, __ATOMIC_ACQUIRE) & EARLY_CLOSED)) {
-			__atomic_fetch_add(&early.lost, 1, __ATOMIC_RELAXED);
-			return;
-		}
 	}
 }
 
@@ -292,13 +316,16 @@ static void log_opened(struct gspy_header *h)
 {
 	early.pid = getpid();
 	__atomic_store_n(&early.h, h, __ATOMIC_RELEASE);
-	uint32_t n = __atomic_fetch_or(&early.used, EARLY_CLOSED, __ATOMIC_ACQ_REL) & ~EARLY_CLOSED;
-	if (n > GSPY_NOTES_SIZE)
-		n = GSPY_NOTES_SIZE;
+	uint32_t u = __atomic_fetch_or(&early.used, EARLY_CLOSED, __ATOMIC_ACQ_REL);
+	uint32_t n = u & EARLY_BYTES, lost = (u >> 16) & EARLY_LOST_MAX;
 	int64_t off = claim(&h->notes_used, GSPY_NOTES_SIZE, n);
 	if (off >= 0)
 		memcpy(h->notes + off, early.buf, n);
-	__atomic_fetch_add(&h->notes_lost, __atomic_load_n(&early.lost, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	else /* the area was filled by the file's owner: the early lines are lost */
+		for (uint32_t i = 0; i < n; i++)
+			lost += early.buf[i] == '\n';
+	if (lost)
+		__atomic_fetch_add(&h->notes_lost, lost, __ATOMIC_RELAXED);
 }
 
 /* In a fork child: its own file comes with its first event. Notes made
@@ -313,7 +340,6 @@ static void log_forked(void)
 	if (__atomic_load_n(&early.h, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&early.h, NULL, __ATOMIC_RELAXED);
 		early.used = 0;
-		early.lost = 0;
 	}
 }
 
