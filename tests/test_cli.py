@@ -227,9 +227,9 @@ def notes_that_do_not_fit_are_counted_lost(tmp):
 def run_relays_notes_after_the_program(tmp):
     """gpuspy run says gpuspy's messages about the command's processes on
     its own stderr after the command's output, never inside it, each once,
-    as "gpuspy: pid N: ...": the program's from its trace, then the shell's
+    as "gpuspy: pid N: ...": the program's from its trace, and the shell's
     (it made no trace) from the log run set GPUSPY_LOG to, which is gone
-    afterwards. GPUSPY_QUIET=1: none, the note still in the trace. The
+    afterwards: the same text, said once for both. GPUSPY_QUIET=1: none, the note still in the trace. The
     user's GPUSPY_LOG=stderr: the lines came as they were made, not
     repeated. The user's own log file: the trace's note repeated, the log
     left to the user. A process whose trace could not be made (its
@@ -249,9 +249,8 @@ def run_relays_notes_after_the_program(tmp):
         return d, proc["pid"], p.stderr.splitlines()
 
     d, pid, lines = gpuspy_run("relayed")
-    shell = re.fullmatch(r"gpuspy: pid (\d+): " + re.escape(FLUSH_ABC), lines[2]) if len(lines) == 4 else None
-    check(shell and int(shell.group(1)) != pid and lines[:2] == ["the program is done", f"gpuspy: pid {pid}: {FLUSH_ABC}"]
-          and lines[3] == f"gpuspy: 1 trace file in {d}", f"relayed: {lines}")
+    check(lines == ["the program is done", f"gpuspy: pid {pid} and 1 other process: {FLUSH_ABC}",
+                    f"gpuspy: 1 trace file in {d}"], f"relayed: {lines}")
     d, pid, lines = gpuspy_run("quiet", GPUSPY_QUIET="1")
     check(lines == ["the program is done", f"gpuspy: 1 trace file in {d}"], f"GPUSPY_QUIET=1: {lines}")
     d, pid, lines = gpuspy_run("live", GPUSPY_LOG="stderr")
@@ -272,6 +271,29 @@ def run_relays_notes_after_the_program(tmp):
           re.fullmatch(r"gpuspy: pid \d+: cannot create a trace file in /nonexistent/gpuspy: No such file or "
                        r"directory; tracing off", lines[0]) and
           lines[1] == "gpuspy: sh left no trace: gpuspy's messages above say why", f"no trace made: {lines}")
+
+
+@test
+def run_says_each_message_once_and_at_most_twenty(tmp):
+    """A command of 32 processes (a shell, its seq and 30 programs), each
+    told GPUSPY_NVML_MS=zz and each program its own bad
+    GPUSPY_CUPTI_FLUSH: run says the traces' notes in the order their
+    processes started, the first program's two, the common one once for it
+    and 31 other processes, then the next 18 programs' own, each once, and
+    one line for the 11 it did not say."""
+    d = os.path.join(tmp, "many")
+    script = f'for i in $(seq 30); do GPUSPY_CUPTI_FLUSH=x$i "{BIN}/prog_rt_dyn" >/dev/null; done'
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
+                       env=dict(_run_env(), GPUSPY_NVML_MS="zz"), capture_output=True, text=True, timeout=TIMEOUT)
+    lines = p.stderr.splitlines()
+    common = "GPUSPY_NVML_MS=zz is not a number of milliseconds (0..60000); using 100"
+    own = [re.fullmatch(r"gpuspy: pid (\d+): GPUSPY_CUPTI_FLUSH=x(\d+) is not a number of seconds \(1\.\.3600\); "
+                        r"using 5", line) for line in lines[:1] + lines[2:20]]
+    check(p.returncode == 0 and len(lines) == 22 and len(traces(d)) == 30 and all(own) and
+          [int(m.group(2)) for m in own] == list(range(1, 20)) and
+          lines[1] == f"gpuspy: pid {own[0].group(1)} and 31 other processes: {common}" and
+          lines[20] == "gpuspy: 11 more messages not shown here; `gpuspy report` shows each trace's notes" and
+          lines[21] == f"gpuspy: 30 trace files in {d}", f"rc {p.returncode}, {len(lines)} lines: {lines}")
 
 
 @test

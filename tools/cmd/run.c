@@ -26,6 +26,7 @@
 #include "util/files.h"
 #include "gpuspy/format.h"
 #include "cmd/cmd.h"
+#include "cmd/relay.h"
 #include "read/reader.h"
 
 #ifndef GPUSPY_PREFIX
@@ -357,103 +358,6 @@ static void trim_ended(const char *path)
 	close(fd);
 }
 
-/* gpuspy's messages about CMD's processes, which the library keeps off
- * their stderr (GPUSPY_LOG): what run shows after CMD's output, never
- * inside it. */
-struct relay {
-	int traces;      /* show each trace's notes */
-	const char *log; /* run's own GPUSPY_LOG file, or NULL */
-	struct note {
-		uint32_t pid;
-		char *text;
-		int shown_by_log; /* the log's copy of it was skipped */
-	} *v;
-	size_t n;
-	unsigned said; /* lines shown */
-};
-
-static void relay_say(struct relay *rl, uint32_t pid, const char *text)
-{
-	rl->said++;
-	fprintf(stderr, "gpuspy: pid %u: ", pid);
-	gs_term_fputs(text, stderr); /* a trace's bytes, or a log's anybody could append to */
-	fputc('\n', stderr);
-}
-
-/* The notes in path's header (read as trim_ended reads it: the header
- * alone, no link followed), shown and kept to leave out of the log. */
-static void relay_trace(struct relay *rl, const char *path)
-{
-	struct gspy_header h;
-	char notes[GSPY_NOTES_SIZE + 1];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return;
-	int ok = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && !memcmp(h.magic, GSPY_MAGIC, 8);
-	close(fd);
-	if (!ok || !gs_header_notes(&h, notes, sizeof(notes)))
-		return;
-	for (char *s = notes, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
-		*nl = 0;
-		relay_say(rl, h.pid, s);
-		struct note *v = realloc(rl->v, (rl->n + 1) * sizeof(*v));
-		if (!v)
-			continue;
-		rl->v = v;
-		v[rl->n].pid = h.pid;
-		v[rl->n].text = strdup(s);
-		v[rl->n].shown_by_log = 0;
-		rl->n++;
-	}
-}
-
-/* The log's lines ("gpuspy[PID]: text") that no trace showed: messages of
- * processes that made no trace (GPUSPY_DIR refused, the file not made),
- * and notes a full trace lost. Then the log goes: it was run's. */
-static void relay_log(struct relay *rl)
-{
-	int fd = rl->log ? open(rl->log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (fd >= 0 && !f)
-		close(fd);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	while (f && (len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
-			line[--len] = 0;
-		char *end;
-		unsigned long pid = strncmp(line, "gpuspy[", 7) ? 0 : strtoul(line + 7, &end, 10);
-		if (!pid || strncmp(end, "]: ", 3))
-			continue;
-		const char *text = end + 3;
-		size_t k = 0;
-		while (k < rl->n && (rl->v[k].shown_by_log || rl->v[k].pid != pid || strcmp(rl->v[k].text, text)))
-			k++;
-		if (k < rl->n)
-			rl->v[k].shown_by_log = 1;
-		else
-			relay_say(rl, (uint32_t)pid, text);
-	}
-	free(line);
-	if (f)
-		fclose(f);
-	if (rl->log)
-		unlink(rl->log);
-}
-
-static void relay(struct relay *rl, char **paths, int np)
-{
-	for (int k = 0; rl->traces && k < np; k++)
-		relay_trace(rl, paths[k]);
-	relay_log(rl);
-	for (size_t k = 0; k < rl->n; k++)
-		free(rl->v[k].text);
-	free(rl->v);
-	rl->v = NULL;
-	rl->n = 0;
-}
-
 /* After CMD: the traces it wrote into dir (those not in before), said and
  * reported (report NULL: --no-report), gpuspy's messages about them first;
  * a directory made for the run goes again if nothing is in it. */
@@ -475,7 +379,7 @@ static void after_run(const char *dir, const struct names *before, int made, con
 			}
 		}
 	fflush(NULL);
-	relay(rl, paths, np);
+	gs_relay(rl, paths, np);
 	if (!np) {
 		int gone = made && rmdir(dir) == 0;
 		/* gpuspy said something: a trace it could not make, say, not

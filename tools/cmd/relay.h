@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuspy's messages about `gpuspy run`'s command, said after it (relay.c).
+ */
+#ifndef GPUSPY_RELAY_H
+#define GPUSPY_RELAY_H
+
+#include <stddef.h>
+
+struct relay {
+	int traces;      /* say each trace's notes */
+	const char *log; /* run's own GPUSPY_LOG file, or NULL */
+	unsigned said;   /* lines said */
+	/* relay.c's: */
+	struct note *v;
+	size_t n, cap, unkept;
+};
+
+/* The notes of the traces at paths (when rl->traces), then the log's
+ * lines no trace showed; the log is removed. */
+void gs_relay(struct relay *rl, char **paths, int np);
+
+#endif
