@@ -20,14 +20,13 @@
 #include <unistd.h>
 
 #include "gs.h"
-#include "symbols.h"
-#include "writer.h"
 #include "module.h"
 
 __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec"))) = { .device = -1 };
 static const uint64_t always_alive = 1; /* until the file's own page is set */
 struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC, .alive = &always_alive };
 struct gs_config gs_cfg;
+pid_t gs_file_pid;
 
 enum { INIT_NONE, INIT_BUSY, INIT_DONE }; /* gs_once's states */
 static int init_state;
@@ -88,7 +87,7 @@ int gs_start_thread(void *(*fn)(void *), void *arg, const char *name, size_t sta
 #define START_WAIT_NS 3000000000ull
 void gs_wait_started(void)
 {
-	if (gs_tls.opening || !gs_writer_made_here())
+	if (gs_tls.opening || __atomic_load_n(&gs_file_pid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_getpid))
 		return; /* the start's own calls, or a child's */
 	if (gs_wait_while((const uint32_t *)&gs_g.file_open, GS_FILE_STARTING, gs_mono_ns() + START_WAIT_NS)) {
 		int starting = GS_FILE_STARTING;

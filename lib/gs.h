@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include "gpuspy/format.h"
 #include "options.h"
@@ -97,6 +98,9 @@ struct gs_global {
 } __attribute__((aligned(64))); /* what every call reads: one cache line */
 _Static_assert(sizeof(struct gs_global) == 64, "gs_global is one cache line");
 extern struct gs_global gs_g;
+/* The process whose trace file is open: set by the writer when it makes
+ * the file; a fork child until it makes its own has its parent's. */
+extern pid_t gs_file_pid;
 
 /* Configuration (core.c), read once from the environment. */
 struct gs_config {

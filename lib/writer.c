@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "gs.h"
-#include "host_alloc.h"
 #include "writer.h"
 #include "module.h"
 #include "self.h"
@@ -337,6 +336,7 @@ static int open_file(void)
 	w.dev = fst.st_dev;
 	w.ino = fst.st_ino;
 	w.pid = getpid();
+	__atomic_store_n(&gs_file_pid, w.pid, __ATOMIC_RELAXED);
 	/* The string table after the chunks: the trim at exit moves it down. */
 	w.chunk_off = GSPY_HEADER_SIZE;
 	w.strtab_off = GSPY_HEADER_SIZE + (uint64_t)chunks * CHUNK_SIZE;
@@ -750,11 +750,6 @@ void gs_writer_finish(void)
 	gs_writer_exit(GSPY_STATE_EXITED, -1, 0);
 	gs_writer_trim();
 	__atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
-}
-
-int gs_writer_made_here(void)
-{
-	return w.pid == (pid_t)syscall(SYS_getpid);
 }
 
 void gs_writer_signal_seen(int sig)

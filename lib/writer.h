@@ -18,9 +18,5 @@ void gs_writer_signal_seen(int sig); /* async-signal-safe */
  * instruction may run again: recording has stopped. Async-signal-safe. */
 int gs_writer_fault(const void *addr);
 void gs_writer_stack_cost(uint64_t time); /* one call stack taken, in clock units */
-/* 1 when this process made the trace file that is open: not a child forked
- * without fork handlers (syscall(SYS_fork), clone), which inherits its
- * parent's file and state and makes its own file at its first record. */
-int gs_writer_made_here(void);
 
 #endif
