@@ -175,6 +175,8 @@ help:
 	@echo "make demo         installs what is missing, builds, traces an example and prints its report"
 	@echo "make test         every test that needs no GPU, on the CUDA test doubles (the long ones aside)"
 	@echo "make test-all     those and the long scale tests (test-slow: only those)"
+	@echo "make test-topic-T one topic's tests (T: a tests/test_T.py); python3 tests/run.py NAME runs one test"
+	@echo "make test-build   the doubles and test programs into tests/bin; examples: the examples/ programs"
 	@echo "make deps         says which Debian packages are missing, then installs them"
 	@echo "make check-sanitize  the tests under ASan+UBSan, then the threaded ones under TSan"
 	@echo "make packages     the .deb and the Python wheel in dist/, each installed apart and tried"

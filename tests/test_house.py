@@ -299,14 +299,23 @@ def tools_rooms_include_downward_and_sections_are_in_the_table(tmp):
 def one_version_everywhere(tmp):
     """VERSION is the one place the version is written: the Makefile, the
     command (`gpuspy --version`) and the wheel (setup.py) read it; the
-    copies that cannot read it (include/gpuspy.h, debian/changelog, the
-    Python package) say the same."""
+    copies that cannot read it (include/gpuspy.h's string and numbers,
+    debian/changelog, the Python package, the man page, the README's
+    package names) say the same."""
     v = open(os.path.join(ROOT, "VERSION")).read().strip()
     check(re.fullmatch(r"\d+\.\d+\.\d+", v), f"VERSION is {v!r}")
     out = subprocess.run([GPUSPY, "--version"], capture_output=True, text=True, timeout=TIMEOUT).stdout
     check(out.startswith(f"gpuspy {v} "), f"gpuspy --version: {out!r}")
     text = lambda f: open(os.path.join(ROOT, f), encoding="utf-8").read()
-    check(f'#define GPUSPY_VERSION_STRING "{v}"' in text("include/gpuspy.h"), "include/gpuspy.h")
+    major, minor, patch = v.split(".")
+    check(f'#define GPUSPY_VERSION_STRING "{v}"' in text("include/gpuspy.h") and
+          f"#define GPUSPY_VERSION_MAJOR {major}\n#define GPUSPY_VERSION_MINOR {minor}\n"
+          f"#define GPUSPY_VERSION_PATCH {patch}\n" in text("include/gpuspy.h"), "include/gpuspy.h")
+    check(f'.TH GPUSPY 1 "" "gpuspy {v}"' in text("docs/gpuspy.1"), "docs/gpuspy.1")
+    check(text("README.md").count(f"gpuspy_{v}_amd64.deb") == 2 and
+          text("README.md").count(f"gpuspy-{v}-py3-none-linux_x86_64.whl") == 2 and
+          not re.search(r"gpuspy[_-](?!%s)\d+\.\d+\.\d+" % re.escape(v), text("README.md")),
+          "README.md's package names")
     check(text("debian/changelog").startswith(f"gpuspy ({v})"), "debian/changelog")
     check(f'__version__ = "{v}"' in text("python/gpuspy/__init__.py"), "python/gpuspy/__init__.py")
     check("VERSION := $(shell cat VERSION)" in text("Makefile"), "the Makefile does not read VERSION")

@@ -13,7 +13,7 @@ from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 from test_report import strip_files
 
 
-# ---- issue 6: call stacks, host allocations, sites ----------------------------
+# ---- call stacks, host allocations, sites ------------------------------------
 
 STACKS_SRC = os.path.join(ROOT, "tests", "progs", "prog_stacks.c")
 

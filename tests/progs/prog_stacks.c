@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Known call chains for the call-stack tests (issue 6), on the runtime
+ * Known call chains for the call-stack tests, on the runtime
  * double (shared, or static with -DSTATIC_RT):
  *   main -> load_batch -> make_host_buffer -> malloc(64 MiB)      host alloc
  *   main -> load_batch -> upload -> cudaMemcpy (pageable h2d)     copy

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Python frames in call stacks (issue 6): cudaMalloc through ctypes on the
+"""Python frames in call stacks: cudaMalloc through ctypes on the
 runtime double. PyDLL keeps the GIL during the call (gpuspy walks the
 Python frames through the C API); CDLL releases it, as PyTorch's bindings
 do (gpuspy reads them raw, lib/pyframes.c). Prints each pointer's

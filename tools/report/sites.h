@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Call sites (issue 6): events grouped by their rendered call stack.
+ * Call sites: events grouped by their rendered call stack (docs/commands.md,
+ * the report's sites).
  *   alloc: device and pinned allocations, by stack and memory kind;
  *   peak:  what each allocation site held when reserved device memory peaked;
  *   copy:  pageable copies, each with the stack that allocated its host
