@@ -344,11 +344,11 @@ static void *flusher(void *arg)
  * none); async-signal-safe.
  */
 #define EXIT_WAIT_MS 500
-void gs_cupti_exit_flush(void)
+int gs_cupti_exit_flush(void)
 {
 	if (!c.flusher_pid || (pid_t)syscall(SYS_getpid) != c.flusher_pid ||
 	    __atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
-		return;
+		return 0;
 	uint32_t zero = 0;
 	if (__atomic_compare_exchange_n(&c.exit_word, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -356,6 +356,7 @@ void gs_cupti_exit_flush(void)
 	uint32_t v;
 	while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 && gs_wait_while(&c.exit_word, v, end) == 0)
 		; /* 0 -> 1 (asked) -> 2 (done) */
+	return v == 2 ? 0 : -1;
 }
 
 static void flush_at_exit(void)

@@ -10,7 +10,7 @@ void gs_events_work(unsigned api, uint64_t stream);       /* a stream the curren
 void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
 void gs_cupti_start_late(void);  /* GPUSPY_START=paused: the first window starts CUPTI */
 void gs_cupti_flush(void);       /* the completed GPU records, now (a thread of gpuspy's own) */
-void gs_cupti_exit_flush(void);  /* _exit: every record, by the flusher, waited for at most 500 ms */
+int gs_cupti_exit_flush(void);   /* _exit: every record, by the flusher, waited for at most 500 ms; -1: not in time */
 /* 1 while CUPTI's start waits for the first recording window (set by
  * cupti.c as the file opens paused; taken by control.c's first window). */
 extern int gs_cupti_deferred;

@@ -3,9 +3,12 @@
  * _exit and _Exit: a process that ends this way (Python's os._exit, a
  * multiprocessing worker, a child after fork) runs no atexit handler, so
  * the GPU records CUPTI still holds would be lost with it. They are
- * flushed first (gs_cupti_exit_flush: bounded, async-signal-safe), then
- * the process exits as libc's _exit does, with the same status. exit()
- * reaches the kernel through libc's own _exit, not through this one.
+ * flushed first (gs_cupti_exit_flush: bounded, async-signal-safe), the
+ * trace is marked exited with the status (a clean end, which the report
+ * says as such), then the process exits as libc's _exit does, with the
+ * same status. exit() reaches the kernel through libc's own _exit, not
+ * through this one. A child that inherited its parent's file (vfork, a
+ * raw fork) leaves it alone (gs_writer_exit).
  */
 #define _GNU_SOURCE
 #include <sys/syscall.h>
@@ -13,10 +16,14 @@
 
 #include "gs.h"
 #include "gpu_timing.h"
+#include "writer.h"
 
 static __attribute__((noreturn)) void exit_now(int status)
 {
-	gs_cupti_exit_flush();
+	if (gs_cupti_exit_flush() != 0)
+		gs_warn_raw("_exit: CUPTI's last GPU records were not handed over within half a second; "
+			    "some may be missing", NULL, NULL);
+	gs_writer_exit(GSPY_STATE_EXITED, status & 0xff, 0);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }

@@ -690,13 +690,16 @@ void gs_writer_trim(void)
 
 void gs_writer_exit(int state, int code, int sig)
 {
-	if (!gs_writer_open())
+	/* Not a child's that inherited this file (a raw fork, a vfork): its
+	 * end is not this file's process's. */
+	if (!gs_writer_open() || w.pid != (pid_t)syscall(SYS_getpid))
 		return;
 	struct gspy_header *h = w.hdr;
 	GS_MODULES_CALL(exiting, h);
 	gs_writer_clock_pair();
 	h->exit_code = code;
-	h->exit_signal = sig;
+	if (sig) /* else a signal seen before stays said */
+		h->exit_signal = sig;
 	__atomic_store_n(&h->state, (uint32_t)state, __ATOMIC_RELEASE);
 }
 
@@ -754,7 +757,7 @@ void gs_writer_finish(void)
 
 void gs_writer_signal_seen(int sig)
 {
-	if (gs_writer_open())
+	if (gs_writer_open() && w.pid == (pid_t)syscall(SYS_getpid))
 		__atomic_store_n(&w.hdr->exit_signal, sig, __ATOMIC_RELAXED);
 }
 

@@ -171,7 +171,9 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     """A program that ends with _exit (Python's os._exit, a worker
     process) runs no atexit handler: CUPTI's held records were lost, all
     78 of them (0 in the trace). gpuspy's _exit has the flusher thread
-    flush them first, and the program's status and output are its own."""
+    flush them first, and the program's status and output are its own.
+    The trace says it exited, with its status: the report calls it a clean
+    end, not a kill with GPU records perhaps missing."""
     if SANITIZED:
         raise Skip("the sanitizer's own _exit comes first and goes straight to libc's")
     d = os.path.join(tmp, "exit")
@@ -180,9 +182,18 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     p = run("prog_train", ["3", "100", "_exit"], env=CUPTI_ENV, tmp=d, expect_rc=7)
     check(p.returncode == plain.returncode == 7 and p.stdout == plain.stdout == "trained 3 steps\n",
           f"exit {p.returncode}, output {p.stdout!r}")
-    _, ev = only_trace(d)
+    head, ev = only_trace(d)
     gpu = [e for e in ev if e["kind"] in GPU_KIND]
     check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    check(head["state"] == "exited" and head.get("exit_code") == 7, f"{head['state']} {head.get('exit_code')}")
+    text = subprocess.run([GPUSPY, "report", "--color", "never", d], capture_output=True, text=True,
+                          timeout=TIMEOUT).stdout
+    line = text.split("\n== ")[1].splitlines()[1]
+    check(line.startswith("   host vm, exited cleanly (_exit, status 7), ") and "may be missing" not in text and
+          "trace incomplete" not in text, f"report: {line!r}")
+    j = json.loads(subprocess.run([GPUSPY, "report", "--json", d], capture_output=True, text=True,
+                                  timeout=TIMEOUT).stdout)["processes"][0]
+    check(j["clean_exit"] is True and j["exit_code"] == 7, f"--json: {j.get('clean_exit')} {j.get('exit_code')}")
 
 
 @test
@@ -241,7 +252,8 @@ def cupti_records_kept_when_sigterm_leaves_init_running(tmp):
     signaled, so CUPTI's records of the two steps after the signal were
     lost at the program's _exit (27 of 78 kept, the trace "signaled" by
     15). Now the status and output are the program's own as before, all
-    78 records are kept, and the trace only saw the signal."""
+    78 records are kept, and the trace only saw the signal, then the
+    program's _exit with its status."""
     if SANITIZED:
         raise Skip("the sanitizer's own _exit comes first and goes straight to libc's")
     if subprocess.run([*PID_NS, "true"], capture_output=True).returncode != 0:
@@ -254,8 +266,8 @@ def cupti_records_kept_when_sigterm_leaves_init_running(tmp):
     head, ev = only_trace(d)
     gpu = [e for e in ev if e["kind"] in GPU_KIND]
     check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
-    check(head["pid"] == 1 and head["state"] == "running or killed" and head.get("signal_seen") == 15 and
-          "exit_signal" not in head, f"{head}")
+    check(head["pid"] == 1 and head["state"] == "exited" and head.get("exit_code") == 7 and
+          head.get("signal_seen") == 15 and "exit_signal" not in head, f"{head}")
 
 
 @test

@@ -256,11 +256,13 @@ def process_life_cycles(tmp):
     def fresh():
         for f in traces(tmp):
             os.unlink(os.path.join(tmp, f))
-    # _exit: no exit handler runs; every committed event is there.
+    # _exit: no exit handler runs; every committed event is there, and
+    # gpuspy's _exit says the process exited, with its status.
     fresh()
     run("prog_life", ["_exit"], tmp=tmp, expect_rc=3)
     proc, ev = only_trace(tmp)
-    check(len(ev) == 10 and proc["state"] == "running or killed", f"_exit: {len(ev)} {proc['state']}")
+    check(len(ev) == 10 and proc["state"] == "exited" and proc.get("exit_code") == 3,
+          f"_exit: {len(ev)} {proc['state']} {proc.get('exit_code')}")
     # exit() from another thread while main launches.
     fresh()
     run("prog_life", ["thread-exit"], tmp=tmp, expect_rc=5)
@@ -571,3 +573,19 @@ def trim_killed_between_its_stores_reads_whole(tmp):
         check(p.returncode == 0 and not p.stderr and p.stdout.splitlines()[1:] == want,
               f"killed after the {name} store: exit {p.returncode}, {p.stderr!r}, "
               f"{len(p.stdout.splitlines())} lines")
+
+
+@test
+def raw_fork_children_leave_their_parents_trace_alone(tmp):
+    """Two children forked without fork handlers (syscall(SYS_fork)) that
+    make no call still map their parent's file: one dies of SIGTERM, the
+    other calls _exit(3). The parent's trace, the parent then killed
+    (SIGKILL), says only what the parent did: 6 events, running or killed,
+    no signal and no status of its children's (it said "exited", status 3)."""
+    if "tsan" in PRELOAD_PREFIX:
+        raise Skip("ThreadSanitizer's runtime does not survive a fork without its handlers")
+    p = run("prog_rawfork", ["bare"], tmp=tmp, expect_rc=-9, env={"GPUSPY_STACKS": "off"})
+    check(p.stdout == "children: signal 15, exit 3\n", f"output {p.stdout!r}")
+    head, ev = only_trace(tmp)
+    check(len(ev) == 6 and head["state"] == "running or killed" and
+          not {"exit_code", "exit_signal", "signal_seen"} & set(head), f"{len(ev)} events, {head}")

@@ -590,7 +590,7 @@ struct gspy_header {
 	uint32_t chunks_claimed;  /* may exceed chunk_count: those are drops */
 	uint32_t state;           /* enum gspy_state */
 	int32_t exit_signal;
-	int32_t exit_code;
+	int32_t exit_code;        /* _exit's status (0..255); -1 at exit(), which does not know it */
 	uint64_t strtab_used;     /* bytes of string table committed */
 	uint64_t dropped_nochunk; /* events dropped by threads with no chunk */
 	uint64_t device_mem[GSPY_DEVICES]; /* total memory of devices 0..7 seen, 0 unknown */

@@ -11,8 +11,14 @@
  * does the main thread once its first call returns, for runs without
  * gpuspy); the child says whether its first call took under half a
  * second, and the parent whether the child exited 0.
+ *
+ * `bare`: after its 3 calls the parent forks raw twice; one child raises
+ * SIGTERM, the other calls _exit(3), neither having made a call (so both
+ * still map the parent's file); the parent then kills itself (SIGKILL),
+ * so that its trace says only what the parent did.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,10 +89,36 @@ static int start_mode(void)
 	return 0;
 }
 
+static int bare_mode(void)
+{
+	CUcontext ctx;
+	cuInit(0);
+	cuDevicePrimaryCtxRetain(&ctx, 0);
+	cuCtxSetCurrent(ctx);
+	calls(3);
+	int st[2];
+	for (int k = 0; k < 2; k++) {
+		long pid = syscall(SYS_fork);
+		if (pid == 0) {
+			if (k == 0)
+				raise(SIGTERM);
+			_exit(3);
+		}
+		waitpid((pid_t)pid, &st[k], 0);
+	}
+	printf("children: signal %d, exit %d\n", WIFSIGNALED(st[0]) ? WTERMSIG(st[0]) : -1,
+	       WIFEXITED(st[1]) ? WEXITSTATUS(st[1]) : -1);
+	fflush(stdout);
+	raise(SIGKILL);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "start"))
 		return start_mode();
+	if (argc > 1 && !strcmp(argv[1], "bare"))
+		return bare_mode();
 	CUcontext ctx;
 	cuInit(0);
 	cuDevicePrimaryCtxRetain(&ctx, 0);

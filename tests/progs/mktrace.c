@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 	h.local_rank = -1;
 	h.clock_start.raw = h.clock_start.mono = 1000000000ull;
 	h.state = hostile ? GSPY_STATE_RUNNING : GSPY_STATE_EXITED;
+	h.exit_code = -1; /* as exit() leaves it: the status is unknown there */
 	h.chunks_claimed = (uint32_t)(nchunks + (reserve > 0));
 	h.device_mem[0] = 80ull << 30;
 	snprintf(h.host, sizeof(h.host), "synthetic");

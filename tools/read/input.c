@@ -94,6 +94,9 @@ static void proc_from_trace(struct gs_input *in)
 		p->nvml_sampler[d] = h->nvml_sampler[d];
 	p->state = h->state;
 	p->exit_signal = h->exit_signal;
+	/* Format 3 writes -1 at exit(), the status at _exit (0..255). */
+	p->exit_code = h->state == GSPY_STATE_EXITED && h->version >= 3 && h->exit_code >= 0 && h->exit_code <= 255
+			       ? h->exit_code : -1;
 	p->truncated = t->truncated;
 	p->start_ns = h->clock_start.mono;
 	memcpy(p->device_mem, h->device_mem, sizeof(p->device_mem));
@@ -171,6 +174,27 @@ static const char *str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* The process line's telemetry settings: period, state, samplers. */
+static void nvml_from_json(const cJSON *o, struct gs_proc *p)
+{
+	p->nvml_ms = (unsigned)int_in(o, "nvml_ms", 0, 60000, 0);
+	/* The names `gpuspy dump` writes (GSPY_NVML_STATE_LIST); unknown: off. */
+#define GSPY_X(n) #n,
+	static const char *const nvml_states[] = { GSPY_NVML_STATE_LIST(GSPY_X) };
+#undef GSPY_X
+	const char *ns = str(o, "nvml");
+	p->nvml_state = 0;
+	for (unsigned i = 0; ns && i < sizeof(nvml_states) / sizeof(nvml_states[0]); i++)
+		if (!strcmp(ns, nvml_states[i]))
+			p->nvml_state = i;
+	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(o, "nvml_sampler");
+	for (int d = 0; d < GSPY_DEVICES; d++) {
+		const cJSON *it = cJSON_GetArrayItem(smp, d);
+		p->nvml_sampler[d] = cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble <= INT32_MAX
+					     ? (int)it->valuedouble : 0;
+	}
+}
+
 static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 {
 	if (!read_line(in)) {
@@ -210,26 +234,12 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	p->stacks_ns = u64(o, "stacks_ns");
 	p->stack_min_ns = u64(o, "stack_min_ns");
 	p->wait_stack_min_ns = u64(o, "wait_stack_min_ns");
-	p->nvml_ms = (unsigned)int_in(o, "nvml_ms", 0, 60000, 0);
-	/* The names `gpuspy dump` writes (GSPY_NVML_STATE_LIST); unknown: off. */
-#define GSPY_X(n) #n,
-	static const char *const nvml_states[] = { GSPY_NVML_STATE_LIST(GSPY_X) };
-#undef GSPY_X
-	const char *ns = str(o, "nvml");
-	p->nvml_state = 0;
-	for (unsigned i = 0; ns && i < sizeof(nvml_states) / sizeof(nvml_states[0]); i++)
-		if (!strcmp(ns, nvml_states[i]))
-			p->nvml_state = i;
-	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(o, "nvml_sampler");
-	for (int d = 0; d < GSPY_DEVICES; d++) {
-		const cJSON *it = cJSON_GetArrayItem(smp, d);
-		p->nvml_sampler[d] = cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble <= INT32_MAX
-					     ? (int)it->valuedouble : 0;
-	}
+	nvml_from_json(o, p);
 	const char *st = str(o, "state");
 	p->state = st && !strcmp(st, "exited") ? GSPY_STATE_EXITED
 		   : st && !strcmp(st, "signaled") ? GSPY_STATE_SIGNALED : GSPY_STATE_RUNNING;
 	p->exit_signal = (int)int_in(o, "exit_signal", 0, 255, 0);
+	p->exit_code = p->state == GSPY_STATE_EXITED ? (int)int_in(o, "exit_code", -1, 255, -1) : -1;
 	if (!p->exit_signal)
 		p->exit_signal = (int)int_in(o, "signal_seen", 0, 255, 0);
 	p->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));

@@ -33,6 +33,7 @@ struct gs_proc {
 	int nvml_sampler[GSPY_DEVICES]; /* per device, the pid that sampled it, 0 none */
 	unsigned state;  /* enum gspy_state */
 	int exit_signal;
+	int exit_code;   /* exited by _exit: its status; -1 unknown (exit() runs first) */
 	int truncated;   /* the input ended early: events may be missing */
 	uint64_t start_ns;
 	uint64_t device_mem[GSPY_DEVICES];

@@ -112,6 +112,8 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddStringToObject(p, "gpu_timing", gs_gpu_timing_name(r->gpu_timing));
 		cJSON_AddStringToObject(p, "framework", gs_framework_names[r->framework]);
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
+		if (r->proc.exit_code >= 0)
+			cJSON_AddNumberToObject(p, "exit_code", r->proc.exit_code);
 		cJSON_AddNumberToObject(p, "overwritten", (double)r->proc.overwritten);
 		cJSON_AddNumberToObject(p, "stack_min_ns", (double)r->proc.stack_min_ns);
 		cJSON_AddNumberToObject(p, "wait_stack_min_ns", (double)r->proc.wait_stack_min_ns);

@@ -86,6 +86,8 @@ cJSON *gs_dump_process(const struct gs_trace *t)
 		add_u64(o, "cpus", h->cpus);
 	cJSON_AddBoolToObject(o, "clean_exit", h->state == GSPY_STATE_EXITED);
 	cJSON_AddStringToObject(o, "state", gs_state_name(h->state));
+	if (h->state == GSPY_STATE_EXITED && h->version >= 3 && h->exit_code >= 0 && h->exit_code <= 255)
+		cJSON_AddNumberToObject(o, "exit_code", h->exit_code); /* by _exit */
 	if (h->state == GSPY_STATE_SIGNALED)
 		cJSON_AddNumberToObject(o, "exit_signal", h->exit_signal);
 	else if (h->exit_signal)

@@ -18,8 +18,13 @@ int gs_report_all; /* --all: every phase and library range */
 
 static const char *state_text(const struct gs_proc *p)
 {
+	static char by_exit[48];
 	switch (p->state) {
-	case GSPY_STATE_EXITED: return "exited cleanly";
+	case GSPY_STATE_EXITED:
+		if (p->exit_code < 0)
+			return "exited cleanly";
+		snprintf(by_exit, sizeof(by_exit), "exited cleanly (_exit, status %d)", p->exit_code);
+		return by_exit;
 	case GSPY_STATE_SIGNALED: return "died of a signal";
 	}
 	return "did not exit cleanly (killed, crashed or still running)";
