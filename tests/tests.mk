@@ -5,10 +5,12 @@ TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parame
 TEST_CLEAN := $(TB) tests/out
 DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h include/gpuspy/apis.h tests/progs/prog_common.h
 
-$(TB)/libcuda.so.1: tests/doubles/fakecuda.c tests/doubles/fakegraph.c tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
+# The driver double: its entry points, its copies and memsets, its graphs.
+FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakecopy.c tests/doubles/fakegraph.c
+$(TB)/libcuda.so.1: $(FAKE_DRIVER) tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ tests/doubles/fakecuda.c tests/doubles/fakegraph.c -lpthread
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_DRIVER) -lpthread
 
 $(TB)/libcupti.so.13: tests/doubles/fakecupti.c $(DOUBLE_HDRS)
 	@mkdir -p $(TB)
@@ -236,7 +238,6 @@ $(TB)/libhostile_interposer.so: tests/hostile/interposer.c $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
 $(TB)/prog_routes: tests/hostile/prog_routes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
-FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakegraph.c
 $(TB)/mirror/libcuda.so.1: $(FAKE_DRIVER) tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
 	@mkdir -p $(TB)/mirror
 	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_DRIVER) -ldl -lpthread
