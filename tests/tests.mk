@@ -224,7 +224,7 @@ $(TB)/prog_life: tests/progs/prog_life.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 $(TB)/prog_load: tests/progs/prog_load.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
 
-# Hostile and unusual programs (tests/hostile, tests/test_hostile.py).
+# Hostile and unusual programs (tests/hostile, tests/test_hostile*.py).
 HOSTILE_HDRS := lib/cuda_api.h
 $(TB)/libhostile_ctor.so: tests/hostile/ctor_lib.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN)
