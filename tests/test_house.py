@@ -315,35 +315,42 @@ def one_version_everywhere(tmp):
 
 @test
 def every_header_rebuilds_its_users(tmp):
-    """The build tracks headers (-MMD -MP), so no header list is kept by
-    hand: in the built tree, `make -n -W HEADER` (as if HEADER had just
-    been edited) would rebuild every object whose dependency file names
-    HEADER, for each header of lib/, common/, include/ and tools/, and an
-    untouched tree has nothing to rebuild; `make` with no goal builds all."""
+    """The build tracks headers (-MMD -MP, tests/tests.mk too), so no
+    header list is kept by hand: in the built tree, `make -n -W HEADER`
+    (as if HEADER had just been edited) would rebuild every object, double
+    and test program whose dependency file names HEADER, for each header
+    of lib/, common/, include/, tools/ and tests/ (the doubles' and the
+    programs'), and an untouched tree has nothing to rebuild; `make` with
+    no goal builds all."""
     if SANITIZED:
         raise Skip("the sanitized build is a copy of the tree")
-    make = lambda *a: subprocess.run(["make", "-n", *a, "all"], cwd=ROOT, capture_output=True, text=True,
-                                     timeout=120).stdout
-    built = lambda out: set(re.findall(r"(?:CC|AS|LD) +(\S+?)\\?\"?$", out, re.M))
-    check(not {b for b in built(make()) if b.endswith(".o")}, f"stale objects: {sorted(built(make()))[:5]}")
-    files = subprocess.run(["git", "ls-files", "lib", "common", "include", "tools"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.split()
-    # The programs' header: the library defines its functions without it.
-    heads = sorted(f for f in files if f.endswith(".h") and f != "include/gpuspy.h")
-    check(len(heads) > 30, f"headers: {heads}")
+    make = lambda *a: subprocess.run(["make", "-n", *a, "all", "test-build"], cwd=ROOT, capture_output=True,
+                                     text=True, timeout=120).stdout
+    built = lambda out: (set(re.findall(r"(?:CC|AS|LD) +(\S+?)\\?\"?$", out, re.M)) |
+                         set(re.findall(r" -o (\S+)", out)))
+    stale = built(make())
+    check(not stale, f"stale outputs: {sorted(stale)[:5]}")
+    files = subprocess.run(["git", "ls-files", "lib", "common", "include", "tools", "tests"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.split()
+    heads = sorted(f for f in files if f.endswith(".h"))
+    check(len(heads) > 30 and "tests/doubles/fakecuda.h" in heads, f"headers: {heads}")
+    # Each output's prerequisites as its .d file spells them (a test
+    # program's "../../lib/cuda_api.h" is lib/cuda_api.h).
     deps = {}
-    for d in ("lib", "tools"):
+    for d in ("lib", "tools", os.path.join("tests", "bin")):
         for base, _, fs in os.walk(os.path.join(ROOT, d)):
             for f in fs:
                 if f.endswith(".d"):
-                    t = open(os.path.join(base, f)).read()
-                    deps[t.split(":", 1)[0].strip()] = t
-    check(len(deps) > 60, f"{len(deps)} dependency files: is the tree built?")
+                    rule = open(os.path.join(base, f)).read().split("\n\n")[0].replace("\\\n", " ")
+                    target, prereqs = rule.split(":", 1)
+                    deps[target.strip()] = set(prereqs.split())
+    tested = {o for o in deps if o.startswith("tests/")}
+    check(len(deps) > 60 and len(tested) > 50, f"{len(deps)} dependency files, {len(tested)} of tests/: is it built?")
     for h in heads:
-        users = {o for o, t in deps.items() if re.search(r"(^|\s)" + re.escape(h) + r"(\s|\\|$)", t)}
-        check(users, f"{h}: no object depends on it")
-        raw = make("-W", h)
-        out = built(raw) | {u for u in users if not u.endswith(".o") and "-o " + u in raw}
+        spelt = {o: {p for p in ps if os.path.normpath(p) == h} for o, ps in deps.items()}
+        users = {o for o, ps in spelt.items() if ps}
+        check(users, f"{h}: nothing depends on it")
+        out = built(make(*[a for p in set().union(*spelt.values()) for a in ("-W", p)]))
         check(users <= out, f"editing {h} would not rebuild {sorted(users - out)[:5]}")
     # `make` alone is `make all`, though every .d file names a target (it
     # built lib/common_options.o alone, and said it was up to date).
