@@ -324,35 +324,42 @@ def one_version_everywhere(tmp):
 
 @test
 def every_header_rebuilds_its_users(tmp):
-    """The build tracks headers (-MMD -MP), so no header list is kept by
-    hand: in the built tree, `make -n -W HEADER` (as if HEADER had just
-    been edited) would rebuild every object whose dependency file names
-    HEADER, for each header of lib/, common/, include/ and tools/, and an
-    untouched tree has nothing to rebuild; `make` with no goal builds all."""
+    """The build tracks headers (-MMD -MP, tests/tests.mk too), so no
+    header list is kept by hand: in the built tree, `make -n -W HEADER`
+    (as if HEADER had just been edited) would rebuild every object, double
+    and test program whose dependency file names HEADER, for each header
+    of lib/, common/, include/, tools/ and tests/ (the doubles' and the
+    programs'), and an untouched tree has nothing to rebuild; `make` with
+    no goal builds all."""
     if SANITIZED:
         raise Skip("the sanitized build is a copy of the tree")
-    make = lambda *a: subprocess.run(["make", "-n", *a, "all"], cwd=ROOT, capture_output=True, text=True,
-                                     timeout=120).stdout
-    built = lambda out: set(re.findall(r"(?:CC|AS|LD) +(\S+?)\\?\"?$", out, re.M))
-    check(not {b for b in built(make()) if b.endswith(".o")}, f"stale objects: {sorted(built(make()))[:5]}")
-    files = subprocess.run(["git", "ls-files", "lib", "common", "include", "tools"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.split()
-    # The programs' header: the library defines its functions without it.
-    heads = sorted(f for f in files if f.endswith(".h") and f != "include/gpuspy.h")
-    check(len(heads) > 30, f"headers: {heads}")
+    make = lambda *a: subprocess.run(["make", "-n", *a, "all", "test-build"], cwd=ROOT, capture_output=True,
+                                     text=True, timeout=120).stdout
+    built = lambda out: (set(re.findall(r"(?:CC|AS|LD) +(\S+?)\\?\"?$", out, re.M)) |
+                         set(re.findall(r" -o (\S+)", out)))
+    stale = built(make())
+    check(not stale, f"stale outputs: {sorted(stale)[:5]}")
+    files = subprocess.run(["git", "ls-files", "lib", "common", "include", "tools", "tests"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.split()
+    heads = sorted(f for f in files if f.endswith(".h"))
+    check(len(heads) > 30 and "tests/doubles/fakecuda.h" in heads, f"headers: {heads}")
+    # Each output's prerequisites as its .d file spells them (a test
+    # program's "../../lib/cuda_api.h" is lib/cuda_api.h).
     deps = {}
-    for d in ("lib", "tools"):
+    for d in ("lib", "tools", os.path.join("tests", "bin")):
         for base, _, fs in os.walk(os.path.join(ROOT, d)):
             for f in fs:
                 if f.endswith(".d"):
-                    t = open(os.path.join(base, f)).read()
-                    deps[t.split(":", 1)[0].strip()] = t
-    check(len(deps) > 60, f"{len(deps)} dependency files: is the tree built?")
+                    rule = open(os.path.join(base, f)).read().split("\n\n")[0].replace("\\\n", " ")
+                    target, prereqs = rule.split(":", 1)
+                    deps[target.strip()] = set(prereqs.split())
+    tested = {o for o in deps if o.startswith("tests/")}
+    check(len(deps) > 60 and len(tested) > 50, f"{len(deps)} dependency files, {len(tested)} of tests/: is it built?")
     for h in heads:
-        users = {o for o, t in deps.items() if re.search(r"(^|\s)" + re.escape(h) + r"(\s|\\|$)", t)}
-        check(users, f"{h}: no object depends on it")
-        raw = make("-W", h)
-        out = built(raw) | {u for u in users if not u.endswith(".o") and "-o " + u in raw}
+        spelt = {o: {p for p in ps if os.path.normpath(p) == h} for o, ps in deps.items()}
+        users = {o for o, ps in spelt.items() if ps}
+        check(users, f"{h}: nothing depends on it")
+        out = built(make(*[a for p in set().union(*spelt.values()) for a in ("-W", p)]))
         check(users <= out, f"editing {h} would not rebuild {sorted(users - out)[:5]}")
     # `make` alone is `make all`, though every .d file names a target (it
     # built lib/common_options.o alone, and said it was up to date).
@@ -361,31 +368,84 @@ def every_header_rebuilds_its_users(tmp):
     check("lib/core.o" in plain and "libgpuspy.so" in plain, f"`make` is not `make all`: {plain[:200]!r}")
 
 
+# Where the house rules on size hold: C under these folders, and the
+# tests' own Python (tests/*.py). Build output, recorded traces and the
+# fuzzer's corpus are no source; tests/fuzz's target is.
+SMALL_C = ("lib", "common", "tools", "include", "tests")
+NOT_SOURCE = {"bin", "out", "fixtures", "golden", "results", "corpus", "__pycache__"}
+
+
+def c_functions(lines):
+    """(first line, last line) of each function a C file defines, 0-based:
+    a signature that begins a line with a letter (after its return type,
+    if that has a line of its own) and may go on over indented lines, its
+    last ending with ")", then "{" alone on a line, up to the first "}"
+    alone on a line."""
+    found = []
+    for i, l in enumerate(lines):
+        if l != "{" or i == 0 or not lines[i - 1].endswith(")"):
+            continue
+        k = i - 1
+        while k > 0 and lines[k][:1] in (" ", "\t") and lines[k].strip():
+            k -= 1
+        if k > 0 and re.fullmatch(r"[A-Za-z_][\w *]*", lines[k - 1]):
+            k -= 1
+        if re.match(r"[A-Za-z_]", lines[k]):
+            found.append((k, next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), i)))
+    return found
+
+
+def py_functions(text):
+    """(first line, last line) of each function (nested ones too) of a
+    Python file, 0-based: from its first decorator, or its def, to its
+    last line; the lines counted are those from the def."""
+    import ast
+    found = []
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1
+            found.append((first, n.end_lineno - 1, n.lineno - 1))
+    return found
+
+
 @test
 def files_and_functions_stay_small(tmp):
-    """No source file of lib/, common/ or tools/ is over 800 lines, and a
-    function over 80 lines says why in the comment right above it (one
-    that begins "Long (")."""
-    long = []
-    for d in ("lib", "common", "tools"):
-        for base, _, fs in os.walk(os.path.join(ROOT, d)):
-            for f in sorted(fs):
-                if not f.endswith((".c", ".h")):
-                    continue
-                path = os.path.join(base, f)
-                lines = open(path, encoding="utf-8").read().split("\n")
-                check(len(lines) <= 801, f"{os.path.relpath(path, ROOT)}: {len(lines)} lines")
-                for i, l in enumerate(lines):
-                    if not (re.match(r"^[A-Za-z].*\)$", l) and i + 1 < len(lines) and lines[i + 1] == "{"):
-                        continue
-                    end = next((k for k in range(i + 1, len(lines)) if lines[k] == "}"), i)
-                    if end - i + 1 <= 80:
-                        continue
-                    k = i - 1
-                    while k >= 0 and lines[k].startswith((" *", "/*")) and "Long (" not in lines[k]:
-                        k -= 1
-                    if k < 0 or "Long (" not in lines[k]:
-                        long.append(f"{os.path.relpath(path, ROOT)}:{i + 1} {l[:50]} ({end - i + 1} lines)")
+    """No source file is over 800 lines (the C of lib/, common/, tools/,
+    include/ and tests/, and tests/*.py), and a function over 80 lines
+    (from its signature's first line, which may go on over several, to
+    its closing brace; in Python from its def to its last line) says why
+    in the comment right above it (one that begins "Long (")."""
+    files = []
+    for d in SMALL_C:
+        for base, dirs, fs in os.walk(os.path.join(ROOT, d)):
+            dirs[:] = sorted(x for x in dirs if x not in NOT_SOURCE)
+            files += [os.path.join(base, f) for f in sorted(fs) if f.endswith((".c", ".h"))]
+    tests = os.path.join(ROOT, "tests")
+    files += [os.path.join(tests, f) for f in sorted(os.listdir(tests)) if f.endswith(".py")]
+    check(len(files) > 150 and os.path.join(tests, "doubles", "fakecuda.c") in files, f"{len(files)} files")
+    big, long, seen = [], [], set()
+    for path in files:
+        rel = os.path.relpath(path, ROOT)
+        text = open(path, encoding="utf-8").read()
+        lines = text.split("\n")
+        if len(lines) > 801:
+            big.append(f"{rel}: {len(lines) - 1} lines")
+        if path.endswith(".py"):
+            funcs, comment = py_functions(text), lambda l: l.lstrip().startswith("#")
+        else:
+            funcs, comment = [(k, end, k) for k, end in c_functions(lines)], lambda l: l.startswith((" *", "/*"))
+        for first, end, start in funcs:
+            seen.add(lines[start].split("(")[0])
+            if end - start + 1 <= 80:
+                continue
+            k = first - 1
+            while k >= 0 and comment(lines[k]) and "Long (" not in lines[k]:
+                k -= 1
+            if k < 0 or "Long (" not in lines[k]:
+                long.append(f"{rel}:{start + 1} {lines[start].strip()[:50]} ({end - start + 1} lines)")
+    # Signatures on two lines, and Python's tests, are seen.
+    check({"int gs_export_flame", "def files_and_functions_stay_small"} <= seen, "functions not found")
+    check(not big, f"files over 800 lines: {big}")
     check(not long, f"functions over 80 lines that do not say why: {long}")
 
 

@@ -1,16 +1,41 @@
 # Test doubles and test programs; `make test` runs tests/run.py on them.
+# The programs are found by folder (tests/progs/prog_*.c and
+# tests/hostile/prog_*.c, each tests/bin/prog_NAME on the driver double);
+# what needs more (other flags, the runtime double, a library of its own)
+# has a rule of its own below. Headers are tracked as the Makefile tracks
+# them (-MMD -MP: a .d file beside each output in tests/bin), so no header
+# list is kept by hand.
 TB := tests/bin
 TEST_CFLAGS := $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
-	-Iinclude -I$(CUDA_HOME)/include -Itests
+	-Iinclude -I$(CUDA_HOME)/include -Itests $(DEPFLAGS)
 TEST_CLEAN := $(TB) tests/out
-DOUBLE_HDRS := tests/doubles/fakecuda.h lib/cuda_api.h include/gpuspy/format.h include/gpuspy/apis.h tests/progs/prog_common.h
+-include $(wildcard $(TB)/*.d $(TB)/*/*.d $(TB)/*/*/*.d)
 
-$(TB)/libcuda.so.1: tests/doubles/fakecuda.c tests/doubles/fakegraph.c tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
-	@mkdir -p $(TB)
-	@echo "  CC      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ tests/doubles/fakecuda.c tests/doubles/fakegraph.c -lpthread
+# ---- the doubles ------------------------------------------------------------
 
-$(TB)/libcupti.so.13: tests/doubles/fakecupti.c $(DOUBLE_HDRS)
+# The driver double: its entry points, its copies and memsets, its graphs.
+# Built three ways, each from objects of its own: the plain one, and the
+# two of the hostile tests (tests/bin/mirror, tests/bin/proctool).
+FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakecopy.c tests/doubles/fakegraph.c
+driver_objs = $(patsubst tests/doubles/%.c,$(TB)/obj/$(1)/%.o,$(FAKE_DRIVER))
+$(TB)/obj/driver/%.o: tests/doubles/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -c -o $@ $<
+$(TB)/obj/mirror/%.o: tests/doubles/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -c -o $@ $<
+$(TB)/obj/proctool/%.o: tests/doubles/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CFLAGS) -DPROC_TOOL -fPIC -c -o $@ $<
+
+$(TB)/libcuda.so.1: $(call driver_objs,driver)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $^ -lpthread
+
+$(TB)/libcuda.so: $(TB)/libcuda.so.1
+	$(Q)ln -sf libcuda.so.1 $@
+
+$(TB)/libcupti.so.13: tests/doubles/fakecupti.c
 	@mkdir -p $(TB)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcupti.so.13 -o $@ $< -ldl -lpthread
@@ -22,16 +47,13 @@ $(TB)/nvml/libnvidia-ml.so.1: tests/doubles/fakenvml.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
-$(TB)/libcuda.so: $(TB)/libcuda.so.1
-	$(Q)ln -sf libcuda.so.1 $@
-
-$(TB)/libcudart.so.13: tests/doubles/fakecudart.c tests/doubles/libcudart.map $(DOUBLE_HDRS)
+$(TB)/libcudart.so.13: tests/doubles/fakecudart.c tests/doubles/libcudart.map
 	@mkdir -p $(TB)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 \
 		-Wl,--version-script=tests/doubles/libcudart.map -o $@ $< -ldl -lpthread
 
-$(TB)/fakecudart_static.o: tests/doubles/fakecudart.c $(DOUBLE_HDRS)
+$(TB)/fakecudart_static.o: tests/doubles/fakecudart.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -fvisibility=hidden -c -o $@ $<
 
@@ -41,55 +63,120 @@ $(TB)/libfakecudart_static.a: $(TB)/fakecudart_static.o
 RT_DYN := -L$(TB) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
 DRV := -L$(TB) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
 
-$(TB)/prog_rt_dyn: tests/progs/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+# ---- the programs -----------------------------------------------------------
+
+# Each tests/progs/prog_NAME.c and tests/hostile/prog_NAME.c is
+# tests/bin/prog_NAME, linked with the driver double, and with glibc's
+# libdl or libpthread where WITH_DL or WITH_PTHREAD names it.
+WITH_DL := prog_nvtx prog_load prog_window prog_loader_lock prog_routes prog_notes
+WITH_PTHREAD := prog_devices prog_threads prog_ranks prog_events prog_nvtx prog_life prog_load prog_loader_lock \
+	prog_fork_busy prog_threads_many prog_thread_stacks prog_rawfork prog_live prog_cancel
+prog_libs = $(strip $(DRV) $(if $(filter $(@F),$(WITH_DL)),-ldl) $(if $(filter $(@F),$(WITH_PTHREAD)),-lpthread))
+$(TB)/prog_%: tests/progs/prog_%.c $(TB)/libcuda.so.1
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(prog_libs)
+$(TB)/prog_%: tests/hostile/prog_%.c $(TB)/libcuda.so.1
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(prog_libs)
+
+# tests/progs/prog_rt*.c call the runtime: each is built four ways, on the
+# shared runtime double or the static one (prog_rt_dyn, prog_rt_static),
+# each also with per-thread default streams (prog_rt_dyn_ptds, ...).
+RT_SRCS := $(wildcard tests/progs/prog_rt*.c)
+RT_PROGS := $(foreach p,$(RT_SRCS:tests/progs/%.c=$(TB)/%),$(p)_dyn $(p)_dyn_ptds $(p)_static $(p)_static_ptds)
+$(filter %_dyn,$(RT_PROGS)): $(TB)/%_dyn: tests/progs/%.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_dyn_ptds: tests/progs/prog_rt.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(filter %_dyn_ptds,$(RT_PROGS)): $(TB)/%_dyn_ptds: tests/progs/%.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_static: tests/progs/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(filter %_static,$(RT_PROGS)): $(TB)/%_static: tests/progs/%.c $(TB)/libfakecudart_static.a
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_rt_static_ptds: tests/progs/prog_rt.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(filter %_static_ptds,$(RT_PROGS)): $(TB)/%_static_ptds: tests/progs/%.c $(TB)/libfakecudart_static.a
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_rt_more_dyn: tests/progs/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_more_dyn_ptds: tests/progs/prog_rt_more.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(RT_DYN)
-$(TB)/prog_rt_more_static: tests/progs/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_rt_more_static_ptds: tests/progs/prog_rt_more.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_drv: tests/progs/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-$(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+
+# The exceptions of tests/progs: the driver scenario with per-thread
+# streams too; the runtime looked up by dlsym; the call stacks' program,
+# whose frames and lines the tests know (-O1 -g), on either runtime; the
+# codec's, which needs no double; and the tools that are no prog_*.
+$(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
-$(TB)/prog_dlsym: tests/progs/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
+$(TB)/prog_dlsym: tests/progs/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(RT_DYN) -ldl
-$(TB)/prog_devices: tests/progs/prog_devices.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/prog_threads: tests/progs/prog_threads.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/prog_kill: tests/progs/prog_kill.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-$(TB)/prog_fork: tests/progs/prog_fork.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-$(TB)/prog_graph: tests/progs/prog_graph.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-
-$(TB)/prog_stacks: tests/progs/prog_stacks.c $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/prog_stacks: tests/progs/prog_stacks.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN) -lpthread -ldl
-$(TB)/prog_stacks_static: tests/progs/prog_stacks.c $(TB)/libfakecudart_static.a $(DOUBLE_HDRS)
+$(TB)/prog_stacks_static: tests/progs/prog_stacks.c $(TB)/libfakecudart_static.a
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-
-$(TB)/prog_codec: tests/progs/prog_codec.c include/gpuspy/format.h
+$(TB)/prog_codec: tests/progs/prog_codec.c
+	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
-
 $(TB)/fork_delay.so: tests/progs/fork_delay.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
+$(TB)/mktrace: tests/progs/mktrace.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -O2 -o $@ $<
+
+TEST_PROGS := $(patsubst tests/progs/%.c,$(TB)/%,$(filter-out $(RT_SRCS),$(wildcard tests/progs/prog_*.c))) \
+	$(RT_PROGS) $(addprefix $(TB)/,prog_drv_ptds prog_stacks_static fork_delay.so mktrace)
+
+# Hostile and unusual programs (tests/hostile, tests/test_hostile*.py): the
+# exceptions. prog_signals faults on purpose: never instrumented (a
+# sanitizer would report the fault). prog_longjmp calls the runtime too;
+# prog_ctor and prog_dtor link a library whose constructor or destructor
+# makes CUDA calls.
+$(TB)/prog_signals: tests/hostile/prog_signals.c $(TB)/libcuda.so.1
+	$(Q)$(CC) $(TEST_CFLAGS) -O0 -fno-sanitize=all -o $@ $< $(DRV)
+$(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN)
+$(TB)/prog_ctor: tests/hostile/prog_ctor.c $(TB)/libhostile_ctor.so
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_ctor.so $(RT_DYN)
+$(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
+
+# The hostile libraries, each of one file: linked by a program (ctor, dtor)
+# or preloaded by a test.
+$(TB)/libhostile_ctor.so: tests/hostile/ctor_lib.c $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN)
+$(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN) -lpthread
+$(TB)/libhostile_loader_lock.so: tests/hostile/loader_lock_lib.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
+$(TB)/libhostile_interposer.so: tests/hostile/interposer.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+$(TB)/libcount_backtrace.so: tests/hostile/count_backtrace.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+$(TB)/libhostile_slow_cupti.so: tests/hostile/slow_cupti.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+$(TB)/libhostile_nothreads.so: tests/hostile/nothreads.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
+$(TB)/libhostile_cut_on_map.so: tests/hostile/cut_on_map.c
+	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
 
-TEST_PROGS := $(addprefix $(TB)/,fork_delay.so prog_codec prog_stacks prog_stacks_static prog_rt_dyn prog_rt_dyn_ptds prog_rt_static prog_rt_static_ptds \
-	prog_rt_more_dyn prog_rt_more_dyn_ptds prog_rt_more_static prog_rt_more_static_ptds \
-	prog_drv prog_drv_ptds prog_graph prog_devices prog_dlsym prog_threads prog_kill prog_fork prog_train prog_nvtx prog_window prog_crash prog_life prog_load prog_events prog_ranks mktrace)
+# The driver double mirroring cuGetProcAddress's answers, and the one that
+# answers as a profiler injected into the driver would (tests/bin/proctool).
+$(TB)/mirror/libcuda.so.1: $(call driver_objs,mirror)
+	@mkdir -p $(TB)/mirror
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $^ -ldl -lpthread
+$(TB)/proctool/libcuda.so.1: $(call driver_objs,proctool)
+	@mkdir -p $(TB)/proctool
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o $@ $^ -ldl -lpthread
 
-test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TB)/nvml/libnvidia-ml.so.1 $(TEST_PROGS)
+HOSTILE_PROGS := $(patsubst tests/hostile/%.c,$(TB)/%,$(wildcard tests/hostile/prog_*.c)) \
+	$(addprefix $(TB)/,libhostile_ctor.so libhostile_dtor.so libhostile_loader_lock.so libhostile_interposer.so \
+	libcount_backtrace.so libhostile_slow_cupti.so libhostile_nothreads.so libhostile_cut_on_map.so \
+	mirror/libcuda.so.1 proctool/libcuda.so.1)
+
+# Unit tests of the report's arithmetic (tests/unit/, run by tests/test_advice.py):
+# two sources in one command, so period.h, which both read, is named here.
+$(TB)/unit_period: tests/unit/period_test.c tools/report/period.c tools/report/period.h
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -Itools -o $@ tests/unit/period_test.c tools/report/period.c
+
+test-build: all $(TB)/libcuda.so.1 $(TB)/libcuda.so $(TB)/libcudart.so.13 $(TB)/libcupti.so.13 $(TB)/nvml/libnvidia-ml.so.1 \
+	$(TEST_PROGS) $(HOSTILE_PROGS) $(TB)/unit_period $(TB)/bench_call
 
 deps:
 	@sh scripts/deps.sh
@@ -119,7 +206,7 @@ test-all: test test-slow
 
 .PHONY: test test-build test-slow test-all deps
 
-$(TB)/bench_call: bench/bench_call.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13 $(DOUBLE_HDRS)
+$(TB)/bench_call: bench/bench_call.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN) -lpthread
 
 bench: deps
@@ -150,15 +237,6 @@ packages:
 
 .PHONY: demo packages
 
-$(TB)/prog_train: tests/progs/prog_train.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-
-$(TB)/prog_ranks: tests/progs/prog_ranks.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-
-$(TB)/prog_events: tests/progs/prog_events.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-
 # Refreshes the expected reports of the golden traces (review the diff).
 golden-update: all
 	@for f in tests/golden/*.jsonl; do \
@@ -168,10 +246,6 @@ golden-update: all
 	done
 
 .PHONY: golden-update
-
-$(TB)/mktrace: tests/progs/mktrace.c include/gpuspy/format.h
-	@mkdir -p $(TB)
-	$(Q)$(CC) $(TEST_CFLAGS) -O2 -o $@ $<
 
 # Reader speed: `gpuspy report` on a synthetic 10-million-event trace, one core.
 bench-report: all $(TB)/mktrace
@@ -193,11 +267,6 @@ fuzz: $(TB)/fuzz_trace
 		tests/out/fuzz-new tests/fuzz/corpus
 
 .PHONY: fuzz
-$(TB)/prog_nvtx: tests/progs/prog_nvtx.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
-
-$(TB)/prog_window: tests/progs/prog_window.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS) include/gpuspy.h
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
 
 # The CUDA C examples, built by nvcc against the shared runtime; in CI they
 # run on the doubles (tests/doubles/fakecudart.c implements the registration
@@ -211,89 +280,7 @@ $(TB)/ex_%: examples/%.cu include/gpuspy.h
 
 examples: $(addprefix $(TB)/ex_,$(EXAMPLES))
 .PHONY: examples
-$(TB)/prog_crash: tests/progs/prog_crash.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
 
 check-sanitize: deps
 	@sh scripts/check-sanitize.sh
 .PHONY: check-sanitize
-$(TB)/prog_life: tests/progs/prog_life.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/prog_load: tests/progs/prog_load.c $(TB)/libcuda.so.1 $(DOUBLE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
-
-# Hostile and unusual programs (tests/hostile, tests/test_hostile.py).
-HOSTILE_HDRS := lib/cuda_api.h
-$(TB)/libhostile_ctor.so: tests/hostile/ctor_lib.c $(TB)/libcudart.so.13
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN)
-$(TB)/prog_ctor: tests/hostile/prog_ctor.c $(TB)/libhostile_ctor.so
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_ctor.so $(RT_DYN)
-$(TB)/libhostile_loader_lock.so: tests/hostile/loader_lock_lib.c
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
-$(TB)/prog_loader_lock: tests/hostile/prog_loader_lock.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl -lpthread
-$(TB)/libhostile_interposer.so: tests/hostile/interposer.c $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
-$(TB)/prog_routes: tests/hostile/prog_routes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
-FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakegraph.c
-$(TB)/mirror/libcuda.so.1: $(FAKE_DRIVER) tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
-	@mkdir -p $(TB)/mirror
-	$(Q)$(CC) $(TEST_CFLAGS) -DMIRROR_PROCS -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_DRIVER) -ldl -lpthread
-$(TB)/proctool/libcuda.so.1: $(FAKE_DRIVER) tests/doubles/fakecuda_int.h $(DOUBLE_HDRS)
-	@mkdir -p $(TB)/proctool
-	$(Q)$(CC) $(TEST_CFLAGS) -DPROC_TOOL -fPIC -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_DRIVER) -ldl -lpthread
-HOSTILE_PROGS := $(addprefix $(TB)/,proctool/libcuda.so.1 libhostile_ctor.so prog_ctor libhostile_loader_lock.so prog_loader_lock \
-	libhostile_interposer.so prog_routes mirror/libcuda.so.1)
-test-build: $(HOSTILE_PROGS)
-$(TB)/prog_fork_busy: tests/hostile/prog_fork_busy.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-test-build: $(TB)/prog_fork_busy $(TB)/bench_call
-# Faults on purpose: never instrumented (a sanitizer would report the fault).
-$(TB)/prog_signals: tests/hostile/prog_signals.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -O0 -fno-sanitize=all -o $@ $< $(DRV)
-test-build: $(TB)/prog_signals
-$(TB)/prog_files: tests/hostile/prog_files.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV)
-test-build: $(TB)/prog_files
-$(TB)/prog_longjmp: tests/hostile/prog_longjmp.c $(TB)/libcuda.so.1 $(TB)/libcudart.so.13 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) $(RT_DYN)
-test-build: $(TB)/prog_longjmp
-$(TB)/libhostile_dtor.so: tests/hostile/dtor_lib.c $(TB)/libcudart.so.13 include/gpuspy.h include/gpuspy/format.h
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(RT_DYN) -lpthread
-$(TB)/prog_threads_many: tests/hostile/prog_threads_many.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-test-build: $(TB)/prog_threads_many
-$(TB)/prog_thread_stacks: tests/hostile/prog_thread_stacks.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-test-build: $(TB)/prog_thread_stacks
-$(TB)/libcount_backtrace.so: tests/hostile/count_backtrace.c
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
-test-build: $(TB)/libcount_backtrace.so
-$(TB)/prog_dtor: tests/hostile/prog_dtor.c $(TB)/libhostile_dtor.so
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(TB) -Wl,--no-as-needed -l:libhostile_dtor.so $(RT_DYN)
-test-build: $(TB)/prog_dtor
-$(TB)/prog_rawfork: tests/hostile/prog_rawfork.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-$(TB)/libhostile_slow_cupti.so: tests/hostile/slow_cupti.c
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
-test-build: $(TB)/prog_rawfork $(TB)/libhostile_slow_cupti.so
-$(TB)/prog_live: tests/hostile/prog_live.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-test-build: $(TB)/prog_live
-$(TB)/prog_cancel: tests/hostile/prog_cancel.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -lpthread
-test-build: $(TB)/prog_cancel
-$(TB)/prog_notes: tests/hostile/prog_notes.c $(TB)/libcuda.so.1 $(HOSTILE_HDRS)
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(DRV) -ldl
-$(TB)/libhostile_nothreads.so: tests/hostile/nothreads.c
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
-$(TB)/libhostile_cut_on_map.so: tests/hostile/cut_on_map.c
-	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
-test-build: $(TB)/prog_notes $(TB)/libhostile_nothreads.so $(TB)/libhostile_cut_on_map.so
-
-# Unit tests of the report's arithmetic (tests/unit/, run by tests/test_advice.py).
-$(TB)/unit_period: tests/unit/period_test.c tools/report/period.c tools/report/period.h
-	@mkdir -p $(TB)
-	$(Q)$(CC) $(TEST_CFLAGS) -Itools -o $@ tests/unit/period_test.c tools/report/period.c
-test-build: $(TB)/unit_period

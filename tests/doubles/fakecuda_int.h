@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the driver double: what fakecuda.c and fakegraph.c share. */
+/* Inside the driver double: what fakecuda.c, fakecopy.c and fakegraph.c share. */
 #ifndef FAKECUDA_INT_H
 #define FAKECUDA_INT_H
 
@@ -11,6 +11,13 @@
 /* fakecuda.c: FAKECUDA_FAIL's result for an entry point (0: none), the
  * profiling tool's view, and the GPU of the double. */
 HIDDEN int fail(const char *name);
+/* An entry point FAKECUDA_FAIL names returns its result, doing nothing. */
+#define FAIL_CHECK(name)                                                         \
+	do {                                                                     \
+		int f_ = fail(name);                                             \
+		if (f_)                                                          \
+			return (CUresult)f_;                                     \
+	} while (0)
 HIDDEN unsigned tool_enter(const char *api);
 HIDDEN void tool_exit(const char *api, unsigned corr);
 HIDDEN void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsigned long long bytes,

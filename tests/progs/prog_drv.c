@@ -16,37 +16,27 @@
 
 static void host_fn(void *p) { ++*(int *)p; }
 
-int main(void)
-{
-	CUdeviceptr a = 0, b = 0, m = 0, pa = 0, pool_p = 0, vaddr = 0;
-	size_t pitch = 0;
-	void *ph = NULL, *ph2 = NULL;
-	char *pg = calloc(1, 1 << 16);
-	CUstream st = (CUstream)0x7000;
+/* The buffers main made, which the copies use. */
+struct bufs {
+	CUdeviceptr a, b, pa, vaddr;
+	size_t pitch;
+	void *ph, *ph2;
+	char *pg;
 	CUcontext ctx;
-	cuInit(0);
-	cuDevicePrimaryCtxRetain(&ctx, 0);
-	cuCtxSetCurrent(ctx);
+	CUstream st;
+};
 
-	CALL(cuMemAlloc_v2(&a, 65536));
-	CALL(cuMemAllocPitch_v2(&pa, &pitch, 1000, 10, 4));
-	CALL(cuMemAllocManaged(&m, 8192, CU_MEM_ATTACH_GLOBAL));
-	CALL(S(cuMemAllocAsync)(&b, 32768, st));
-	CALL(S(cuMemAllocFromPoolAsync)(&pool_p, 16384, (CUmemoryPool)0x99, st));
-	CALL(cuMemHostAlloc(&ph, 4096, 0));
-	CALL(cuMemAllocHost_v2(&ph2, 2048));
-	CALL(cuMemHostRegister_v2(pg + 4096, 8192, 0));
-
-	CUmemGenericAllocationHandle h;
-	CUmemAllocationProp prop;
-	memset(&prop, 0, sizeof(prop));
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = 0;
-	CALL(cuMemCreate(&h, 2 << 20, &prop, 0));
-	cuMemAddressReserve(&vaddr, 2 << 20, 0, 0, 0);
-	CALL(cuMemMap(vaddr, 2 << 20, 0, h, 0));
-
+/* Every copy family: 1D in each direction and memory kind, peer, 2D, 3D,
+ * batched. Each names the buffers as main does (CALL prints the call as
+ * written). */
+static void copies(const struct bufs *x)
+{
+	CUdeviceptr a = x->a, b = x->b, pa = x->pa, vaddr = x->vaddr;
+	size_t pitch = x->pitch;
+	void *ph = x->ph, *ph2 = x->ph2;
+	char *pg = x->pg;
+	CUcontext ctx = x->ctx;
+	CUstream st = x->st;
 	CALL(D(cuMemcpy)(a, (CUdeviceptr)pg, 1000));                 /* h2d pageable */
 	CALL(S(cuMemcpyAsync)((CUdeviceptr)ph, a, 500, st));         /* d2h pinned */
 	CALL(D(cuMemcpyPeer)(b, (CUcontext)0x20, a, (CUcontext)0x10, 300)); /* p2p */
@@ -85,7 +75,11 @@ int main(void)
 	size_t sizes[2] = { 100, 28 }, fail_idx = 0;
 	CALL(S(cuMemcpyBatchAsync)(dsts, srcs, sizes, 2, NULL, NULL, 0, &fail_idx, st)); /* 12.8 ABI */
 	CALL(S(cuMemcpyBatchAsync_v2)(dsts, srcs, sizes, 2, NULL, NULL, 0, st));         /* 13.0 ABI */
+}
 
+/* Every memset family: 1D and 2D, of each width, synchronous and on the stream. */
+static void memsets(CUdeviceptr a, CUdeviceptr pa, size_t pitch, CUstream st)
+{
 	CALL(D(cuMemsetD8_v2)(a, 1, 100));
 	CALL(D(cuMemsetD16_v2)(a, 1, 100));
 	CALL(D(cuMemsetD32_v2)(a, 1, 100));
@@ -98,7 +92,13 @@ int main(void)
 	CALL(S(cuMemsetD2D8Async)(pa, pitch, 1, 5, 2, st));
 	CALL(S(cuMemsetD2D16Async)(pa, pitch, 1, 5, 2, st));
 	CALL(S(cuMemsetD2D32Async)(pa, pitch, 1, 5, 2, st));
+}
 
+/* Every launch family; how many times the host function ran (the
+ * double runs it in the call). */
+static int launches(CUstream st)
+{
+	int counter = 0;
 	CUfunction f = fakecuda_function("gemm_kernel", NULL);
 	CALL(S(cuLaunchKernel)(f, 10, 20, 1, 256, 1, 1, 0, st, NULL, NULL));
 	CUlaunchConfig lc;
@@ -108,9 +108,47 @@ int main(void)
 	lc.hStream = st;
 	CALL(S(cuLaunchKernelEx)(&lc, fakecuda_function("ex_kernel", NULL), NULL, NULL));
 	CALL(S(cuLaunchCooperativeKernel)(fakecuda_function("coop_kernel", NULL), 6, 1, 1, 64, 1, 1, 0, st, NULL));
-	int counter = 0;
 	CALL(S(cuLaunchHostFunc)(st, host_fn, &counter));
 	CALL(S(cuGraphLaunch)((CUgraphExec)0x4444, st));
+	return counter;
+}
+
+int main(void)
+{
+	CUdeviceptr a = 0, b = 0, m = 0, pa = 0, pool_p = 0, vaddr = 0;
+	size_t pitch = 0;
+	void *ph = NULL, *ph2 = NULL;
+	char *pg = calloc(1, 1 << 16);
+	CUstream st = (CUstream)0x7000;
+	CUcontext ctx;
+	cuInit(0);
+	cuDevicePrimaryCtxRetain(&ctx, 0);
+	cuCtxSetCurrent(ctx);
+
+	CALL(cuMemAlloc_v2(&a, 65536));
+	CALL(cuMemAllocPitch_v2(&pa, &pitch, 1000, 10, 4));
+	CALL(cuMemAllocManaged(&m, 8192, CU_MEM_ATTACH_GLOBAL));
+	CALL(S(cuMemAllocAsync)(&b, 32768, st));
+	CALL(S(cuMemAllocFromPoolAsync)(&pool_p, 16384, (CUmemoryPool)0x99, st));
+	CALL(cuMemHostAlloc(&ph, 4096, 0));
+	CALL(cuMemAllocHost_v2(&ph2, 2048));
+	CALL(cuMemHostRegister_v2(pg + 4096, 8192, 0));
+
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	CALL(cuMemCreate(&h, 2 << 20, &prop, 0));
+	cuMemAddressReserve(&vaddr, 2 << 20, 0, 0, 0);
+	CALL(cuMemMap(vaddr, 2 << 20, 0, h, 0));
+
+	struct bufs x = { .a = a, .b = b, .pa = pa, .vaddr = vaddr, .pitch = pitch, .ph = ph, .ph2 = ph2, .pg = pg,
+			  .ctx = ctx, .st = st };
+	copies(&x);
+	memsets(a, pa, pitch, st);
+	int counter = launches(st);
 
 	CALL(S(cuStreamSynchronize)(st));
 	CALL(cuCtxSynchronize());

@@ -209,6 +209,9 @@ static void *leak_early(void *arg)
 	return NULL;
 }
 
+/* Long (about 90 lines): one branch per mode of argv[2], each calling its
+ * chains from main itself: the tests' expected stacks end at main, and a
+ * function per mode would be a frame of its own in every one. */
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 3;

@@ -85,6 +85,9 @@ static void add_sample(cJSON *p, cJSON *stack, uint64_t w)
 	cJSON_SetNumberValue(end, end->valuedouble + (double)w);
 }
 
+/* Long (about 80 lines): each trace read and its stacks written as they are
+ * summed, in either format, into one document whose frame table the traces
+ * share; then the one error for traces with no stack at all. */
 int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, struct gs_flame_cover *c,
 		    char *err, size_t errlen, size_t *bad)
 {

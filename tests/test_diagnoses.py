@@ -1,0 +1,408 @@
+# SPDX-License-Identifier: MIT
+"""The diagnoses, on made-up traces whose times are known to the
+nanosecond: launch-bound judged in the steady steps (not with one graph
+launch a step), pageable copies made once, waits right after pageable
+copies, counts of one, the churn's time; what each change saves; JAX's
+jitted steps and compilations."""
+import json
+import os
+
+from harness import ROOT, check, report_json, report_text, test
+from test_report import phase_event, write_jsonl
+
+
+@test
+def launch_bound_judged_in_phases(tmp):
+    """The launch-bound diagnosis is judged on the steady steps, not on a
+    run whose start-up (10 s here, before the loop) dilutes them: 1000
+    kernels of 3.9 us, each shorter than its 4 us launch, one every 5 us,
+    keep the GPU busy 78%: not launch-bound (over the whole run it would
+    be 0.04%). At 1 us each it is: the same kernel launched over and over
+    is grouped into steps of 16 launches (62 of them, the 10 s before the
+    first left out as warm-up), of which the GPU works 16 us of 80 (20%),
+    and the replay of the last 40 as one graph launch each saves 15,525 ns
+    a step: 40 steps of 16 launches, each launch's 4 us less what tracing
+    added (docs/design.md#replay: half of it, as 4.3 us is more than half),
+    and the 1 us of dispatch between them, against a 20 us graph launch and
+    16 kernels of 1 us back to back 1 us apart. With host timing only,
+    launches taking 80% of the time in phases are launch-bound, from the
+    run's totals. One launch every 40 us is not: the launches and the
+    dispatch between them are 10% of the step; the host does something
+    else."""
+    T = 10_000_000_000
+
+    def trace(kernel_ns, timing, every=5000):
+        ev = [{"kind": "alloc", "api": "cudaMalloc", "tid": 7, "start_ns": 1000, "end_ns": 2000, "result": 0,
+               "bytes": 4096, "mem": "device", "addr": 4096, "device": 0},
+              phase_event(True, T, "step", 0)]
+        for i in range(1000):
+            t = T + i * every
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 4000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                       "corr": i + 1})
+            if timing == "cupti":
+                ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 500,
+                           "end_ns": t + 500 + kernel_ns, "result": 0, "device": 0, "stream": 7, "corr": i + 1,
+                           "name": "k"})
+        ev.append(phase_event(False, T + 1000 * every, "step", 0))
+        return write_jsonl(os.path.join(tmp, f"{timing}-{kernel_ns}-{every}.jsonl"), ev, timing=timing)
+
+    busy = report_json(trace(3900, "cupti"))
+    check([d["id"] for d in busy["diagnoses"] if d["id"] in ("launch_bound", "host_bound")] == [],
+          f"a GPU busy 78% of the time in phases called launch- or host-bound: {busy['diagnoses']}")
+    idle = report_json(trace(1000, "cupti"))
+    lb = [d for d in idle["diagnoses"] if d["id"] == "launch_bound"]
+    check(len(lb) == 1 and lb[0]["text"].startswith(
+        "Each step launches 16 kernels one by one and the GPU works 16.0 us of its 80.0 us (20%)")
+        and lb[0]["saving"]["per_step_ns"] == 15_525 and lb[0]["saving"]["steps"] == 62
+        and lb[0]["saving"]["bound"] == "estimate", f"no launch-bound diagnosis of the steps: {lb}")
+    step = idle["processes"][0]["step"]
+    check(step["steady_from_ns"] == T - 1000 and step["step_ns"] == 80_000, f"step {step}")
+    host = report_text(trace(0, "none"))
+    check("1000 kernel launches take 80% of the host's time in phases (mean 4.0 us each) while it waits "
+          "for the GPU only 0%" in " ".join(host.split()), f"host-side: {host[-900:]}")
+    # One launch every 40 us: short kernels on an idle GPU, but the launch
+    # calls take 10% of the host's time, so something else sets its pace.
+    slow = report_json(trace(1000, "cupti", every=40_000))
+    ids = [d["id"] for d in slow["diagnoses"]]
+    check("launch_bound" not in ids, f"launches 10% of the host's time called launch-bound: {ids}")
+
+
+@test
+def one_graph_launch_a_step_is_not_launch_bound(tmp):
+    """A JAX-like step: one 12 us graph launch running ten 400 ns kernels,
+    then a host function launched outside the step, 2000 steps of 20 us.
+    Every kernel is shorter than a launch call and the GPU is busy a third
+    of the steps, but each step launches once: there is nothing to fold
+    (the old report said launch-bound, "capture the step in a CUDA graph",
+    saving 0 ns), so no launch-bound diagnosis: the host sets the pace,
+    and no change the replay can make gives that time back (the host's
+    own work stays; a JAX program's several steps a call would), so the
+    diagnosis keeps its bound from the totals. The steps ran 20000 kernels
+    (the GPU's records), and a host function is not a kernel: '(no phase)'
+    ran none, with CUPTI or without."""
+    def trace(timing):
+        ev = []
+        for i in range(2000):
+            t = 1_000_000 + i * 20_000
+            ev.append(phase_event(True, t, "jit_step", i))
+            ev.append({"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t + 100,
+                       "end_ns": t + 12_100, "result": 0, "device": 0, "name": "(graph)", "graph": 17476,
+                       "stream": 0, "corr": 2 * i + 1})
+            if timing == "cupti":
+                for k in range(10):
+                    g = t + 12_200 + k * 500
+                    ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g,
+                               "end_ns": g + 400, "result": 0, "device": 0, "stream": 7, "corr": 2 * i + 1,
+                               "name": f"fusion_{k}", "graph_id": 5})
+            ev.append(phase_event(False, t + 12_150, "jit_step", i))
+            ev.append({"kind": "launch", "api": "cuLaunchHostFunc", "tid": 7, "start_ns": t + 12_200,
+                       "end_ns": t + 14_200, "result": 0, "device": 0, "name": "(host function)", "stream": 0,
+                       "corr": 2 * i + 2})
+        return write_jsonl(os.path.join(tmp, f"graph-{timing}.jsonl"), ev, timing=timing)
+
+    for timing in ("cupti", "none"):
+        path = trace(timing)
+        o = report_json(path)
+        check([d["id"] for d in o["diagnoses"] if d["id"] == "launch_bound"] == [],
+              f"{timing}: a step of one graph launch called launch-bound: {o['diagnoses']}")
+        # What holds the GPU back is the host: between a step's last kernel
+        # and the next step's first, 15.1 us idle, 1999 times, the next
+        # work launched after the GPU went idle (CUPTI only).
+        host = [d for d in o["diagnoses"] if d["id"] == "host_bound"]
+        if timing == "cupti":
+            check(len(host) == 1 and host[0]["text"].startswith(
+                "In the loop (40.0 ms, from the first 'jit_step' on), the GPU sat idle 30.2 ms (75%) waiting for "
+                "the host")
+                and host[0]["saving"]["ns"] == 1999 * 15_100 and host[0]["saving"]["steps"] == 2000
+                and host[0]["saving"]["bound"] == "upper",
+                f"host-bound: {host}")
+        else:
+            check(host == [], f"host-bound without GPU timing: {host}")
+        rows = {l.split()[0]: l.split() for l in report_text(path).splitlines()
+                if l.startswith("  (no phase) ") or l.startswith("  jit_step ")}
+        # name, count, wall (number and unit), kernels
+        check(rows["(no"][5] == "0", f"{timing}: host functions counted as kernels: {rows}")
+        if timing == "cupti":
+            check(rows["jit_step"][4] == "20000", f"kernels the steps ran: {rows}")
+
+
+@test
+def one_off_pageable_copies_not_diagnosed(tmp):
+    """Pageable host-to-device copies made only before a loop's warm-up (the
+    first occurrence of a repeated phase: weights uploaded at start-up)
+    that took under 1% of the run get no diagnosis: six of 10 us in a 1 s
+    run. One more copy in the second step, or the six taking 20 ms (2%),
+    and all of them are diagnosed."""
+    def trace(name, copy_ns, in_loop):
+        copy = {"kind": "copy", "api": "cudaMemcpy", "tid": 7, "result": 0, "bytes": 1 << 20, "dir": "h2d",
+                "host_mem": "pageable", "device": 0}
+        ev = [dict(copy, start_ns=1000 + i * 100_000, end_ns=1000 + i * 100_000 + copy_ns) for i in range(6)]
+        for step in range(3):
+            t = 100_000_000 + step * 300_000_000
+            ev.append(phase_event(True, t, "step", step))
+            if in_loop and step == 1:
+                ev.append(dict(copy, start_ns=t + 1000, end_ns=t + 11_000))
+            ev.append(phase_event(False, t + 200_000_000, "step", step))
+        path = write_jsonl(os.path.join(tmp, name + ".jsonl"), ev)
+        return [d["text"] for d in report_json(path)["diagnoses"] if d["id"] == "pageable_copies"]
+
+    check(trace("startup", 10_000, False) == [], "one-off start-up copies diagnosed")
+    got = trace("loop", 10_000, True)
+    check(len(got) == 1 and got[0].startswith("7 host-to-device copies (7.0 MiB, 70.0 us on the host)"),
+          f"a copy in the loop: {got}")
+    got = trace("slow", 20_000_000 // 6, False)
+    check(len(got) == 1 and got[0].startswith("6 host-to-device copies (6.0 MiB, 20.0 ms on the host)"),
+          f"start-up copies taking 2% of the run: {got}")
+
+
+@test
+def waits_after_pageable_copies_named(tmp):
+    """A sync-stall diagnosis says how many of a phase's waits came right
+    after the same thread's pageable copy (PyTorch waits for each): three
+    steps of phase 'data', each a pageable copy then a wait on thread 7,
+    are "each right after a pageable copy" with the advice to pin; with a
+    launch between copy and wait in one step, or the wait of another
+    thread right after thread 7's copy, 2 of 3, and the general advice;
+    --json has the count per phase and in the totals."""
+    def trace(name, between, other_tid):
+        ev = []
+        for step in range(3):
+            t = 1_000_000 + step * 1_000_000
+            ev.append(phase_event(True, t, "data", step))
+            ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 1000,
+                       "end_ns": t + 2000, "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable",
+                       "device": 0, "async": True})
+            if between and step == 1:
+                ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 2500,
+                           "end_ns": t + 2600, "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1],
+                           "block": [32, 1, 1], "stream": 0})
+            tid = 8 if other_tid and step == 2 else 7
+            ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": tid, "start_ns": t + 3000,
+                       "end_ns": t + 4000, "result": 0, "device": 0, "stream": 0})
+            ev.append(phase_event(False, t + 500_000, "data", step))
+        o = report_json(write_jsonl(os.path.join(tmp, name + ".jsonl"), ev, threads=2))
+        data = [p for p in o["phases"] if p["name"] == "data"][0]
+        n = 3 if name == "each" else 2
+        check(data["sync_after_pageable"]["count"] == n and data["sync_after_pageable"]["host_ns"] == 1000 * n
+              and o["totals"]["sync_after_pageable"]["count"] == n, f"{name}: --json {data['sync_after_pageable']}")
+        return [d["text"] for d in o["diagnoses"] if d["id"] == "sync_stalls"]
+
+    got = trace("each", False, False)
+    check(len(got) == 1 and got[0].startswith(
+        "Phase 'data' (3 occurrences) synchronizes 3 times (3.0 us waiting; each right after a pageable "
+        "copy): ") and "\nCopy from pinned memory (DataLoader(pin_memory=True)" in got[0], f"each: {got}")
+    for name, between, other in (("launch", True, False), ("thread", False, True)):
+        got = trace(name, between, other)
+        check(len(got) == 1 and got[0].startswith(
+            "Phase 'data' (3 occurrences) synchronizes 3 times (3.0 us waiting; 2 right after a pageable "
+            "copy): ") and "\nRemove per-step .item()" in got[0], f"{name}: {got}")
+
+
+@test
+def counts_of_one_are_singular(tmp):
+    """A report's counts of one take the singular: two steps of phase
+    'data', one with a synchronous pageable copy of 100 us, the other with
+    a wait of 50 us that carries a stack, give "1 host-to-device copy ...
+    stages it ... it cannot overlap", "synchronizes 1 time ... and makes 1
+    synchronous copy" and, among the call sites, "1 wait"."""
+    ev = []
+    for step in range(2):
+        t = 1_000_000 * (step + 1)
+        ev.append(phase_event(True, t, "data", step))
+        if step == 0:
+            ev.append({"kind": "copy", "api": "cudaMemcpy", "tid": 7, "start_ns": t + 1000, "end_ns": t + 101_000,
+                       "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pageable", "device": 0,
+                       "async": False})
+        else:
+            ev.append({"kind": "sync", "api": "cudaStreamSynchronize", "tid": 7, "start_ns": t + 1000,
+                       "end_ns": t + 51_000, "result": 0, "device": 0, "stream": 0, "stack": 1})
+        ev.append(phase_event(False, t + 500_000, "data", step))
+    path = write_jsonl(os.path.join(tmp, "one.jsonl"), ev, frames={1: ["wait_here (w.c:3)", "main (w.c:9)"]})
+    said = {d["id"]: d["text"] for d in report_json(path)["diagnoses"]}
+    check(said.get("pageable_copies", "").startswith(
+        "1 host-to-device copy (4.0 KiB, 100.0 us on the host) read pageable memory: the driver stages it "
+        "through a bounce buffer and it cannot overlap compute."), f"pageable copies: {said}")
+    check(said.get("sync_stalls", "").startswith(
+        "Phase 'data' (2 occurrences) synchronizes 1 time (50.0 us waiting; each right after a pageable copy) "
+        "and makes 1 synchronous copy: "), f"sync stalls: {said}")
+    out = report_text(path)
+    check("\n    1 wait, 50.0 us in phase 'data':\n      at wait_here (w.c:3)\n      from main (w.c:9)\n" in out,
+          f"waits list:\n{out}")
+
+
+@test
+def churn_says_its_time(tmp):
+    """The allocation-churn diagnosis says how long the allocations and
+    frees after warm-up took and what share of the time after it: six
+    200 us steps, each a 10 us cudaMalloc of 1 MiB and a 6 us cudaFree; the
+    five after the first step make 5 allocations (5.0 MiB) and 5 frees,
+    80.0 us, 8% of the 1.0 ms from the second step's start to the end. The
+    first step's pair is not counted, nor a 50 ms pair made before the loop
+    (outside phases, like a context's creation in the first cudaMalloc)."""
+    def alloc(api, t, dur, addr, size=None):
+        return {"kind": "alloc" if size else "free", "api": api, "tid": 7, "start_ns": t, "end_ns": t + dur,
+                "result": 0, "mem": "device", "addr": addr, "device": 0, "bytes": size or (1 << 20)}
+    ev = [alloc("cudaMalloc", 100_000, 50_000_000, 1 << 40, 1 << 30), alloc("cudaFree", 50_200_000, 20_000, 1 << 40)]
+    for step in range(6):
+        t = 51_000_000 + step * 200_000
+        ev += [phase_event(True, t, "step", step), alloc("cudaMalloc", t + 1000, 10_000, 4096, 1 << 20),
+               alloc("cudaFree", t + 20_000, 6_000, 4096), phase_event(False, t + 200_000, "step", step)]
+    said = {d["id"]: d["text"] for d in report_json(write_jsonl(os.path.join(tmp, "churn.jsonl"), ev))["diagnoses"]}
+    check(said.get("allocation_churn", "").startswith(
+        "5 device allocations (5.0 MiB) and 5 frees after warm-up (after the first occurrence of a repeated "
+        "phase) took 80.0 us in the calls, 8% of the time after it: each cudaMalloc/cudaFree synchronizes "
+        "the device."), f"diagnoses: {said}")
+    # Without phases, warm-up is the first fifth of the events (3 of 14):
+    # every step's pair counts, 96.0 us of the 1.025 ms from the third event.
+    flat = [e for e in ev if not e["kind"].startswith("phase_")]
+    said = {d["id"]: d["text"] for d in report_json(write_jsonl(os.path.join(tmp, "flat.jsonl"), flat))["diagnoses"]}
+    check(said.get("allocation_churn", "").startswith(
+        "6 device allocations (6.0 MiB) and 6 frees after warm-up (after the first fifth of the events) took "
+        "96.0 us in the calls, 9% of the time after it: "), f"without phases: {said}")
+
+
+def fmt_ns(ns):
+    """tools/util/units.c gs_fmt_ns."""
+    if ns < 1000:
+        return f"{ns} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.1f} us"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+@test
+def savings_come_from_the_timeline(tmp):
+    """Each diagnosis of time says what its change saves, as an upper bound
+    from the trace (tests/golden/train.jsonl, 20 steps): pinning, the
+    pageable copies' host time; removing the data phase's waits, their
+    time (prog_train's copies there are synchronous cudaMemcpy); loading
+    ahead, the shorter of the data phase and the rest of the loop; reusing
+    buffers, the churn's time in the calls. Per step is that over the
+    steps, and the text says both."""
+    path = os.path.join(ROOT, "tests", "golden", "train.jsonl")
+    o = report_json(path)
+    ph = {p["name"]: p for p in o["phases"]}
+    data = ph["data"]
+    loop = o["duration_ns"] - ph["(no phase)"]["wall_ns"]
+    pageable = o["totals"]["copy"]["h2d"]["pageable"]["host_ns"]
+    got = {(d["id"], d["saving"]["ns"]) for d in o["diagnoses"] if d.get("saving")}
+    want_data = data["sync"]["host_ns"] + data["copy"]["h2d"]["pageable"]["host_ns"]
+    check(("pageable_copies", pageable) in got and ("sync_stalls", want_data) in got and
+          ("data_starvation", min(data["wall_ns"], loop - data["wall_ns"])) in got, f"savings {got}")
+    for d in o["diagnoses"]:
+        s = d.get("saving")
+        if d["id"] == "oom_risk":
+            check(s is None, f"a saving for a memory diagnosis: {s}")
+            continue
+        check(s["steps"] == 20 and s["per_step_ns"] == s["ns"] // 20 and s["bound"] == "upper",
+              f"{d['id']}: {s}")
+    churn = next(d for d in o["diagnoses"] if d["id"] == "allocation_churn")
+    check(f"took {fmt_ns(churn['saving']['ns'])} in the calls" in churn["text"], f"churn {churn}")
+    text = " ".join(report_text(path).split())
+    s = next(d["saving"] for d in o["diagnoses"] if d["id"] == "pageable_copies")
+    want = (f"Saves up to {fmt_ns(s['ns'] // 20)} a step ({fmt_ns(s['ns'])} over 20 steps): the copies' host "
+            "time, as a copy from pinned memory returns at once (no pinned copy here measured the bandwidth).")
+    check(want in text, f"{want!r} not in the report")
+
+
+@test
+def pinning_saving_at_the_measured_pinned_bandwidth(tmp):
+    """With a pinned copy timed on the GPU (CUPTI), pinning saves about the
+    pageable copies' host time less their bytes at that bandwidth: the two
+    1 MiB pageable copies of tests/golden/gpu.jsonl took 20 us on the host;
+    a 4 MiB pinned copy ran 10 us on the GPU, so their 2 MiB take 5 us
+    there: about 15 us, an estimate. A slow pinned copy (4 MiB in 100 us)
+    leaves no saving."""
+    lines = open(os.path.join(ROOT, "tests", "golden", "gpu.jsonl")).read().splitlines()
+
+    def with_pinned(gpu_ns):
+        pinned = [{"type": "event", "kind": "copy", "api": "cudaMemcpyAsync", "tid": 100, "start_ns": 1_000_001_000,
+                   "end_ns": 1_000_002_000, "result": 0, "device": 0, "bytes": 4 << 20, "dir": "h2d",
+                   "host_mem": "pinned", "stream": 0, "corr": 900, "async": True},
+                  {"type": "event", "kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": 1_000_003_000,
+                   "end_ns": 1_000_003_000 + gpu_ns, "result": 0, "device": 0, "stream": 7, "corr": 900,
+                   "bytes": 4 << 20, "dir": "h2d", "host_mem": "pinned"}]
+        path = os.path.join(tmp, f"pinned{gpu_ns}.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(lines[:1] + [json.dumps(e) for e in pinned] + lines[1:]) + "\n")
+        o = report_json(path)
+        check(o["totals"]["copy"]["h2d"]["pageable"]["host_ns"] == 20_000, "the golden's pageable copies changed")
+        return next(d for d in o["diagnoses"] if d["id"] == "pageable_copies")
+
+    d = with_pinned(10_000)
+    s = d["saving"]
+    check(s["ns"] == 15_000 and s["bound"] == "estimate" and s["how"].startswith(
+        "the copies' host time, 20.0 us, less the same bytes at the pinned bandwidth measured here, 419.43 GB/s"),
+          f"saving {s}")
+    check(with_pinned(100_000)["saving"]["ns"] == 0, "a saving although pinned copies are slower")
+
+
+@test
+def graph_saving_keeps_one_launch_a_step(tmp):
+    """Launch-bound: folding a step's launches into one graph launch saves
+    at most the launch calls' host time less one launch a step: 4 steps of
+    1000 launches of 4 us each (16 ms) keep 4 x 4 us."""
+    ev = []
+    for step in range(4):
+        t0 = 1_000_000 + step * 10_000_000
+        ev.append(phase_event(True, t0, "step", step))
+        for i in range(1000):
+            t = t0 + 1000 + i * 5000
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 4000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1],
+                       "stream": 0, "corr": step * 1000 + i + 1})
+        ev.append(phase_event(False, t0 + 6_000_000, "step", step))
+    o = report_json(write_jsonl(os.path.join(tmp, "launches.jsonl"), ev))
+    d = [x for x in o["diagnoses"] if x["id"] == "launch_bound"]
+    check(len(d) == 1 and d[0]["saving"]["ns"] == 16_000_000 - 4 * 4000 and d[0]["saving"]["steps"] == 4 and
+          d[0]["saving"]["how"] == "the 4000 launch calls' host time, 16.0 ms, less one launch (4.0 us) per step",
+          f"launch-bound saving {d}")
+
+
+@test
+def jax_runs_of_the_jitted_step_are_the_phases(tmp):
+    """XLA's NVTX ranges of a JAX process: each run of a jitted function
+    ("XlaModule:#hlo_module=jit_step,program_id=9#") is a phase named after
+    it, and its compilations ("XlaCompile:#module=...#") the phase "XLA
+    compile"; the step is the jitted function run most often (jit_step, 12
+    runs), not jit__normal, whose 4 runs came first; a leak of 1 MiB a run
+    is growth per jit_step; compilation over 20% of the run is said, with
+    the step's runs, in JAX's terms."""
+    def rng(begin, t, name):
+        return {"kind": "phase_begin" if begin else "phase_end", "api": "nvtxRangePush" if begin else "nvtxRangePop",
+                "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": name}
+
+    def alloc(t, addr):
+        return {"kind": "alloc", "api": "cuMemAlloc_v2", "tid": 7, "start_ns": t, "end_ns": t + 1000, "result": 0,
+                "bytes": 1 << 20, "mem": "device", "addr": addr, "device": 0}
+    ms = 1_000_000
+    ev = [rng(True, 1 * ms, "XlaCompile:#module=jit__normal#"), rng(False, 101 * ms, "XlaCompile:#module=jit__normal#")]
+    t = 110 * ms
+    for k in range(4):
+        name = f"XlaModule:#hlo_module=jit__normal,program_id={k}#"
+        ev += [rng(True, t, name), rng(False, t + ms, name)]
+        t += 2 * ms
+    ev += [rng(True, t, "XlaCompile:#module=jit_step#"), rng(False, t + 200 * ms, "XlaCompile:#module=jit_step#")]
+    t += 201 * ms
+    for k in range(12):
+        name = "XlaModule:#prefix=args[0],hlo_module=jit_step,program_id=9#"
+        ev += [rng(True, t, name), alloc(t + 1000, (k + 1) << 24), rng(False, t + ms, name)]
+        t += 2 * ms
+    o = report_json(write_jsonl(os.path.join(tmp, "jax.jsonl"), ev))
+    ph = {p["name"]: (p["count"], p["wall_ns"], bool(p.get("library"))) for p in o["phases"][1:]}
+    check(ph == {"XLA compile": (2, 300 * ms, False),
+                 "jit__normal": (4, 4 * ms, False), "jit_step": (12, 12 * ms, False)}, f"phases {ph}")
+    check(o["processes"][0]["framework"] == "JAX", o["processes"][0].get("framework"))
+    d = {x["id"]: x for x in o["diagnoses"]}
+    share = round(100 * 300 * ms / o["duration_ns"])
+    check(d["xla_compile"]["text"].startswith(
+        f"XLA compiled 2 times for 300.0 ms, {share}% of the run; the step, jit_step, then ran 12 times in 12.0 ms.\n"
+        "Compile less: keep shapes, dtypes and static arguments the same") and
+          d["xla_compile"]["saving"] == {"ns": 300 * ms, "steps": 0, "per_step_ns": 0, "bound": "upper",
+                                         "how": "the compilations' time, which a run that finds its programs in "
+                                                "the persistent cache does not spend"}, f"{d.get('xla_compile')}")
+    check(d["memory_growth"]["text"].startswith("Device memory grows every jit_step phase and is never returned: "
+                                                "1.0 MiB more per jit_step phase over "), d["memory_growth"]["text"])
