@@ -10,6 +10,11 @@ rev=${1:?usage: bash bench/alt_build.sh REV}
 git rev-parse --verify -q "$rev^{commit}" > /dev/null || { echo "alt_build: error: $rev: not a commit" >&2; exit 1; }
 rm -rf .gpu/alt
 mkdir -p .gpu/alt
-git archive "$rev" lib include Makefile tests/tests.mk | tar -x -C .gpu/alt
+# What building the library takes at REV (common/ and VERSION came later).
+paths=
+for p in lib include common Makefile VERSION tests/tests.mk; do
+	git cat-file -e "$rev:$p" 2> /dev/null && paths="$paths $p"
+done
+git archive "$rev" $paths | tar -x -C .gpu/alt
 git rev-parse --short "$rev" > .gpu/alt/REV
 echo "alt_build: .gpu/alt holds $rev ($(cat .gpu/alt/REV)); carry .gpu"
