@@ -167,6 +167,38 @@ def pinning_a_pageable_copy_is_replayed_exactly(tmp):
 
 
 @test
+def gpu_work_on_overlapping_streams_counts_once(tmp):
+    """Each 2 ms step launches a 1 ms kernel on one stream and, beside it,
+    an 800 us pinned copy on another that runs inside the kernel's time,
+    then waits for both: the GPU works 1 ms a step (50%), not the 1.8 ms
+    (90%) a sum of the two said; with the copy half after the kernel's
+    end, 1.4 ms (70%)."""
+    from test_report import write_jsonl
+    for copy_at, busy in ((100_000, 1_000_000), (620_000, 1_400_000)):
+        ev = []
+        for k in range(50):
+            t = 1_000_000 + k * 2_000_000
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1],
+                       "stream": 1, "corr": 2 * k + 1})
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 20_000,
+                       "end_ns": t + 1_020_000, "result": 0, "device": 0, "stream": 1, "corr": 2 * k + 1,
+                       "name": "k"})
+            ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 12_000,
+                       "end_ns": t + 18_000, "result": 0, "bytes": 8 << 20, "dir": "h2d", "host_mem": "pinned",
+                       "device": 0, "stream": 2, "async": True, "corr": 2 * k + 2})
+            ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": t + copy_at,
+                       "end_ns": t + copy_at + 800_000, "result": 0, "bytes": 8 << 20, "dir": "h2d", "host_mem": "pinned",
+                       "device": 0, "stream": 2, "corr": 2 * k + 2})
+            ev.append({"kind": "sync", "api": "cudaDeviceSynchronize", "tid": 7, "start_ns": t + 20_000,
+                       "end_ns": t + max(1_020_000, copy_at + 800_000) + 5_000, "result": 0, "device": 0})
+        path = write_jsonl(os.path.join(tmp, f"overlap{copy_at}.jsonl"), ev, timing="cupti")
+        step = report_json_of(path)["processes"][0]["step"]
+        check(step["found"] and step["step_ns"] == 2_000_000 and step["gpu_ns"] == busy,
+              f"copy at {copy_at}: step {step}")
+
+
+@test
 def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
     """empty_cache()'s shape, known to the nanosecond: each 1.5 ms step
     (a phase) allocates (200 us), launches a 1 ms kernel (a 10 us call),

@@ -152,6 +152,7 @@ void gs_steps_free(struct gs_report *r);
 /* The post-mortem's first fact, in the process's header lines: a GPU
  * kernel that never ended, where it was launched, what failed after. */
 void gs_steps_fault_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
+void gs_steps_fault_json(cJSON *o, const struct gs_report *r); /* --json's `fault` */
 
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *st);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n);

@@ -22,7 +22,6 @@
 #include "report/section.h"
 #include "report/sites.h"
 #include "report/steps.h"
-#include "util/cuda_errors.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -407,15 +406,24 @@ static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t
 	}
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
 /* The steady step: the window's span over its steps, on the host or, where
  * the host runs ahead of the GPU (a loop that waits for nothing), on the
  * GPU: from the first start to the last end of the work launched in it.
- * Adds that work's GPU time to *gpu_ns. */
+ * Adds the time the GPU was busy with that work to *gpu_ns: the union of
+ * its spans, so that work on streams that overlap counts once (a sum said
+ * "GPU work 195%" of a step whose copies ran beside its kernels). */
 static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, size_t steps,
 			    uint64_t *gpu_ns)
 {
 	uint64_t lo = UINT64_MAX, hi = 0, *corr = malloc((n ? n : 1) * sizeof(*corr));
-	size_t nc = 0;
+	uint64_t *span = malloc((n ? n : 1) * 2 * sizeof(*span));
+	size_t nc = 0, ns = 0;
 	for (size_t i = 0; corr && i < n; i++)
 		if (v[i].what == GS_IT_CALL && v[i].corr && v[i].start >= ta && v[i].start < tb)
 			corr[nc++] = v[i].corr;
@@ -423,17 +431,33 @@ static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint
 		qsort(corr, nc, sizeof(*corr), cmp_u64);
 	for (size_t i = 0; nc && i < n; i++)
 		if (v[i].what == GS_IT_GPU && v[i].corr && bsearch(&v[i].corr, corr, nc, sizeof(*corr), cmp_u64)) {
-			*gpu_ns += v[i].end - v[i].start;
+			if (span) {
+				span[2 * ns] = v[i].start;
+				span[2 * ns + 1] = v[i].end;
+				ns++;
+			} else {
+				*gpu_ns += v[i].end - v[i].start;
+			}
 			if (v[i].start < lo)
 				lo = v[i].start;
 			if (v[i].end > hi)
 				hi = v[i].end;
 		}
+	if (ns)
+		qsort(span, ns, 2 * sizeof(*span), cmp_span);
+	for (size_t i = 0, j; i < ns; i = j) { /* merged: each busy stretch once */
+		uint64_t a = span[2 * i], b = span[2 * i + 1];
+		for (j = i + 1; j < ns && span[2 * j] <= b; j++)
+			if (span[2 * j + 1] > b)
+				b = span[2 * j + 1];
+		*gpu_ns += b - a;
+	}
+	free(span);
 	free(corr);
-	uint64_t span = tb - ta;
-	if (hi > lo && hi - lo > span)
-		span = hi - lo;
-	return span / steps;
+	uint64_t width = tb - ta;
+	if (hi > lo && hi - lo > width)
+		width = hi - lo;
+	return width / steps;
 }
 
 /* The ring as one array, oldest first (it is in the pass's time order). */
@@ -661,18 +685,6 @@ void gs_steps_free(struct gs_report *r)
 	r->steps = NULL;
 }
 
-/* s, or its last cap bytes after "...", so that a long path keeps its
- * file and line within a line of the report. */
-static const char *tail_of(const char *s, size_t cap)
-{
-	static __thread char buf[128];
-	size_t n = strlen(s);
-	if (n <= cap || cap + 4 > sizeof(buf))
-		return s;
-	snprintf(buf, sizeof(buf), "...%s", s + n - (cap - 3));
-	return buf;
-}
-
 void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
 	const struct gs_steps *s = r->steps;
@@ -717,31 +729,7 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s%s%s\n",
 			(unsigned long long)s->once_copies, s->once_copies == 1 ? "copy" : "copies",
 			gs_fmt_bytes(a, s->once_copy_bytes), gs_fmt_ns(b, s->once_copy_ns),
-			*s->once_where ? "\n    the largest at " : "", tail_of(s->once_where, 78));
-}
-
-void gs_steps_fault_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
-{
-	const struct gs_fault *x = r->steps ? &r->steps->fault : NULL;
-	char a[32], e[64];
-	if (!x || !x->seen)
-		return;
-	/* Calls that failed after it make it a fault (a device-side assert's
-	 * error is sticky); with none, the program most likely exited with
-	 * it queued or running, which is said without alarm. */
-	if (x->failed_after)
-		fprintf(f, "   %sGPU kernel %.60s started at %s and never ended%s\n     (a device-side assert or "
-			   "fault: the calls after it failed)\n", st->yellow, x->name,
-			gs_fmt_ns(a, x->start - r->t_first), st->reset);
-	else
-		fprintf(f, "   GPU kernel %.60s, started at %s, was still running at exit (no end recorded)\n",
-			x->name, gs_fmt_ns(a, x->start - r->t_first));
-	if (*x->where)
-		fprintf(f, "     launched at %s\n", tail_of(x->where, 85));
-	if (x->failed_after)
-		fprintf(f, "     then %llu %s failed, the first %.40s with %s\n", (unsigned long long)x->failed_after,
-			gs_pl(x->failed_after, "call", "calls"), x->first_api,
-			gs_cuda_error(x->first_api, x->first_code, e, sizeof(e)));
+			*s->once_where ? "\n    the largest at " : "", gs_tail_of(s->once_where, 78));
 }
 
 static const char *const change_names[GS_CH_COUNT] = { "none", "pin", "no_wait", "graph", "workers", "pool",
@@ -753,19 +741,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	const struct gs_steps *s = r->steps;
 	if (!s)
 		return;
-	if (s->fault.seen) {
-		cJSON *x = cJSON_AddObjectToObject(o, "fault");
-		cJSON_AddStringToObject(x, "kernel", s->fault.name);
-		cJSON_AddStringToObject(x, "what", s->fault.failed_after ? "fault" : "running at exit");
-		cJSON_AddNumberToObject(x, "start_ns", (double)(s->fault.start - r->t_first));
-		if (*s->fault.where)
-			cJSON_AddStringToObject(x, "launched_at", s->fault.where);
-		cJSON_AddNumberToObject(x, "failed_after", (double)s->fault.failed_after);
-		if (s->fault.failed_after) {
-			cJSON_AddStringToObject(x, "first_failed_api", s->fault.first_api);
-			cJSON_AddNumberToObject(x, "first_failed_code", s->fault.first_code);
-		}
-	}
+	gs_steps_fault_json(o, r);
 	cJSON *j = cJSON_AddObjectToObject(o, "step");
 	cJSON_AddBoolToObject(j, "found", s->found);
 	if (!s->found)

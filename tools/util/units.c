@@ -2,6 +2,7 @@
 /* Human units: times scale ns/us/ms/s, sizes B/KiB/MiB/GiB/TiB. */
 #include <time.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "util/units.h"
 
@@ -67,4 +68,14 @@ uint64_t gs_str_hash(const char *s)
 	while (*s)
 		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
 	return h;
+}
+
+const char *gs_tail_of(const char *s, unsigned cap)
+{
+	static __thread char buf[128];
+	size_t n = strlen(s);
+	if (n <= cap || cap + 4 > sizeof(buf))
+		return s;
+	snprintf(buf, sizeof(buf), "...%s", s + n - (cap - 3));
+	return buf;
 }
