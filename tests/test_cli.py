@@ -280,7 +280,8 @@ def run_says_each_message_once_and_at_most_twenty(tmp):
     GPUSPY_CUPTI_FLUSH: run says the traces' notes in the order their
     processes started, the first program's two, the common one once for it
     and 31 other processes, then the next 18 programs' own, each once, and
-    one line for the 11 it did not say."""
+    one line for the 11 it did not say, naming its log, which it keeps:
+    all 62 messages."""
     d = os.path.join(tmp, "many")
     script = f'for i in $(seq 30); do GPUSPY_CUPTI_FLUSH=x$i "{BIN}/prog_rt_dyn" >/dev/null; done'
     p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", script],
@@ -292,8 +293,12 @@ def run_says_each_message_once_and_at_most_twenty(tmp):
     check(p.returncode == 0 and len(lines) == 22 and len(traces(d)) == 30 and all(own) and
           [int(m.group(2)) for m in own] == list(range(1, 20)) and
           lines[1] == f"gpuspy: pid {own[0].group(1)} and 31 other processes: {common}" and
-          lines[20] == "gpuspy: 11 more messages not shown here; `gpuspy report` shows each trace's notes" and
+          re.fullmatch(r"gpuspy: 11 more messages not shown here; all of them are in " + re.escape(d) +
+                       r"/gpuspy-run-\d+\.log", lines[20]) and
           lines[21] == f"gpuspy: 30 trace files in {d}", f"rc {p.returncode}, {len(lines)} lines: {lines}")
+    log = lines[20].rsplit(" ", 1)[1]
+    got = open(log).read().splitlines()
+    check(len(got) == 62 and sum(common in x for x in got) == 32, f"the log kept: {len(got)} lines")
 
 
 @test
@@ -434,6 +439,23 @@ def run_cuts_the_traces_of_a_killed_command(tmp):
               len(ev) + proc["dropped"] == launches and {e.get("name") for e in ev} == {"doomed_kernel"} and
               [e["grid"][0] for e in ev] == [(i % 1000) + 1 for i in range(len(ev))],
               f"{mb} MiB: {len(ev)} events, {proc['dropped']} dropped, {proc['state']}")
+
+
+@test
+def run_cuts_the_trace_of_an__exit(tmp):
+    """A process that ends by _exit (os._exit) runs no exit handler: its
+    trace says it exited, with its status 3, but keeps its whole buffer.
+    run cuts it as a killed command's: exactly header + chunk + strings,
+    its 10 events read back."""
+    d = os.path.join(tmp, "exit")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", os.path.join(BIN, "prog_life"), "_exit"],
+                       env=_run_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 3, f"exit {p.returncode}: {p.stderr}")
+    path = os.path.join(d, traces(d)[0])
+    proc, ev = dump(path)
+    h, size = header(path), os.path.getsize(path)
+    check(size == proc["file_bytes"] == 4096 + CHUNK + h["strtab_used"] and len(ev) == 10 and
+          proc["state"] == "exited" and proc.get("exit_code") == 3, f"{size} bytes, {len(ev)} events, {proc}")
 
 
 @test

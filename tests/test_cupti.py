@@ -172,8 +172,8 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     process) runs no atexit handler: CUPTI's held records were lost, all
     78 of them (0 in the trace). gpuspy's _exit has the flusher thread
     flush them first, and the program's status and output are its own.
-    The trace says it exited, with its status: the report calls it a clean
-    end, not a kill with GPU records perhaps missing."""
+    The trace says it exited, with its status: the report says so, not a
+    kill with GPU records perhaps missing."""
     if SANITIZED:
         raise Skip("the sanitizer's own _exit comes first and goes straight to libc's")
     d = os.path.join(tmp, "exit")
@@ -189,7 +189,7 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     text = subprocess.run([GPUSPY, "report", "--color", "never", d], capture_output=True, text=True,
                           timeout=TIMEOUT).stdout
     line = text.split("\n== ")[1].splitlines()[1]
-    check(line.startswith("   host vm, exited cleanly (_exit, status 7), ") and "may be missing" not in text and
+    check(line.startswith("   host vm, exited by _exit, status 7, ") and "may be missing" not in text and
           "trace incomplete" not in text, f"report: {line!r}")
     j = json.loads(subprocess.run([GPUSPY, "report", "--json", d], capture_output=True, text=True,
                                   timeout=TIMEOUT).stdout)["processes"][0]

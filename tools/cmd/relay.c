@@ -9,9 +9,10 @@
  * A command may start thousands of processes that each say the same
  * thing (every preloaded shell of a build warns of the same bad option):
  * a text is said once, with how many other processes said it, and at most
- * RELAY_LINES texts are said. What is read is bounded too (RELAY_KEEP
- * notes, RELAY_LOG_BYTES of the log), and matched by sorting, so run
- * never stalls after its command ended.
+ * RELAY_LINES texts are said, then a count of the rest and where they
+ * all are (run's log, kept then). What is read is bounded too (RELAY_KEEP
+ * notes, RELAY_LOG_BYTES of the log, a line at a time), and matched by
+ * sorting, so run never stalls after its command ended.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -138,8 +139,30 @@ static struct note *unrepeated(struct note *v, size_t n, uint32_t pid, const cha
 	return NULL;
 }
 
-/* The log's lines ("gpuspy[PID]: text") no trace showed. Then the log
- * goes: it was run's. */
+/* The next line of f into buf (cap bytes, its newline dropped): 1, or 0
+ * at the end, or -1 for a line too long or holding a NUL (none gpuspy
+ * writes), consumed whole. *read counts the bytes; past max, 0. */
+static int log_line(FILE *f, char *buf, size_t cap, size_t *read, size_t max)
+{
+	size_t n = 0;
+	int c, bad = 0;
+	while (*read <= max && (c = getc(f)) != EOF) {
+		++*read;
+		if (c == '\n') {
+			buf[n] = 0;
+			return bad ? -1 : 1;
+		}
+		if (c == 0 || n + 1 >= cap)
+			bad = 1;
+		else
+			buf[n++] = (char)c;
+	}
+	return 0; /* the end, or max read: a last line without its newline is not whole */
+}
+
+/* The log's lines ("gpuspy[PID]: text") no trace showed, read a bounded
+ * line at a time (the log is a file anybody who can write the trace
+ * directory could have grown). */
 static void read_log(struct relay *rl)
 {
 	int fd = rl->log ? open(rl->log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
@@ -149,31 +172,25 @@ static void read_log(struct relay *rl)
 	size_t traced = rl->n, read = 0;
 	if (traced)
 		qsort(rl->v, traced, sizeof(*rl->v), by_pid_text);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	while (f && (len = getline(&line, &cap, f)) > 0) {
-		if ((read += (size_t)len) > RELAY_LOG_BYTES) {
-			rl->unkept++;
-			break;
-		}
-		if (line[len - 1] == '\n')
-			line[--len] = 0;
+	char line[GSPY_NOTES_SIZE + 64];
+	int got;
+	while (f && (got = log_line(f, line, sizeof(line), &read, RELAY_LOG_BYTES)) != 0) {
 		char *end;
-		unsigned long pid = strncmp(line, "gpuspy[", 7) ? 0 : strtoul(line + 7, &end, 10);
-		if (!pid || pid > UINT32_MAX || strncmp(end, "]: ", 3))
+		unsigned long pid = got < 0 || strncmp(line, "gpuspy[", 7) ? 0 : strtoul(line + 7, &end, 10);
+		if (!pid || pid > UINT32_MAX || strncmp(end, "]: ", 3)) {
+			rl->unkept += got < 0; /* a line of someone else's */
 			continue;
+		}
 		struct note *v = unrepeated(rl->v, traced, (uint32_t)pid, end + 3);
 		if (v)
 			v->shown_by_log = 1;
 		else
 			keep(rl, (uint32_t)pid, end + 3, 0);
 	}
-	free(line);
+	if (read > RELAY_LOG_BYTES)
+		rl->unkept++; /* the rest, unread */
 	if (f)
 		fclose(f);
-	if (rl->log)
-		unlink(rl->log);
 }
 
 static int by_text_pid(const void *a, const void *b)
@@ -230,8 +247,17 @@ static void say(struct relay *rl)
 		rl->said++;
 	}
 	if (more) {
-		fprintf(stderr, "gpuspy: %zu more message%s not shown here; `gpuspy report` shows each trace's notes\n",
-			more, more == 1 ? "" : "s");
+		/* run's log has every message, those of processes with no
+		 * trace too: it is kept and named. */
+		fprintf(stderr, "gpuspy: %zu more message%s not shown here; ", more, more == 1 ? "" : "s");
+		if (rl->log) {
+			fputs("all of them are in ", stderr);
+			gs_term_fputs(rl->log, stderr);
+			fputc('\n', stderr);
+			rl->keep_log = 1;
+		} else {
+			fputs("`gpuspy report` shows each trace's notes\n", stderr);
+		}
 		rl->said++;
 	}
 	for (size_t k = 0; k < texts; k++)
@@ -245,6 +271,8 @@ void gs_relay(struct relay *rl, char **paths, int np)
 		read_traces(rl, paths, np);
 	read_log(rl);
 	say(rl);
+	if (rl->log && !rl->keep_log)
+		unlink(rl->log); /* it was run's */
 	free(rl->v);
 	rl->v = NULL;
 	rl->n = rl->cap = rl->unkept = 0;

@@ -300,7 +300,7 @@ static int move_down(int fd, uint64_t from, uint64_t to, uint64_t n)
 
 /*
  * A trace whose process has ended without trimming it (killed, Ctrl-C, a
- * crash) keeps its whole reserved buffer on disk (GPUSPY_BUFFER_MB) and
+ * crash, _exit: marked exited with its status, untrimmed) keeps its whole reserved buffer on disk (GPUSPY_BUFFER_MB) and
  * its whole string table. run saw its children end, so it cuts each such
  * file as the library does at a clean exit: format 3 (the string table
  * last) has the table's used bytes moved down to right after the chunks
@@ -325,7 +325,7 @@ static void trim_ended(const char *path)
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    flock(fd, LOCK_EX | LOCK_NB) != 0 ||
 	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, GSPY_MAGIC, 8) != 0 ||
-	    h.ring || h.state == GSPY_STATE_EXITED || (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) ||
+	    h.ring || (h.state == GSPY_STATE_EXITED && h.exit_code < 0) || (kill((pid_t)h.pid, 0) == 0 || errno != ESRCH) ||
 	    !gs_header_sane(&h) || h.strtab_used > h.strtab_size || h.file_size != (uint64_t)st.st_size) {
 		close(fd);
 		return;

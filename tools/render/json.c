@@ -114,6 +114,9 @@ cJSON *gs_report_json(struct gs_report *const *procs, size_t n, const struct gs_
 		cJSON_AddBoolToObject(p, "clean_exit", r->proc.state == GSPY_STATE_EXITED);
 		if (r->proc.exit_code >= 0)
 			cJSON_AddNumberToObject(p, "exit_code", r->proc.exit_code);
+		if (r->proc.exit_signal) /* died of it, or passed it to the program's handler */
+			cJSON_AddNumberToObject(p, r->proc.state == GSPY_STATE_SIGNALED ? "exit_signal" : "signal_seen",
+						r->proc.exit_signal);
 		cJSON_AddNumberToObject(p, "overwritten", (double)r->proc.overwritten);
 		cJSON_AddNumberToObject(p, "stack_min_ns", (double)r->proc.stack_min_ns);
 		cJSON_AddNumberToObject(p, "wait_stack_min_ns", (double)r->proc.wait_stack_min_ns);

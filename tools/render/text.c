@@ -23,7 +23,9 @@ static const char *state_text(const struct gs_proc *p)
 	case GSPY_STATE_EXITED:
 		if (p->exit_code < 0)
 			return "exited cleanly";
-		snprintf(by_exit, sizeof(by_exit), "exited cleanly (_exit, status %d)", p->exit_code);
+		if (p->exit_code == 0 && !p->exit_signal)
+			return "exited cleanly (_exit, status 0)";
+		snprintf(by_exit, sizeof(by_exit), "exited by _exit, status %d", p->exit_code);
 		return by_exit;
 	case GSPY_STATE_SIGNALED: return "died of a signal";
 	}
@@ -93,6 +95,9 @@ static void process_section(FILE *f, const struct gs_report *r, const struct gs_
 	else if (r->proc.state != GSPY_STATE_EXITED && r->proc.exit_signal)
 		fprintf(f, "   fatal signal %d was passed to the program's own handler; it did not exit cleanly\n",
 			r->proc.exit_signal);
+	else if (r->proc.exit_code >= 0 && r->proc.exit_signal) /* a crash handler that _exits */
+		fprintf(f, "   %sfatal signal %d was passed to the program's own handler, which then called "
+			   "_exit(%d)%s\n", st->yellow, r->proc.exit_signal, r->proc.exit_code, st->reset);
 	if (r->proc.state != GSPY_STATE_EXITED || r->proc.truncated || r->input_error[0])
 		fprintf(f, "   %strace incomplete%s: every complete event is included%s%s\n", st->yellow, st->reset,
 			r->input_error[0] ? "; input stopped at " : "", r->input_error);
