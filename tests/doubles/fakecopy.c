@@ -22,6 +22,7 @@
 
 /* ---- copies ------------------------------------------------------------------ */
 
+/* A copy with no stream waits for the GPU, its own work included. */
 #define COPY1(name, dt, st, extra_params, stream)                                     \
 	EXPORT CUresult name(dt d, st s, size_t n extra_params)                       \
 	{                                                                            \
@@ -30,6 +31,8 @@
 		if (!fk_capture_copy(stream, (uintptr_t)d, (uintptr_t)s, n)) {      \
 			memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n); \
 			tool_copy(corr_, stream, (uintptr_t)d, (uintptr_t)s, n);     \
+			if (#stream[0] == 'N') /* NULL: no stream given */    \
+				tool_wait(NULL, 1);                                  \
 		}                                                                    \
 		tool_exit(#name, corr_);                                             \
 		return CUDA_SUCCESS;                                                 \

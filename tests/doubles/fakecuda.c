@@ -122,6 +122,23 @@ void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsi
 	t->work(corr, &w);
 }
 
+void tool_wait(CUstream hs, int all)
+{
+	const struct fakecuda_tool *t = __atomic_load_n(&tool, __ATOMIC_ACQUIRE);
+	uint64_t st = (uint64_t)(uintptr_t)hs;
+	if (!t || !t->pending_ns)
+		return;
+	/* The legacy stream waits for every blocking stream. */
+	if (all || st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY)
+		st = FAKECUDA_ALL_STREAMS;
+	unsigned long long ns = t->pending_ns(st, cur_dev < 0 ? 0 : cur_dev);
+	if (ns > 1000000000ull)
+		ns = 1000000000ull; /* a second at most: a double, not a hang */
+	struct timespec d = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	while (ns && nanosleep(&d, &d) != 0)
+		;
+}
+
 void tool_set(unsigned corr, CUstream hs, size_t n)
 {
 	tool_work(corr, FAKECUDA_MEMSET, hs, n / 100, n, 0, 0, NULL, 0);
@@ -401,6 +418,7 @@ EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryP
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	FAIL_CHECK("cuMemFree_v2");
+	tool_wait(NULL, 1);
 	sync_cost();
 	return dev_free(p);
 }
@@ -613,12 +631,13 @@ EXPORT CUresult cuStreamSynchronize(CUstream hs)
 	FAIL_CHECK("cuStreamSynchronize");
 	while (hs == (CUstream)0xb10c)
 		pause();
+	tool_wait(hs, 0);
 	sync_cost();
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hs) { return cuStreamSynchronize(hs); }
-EXPORT CUresult cuCtxSynchronize(void) { FAIL_CHECK("cuCtxSynchronize"); sync_cost(); return CUDA_SUCCESS; }
-EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSynchronize_v2"); sync_cost(); return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize(void) { FAIL_CHECK("cuCtxSynchronize"); tool_wait(NULL, 1); sync_cost(); return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSynchronize_v2"); tool_wait(NULL, 1); sync_cost(); return CUDA_SUCCESS; }
 EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; FAIL_CHECK("cuEventSynchronize"); sync_cost(); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamWaitEvent(CUstream hs, CUevent e, unsigned f) { (void)hs; (void)e; (void)f; FAIL_CHECK("cuStreamWaitEvent"); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hs, CUevent e, unsigned f) { return cuStreamWaitEvent(hs, e, f); }

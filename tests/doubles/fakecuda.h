@@ -21,7 +21,10 @@ cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *stub);
  * Each launch, copy and memset calls enter() on entry and exit() on return
  * (enter returns the call's correlation id), and work() for each piece of
  * GPU work the call queued. 2D, 3D, peer and batched copies queue none.
- * cuCtxDestroy calls context_destroy() first. */
+ * cuCtxDestroy calls context_destroy() first. The calls that wait for the
+ * GPU (a stream's or the context's synchronize, cuMemFree, a synchronous
+ * copy) wait as long as pending_ns() says: the GPU's timeline is the
+ * tool's (with no tool, nothing is timed and nothing waits). */
 enum { FAKECUDA_KERNEL, FAKECUDA_COPY, FAKECUDA_MEMSET };
 enum { FAKECUDA_PAGEABLE, FAKECUDA_DEVICE, FAKECUDA_PINNED }; /* where a copy's end lies */
 struct fakecuda_work {
@@ -39,7 +42,11 @@ struct fakecuda_tool {
 	void (*exit)(const char *api, unsigned corr);
 	void (*work)(unsigned corr, const struct fakecuda_work *w);
 	void (*context_destroy)(CUcontext ctx); /* cuCtxDestroy, before it destroys */
+	/* ns until the GPU work queued on stream (FAKECUDA_ALL_STREAMS: every
+	 * stream of device) ends: what a synchronizing call waits for. */
+	unsigned long long (*pending_ns)(unsigned long long stream, int device);
 };
+#define FAKECUDA_ALL_STREAMS (~0ull)
 void fakecuda_set_tool(const struct fakecuda_tool *t);
 
 #endif

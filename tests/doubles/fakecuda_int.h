@@ -23,6 +23,8 @@ HIDDEN void tool_exit(const char *api, unsigned corr);
 HIDDEN void tool_work(unsigned corr, int what, CUstream hs, unsigned long long ns, unsigned long long bytes,
 		      int src, int dst, const char *name, unsigned graph);
 HIDDEN void tool_set(unsigned corr, CUstream hs, size_t n);
+/* Waits for the GPU work queued on hs (all: every stream of the device). */
+HIDDEN void tool_wait(CUstream hs, int all);
 HIDDEN void tool_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n);
 HIDDEN void tool_graph_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s, size_t n, unsigned graph);
 HIDDEN void gpu_work(CUstream hs, unsigned grid_x);

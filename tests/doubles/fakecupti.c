@@ -26,10 +26,10 @@
  *    no end, as CUPTI gives a kernel that tripped a device-side assert.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
- * and takes the time fakecuda.h gives it, added to the timestamp
- * callback's value as it is (the real CUPTI maps GPU time onto the
- * callback's clock by interpolation; the tests use GPUSPY_CLOCK=mono, where
- * both are nanoseconds).
+ * and takes the time fakecuda.h gives it, in the timestamp callback's
+ * units (per_ns: the real CUPTI maps GPU time onto the callback's clock by
+ * interpolation). A synchronizing call of the driver double waits until
+ * its stream's work ends (pending_ns), as a real one waits for the GPU.
  * FAKECUPTI_BUFFER=N uses only N bytes of each buffer (to make buffers fill
  * up; the worker takes each full one before the program goes on).
  * FAKECUPTI_STATS=1 prints at exit the callbacks made, the records written,
@@ -90,14 +90,39 @@ static struct {
 	unsigned long callbacks, records, at_destroy, flushes;
 } s;
 
-static uint64_t now(void)
+static uint64_t mono(void)
 {
-	CUpti_TimestampCallbackFunc ts = __atomic_load_n(&s.ts, __ATOMIC_ACQUIRE);
-	if (ts)
-		return ts();
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t now(void)
+{
+	CUpti_TimestampCallbackFunc ts = __atomic_load_n(&s.ts, __ATOMIC_ACQUIRE);
+	return ts ? ts() : mono();
+}
+
+/* The timestamp callback's units a nanosecond (1 for a monotonic clock,
+ * the TSC's rate for gpuspy's TSC clock), so that work takes its time in
+ * real time and a synchronize waits as long as the records say. Measured
+ * between the first call and one 2 ms later; a guess before. With lock. */
+static double per_ns(void)
+{
+	static uint64_t t0, m0;
+	static double fixed;
+	uint64_t t = now(), m = mono();
+	if (fixed > 0)
+		return fixed;
+	if (!t0) {
+		t0 = t;
+		m0 = m;
+	}
+	if (t + 1000000000u > m && m + 1000000000u > t)
+		return fixed = 1.0; /* within a second of CLOCK_MONOTONIC: that clock */
+	if (m - m0 > 2000000)
+		return fixed = (double)(t - t0) / (double)(m - m0);
+	return m ? (double)t / (double)m : 1.0; /* both count from boot, roughly */
 }
 
 static unsigned api_id(const char *name)
@@ -215,7 +240,9 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 	}
 	uint64_t *busy;
 	uint32_t sid = stream_id(w->stream, w->device, &busy);
-	uint64_t start = t + 1000 > *busy ? t + 1000 : *busy, end = start + w->ns;
+	double r = per_ns();
+	uint64_t start = t + (uint64_t)(1000 * r) > *busy ? t + (uint64_t)(1000 * r) : *busy;
+	uint64_t end = start + (uint64_t)((double)w->ns * r);
 	*busy = end;
 	/* The three record types share these fields under the same names. */
 #define COMMON(x)                                                                           \
@@ -264,7 +291,23 @@ static void on_context_destroy(CUcontext ctx)
 	__atomic_store_n(&s.in_destroy, 0, __ATOMIC_RELAXED);
 }
 
-static const struct fakecuda_tool tool = { on_enter, on_exit_, on_work, on_context_destroy };
+/* How long the work queued on a stream (or every stream of a device)
+ * still runs, on the timeline on_work keeps. */
+static unsigned long long on_pending(unsigned long long stream, int device)
+{
+	uint64_t end = 0;
+	pthread_mutex_lock(&lock);
+	double r = per_ns();
+	uint64_t t = now();
+	for (int i = 0; i < s.nstreams; i++)
+		if (s.streams[i].device == device &&
+		    (stream == FAKECUDA_ALL_STREAMS || s.streams[i].handle == stream) && s.streams[i].busy > end)
+			end = s.streams[i].busy;
+	pthread_mutex_unlock(&lock);
+	return end > t ? (unsigned long long)((double)(end - t) / r) : 0;
+}
+
+static const struct fakecuda_tool tool = { on_enter, on_exit_, on_work, on_context_destroy, on_pending };
 
 static void attach(void)
 {
