@@ -571,3 +571,30 @@ def trim_killed_between_its_stores_reads_whole(tmp):
         check(p.returncode == 0 and not p.stderr and p.stdout.splitlines()[1:] == want,
               f"killed after the {name} store: exit {p.returncode}, {p.stderr!r}, "
               f"{len(p.stdout.splitlines())} lines")
+
+
+@test
+def thread_cancelled_as_the_allocation_table_fills(tmp):
+    """A thread with a cancel pending makes the allocation that finds
+    gpuspy's table of live allocations full (65,536), which gpuspy says in
+    its log (GPUSPY_LOG=stderr: a write, a cancellation point): the program
+    exits 0 within the timeout with its untraced output (it hung: the
+    thread died in the write holding the table's lock with its sequence
+    odd, and main's copy spun on it for ever), the line is said once, and
+    every allocation and main's copy are recorded."""
+    want = "thread: cancelled\nmain: 0 0\n"
+    a = run("prog_cancel", ["full"], tmp=tmp, preload=False)
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    env = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, LD_PRELOAD=PRELOAD_PREFIX + LIB, **LOG_STDERR)
+    try:
+        b = subprocess.run([os.path.join(BIN, "prog_cancel"), "full"], env=env, capture_output=True, text=True,
+                           timeout=20)
+    except subprocess.TimeoutExpired:
+        raise Fail("the program hung")
+    check((b.returncode, b.stdout) == (0, want), f"traced: exit {b.returncode}, {b.stdout!r} {b.stderr[-300:]!r}")
+    line = "gpuspy: more than 65536 live allocations; later ones are not tracked\n"
+    check(b.stderr.count(line) == 1, f"stderr: {b.stderr[-300:]!r}")
+    _, ev = only_trace(tmp)
+    got = [e["api"] for e in ev]
+    check(got.count("cuMemAlloc_v2") == 65536 + 2 and got[-2:] == ["cuMemcpyHtoD_v2", "cuMemAlloc_v2"],
+          f"{got.count('cuMemAlloc_v2')} allocations; last calls {got[-3:]}")
