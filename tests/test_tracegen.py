@@ -11,6 +11,7 @@ import json
 import os
 import random
 import subprocess
+import time
 
 from harness import BIN, GPUSPY, TIMEOUT, Fail, check, test
 
@@ -148,6 +149,66 @@ def fifo_named_like_a_trace_is_refused(tmp):
     os.mkfifo(os.path.join(tmp, "z.gspy"))
     p = gspy("report", tmp)
     check(p.returncode == 1 and "not a regular file" in p.stderr, f"report DIR: exit {p.returncode}: {p.stderr!r}")
+
+
+@test
+def terminal_named_as_a_trace_is_not_taken(tmp):
+    """A terminal (a pty's slave) named as the trace, gpuspy leading a
+    session of its own without one: report, dump and export refuse it in
+    one line and it does not become gpuspy's controlling terminal
+    (O_NOCTTY), which a session leader's open of a terminal makes it.
+    Checked in /proc/PID/stat while gpuspy is held up writing that line
+    to a full pipe."""
+    import fcntl
+    write_nr = {"x86_64": 1, "aarch64": 64, "riscv64": 64, "ppc64le": 4, "s390x": 4}.get(os.uname().machine)
+    master, slave = os.openpty()
+    name = os.ttyname(slave)
+    os.close(slave)
+    try:
+        for args in (["report", name], ["dump", name], ["export", "--format", "chrome", "-o", os.path.join(tmp, "o"),
+                                                          name]):
+            r, w = os.pipe()
+            fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+            filled = 0
+            try:
+                while True:
+                    filled += os.write(w, b"x" * 4096)
+            except BlockingIOError:
+                pass
+            fcntl.fcntl(w, fcntl.F_SETFL, 0)
+            p = subprocess.Popen([GPUSPY, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=w,
+                                 start_new_session=True)
+            os.close(w)
+            try:
+                # Held up in write(2, ...): its line is next, the open is done.
+                until = time.monotonic() + TIMEOUT
+                while time.monotonic() < until:
+                    try:
+                        call = open(f"/proc/{p.pid}/syscall").read().split()
+                    except OSError:
+                        call = []
+                    if write_nr is None or call[:2] == [str(write_nr), "0x2"]:
+                        break
+                    time.sleep(0.01)
+                if write_nr is None:
+                    time.sleep(0.5)
+                stat = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()
+                tty = int(stat[4])
+            finally:
+                err = b""
+                while True:
+                    b = os.read(r, 65536)
+                    if not b:
+                        break
+                    err += b
+                os.close(r)
+                rc = p.wait(timeout=TIMEOUT)
+            err = err[filled:].decode()
+            check(tty == 0, f"{args[0]}: the terminal became gpuspy's (tty_nr {tty:#x})")
+            check(rc == 1 and err.count("\n") == 1 and err.endswith(f"{name}: not a regular file\n"),
+                  f"{args[0]}: exit {rc}: {err!r}")
+    finally:
+        os.close(master)
 
 
 @test
