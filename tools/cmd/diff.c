@@ -253,7 +253,7 @@ int gs_cmd_diff(int argc, char **argv)
 	if (!rc) {
 		struct row *w = &rows[nr++];
 		*w = (struct row){ "step_time", "time per step", s[0].mean, s[1].mean,
-				   3 * sqrt(s[0].se * s[0].se + s[1].se * s[1].se), 0, lim[D_STEP], 1, 0 };
+				   3 * sqrt(s[0].se * s[0].se + s[1].se * s[1].se), 0, lim[D_STEP], 1, 0, NULL };
 		judge(w);
 		/* Each top-level phase the two share, by name. */
 		const struct gs_series *a = s[0].r->series, *b = s[1].r->series;
@@ -270,8 +270,7 @@ int gs_cmd_diff(int argc, char **argv)
 			step_stats(b, (int)j, &mb, &sb, &nb);
 			w = &rows[nr++];
 			*w = (struct row){ "phase_time", "", ma, mb, 3 * sqrt(sa * sa + sb * sb), 0.01 * s[0].mean,
-					   lim[D_PHASE], 1, 0 };
-			w->phase = nm;
+					   lim[D_PHASE], 1, 0, nm };
 			/* The table's name: escaped for the terminal and cut to
 			 * 60 bytes between characters, never inside one. Each
 			 * byte escapes to one or more, so those 60 come from the
@@ -280,7 +279,7 @@ int gs_cmd_diff(int argc, char **argv)
 			char cut[128];
 			snprintf(cut, sizeof(cut), "%s", nm);
 			gs_term_clean(cut, 61);
-			snprintf(w->name, sizeof(w->name), "  %s", cut);
+			snprintf(w->name, sizeof(w->name), "  %.60s", cut); /* 60 already */
 			judge(w);
 		}
 		static const char *const what[D_N] = { [D_LAUNCHES] = "launches per step", [D_GPU] = "GPU time per step",
@@ -290,7 +289,7 @@ int gs_cmd_diff(int argc, char **argv)
 			if (i == D_GPU && !s[0].r->gpu_records && !s[1].r->gpu_records)
 				continue; /* no GPU timing on either side */
 			w = &rows[nr++];
-			*w = (struct row){ names[i], "", s[0].per_step[i], s[1].per_step[i], 0, 0, lim[i], i == D_GPU, 0 };
+			*w = (struct row){ names[i], "", s[0].per_step[i], s[1].per_step[i], 0, 0, lim[i], i == D_GPU, 0, NULL };
 			snprintf(w->name, sizeof(w->name), "%s", what[i]);
 			judge(w);
 		}
