@@ -434,6 +434,59 @@ def no_c1(out, what):
 
 
 @test
+def json_outputs_escape_c1_controls(tmp):
+    """Names with C1 CSI as UTF-8, a DEL, a raw 0x9b, ESC and a character
+    cut short: report --json, dump, export (chrome) and diff --json write
+    valid JSON, UTF-8 through, with no raw ESC, DEL or C1 byte; C1 and DEL
+    are written \\u009b and \\u007f and read back as those characters,
+    invalid bytes as U+FFFD."""
+    phase = b"ph\xc2\x9bA\x7fB\x9bC\x1bD\xc3"
+    f = write_raw_trace(os.path.join(tmp, "c1.jsonl"), C1_NAMES["command"], phase, C1_NAMES["kernel"])
+    g = os.path.join(tmp, "steps.jsonl")
+    with open(f, "rb") as src:
+        lines = src.read().split(b"\n")
+    t = 10000
+    body = []
+    for _ in range(8):  # steps of one phase, for diff
+        for kind, api in ((b"phase_begin", b"gpuspy_phase_push"), (b"phase_end", b"gpuspy_phase_pop")):
+            body.append(b'{"type":"event","kind":"%s","api":"%s","tid":7,"start_ns":%d,"end_ns":%d,"result":0,'
+                        b'"device":0,"name":"ph\xc2\x9bA\x7fB\x9bC\\u001bD\xc3"}' % (kind, api, t, t))
+            t += 1000
+    with open(g, "wb") as out:
+        out.write(b"\n".join([lines[0].replace(b'"events":6', b'"events":16')] + body) + b"\n")
+    gs = os.path.join(tmp, "c1.gspy")  # dump reads only the binary format
+    subprocess.run([os.path.join(BIN, "mktrace"), gs, "40", "1", "4096", "65536", "4242", C1_NAMES["command"],
+                    C1_NAMES["kernel"], phase, b"GPU-\xc2\x9b"], check=True, timeout=TIMEOUT)
+    want_phase = "ph\u009bA\u007fB\ufffdC\x1bD\ufffd"
+    for args in (["report", "--json", f], ["dump", gs], ["export", "--format", "chrome", "-o", "-", f],
+                 ["diff", "--json", g, g]):
+        p = subprocess.run([GPUSPY, *args], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"{args[0]}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        for bad in (b"\x1b", b"\x7f", b"\x9b", b"\xc2\x9b"):
+            check(bad not in p.stdout, f"{args[0]}: {bad!r} in its JSON: {p.stdout[:600]!r}")
+        try:
+            text = p.stdout.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as e:
+            raise Fail(f"{args[0]}: not UTF-8: {e}")
+        docs = [json.loads(line) for line in text.splitlines()] if args[0] == "dump" else [json.loads(text)]
+        strings = set()
+
+        def walk(x):
+            if isinstance(x, str):
+                strings.add(x)
+            elif isinstance(x, dict):
+                for k, v in x.items():
+                    walk(k)
+                    walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+        walk(docs)
+        check("\\u009b" in text and "\\u007f" in text and want_phase in strings,
+              f"{args[0]}: the phase's name not read back as {want_phase!r}: {text[:600]}")
+
+
+@test
 def c1_controls_never_reach_the_terminal(tmp):
     """Command line, phase and kernel names with C1 CSI as UTF-8
     (\\xc2\\x9b) and as a raw byte (\\x9b), ESC, a Latin-1 byte and a
