@@ -77,7 +77,7 @@ extern __thread struct gs_tls gs_tls __attribute__((tls_model("initial-exec")));
 
 /* Global state (core.c). */
 struct gs_global {
-	int disabled;        /* GPUSPY_DISABLE or internal failure: pass through */
+	int disabled;        /* GPUSPY_DISABLE or internal failure: pass through; atomic (a handler sets it) */
 	int clock;           /* enum gspy_clock */
 	uint32_t gen;        /* bumped when the trace file changes (fork) */
 	int capturing;       /* stream captures open now, process-wide (hook_graph.c) */
@@ -308,7 +308,7 @@ static inline __attribute__((always_inline)) struct gspy_record *gs_begin_(unsig
 	t->depth = 1;
 	t->outer_sp = sp;
 	t->outer_ra = gs_ra_at(sp);
-	if (GS_UNLIKELY(gs_g.disabled))
+	if (GS_UNLIKELY(__atomic_load_n(&gs_g.disabled, __ATOMIC_RELAXED)))
 		return NULL;
 	if (GS_UNLIKELY(__atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) && !even_paused) {
 		/* Paused from the start too (GPUSPY_START=paused): the first

@@ -156,7 +156,7 @@ static void *pend_put(unsigned api, void *p, uint64_t n, uint64_t start)
 {
 	int e = errno;
 	uint64_t end = gs_now();
-	if (!p || GS_UNLIKELY(gs_g.disabled) || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) {
+	if (!p || GS_UNLIKELY(__atomic_load_n(&gs_g.disabled, __ATOMIC_RELAXED)) || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED)) {
 		errno = e;
 		return p;
 	}

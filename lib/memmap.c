@@ -68,6 +68,7 @@ void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device)
 {
 	if (!base)
 		return;
+	int full = 0;
 	write_begin();
 	uint32_t n = m.n;
 	uint32_t i = lower_bound(n, base);
@@ -80,10 +81,20 @@ void gs_memmap_add(uint64_t base, uint64_t size, unsigned mem, int device)
 		set_at(i, base, size, meta);
 		__atomic_store_n(&m.n, n + 1, __ATOMIC_RELAXED);
 	} else if (!m.overflow_warned) {
-		m.overflow_warned = 1;
-		gs_warn("more than %u live allocations; later ones are not tracked", MAP_CAP);
+		m.overflow_warned = full = 1;
 	}
 	write_end();
+	/* Said after the lock: the log's open and write are cancellation
+	 * points, and a thread cancelled there would leave the mutex held and
+	 * the sequence odd, every later allocation waiting on it and every
+	 * copy spinning. Cancellation off too, so the call returns as the
+	 * real one does and the line is written; a pending cancel is acted on
+	 * at the thread's next cancellation point. */
+	if (full) {
+		int cancel = gs_cancel_off();
+		gs_warn("more than %u live allocations; later ones are not tracked", MAP_CAP);
+		gs_cancel_restore(cancel);
+	}
 }
 
 int gs_memmap_remove(uint64_t base, struct gs_range *out)

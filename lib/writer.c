@@ -426,7 +426,7 @@ int gs_writer_ready(void)
 	int cancel = gs_cancel_off();
 	pthread_mutex_lock(&w.lock);
 	if (w.state == W_CLOSED) {
-		int rc = gs_g.disabled ? -1 : open_file();
+		int rc = __atomic_load_n(&gs_g.disabled, __ATOMIC_RELAXED) ? -1 : open_file();
 		if (rc == 0) { /* before the file is seen open: every record may use them */
 			alive_page();
 			spare.key_ok = pthread_key_create(&spare.key, thread_gone) == 0;
@@ -724,7 +724,9 @@ int gs_writer_fault(const void *addr)
 		/* Another thread replaces the mapping (this one faults again
 		 * until it has) or has replaced it. */
 		return s != CUT_FAILED;
-	gs_g.disabled = 1; /* calls pass through from now on */
+	/* Calls pass through from now on. Atomic: other threads read it as
+	 * they make calls, while this handler runs. */
+	__atomic_store_n(&gs_g.disabled, 1, __ATOMIC_RELAXED);
 	void *p = mmap(base, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		/* The fault stays: the program's action for it decides, as before. */

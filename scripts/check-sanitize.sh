@@ -22,5 +22,14 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=98
 export TSAN_OPTIONS=halt_on_error=1:exitcode=97:report_signal_unsafe=0:die_after_fork=0
 run_variant asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "$(gcc -print-file-name=libasan.so)" \
 	"all test-build examples" --all
-# The threaded tests need no examples (nvcc): not built.
-run_variant tsan "-fsanitize=thread" "$(gcc -print-file-name=libtsan.so)" "all test-build" threads sigkill fork nvtx load_64 flight stacks_threads gpu_time_from_events cupti_ windows_have record_for report_several ranks_name
+# The threaded tests need no examples (nvcc): not built. Then the hostile
+# ones with threads (cancellation, a trace cut under running threads, held
+# connections, longjmp out of a hook), about 20 s more. Left out:
+# header_fields_overwritten_while_it_runs (libunwind's per-thread cache
+# destructor crashes TSan's runtime), serve_shows_every_process (70
+# processes: over a minute under TSan), and
+# calls_on_thread_exit_paths_are_recorded_and_losses_named (skipped under
+# the sanitizers: their allocator comes before gpuspy's host hooks).
+run_variant tsan "-fsanitize=thread" "$(gcc -print-file-name=libtsan.so)" "all test-build" threads sigkill fork nvtx load_64 flight stacks_threads gpu_time_from_events cupti_ windows_have record_for report_several ranks_name \
+	thread_cancelled_in_the_first_cuda_call thread_cancelled_as_the_allocation_table_fills trace_emptied_while_it_runs \
+	telemetry_lock_file_is_never_followed serve_answers_through_held_connections longjmp_out_of_a_hook_keeps_recording

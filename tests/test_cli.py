@@ -48,10 +48,14 @@ def switches_and_choices_refuse_unknown_values(tmp):
     check(warn == [] and procs[0]["clock"] == "monotonic", f"GPUSPY_CLOCK=mono: {warn} {procs[0]['clock']}")
 
 
-def _run_env():
+def _run_env(sanitized=False):
     """The environment gpuspy run gets in these tests: the doubles on the
-    library path, nothing preloaded already."""
-    if SANITIZED:
+    library path, nothing preloaded already. Under the sanitizers a test
+    is skipped (gpuspy run puts libgpuspy before their runtime) unless it
+    says it passes there (sanitized=True: gpuspy refuses before it
+    preloads anything, or runs only a shell that makes no CUDA call, which
+    ASAN_OPTIONS lets load the runtime second)."""
+    if SANITIZED and not sanitized:
         raise Skip("gpuspy run puts libgpuspy before the sanitizer runtime")
     e = dict(os.environ, LD_LIBRARY_PATH=BIN)
     e.pop("LD_PRELOAD", None)
@@ -274,6 +278,20 @@ def run_relays_notes_after_the_program(tmp):
 
 
 @test
+def run_of_a_command_without_cuda_says_so(tmp):
+    """A command that makes no CUDA call and exits 3: run exits 3, says so
+    in one line and removes the directory it made. Run under the
+    sanitizers too: with no note to relay, run gave qsort a null array
+    (UBSan's report)."""
+    d = os.path.join(tmp, "none")
+    p = subprocess.run([GPUSPY, "run", "--dir", d, "--no-report", "--", "sh", "-c", "exit 3"],
+                       env=_run_env(sanitized=True), capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 3 and p.stdout == "" and not os.path.exists(d) and
+          p.stderr == "gpuspy: sh made no CUDA call that gpuspy saw; no trace written\n",
+          f"exit {p.returncode}: {p.stderr!r}")
+
+
+@test
 def run_says_each_message_once_and_at_most_twenty(tmp):
     """A command of 32 processes (a shell, its seq and 30 programs), each
     told GPUSPY_NVML_MS=zz and each program its own bad
@@ -366,7 +384,7 @@ def run_refuses_a_trace_directory_not_its_own(tmp):
     for the next seconds by user nobody in a sticky directory like /tmp)
     are each refused in one line, status 1, before the command runs, where
     the traces went into them. Without root the owner part is skipped."""
-    e = _run_env()
+    e = _run_env(sanitized=True)
     prog = [os.path.join(BIN, "prog_stacks"), "1"]
     mine = os.path.join(tmp, "mine")
     os.mkdir(mine, 0o700)

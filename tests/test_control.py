@@ -231,3 +231,31 @@ def control_refuses_what_it_cannot_reach(tmp):
     check(d.finish() == 0, "prog_window failed")
     _, ev = only_trace(tmp)
     check(summary(ev) == [("mark", "(resumed)", False), ("alloc", 2, False)], f"after SIGCONT {summary(ev)}")
+
+
+@test
+def control_escapes_the_trace_path(tmp):
+    """A trace directory named with ESC, an OSC title sequence (ESC ] ...
+    BEL), C1 CSI as UTF-8 and a raw 0x9b byte: start, stop and record say
+    the path read from the process's /proc/PID/maps escaped for the
+    terminal (\\x1b, \\x07, \\u009b, \\x9b as text), none of those bytes
+    raw."""
+    d_name = "d\x1b]0;x\x07\u009by\udc9bz"  # \udc9b: the raw byte 0x9b
+    trace_dir = os.path.join(tmp, d_name)
+    os.mkdir(trace_dir, 0o700)
+    d = Driven(trace_dir, env={"GPUSPY_START": "paused"})
+    d.do("a 1")
+    name = traces(trace_dir)[0]
+    shown = os.fsencode(tmp) + b"/d\\x1b]0;x\\x07\\u009by\\x9bz/" + name.encode()
+    pid = str(d.p.pid).encode()
+    for args, want in ((["start"], b"gpuspy: process %s is recording into %s\n" % (pid, shown)),
+                       (["stop"], b"gpuspy: process %s stopped recording; see gpuspy report %s\n" % (pid, shown)),
+                       (["record", "--for", "100ms"], b"gpuspy: recording process %s into %s for 100.0 ms\n"
+                        b"gpuspy: process %s recorded for " % (pid, shown, pid))):
+        p = subprocess.run([GPUSPY, args[0], str(d.p.pid), *args[1:]], capture_output=True, timeout=TIMEOUT)
+        for bad in (b"\x1b", b"\x07", b"\x9b"):
+            check(bad not in p.stdout, f"gpuspy {args[0]}: {bad!r} reached the terminal: {p.stdout!r}")
+        check(p.returncode == 0 and p.stdout.startswith(want) and not p.stderr,
+              f"gpuspy {args[0]}: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    check(p.stdout.endswith(b"; see gpuspy report %s\n" % shown), f"record ended {p.stdout!r}")
+    check(d.finish() == 0, "prog_window failed")

@@ -9,10 +9,10 @@ import subprocess
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
-def trace(path, durs, allocs=1, pageable=1000):
-    """A JSON Lines trace of len(durs) steps: each a phase "step" lasting
-    durs[i] - 1 us, with `allocs` device allocations and frees, one
-    pageable copy and one launch."""
+def trace(path, durs, allocs=1, pageable=1000, phase=b"step"):
+    """A JSON Lines trace of len(durs) steps: each a phase "step" (or the
+    bytes `phase`, raw) lasting durs[i] - 1 us, with `allocs` device
+    allocations and frees, one pageable copy and one launch."""
     t = 10 ** 12
     lines = [{"type": "process", "format_version": 2, "pid": 1, "ppid": 0, "host": "h", "rank": -1,
               "local_rank": -1, "command": "made up", "events": 0, "dropped": 0, "clean_exit": True,
@@ -23,17 +23,19 @@ def trace(path, durs, allocs=1, pageable=1000):
         lines.append({"type": "event", "kind": kind, "api": api, "tid": 1, "start_ns": s, "end_ns": e,
                       "result": 0, **kw})
     for d in durs:
-        ev("phase_begin", "gpuspy_phase_push", t, t, name="step")
+        ev("phase_begin", "gpuspy_phase_push", t, t, name="@PHASE@")
         for k in range(allocs):
             ev("alloc", "cuMemAlloc_v2", t + 10 + k, t + 11 + k, bytes=256, mem="device", addr=4096 * (k + 1), device=0)
             ev("free", "cuMemFree_v2", t + 20 + k, t + 21 + k, bytes=256, mem="device", addr=4096 * (k + 1), device=0)
         ev("copy", "cuMemcpyHtoD_v2", t + 100, t + 200, bytes=pageable, dir="h2d", host_mem="pageable", device=0)
         ev("launch", "cuLaunchKernel", t + 300, t + 310, name="k", grid=[1, 1, 1], block=[1, 1, 1], device=0, stream=0)
-        ev("phase_end", "gpuspy_phase_pop", t + d - 1000, t + d - 1000, name="step")
+        ev("phase_end", "gpuspy_phase_pop", t + d - 1000, t + d - 1000, name="@PHASE@")
         t += d
-    with open(path, "w") as f:
+    # JSON's strings carry any byte but quotes, backslashes and C0 as it is.
+    name = b'"' + phase.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\x1b", b"\\u001b") + b'"'
+    with open(path, "wb") as f:
         for line in lines:
-            f.write(json.dumps(line) + "\n")
+            f.write(json.dumps(line).encode().replace(b'"@PHASE@"', name) + b"\n")
     return path
 
 
@@ -153,3 +155,28 @@ def diff_refuses_limits_that_are_not_numbers(tmp):
     for lim in ("step_time>0%", "step_time>0.5%", "step_time>12.25%", "step_time>10000000%"):
         rc, out, err = diff("--fail-if", lim, base, slow)
         check(rc in (0, 1) and not err, f"--fail-if {lim!r} refused: {rc} {err!r}")
+
+
+@test
+def diff_escapes_phase_names_for_the_terminal(tmp):
+    """A phase named with ESC, C1 CSI as UTF-8 and as a raw byte: the table
+    shows it escaped (\\x1b, \\u009b, \\x9b) and writes none of those
+    bytes; a name of 81 bytes of two-byte characters is cut to 60 bytes
+    between characters, never inside one (valid UTF-8); --json gives the
+    whole name."""
+    for phase, want in ((b"st\x1b[2J\xc2\x9bep\x9b", "  st\\x1b[2J\\u009bep\\x9b "),
+                        (b"a" + "\u00e9".encode() * 40, "  a" + "\u00e9" * 29 + " ")):
+        base = trace(os.path.join(tmp, "base.jsonl"), [1000000] * 12, phase=phase)
+        new = trace(os.path.join(tmp, "new.jsonl"), [1000000] * 12, phase=phase)
+        p = subprocess.run([GPUSPY, "diff", base, new], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and not p.stderr, f"diff {phase!r}: {p.returncode} {p.stderr!r}")
+        for bad in (b"\x1b", b"\x9b"):
+            check(bad not in p.stdout, f"diff {phase!r}: {bad!r} reached the terminal: {p.stdout!r}")
+        try:
+            out = p.stdout.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as e:
+            raise Fail(f"diff {phase!r}: not UTF-8: {e}: {p.stdout!r}")
+        check(any(line.startswith("  " + want) for line in out.splitlines()), f"diff {phase!r}: no line {want!r}:\n{out}")
+        rc, _, o = verdicts(base, new)
+        got = [m["phase"] for m in o["metrics"] if m["metric"] == "phase_time"]
+        check(got == [phase.decode("utf-8", errors="replace")], f"diff --json {phase!r}: {got}")

@@ -591,3 +591,32 @@ def raw_fork_children_leave_their_parents_trace_alone(tmp):
     head, ev = only_trace(tmp)
     check(len(ev) == 6 and head["state"] == "running or killed" and
           not {"exit_code", "exit_signal", "signal_seen"} & set(head), f"{len(ev)} events, {head}")
+
+
+@test
+def thread_cancelled_as_the_allocation_table_fills(tmp):
+    """A thread with a cancel pending makes the allocation that finds
+    gpuspy's table of live allocations full (65,536), which gpuspy says in
+    its log (GPUSPY_LOG=stderr: a write, a cancellation point): the program
+    exits 0 within the timeout with its untraced output (it hung: the
+    thread died in the write holding the table's lock with its sequence
+    odd, and main's copy spun on it for ever), the line is said once, and
+    every allocation and main's copy are recorded."""
+    want = "thread: cancelled\nmain: 0 0\n"
+    a = run("prog_cancel", ["full"], tmp=tmp, preload=False)
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    env = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, LD_PRELOAD=PRELOAD_PREFIX + LIB, **LOG_STDERR)
+    if "tsan" in PRELOAD_PREFIX:  # libunwind's thread-exit destructor breaks TSan's runtime
+        env["GPUSPY_STACKS"] = "on,glibc"
+    try:
+        b = subprocess.run([os.path.join(BIN, "prog_cancel"), "full"], env=env, capture_output=True, text=True,
+                           timeout=20)
+    except subprocess.TimeoutExpired:
+        raise Fail("the program hung")
+    check((b.returncode, b.stdout) == (0, want), f"traced: exit {b.returncode}, {b.stdout!r} {b.stderr[-300:]!r}")
+    line = "gpuspy: more than 65536 live allocations; later ones are not tracked\n"
+    check(b.stderr.count(line) == 1, f"stderr: {b.stderr[-300:]!r}")
+    _, ev = only_trace(tmp)
+    got = [e["api"] for e in ev]
+    check(got.count("cuMemAlloc_v2") == 65536 + 2 and got[-2:] == ["cuMemcpyHtoD_v2", "cuMemAlloc_v2"],
+          f"{got.count('cuMemAlloc_v2')} allocations; last calls {got[-3:]}")

@@ -173,7 +173,10 @@ def many_traced(tmp, n=70):
 def top_shows_every_process(tmp):
     """70 traced processes at once (more than the 64 top once followed):
     --once --json lists each of them, found by directory and through
-    /proc alike, and the frame's title counts them all."""
+    /proc alike, and the frame's title counts them all. The live screen,
+    20 rows in tmux, over a window that holds each one's launch: the
+    title's 2 rows, 8 processes of 2 rows each (the numbers, the phases)
+    and a row that says how many it left out (62)."""
     procs = many_traced(tmp)
     try:
         want = {d.p.pid for d in procs}
@@ -184,6 +187,22 @@ def top_shows_every_process(tmp):
         text = gpuspy("top", "--once", tmp).stdout.splitlines()
         check(text[0] == f"gpuspy top: {len(want)} traced processes, the last 5.00 s" and
               sum(1 for l in text if re.match(r" *\d+ ", l)) == len(want), "\n".join(text[:3]))
+        if not shutil.which("tmux"):
+            raise Skip("tmux is not installed (make deps installs it): the live screen's last line not checked")
+        sock = "gpuspy-test-%d" % os.getpid()
+        tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True, timeout=TIMEOUT)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "132", "-y", "20",
+                        f"{GPUSPY} top --window 60s {tmp}"], env=env, check=True, timeout=TIMEOUT)
+        try:
+            last = "  ... and 62 more, not shown: the terminal is too short"
+            rows = lambda: tmux("capture-pane", "-p").stdout.rstrip("\n").split("\n")
+            s = wait_for("the line of those left out", lambda: last in [l.rstrip() for l in rows()] and rows())
+            s = [l.rstrip() for l in s]
+            check(s[0].startswith("gpuspy top: 70 traced processes") and s[18] == last and not any(s[19:]) and
+                  sum(1 for l in s if re.match(r" *\d+ ", l)) == 8, "screen:\n" + "\n".join(s))
+        finally:
+            tmux("kill-server")
     finally:
         for d in procs:
             d.finish()

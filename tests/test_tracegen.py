@@ -11,6 +11,7 @@ import json
 import os
 import random
 import subprocess
+import time
 
 from harness import BIN, GPUSPY, TIMEOUT, Fail, check, test
 
@@ -148,6 +149,66 @@ def fifo_named_like_a_trace_is_refused(tmp):
     os.mkfifo(os.path.join(tmp, "z.gspy"))
     p = gspy("report", tmp)
     check(p.returncode == 1 and "not a regular file" in p.stderr, f"report DIR: exit {p.returncode}: {p.stderr!r}")
+
+
+@test
+def terminal_named_as_a_trace_is_not_taken(tmp):
+    """A terminal (a pty's slave) named as the trace, gpuspy leading a
+    session of its own without one: report, dump and export refuse it in
+    one line and it does not become gpuspy's controlling terminal
+    (O_NOCTTY), which a session leader's open of a terminal makes it.
+    Checked in /proc/PID/stat while gpuspy is held up writing that line
+    to a full pipe."""
+    import fcntl
+    write_nr = {"x86_64": 1, "aarch64": 64, "riscv64": 64, "ppc64le": 4, "s390x": 4}.get(os.uname().machine)
+    master, slave = os.openpty()
+    name = os.ttyname(slave)
+    os.close(slave)
+    try:
+        for args in (["report", name], ["dump", name], ["export", "--format", "chrome", "-o", os.path.join(tmp, "o"),
+                                                          name]):
+            r, w = os.pipe()
+            fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+            filled = 0
+            try:
+                while True:
+                    filled += os.write(w, b"x" * 4096)
+            except BlockingIOError:
+                pass
+            fcntl.fcntl(w, fcntl.F_SETFL, 0)
+            p = subprocess.Popen([GPUSPY, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=w,
+                                 start_new_session=True)
+            os.close(w)
+            try:
+                # Held up in write(2, ...): its line is next, the open is done.
+                until = time.monotonic() + TIMEOUT
+                while time.monotonic() < until:
+                    try:
+                        call = open(f"/proc/{p.pid}/syscall").read().split()
+                    except OSError:
+                        call = []
+                    if write_nr is None or call[:2] == [str(write_nr), "0x2"]:
+                        break
+                    time.sleep(0.01)
+                if write_nr is None:
+                    time.sleep(0.5)
+                stat = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()
+                tty = int(stat[4])
+            finally:
+                err = b""
+                while True:
+                    b = os.read(r, 65536)
+                    if not b:
+                        break
+                    err += b
+                os.close(r)
+                rc = p.wait(timeout=TIMEOUT)
+            err = err[filled:].decode()
+            check(tty == 0, f"{args[0]}: the terminal became gpuspy's (tty_nr {tty:#x})")
+            check(rc == 1 and err.count("\n") == 1 and err.endswith(f"{name}: not a regular file\n"),
+                  f"{args[0]}: exit {rc}: {err!r}")
+    finally:
+        os.close(master)
 
 
 @test
@@ -370,6 +431,59 @@ def no_c1(out, what):
         out.decode("utf-8", errors="strict")
     except UnicodeDecodeError as e:
         raise Fail(f"{what}: not UTF-8: {e}")
+
+
+@test
+def json_outputs_escape_c1_controls(tmp):
+    """Names with C1 CSI as UTF-8, a DEL, a raw 0x9b, ESC and a character
+    cut short: report --json, dump, export (chrome) and diff --json write
+    valid JSON, UTF-8 through, with no raw ESC, DEL or C1 byte; C1 and DEL
+    are written \\u009b and \\u007f and read back as those characters,
+    invalid bytes as U+FFFD."""
+    phase = b"ph\xc2\x9bA\x7fB\x9bC\x1bD\xc3"
+    f = write_raw_trace(os.path.join(tmp, "c1.jsonl"), C1_NAMES["command"], phase, C1_NAMES["kernel"])
+    g = os.path.join(tmp, "steps.jsonl")
+    with open(f, "rb") as src:
+        lines = src.read().split(b"\n")
+    t = 10000
+    body = []
+    for _ in range(8):  # steps of one phase, for diff
+        for kind, api in ((b"phase_begin", b"gpuspy_phase_push"), (b"phase_end", b"gpuspy_phase_pop")):
+            body.append(b'{"type":"event","kind":"%s","api":"%s","tid":7,"start_ns":%d,"end_ns":%d,"result":0,'
+                        b'"device":0,"name":"ph\xc2\x9bA\x7fB\x9bC\\u001bD\xc3"}' % (kind, api, t, t))
+            t += 1000
+    with open(g, "wb") as out:
+        out.write(b"\n".join([lines[0].replace(b'"events":6', b'"events":16')] + body) + b"\n")
+    gs = os.path.join(tmp, "c1.gspy")  # dump reads only the binary format
+    subprocess.run([os.path.join(BIN, "mktrace"), gs, "40", "1", "4096", "65536", "4242", C1_NAMES["command"],
+                    C1_NAMES["kernel"], phase, b"GPU-\xc2\x9b"], check=True, timeout=TIMEOUT)
+    want_phase = "ph\u009bA\u007fB\ufffdC\x1bD\ufffd"
+    for args in (["report", "--json", f], ["dump", gs], ["export", "--format", "chrome", "-o", "-", f],
+                 ["diff", "--json", g, g]):
+        p = subprocess.run([GPUSPY, *args], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"{args[0]}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        for bad in (b"\x1b", b"\x7f", b"\x9b", b"\xc2\x9b"):
+            check(bad not in p.stdout, f"{args[0]}: {bad!r} in its JSON: {p.stdout[:600]!r}")
+        try:
+            text = p.stdout.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as e:
+            raise Fail(f"{args[0]}: not UTF-8: {e}")
+        docs = [json.loads(line) for line in text.splitlines()] if args[0] == "dump" else [json.loads(text)]
+        strings = set()
+
+        def walk(x):
+            if isinstance(x, str):
+                strings.add(x)
+            elif isinstance(x, dict):
+                for k, v in x.items():
+                    walk(k)
+                    walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+        walk(docs)
+        check("\\u009b" in text and "\\u007f" in text and want_phase in strings,
+              f"{args[0]}: the phase's name not read back as {want_phase!r}: {text[:600]}")
 
 
 @test

@@ -27,6 +27,7 @@
 #include "gpuspy/format.h"
 #include "options.h"
 #include "util/cli.h"
+#include "util/escape.h"
 #include "cmd/cmd.h"
 #include "read/procs.h"
 #include "util/units.h"
@@ -160,8 +161,9 @@ static int parse_for(const char *v, uint64_t *ns)
 	return 0;
 }
 
-/* record: a window that ends after DUR, or when interrupted. */
-static int record(struct target *t, uint64_t dur)
+/* record: a window that ends after DUR, or when interrupted; what it says
+ * to out. */
+static int record(struct target *t, uint64_t dur, FILE *out)
 {
 	char a[32];
 	uint64_t t0 = gs_mono_now();
@@ -171,8 +173,9 @@ static int record(struct target *t, uint64_t dur)
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	printf("gpuspy: recording process %d into %s %s%s\n", t->pid, t->path, dur ? "for " : "until Ctrl-C",
-	       dur ? gs_fmt_ns(a, dur) : "");
+	fprintf(out, "gpuspy: recording process %d into %s %s%s\n", t->pid, t->path, dur ? "for " : "until Ctrl-C",
+		dur ? gs_fmt_ns(a, dur) : "");
+	fflush(out);
 	fflush(stdout);
 	/* The process ends the window itself at its deadline (so it ends
 	 * if this command dies); this one waits for that, or a signal. */
@@ -180,13 +183,13 @@ static int record(struct target *t, uint64_t dur)
 	       (!dur || gs_mono_now() - t0 < dur + ANSWER_NS))
 		nap_ms(20);
 	if (!alive(t->pid)) {
-		printf("gpuspy: process %d exited while recording; see gpuspy report %s\n", t->pid, t->path);
+		fprintf(out, "gpuspy: process %d exited while recording; see gpuspy report %s\n", t->pid, t->path);
 		return 0;
 	}
 	if (!__atomic_load_n(&t->h->ctl_paused, __ATOMIC_ACQUIRE) && (rc = ask("record", t, GSPY_CTL_pause, 0)))
 		return rc;
-	printf("gpuspy: process %d recorded for %s; see gpuspy report %s\n", t->pid, gs_fmt_ns(a, gs_mono_now() - t0),
-	       t->path);
+	fprintf(out, "gpuspy: process %d recorded for %s; see gpuspy report %s\n", t->pid,
+		gs_fmt_ns(a, gs_mono_now() - t0), t->path);
 	return 0;
 }
 
@@ -215,16 +218,25 @@ int gs_cmd_control(const char *cmd, int argc, char **argv)
 	int rc = find_target(cmd, pid, &t);
 	if (rc)
 		return rc;
-	if (is_record)
-		return record(&t, dur);
-	int was = !__atomic_load_n(&t.h->ctl_paused, __ATOMIC_ACQUIRE);
-	int start = !strcmp(cmd, "start");
-	if ((rc = ask(cmd, &t, start ? GSPY_CTL_record : GSPY_CTL_pause, 0)))
-		return rc;
-	if (start)
-		printf("gpuspy: process %d %s recording into %s\n", t.pid, was ? "was already" : "is", t.path);
-	else
-		printf("gpuspy: process %d %s; see gpuspy report %s\n", t.pid,
-		       was ? "stopped recording" : "was not recording", t.path);
-	return 0;
+	/* The path is another process's /proc/PID/maps line, its bytes the
+	 * name its owner chose: escaped for the terminal. */
+	FILE *out = gs_term_open(stdout, 0);
+	if (!out)
+		out = stdout;
+	if (is_record) {
+		rc = record(&t, dur, out);
+	} else {
+		int was = !__atomic_load_n(&t.h->ctl_paused, __ATOMIC_ACQUIRE);
+		int start = !strcmp(cmd, "start");
+		rc = ask(cmd, &t, start ? GSPY_CTL_record : GSPY_CTL_pause, 0);
+		if (!rc && start)
+			fprintf(out, "gpuspy: process %d %s recording into %s\n", t.pid, was ? "was already" : "is",
+				t.path);
+		else if (!rc)
+			fprintf(out, "gpuspy: process %d %s; see gpuspy report %s\n", t.pid,
+				was ? "stopped recording" : "was not recording", t.path);
+	}
+	if (out != stdout)
+		fclose(out);
+	return rc;
 }

@@ -189,11 +189,12 @@ static int parse_limits(const char *arg, double *lim)
 
 struct row {
 	const char *what;
-	char name[80];
+	char name[80];            /* the table's: escaped, cut between characters */
 	double base, new_, noise; /* noise: 3 SE of the difference, ns; 0 for counts */
 	double floor;             /* phases: a growth under 1% of the step is no regression */
 	double limit;             /* % */
 	int time, over;
+	const char *phase;        /* phase_time: the phase's whole name, the trace's bytes */
 };
 
 static void judge(struct row *w)
@@ -252,7 +253,7 @@ int gs_cmd_diff(int argc, char **argv)
 	if (!rc) {
 		struct row *w = &rows[nr++];
 		*w = (struct row){ "step_time", "time per step", s[0].mean, s[1].mean,
-				   3 * sqrt(s[0].se * s[0].se + s[1].se * s[1].se), 0, lim[D_STEP], 1, 0 };
+				   3 * sqrt(s[0].se * s[0].se + s[1].se * s[1].se), 0, lim[D_STEP], 1, 0, NULL };
 		judge(w);
 		/* Each top-level phase the two share, by name. */
 		const struct gs_series *a = s[0].r->series, *b = s[1].r->series;
@@ -269,8 +270,16 @@ int gs_cmd_diff(int argc, char **argv)
 			step_stats(b, (int)j, &mb, &sb, &nb);
 			w = &rows[nr++];
 			*w = (struct row){ "phase_time", "", ma, mb, 3 * sqrt(sa * sa + sb * sb), 0.01 * s[0].mean,
-					   lim[D_PHASE], 1, 0 };
-			snprintf(w->name, sizeof(w->name), "  %.60s", nm);
+					   lim[D_PHASE], 1, 0, nm };
+			/* The table's name: escaped for the terminal and cut to
+			 * 60 bytes between characters, never inside one. Each
+			 * byte escapes to one or more, so those 60 come from the
+			 * name's first 60 bytes and the character that may start
+			 * at the 60th: the copy's 127 bytes hold them all. */
+			char cut[128];
+			snprintf(cut, sizeof(cut), "%s", nm);
+			gs_term_clean(cut, 61);
+			snprintf(w->name, sizeof(w->name), "  %.60s", cut); /* 60 already */
 			judge(w);
 		}
 		static const char *const what[D_N] = { [D_LAUNCHES] = "launches per step", [D_GPU] = "GPU time per step",
@@ -280,7 +289,7 @@ int gs_cmd_diff(int argc, char **argv)
 			if (i == D_GPU && !s[0].r->gpu_records && !s[1].r->gpu_records)
 				continue; /* no GPU timing on either side */
 			w = &rows[nr++];
-			*w = (struct row){ names[i], "", s[0].per_step[i], s[1].per_step[i], 0, 0, lim[i], i == D_GPU, 0 };
+			*w = (struct row){ names[i], "", s[0].per_step[i], s[1].per_step[i], 0, 0, lim[i], i == D_GPU, 0, NULL };
 			snprintf(w->name, sizeof(w->name), "%s", what[i]);
 			judge(w);
 		}
@@ -294,7 +303,7 @@ int gs_cmd_diff(int argc, char **argv)
 			cJSON *x = cJSON_CreateObject();
 			cJSON_AddStringToObject(x, "metric", rows[i].what);
 			if (!strcmp(rows[i].what, "phase_time"))
-				cJSON_AddStringToObject(x, "phase", rows[i].name + 2);
+				cJSON_AddStringToObject(x, "phase", rows[i].phase);
 			cJSON_AddNumberToObject(x, "base", rows[i].base);
 			cJSON_AddNumberToObject(x, "new", rows[i].new_);
 			cJSON_AddNumberToObject(x, "noise", rows[i].noise);
@@ -311,9 +320,13 @@ int gs_cmd_diff(int argc, char **argv)
 		free(t);
 		cJSON_Delete(o);
 	} else if (!rc) {
-		printf("gpuspy diff: %s (%llu steps) against %s (%llu steps), the first step of each left out\n", arg[1],
-		       (unsigned long long)s[1].n, arg[0], (unsigned long long)s[0].n);
-		printf("  %-28s %11s %11s %8s %9s %9s\n", "", "base", "new", "change", "noise", "limit");
+		/* Phase and file names are the trace's and the user's bytes: escaped. */
+		FILE *out = gs_term_open(stdout, 0);
+		if (!out)
+			out = stdout;
+		fprintf(out, "gpuspy diff: %s (%llu steps) against %s (%llu steps), the first step of each left out\n",
+			arg[1], (unsigned long long)s[1].n, arg[0], (unsigned long long)s[0].n);
+		fprintf(out, "  %-28s %11s %11s %8s %9s %9s\n", "", "base", "new", "change", "noise", "limit");
 		for (int i = 0; i < nr; i++) {
 			const struct row *w = &rows[i];
 			char b[32], n[32], c[16], z[32] = "", l[16];
@@ -326,13 +339,16 @@ int gs_cmd_diff(int argc, char **argv)
 			if (w->time && w->noise > 0 && w->base > 0)
 				snprintf(z, sizeof(z), "±%.1f%%", 100 * w->noise / w->base);
 			snprintf(l, sizeof(l), "+%g%%", w->limit);
-			printf("  %-28s %11s %11s %8s %9s %9s%s\n", w->name, b, n, c, z, l, w->over ? "  REGRESSION" : "");
+			fprintf(out, "  %-28s %11s %11s %8s %9s %9s%s\n", w->name, b, n, c, z, l,
+				w->over ? "  REGRESSION" : "");
 		}
 		if (over)
-			printf("%d %s over %s limit\n", over, gs_pl((uint64_t)over, "metric", "metrics"),
-			       over == 1 ? "its" : "their");
+			fprintf(out, "%d %s over %s limit\n", over, gs_pl((uint64_t)over, "metric", "metrics"),
+				over == 1 ? "its" : "their");
 		else
-			printf("no regression\n");
+			fprintf(out, "no regression\n");
+		if (out != stdout)
+			fclose(out);
 	}
 	for (int j = 0; j < 2; j++) {
 		for (size_t i = 0; i < s[j].nprocs; i++) {

@@ -215,7 +215,8 @@ static int by_order(const void *a, const void *b)
 static void say(struct relay *rl)
 {
 	size_t n = rl->n, texts = 0, more = rl->unkept;
-	qsort(rl->v, n, sizeof(*rl->v), by_text_pid);
+	if (n > 1) /* rl->v is NULL with no note, which qsort must not be given */
+		qsort(rl->v, n, sizeof(*rl->v), by_text_pid);
 	for (size_t i = 0, j; i < n; i = j) {
 		size_t first = i, pids = 1;
 		for (j = i + 1; j < n && !strcmp(rl->v[j].text, rl->v[i].text); j++) {
@@ -231,7 +232,8 @@ static void say(struct relay *rl)
 		one.count = j - i;
 		rl->v[texts++] = one;
 	}
-	qsort(rl->v, texts, sizeof(*rl->v), by_order);
+	if (texts > 1)
+		qsort(rl->v, texts, sizeof(*rl->v), by_order);
 	for (size_t k = 0; k < texts; k++) {
 		struct note *v = &rl->v[k];
 		if (k >= RELAY_LINES) {

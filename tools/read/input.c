@@ -268,7 +268,7 @@ int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errle
 	in->path = path;
 	/* Not a regular file (a FIFO named *.gspy, a device): refused before
 	 * anything reads it, and the open does not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open: %s", strerror(errno));

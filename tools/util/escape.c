@@ -312,6 +312,14 @@ void gs_collapsed_frame(char *out, size_t cap, const char *f)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
+/* What JSON text writes as \u00NN though cJSON copies it: DEL and the C1
+ * controls, valid JSON as they are but commands to a terminal that shows
+ * the text. */
+static int json_control(uint32_t cp)
+{
+	return cp >= 0x7f && cp < 0xa0;
+}
+
 char *gs_json_print(const cJSON *o, int pretty)
 {
 	char *s = pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
@@ -320,17 +328,18 @@ char *gs_json_print(const cJSON *o, int pretty)
 	/* cJSON escapes quotes, backslashes and C0 but copies other bytes,
 	 * and JSON must be UTF-8 (RFC 8259): a byte that begins no valid
 	 * character can only be inside a string here, where \ufffd stands
-	 * for it. */
-	size_t n = strlen(s), bad = 0;
+	 * for it; DEL and C1 too (JSON's own characters are ASCII), where
+	 * \u007f..\u009f stand for them, the same characters to a reader. */
+	size_t n = strlen(s), grow = 0;
 	uint32_t cp;
 	for (size_t i = 0; i < n;) {
 		int len = utf8_char((const unsigned char *)s + i, n - i, &cp);
-		bad += len <= 0;
+		grow += len <= 0 ? 5 : json_control(cp) ? 6 - (size_t)len : 0;
 		i += len <= 0 ? 1 : (size_t)len;
 	}
-	if (!bad)
+	if (!grow)
 		return s;
-	char *r = malloc(n + 5 * bad + 1);
+	char *r = malloc(n + grow + 1);
 	if (r) {
 		size_t k = 0;
 		for (size_t i = 0; i < n;) {
@@ -338,6 +347,9 @@ char *gs_json_print(const cJSON *o, int pretty)
 			if (len <= 0) {
 				memcpy(r + k, "\\ufffd", 6);
 				k += 6, i++;
+			} else if (json_control(cp)) {
+				snprintf(r + k, 7, "\\u%04x", (unsigned)cp);
+				k += 6, i += (size_t)len;
 			} else {
 				memcpy(r + k, s + i, (size_t)len);
 				k += (size_t)len, i += (size_t)len;

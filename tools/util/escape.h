@@ -37,7 +37,9 @@ void gs_prom_label(FILE *f, const char *name, const char *v, size_t max);
 void gs_collapsed_frame(char *out, size_t cap, const char *f);
 
 /* JSON: o as text (cJSON's, pretty or on one line), valid UTF-8: a byte in
- * a string that begins no valid character becomes \ufffd. The caller owns
+ * a string that begins no valid character becomes \ufffd, and DEL and the
+ * C1 controls \u007f..\u009f (the same characters to a reader; no
+ * command to a terminal that shows the text). The caller owns
  * the result and frees it with free (gpuspy leaves cJSON on malloc); NULL
  * when out of memory. */
 char *gs_json_print(const cJSON *o, int pretty);
