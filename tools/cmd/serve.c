@@ -408,6 +408,19 @@ int gs_cmd_serve(int argc, char **argv)
 	unsigned limit = nofile > 2 * KEEP_CONNS + 256 ? 2 * KEEP_CONNS : nofile > 320 ? (unsigned)nofile - 256 : 64;
 	s.keep = limit / 2;
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+	/* SIGINT and SIGTERM blocked before the server's threads start (they
+	 * inherit the mask) and handled from now on: each is taken by the
+	 * main thread's sigsuspend below, never by a server thread (which
+	 * would leave main asleep), and one sent as soon as the address is
+	 * printed is not the default action's (serve killed, exit -15). */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
 						ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
 						MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_NOTIFY_CONNECTION,
@@ -422,14 +435,6 @@ int gs_cmd_serve(int argc, char **argv)
 	printf("gpuspy serve: http://%s:%u/metrics, the traced processes %s%s\n", *host ? host : "*",
 	       di ? di->port : (unsigned)port, s.set.dir ? "in " : "of this node", s.set.dir ? s.set.dir : "");
 	fflush(stdout);
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	while (!stop) /* the signal is taken only inside sigsuspend: none is missed */
 		sigsuspend(&old);
 	sigprocmask(SIG_SETMASK, &old, NULL);
