@@ -344,6 +344,23 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* SIGINT and SIGTERM blocked before the server's threads start (they
+ * inherit the mask) and handled from now on: each is taken by the main
+ * thread's sigsuspend, never by a server thread (which would leave main
+ * asleep), and one sent as soon as the address is said is not the default
+ * action's (serve killed, exit -15). *old: the mask to wait with. */
+static void catch_stop(sigset_t *old)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, old);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* DIR as serve reads it: one that is not there is an error, not an empty
  * node (NULL, said); one with gpuspy run's directories, its newest run. */
 static const char *serve_dir(const char *dir, char *buf, size_t cap)
@@ -408,19 +425,8 @@ int gs_cmd_serve(int argc, char **argv)
 	unsigned limit = nofile > 2 * KEEP_CONNS + 256 ? 2 * KEEP_CONNS : nofile > 320 ? (unsigned)nofile - 256 : 64;
 	s.keep = limit / 2;
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-	/* SIGINT and SIGTERM blocked before the server's threads start (they
-	 * inherit the mask) and handled from now on: each is taken by the
-	 * main thread's sigsuspend below, never by a server thread (which
-	 * would leave main asleep), and one sent as soon as the address is
-	 * printed is not the default action's (serve killed, exit -15). */
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sigset_t old;
+	catch_stop(&old);
 	struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
 						ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
 						MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_NOTIFY_CONNECTION,
