@@ -261,7 +261,9 @@ def process_life_cycles(tmp):
     fresh()
     run("prog_life", ["_exit"], tmp=tmp, expect_rc=3)
     proc, ev = only_trace(tmp)
-    check(len(ev) == 10 and proc["state"] == "exited" and proc.get("exit_code") == 3,
+    # (The sanitizers' own _exit goes straight to libc's: never marked.)
+    want = ("running or killed", None) if SANITIZED else ("exited", 3)
+    check(len(ev) == 10 and (proc["state"], proc.get("exit_code")) == want,
           f"_exit: {len(ev)} {proc['state']} {proc.get('exit_code')}")
     # exit() from another thread while main launches.
     fresh()
