@@ -10,7 +10,7 @@
 # after `make gpu-carry`:  bash tests/gpu/exits.sh
 . tests/gpu/setup.sh /tmp/gpuspy-exits
 E=tests/gpu/exits
-nvcc -O2 -o "$WORK/fault" "$E/fault.cu" || exit 1
+nvcc -O2 -o "$WORK/fault_bin" "$E/fault.cu" || exit 1
 traced() { # dir command...: with CUPTI, as the user's defaults are
 	local d=$1; shift
 	GPUSPY_DIR="$d" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@"
@@ -29,7 +29,7 @@ pair() { # name command...
 for m in exit abort term index; do
 	pair "$m" python3 "$E/loop.py" "$m"
 done
-pair fault "$WORK/fault"
+pair fault "$WORK/fault_bin"
 
 # SIGKILL while launching, 8 s after the warm-up: at most the last flush
 # period's GPU records (and the second before CUPTI hands them) may be lost.
@@ -46,5 +46,5 @@ for period in 5 1; do
 done
 python3 tests/gpu/exits_check.py "$WORK" | tee "$OUT/exits.md"
 rc=${PIPESTATUS[0]}
-( cd "$WORK" && tar czf "$OUT/exits.tgz" --exclude='*.gspy' . )
+( cd "$WORK" && tar czf "$OUT/exits.tgz" --exclude='*.gspy' --exclude='*.jsonl' --exclude=./fault_bin . )
 exit "$rc"
