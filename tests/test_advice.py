@@ -321,6 +321,16 @@ def an_eager_decode_loop_is_told_to_graph_its_token(tmp):
           in d[0]["text"], f"diagnoses {d}")
 
 
+def set_cpus(path, n):
+    """The JSON Lines trace at path, as if its process could run on n CPUs."""
+    import json
+    lines = open(path).read().splitlines()
+    head = json.loads(lines[0])
+    head["cpus"] = n
+    with open(path, "w") as f:
+        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+
+
 def loader_steps():
     """50 steps of 1 ms: 'data' works 790 us on the host, then copies its
     batch (pinned, async, 10 us); 'forward' launches a 200 us kernel at
@@ -359,7 +369,6 @@ def loader_workers_are_replayed_exactly(tmp):
     201.4 us a step: it saves (39,676,000 - 8,076,000) / 40 = 790,000 ns
     a step, the data phase's work exactly. With the CPUs the process may
     use in the trace, the workers are that many less one."""
-    import json
     from test_report import write_jsonl
     ev = loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
@@ -372,11 +381,7 @@ def loader_workers_are_replayed_exactly(tmp):
     # The same program on 2 CPUs (the trace's header): one worker beside
     # the step loads a batch every 790 us at best, so the replayed step is
     # no shorter than that: (39,676,000 - 40 x 790,000) / 40 = 201,900 ns.
-    lines = open(path).read().splitlines()
-    head = json.loads(lines[0])
-    head["cpus"] = 2
-    with open(path, "w") as f:
-        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    set_cpus(path, 2)
     o = report_json_of(path)
     check(o["processes"][0]["step"]["replayed_savings_ns"]["workers"] == 201_900, f"{o['processes'][0]['step']}")
 
@@ -390,16 +395,11 @@ def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
     and no "about": loader_behind, first, whose saving is an upper bound:
     the whole wait, 50 x 800 us = 40 ms, were the workers always a batch
     ahead; it names the CPUs the process may use (8: up to 7 workers)."""
-    import json
     from test_report import write_jsonl
     ev = [{"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": 900_000, "end_ns": 900_000, "result": 0,
            "device": 0, "name": "DataLoader num_workers=6"}] + loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
-    lines = open(path).read().splitlines()
-    head = json.loads(lines[0])
-    head["cpus"] = 8
-    with open(path, "w") as f:
-        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    set_cpus(path, 8)
     o = report_json_of(path)
     d = o["diagnoses"]
     ids = [x["id"] for x in d]

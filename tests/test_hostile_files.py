@@ -236,6 +236,18 @@ def log_file_is_made_only_by_a_process_with_something_to_say(tmp):
                        log) and p.stdout == "gpuspy.log\n", f"log: {log!r}, ls: {p.stdout!r}")
 
 
+def log_refused(tmp, name, where):
+    """prog_files with GPUSPY_LOG=where and a bad option in its own folder
+    name: no log line on stderr, the warning a note in the trace."""
+    d = os.path.join(tmp, name)
+    os.mkdir(d)
+    e = preload_env(d, GPUSPY_LOG=where, GPUSPY_QUIET="0", GPUSPY_CUPTI_FLUSH="abc")
+    p = subprocess.run([os.path.join(BIN, "prog_files")], env=e, capture_output=True, text=True, timeout=TIMEOUT)
+    check((p.returncode, p.stdout, p.stderr) == (0, "alloc 0\n", ""), f"{name}: {p.returncode} {p.stderr!r}")
+    check(notes(d) == ["GPUSPY_CUPTI_FLUSH=abc is not a number of seconds (1..3600); using 5"],
+          f"{name}: notes {notes(d)!r}")
+
+
 @test
 def log_file_appends_whole_lines_and_refuses_a_link(tmp):
     """GPUSPY_LOG=FILE: four processes (tests/hostile/prog_notes: the traced
@@ -280,13 +292,7 @@ def log_file_appends_whole_lines_and_refuses_a_link(tmp):
     link = os.path.join(tmp, "link.log")
     os.symlink(target, link)
     for name, where in (("link", link), ("nowhere", os.path.join(tmp, "none", "x.log"))):
-        d = os.path.join(tmp, name)
-        os.mkdir(d)
-        e = preload_env(d, GPUSPY_LOG=where, GPUSPY_QUIET="0", GPUSPY_CUPTI_FLUSH="abc")
-        p = subprocess.run([os.path.join(BIN, "prog_files")], env=e, capture_output=True, text=True, timeout=TIMEOUT)
-        check((p.returncode, p.stdout, p.stderr) == (0, "alloc 0\n", ""), f"{name}: {p.returncode} {p.stderr!r}")
-        check(notes(d) == ["GPUSPY_CUPTI_FLUSH=abc is not a number of seconds (1..3600); using 5"],
-              f"{name}: notes {notes(d)!r}")
+        log_refused(tmp, name, where)
     check(open(target, "rb").read() == b"precious\n" and os.path.islink(link), "the link's target was written")
     check(not os.path.exists(os.path.join(tmp, "none")), "a directory was made for the log")
 
@@ -308,13 +314,7 @@ def log_file_of_another_user_or_a_fifo_is_refused(tmp):
         raise Skip("cannot give a file to another user here (not root)")
     os.chmod(theirs, 0o666)
     for name, where in (("theirs", theirs), ("fifo", fifo)):
-        d = os.path.join(tmp, name)
-        os.mkdir(d)
-        e = preload_env(d, GPUSPY_LOG=where, GPUSPY_QUIET="0", GPUSPY_CUPTI_FLUSH="abc")
-        p = subprocess.run([os.path.join(BIN, "prog_files")], env=e, capture_output=True, text=True, timeout=TIMEOUT)
-        check((p.returncode, p.stdout, p.stderr) == (0, "alloc 0\n", ""), f"{name}: {p.returncode} {p.stderr!r}")
-        check(notes(d) == ["GPUSPY_CUPTI_FLUSH=abc is not a number of seconds (1..3600); using 5"],
-              f"{name}: notes {notes(d)!r}")
+        log_refused(tmp, name, where)
     check(open(theirs, "rb").read() == b"theirs\n", "another user's file was written")
 
 
