@@ -340,14 +340,18 @@ static void *flusher(void *arg)
  * not the exiting one (which may be in a signal handler, or hold a lock
  * CUPTI wants), makes the forced flush; the exiting thread waits for it
  * at most EXIT_WAIT_MS and then exits whatever happened: the program is
- * never held. Only in the process whose flusher it is (a forked child has
+ * never held. A second thread's _exit meanwhile waits for the same flush. Only in the process whose flusher it is (a forked child has
  * none); async-signal-safe.
  */
 #define EXIT_WAIT_MS 500
 int gs_cupti_exit_flush(void)
 {
-	if (!c.flusher_pid || (pid_t)syscall(SYS_getpid) != c.flusher_pid ||
-	    __atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
+	if (!c.flusher_pid || (pid_t)syscall(SYS_getpid) != c.flusher_pid)
+		return 0;
+	/* The atexit flush has the records (exiting, nobody asked the
+	 * flusher); a flush another _exit asked for is waited for as if
+	 * this thread had asked. */
+	if (__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE) && !__atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE))
 		return 0;
 	uint32_t zero = 0;
 	if (__atomic_compare_exchange_n(&c.exit_word, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -197,6 +197,26 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
 
 
 @test
+def cupti_records_kept_when_two_threads_call__exit(tmp):
+    """Two threads end the program by _exit, the second 50 ms after the
+    first, while CUPTI's forced flush takes 300 ms (FAKECUPTI_FORCED_MS):
+    the second thread saw the flush under way, did not wait for it, and
+    ended the process in the middle of it: 0 of 78 GPU records kept. Now
+    it waits for the flush the first asked for, as the first does."""
+    if SANITIZED:
+        raise Skip("the sanitizer's own _exit comes first and goes straight to libc's")
+    d = os.path.join(tmp, "exit2")
+    os.makedirs(d)
+    p = run("prog_train", ["3", "100", "_exit2"], env=dict(CUPTI_ENV, FAKECUPTI_FORCED_MS="300"), tmp=d,
+            expect_rc=7)
+    check(p.stdout == "trained 3 steps\n", f"output {p.stdout!r}")
+    head, ev = only_trace(d)
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    check(head["state"] == "exited" and head.get("exit_code") == 7, f"{head['state']} {head.get('exit_code')}")
+
+
+@test
 def cupti_records_kept_when_a_signal_kills_the_program(tmp):
     """A program killed by a signal it does not handle (abort(): SIGABRT)
     lost CUPTI's held records, all 78. gpuspy's fatal-signal handler has

@@ -545,6 +545,11 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 		unfinish((size_t)atol(v));
 	if (!(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
 		__atomic_fetch_add(&s.flushes, 1, __ATOMIC_RELAXED);
+	const char *slow = getenv("FAKECUPTI_FORCED_MS"); /* a forced flush that takes this long */
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && slow && atol(slow) > 0) {
+		struct timespec t = { atol(slow) / 1000, atol(slow) % 1000 * 1000000L };
+		nanosleep(&t, NULL);
+	}
 	hand_back(1);
 	return CUPTI_SUCCESS;
 }

@@ -16,10 +16,12 @@
  * with `term`, it sends itself SIGTERM (no handler) as the second step
  * begins and ends by _exit(7) after its output: the signal kills it,
  * unless it is a pid namespace's init (pid 1), where the kernel drops a
- * signal left to its default action and the program runs on.
- * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|abort|term]
+ * signal left to its default action and the program runs on; with
+ * `_exit2`, a second thread calls _exit(7) 50 ms after the main one does.
+ * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|_exit2|abort|term]
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,17 @@ static void signal_check(void)
 	printf("still pending %d\n", sigismember(&p, SIGUSR1));
 	pthread_sigmask(SIG_UNBLOCK, &u, NULL);
 	printf("handled by the main thread %d\n", usr1_tid == (sig_atomic_t)syscall(SYS_gettid));
+}
+
+static volatile int second_go;
+static void *second_exit(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&second_go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	struct timespec t = { 0, 50000000 };
+	nanosleep(&t, NULL);
+	_exit(7);
 }
 
 int main(int argc, char **argv)
@@ -123,8 +136,11 @@ int main(int argc, char **argv)
 	printf("trained %d steps\n", steps);
 	if (!strcmp(mode, "signal"))
 		signal_check();
-	if (!strcmp(mode, "_exit") || !strcmp(mode, "term")) { /* as os._exit: no atexit handler runs */
+	if (!strcmp(mode, "_exit") || !strcmp(mode, "term") || !strcmp(mode, "_exit2")) { /* as os._exit */
 		fflush(stdout);
+		pthread_t second;
+		if (!strcmp(mode, "_exit2") && pthread_create(&second, NULL, second_exit, NULL) == 0)
+			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
 		_exit(7);
 	}
 	if (!strcmp(mode, "abort")) {
