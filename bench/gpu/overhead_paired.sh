@@ -56,6 +56,10 @@
 #     with more processes a run, for the statistics that take each process
 #     (pair) as one draw: gpuspy x6 against untraced x2, 150 rounds; gpuspy +
 #     CUPTI x4 and the bare collector x4 against untraced x2, 140 rounds.
+#   PART=lockstep-flush-period: the periodic flush's price on gpuspy
+#     itself: gpuspy + CUPTI at its default period (5 s while the loop
+#     launches) and at GPUSPY_CUPTI_FLUSH=1, two processes each, against
+#     untraced x2; 150 rounds.
 #   PART=lockstep-split: gpuspy's own cost split, two processes each: the
 #     library preloaded but passing every call through (GPUSPY_DISABLE=1),
 #     without the PyTorch helper (GPUSPY_TORCH=0), and defaults; 200 rounds.
@@ -105,6 +109,7 @@ declare -A PRESETS=(
 	[lockstep-host]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy HOST_SHIM=1,gpuspy HOST_SHIM=1 #2,gpuspy HOST_SHIM=1 #3,gpuspy GPUSPY_DISABLE=1"
 	[lockstep-alt]="170 untraced,untraced b,gpuspy,gpuspy #2,gpuspy #3,gpuspy ALT_LIB=1,gpuspy ALT_LIB=1 #2,gpuspy ALT_LIB=1 #3"
 	[lockstep-events]="120 untraced,untraced b,gpuspy,gpuspy events,gpuspy events #2"
+	[lockstep-flush-period]="150 untraced,untraced b,gpuspy+cupti,gpuspy+cupti #2,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1,gpuspy GPUSPY_CUPTI=on GPUSPY_CUPTI_FLUSH=1 #2"
 	[lockstep-split]="200 untraced,untraced b,gpuspy,gpuspy #2,gpuspy GPUSPY_DISABLE=1,gpuspy GPUSPY_DISABLE=1 #2,gpuspy GPUSPY_TORCH=0,gpuspy GPUSPY_TORCH=0 #2"
 )
 if [ "${PART:-toggle}" = toggle ]; then
