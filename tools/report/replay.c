@@ -234,7 +234,7 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 	 * framework's dispatch of the next operation, a few times a launch's
 	 * own cost. A longer gap is the host's own work, and loading data is
 	 * too: they stay. */
-	if (m->ch == GS_CH_GRAPH && m->prev_capturable && capturable(c) && gap <= 8 * rp->launch_ns &&
+	if (m->ch == GS_CH_GRAPH && m->prev_capturable && capturable(c) && (rp->framework || gap <= 8 * rp->launch_ns) &&
 	    !(rp->data_phase && (c->phase == rp->data_phase || m->prev_phase == rp->data_phase)))
 		return 0;
 	if (m->ch == GS_CH_FUSE && rp->fuse > 1)

@@ -599,6 +599,8 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 		}
 	s->gpu_ns /= s->window;
 	s->launches /= s->window;
+	gs_framework_detect(r);
+	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
 	rp.launch_ns = median_call(v, n, rp.ta, rp.tb, 0);
 	if (!rp.launch_ns)
 		rp.launch_ns = 5000;

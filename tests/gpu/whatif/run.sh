@@ -4,15 +4,18 @@
 #
 #   bash tests/gpu/whatif/run.sh [PROG...]     (default: all ten)
 #
-# For each program: ROUNDS rounds (default 3) of the slow program and its
-# fix, untraced and interleaved (slow, fixed, slow, fixed...), each printing
-# its steady-state step time; then the slow program and the fixed one
-# traced with libgpuspy's defaults, and their reports (--json). The realized
-# saving is median(slow) - median(fixed); summarize.py sets the report's
-# first diagnosis and its predicted saving beside it (whatif.md, the table
-# docs/measurements.md cites). The traces come back in traces.tar.xz, so
-# that the prediction can be worked on without the GPU. Carry tools/gpuspy
-# and .gpu (make gpu-carry).
+# For each program, ROUNDS rounds (default 3; docs/measurements.md says
+# why): the slow program and its fix untraced, then the slow program
+# traced with libgpuspy's defaults, and its report (--json). Processes of
+# one program differ by 20-30% on the H200 (../WHATIF.md), a traced one
+# as much as the others: so each round has its own traced run, and the
+# prediction is the median of the rounds' predictions, as the realized
+# saving is median(slow) - median(fixed). Then the fixed program is traced
+# once: its report must not make the diagnosis it fixed. summarize.py
+# writes the table (whatif.md, whatif.json); the traces of the round
+# whose prediction is the median come back in traces.tar.xz
+# (import.py makes them the fixtures). Carry tools/gpuspy and .gpu
+# (make gpu-carry).
 set -u
 . tests/gpu/setup.sh /tmp/gpuspy-whatif
 W=tests/gpu/whatif
@@ -27,8 +30,16 @@ command_of() { # prog -> its command line
 	esac
 }
 step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+traced() { # dir slow|fixed round command [--fix]: traced, then its reports
+	local d=$1 v=$2 r=$3; shift 3
+	mkdir -p "$d/$v-t$r"
+	GPUSPY_DIR="$d/$v-t$r" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout $LIMIT "$@" > "$d/$v-traced-$r.out" 2> "$d/$v-traced-$r.err"
+	echo "$(basename "$d") $v traced round $r: $(step_ms "$d/$v-traced-$r.out") ms"
+	./tools/gpuspy report --json "$d/$v-t$r" > "$d/$v-report-$r.json" 2> "$d/$v-report-$r.err"
+	./tools/gpuspy report --color never "$d/$v-t$r" > "$d/$v-report-$r.txt" 2>> "$d/$v-report-$r.err"
+}
 for p in $PROGS; do
-	d="$WORK/$p"; mkdir -p "$d/slow" "$d/fixed"
+	d="$WORK/$p"; mkdir -p "$d"
 	c=$(command_of "$p")
 	for r in $(seq "$ROUNDS"); do
 		for v in slow fixed; do
@@ -36,19 +47,16 @@ for p in $PROGS; do
 			timeout $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
 			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $?)"
 		done
+		traced "$d" slow "$r" $c
 	done
-	for v in slow fixed; do
-		f=; [ $v = fixed ] && f=--fix
-		GPUSPY_DIR="$d/$v" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout $LIMIT $c $f > "$d/$v-traced.out" 2> "$d/$v-traced.err"
-		echo "$p $v traced: $(step_ms "$d/$v-traced.out") ms"
-		./tools/gpuspy report --json "$d/$v" > "$d/$v-report.json" 2> "$d/$v-report.err"
-		./tools/gpuspy report --color never "$d/$v" > "$d/$v-report.txt" 2>> "$d/$v-report.err"
-	done
+	traced "$d" fixed 1 $c --fix
 	# What is done so far comes back even if a later program runs out the clock.
 	done_progs="${done_progs:-} $p"
 	python3 "$W/summarize.py" "$WORK" $done_progs > "$OUT/whatif.md"
 	cp "$WORK/whatif.json" "$OUT/" 2>/dev/null
-	(cd "$WORK" && tar cJf "$OUT/traces.tar.xz" $(for q in $done_progs; do echo $q/slow $q/fixed $q/*.txt $q/*.out $q/*.err; done))
+	(cd "$WORK" && tar cJf "$OUT/traces.tar.xz" $(for q in $done_progs; do
+		m=$(cat "$q/median_round" 2>/dev/null || echo 1)
+		echo $q/slow-t$m $q/fixed-t1 $q/*.txt $q/*.out $q/*.err; done))
 done
 cat "$OUT/whatif.md"
 ls -la "$OUT"

@@ -3,7 +3,9 @@
 slow program's report (gpuspy report --json of tests/fixtures/h200/whatif/
 NAME-slow) beside the saving its fix realized on the H200 (realized.json),
 and the fixed program's report, which must not make the diagnosis it
-fixed. Prints the table docs/measurements.md shows; --json for the rows.
+fixed. Each run of the suite on the H200 is a set (whatif/ itself is
+run1, whatif/run2 the next...; import.py): every set is scored. Prints
+the tables docs/measurements.md shows; --json for the rows.
 Usage: score.py [--json] [GPUSPY]"""
 import json
 import os
@@ -21,20 +23,29 @@ EXPECT = {"pageable": "pageable_copies", "dataloader": "data_starvation", "item"
           "jax_hostbound": "host_bound", "sync_copies": "pageable_copies", "upload_once": None, "healthy": None}
 
 
-def report(gpuspy, name, tmp):
-    with tarfile.open(os.path.join(FIX, name + ".tar.gz")) as t:
+def sets():
+    """[(name, folder)] of the committed runs, in order."""
+    out = [("run1", FIX)]
+    for n in sorted(os.listdir(FIX)):
+        if os.path.exists(os.path.join(FIX, n, "realized.json")):
+            out.append((n, os.path.join(FIX, n)))
+    return out
+
+
+def report(gpuspy, fix, name, tmp):
+    with tarfile.open(os.path.join(fix, name + ".tar.gz")) as t:
         t.extractall(tmp)
     p = subprocess.run([gpuspy, "report", "--json", os.path.join(tmp, name)], capture_output=True, text=True,
                        timeout=120)
     return json.loads(p.stdout)
 
 
-def score(gpuspy):
-    realized = json.load(open(os.path.join(FIX, "realized.json")))["programs"]
+def score(gpuspy, name, fix):
+    realized = json.load(open(os.path.join(fix, "realized.json")))["programs"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for prog, want in EXPECT.items():
-            slow, fixed = report(gpuspy, prog + "-slow", tmp), report(gpuspy, prog + "-fixed", tmp)
+            slow, fixed = report(gpuspy, fix, prog + "-slow", tmp), report(gpuspy, fix, prog + "-fixed", tmp)
             d = slow["diagnoses"]
             first = d[0] if d else None
             per = None
@@ -42,7 +53,7 @@ def score(gpuspy):
                 per = first["saving"]["per_step_ns"] / 1e6
             real = realized[prog]["realized_ms"]
             err = (per - real) / real if per is not None and want else None
-            rows.append({"program": prog, "want": want, "first": first["id"] if first else None,
+            rows.append({"set": name, "program": prog, "want": want, "first": first["id"] if first else None,
                          "predicted_ms": per, "realized_ms": real, "error": err,
                          "step": slow["processes"][0].get("step", {}),
                          "fixed_says": [x["id"] for x in fixed["diagnoses"] if want and x["id"] == want],
@@ -53,10 +64,18 @@ def score(gpuspy):
 def main():
     args = [a for a in sys.argv[1:] if a != "--json"]
     gpuspy = args[0] if args else os.path.join(ROOT, "tools", "gpuspy")
-    rows = score(gpuspy)
+    every = [r for name, fix in sets() for r in score(gpuspy, name, fix)]
     if "--json" in sys.argv:
-        json.dump(rows, sys.stdout, indent=1)
+        json.dump(every, sys.stdout, indent=1)
         return
+    for name, _ in sets():
+        table(name, [r for r in every if r["set"] == name])
+    errs = [abs(r["error"]) for r in every if r["error"] is not None]
+    print(f"\nall runs: median |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
+
+
+def table(name, rows):
+    print(f"\n{name}:\n")
     print("| program | right first diagnosis | predicted ms/step | realized ms/step | error | fixed run says it |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The what-if suite's table (run.sh): per program, the untraced step times
 of the slow and fixed programs (medians over the rounds), the realized
-saving a step, and what gpuspy's report of the slow program said first:
-the diagnosis, its predicted saving a step, and the error against the
-realized one; then whether the fixed program's report still makes the
-diagnosis it fixed. Writes WORK/whatif.json too.
+saving a step, and what gpuspy's reports of the slow program (one traced
+run a round) said first: the diagnosis, its predicted saving a step (the
+median over the rounds), and the error against the realized one; then
+whether the fixed program's report still makes the diagnosis it fixed.
+Writes WORK/whatif.json too, and WORK/PROG/median_round: the round whose
+prediction is the median (its traces become the fixtures).
 Usage: summarize.py WORK PROG..."""
 import glob
 import json
@@ -23,11 +25,29 @@ def times(d, v):
     return out
 
 
-def diagnoses(d, v):
+def diagnoses(d, v, r=None):
+    """A traced run's diagnoses: round r's (run.sh), or the one traced run
+    of an older run.sh (r None)."""
+    name = f"{v}-report.json" if r is None else f"{v}-report-{r}.json"
     try:
-        return json.load(open(os.path.join(d, f"{v}-report.json")))["diagnoses"]
+        return json.load(open(os.path.join(d, name)))["diagnoses"]
     except (OSError, ValueError, KeyError):
         return None
+
+
+def predicted(ds):
+    first = ds[0] if ds else None
+    if first and first.get("saving") and first["saving"]["steps"]:
+        return first["saving"]["per_step_ns"] / 1e6
+    return None
+
+
+def slow_rounds(d):
+    """The rounds whose slow program was traced, with their diagnoses:
+    [(round, diagnoses)], or [(None, ...)] for an older run.sh's one run."""
+    got = sorted((int(m.group(1)), diagnoses(d, "slow", int(m.group(1))))
+                 for m in (re.match(r"slow-report-([0-9]+)\.json$", f) for f in os.listdir(d)) if m)
+    return got or [(None, diagnoses(d, "slow"))]
 
 
 def main():
@@ -42,12 +62,20 @@ def main():
         row = {"program": p, "slow_ms": s, "fixed_ms": f}
         if s and f:
             row["realized_ms"] = statistics.median(s) - statistics.median(f)
-        ds, df = diagnoses(d, "slow"), diagnoses(d, "fixed")
+        rounds = slow_rounds(d)
+        preds = [(predicted(x), r) for r, x in rounds]
+        known = sorted((p, r) for p, r in preds if p is not None)
+        # The round whose prediction is the median (the lower middle of an
+        # even count): its report is the table's, its traces the fixtures'.
+        mid = known[(len(known) - 1) // 2][1] if known else rounds[0][0]
+        ds = next(x for r, x in rounds if r == mid)
+        df = diagnoses(d, "fixed", 1) if mid is not None else diagnoses(d, "fixed")
+        if mid is not None:
+            open(os.path.join(d, "median_round"), "w").write(f"{mid}\n")
         row["slow_diagnoses"], row["fixed_diagnoses"] = ds, df
+        row["predictions_ms"], row["median_round"] = [p for p, _ in preds], mid
         first = ds[0] if ds else None
-        pred = None
-        if first and first.get("saving") and first["saving"]["steps"]:
-            pred = first["saving"]["per_step_ns"] / 1e6
+        pred = statistics.median([p for p, _ in known]) if known else None
         row["predicted_ms"] = pred
         err = ""
         if pred is not None and row.get("realized_ms"):
