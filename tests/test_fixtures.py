@@ -280,3 +280,30 @@ def readme_sample_report_is_todays(tmp):
         check(line in got[at:], f"README's sample line not in today's report (in its order): {line!r}")
         at = got.index(line, at) + 1
     check(len(want) >= 20 and "Saves about 4.5 ms a step" in block, f"{len(want)} lines")
+
+
+@test
+def fixture_no_bound_a_step_is_more_than_a_step_gives_back(tmp):
+    """A bound from the run's totals over its steps (warm-up included)
+    could pass the step: the what-if suite's second run printed, for the
+    fixed DataLoader (6 workers; a 4.6 ms step, 2.3 ms of it GPU work),
+    "host-bound, saves up to 4.7 ms a step", where what held it was the
+    workers (loader_behind, said after it). Now a host-bound finding
+    waits on a named host-side cause, the workers' too, and a bound a
+    step is cut to the step's time beyond its GPU work, saying so: the
+    fixed .item() loop's launch-bound bound (run1) is 353.2 us, the
+    step's 31.9 ms less its 31.6 ms of GPU work."""
+    def report(name):
+        with tarfile.open(os.path.join(FIXTURES, name + ".tar.gz")) as t:
+            t.extractall(tmp)
+        return subprocess.run([GPUSPY, "report", "--color", "never", os.path.join(tmp, os.path.basename(name))],
+                              capture_output=True, text=True, timeout=TIMEOUT).stdout
+    d = diagnoses(report("whatif/run2/dataloader-fixed"))
+    check(len(d) == 2 and d[0].startswith("Phase 'data' takes 24% of the time in phases (115.1 ms over 68 "
+                                          "occurrences) waiting for the DataLoader's 6 worker processes") and
+          "Saves up to 1.7 ms a step" in d[0] and d[1].startswith("GPU 0 drew under 70%"), f"{d}")
+    d = diagnoses(report("whatif/item-fixed"))
+    check(len(d) == 1 and "the run is launch-bound" in d[0] and
+          d[0].endswith("Saves up to 353.2 us a step (23.0 ms over 65 steps): the 3900 launch calls' host time, "
+                        "129.8 ms, less one launch (33.3 us) per step; at most the step's 353.2 us beyond its GPU "
+                        "work."), f"{d}")

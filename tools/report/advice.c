@@ -184,6 +184,27 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 	return 0;
 }
 
+/* No bound a step is more than a step can give back: the step, and for
+ * the GPU's idle time (host- or launch-bound) the step's time beyond its
+ * GPU work, which the change leaves. A bound from the run's totals (the
+ * loop's idle time, warm-up included, over its steps) is cut to it, and
+ * says so; a replayed saving ("about") is a difference of two replays of
+ * the step and needs no cut. */
+static void cap_to_step(const struct gs_steps *s, struct gs_diag *d)
+{
+	int idle = !strcmp(d->id, "host_bound") || !strcmp(d->id, "launch_bound");
+	uint64_t cap = !idle ? s->step_ns : s->step_ns > s->gpu_ns ? s->step_ns - s->gpu_ns : 0;
+	if (!d->how || d->about || !d->steps || d->save_ns / d->steps <= cap)
+		return;
+	char a[32], *how = NULL;
+	d->save_ns = cap * d->steps;
+	if (asprintf(&how, "%s; at most the step's %s%s", d->how, gs_fmt_ns(a, cap),
+		     idle ? " beyond its GPU work" : "") > 0) {
+		free(d->how);
+		d->how = how;
+	}
+}
+
 static int by_saving(const void *a, const void *b)
 {
 	const struct gs_diag *x = a, *y = b;
@@ -245,6 +266,7 @@ void gs_steps_diagnose(struct gs_report *r)
 			free(d->how);
 			continue;
 		}
+		cap_to_step(s, d);
 		r->diag[keep++] = *d;
 	}
 	r->ndiag = keep;

@@ -492,11 +492,11 @@ static int diagnosed(const struct gs_report *r, const char *id)
  * 10 times, from the first one's first run to their last end), a quarter
  * of the time or more the GPU sat idle before work launched only after it
  * went idle (CUPTI), and no host-side cause was named already (launches,
- * a data phase, waits). */
+ * a data phase or its workers, waits). */
 static void host_bound(struct gs_report *r)
 {
 	if (r->gpu_timing != GSPY_GPU_TIMING_cupti || diagnosed(r, "launch_bound") ||
-	    diagnosed(r, "data_starvation") || diagnosed(r, "sync_stalls"))
+	    diagnosed(r, "data_starvation") || diagnosed(r, "loader_behind") || diagnosed(r, "sync_stalls"))
 		return;
 	uint64_t idle = 0, last = 0;
 	const struct gs_phase_stat *first = NULL; /* of the repeated phases, the first to run */
