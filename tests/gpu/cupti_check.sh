@@ -11,8 +11,8 @@ export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor"
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 nvcc -O2 -o "$WORK/static_launches" examples/static_launches.cu || exit 1
-nvcc -O2 -o "$WORK/callbacks" tests/gpu/zoo/callbacks.cu || exit 1
-nvcc -O2 -o "$WORK/ctx_migrate" tests/gpu/zoo/ctx_migrate.cu -lcuda || exit 1
+mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/callbacks" tests/gpu/zoo/callbacks.cu || exit 1
+nvcc -O2 -o "$WORK/bin/ctx_migrate" tests/gpu/zoo/ctx_migrate.cu -lcuda || exit 1
 python3 tests/gpu/compiled.py 3 > /dev/null 2>&1 # warm the compile cache: both runs below see it warm
 
 check_case() { # name command...
@@ -32,8 +32,8 @@ check_case graph python3 tests/gpu/graph.py 50
 check_case static "$WORK/static_launches"
 # Threads that start at once with streams and callbacks, and a context
 # that migrates between threads (issue 54.1, 54.2): 8 and 2 kernels.
-check_case callbacks "$WORK/callbacks"
-check_case ctx_migrate "$WORK/ctx_migrate"
+check_case callbacks "$WORK/bin/callbacks"
+check_case ctx_migrate "$WORK/bin/ctx_migrate"
 
 # Injection mode: no LD_PRELOAD, libgpuspy as the CUDA injection library.
 mkdir -p "$WORK/injection"
