@@ -81,11 +81,15 @@ for period in (5, 1):
     last_host = max((e["start_ns"] for e in host.values()), default=0)
     last_gpu = max((e["end_ns"] for e in gpu.values()), default=0)
     lost = [c for c in host if c not in gpu]
-    # Every launch made before the last kept GPU record has its record.
     early = [c for c in lost if host[c]["start_ns"] < last_gpu]
     gap = (last_host - last_gpu) / 1e9 if gpu else float("inf")
-    ok = len(procs) == 1 and len(gpu) > 1000 and not early and gap <= period + 1.5
+    # The promise (docs/limitations.md): what is lost is the GPU records
+    # of the last flush period, and the second before CUPTI hands them
+    # over: no launch older than that is without its record.
+    window = (last_host - min(host[c]["start_ns"] for c in lost)) / 1e9 if lost else 0.0
+    ok = len(procs) == 1 and len(gpu) > 1000 and window <= period + 1.5
     row(f"SIGKILL, GPUSPY_CUPTI_FLUSH={period}", ok,
         f"{len(gpu)} of {len(host)} launches' GPU records; the last kept ended {gap:.2f} s before the last "
-        f"launch; {len(early)} missing before it")
+        f"launch; {len(early)} missing before it; the oldest launch without its record was {window:.2f} s "
+        f"before the last")
 sys.exit(1 if bad else 0)
