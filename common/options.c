@@ -63,7 +63,8 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 				       "from each new pass over a DataLoader, the optimizer steps during which a "
 				       "global module hook finds the modules that begin `forward`; after them "
 				       "only those modules carry a hook (the global one costs 3% of the MLP "
-				       "loop); `0`: keep the global hook" },
+				       "loop); `0`: keep the global hook. Once the program calls `torch.compile`: "
+				       "no global hook and no more learning" },
 	[GS_OPT_NVTX] = { "GPUSPY_NVTX", GS_OPT_BOOL, GS_BY_LIB, 1, "1", 0, 0, NULL, "1 or 0 (on or off)",
 			  "`0`: NVTX ranges are not phases (and `NVTX_INJECTION64_PATH` is left alone)" },
 	[GS_OPT_NVTX_DOMAINS] = { "GPUSPY_NVTX_DOMAINS", GS_OPT_STRING, GS_BY_LIB, 0, "all", 0, 0, NULL, NULL,

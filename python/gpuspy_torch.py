@@ -5,7 +5,9 @@ When torch is imported, this module hooks:
   * data      - each next() of a DataLoader iterator;
   * forward   - the first nn.Module call outside forward (a global module
                 hook for the first steps of each pass over a DataLoader,
-                then hooks on the modules it saw begin forward);
+                then hooks on the modules it saw begin forward; from the
+                program's first torch.compile, no global hook: hooks on
+                the compiled modules and those already learned);
   * backward  - Tensor.backward / torch.autograd.backward;
   * optimizer - Optimizer.step and Optimizer.zero_grad.
 "data" and "forward" last until the next phase starts, so the batch's copy
@@ -49,7 +51,9 @@ _torch = [None]
 # is on only while learning: from each new pass over a DataLoader (an
 # epoch, a validation pass) until GPUSPY_TORCH_LEARN_STEPS optimizer steps later (0: always),
 # which finds the modules that begin forward (the model, a teacher, an EMA
-# copy...); in between only they carry a hook.
+# copy...); in between only they carry a hook. Once the program compiles
+# anything, learning stops for good (_compile_mode).
+_compiled = [False]  # torch.compile was called: no global hook ever again
 
 
 def _note(msg):
@@ -127,15 +131,19 @@ def _learn_root(module):
 def _hooks_on():
     if _handles:
         return
-    if _learning[0] or _LEARN_STEPS <= 0:
+    if not _compiled[0] and (_learning[0] or _LEARN_STEPS <= 0):
         _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
         return
-    # The builtin itself where there is no torch.compile to hide from.
-    hook = (_C.hook if _is_compiling is _not_compiling else _root_hook) if _C else _pre
+    hook = _roots_hook()
     for ref in list(_roots.values()):
         m = ref()
         if m is not None:
             _handles.append(m.register_forward_pre_hook(hook))
+
+
+def _roots_hook():
+    # The builtin itself where there is no torch.compile to hide from.
+    return (_C.hook if _is_compiling is _not_compiling else _root_hook) if _C else _pre
 
 
 def _hooks_off():
@@ -146,7 +154,7 @@ def _hooks_off():
 
 def _learn():
     """A new pass over a DataLoader: watch every module call again."""
-    if _LEARN_STEPS > 0:
+    if _LEARN_STEPS > 0 and not _compiled[0]:
         _learn_from[0] = _steps()
         if not _learning[0]:
             _set_learning(True)
@@ -217,6 +225,94 @@ def _wrap(fn, name, after=None, lazy=False):
     return wrapper
 
 
+# torch.compile. A global module hook is seen by Dynamo twice over: a
+# compiled module (OptimizedModule.__call__) warns on stderr whenever one
+# is on, and the compiled code is guarded on the global hooks that
+# Module._call_impl reads as Dynamo traces it, so taking the hook off when
+# learning ends compiles the graph again. So the first torch.compile call
+# takes it off for good, before anything is compiled, and learning stops;
+# forward then begins where a hook runs eagerly, outside the compiled code:
+# a compiled module's own call (its own pre-hook, which Dynamo never
+# traces), a module whose compile() compiled its _call_impl (a wrapper of
+# that), the module of a compiled bound method (model.forward), and the
+# modules already learned.
+def _compile_mode():
+    if _compiled[0]:
+        return
+    _compiled[0] = True
+    _set_learning(False)
+    if not _paused[0]:
+        _hooks_off()
+        _hooks_on()
+
+
+def _adopt(m):
+    """Module m begins forward: a root with its own hook from now on."""
+    ref = _roots.get(id(m))
+    if ref is not None and ref() is m:
+        return
+    _roots[id(m)] = weakref.ref(m)
+    if not _paused[0]:
+        _handles.append(m.register_forward_pre_hook(_roots_hook()))
+
+
+def _forward_first(fn):
+    """fn (a module's compiled _call_impl), forward begun eagerly before it."""
+    def call(*args, **kwargs):
+        if not _paused[0] and not _is_compiling():
+            if _C:
+                _C.hook(None, args)
+            else:
+                _begin_lazy(b"forward")
+        return fn(*args, **kwargs)
+    call._gpuspy = True
+    return call
+
+
+def _hook_compile(torch):
+    compile_fn = getattr(torch, "compile", None)
+    module = torch.nn.Module
+    if compile_fn is None:  # before PyTorch 2.0
+        return
+
+    @functools.wraps(compile_fn)
+    def compile(*args, **kwargs):
+        if _is_compiling():  # inside what Dynamo traces: nothing of the helper's
+            return compile_fn(*args, **kwargs)
+        try:
+            _compile_mode()
+        except Exception as e:  # never break the traced program
+            _note(f"PyTorch phases: torch.compile: {e}")
+        out = compile_fn(*args, **kwargs)
+        try:
+            what = args[0] if args else kwargs.get("model")
+            owner = getattr(what, "__self__", None)
+            if isinstance(out, module):  # torch.compile(module): an OptimizedModule
+                _adopt(out)
+            elif isinstance(owner, module) and getattr(what, "__name__", "") != "_call_impl":
+                _adopt(owner)  # torch.compile(model.forward): model's own call stays eager
+        except Exception as e:  # never break the traced program
+            _note(f"PyTorch phases: torch.compile: {e}")
+        return out
+
+    torch.compile = compile
+    method = getattr(module, "compile", None)
+    if method is None:  # before PyTorch 2.2
+        return
+
+    @functools.wraps(method)
+    def compile_method(self, *args, **kwargs):
+        # Module.compile compiles _call_impl, hooks and all: Dynamo runs
+        # them, so forward begins in a wrapper around it, eagerly.
+        out = method(self, *args, **kwargs)
+        inner = getattr(self, "_compiled_call_impl", None)
+        if inner is not None and not getattr(inner, "_gpuspy", False):
+            self._compiled_call_impl = _forward_first(inner)
+        return out
+
+    module.compile = compile_method
+
+
 def _hook_torch(torch):
     global _is_compiling
     _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _not_compiling
@@ -268,6 +364,7 @@ def _hook_torch(torch):
             cls.step = _wrap(cls.step, b"optimizer", after=stepped)
 
     opt.__init__ = __init__
+    _hook_compile(torch)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

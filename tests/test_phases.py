@@ -549,6 +549,46 @@ def torch_hooks_do_nothing_while_dynamo_traces(tmp):
 
 
 @test
+def torch_compile_sees_no_helper(tmp):
+    """torch.compile on the PyTorch stand-in, which compiles a graph again
+    when the global module hooks change (Dynamo's guard) and warns when a
+    torch.compile(module) is called while one is on, as PyTorch 2.x does:
+    a compiled model trained for 2 passes of 4 batches (more than
+    GPUSPY_TORCH_LEARN_STEPS) compiles 1 graph traced as untraced, with
+    nothing more on stderr (the helper's global hook used to make it 2,
+    and warn), through torch.compile(model), model.compile() and a
+    compiled model.forward, with libgpuspy's builtins and with the
+    helper's Python version; forward still begins at the compiled model's
+    call (model.compile()'s used to have none), each step's phases in
+    order."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    prog = os.path.join(ROOT, "tests", "progs", "torch_compiled.py")
+    path = os.path.join(ROOT, "tests", "progs", "faketorch") + os.pathsep + os.path.join(ROOT, "bench", "helper_probe")
+    B, N = "phase_begin", "phase_end"
+    want = []
+    for s in range(8):
+        for name in ("data", "forward", "optimizer", "backward", "optimizer"):
+            want += [(B, name, s), (N, name, s)]
+    want += [(B, "data", 8), (N, "data", 8)]
+    for how in ("compile", "method", "forward"):
+        untraced = run_py([prog, how], tmp, env={"PYTHONPATH": path}, preload=False)
+        check(untraced.returncode == 0 and untraced.stdout == "steps 8 graphs 1 breaks 0\n" and untraced.stderr == "",
+              f"{how} untraced: {untraced.returncode} {untraced.stdout!r} {untraced.stderr[-300:]!r}")
+        for mode in ("builtins", "python"):
+            d = os.path.join(tmp, how + "-" + mode)
+            os.makedirs(d)
+            p = run_py([prog, how], d, env={"PYTHONPATH": path, "GPUSPY_PROBE": "" if mode == "builtins" else mode})
+            check(p.returncode == 0 and p.stdout == untraced.stdout and p.stderr == "",
+                  f"{how} {mode}: {p.returncode} {p.stdout!r} {p.stderr[-400:]!r}")
+            _, ev = only_trace(d)
+            got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
+            counts = collections.Counter(n for k, n, _ in got if k == B)
+            check(counts == {"data": 9, "forward": 8, "backward": 8, "optimizer": 16} and got == want,
+                  f"{how} {mode}: phases {dict(counts)} {got}")
+
+
+@test
 def torch_loader_workers_are_marked(tmp):
     """A DataLoader with worker processes (num_workers=2), iterated twice:
     the helper marks each pass "DataLoader num_workers=2", which the

@@ -2,8 +2,20 @@
 """A stand-in for PyTorch with only what gpuspy_torch hooks (DataLoader's
 iterator, module calls and their pre-hooks, backward, optimizers) and
 torch.compiler.is_compiling(), which a test sets to say "Dynamo is tracing
-this" (_compiling). For tests/progs/torch_compiling.py; no tensors."""
+this" (_compiling). For tests/progs/torch_compiling.py and
+torch_compiled.py; no tensors.
+
+torch.compile behaves as PyTorch 2.x's where the helper meets it: a
+compiled function (Module.compile() compiles the module's _call_impl)
+runs as Dynamo's code does, with is_compiling() True in its hooks, and
+compiles a graph (torch._dynamo.utils.counters) the first time it is
+called with a set of global module hooks it has not seen (Dynamo's guard
+on them); torch.compile(module) is an OptimizedModule whose own call and
+hooks run eagerly, its forward the module's call compiled, and which
+warns as PyTorch's does when called while a global module hook is on."""
+import collections
 import types
+import warnings
 
 _flag = [False]
 
@@ -26,6 +38,8 @@ class _Handle:
 
 
 class Module:
+    _compiled_call_impl = None
+
     def __init__(self):
         self._forward_pre_hooks = []
 
@@ -37,9 +51,17 @@ class Module:
         return Tensor()
 
     def __call__(self, *args):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args)
+        return self._call_impl(*args)
+
+    def _call_impl(self, *args):
         for h in list(nn.modules.module._global_forward_pre_hooks) + list(self._forward_pre_hooks):
             h(self, args)
         return self.forward(*args)
+
+    def compile(self, *args, **kwargs):
+        self._compiled_call_impl = compile(self._call_impl, *args, **kwargs)
 
 
 def _register_module_forward_pre_hook(fn):
@@ -97,3 +119,49 @@ class SGD(Optimizer):
 
 
 optim = types.SimpleNamespace(Optimizer=Optimizer, SGD=SGD)
+
+
+# ---- torch.compile -----------------------------------------------------------
+
+_dynamo = types.SimpleNamespace(utils=types.SimpleNamespace(
+    counters=collections.defaultdict(collections.Counter)))
+
+
+def _optimize(fn):
+    """fn compiled: Dynamo's code, guarded on the global module hooks."""
+    seen = set()
+
+    def compiled(*args, **kwargs):
+        guard = tuple(id(h) for h in nn.modules.module._global_forward_pre_hooks)
+        if guard not in seen:  # a guard failed: (re)compile
+            seen.add(guard)
+            _dynamo.utils.counters["stats"]["unique_graphs"] += 1
+        was = _flag[0]
+        _flag[0] = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _flag[0] = was
+    return compiled
+
+
+class OptimizedModule(Module):
+    def __init__(self, mod):
+        super().__init__()
+        self._orig_mod = mod
+        self.forward = _optimize(mod.__call__)
+
+    def __call__(self, *args):
+        if nn.modules.module._global_forward_pre_hooks:
+            warnings.warn(
+                "Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
+                "`register_module_forward_hook`); this will cause the hooks to fire an extra time for the "
+                "`OptimizedModule` created by `torch.compile(module)`. If this causes undesired behavior, "
+                "please try using `module.compile()`, or use the per-module hooks instead", stacklevel=2)
+        return super().__call__(*args)
+
+
+def compile(model=None, **kwargs):
+    if model is None:  # @torch.compile(mode=...): through torch.compile again, as PyTorch's
+        return lambda m: compile(m, **kwargs)
+    return OptimizedModule(model) if isinstance(model, Module) else _optimize(model)
