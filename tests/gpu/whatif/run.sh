@@ -7,7 +7,7 @@
 # For each program, ROUNDS rounds (default 3; docs/measurements.md says
 # why): the slow program and its fix untraced, then the slow program
 # traced with libgpuspy's defaults, and its report (--json). Processes of
-# one program differ by 20-30% on the H200 (../WHATIF.md), a traced one
+# one program differ by 20-30% on the H200 (docs/measurements.md), a traced one
 # as much as the others: so each round has its own traced run, and the
 # prediction is the median of the rounds' predictions, as the realized
 # saving is median(slow) - median(fixed). Then the fixed program is traced
