@@ -28,7 +28,7 @@
  *    error, FAKECUDA_ASSERT), a forced flush hands back every record of
  *    the buffer being filled without times, those of kernels that ended
  *    and were waited for before the assert too: what the H200's CUPTI did
- *    (tests/gpu/exits.sh).
+ *    (tests/gpu/exits.sh); but those FAKECUPTI_FAULT leaves without an end.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
  * and takes the time fakecuda.h gives it, in the timestamp callback's
@@ -501,7 +501,8 @@ EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 }
 
 /* FAKECUPTI_UNFINISHED: the last n records of the buffer being filled lose
- * their times (SIZE_MAX: all of them). */
+ * their times (SIZE_MAX: all of them), but those FAKECUPTI_FAULT left
+ * without an end. */
 static void unfinish(size_t n)
 {
 	size_t total = 0, i = 0;
@@ -513,6 +514,9 @@ static void unfinish(size_t n)
 	a = NULL;
 	while (s.buf && cuptiActivityGetNextRecord(s.buf, s.used, &a) == CUPTI_SUCCESS) {
 		if (i++ < keep)
+			continue;
+		if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && ((CUpti_ActivityKernel10 *)a)->start &&
+		    !((CUpti_ActivityKernel10 *)a)->end)
 			continue;
 #define NO_TIMES(T) (((T *)a)->start = ((T *)a)->end = 0)
 		if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
@@ -552,11 +556,11 @@ static int sticky_error(void)
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
-	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && sticky_error())
-		unfinish(SIZE_MAX);
 	const char *fv = getenv("FAKECUPTI_FAULT");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && fv && atol(fv) > 0)
 		fault((size_t)atol(fv));
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && sticky_error())
+		unfinish(SIZE_MAX);
 	const char *v = getenv("FAKECUPTI_UNFINISHED");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && v && atol(v) > 0)
 		unfinish((size_t)atol(v));
