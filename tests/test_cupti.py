@@ -483,7 +483,10 @@ ASSERT_ENV = dict(CUPTI_ENV, FAKECUDA_ASSERT="check_index")
 def fault_report(d):
     """The fault's lines (the process's third header line and those
     indented under it) and --json's `fault` of the one trace in d."""
-    path = os.path.join(d, traces(d)[0])
+    return fault_report_of(os.path.join(d, traces(d)[0]))
+
+
+def fault_report_of(path):
     text = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True,
                           timeout=TIMEOUT).stdout
     lines = text.split("\n== ")[1].splitlines()[2:]
@@ -574,3 +577,49 @@ def cupti_a_fault_after_two_launches_names_both(tmp):
                     "faulted",
                     f"     the error surfaced at main (prog_fault.c:{launch})"], "blocking:\n" + "\n".join(lines))
     check(f["first_failed_launch"] == "check_index" and f["candidates"] == 1, f"blocking: fault {f}")
+
+
+@test
+def cupti_a_fault_in_a_made_up_trace_names_the_programs_call(tmp):
+    """The H200's trace of fault.cu, made up as JSON Lines: the driver's
+    failed cuCtxSynchronize_v2 comes first (it ended first) inside the
+    program's failed cudaDeviceSynchronize, whose stack is the program's
+    line (the driver call's starts in the static runtime); the report
+    names the program's call. A GPU record that never ended from long
+    before (not one of the launches since the last synchronize) and one
+    whose start is before the trace began (the H200 gave one after a
+    fault) name nothing."""
+    t = 10 ** 12
+    lines = [{"type": "process", "format_version": 2, "pid": 1, "ppid": 0, "host": "h", "rank": -1,
+              "local_rank": -1, "command": "fault_bin", "events": 0, "dropped": 0, "clean_exit": True,
+              "state": "exited", "truncated": False, "threads": 1, "start_ns": t, "device_mem": [1 << 30],
+              "clock": "monotonic", "gpu_timing": "cupti"},
+             {"type": "stack", "id": 1, "frames": ["main (fault.cu:32)", "__libc_start_main (libc.so.6)"]},
+             {"type": "stack", "id": 2, "frames": ["cudaDeviceSynchronize+0x3a (fault_bin)", "main (fault.cu:32)"]}]
+
+    def ev(kind, api, s, e, result=0, **kw):
+        lines.append({"type": "event", "kind": kind, "api": api, "tid": 1, "start_ns": t + s, "end_ns": t + e,
+                      "result": result, "device": 0, **kw})
+
+    def launch(s, name, corr):
+        ev("launch", "cudaLaunchKernel", s, s + 5, name=name, grid=[1, 1, 1], block=[1, 1, 1], stream=0,
+           async_=True, corr=corr)
+    for i in range(3):
+        launch(10 * i, "scale", 10 + i)
+    ev("gpu_kernel", "cupti_kernel", 40, 40, result=1, name="scale", corr=12, stream=7)
+    ev("sync", "cudaDeviceSynchronize", 50, 400)
+    launch(410, "check_index", 13)
+    ev("sync", "cuCtxSynchronize_v2", 430, 440, result=710, stack=2)
+    ev("sync", "cudaDeviceSynchronize", 420, 450, result=710, stack=1)
+    ev("memset", "cuMemsetD8_v2", 460, 470, result=710, bytes=16)
+    ev("gpu_kernel", "cupti_kernel", -5000, -5000, result=1, name="sgd", corr=9, stream=7)
+    path = os.path.join(tmp, "fault.jsonl")
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(l).replace('"async_"', '"async"') + "\n" for l in lines))
+    lines, f = fault_report_of(path)
+    check(lines == ["   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
+                    "cudaDeviceSynchronize, and 3 calls failed in all",
+                    "     the error surfaced at main (fault.cu:32); CUDA_LAUNCH_BLOCKING=1 makes the launch itself "
+                    "fail"], "\n".join(lines))
+    check(f["found"] == "last launch before the first failed call" and f["candidates"] == 1 and
+          f["surfaced_at"] == "main (fault.cu:32)", f"fault {f}")

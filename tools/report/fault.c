@@ -48,7 +48,8 @@ struct gs_fault {
 	int sticky;                 /* a call failed with a sticky error */
 	char api[48];               /* the first that did, its code and stack */
 	int code;
-	uint32_t fail_stack;
+	uint32_t fail_stack, fail_tid;
+	uint64_t fail_start, fail_end;
 	char fail_kernel[160];      /* ... and its kernel, when it was a launch */
 	uint64_t failed;            /* calls failed from it on, it included */
 	/* The first GPU records that started (inside the trace) and never
@@ -88,20 +89,35 @@ static int synchronizes(const struct gs_ev *ev)
 	return ev->kind == GSPY_KIND_copy && !ev->async && ev->dir == GSPY_DIR_d2h;
 }
 
+/* The first call that failed with a sticky error; a call of its thread
+ * that encloses it (a runtime call around the driver call it made, which
+ * ended first) takes its place: it is the one the program made. */
+static void first_failure(struct gs_fault *f, const struct gs_ev *ev)
+{
+	f->fail_tid = ev->tid;
+	f->fail_start = ev->start_ns;
+	f->fail_end = ev->end_ns;
+	snprintf(f->api, sizeof(f->api), "%s", gs_api_name(ev->api));
+	f->code = ev->result;
+	f->fail_stack = ev->stack_id ? ev->stack_id : f->fail_stack;
+	*f->fail_kernel = 0;
+	if (ev->kind == GSPY_KIND_launch && !gspy_api_host_func(ev->api))
+		name_of(f->fail_kernel, sizeof(f->fail_kernel), ev);
+}
+
 static void failed(struct gs_fault *f, const struct gs_ev *ev)
 {
 	if (f->ngpu && ev->start_ns >= f->gpu[0].start)
 		f->gpu_failed++;
 	if (f->sticky) {
 		f->failed++;
+		if (ev->tid == f->fail_tid && ev->start_ns <= f->fail_start && ev->end_ns >= f->fail_end &&
+		    gspy_result_sticky(ev->result))
+			first_failure(f, ev);
 	} else if (gspy_result_sticky(ev->result)) {
 		f->sticky = 1;
 		f->failed = 1;
-		snprintf(f->api, sizeof(f->api), "%s", gs_api_name(ev->api));
-		f->code = ev->result;
-		f->fail_stack = ev->stack_id;
-		if (ev->kind == GSPY_KIND_launch && !gspy_api_host_func(ev->api))
-			name_of(f->fail_kernel, sizeof(f->fail_kernel), ev);
+		first_failure(f, ev);
 	}
 }
 
