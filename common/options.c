@@ -96,9 +96,9 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 			       "a duration (e.g. 20us)",
 			       "a duration (`250` ns, or `20us`, `1ms`, `1s`): waits, memsets, copies that are "
 			       "not pageable and sampled launches shorter than it keep no stack (nsys's "
-			       "backtrace threshold); allocations, frees and pageable copies always do; `0`: "
-			       "every call. Unset, waits shorter than 10 us keep none (the GPU was done) and "
-			       "the rest all do" },
+			       "backtrace threshold); allocations, frees, pageable copies and calls that fail "
+			       "after a kernel faulted always do; `0`: every call. Unset, waits shorter than "
+			       "10 us keep none (the GPU was done) and the rest all do" },
 	[GS_OPT_PYTHON_FRAMES] = { "GPUSPY_PYTHON_FRAMES", GS_OPT_BOOL, GS_BY_LIB, 1, "1", 0, 0, NULL,
 				   "1 or 0 (on or off)",
 				   "`0`: no Python frames in call stacks. On, a Python process's stacks carry its "

@@ -63,6 +63,7 @@ static struct {
 	pthread_mutex_t lock; /* correlation map, names */
 	int atexit_done, exiting;
 	unsigned long unfinished; /* GPU records without times, left out */
+	int faulted; /* a call failed with a sticky error: a kernel faulted */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
 	pid_t flusher_pid; /* the process whose flusher runs (0: none) */
@@ -369,7 +370,12 @@ static void flush_at_exit(void)
 	if (gs_g.cupti)
 		c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	unsigned long n = __atomic_load_n(&c.unfinished, __ATOMIC_RELAXED);
-	if (n)
+	/* After a fault CUPTI hands back the context's records without times,
+	 * those of work that ended long before too (the H200 did so). */
+	if (n && __atomic_load_n(&c.faulted, __ATOMIC_RELAXED))
+		gs_warn("%lu GPU records came back without times after the GPU fault (a call failed with a "
+			"sticky error): left out of the trace", n);
+	else if (n)
 		gs_warn("%lu GPU records had no times (GPU work still running at exit): left out of the trace",
 			n);
 	gs_events_exit();
@@ -489,6 +495,11 @@ static unsigned cupti_start(void)
 
 /* The driver call under a recorded launch, copy or memset got this CUPTI
  * correlation id; the GPU record of that work will carry it too. */
+void gs_cupti_faulted(void)
+{
+	__atomic_store_n(&c.faulted, 1, __ATOMIC_RELAXED);
+}
+
 void gs_cupti_note(struct gspy_record *r, uint32_t corr)
 {
 	if (r->kind == GSPY_KIND_launch) {
@@ -594,6 +605,8 @@ static void cupti_forked(void)
 	gs_g.cupti = 0;
 	c.flusher_pid = 0;
 	c.exit_word = 0;
+	c.faulted = 0; /* its own calls say whether it faults */
+	c.unfinished = 0;
 	timing_done = 0;
 	gs_cupti_deferred = 0;
 }

@@ -6,6 +6,7 @@
 #include "gs.h"
 
 void gs_cupti_note(struct gspy_record *r, uint32_t corr); /* a recorded call's correlation (record.c) */
+void gs_cupti_faulted(void); /* a call failed with a sticky error: a kernel faulted (record.c) */
 void gs_events_work(unsigned api, uint64_t stream);       /* a stream the current phase used (record.c) */
 void gs_cupti_callbacks(int on); /* pause/resume: correlation callbacks */
 void gs_cupti_start_late(void);  /* GPUSPY_START=paused: the first window starts CUPTI */

@@ -361,7 +361,7 @@ static inline void gs_end(struct gspy_record *r, int result)
 		r->end = gs_now();
 		r->result = result;
 		t->recording = 0;
-		if (GS_UNLIKELY((gs_g.stack_kinds & (1u << r->kind)) || t->cupti_corr ||
+		if (GS_UNLIKELY((gs_g.stack_kinds & (1u << r->kind)) || t->cupti_corr || result ||
 				(__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) && (r->flags & GSPY_FLAG_ASYNC))))
 			gs_end_rare(t, r);
 		gs_commit(t, r);

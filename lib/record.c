@@ -12,9 +12,15 @@
 void gs_end_rare(struct gs_tls *t, struct gspy_record *r)
 {
 	/* Still inside the hook (depth raised): what the unwinder allocates
-	 * is not recorded. It times itself from r->end. */
-	if (gs_g.stack_kinds & (1u << r->kind))
+	 * is not recorded. It times itself from r->end. A call that failed
+	 * with a sticky error (a kernel faulted) always keeps its stack: the
+	 * post-mortem's line. */
+	if (r->result && gspy_result_sticky(r->result)) {
+		gs_cupti_faulted();
+		gs_stack_fault(r);
+	} else if (gs_g.stack_kinds & (1u << r->kind)) {
 		gs_stack_note(r);
+	}
 	if (t->cupti_corr)
 		gs_cupti_note(r, t->cupti_corr);
 	if (__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) && (r->flags & GSPY_FLAG_ASYNC))

@@ -393,7 +393,19 @@ static unsigned py_frames(uint32_t (*out)[2], unsigned max)
 
 static void stack_note(struct gspy_record *r);
 
-/* The traced call's errno survives whatever the unwinder and the loader do. */
+/* Takes r's stack. The traced call's errno survives whatever the unwinder
+ * and the loader do. Inlined: it adds no frame of gpuspy's to the walk. */
+static inline __attribute__((always_inline)) void take(struct gspy_record *r)
+{
+	int e = errno;
+	stack_note(r);
+	/* Counted in the file's header, timed from the call's end (gs_end
+	 * read the clock just before): the report shows gpuspy's own time. */
+	uint64_t now = gs_now();
+	gs_writer_stack_cost(now > r->end ? now - r->end : 0);
+	errno = e;
+}
+
 void gs_stack_note(struct gspy_record *r)
 {
 	struct gs_tls *t = &gs_tls;
@@ -425,20 +437,23 @@ void gs_stack_note(struct gspy_record *r)
 		       : other || r->kind == GSPY_KIND_launch ? gs_cfg.stack_min_ticks : 0;
 	if (r->end - r->start < min)
 		return;
-	int e = errno;
-	stack_note(r);
-	/* Counted in the file's header, timed from the call's end (gs_end
-	 * read the clock just before): the report shows gpuspy's own time. */
-	uint64_t now = gs_now();
-	gs_writer_stack_cost(now > r->end ? now - r->end : 0);
-	errno = e;
+	take(r);
+}
+
+/* A sticky error fails every call after the fault, quickly: the stack of
+ * each, however short, is where the fault surfaced (the report names the
+ * first). Once stacks are on (gs_g.stack_kinds is set last). */
+void gs_stack_fault(struct gspy_record *r)
+{
+	if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE))
+		take(r);
 }
 
 /* Frames to walk beyond the depth kept: gpuspy's own, which are dropped
- * (stack_note, gs_stack_note, gs_end_rare and the hook: 4, plus one to
- * spare; a stack
- * walked through more keeps fewer of its outermost frames, never wrong
- * ones). Every frame walked costs: PyTorch's stacks are deeper than the cap. */
+ * (stack_note, gs_stack_note or gs_stack_fault, gs_end_rare and the hook:
+ * 4, plus one to spare; a stack walked through more keeps fewer of its
+ * outermost frames, never wrong ones). Every frame walked costs: PyTorch's
+ * stacks are deeper than the cap. */
 #define OWN_FRAMES 5
 
 struct stack_buf {

@@ -10,6 +10,10 @@
  * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
  * allocations carry no stack; and, later, their stack id. */
 void gs_stack_note(struct gspy_record *r); /* a recorded call's stack (record.c) */
+/* The stack of a call that failed with a sticky error, whatever its kind,
+ * GPUSPY_STACK_MIN and GPUSPY_STACK_LAUNCHES (record.c): where a kernel's
+ * fault surfaced. None when stacks are off. */
+void gs_stack_fault(struct gspy_record *r);
 unsigned gs_stack_pcs(uint64_t *pc);
 uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
 

@@ -11,6 +11,7 @@ import time  # noqa: F401
 
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 from test_routes import drv_expected
+from test_stacks import src_line
 
 
 # GPU timing from the CUPTI double (tests/doubles/fakecupti.c): its GPU runs
@@ -445,11 +446,12 @@ def cupti_flushes_wait_while_the_program_launches(tmp):
 
 @test
 def cupti_a_kernel_that_never_ended_is_kept_and_named_first(tmp):
-    """A kernel that trips a device-side assert gets a CUPTI record with a
-    start and no end (FAKECUPTI_FAULT): it is kept, marked (result 1, its
-    end its start), where before it was left out; the report's process
-    lines name it first, with when it started (a fault when calls failed
-    after it, else still running at exit), and --json has it as `fault`. Work that never started (no times at all) is still left out
+    """A kernel with a CUPTI record with a start and no end
+    (FAKECUPTI_FAULT): it is kept, marked (result 1, its end its start),
+    where before it was left out; the report's process lines name it
+    first, with when it started, as still running at exit (no call failed
+    with a sticky error: test_cupti's fault tests), and --json has it as
+    `fault`. Work that never started (no times at all) is still left out
     with its warning."""
     d = os.path.join(tmp, "fault")
     os.makedirs(d)
@@ -472,3 +474,152 @@ def cupti_a_kernel_that_never_ended_is_kept_and_named_first(tmp):
     first = min(e["start_ns"] for e in ev)
     check(f["kernel"] == "sgd_update" and f["what"] == "running at exit" and f["start_ns"] == bad[0]["start_ns"] - first and f["failed_after"] == 0,
           f"fault {f}")
+
+
+FAULT_SRC = os.path.join(ROOT, "tests", "progs", "prog_fault.c")
+ASSERT_ENV = dict(CUPTI_ENV, FAKECUDA_ASSERT="check_index")
+
+
+def fault_report(d):
+    """The fault's lines (the process's third header line and those
+    indented under it) and --json's `fault` of the one trace in d."""
+    return fault_report_of(os.path.join(d, traces(d)[0]))
+
+
+def fault_report_of(path):
+    text = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True,
+                          timeout=TIMEOUT).stdout
+    lines = text.split("\n== ")[1].splitlines()[2:]
+    lines = lines[:1 + next((i for i, l in enumerate(lines[1:]) if not l.startswith("     ")), len(lines) - 1)]
+    o = json.loads(subprocess.run([GPUSPY, "report", "--json", path], capture_output=True, text=True,
+                                  timeout=TIMEOUT).stdout)
+    return lines, o["processes"][0].get("fault")
+
+
+def fault_run(tmp, name, args, env):
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    p = run("prog_fault", args, env=env, tmp=d, expect_rc=1)
+    check(p.stdout == "synchronize: 710, memset after: 710\n", f"{name}: output {p.stdout!r}")
+    return d
+
+
+@test
+def cupti_a_faulted_kernel_is_named_from_its_launch(tmp):
+    """tests/gpu/exits/fault.cu as the H200 ran it: 20 launches, a good
+    synchronize, a kernel whose device-side assert fails (FAKECUDA_ASSERT),
+    then a synchronize and a memset that fail with 710. CUPTI's forced
+    flush then hands back every kernel record without times, so no GPU
+    record names the kernel: the host side does, the only launch since the
+    last synchronize. The report's first process line names it, with the
+    first failed call and the line where the error surfaced (that call's
+    stack, kept although it took less than GPUSPY_STACK_MIN); --json has
+    it as `fault`; the note says why the records had no times. The same
+    without CUPTI; with every launch's stack, the launch's own line."""
+    sync = src_line(FAULT_SRC, "the error surfaces here")
+    launch = src_line(FAULT_SRC, "the launch the report should name")
+    first = ("   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
+             "cudaDeviceSynchronize, and 2 calls failed in all")
+    want = {"kernel": "check_index", "what": "fault", "found": "last launch before the first failed call",
+            "cause": "a device-side assert", "candidates": 1, "surfaced_at": f"main (prog_fault.c:{sync})",
+            "failed_after": 2, "first_failed_api": "cudaDeviceSynchronize", "first_failed_code": 710}
+    for name, env in (("cupti", ASSERT_ENV), ("min", dict(ASSERT_ENV, GPUSPY_STACK_MIN="1s")),
+                      ("nocupti", dict(ASSERT_ENV, GPUSPY_CUPTI="off"))):
+        d = fault_run(tmp, name, [], env)
+        lines, f = fault_report(d)
+        check(lines == [first, f"     the error surfaced at main (prog_fault.c:{sync}); CUDA_LAUNCH_BLOCKING=1 "
+                               "makes the launch itself fail"], f"{name}:\n" + "\n".join(lines))
+        check(f == want, f"{name}: fault {f}")
+        if name != "nocupti":
+            check(notes(d) == ["21 GPU records came back without times after the GPU fault (a call failed with "
+                               "a sticky error): left out of the trace"], f"{name}: notes {notes(d)!r}")
+    d = fault_run(tmp, "launches", [], dict(ASSERT_ENV, GPUSPY_STACK_LAUNCHES="1"))
+    lines, f = fault_report(d)
+    check(lines == [first, f"     launched at main (prog_fault.c:{launch})"], "launches:\n" + "\n".join(lines))
+    check(f == dict(want, launched_at=f"main (prog_fault.c:{launch})"), f"launches: fault {f}")
+
+
+@test
+def cupti_a_fault_after_two_launches_names_both(tmp):
+    """Two launches between the last good synchronize and the failing one:
+    either kernel may have faulted, which no trace tells. The report names
+    the last and the first, says it is one of 2, and that
+    CUDA_LAUNCH_BLOCKING=1 makes the failing launch report it; run so, the
+    launch that failed first is named. A GPU record that started and never
+    ended (FAKECUPTI_FAULT) names the kernel when it is one of the two."""
+    sync = src_line(FAULT_SRC, "the error surfaces here")
+    launch = src_line(FAULT_SRC, "the launch the report should name")
+    failure = "error 710 (cudaErrorAssert) from cudaDeviceSynchronize, and 2 calls failed in all"
+    lines, f = fault_report(fault_run(tmp, "two", ["two"], ASSERT_ENV))
+    check(lines == [f"   GPU kernel check_index, or the one launched before it, faulted (a device-side assert): "
+                    f"{failure}",
+                    "     one of the 2 kernels launched since the last call that synchronized: the first scale, "
+                    "the last check_index",
+                    f"     the error surfaced at main (prog_fault.c:{sync}); CUDA_LAUNCH_BLOCKING=1 makes the "
+                    "failing launch itself fail"], "two:\n" + "\n".join(lines))
+    check(f == {"kernel": "check_index", "what": "fault", "found": "last launch before the first failed call",
+                "cause": "a device-side assert", "candidates": 2, "first_candidate": "scale",
+                "surfaced_at": f"main (prog_fault.c:{sync})", "failed_after": 2,
+                "first_failed_api": "cudaDeviceSynchronize", "first_failed_code": 710}, f"two: fault {f}")
+    d = fault_run(tmp, "record", ["two"], dict(ASSERT_ENV, FAKECUPTI_FAULT="1"))
+    _, ev = only_trace(d)
+    rec = [e for e in ev if e["kind"] == "gpu_kernel"]
+    lines, f = fault_report(d)
+    check(len(rec) == 1 and rec[0]["name"] == "check_index" and rec[0].get("result") == 1, f"record: {rec}")
+    check(lines[0] == f"   GPU kernel check_index faulted (a device-side assert): {failure}" and len(lines) == 2,
+          "record:\n" + "\n".join(lines))
+    check(f["found"] == "gpu record" and f["kernel"] == "check_index" and f["candidates"] == 2 and
+          f["start_ns"] == rec[0]["start_ns"] - min(e["start_ns"] for e in ev), f"record: fault {f}")
+    lines, f = fault_report(fault_run(tmp, "blocking", ["two"], dict(ASSERT_ENV, CUDA_LAUNCH_BLOCKING="1")))
+    check(lines == ["   GPU kernel scale faulted (a device-side assert): error 710 (cudaErrorAssert) from "
+                    "cudaLaunchKernel, and 3 calls failed in all",
+                    "     the first failed call launched check_index: with CUDA_LAUNCH_BLOCKING=1, that kernel "
+                    "faulted",
+                    f"     the error surfaced at main (prog_fault.c:{launch})"], "blocking:\n" + "\n".join(lines))
+    check(f["first_failed_launch"] == "check_index" and f["candidates"] == 1, f"blocking: fault {f}")
+
+
+@test
+def cupti_a_fault_in_a_made_up_trace_names_the_programs_call(tmp):
+    """The H200's trace of fault.cu, made up as JSON Lines: the driver's
+    failed cuCtxSynchronize_v2 comes first (it ended first) inside the
+    program's failed cudaDeviceSynchronize, whose stack is the program's
+    line (the driver call's starts in the static runtime); the report
+    names the program's call. A GPU record that never ended from long
+    before (not one of the launches since the last synchronize) and one
+    whose start is before the trace began (the H200 gave one after a
+    fault) name nothing."""
+    t = 10 ** 12
+    lines = [{"type": "process", "format_version": 2, "pid": 1, "ppid": 0, "host": "h", "rank": -1,
+              "local_rank": -1, "command": "fault_bin", "events": 0, "dropped": 0, "clean_exit": True,
+              "state": "exited", "truncated": False, "threads": 1, "start_ns": t, "device_mem": [1 << 30],
+              "clock": "monotonic", "gpu_timing": "cupti"},
+             {"type": "stack", "id": 1, "frames": ["main (fault.cu:32)", "__libc_start_main (libc.so.6)"]},
+             {"type": "stack", "id": 2, "frames": ["cudaDeviceSynchronize+0x3a (fault_bin)", "main (fault.cu:32)"]}]
+
+    def ev(kind, api, s, e, result=0, **kw):
+        lines.append({"type": "event", "kind": kind, "api": api, "tid": 1, "start_ns": t + s, "end_ns": t + e,
+                      "result": result, "device": 0, **kw})
+
+    def launch(s, name, corr):
+        ev("launch", "cudaLaunchKernel", s, s + 5, name=name, grid=[1, 1, 1], block=[1, 1, 1], stream=0,
+           async_=True, corr=corr)
+    for i in range(3):
+        launch(10 * i, "scale", 10 + i)
+    ev("gpu_kernel", "cupti_kernel", 40, 40, result=1, name="scale", corr=12, stream=7)
+    ev("sync", "cudaDeviceSynchronize", 50, 400)
+    launch(410, "check_index", 13)
+    ev("sync", "cuCtxSynchronize_v2", 430, 440, result=710, stack=2)
+    ev("sync", "cudaDeviceSynchronize", 420, 450, result=710, stack=1)
+    ev("memset", "cuMemsetD8_v2", 460, 470, result=710, bytes=16)
+    ev("gpu_kernel", "cupti_kernel", -5000, -5000, result=1, name="sgd", corr=9, stream=7)
+    path = os.path.join(tmp, "fault.jsonl")
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(l).replace('"async_"', '"async"') + "\n" for l in lines))
+    lines, f = fault_report_of(path)
+    check(lines == ["   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
+                    "cudaDeviceSynchronize, and 3 calls failed in all",
+                    "     the error surfaced at main (fault.cu:32); CUDA_LAUNCH_BLOCKING=1 makes the launch itself "
+                    "fail"], "\n".join(lines))
+    check(f["found"] == "last launch before the first failed call" and f["candidates"] == 1 and
+          f["surfaced_at"] == "main (fault.cu:32)", f"fault {f}")

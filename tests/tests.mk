@@ -94,7 +94,8 @@ $(filter %_static_ptds,$(RT_PROGS)): $(TB)/%_static_ptds: tests/progs/%.c $(TB)/
 # The exceptions of tests/progs: the driver scenario with per-thread
 # streams too; the runtime looked up by dlsym; the call stacks' program,
 # whose frames and lines the tests know (-O1 -g), on either runtime; the
-# codec's, which needs no double; and the tools that are no prog_*.
+# faulting kernel's (-O1 -g too, on the runtime); the codec's, which needs
+# no double; and the tools that are no prog_*.
 $(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
 $(TB)/prog_dlsym: tests/progs/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1
@@ -103,6 +104,8 @@ $(TB)/prog_stacks: tests/progs/prog_stacks.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN) -lpthread -ldl
 $(TB)/prog_stacks_static: tests/progs/prog_stacks.c $(TB)/libfakecudart_static.a
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
+$(TB)/prog_fault: tests/progs/prog_fault.c $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN)
 $(TB)/prog_codec: tests/progs/prog_codec.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<

@@ -171,6 +171,15 @@ enum gspy_state {
  * start. Other GPU records' result is 0. */
 #define GSPY_GPU_UNFINISHED 1
 
+/* A host call's result that leaves its context's error sticky: a kernel
+ * faulted (a device-side assert, an illegal address, ...) and every later
+ * call fails with it. The driver's and the runtime's numbers are the same:
+ * 700, 702 and 710, 714 to 719. */
+static inline int gspy_result_sticky(int32_t result)
+{
+	return result == 700 || result == 702 || result == 710 || (result >= 714 && result <= 719);
+}
+
 /* Where GPU-side times come from, header.gpu_timing. */
 #define GSPY_GPU_TIMING_LIST(X) X(none) X(cupti) X(unavailable) X(in_use) X(failed) X(events)
 enum gspy_gpu_timing {

@@ -10,6 +10,11 @@
  *
  * Fault injection: FAKECUDA_FAIL="cuMemAlloc_v2:2,cuLaunchKernel:98" makes
  * the named entry points return the given CUresult without doing anything.
+ * FAKECUDA_ASSERT=NAME: the kernel NAME trips a device-side assert, as on
+ * the GPU: its launch succeeds, and from then on the context's error is
+ * sticky: every entry point that FAKECUDA_FAIL could fail returns
+ * CUDA_ERROR_ASSERT (710), doing nothing (fakecuda_sticky_error says so).
+ * With CUDA_LAUNCH_BLOCKING=1 that launch itself returns it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,8 +37,15 @@
 
 /* ---- fault injection ------------------------------------------------------- */
 
+static int sticky; /* the context's sticky error (FAKECUDA_ASSERT), 0 none */
+
+EXPORT int fakecuda_sticky_error(void) { return __atomic_load_n(&sticky, __ATOMIC_ACQUIRE); }
+
 int fail(const char *name)
 {
+	int st = fakecuda_sticky_error();
+	if (st)
+		return st;
 	const char *spec = getenv("FAKECUDA_FAIL");
 	if (!spec)
 		return 0;
@@ -603,6 +615,12 @@ static CUresult launch(const char *api, CUfunction f, unsigned gx, CUstream hs, 
 	if (!rc) {
 		gpu_work(hs, gx);
 		tool_work(corr, FAKECUDA_KERNEL, hs, (unsigned long long)gx * 1000, 0, 0, 0, f->name, 0);
+		const char *as = getenv("FAKECUDA_ASSERT"), *blocking = getenv("CUDA_LAUNCH_BLOCKING");
+		if (as && f && !strcmp(as, f->name)) {
+			__atomic_store_n(&sticky, CUDA_ERROR_ASSERT, __ATOMIC_RELEASE);
+			if (blocking && !strcmp(blocking, "1"))
+				rc = CUDA_ERROR_ASSERT; /* the launch waited for its kernel */
+		}
 	}
 	tool_exit(api, corr);
 	return rc;

@@ -48,5 +48,8 @@ struct fakecuda_tool {
 };
 #define FAKECUDA_ALL_STREAMS (~0ull)
 void fakecuda_set_tool(const struct fakecuda_tool *t);
+/* Driver double: the context's sticky error (FAKECUDA_ASSERT: a kernel
+ * tripped a device-side assert), 0 while there is none. */
+int fakecuda_sticky_error(void);
 
 #endif

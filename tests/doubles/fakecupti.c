@@ -23,7 +23,12 @@
  *    without times (start and end 0), as CUPTI does for GPU work still
  *    running;
  *  - FAKECUPTI_FAULT=N: the last N kernel records keep their start but get
- *    no end, as CUPTI gives a kernel that tripped a device-side assert.
+ *    no end, as CUPTI may give a kernel still running at exit;
+ *  - after a kernel's device-side assert (the driver double's sticky
+ *    error, FAKECUDA_ASSERT), a forced flush hands back every record of
+ *    the buffer being filled without times, those of kernels that ended
+ *    and were waited for before the assert too: what the H200's CUPTI did
+ *    (tests/gpu/exits.sh); but those FAKECUPTI_FAULT leaves without an end.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
  * and takes the time fakecuda.h gives it, in the timestamp callback's
@@ -42,6 +47,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,7 +501,8 @@ EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 }
 
 /* FAKECUPTI_UNFINISHED: the last n records of the buffer being filled lose
- * their times. */
+ * their times (SIZE_MAX: all of them), but those FAKECUPTI_FAULT left
+ * without an end. */
 static void unfinish(size_t n)
 {
 	size_t total = 0, i = 0;
@@ -503,9 +510,13 @@ static void unfinish(size_t n)
 	pthread_mutex_lock(&lock);
 	while (s.buf && cuptiActivityGetNextRecord(s.buf, s.used, &a) == CUPTI_SUCCESS)
 		total++;
+	size_t keep = n < total ? total - n : 0; /* the first ones keep their times */
 	a = NULL;
 	while (s.buf && cuptiActivityGetNextRecord(s.buf, s.used, &a) == CUPTI_SUCCESS) {
-		if (i++ + n < total)
+		if (i++ < keep)
+			continue;
+		if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && ((CUpti_ActivityKernel10 *)a)->start &&
+		    !((CUpti_ActivityKernel10 *)a)->end)
 			continue;
 #define NO_TIMES(T) (((T *)a)->start = ((T *)a)->end = 0)
 		if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
@@ -535,11 +546,21 @@ static void fault(size_t n)
 	pthread_mutex_unlock(&lock);
 }
 
+/* The driver double's sticky error (a kernel's device-side assert), found
+ * as the tool hook is: 0 without it. */
+static int sticky_error(void)
+{
+	int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fakecuda_sticky_error");
+	return get ? get() : 0;
+}
+
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	const char *fv = getenv("FAKECUPTI_FAULT");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && fv && atol(fv) > 0)
 		fault((size_t)atol(fv));
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && sticky_error())
+		unfinish(SIZE_MAX);
 	const char *v = getenv("FAKECUPTI_UNFINISHED");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && v && atol(v) > 0)
 		unfinish((size_t)atol(v));

@@ -10,7 +10,7 @@
 # after `make gpu-carry`:  bash tests/gpu/exits.sh
 . tests/gpu/setup.sh /tmp/gpuspy-exits
 E=tests/gpu/exits
-nvcc -O2 -o "$WORK/fault_bin" "$E/fault.cu" || exit 1
+nvcc -O2 -g -o "$WORK/fault_bin" "$E/fault.cu" || exit 1 # -g: the report names its lines
 traced() { # dir command...: with CUPTI, as the user's defaults are
 	local d=$1; shift
 	GPUSPY_DIR="$d" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@"

@@ -4,6 +4,7 @@ when a check fails. Usage: exits_check.py WORK"""
 import glob
 import json
 import os
+import re
 import sys
 
 work = sys.argv[1]
@@ -67,10 +68,13 @@ for name, kernel, where in (("index", "index", "loop.py"), ("fault", "check_inde
         f = {}
     rep = text(d, "report.txt")
     first = rep.split("\n== ", 1)[1].splitlines()[2] if "\n== " in rep and len(rep.split("\n== ", 1)[1].splitlines()) > 2 else ""
+    # The launch's own line when it kept a stack, else the line where the
+    # error surfaced: either is the program's file and a line.
+    line = f.get("launched_at") or f.get("surfaced_at") or ""
     ok = (same and kernel in f.get("kernel", "") and f.get("what") == "fault" and f.get("failed_after", 0) >= 1
-          and where in f.get("launched_at", "") and kernel in first and "never ended" in first)
-    row(name, ok, f"fault {f.get('kernel', 'none')[:50]!r}, {f.get('what')}, launched at "
-        f"{f.get('launched_at', '?')[-60:]!r}, {f.get('failed_after')} calls failed after it, the first "
+          and re.search(re.escape(where) + r":\d+\)", line) and kernel in first and " faulted (" in first)
+    row(name, ok, f"fault {f.get('kernel', 'none')[:50]!r}, {f.get('what')}, found by {f.get('found')} "
+        f"({f.get('candidates')} candidates), at {line[-60:]!r}, {f.get('failed_after')} calls failed, the first "
         f"{f.get('first_failed_api')} ({f.get('first_failed_code')}); report's first line {first.strip()[:70]!r}; "
         f"exit {text(d, 'traced.rc').strip()} (untraced {text(d, 'untraced.rc').strip()})")
 

@@ -79,7 +79,7 @@ static void process_section(FILE *f, const struct gs_report *r, const struct gs_
 		r->framework != GS_FW_CUDA ? ", " : "", r->framework != GS_FW_CUDA ? gs_framework_names[r->framework] : "",
 		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents), gs_pl(r->nevents, "event", "events"),
 		gs_fmt_count(c, r->proc.dropped));
-	gs_steps_fault_print(f, r, st); /* what the user needs first, after a fault */
+	gs_fault_print(f, r, st); /* what the user needs first, after a fault */
 	if (!r->windows && r->proc.start_paused)
 		fprintf(f, "   nothing recorded: it started paused (GPUSPY_START=paused) and was never started "
 			   "(gpuspy start PID)\n");

@@ -19,6 +19,7 @@ struct gs_diag;
 struct gs_series;
 struct gs_flame;
 struct gs_steps;
+struct gs_fault;
 
 struct gs_agg {
 	uint64_t count, bytes, host_ns;      /* host calls */
@@ -169,6 +170,7 @@ struct gs_report {
 	struct gs_diag *diag;
 	size_t ndiag;
 	struct gs_steps *steps;   /* the step and its replays (steps.h); NULL: none looked for */
+	struct gs_fault *fault;   /* the post-mortem's first fact (fault.c); NULL: none looked for */
 	struct gs_series *series; /* over time, for --html (series.h); else NULL */
 	struct gs_flame *flame;   /* the calls by stack, for --html (stacks.h); else NULL */
 };

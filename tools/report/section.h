@@ -4,7 +4,8 @@
  * telemetry, memory, graphs, failed calls, call sites, collectives, the
  * ranks, and the diagnoses. Each is one file under report/ and one row of
  * gs_sections[] (sections.c), which names its callbacks, every one of
- * them optional:
+ * them optional (the fault's print is called by the process's header
+ * lines, not in the table's order):
  *
  *   event     the pass (pass.c) hands it the events of the classes in
  *             feeds, each with the phase it belongs to;
@@ -149,10 +150,14 @@ void gs_steps_diagnose(struct gs_report *r);
 void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *st);
 void gs_steps_free(struct gs_report *r);
-/* The post-mortem's first fact, in the process's header lines: a GPU
- * kernel that never ended, where it was launched, what failed after. */
-void gs_steps_fault_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
-void gs_steps_fault_json(cJSON *o, const struct gs_report *r); /* --json's `fault` */
+
+/* The post-mortem's first fact (fault.c): the GPU kernel that faulted,
+ * where, what failed after; printed in the process's header lines. */
+void gs_fault_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+void gs_fault_finish(struct gs_pass *p);
+void gs_fault_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
+void gs_fault_json(cJSON *o, const struct gs_report *r, const struct gs_style *st); /* --json's `fault` */
+void gs_fault_free(struct gs_report *r);
 
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *st);
 cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n);

@@ -32,8 +32,6 @@ struct gs_step_ring {
 	struct gs_item *v;
 	size_t head, n;
 	uint64_t seen; /* items ever offered */
-	struct gs_fault fault; /* the first GPU record that never ended, and what failed after it */
-	uint64_t fault_corr;
 };
 
 static uint32_t fnv(const void *p, size_t n, uint32_t h)
@@ -90,35 +88,10 @@ static struct gs_item *push(struct gs_pass *p)
 	return it;
 }
 
-/* The first GPU record that never ended, and the calls that failed after
- * it (a device-side assert's error is sticky: every later call fails). */
-static void note_fault(struct gs_step_ring *g, unsigned feed, const struct gs_ev *ev)
-{
-	struct gs_fault *f = &g->fault;
-	if (feed == GS_FEED_GPU && ev->result == GSPY_GPU_UNFINISHED && !f->seen) {
-		f->seen = 1;
-		f->start = ev->start_ns;
-		g->fault_corr = ev->corr;
-		snprintf(f->name, sizeof(f->name), "%s", ev->name && *ev->name ? ev->name : "(unnamed)");
-	} else if (f->seen && feed != GS_FEED_GPU && ev->result != 0 && ev->start_ns >= f->start) {
-		if (!f->failed_after++) {
-			snprintf(f->first_api, sizeof(f->first_api), "%s", gs_api_name(ev->api));
-			f->first_code = ev->result;
-		}
-	}
-}
-
 void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase)
 {
 	if (feed == GS_FEED_PHASE && p->phase_depth != 0)
 		return; /* the cycle is of top-level phases */
-	if (feed == GS_FEED_FAILED || (ev->result != 0 && feed != GS_FEED_PHASE)) {
-		struct gs_step_ring *g = ring(p); /* it holds the fault's state too */
-		if (g)
-			note_fault(g, feed, ev);
-		if (feed == GS_FEED_FAILED)
-			return;
-	}
 	struct gs_item *it = push(p);
 	if (!it)
 		return;
@@ -666,12 +639,6 @@ void gs_steps_finish(struct gs_pass *p)
 	struct gs_steps *s = p->r->steps = xcalloc(1, sizeof(*s));
 	if (g) {
 		struct gs_item *v = linear(g);
-		s->fault = g->fault;
-		for (size_t i = 0; v && g->fault.seen && g->fault_corr && i < g->n; i++)
-			if (v[i].what == GS_IT_CALL && v[i].corr == g->fault_corr) {
-				own_line(p, &v[i], s->fault.where, sizeof(s->fault.where));
-				break;
-			}
 		if (v)
 			find(p, s, v, g->n);
 		free(v);
@@ -743,7 +710,6 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	const struct gs_steps *s = r->steps;
 	if (!s)
 		return;
-	gs_steps_fault_json(o, r);
 	cJSON *j = cJSON_AddObjectToObject(o, "step");
 	cJSON_AddBoolToObject(j, "found", s->found);
 	if (!s->found)

@@ -36,18 +36,6 @@ struct gs_steps {
 	struct gs_step_change change[GS_CH_COUNT];
 	/* One-time costs: before the steady state. */
 	uint64_t once_copy_bytes, once_copy_ns, once_copies;
-	/* A GPU record that started and never ended (GSPY_GPU_UNFINISHED: a
-	 * device-side assert, or work still running at exit): the
-	 * post-mortem's first fact. */
-	struct gs_fault {
-		int seen;
-		char name[160];          /* the kernel */
-		uint64_t start;          /* when it started */
-		char where[240];         /* the line that launched it, "" unknown */
-		uint64_t failed_after;   /* host calls that failed from then on */
-		char first_api[48];      /* the first of them, and its code */
-		int first_code;
-	} fault;
 	char once_where[240];   /* the line of the largest of those copies, "" unknown */
 };
 

@@ -20,12 +20,16 @@ static const struct { int code; const char *name; } drv[] = {
 	E(CUDA_ERROR_NOT_FOUND), E(CUDA_ERROR_NOT_READY), E(CUDA_ERROR_ILLEGAL_ADDRESS),
 	E(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), E(CUDA_ERROR_LAUNCH_TIMEOUT), E(CUDA_ERROR_LAUNCH_FAILED),
 	E(CUDA_ERROR_NOT_SUPPORTED), E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), E(CUDA_ERROR_UNKNOWN),
+	E(CUDA_ERROR_ASSERT), E(CUDA_ERROR_HARDWARE_STACK_ERROR), E(CUDA_ERROR_ILLEGAL_INSTRUCTION),
+	E(CUDA_ERROR_MISALIGNED_ADDRESS), E(CUDA_ERROR_INVALID_ADDRESS_SPACE), E(CUDA_ERROR_INVALID_PC),
 }, rt[] = {
 	E(cudaErrorInvalidValue), E(cudaErrorMemoryAllocation), E(cudaErrorInitializationError),
 	E(cudaErrorCudartUnloading), E(cudaErrorNoDevice), E(cudaErrorInvalidDevice),
 	E(cudaErrorInvalidResourceHandle), E(cudaErrorNotReady), E(cudaErrorIllegalAddress),
 	E(cudaErrorLaunchOutOfResources), E(cudaErrorLaunchTimeout), E(cudaErrorLaunchFailure),
 	E(cudaErrorNotSupported), E(cudaErrorStreamCaptureUnsupported), E(cudaErrorUnknown),
+	E(cudaErrorAssert), E(cudaErrorHardwareStackError), E(cudaErrorIllegalInstruction),
+	E(cudaErrorMisalignedAddress), E(cudaErrorInvalidAddressSpace), E(cudaErrorInvalidPc),
 };
 #undef E
 

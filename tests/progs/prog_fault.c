@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/gpu/exits/fault.cu on the runtime double, for the post-mortem's
+ * tests (test_cupti.py): 20 launches of `scale`, a synchronize, then
+ * `check_index`, whose device-side assert the driver double trips when
+ * FAKECUDA_ASSERT=check_index: the next synchronize and the memset after
+ * it fail with 710, as on the H200. With `two`, `scale` runs once more
+ * between the good synchronize and `check_index`: two launches the
+ * failure may come from. Built -O1 -g: the tests know its lines. Prints
+ * both results; exits 1 when the synchronize failed, as fault.cu does.
+ * Usage: prog_fault [two]
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../lib/cuda_api.h"
+#include "../doubles/fakecuda.h"
+
+static void scale(float *x, int n) { (void)x; (void)n; }
+static void check_index(const float *x, int n, int at) { (void)x; (void)n; (void)at; }
+
+/* In main itself: a launch's stack is main's line. */
+#define LAUNCH(k) cudaLaunchKernel((const void *)(k), grid, block, args, 0, NULL)
+
+int main(int argc, char **argv)
+{
+	int two = argc > 1 && !strcmp(argv[1], "two");
+	fakecudart_register((const void *)scale, "scale", NULL);
+	fakecudart_register((const void *)check_index, "check_index", NULL);
+	float *x = NULL;
+	int n = 1 << 20, at = n + 5;
+	cudaMalloc((void **)&x, (size_t)n * sizeof(float));
+	void *args[] = { &x, &n, &at };
+	dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
+	for (int i = 0; i < 20; i++)
+		LAUNCH(scale);
+	cudaDeviceSynchronize();
+	if (two)
+		LAUNCH(scale); /* the other candidate */
+	LAUNCH(check_index); /* the launch the report should name */
+	cudaError_t e = cudaDeviceSynchronize(); /* the error surfaces here */
+	cudaError_t again = cudaMemset(x, 0, 16);
+	printf("synchronize: %d, memset after: %d\n", (int)e, (int)again);
+	return e == cudaSuccess ? 0 : 1;
+}
