@@ -50,8 +50,8 @@ def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
     measured: run1's 6-worker DataLoader was still data-bound (12
     workers ran its step at 3.04 ms against 6 workers' 3.49 ms). The
     errors against the realized savings: run1 meets the issue's target
-    (median 15% or less, none beyond 30%: 8% and 21%); run2 does not
-    (median 15%, worst 47%: the DataLoader +46%, the JAX loop -47%), and
+    (median 15% or less, none beyond 30%: 7% and 21%); run2 does not
+    (median 13%, worst 47%: the DataLoader +46%, the JAX loop -47%), and
     is held to what it gave, so that a change to the model that makes it
     worse fails here. run2's programs were traced once against two
     untraced rounds, and processes of one program differ by 20-30% on
@@ -63,7 +63,7 @@ def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
                                       "tools", "gpuspy")], capture_output=True, text=True, timeout=600).stdout)
     sets = sorted({r["set"] for r in rows})
     check(sets == ["run1", "run2"] and len(rows) == 20, f"{sets}, {len(rows)} rows")
-    bound = {"run1": (0.15, 0.30), "run2": (0.16, 0.48)}
+    bound = {"run1": (0.15, 0.30), "run2": (0.14, 0.48)}
     for name in sets:
         errs = []
         for r in (r for r in rows if r["set"] == name):
@@ -135,6 +135,32 @@ def a_wait_every_step_is_replayed_exactly(tmp):
                         wait_step_trace(tmp, host_ns=0)], capture_output=True, text=True, timeout=TIMEOUT)
     o = json.loads(p.stdout)
     check(o["diagnoses"] == [], f"a wait with nothing to overlap diagnosed: {o['diagnoses']}")
+
+
+@test
+def a_stack_walk_after_a_wait_is_not_saved(tmp):
+    """The .item() loop of a_wait_every_step_is_replayed_exactly, with
+    gpuspy's header saying its 49 call stacks took 50 us each: the walk
+    comes after the wait ends, inside the 400 us of host work that
+    follows, on the critical path. It is tracing's: it goes from the
+    replay with the wait and without it alike. Before, the change that
+    drops the wait was credited with it: 410,257 ns a step, where the
+    program's own saving is 50,000 ns less (the what-if suite's
+    empty_cache() loop, 16 stacks a step, over-predicted by 16-17%): the
+    replayed step is 960,400 ns, the saving 360,257 ns."""
+    import json
+    path = wait_step_trace(tmp, stack=True)
+    lines = open(path).read().splitlines()
+    head = json.loads(lines[0])
+    head["stacks_taken"], head["stacks_ns"] = 49, 49 * 50_000
+    with open(path, "w") as f:
+        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["step_ns"] == 1_025_000 and step["replayed_step_ns"] == 960_400, f"step {step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "step_waits" and d[0]["saving"]["per_step_ns"] == 360_257,
+          f"diagnoses {d}")
 
 
 @test

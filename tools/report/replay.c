@@ -143,6 +143,7 @@ struct sim {
 	size_t ngpu;
 	uint64_t h;        /* the replay's host clock */
 	uint64_t prev_end; /* the run's: the latest end of a call so far */
+	int prev_stacked;  /* that call took a call stack (after its end: in the gap after it) */
 	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
@@ -224,6 +225,11 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 {
 	uint64_t gap = c->start > m->prev_end ? c->start - m->prev_end : 0;
 	const struct gs_replay *rp = m->rp;
+	/* gpuspy walked the last call's stack after it ended: tracing's, not
+	 * the program's (on a critical path, after a wait, it would count as
+	 * a saving of the change that hides it). */
+	if (m->prev_stacked)
+		gap = gap > rp->stack_ns ? gap - rp->stack_ns : 0;
 	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase) {
 		/* The workers load the batch meanwhile: the gap's part in the
 		 * data phase goes (before it began, the host did other work). */
@@ -301,8 +307,10 @@ static void call(struct sim *m, const struct gs_item *c)
 	m->prev_capturable = capturable(c);
 	m->prev_phase = c->phase;
 	note_recorded(m, c);
-	if (c->end > m->prev_end)
+	if (c->end > m->prev_end) {
 		m->prev_end = c->end;
+		m->prev_stacked = c->stack_id != 0;
+	}
 }
 
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
@@ -328,8 +336,12 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 		if (c->what == GS_IT_CALL && c->start >= rp->ta && c->start < rp->tb)
 			call(&m, c);
 	}
-	/* The host's own work after the last call, to the window's end. */
-	m.h += rp->tb > m.prev_end ? rp->tb - m.prev_end : 0;
+	/* The host's own work after the last call, to the window's end (less
+	 * that call's stack walk, as in own_gap). */
+	uint64_t tail = rp->tb > m.prev_end ? rp->tb - m.prev_end : 0;
+	if (m.prev_stacked)
+		tail = tail > rp->stack_ns ? tail - rp->stack_ns : 0;
+	m.h += tail;
 	uint64_t end = m.h, gpu = latest(m.s.free, m.s.n);
 	free(m.gpu);
 	if (gpu > end)

@@ -51,6 +51,7 @@ struct gs_replay {
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
 	 * work for each GPU record a call launched, when CUPTI was on. */
 	uint64_t record_ns, cupti_ns;
+	uint64_t stack_ns; /* and a call stack's walk (its mean in the run), after the call */
 };
 
 /* The window replayed with change made: its length in ns (divide by

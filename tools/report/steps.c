@@ -587,6 +587,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	 * record). */
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
+	rp.stack_ns = r->proc.stacks_taken ? r->proc.stacks_ns / r->proc.stacks_taken : 0;
 	/* The launch path: launch calls, and the short gaps before them (a
 	 * framework's dispatch; replay.c's rule for what a graph leaves out). */
 	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
