@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The H200 runs that issues 52 and 54 still wait for, each PART one device
+# call of under 10 minutes (the device tool brings back at most 8 files:
+# each part writes summary.md and one tarball into $OUT). From the
+# repository root after `make gpu-carry`, carrying .gpu and tools/gpuspy:
+#   PART=54 bash tests/gpu/pending.sh    the ways out (exits.sh), the
+#        counter on callbacks and migrated contexts (cupti_check.sh), and
+#        the zoo's torch.compile, callbacks, ctx_migrate and graph_nodes
+#   PART=52a bash tests/gpu/pending.sh   the what-if suite's first five
+#   PART=52b bash tests/gpu/pending.sh   and its last five
+# (tests/gpu/whatif/run.sh, three rounds each: python3
+# tests/gpu/whatif/import.py on each part's whatif folder makes them a
+# fixture set.)
+set -u
+FINAL=${OUT:-/tmp/gpuspy-gpu}
+R=/tmp/gpuspy-pending
+rm -rf "$R"; mkdir -p "$R" "$FINAL"
+step() { # name seconds script [args...]: OUT=$R/name
+	local name=$1 secs=$2; shift 2
+	mkdir -p "$R/$name"
+	OUT="$R/$name" timeout "$secs" bash "$@" > "$R/$name/log.txt" 2>&1
+	echo "$name: exit $?" | tee -a "$R/status.txt"
+}
+case "${PART:-}" in
+54)
+	step exits 170 tests/gpu/exits.sh
+	step cupti_check 200 tests/gpu/cupti_check.sh
+	ZOO_CASES="torch_compile_ro callbacks ctx_migrate graph_nodes" step zoo 200 tests/gpu/zoo.sh
+	cat "$R/status.txt" "$R"/exits/exits.md "$R"/cupti_check/cupti_check.md "$R"/zoo/zoo.md 2>/dev/null ;;
+52a | 52b)
+	progs="pageable dataloader item launch_bound decode"
+	[ "$PART" = 52b ] && progs="empty_cache jax_hostbound sync_copies upload_once healthy"
+	ROUNDS=${ROUNDS:-3} step whatif 560 tests/gpu/whatif/run.sh $progs
+	cat "$R/status.txt" "$R"/whatif/whatif.md 2>/dev/null ;;
+*)
+	echo "PART=54, 52a or 52b"; exit 2 ;;
+esac > "$FINAL/summary.md"
+( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
+cat "$FINAL/summary.md"
