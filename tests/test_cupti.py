@@ -585,7 +585,8 @@ def cupti_a_fault_in_a_made_up_trace_names_the_programs_call(tmp):
     failed cuCtxSynchronize_v2 comes first (it ended first) inside the
     program's failed cudaDeviceSynchronize, whose stack is the program's
     line (the driver call's starts in the static runtime); the report
-    names the program's call. A GPU record that never ended from long
+    names the program's call, and counts the two as one failure (the
+    program made two calls that failed, not three). A GPU record that never ended from long
     before (not one of the launches since the last synchronize) and one
     whose start is before the trace began (the H200 gave one after a
     fault) name nothing."""
@@ -618,8 +619,51 @@ def cupti_a_fault_in_a_made_up_trace_names_the_programs_call(tmp):
         f.write("".join(json.dumps(l).replace('"async_"', '"async"') + "\n" for l in lines))
     lines, f = fault_report_of(path)
     check(lines == ["   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
-                    "cudaDeviceSynchronize, and 3 calls failed in all",
+                    "cudaDeviceSynchronize, and 2 calls failed in all",
                     "     the error surfaced at main (fault.cu:32); CUDA_LAUNCH_BLOCKING=1 makes the launch itself "
                     "fail"], "\n".join(lines))
     check(f["found"] == "last launch before the first failed call" and f["candidates"] == 1 and
           f["surfaced_at"] == "main (fault.cu:32)", f"fault {f}")
+
+
+@test
+def cupti_a_fault_on_another_stream_stays_a_candidate(tmp):
+    """Two streams: `fill` launched on stream A, `check_index` on stream
+    B, then stream A's synchronize returns (its work is done), then the
+    device's synchronize fails with 710. Stream A's sync says nothing of
+    stream B: its kernel is still the one that can have faulted. The
+    candidates were cleared by any synchronize, so the report named no
+    kernel from the host side; now it names check_index, the only launch
+    not yet synchronized. A device's synchronize that succeeds clears
+    every stream, and an event's (whose stream the trace does not name)
+    none: with fill's stream synchronized through an event, both are
+    candidates."""
+    t = 10 ** 12
+
+    def trace(name, sync_a):
+        lines = [{"type": "process", "format_version": 2, "pid": 1, "ppid": 0, "host": "h", "rank": -1,
+                  "local_rank": -1, "command": "two_streams", "events": 0, "dropped": 0, "clean_exit": True,
+                  "state": "exited", "truncated": False, "threads": 1, "start_ns": t, "device_mem": [1 << 30],
+                  "clock": "monotonic", "gpu_timing": "none"}]
+
+        def ev(kind, api, s, e, result=0, **kw):
+            lines.append({"type": "event", "kind": kind, "api": api, "tid": 1, "start_ns": t + s,
+                          "end_ns": t + e, "result": result, "device": 0, **kw})
+        ev("sync", "cudaDeviceSynchronize", 0, 5)
+        ev("launch", "cudaLaunchKernel", 10, 15, name="fill", grid=[1, 1, 1], block=[1, 1, 1], stream=0xa,
+           corr=1)
+        ev("launch", "cudaLaunchKernel", 20, 25, name="check_index", grid=[1, 1, 1], block=[1, 1, 1],
+           stream=0xb, corr=2)
+        ev("sync", sync_a, 30, 40, stream=0xa)
+        ev("sync", "cudaDeviceSynchronize", 50, 60, result=710)
+        path = os.path.join(tmp, name + ".jsonl")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(l) + "\n" for l in lines))
+        return path
+    lines, f = fault_report_of(trace("stream", "cudaStreamSynchronize"))
+    check(lines[0] == "   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
+          "cudaDeviceSynchronize, and 1 call failed in all" and f["candidates"] == 1 and
+          f["kernel"] == "check_index", "\n".join(lines) + f"\n{f}")
+    lines, f = fault_report_of(trace("event", "cudaEventSynchronize"))
+    check(f["candidates"] == 2 and f["kernel"] == "check_index" and f["first_candidate"] == "fill",
+          "\n".join(lines) + f"\n{f}")

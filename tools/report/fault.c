@@ -38,9 +38,19 @@ struct launch {
 
 enum { FAULT_NONE, FAULT_RUNNING, FAULT_KERNEL };
 
+/* The launches of one stream since it last synchronized. */
+struct lane {
+	uint64_t stream, n;
+	struct launch first, last;
+};
+#define LANES 64 /* streams followed apart; the rest share the last lane */
+
 struct gs_fault {
-	/* The pass: the launches since the last call that synchronized; from
-	 * the first sticky failure on, frozen: the candidates. */
+	/* The pass: each stream's launches since a call that synchronized it
+	 * (a device's synchronize: all of them); at the first sticky failure,
+	 * all of them together: the candidates. */
+	struct lane lane[LANES];
+	unsigned nlanes;
 	uint64_t n;
 	struct launch first, last;
 	struct { uint64_t corr; uint32_t stack_id; } sited[SITED];
@@ -52,6 +62,8 @@ struct gs_fault {
 	uint64_t fail_start, fail_end;
 	char fail_kernel[160];      /* ... and its kernel, when it was a launch */
 	uint64_t failed;            /* calls failed from it on, it included */
+	uint32_t last_tid;          /* the last failed call: its thread and times */
+	uint64_t last_start, last_end;
 	/* The first GPU records that started (inside the trace) and never
 	 * ended; the calls failed after the first's start. */
 	struct unended { uint64_t corr, start; char name[160]; } gpu[UNENDED];
@@ -78,15 +90,58 @@ static void name_of(char *out, size_t cap, const struct gs_ev *ev)
 				 : gspy_api_graph_launch(ev->api) ? "(a CUDA graph)" : "(unnamed)");
 }
 
-/* A call that returned only once the GPU's earlier work was done: a
- * synchronize (not a stream's wait on an event: that is the GPU's) or a
- * copy to host memory that is no async one. A copy from the host may
- * return before the GPU ran what came before it. */
+/* What a call that returned only once the GPU's earlier work was done
+ * waited for: SYNC_DEVICE (a device's synchronize), SYNC_STREAM (a
+ * stream's synchronize, or a copy to host memory that is no async one:
+ * its stream's work), else SYNC_NONE: a stream's wait on an event is the
+ * GPU's, a copy from the host may return before the GPU ran what came
+ * before it, and an event's synchronize waits for a stream the trace does
+ * not name (kept as not waiting: a candidate too many, never one too
+ * few). */
+enum { SYNC_NONE, SYNC_STREAM, SYNC_DEVICE };
 static int synchronizes(const struct gs_ev *ev)
 {
-	if (ev->kind == GSPY_KIND_sync)
-		return !ev->async;
-	return ev->kind == GSPY_KIND_copy && !ev->async && ev->dir == GSPY_DIR_d2h;
+	if (ev->kind == GSPY_KIND_sync && !ev->async) {
+		switch (ev->api) {
+		case GSPY_API_cuCtxSynchronize:
+		case GSPY_API_cuCtxSynchronize_v2:
+		case GSPY_API_cudaDeviceSynchronize:
+			return SYNC_DEVICE;
+		case GSPY_API_cuEventSynchronize:
+		case GSPY_API_cudaEventSynchronize:
+			return SYNC_NONE;
+		}
+		return SYNC_STREAM;
+	}
+	return ev->kind == GSPY_KIND_copy && !ev->async && ev->dir == GSPY_DIR_d2h ? SYNC_STREAM : SYNC_NONE;
+}
+
+static struct lane *lane_of(struct gs_fault *f, uint64_t stream)
+{
+	for (unsigned i = 0; i < f->nlanes; i++)
+		if (f->lane[i].stream == stream)
+			return &f->lane[i];
+	if (f->nlanes == LANES)
+		return &f->lane[LANES - 1];
+	f->lane[f->nlanes].stream = stream;
+	return &f->lane[f->nlanes++];
+}
+
+/* At the first sticky failure: every stream's launches since it last
+ * synchronized, the first and the last of them all (by launch order). */
+static void gather(struct gs_fault *f)
+{
+	f->n = 0;
+	for (unsigned i = 0; i < f->nlanes; i++) {
+		const struct lane *l = &f->lane[i];
+		if (!l->n)
+			continue;
+		if (!f->n || l->first.corr < f->first.corr)
+			f->first = l->first;
+		if (!f->n || l->last.corr > f->last.corr)
+			f->last = l->last;
+		f->n += l->n;
+	}
 }
 
 /* The first call that failed with a sticky error; a call of its thread
@@ -107,16 +162,23 @@ static void first_failure(struct gs_fault *f, const struct gs_ev *ev)
 
 static void failed(struct gs_fault *f, const struct gs_ev *ev)
 {
-	if (f->ngpu && ev->start_ns >= f->gpu[0].start)
+	/* A runtime call around the failed driver call it made is the same
+	 * failure, not another (it ends after it, so comes after it). */
+	int same = ev->tid == f->last_tid && ev->start_ns <= f->last_start && ev->end_ns >= f->last_end;
+	f->last_tid = ev->tid;
+	f->last_start = ev->start_ns;
+	f->last_end = ev->end_ns;
+	if (f->ngpu && ev->start_ns >= f->gpu[0].start && !same)
 		f->gpu_failed++;
 	if (f->sticky) {
-		f->failed++;
+		f->failed += !same;
 		if (ev->tid == f->fail_tid && ev->start_ns <= f->fail_start && ev->end_ns >= f->fail_end &&
 		    gspy_result_sticky(ev->result))
 			first_failure(f, ev);
 	} else if (gspy_result_sticky(ev->result)) {
 		f->sticky = 1;
 		f->failed = 1;
+		gather(f);
 		first_failure(f, ev);
 	}
 }
@@ -147,15 +209,22 @@ void gs_fault_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	}
 	if (f->sticky)
 		return;
-	if (synchronizes(ev)) {
-		f->n = 0;
+	int sync = synchronizes(ev);
+	if (sync == SYNC_DEVICE) {
+		for (unsigned i = 0; i < f->nlanes; i++)
+			f->lane[i].n = 0;
+	} else if (sync == SYNC_STREAM) {
+		struct lane *ln = lane_of(f, ev->stream);
+		if (ln->stream == ev->stream) /* not the lane the streams past LANES share */
+			ln->n = 0;
 	} else if (ev->kind == GSPY_KIND_launch && !gspy_api_host_func(ev->api)) {
-		struct launch *l = f->n++ ? &f->last : &f->first;
+		struct lane *ln = lane_of(f, ev->stream);
+		struct launch *l = ln->n++ ? &ln->last : &ln->first;
 		l->corr = ev->corr;
 		l->stack_id = ev->stack_id;
 		name_of(l->name, sizeof(l->name), ev);
-		if (l == &f->first)
-			f->last = f->first;
+		if (l == &ln->first)
+			ln->last = ln->first;
 	}
 }
 
