@@ -45,7 +45,8 @@ for p in $PROGS; do
 		for v in slow fixed; do
 			f=; [ $v = fixed ] && f=--fix
 			timeout $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
-			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $?)"
+			rc=$?
+			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $rc)"
 		done
 		traced "$d" slow "$r" $c
 	done

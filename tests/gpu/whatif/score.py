@@ -26,7 +26,7 @@ EXPECT = {"pageable": "pageable_copies", "dataloader": "data_starvation", "item"
 def sets():
     """[(name, folder)] of the committed runs, in order."""
     out = [("run1", FIX)]
-    for n in sorted(os.listdir(FIX)):
+    for n in sorted(os.listdir(FIX), key=lambda n: (len(n), n)):  # run2 before run10
         if os.path.exists(os.path.join(FIX, n, "realized.json")):
             out.append((n, os.path.join(FIX, n)))
     return out

@@ -64,9 +64,13 @@ def main():
             row["realized_ms"] = statistics.median(s) - statistics.median(f)
         rounds = slow_rounds(d)
         preds = [(predicted(x), r) for r, x in rounds]
-        known = sorted((p, r) for p, r in preds if p is not None)
-        # The round whose prediction is the median (the lower middle of an
-        # even count): its report is the table's, its traces the fixtures'.
+        # The rounds whose first diagnosis is the one most rounds gave
+        # first; of them, the round whose prediction is the median (the
+        # lower middle of an even count): its report and prediction are
+        # the table's, its traces the fixtures'.
+        firsts = [x[0]["id"] if x else None for _, x in rounds]
+        common = max(firsts, key=firsts.count) if firsts else None
+        known = sorted((p, r) for (p, r), fid in zip(preds, firsts) if p is not None and fid == common)
         mid = known[(len(known) - 1) // 2][1] if known else rounds[0][0]
         ds = next(x for r, x in rounds if r == mid)
         df = diagnoses(d, "fixed", 1) if mid is not None else diagnoses(d, "fixed")
@@ -75,7 +79,7 @@ def main():
         row["slow_diagnoses"], row["fixed_diagnoses"] = ds, df
         row["predictions_ms"], row["median_round"] = [p for p, _ in preds], mid
         first = ds[0] if ds else None
-        pred = statistics.median([p for p, _ in known]) if known else None
+        pred = known[(len(known) - 1) // 2][0] if known else None
         row["predicted_ms"] = pred
         err = ""
         if pred is not None and row.get("realized_ms"):
