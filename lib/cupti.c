@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ static struct {
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
 	pid_t flusher_pid; /* the process whose flusher runs (0: none) */
-	uint32_t exit_word; /* futex: _exit asked the flusher (1), done (2) */
+	uint32_t exit_word; /* futex: _exit asked the flusher (1), done (2); exit()'s flush runs (3) */
 	/* the latest correlation id, the flusher's "busy": written by every
 	 * launch, copy and memset, so on a cache line of its own */
 	uint32_t last_corr __attribute__((aligned(64)));
@@ -312,16 +313,20 @@ static void *flusher(void *arg)
 	for (;;) {
 		/* A second, or less when _exit asks (gs_cupti_exit_flush). */
 		struct timespec second = { 1, 0 };
-		if (__atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE) == 0)
-			syscall(SYS_futex, &c.exit_word, FUTEX_WAIT_PRIVATE, 0, &second, NULL, 0);
-		if (__atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE) != 0) {
+		uint32_t w = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE);
+		if (w != 1)
+			syscall(SYS_futex, &c.exit_word, FUTEX_WAIT_PRIVATE, w, &second, NULL, 0);
+		w = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE);
+		if (w == 1) {
 			if (!__atomic_exchange_n(&c.exiting, 1, __ATOMIC_ACQ_REL))
 				c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 			__atomic_store_n(&c.exit_word, 2, __ATOMIC_RELEASE);
-			syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+			syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 			for (;;)
 				pause(); /* the process is ending */
 		}
+		if (w != 0)
+			continue; /* exit()'s own flush runs, or ran: the process is ending */
 		/* Injected or paused, no callback tells: taken as busy. */
 		uint32_t now = __atomic_load_n(&c.last_corr, __ATOMIC_RELAXED);
 		int busy = now != seen || c.injected || __atomic_load_n(&gs_g.paused, __ATOMIC_RELAXED);
@@ -349,26 +354,39 @@ int gs_cupti_exit_flush(void)
 {
 	if (!c.flusher_pid || (pid_t)syscall(SYS_getpid) != c.flusher_pid)
 		return 0;
-	/* The atexit flush has the records (exiting, nobody asked the
-	 * flusher); a flush another _exit asked for is waited for as if
-	 * this thread had asked. */
-	if (__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE) && !__atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE))
-		return 0;
+	/* A flush another _exit asked for, or exit()'s own (3), is waited
+	 * for as if this thread had asked. */
 	uint32_t zero = 0;
 	if (__atomic_compare_exchange_n(&c.exit_word, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	uint64_t end = gs_mono_ns() + EXIT_WAIT_MS * 1000000ull;
 	uint32_t v;
 	while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 && gs_wait_while(&c.exit_word, v, end) == 0)
-		; /* 0 -> 1 (asked) -> 2 (done) */
+		; /* 0 -> 1 (asked) -> 2 (done), or 0 -> 3 (exit() flushes) -> 2 */
 	return v == 2 ? 0 : -1;
 }
 
+/* exit(): the last flush, here, unless an _exit asked the flusher for it
+ * first (then waited for, as _exit does); a thread's _exit meanwhile
+ * waits for this one (exit_word 3) rather than end the process in the
+ * middle of it. */
 static void flush_at_exit(void)
 {
+	uint32_t zero = 0;
+	int own = __atomic_compare_exchange_n(&c.exit_word, &zero, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&c.exiting, 1, __ATOMIC_RELEASE);
-	if (gs_g.cupti)
-		c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (own) {
+		if (gs_g.cupti)
+			c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		__atomic_store_n(&c.exit_word, 2, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	} else {
+		uint64_t end = gs_mono_ns() + EXIT_WAIT_MS * 1000000ull;
+		uint32_t v;
+		while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 &&
+		       gs_wait_while(&c.exit_word, v, end) == 0)
+			;
+	}
 	unsigned long n = __atomic_load_n(&c.unfinished, __ATOMIC_RELAXED);
 	/* After a fault CUPTI hands back the context's records without times,
 	 * those of work that ended long before too (the H200 did so). */

@@ -17,8 +17,10 @@
  * begins and ends by _exit(7) after its output: the signal kills it,
  * unless it is a pid namespace's init (pid 1), where the kernel drops a
  * signal left to its default action and the program runs on; with
- * `_exit2`, a second thread calls _exit(7) 50 ms after the main one does.
- * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|_exit2|abort|term]
+ * `_exit2`, a second thread calls _exit(7) 50 ms after the main one does;
+ * with `exit_exit`, the main thread calls exit(7) and a second thread
+ * _exit(9) 50 ms later.
+ * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|_exit2|exit_exit|abort|term]
  */
 #include <pthread.h>
 #include <sched.h>
@@ -67,7 +69,7 @@ static void signal_check(void)
 	printf("handled by the main thread %d\n", usr1_tid == (sig_atomic_t)syscall(SYS_gettid));
 }
 
-static volatile int second_go;
+static volatile int second_go, second_code = 7;
 static void *second_exit(void *arg)
 {
 	(void)arg;
@@ -75,7 +77,7 @@ static void *second_exit(void *arg)
 		sched_yield();
 	struct timespec t = { 0, 50000000 };
 	nanosleep(&t, NULL);
-	_exit(7);
+	_exit(second_code);
 }
 
 int main(int argc, char **argv)
@@ -136,6 +138,14 @@ int main(int argc, char **argv)
 	printf("trained %d steps\n", steps);
 	if (!strcmp(mode, "signal"))
 		signal_check();
+	if (!strcmp(mode, "exit_exit")) {
+		fflush(stdout);
+		pthread_t second;
+		second_code = 9;
+		if (pthread_create(&second, NULL, second_exit, NULL) == 0)
+			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
+		exit(7);
+	}
 	if (!strcmp(mode, "_exit") || !strcmp(mode, "term") || !strcmp(mode, "_exit2")) { /* as os._exit */
 		fflush(stdout);
 		pthread_t second;
