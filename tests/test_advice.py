@@ -164,6 +164,38 @@ def a_stack_walk_after_a_wait_is_not_saved(tmp):
 
 
 @test
+def a_bound_cut_to_the_step_says_so(tmp):
+    """A C loop of 30 'step' phases, each a launch of a 600 us kernel
+    and then the host's own work until the next: the first 10 steps 10 ms
+    (the GPU idles 9.4 ms of each), the last 20 1 ms (idle 400 us). The
+    GPU waits for the host 101.6 ms of the loop's 120 ms: host-bound,
+    whose bound from the run's totals is that idle time over the 30
+    steps, 3.39 ms a step. The step found is the phase's cycle, 29 whole
+    steps of 3,892,857 ns on average (the long ones are no warm-up: no
+    compilation or first call sets them apart), 600 us of it GPU work. One
+    launch a step is no graph to replay: the bound stays, cut to the
+    step's 3,292,857 ns beyond its GPU work, and says so; before, it was
+    more than a step could give back."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for k in range(30):
+        P = 10_000_000 if k < 10 else 1_000_000
+        ev.append(phase_event(True, t, "step", k))
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 1000, "end_ns": t + 6000,
+                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                   "corr": k + 1})
+        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 6000,
+                   "end_ns": t + 606_000, "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "k"})
+        ev.append(phase_event(False, t + P - 1000, "step", k))
+        t += P
+    o = report_json_of(write_jsonl(os.path.join(tmp, "cut.jsonl"), ev, timing="cupti"))
+    d = [x for x in o["diagnoses"] if x["id"] == "host_bound"]
+    check(len(d) == 1 and d[0]["saving"]["bound"] == "upper" and d[0]["saving"]["per_step_ns"] == 3_292_857 and
+          d[0]["saving"]["how"].endswith("; at most the step's 3.3 ms beyond its GPU work"),
+          f"{o['processes'][0].get('step')} {o['diagnoses']}")
+
+
+@test
 def pinning_a_pageable_copy_is_replayed_exactly(tmp):
     """A pageable 16 MiB copy every step, on a timeline known to the
     nanosecond: each 3 ms step launches a 1 ms kernel (a 10 us call, the

@@ -290,9 +290,9 @@ def fixture_no_bound_a_step_is_more_than_a_step_gives_back(tmp):
     "host-bound, saves up to 4.7 ms a step", where what held it was the
     workers (loader_behind, said after it). Now a host-bound finding
     waits on a named host-side cause, the workers' too, and a bound a
-    step is cut to the step's time beyond its GPU work, saying so: the
-    fixed .item() loop's launch-bound bound (run1) is 353.2 us, the
-    step's 31.9 ms less its 31.6 ms of GPU work."""
+    step is cut to the step's time beyond its GPU work, saying so, or
+    goes when that is under 3% of the step (test_advice's
+    a_bound_cut_to_the_step_says_so has the words)."""
     def report(name):
         with tarfile.open(os.path.join(FIXTURES, name + ".tar.gz")) as t:
             t.extractall(tmp)
@@ -302,8 +302,8 @@ def fixture_no_bound_a_step_is_more_than_a_step_gives_back(tmp):
     check(len(d) == 2 and d[0].startswith("Phase 'data' takes 24% of the time in phases (115.1 ms over 68 "
                                           "occurrences) waiting for the DataLoader's 6 worker processes") and
           "Saves up to 1.7 ms a step" in d[0] and d[1].startswith("GPU 0 drew under 70%"), f"{d}")
+    # The fixed .item() loop's launch-bound bound (run1), cut to the
+    # 353.2 us its 31.9 ms step spends beyond its 31.6 ms of GPU work, is
+    # under 3% of the step: no change worth making, no diagnosis.
     d = diagnoses(report("whatif/item-fixed"))
-    check(len(d) == 1 and "the run is launch-bound" in d[0] and
-          d[0].endswith("Saves up to 353.2 us a step (23.0 ms over 65 steps): the 3900 launch calls' host time, "
-                        "129.8 ms, less one launch (33.3 us) per step; at most the step's 353.2 us beyond its GPU "
-                        "work."), f"{d}")
+    check(d == ["none: nothing in this trace matches a known problem"], f"item-fixed: {d}")

@@ -188,14 +188,17 @@ static int applies(const struct gs_steps *s, int ch, int jax)
  * the GPU's idle time (host- or launch-bound) the step's time beyond its
  * GPU work, which the change leaves. A bound from the run's totals (the
  * loop's idle time, warm-up included, over its steps) is cut to it, and
- * says so; a replayed saving ("about") is a difference of two replays of
- * the step and needs no cut. */
-static void cap_to_step(const struct gs_steps *s, struct gs_diag *d)
+ * says so, or goes when that is under the floor of a change worth making
+ * (1: drop it); a replayed saving ("about") is a difference of two
+ * replays of the step and needs no cut. */
+static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
 {
 	int idle = !strcmp(d->id, "host_bound") || !strcmp(d->id, "launch_bound");
 	uint64_t cap = !idle ? s->step_ns : s->step_ns > s->gpu_ns ? s->step_ns - s->gpu_ns : 0;
 	if (!d->how || d->about || !d->steps || d->save_ns / d->steps <= cap)
-		return;
+		return 0;
+	if ((int64_t)cap < floor)
+		return 1; /* cut below what a change worth making saves: gone */
 	char a[32], *how = NULL;
 	d->save_ns = cap * d->steps;
 	if (asprintf(&how, "%s; at most the step's %s%s", d->how, gs_fmt_ns(a, cap),
@@ -203,6 +206,7 @@ static void cap_to_step(const struct gs_steps *s, struct gs_diag *d)
 		free(d->how);
 		d->how = how;
 	}
+	return 0;
 }
 
 static int by_saving(const void *a, const void *b)
@@ -261,12 +265,11 @@ void gs_steps_diagnose(struct gs_report *r)
 				drop = 1;
 			}
 		}
-		if (drop) {
+		if (drop || cap_to_step(s, d, floor)) {
 			free(d->text);
 			free(d->how);
 			continue;
 		}
-		cap_to_step(s, d);
 		r->diag[keep++] = *d;
 	}
 	r->ndiag = keep;
