@@ -442,11 +442,18 @@ void gs_stack_note(struct gspy_record *r)
 
 /* A sticky error fails every call after the fault, quickly: the stack of
  * each, however short, is where the fault surfaced (the report names the
- * first). Once stacks are on (gs_g.stack_kinds is set last). */
+ * first). The first FAULT_STACKS only: a program that keeps calling after
+ * the fault (polling, retrying) does not pay a walk each time. Once stacks
+ * are on (gs_g.stack_kinds is set last). */
+#define FAULT_STACKS 16
 void gs_stack_fault(struct gspy_record *r)
 {
-	if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE))
+	static unsigned taken;
+	if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE) &&
+	    __atomic_fetch_add(&taken, 1, __ATOMIC_RELAXED) < FAULT_STACKS)
 		take(r);
+	else if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE) & (1u << r->kind))
+		gs_stack_note(r); /* past them: as any call of its kind */
 }
 
 /* Frames to walk beyond the depth kept: gpuspy's own, which are dropped

@@ -688,3 +688,20 @@ def cupti_a_fault_on_another_stream_stays_a_candidate(tmp):
     lines, f = fault_report_of(trace("event", "cudaEventSynchronize"))
     check(f["candidates"] == 2 and f["kernel"] == "check_index" and f["first_candidate"] == "fill",
           "\n".join(lines) + f"\n{f}")
+
+
+@test
+def cupti_a_program_polling_after_a_fault_pays_few_stacks(tmp):
+    """After the fault, prog_fault calls cudaDeviceSynchronize 40 more
+    times, each failing at once with 710 (a program that polls or
+    retries). A failed call with a sticky error keeps its stack whatever
+    GPUSPY_STACK_MIN says, but only the first 16 such calls: the 40 each
+    walked a stack before. The report still names the line where the
+    error surfaced."""
+    d = fault_run(tmp, "poll", ["poll"], ASSERT_ENV)
+    _, ev = only_trace(d)
+    sticky = [e for e in ev if e.get("result") == 710]
+    stacked = [e for e in sticky if e.get("stack")]
+    check(len(sticky) == 42 and len(stacked) == 16, f"{len(sticky)} failed, {len(stacked)} with a stack")
+    lines, f = fault_report(d)
+    check(f["kernel"] == "check_index" and f["surfaced_at"].startswith("main (prog_fault.c:"), f"fault {f}")

@@ -6,9 +6,11 @@
  * FAKECUDA_ASSERT=check_index: the next synchronize and the memset after
  * it fail with 710, as on the H200. With `two`, `scale` runs once more
  * between the good synchronize and `check_index`: two launches the
- * failure may come from. Built -O1 -g: the tests know its lines. Prints
- * both results; exits 1 when the synchronize failed, as fault.cu does.
- * Usage: prog_fault [two]
+ * failure may come from; with `poll`, 40 more synchronizes after the
+ * memset, each failing at once. Built -O1 -g: the tests know its lines.
+ * Prints both results; exits 1 when the synchronize failed, as fault.cu
+ * does.
+ * Usage: prog_fault [two|poll]
  */
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
 	LAUNCH(check_index); /* the launch the report should name */
 	cudaError_t e = cudaDeviceSynchronize(); /* the error surfaces here */
 	cudaError_t again = cudaMemset(x, 0, 16);
+	for (int i = 0; argc > 1 && !strcmp(argv[1], "poll") && i < 40; i++)
+		cudaDeviceSynchronize();
 	printf("synchronize: %d, memset after: %d\n", (int)e, (int)again);
 	return e == cudaSuccess ? 0 : 1;
 }
