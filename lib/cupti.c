@@ -511,13 +511,15 @@ static unsigned cupti_start(void)
 	return GSPY_GPU_TIMING_cupti;
 }
 
-/* The driver call under a recorded launch, copy or memset got this CUPTI
- * correlation id; the GPU record of that work will carry it too. */
+/* A call failed with a sticky error: the exit's note says why records
+ * came back without times. */
 void gs_cupti_faulted(void)
 {
 	__atomic_store_n(&c.faulted, 1, __ATOMIC_RELAXED);
 }
 
+/* The driver call under a recorded launch, copy or memset got this CUPTI
+ * correlation id; the GPU record of that work will carry it too. */
 void gs_cupti_note(struct gspy_record *r, uint32_t corr)
 {
 	if (r->kind == GSPY_KIND_launch) {
