@@ -51,7 +51,7 @@ def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
     workers ran its step at 3.04 ms against 6 workers' 3.49 ms). The
     errors against the realized savings: run1 meets the issue's target
     (median 15% or less, none beyond 30%: 7% and 21%); run2 does not
-    (median 13%, worst 47%: the DataLoader +46%, the JAX loop -47%), and
+    (median 12%, worst 47%: the DataLoader +46%, the JAX loop -47%), and
     is held to what it gave, so that a change to the model that makes it
     worse fails here. run2's programs were traced once against two
     untraced rounds, and processes of one program differ by 20-30% on
@@ -63,7 +63,7 @@ def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
                                       "tools", "gpuspy")], capture_output=True, text=True, timeout=600).stdout)
     sets = sorted({r["set"] for r in rows})
     check(sets == ["run1", "run2"] and len(rows) == 20, f"{sets}, {len(rows)} rows")
-    bound = {"run1": (0.15, 0.30), "run2": (0.14, 0.48)}
+    bound = {"run1": (0.15, 0.30), "run2": (0.13, 0.48)}
     for name in sets:
         errs = []
         for r in (r for r in rows if r["set"] == name):

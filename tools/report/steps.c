@@ -242,7 +242,9 @@ static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
 
 /* The bandwidth a pageable copy would get from pinned memory: the run's own
  * pinned copies of 1 MiB or more where there are some, else the PCIe link
- * NVML saw (about 80% of its raw rate), else PCIe gen4 x16's. */
+ * NVML saw at 87% of its raw rate (the H200's pinned copies of 64 MiB ran
+ * at 54.8 GB/s on its gen5 x16 link: the what-if suite's fixed pageable
+ * program, docs/measurements.md), else PCIe gen4 x16's. */
 static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *v, size_t n,
 			       const char **from)
 {
@@ -263,8 +265,8 @@ static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *
 		if (r->tele[d].gen_max && r->tele[d].width_max) {
 			static const double lane[] = { 0, 0.25e9, 0.5e9, 0.985e9, 1.97e9, 3.94e9, 7.88e9 };
 			unsigned g = r->tele[d].gen_max < 7 ? r->tele[d].gen_max : 6;
-			*from = "the PCIe link NVML saw, at 80% of its rate";
-			return lane[g] * r->tele[d].width_max * 0.8;
+			*from = "the PCIe link NVML saw, at 87% of its rate";
+			return lane[g] * r->tele[d].width_max * 0.87;
 		}
 	*from = "PCIe gen4 x16's usual 25 GB/s (no pinned copy or link seen)";
 	return 25e9;
