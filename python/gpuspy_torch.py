@@ -6,8 +6,9 @@ When torch is imported, this module hooks:
   * forward   - the first nn.Module call outside forward (a global module
                 hook for the first steps of each pass over a DataLoader,
                 then hooks on the modules it saw begin forward; from the
-                program's first torch.compile, no global hook: hooks on
-                the compiled modules and those already learned);
+                program's first compiled module or first call of a
+                compiled function, no global hook: hooks on the compiled
+                modules and those already learned);
   * backward  - Tensor.backward / torch.autograd.backward;
   * optimizer - Optimizer.step and Optimizer.zero_grad.
 "data" and "forward" last until the next phase starts, so the batch's copy
@@ -229,8 +230,10 @@ def _wrap(fn, name, after=None, lazy=False):
 # compiled module (OptimizedModule.__call__) warns on stderr whenever one
 # is on, and the compiled code is guarded on the global hooks that
 # Module._call_impl reads as Dynamo traces it, so taking the hook off when
-# learning ends compiles the graph again. So the first torch.compile call
-# takes it off for good, before anything is compiled, and learning stops;
+# learning ends compiles the graph again. So the first torch.compile of a
+# module or of a module's method, or the first call of a compiled
+# function (Dynamo compiles at that call), takes it off for good, before
+# anything is compiled, and learning stops;
 # forward then begins where a hook runs eagerly, outside the compiled code:
 # a compiled module's own call (its own pre-hook, which Dynamo never
 # traces), a module whose compile() compiled its _call_impl (a wrapper of
@@ -269,6 +272,20 @@ def _forward_first(fn):
     return call
 
 
+def _compile_mode_at_first_call(fn):
+    """fn (a compiled function), the helper's compile mode begun at its
+    first call, before Dynamo compiles it."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not _compiled[0] and not _is_compiling():
+            try:
+                _compile_mode()
+            except Exception as e:  # never break the traced program
+                _note(f"PyTorch phases: torch.compile: {e}")
+        return fn(*args, **kwargs)
+    return call
+
+
 def _hook_compile(torch):
     compile_fn = getattr(torch, "compile", None)
     module = torch.nn.Module
@@ -277,20 +294,31 @@ def _hook_compile(torch):
 
     @functools.wraps(compile_fn)
     def compile(*args, **kwargs):
-        if _is_compiling():  # inside what Dynamo traces: nothing of the helper's
+        what = args[0] if args else kwargs.get("model")
+        # Inside what Dynamo traces, nothing of the helper's; and
+        # @torch.compile(...) gives a decorator that calls torch.compile
+        # (this) with the function later.
+        if _is_compiling() or what is None:
             return compile_fn(*args, **kwargs)
+        owner = getattr(what, "__self__", None)
+        of_module = isinstance(what, module) or (isinstance(owner, module) and
+                                                 getattr(what, "__name__", "") != "_call_impl")
         try:
-            _compile_mode()
+            if of_module:
+                _compile_mode()
         except Exception as e:  # never break the traced program
             _note(f"PyTorch phases: torch.compile: {e}")
         out = compile_fn(*args, **kwargs)
         try:
-            what = args[0] if args else kwargs.get("model")
-            owner = getattr(what, "__self__", None)
             if isinstance(out, module):  # torch.compile(module): an OptimizedModule
                 _adopt(out)
-            elif isinstance(owner, module) and getattr(what, "__name__", "") != "_call_impl":
+            elif of_module:
                 _adopt(owner)  # torch.compile(model.forward): model's own call stays eager
+            elif callable(out):
+                # A function (a library may compile one as it is imported):
+                # the helper steps aside at its first call, which compiles
+                # it; until then eager modules are learned as ever.
+                out = _compile_mode_at_first_call(out)
         except Exception as e:  # never break the traced program
             _note(f"PyTorch phases: torch.compile: {e}")
         return out

@@ -560,7 +560,10 @@ def torch_compile_sees_no_helper(tmp):
     compiled model.forward, with libgpuspy's builtins and with the
     helper's Python version; forward still begins at the compiled model's
     call (model.compile()'s used to have none), each step's phases in
-    order."""
+    order. A function compiled before the loop (as a library may as it is
+    imported) and called after it leaves the helper as it is until that
+    call: the eager model's forward is learned as ever (it had none: the
+    compile alone stopped the learning)."""
     if SANITIZED:
         raise Skip("Python under a sanitized preload is not run")
     prog = os.path.join(ROOT, "tests", "progs", "torch_compiled.py")
@@ -571,7 +574,7 @@ def torch_compile_sees_no_helper(tmp):
         for name in ("data", "forward", "optimizer", "backward", "optimizer"):
             want += [(B, name, s), (N, name, s)]
     want += [(B, "data", 8), (N, "data", 8)]
-    for how in ("compile", "method", "forward"):
+    for how in ("compile", "method", "forward", "function"):
         untraced = run_py([prog, how], tmp, env={"PYTHONPATH": path}, preload=False)
         check(untraced.returncode == 0 and untraced.stdout == "steps 8 graphs 1 breaks 0\n" and untraced.stderr == "",
               f"{how} untraced: {untraced.returncode} {untraced.stdout!r} {untraced.stderr[-300:]!r}")

@@ -4,7 +4,9 @@
 optimizer eager, for EPOCHS passes of STEPS batches; prints how many
 graphs were compiled and how many breaks taken, which must be the same
 traced and untraced. HOW: `compile` (torch.compile(model)), `method`
-(model.compile()) or `forward` (model.forward = torch.compile(model.forward)).
+(model.compile()), `forward` (model.forward = torch.compile(model.forward))
+or `function` (a function compiled before the loop, as a library may as
+it is imported, and called after it; the model eager).
 Usage:
 PYTHONPATH=tests/progs/faketorch torch_compiled.py [HOW] [EPOCHS] [STEPS]"""
 import sys
@@ -22,6 +24,9 @@ if how == "method":
 elif how == "forward":
     model.forward = torch.compile(model.forward)
     cmodel = model
+elif how == "function":
+    fn = torch.compile(lambda t: t)
+    cmodel = model
 else:
     cmodel = torch.compile(model)
 opt = torch.optim.SGD()
@@ -31,5 +36,7 @@ for _ in range(epochs):
         opt.zero_grad()
         loss.backward()
         opt.step()
+if how == "function":
+    fn(0)
 c = torch._dynamo.utils.counters
 print(f"steps {epochs * steps} graphs {c['stats']['unique_graphs']} breaks {sum(c['graph_break'].values())}")
