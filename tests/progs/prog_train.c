@@ -80,6 +80,30 @@ static void *second_exit(void *arg)
 	_exit(second_code);
 }
 
+/* The ways out after the output: exit_exit, _exit, _exit2, term, abort,
+ * hold; any other mode returns (main's return 0). */
+static void end_as(const char *mode)
+{
+	pthread_t second;
+	fflush(stdout);
+	if (!strcmp(mode, "exit_exit")) {
+		second_code = 9;
+		if (pthread_create(&second, NULL, second_exit, NULL) == 0)
+			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
+		exit(7);
+	}
+	if (!strcmp(mode, "_exit") || !strcmp(mode, "term") || !strcmp(mode, "_exit2")) { /* as os._exit */
+		if (!strcmp(mode, "_exit2") && pthread_create(&second, NULL, second_exit, NULL) == 0)
+			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
+		_exit(7);
+	}
+	if (!strcmp(mode, "abort"))
+		abort();
+	if (!strcmp(mode, "hold"))
+		for (;;)
+			pause();
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 20;
@@ -138,29 +162,6 @@ int main(int argc, char **argv)
 	printf("trained %d steps\n", steps);
 	if (!strcmp(mode, "signal"))
 		signal_check();
-	if (!strcmp(mode, "exit_exit")) {
-		fflush(stdout);
-		pthread_t second;
-		second_code = 9;
-		if (pthread_create(&second, NULL, second_exit, NULL) == 0)
-			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
-		exit(7);
-	}
-	if (!strcmp(mode, "_exit") || !strcmp(mode, "term") || !strcmp(mode, "_exit2")) { /* as os._exit */
-		fflush(stdout);
-		pthread_t second;
-		if (!strcmp(mode, "_exit2") && pthread_create(&second, NULL, second_exit, NULL) == 0)
-			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
-		_exit(7);
-	}
-	if (!strcmp(mode, "abort")) {
-		fflush(stdout);
-		abort();
-	}
-	if (!strcmp(mode, "hold")) {
-		fflush(stdout);
-		for (;;)
-			pause();
-	}
+	end_as(mode);
 	return 0;
 }
