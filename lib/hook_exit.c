@@ -18,8 +18,16 @@
 #include "gpu_timing.h"
 #include "writer.h"
 
+/* The status of the first thread that called _exit: untraced, its
+ * exit_group ends the process at once, before a later thread's; traced,
+ * both wait for the same flush, and the first's status must still win. */
+static int first_status = -1;
+
 static __attribute__((noreturn)) void exit_now(int status)
 {
+	int first = -1;
+	if (!__atomic_compare_exchange_n(&first_status, &first, status, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		status = first;
 	if (gs_cupti_exit_flush() != 0)
 		gs_warn_raw("_exit: CUPTI's last GPU records were not handed over within half a second; "
 			    "some may be missing", NULL, NULL);

@@ -17,7 +17,8 @@
  * begins and ends by _exit(7) after its output: the signal kills it,
  * unless it is a pid namespace's init (pid 1), where the kernel drops a
  * signal left to its default action and the program runs on; with
- * `_exit2`, a second thread calls _exit(7) 50 ms after the main one does;
+ * `_exit2`, a second thread calls _exit(9) 50 ms after the main one
+ * calls _exit(7);
  * with `exit_exit`, the main thread calls exit(7) and a second thread
  * _exit(9) 50 ms later.
  * Usage: prog_train [STEPS] [DATA_US] [pause|paused|hold|destroy|signal|_exit|_exit2|exit_exit|abort|term]
@@ -93,6 +94,7 @@ static void end_as(const char *mode)
 		exit(7);
 	}
 	if (!strcmp(mode, "_exit") || !strcmp(mode, "term") || !strcmp(mode, "_exit2")) { /* as os._exit */
+		second_code = 9;
 		if (!strcmp(mode, "_exit2") && pthread_create(&second, NULL, second_exit, NULL) == 0)
 			__atomic_store_n(&second_go, 1, __ATOMIC_RELEASE);
 		_exit(7);
