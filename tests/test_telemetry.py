@@ -218,3 +218,21 @@ def telemetry_lock_file_is_never_followed(tmp):
         proc, ev = only_trace(tmp)
         n = sum(e["kind"] == "nvml" for e in ev)
         check(n >= 5 and proc["nvml_sampler"][0] == proc["pid"], f"{how}: {n} samples, sampler {proc['nvml_sampler']}")
+
+
+@test
+def telemetry_link_sets_the_pinned_rate_of_a_replay(tmp):
+    """prog_train copies 2 MiB a step from pageable memory and makes no
+    pinned copy: the replay of pinning them takes the bandwidth of the
+    PCIe link NVML saw (the double's gen5 x16, 63 GB/s raw) at 87% of its
+    rate, 54.8 GB/s, as the H200's pinned 64 MiB copies ran on such a link
+    (docs/design.md#replay); it was 80% (50.4 GB/s)."""
+    proc, ev, given = traced(tmp, "util=50", steps="30", extra={"GPUSPY_CUPTI": "on", "GPUSPY_CLOCK": "mono",
+                                                                 "FAKECUDA_SYNC_NS": "0"})
+    o = json.loads(subprocess.run([GPUSPY, "report", "--json", tmp], capture_output=True, text=True,
+                                  timeout=TIMEOUT).stdout)
+    pin = [d for d in o["diagnoses"] if d["id"] == "pageable_copies"]
+    check(len(pin) == 1 and pin[0]["saving"]["how"].startswith(
+        "the copies replayed as asynchronous copies from pinned memory at 54.8 GB/s (the PCIe link NVML saw, "
+        "at 87% of its rate)") and o["processes"][0]["step"]["pinned_bytes_per_s"] == 3.94e9 * 16 * 0.87,
+          f"{pin} {o['processes'][0]['step'].get('pinned_bytes_per_s')}")
