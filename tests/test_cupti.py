@@ -167,6 +167,15 @@ def cupti_unfinished_records_left_out_with_a_warning(tmp):
           f"unfinished: {len(gpu)} GPU records")
 
 
+def all_78_gpu_records(d):
+    """The header of d's one trace, checked to hold prog_train 3 100's 78
+    GPU records, each with its times."""
+    head, ev = only_trace(d)
+    gpu = [e for e in ev if e["kind"] in GPU_KIND]
+    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    return head
+
+
 @test
 def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     """A program that ends with _exit (Python's os._exit, a worker
@@ -183,9 +192,7 @@ def cupti_records_kept_when_the_program_ends_with__exit(tmp):
     p = run("prog_train", ["3", "100", "_exit"], env=CUPTI_ENV, tmp=d, expect_rc=7)
     check(p.returncode == plain.returncode == 7 and p.stdout == plain.stdout == "trained 3 steps\n",
           f"exit {p.returncode}, output {p.stdout!r}")
-    head, ev = only_trace(d)
-    gpu = [e for e in ev if e["kind"] in GPU_KIND]
-    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    head = all_78_gpu_records(d)
     check(head["state"] == "exited" and head.get("exit_code") == 7, f"{head['state']} {head.get('exit_code')}")
     text = subprocess.run([GPUSPY, "report", "--color", "never", d], capture_output=True, text=True,
                           timeout=TIMEOUT).stdout
@@ -219,9 +226,7 @@ def cupti_records_kept_when_two_threads_call__exit(tmp):
     p = run("prog_train", ["3", "100", "_exit2"], env=dict(CUPTI_ENV, FAKECUPTI_FORCED_MS="300"), tmp=d,
             expect_rc=7)
     check(p.stdout == "trained 3 steps\n", f"output {p.stdout!r}")
-    head, ev = only_trace(d)
-    gpu = [e for e in ev if e["kind"] in GPU_KIND]
-    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    head = all_78_gpu_records(d)
     check(head["state"] == "exited" and head.get("exit_code") == 7, f"{head['state']} {head.get('exit_code')}")
 
 
@@ -241,9 +246,7 @@ def cupti_records_kept_when__exit_comes_during_exits_flush(tmp):
     p = run("prog_train", ["3", "100", "exit_exit"], env=dict(CUPTI_ENV, FAKECUPTI_FORCED_MS="300"), tmp=d,
             expect_rc=None)
     check(p.returncode in (7, 9) and p.stdout == "trained 3 steps\n", f"exit {p.returncode}, output {p.stdout!r}")
-    head, ev = only_trace(d)
-    gpu = [e for e in ev if e["kind"] in GPU_KIND]
-    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    all_78_gpu_records(d)
 
 
 @test
@@ -260,9 +263,7 @@ def cupti_records_kept_when_a_signal_kills_the_program(tmp):
     plain = run("prog_train", ["3", "100", "abort"], env=CUPTI_ENV, tmp=tmp, preload=False, expect_rc=-6)
     p = run("prog_train", ["3", "100", "abort"], env=CUPTI_ENV, tmp=d, expect_rc=-6)
     check(p.stdout == plain.stdout == "trained 3 steps\n", f"output {p.stdout!r}")
-    head, ev = only_trace(d)
-    gpu = [e for e in ev if e["kind"] in GPU_KIND]
-    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    head = all_78_gpu_records(d)
     check(head["state"] == "signaled" and head.get("exit_signal") == 6, f"{head}")
 
 
@@ -313,9 +314,7 @@ def cupti_records_kept_when_sigterm_leaves_init_running(tmp):
     plain = run("prog_train", ["3", "100", "term"], env=CUPTI_ENV, tmp=tmp, preload=False, expect_rc=7, wrap=PID_NS)
     p = run("prog_train", ["3", "100", "term"], env=CUPTI_ENV, tmp=d, expect_rc=7, wrap=PID_NS)
     check(p.stdout == plain.stdout == "trained 3 steps\n", f"output {p.stdout!r}")
-    head, ev = only_trace(d)
-    gpu = [e for e in ev if e["kind"] in GPU_KIND]
-    check(len(gpu) == 78 and all(e["end_ns"] >= e["start_ns"] > 0 for e in gpu), f"{len(gpu)} GPU records")
+    head = all_78_gpu_records(d)
     check(head["pid"] == 1 and head["state"] == "exited" and head.get("exit_code") == 7 and
           head.get("signal_seen") == 15 and "exit_signal" not in head, f"{head}")
 

@@ -228,26 +228,6 @@ void gs_fault_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	}
 }
 
-/* The first frame of the program's own in a stack ("" if none). */
-static void own_line(struct gs_pass *p, uint32_t stack_id, char *out, size_t cap)
-{
-	char frames[2048];
-	struct gs_ev ev = { .stack_id = stack_id };
-	*out = 0;
-	if (!stack_id || !gs_sites_frames(&p->r->sites, p->in, &ev, frames, sizeof(frames)))
-		return;
-	for (char *l = frames; *l;) {
-		size_t k = strcspn(l, "\n");
-		char fr[240];
-		snprintf(fr, sizeof(fr), "%.*s", (int)(k < sizeof(fr) - 1 ? k : sizeof(fr) - 1), l);
-		if (!gs_frame_owner(fr)) {
-			snprintf(out, cap, "%s", fr);
-			return;
-		}
-		l += k + (l[k] == '\n');
-	}
-}
-
 /* The stack of the launch with correlation id corr, among the latest with one. */
 static uint32_t launch_stack(const struct gs_fault *f, uint64_t corr)
 {
@@ -276,7 +256,7 @@ void gs_fault_finish(struct gs_pass *p)
 	uint32_t launch = 0;
 	if (f->sticky) {
 		f->what = FAULT_KERNEL;
-		own_line(p, f->fail_stack, f->surfaced_at, sizeof(f->surfaced_at));
+		gs_sites_own_line(&p->r->sites, p->in, f->fail_stack, f->surfaced_at, sizeof(f->surfaced_at));
 		if ((f->named = candidate_record(f))) {
 			f->found = "gpu record";
 			snprintf(f->kernel, sizeof(f->kernel), "%s", f->named->name);
@@ -299,7 +279,7 @@ void gs_fault_finish(struct gs_pass *p)
 		snprintf(f->kernel, sizeof(f->kernel), "%s", f->named->name);
 		launch = launch_stack(f, f->named->corr);
 	}
-	own_line(p, launch, f->launched_at, sizeof(f->launched_at));
+	gs_sites_own_line(&p->r->sites, p->in, launch, f->launched_at, sizeof(f->launched_at));
 }
 
 void gs_fault_free(struct gs_report *r)

@@ -310,6 +310,25 @@ int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
 	return 1;
 }
 
+void gs_sites_own_line(struct gs_sites *s, struct gs_input *in, uint32_t stack_id, char *out, size_t cap)
+{
+	char frames[2048];
+	struct gs_ev ev = { .stack_id = stack_id };
+	*out = 0;
+	if (!stack_id || !gs_sites_frames(s, in, &ev, frames, sizeof(frames)))
+		return;
+	for (char *l = frames; *l;) {
+		size_t k = strcspn(l, "\n");
+		char f[240];
+		snprintf(f, sizeof(f), "%.*s", (int)(k < sizeof(f) - 1 ? k : sizeof(f) - 1), l);
+		if (!gs_frame_owner(f)) {
+			snprintf(out, cap, "%s", f);
+			return;
+		}
+		l += k + (l[k] == '\n');
+	}
+}
+
 static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
 {
 	for (size_t i = 0; i < s->n; i++) {

@@ -64,6 +64,9 @@ void gs_sites_snapshot(struct gs_sites *s, unsigned what);
 const char *gs_frame_owner(const char *frame);
 /* The frames of ev's stack as a site shows them, into buf; 0 without one. */
 int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, char *buf, size_t cap);
+/* The first of those frames that is the program's own (gs_frame_owner
+ * NULL), into out; "" without a stack or such a frame. */
+void gs_sites_own_line(struct gs_sites *s, struct gs_input *in, uint32_t stack_id, char *out, size_t cap);
 /* The waits in repeated phases that carry no stack (GPUSPY_STACK_MIN). */
 void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns);
 /* Sorted views for printing: count returned, *out malloc'ed. */

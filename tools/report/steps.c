@@ -294,26 +294,6 @@ static uint64_t median_call(const struct gs_item *v, size_t n, uint64_t ta, uint
 	return x;
 }
 
-/* The first frame of the program's own in a call's stack ("" if none). */
-static void own_line(struct gs_pass *p, const struct gs_item *c, char *out, size_t cap)
-{
-	char frames[2048];
-	struct gs_ev ev = { .stack_id = c->stack_id };
-	*out = 0;
-	if (!c->stack_id || !gs_sites_frames(&p->r->sites, p->in, &ev, frames, sizeof(frames)))
-		return;
-	for (char *l = frames; *l;) {
-		size_t k = strcspn(l, "\n");
-		char f[240];
-		snprintf(f, sizeof(f), "%.*s", (int)(k < sizeof(f) - 1 ? k : sizeof(f) - 1), l);
-		if (!gs_frame_owner(f)) {
-			snprintf(out, cap, "%s", f);
-			return;
-		}
-		l += k + (l[k] == '\n');
-	}
-}
-
 /* The waits a step could drop: how many, the line of the one that waits
  * longest in all, and the host's own work right after each (what could
  * have run while the GPU worked). */
@@ -357,7 +337,7 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 	free(next);
 	free(seen);
 	if (worst)
-		own_line(p, worst, c->where, sizeof(c->where));
+		gs_sites_own_line(&p->r->sites, p->in, worst->stack_id, c->where, sizeof(c->where));
 }
 
 static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t n, const struct gs_period *per,
@@ -459,7 +439,7 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
 				big = &v[i];
 		}
 	if (big)
-		own_line(p, big, s->once_where, sizeof(s->once_where));
+		gs_sites_own_line(&p->r->sites, p->in, big->stack_id, s->once_where, sizeof(s->once_where));
 }
 
 /* Finds the step (fills r->steps' first part) and its window of steady
