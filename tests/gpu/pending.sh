@@ -4,9 +4,9 @@
 # call of under 10 minutes (the device tool brings back at most 8 files:
 # each part writes summary.md and one tarball into $OUT). From the
 # repository root after `make gpu-carry`, carrying .gpu and tools/gpuspy:
-#   PART=54 bash tests/gpu/pending.sh    the ways out (exits.sh), the
-#        counter on callbacks and migrated contexts (cupti_check.sh), and
+#   PART=54 bash tests/gpu/pending.sh    the ways out (exits.sh) and
 #        the zoo's torch.compile, callbacks, ctx_migrate and graph_nodes
+#        (cupti_check.sh's cases already equal the counter: round3/)
 #   PART=52a bash tests/gpu/pending.sh   the what-if suite's first five
 #   PART=52b bash tests/gpu/pending.sh   and its last five
 # (tests/gpu/whatif/run.sh, three rounds each: python3
@@ -25,9 +25,8 @@ step() { # name seconds script [args...]: OUT=$R/name
 case "${PART:-}" in
 54)
 	step exits 170 tests/gpu/exits.sh
-	step cupti_check 200 tests/gpu/cupti_check.sh
 	ZOO_CASES="torch_compile_ro callbacks ctx_migrate graph_nodes" step zoo 200 tests/gpu/zoo.sh
-	cat "$R/status.txt" "$R"/exits/exits.md "$R"/cupti_check/cupti_check.md "$R"/zoo/zoo.md 2>/dev/null ;;
+	cat "$R/status.txt" "$R"/exits/exits.md "$R"/zoo/zoo.md 2>/dev/null ;;
 52a | 52b)
 	progs="pageable dataloader item launch_bound decode"
 	[ "$PART" = 52b ] && progs="empty_cache jax_hostbound sync_copies upload_once healthy"
