@@ -8,7 +8,8 @@
 #        the zoo's torch.compile, callbacks, ctx_migrate and graph_nodes
 #        (cupti_check.sh's cases already equal the counter: round3/)
 #   PART=52a bash tests/gpu/pending.sh   the what-if suite's first five
-#   PART=52b bash tests/gpu/pending.sh   and its last five
+#   PART=52b bash tests/gpu/pending.sh   and its last five (upload_once
+#        and healthy one round each, QUIET_ROUNDS)
 # (tests/gpu/whatif/run.sh, three rounds each: python3
 # tests/gpu/whatif/import.py on each part's whatif folder makes them a
 # fixture set.)
@@ -30,7 +31,7 @@ case "${PART:-}" in
 52a | 52b)
 	progs="pageable dataloader item launch_bound decode"
 	[ "$PART" = 52b ] && progs="empty_cache jax_hostbound sync_copies upload_once healthy"
-	ROUNDS=${ROUNDS:-3} step whatif 560 tests/gpu/whatif/run.sh $progs
+	ROUNDS=${ROUNDS:-3} QUIET_ROUNDS=${QUIET_ROUNDS:-1} step whatif 560 tests/gpu/whatif/run.sh $progs
 	cat "$R/status.txt" "$R"/whatif/whatif.md 2>/dev/null ;;
 *)
 	echo "PART=54, 52a or 52b"; exit 2 ;;
