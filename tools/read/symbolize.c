@@ -5,6 +5,7 @@
  * that file's symbols and DWARF (or its separate debug file, by build id).
  */
 #include <pthread.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -146,6 +147,37 @@ static const char *basename_of(const char *p)
 	return b ? b + 1 : p;
 }
 
+/* Where pc's function called the outermost function inlined at pc: the
+ * line of the frame's own function ("main (app.c:31)"), where the line
+ * table gives the inlined body's ("main (cuda_runtime.h:879)", the
+ * runtime's cudaMalloc<T> template). 0 when pc is in no inlined code. */
+static int inlined_call_site(Dwfl_Module *m, uint64_t rel, const char **file, int *line)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(m, rel, &bias);
+	Dwarf_Die *scopes = NULL;
+	int n = cu ? dwarf_getscopes(cu, rel - bias, &scopes) : 0;
+	int outer = -1; /* scopes run from the innermost to the unit */
+	for (int i = 0; i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			outer = i;
+	Dwarf_Attribute a;
+	Dwarf_Word fidx = 0, ln = 0;
+	Dwarf_Files *srcs = NULL;
+	size_t nsrcs = 0;
+	const char *f = NULL;
+	if (outer >= 0 && dwarf_formudata(dwarf_attr(&scopes[outer], DW_AT_call_file, &a), &fidx) == 0 &&
+	    dwarf_formudata(dwarf_attr(&scopes[outer], DW_AT_call_line, &a), &ln) == 0 && ln > 0 &&
+	    dwarf_getsrcfiles(cu, &srcs, &nsrcs) == 0 && fidx < nsrcs)
+		f = dwarf_filesrc(srcs, fidx, NULL, NULL);
+	free(scopes);
+	if (!f)
+		return 0;
+	*file = f;
+	*line = (int)ln;
+	return 1;
+}
+
 /* One return address, rendered. */
 static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 {
@@ -159,6 +191,8 @@ static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 	Dwfl_Line *l = m ? dwfl_module_getsrc(m, rel) : NULL;
 	int line = 0;
 	const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+	if (file && fn)
+		inlined_call_site(m, rel, &file, &line);
 	char buf[4096];
 	if (fn && file && line > 0)
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", gs_demangle(fn), basename_of(file), line);
