@@ -42,7 +42,7 @@ def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
     """The what-if suite (tests/gpu/whatif/, docs/measurements.md): ten
     programs run on the H200 slow and fixed, untraced in rounds (the
     saving each fix realized: realized.json), and traced; each run of the
-    suite is a set (run1: whatif/, run2: whatif/run2). From each slow
+    suite is a set (run1: whatif/, run2 and run3: whatif/runN). From each slow
     program's trace the report must (a) give the diagnosis the fix
     answers first (none for the one-time upload and the healthy loop),
     (b) predict a saving a step never more than the step, and (c) make no
@@ -55,15 +55,19 @@ def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
     is held to what it gave, so that a change to the model that makes it
     worse fails here. run2's programs were traced once against two
     untraced rounds, and processes of one program differ by 20-30% on
-    the H200; run.sh now traces the slow program in every round."""
+    the H200. run3 traced the slow program in every round (three) and
+    meets the median (10%) but not the worst: the JAX loop +46%, whose
+    untraced slow step ran 0.070, 0.097 and 0.114 ms in its three
+    processes (0.087 to 0.137 in the two runs before); it is held to
+    that too."""
     import json
     import statistics
     score = os.path.join(os.path.dirname(BIN), "gpu", "whatif", "score.py")
     rows = json.loads(subprocess.run([sys.executable, score, "--json", os.path.join(os.path.dirname(BIN), "..",
                                       "tools", "gpuspy")], capture_output=True, text=True, timeout=600).stdout)
     sets = sorted({r["set"] for r in rows})
-    check(sets == ["run1", "run2"] and len(rows) == 20, f"{sets}, {len(rows)} rows")
-    bound = {"run1": (0.15, 0.30), "run2": (0.13, 0.48)}
+    check(sets == ["run1", "run2", "run3"] and len(rows) == 30, f"{sets}, {len(rows)} rows")
+    bound = {"run1": (0.15, 0.30), "run2": (0.13, 0.48), "run3": (0.11, 0.47)}
     for name in sets:
         errs = []
         for r in (r for r in rows if r["set"] == name):
