@@ -22,12 +22,14 @@ def top_json(*args):
     return json.loads(p.stdout)
 
 
-def wait_for(what, fn, seconds=30):
+def wait_for(what, fn, seconds=30, show=None):
+    """fn()'s first true answer, polled for `seconds`; show() says what
+    was there instead when none came."""
     until = time.monotonic() + seconds
     while True:
         got = fn()
         if got or time.monotonic() > until:
-            check(got, f"gave up waiting for {what}")
+            check(got, f"gave up waiting for {what}" + (":\n" + show() if show and not got else ""))
             return got
         time.sleep(0.1)
 
@@ -197,7 +199,9 @@ def top_shows_every_process(tmp):
         try:
             last = "  ... and 62 more, not shown: the terminal is too short"
             rows = lambda: tmux("capture-pane", "-p").stdout.rstrip("\n").split("\n")
-            s = wait_for("the line of those left out", lambda: last in [l.rstrip() for l in rows()] and rows())
+            # 70 processes on a loaded 2-core machine: the first frames can be slow.
+            s = wait_for("the line of those left out", lambda: last in [l.rstrip() for l in rows()] and rows(),
+                         seconds=90, show=lambda: "\n".join(rows()))
             s = [l.rstrip() for l in s]
             check(s[0].startswith("gpuspy top: 70 traced processes") and s[18] == last and not any(s[19:]) and
                   sum(1 for l in s if re.match(r" *\d+ ", l)) == 8, "screen:\n" + "\n".join(s))
