@@ -94,7 +94,8 @@ $(filter %_static_ptds,$(RT_PROGS)): $(TB)/%_static_ptds: tests/progs/%.c $(TB)/
 # The exceptions of tests/progs: the driver scenario with per-thread
 # streams too; the runtime looked up by dlsym; the call stacks' program,
 # whose frames and lines the tests know (-O1 -g), on either runtime; the
-# faulting kernel's (-O1 -g too, on the runtime); the codec's, which needs
+# faulting kernel's (-O1 -g too, on the runtime, with a stand-in for
+# the runtime linked in, -g0); the codec's, which needs
 # no double; and the tools that are no prog_*.
 $(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
@@ -104,8 +105,11 @@ $(TB)/prog_stacks: tests/progs/prog_stacks.c $(TB)/libcudart.so.13
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN) -lpthread -ldl
 $(TB)/prog_stacks_static: tests/progs/prog_stacks.c $(TB)/libfakecudart_static.a
 	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(TB)/libfakecudart_static.a -ldl -lpthread
-$(TB)/prog_fault: tests/progs/prog_fault.c $(TB)/libcudart.so.13
-	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(RT_DYN)
+$(TB)/prog_fault: tests/progs/prog_fault.c $(TB)/fault_rt.o $(TB)/libcudart.so.13
+	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g -o $@ $< $(TB)/fault_rt.o $(RT_DYN)
+$(TB)/fault_rt.o: tests/progs/fault_rt.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -O1 -g0 -c -o $@ $<
 $(TB)/prog_codec: tests/progs/prog_codec.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<

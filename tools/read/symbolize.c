@@ -157,7 +157,15 @@ static int inlined_call_site(Dwfl_Module *m, uint64_t rel, const char **file, in
 	Dwarf_Die *cu = dwfl_module_addrdie(m, rel, &bias);
 	Dwarf_Die *scopes = NULL;
 	int n = cu ? dwarf_getscopes(cu, rel - bias, &scopes) : 0;
-	int outer = -1; /* scopes run from the innermost to the unit */
+	if (n > 0) {
+		/* Those are the innermost scope and its definition's parents;
+		 * the chain of inlined calls out to the function is its own. */
+		Dwarf_Die inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		n = dwarf_getscopes_die(&inner, &scopes);
+	}
+	int outer = -1; /* scopes run from the innermost out */
 	for (int i = 0; i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++)
 		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine)
 			outer = i;

@@ -120,9 +120,11 @@ const char *gs_frame_owner(const char *f)
 		if (!strncmp(f, syms[i].prefix, strlen(syms[i].prefix)))
 			return syms[i].owner;
 	/* The runtime linked into the program (nvcc's default, -cudart
-	 * static): its API ("cudaMalloc+0x1f2 (app)") and its internals,
-	 * named "libcudart_static_<hash>". */
-	if (!strncmp(f, "libcudart_static", 16) || (!strncmp(f, "cuda", 4) && f[4] >= 'A' && f[4] <= 'Z'))
+	 * static), which has no lines: its API ("cudaMalloc+0x1f2 (app)")
+	 * and its internals ("libcudart_static_<hash>+0x8c (app)"). A frame
+	 * with a line ("cudaCheck (app.c:12)") is the program's. */
+	size_t id = strspn(f, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+	if (f[id] == '+' && (!strncmp(f, "libcudart_static", 16) || (!strncmp(f, "cuda", 4) && f[4] >= 'A' && f[4] <= 'Z')))
 		return "the CUDA runtime";
 	if (f[0] == 'P' && f[1] == 'y' && f[2] >= 'A' && f[2] <= 'Z')
 		return "the Python interpreter"; /* PyObject_Call, PyEval_... */
