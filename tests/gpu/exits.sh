@@ -21,8 +21,8 @@ pair() { # name command...
 	local name=$1; shift
 	case $EXITS in *" $name "*) ;; *) return 0 ;; esac
 	local d="$WORK/$name"; mkdir -p "$d/traces"
-	timeout 120 "$@" > "$d/untraced.out" 2> "$d/untraced.err"; echo $? > "$d/untraced.rc"
-	timeout 120 env GPUSPY_DIR="$d/traces" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" \
+	timeout --foreground 120 "$@" > "$d/untraced.out" 2> "$d/untraced.err"; echo $? > "$d/untraced.rc"
+	timeout --foreground 120 env GPUSPY_DIR="$d/traces" GPUSPY_CUPTI=on LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" \
 		> "$d/traced.out" 2> "$d/traced.err"; echo $? > "$d/traced.rc"
 	for f in "$d"/traces/*.gspy; do [ -e "$f" ] && ./tools/gpuspy dump "$f" -o "${f%.gspy}.jsonl"; done
 	./tools/gpuspy report --json "$d/traces" > "$d/report.json" 2> "$d/report.err"

@@ -27,8 +27,8 @@ run_pair() { # name command...
 	case " $CASES " in *" $name "*) ;; *) return 0 ;; esac
 	local d="$WORK/$name"; mkdir -p "$d/traces"
 	local t0=$(date +%s)
-	timeout 150 "$@" > "$d/untraced.out" 2> "$d/untraced.err"; echo $? > "$d/untraced.rc"
-	timeout 150 env GPUSPY_DIR="$d/traces" GPUSPY_CUPTI=off CUPTI_COUNT_OUT="$d/cupti-%p.json" \
+	timeout --foreground 150 "$@" > "$d/untraced.out" 2> "$d/untraced.err"; echo $? > "$d/untraced.rc"
+	timeout --foreground 150 env GPUSPY_DIR="$d/traces" GPUSPY_CUPTI=off CUPTI_COUNT_OUT="$d/cupti-%p.json" \
 		CUDA_INJECTION64_PATH="$WORK/libcupti_count.so" LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" \
 		> "$d/traced.out" 2> "$d/traced.err"; echo $? > "$d/traced.rc"
 	local ok=0
@@ -64,7 +64,7 @@ cp "$WORK/zoo.json" "$OUT/" 2>/dev/null
 tool_case() { # name command...
 	local name=$1; shift
 	local d="$WORK/tool-$name"; mkdir -p "$d"
-	timeout 150 "$@" > "$d/out" 2> "$d/err"
+	timeout --foreground 150 "$@" > "$d/out" 2> "$d/err"
 	local r=$? n=0 ev=0
 	for f in "$d"/*.gspy; do
 		[ -e "$f" ] || continue

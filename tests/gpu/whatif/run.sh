@@ -36,7 +36,7 @@ step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 traced() { # dir slow|fixed round command [--fix]: traced, then its reports
 	local d=$1 v=$2 r=$3; shift 3
 	mkdir -p "$d/$v-t$r"
-	GPUSPY_DIR="$d/$v-t$r" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout $LIMIT "$@" > "$d/$v-traced-$r.out" 2> "$d/$v-traced-$r.err"
+	GPUSPY_DIR="$d/$v-t$r" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout --foreground $LIMIT "$@" > "$d/$v-traced-$r.out" 2> "$d/$v-traced-$r.err"
 	echo "$(basename "$d") $v traced round $r: $(step_ms "$d/$v-traced-$r.out") ms"
 	./tools/gpuspy report --json "$d/$v-t$r" > "$d/$v-report-$r.json" 2> "$d/$v-report-$r.err"
 	./tools/gpuspy report --color never "$d/$v-t$r" > "$d/$v-report-$r.txt" 2>> "$d/$v-report-$r.err"
@@ -48,7 +48,7 @@ for p in $PROGS; do
 	for r in $(seq "$n"); do
 		for v in slow fixed; do
 			f=; [ $v = fixed ] && f=--fix
-			timeout $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
+			timeout --foreground $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
 			rc=$?
 			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $rc)"
 		done
