@@ -21,8 +21,12 @@ set -u
 W=tests/gpu/whatif
 ROUNDS=${ROUNDS:-3}
 # upload_once and healthy have no saving to predict, only diagnoses to
-# check: QUIET_ROUNDS (default ROUNDS) can run them fewer rounds.
+# check: QUIET_ROUNDS (default ROUNDS) can run them fewer rounds. The
+# host-bound programs' speed moves most between processes (up to 64% in
+# one run: tests/gpu/results/round3/whatif-run3.md): HOST_ROUNDS (default
+# ROUNDS) can run them more.
 QUIET_ROUNDS=${QUIET_ROUNDS:-$ROUNDS}
+HOST_ROUNDS=${HOST_ROUNDS:-$ROUNDS}
 LIMIT=${LIMIT:-120} # seconds a run may take
 PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostbound sync_copies upload_once healthy}
 mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1
@@ -44,7 +48,11 @@ traced() { # dir slow|fixed round command [--fix]: traced, then its reports
 for p in $PROGS; do
 	d="$WORK/$p"; mkdir -p "$d"
 	c=$(command_of "$p")
-	n=$ROUNDS; case $p in upload_once | healthy) n=$QUIET_ROUNDS ;; esac
+	n=$ROUNDS
+	case $p in
+	upload_once | healthy) n=$QUIET_ROUNDS ;;
+	launch_bound | decode | jax_hostbound) n=$HOST_ROUNDS ;;
+	esac
 	for r in $(seq "$n"); do
 		for v in slow fixed; do
 			f=; [ $v = fixed ] && f=--fix
