@@ -5,7 +5,9 @@ NAME-slow) beside the saving its fix realized on the H200 (realized.json),
 and the fixed program's report, which must not make the diagnosis it
 fixed. Each run of the suite on the H200 is a set (whatif/ itself is
 run1, whatif/run2 the next...; import.py): every set is scored. Prints
-the tables docs/measurements.md shows; --json for the rows.
+the tables docs/measurements.md shows, with what each untraced slow
+process alone would have realized (the program's own spread); --json for
+the rows.
 Usage: score.py [--json] [GPUSPY]"""
 import json
 import os
@@ -53,8 +55,13 @@ def score(gpuspy, name, fix):
                 per = first["saving"]["per_step_ns"] / 1e6
             real = realized[prog]["realized_ms"]
             err = (per - real) / real if per is not None and want else None
+            # What one untraced slow process would have realized against
+            # the fixed ones' median: the program's own spread.
+            fixed_ms = statistics.median(realized[prog]["fixed_ms"])
+            each = [x - fixed_ms for x in realized[prog]["slow_ms"]]
             rows.append({"set": name, "program": prog, "want": want, "first": first["id"] if first else None,
                          "predicted_ms": per, "realized_ms": real, "error": err,
+                         "realized_range_ms": [min(each), max(each)],
                          "step": slow["processes"][0].get("step", {}),
                          "fixed_says": [x["id"] for x in fixed["diagnoses"] if want and x["id"] == want],
                          "slow_ids": [x["id"] for x in d]})
@@ -76,14 +83,16 @@ def main():
 
 def table(name, rows):
     print(f"\n{name}:\n")
-    print("| program | right first diagnosis | predicted ms/step | realized ms/step | error | fixed run says it |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| program | right first diagnosis | predicted ms/step | realized ms/step | error "
+          "| realized by one slow process | fixed run says it |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         ok = r["first"] == r["want"]
+        lo, hi = r["realized_range_ms"]
         pred = "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}"
         err = "" if r["error"] is None else f"{100 * r['error']:+.0f}%"
         print(f"| {r['program']} | {'yes' if ok else 'no'} ({r['first'] or 'none'}) | {pred} | "
-              f"{r['realized_ms']:.3f} | {err} | {', '.join(r['fixed_says']) or '-'} |")
+              f"{r['realized_ms']:.3f} | {err} | {lo:.3f} to {hi:.3f} | {', '.join(r['fixed_says']) or '-'} |")
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
     if errs:
         print(f"\nmedian |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
