@@ -34,6 +34,7 @@
 #define GS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Per-thread state. */
+#define GS_LAUNCH_PY 6 /* Python frames a launch keeps (gs_tls.launch_py) */
 struct gs_tls {
 	/* Line 0: what every wrapped call reads or writes besides the two
 	 * records (the struct is cache-line aligned: a nested call touches
@@ -62,6 +63,12 @@ struct gs_tls {
 	uint32_t device_misses;  /* calls answered -1 from the cache */
 	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
 	uint32_t launch_n;       /* launches seen, for stack sampling */
+	/* The last launch's Python frames, innermost first (code object,
+	 * instruction), kept cheaply in case its kernel faults (stacks.c). */
+	uintptr_t launch_py[GS_LAUNCH_PY][2];
+	uint64_t launch_start;   /* that launch's start, raw clock */
+	uint8_t launch_npy;
+	uint8_t site_written;    /* the fault's launch site is in the trace */
 	uint8_t host_kept;       /* host allocations of this thread wait in hook_host.c
 				  * for its first chunk (made before the file) */
 	uint8_t gone;            /* the thread is ending: its chunk was handed on

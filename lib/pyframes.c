@@ -447,3 +447,85 @@ unsigned gs_pyframes_raw(uint32_t (*out)[2], unsigned max)
 	}
 	return n;
 }
+
+unsigned gs_pyframes_where(uintptr_t (*out)[2], unsigned max)
+{
+	if (!__atomic_load_n(&L.on, __ATOMIC_ACQUIRE) || !L.is_init())
+		return 0;
+	uintptr_t ts = (uintptr_t)L.this_state();
+	if (!ts)
+		return 0;
+	uintptr_t f = *(const uintptr_t *)(ts + L.ts_off);
+	if (f && L.via_cframe)
+		f = *(const uintptr_t *)(f + L.cf_off);
+	unsigned n = 0;
+	for (unsigned steps = 0; f && n < max && steps < 64; steps++) {
+		uintptr_t c = *(const uintptr_t *)(f + L.code_off);
+		int skip = !c || *(const void *const *)(c + 8) != L.code_type;
+		for (unsigned i = 0; i < L.nskip && !skip; i++)
+			skip = (const void *)c == L.skip[i];
+		if (!skip) {
+			out[n][0] = c;
+			out[n][1] = *(const uintptr_t *)(f + L.ip_off);
+			n++;
+		}
+		f = *(const uintptr_t *)(f + L.prev_off);
+	}
+	return n;
+}
+
+/* raw_line for a frame that may be gone: code object c at instruction ip,
+ * every word read through the probe. -1 when c is no code object now. */
+static int probed_line(uintptr_t c, uintptr_t ip)
+{
+	if (peekp(c + 8) != (uintptr_t)L.code_type)
+		return -1;
+	intptr_t size = (intptr_t)peekp(c + 16);
+	uintptr_t start = c + L.code_start, table = peekp(c + L.table_off);
+	if (size <= 0 || ip < start || ip >= start + 2 * (uintptr_t)size || !table ||
+	    peekp(table + 8) != (uintptr_t)L.bytes_type)
+		return -1;
+	intptr_t tn = (intptr_t)peekp(table + 16);
+	int first = 0, line = -1;
+	if (tn <= 0 || tn > (1 << 20) || peek((const void *)(c + L.first_off), &first, sizeof(first)))
+		return -1;
+	uint8_t *t = malloc((size_t)tn);
+	size_t got = 0;
+	while (t && got < (size_t)tn) { /* a pipe's worth at a time */
+		size_t k = (size_t)tn - got < 4096 ? (size_t)tn - got : 4096;
+		if (peek((const void *)(table + 32 + got), t + got, k))
+			break;
+		got += k;
+	}
+	if (t && got == (size_t)tn)
+		line = table_line(t, (size_t)tn, first, (ip - start) / 2);
+	free(t);
+	return line;
+}
+
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+GS_FORK_LOCK(pyframes_probe, probe_lock);
+
+unsigned gs_pyframes_lines(const uintptr_t (*where)[2], unsigned n, uint32_t (*out)[2])
+{
+	unsigned k = 0;
+	if (!n || !__atomic_load_n(&L.on, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&probe_lock); /* learning is over: the probe's pipe is this one's */
+	if (probe_fd[0] < 0 && pipe2(probe_fd, O_CLOEXEC) == 0) {
+		for (unsigned i = 0; i < n; i++) {
+			int line = probed_line(where[i][0], where[i][1]);
+			uint32_t id = line >= 0 ? raw_code_id(where[i][0]) : 0;
+			if (id) {
+				out[k][0] = id;
+				out[k][1] = (uint32_t)line;
+				k++;
+			}
+		}
+		close(probe_fd[0]);
+		close(probe_fd[1]);
+		probe_fd[0] = probe_fd[1] = -1;
+	}
+	pthread_mutex_unlock(&probe_lock);
+	return k;
+}

@@ -18,9 +18,13 @@ void gs_end_rare(struct gs_tls *t, struct gspy_record *r)
 	if (r->result && gspy_result_sticky(r->result)) {
 		gs_cupti_faulted();
 		gs_stack_fault(r);
+		if (r->kind != GSPY_KIND_launch) /* a launch that failed is its own line */
+			gs_stack_fault_site(t);
 	} else if (gs_g.stack_kinds & (1u << r->kind)) {
 		gs_stack_note(r);
 	}
+	if (r->kind == GSPY_KIND_launch && !r->result && !gspy_api_host_func(r->api))
+		gs_stack_launch_where(t, r);
 	if (t->cupti_corr)
 		gs_cupti_note(r, t->cupti_corr);
 	if (__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) && (r->flags & GSPY_FLAG_ASYNC))

@@ -545,6 +545,36 @@ unsigned gs_stack_pcs(uint64_t *pc)
 	return k;
 }
 
+void gs_stack_launch_where(struct gs_tls *t, const struct gspy_record *r)
+{
+	t->launch_npy = (uint8_t)gs_pyframes_where(t->launch_py, GS_LAUNCH_PY);
+	t->launch_start = r->start;
+}
+
+void gs_stack_fault_site(struct gs_tls *t)
+{
+	if (t->site_written || !t->launch_npy)
+		return;
+	t->site_written = 1;
+	int e = errno;
+	struct stack_buf b;
+	uint32_t(*pairs)[2] = (uint32_t(*)[2])(void *)&b.pc[0]; /* no native frames: right after the header */
+	unsigned n = gs_pyframes_lines((const uintptr_t(*)[2])t->launch_py, t->launch_npy, pairs);
+	uint32_t id = n ? entry_id(&b, 0, n) : 0, name = id ? gs_intern(GSPY_MARK_FAULT_SITE) : 0;
+	if (name) {
+		struct gspy_record m;
+		memset(&m, 0, sizeof(m));
+		m.kind = GSPY_KIND_mark;
+		m.api = GSPY_API_gpuspy_mark;
+		m.device = -1;
+		m.start = m.end = t->launch_start;
+		m.name_id = name;
+		m.stack_id = id;
+		gs_commit(t, &m);
+	}
+	errno = e;
+}
+
 uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n)
 {
 	struct stack_buf e;

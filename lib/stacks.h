@@ -14,6 +14,13 @@ void gs_stack_note(struct gspy_record *r); /* a recorded call's stack (record.c)
  * GPUSPY_STACK_MIN and GPUSPY_STACK_LAUNCHES (record.c): where a kernel's
  * fault surfaced. None when stacks are off. */
 void gs_stack_fault(struct gspy_record *r);
+/* A launch keeps its Python frames, a few loads, in case its kernel
+ * faults (record.c, on the launches CUPTI sees); at the thread's first
+ * sticky failure they become its launch line: a mark at that launch's
+ * start, GSPY_MARK_FAULT_SITE, whose stack they are. The report names the
+ * launch by it when it is the one the fault came from. */
+void gs_stack_launch_where(struct gs_tls *t, const struct gspy_record *r);
+void gs_stack_fault_site(struct gs_tls *t);
 unsigned gs_stack_pcs(uint64_t *pc);
 uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
 

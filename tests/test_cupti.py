@@ -712,3 +712,57 @@ def cupti_a_program_polling_after_a_fault_pays_few_stacks(tmp):
     check(len(sticky) == 42 and len(stacked) == 16, f"{len(sticky)} failed, {len(stacked)} with a stack")
     lines, f = fault_report(d)
     check(f["kernel"] == "check_index" and f["surfaced_at"].startswith("main (prog_fault.c:"), f"fault {f}")
+
+
+PY_FAULT = os.path.join(ROOT, "tests", "progs", "py_fault.py")
+
+
+@test
+def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
+    """tests/gpu/exits/loop.py's index fault as Python makes it, through
+    ctypes.CDLL, which releases the GIL as PyTorch's bindings do
+    (py_fault.py). A launch keeps its Python frames (a few loads); the
+    thread's first sticky failure writes them as a mark at that launch's
+    start (GSPY_MARK_FAULT_SITE), and the report gives the launch's own
+    line, not the synchronize's where the error surfaced, the H200's
+    `torch.cuda.synchronize()`. Without CUPTI, whose launches keep
+    nothing, and with Python frames off: the line where it surfaced, past
+    ctypes' own frames (libffi's, _ctypes_callproc)."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    lib = os.path.join(BIN, "libcudart.so.13")
+    line = lambda tag: src_line(PY_FAULT, "# " + tag)
+    first = ("   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
+             "cudaDeviceSynchronize, and 1 call failed in all")
+    runs = (("cupti", {}), ("nocupti", {"GPUSPY_CUPTI": "off"}), ("nopython", {"GPUSPY_PYTHON_FRAMES": "0"}))
+    for name, extra in runs:
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        env = dict(os.environ, GPUSPY_DIR=d, LD_PRELOAD=LIB, LD_LIBRARY_PATH=BIN)
+        env.update(ASSERT_ENV)
+        env.update(extra)
+        p = subprocess.run([sys.executable, PY_FAULT, lib], env=env, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stdout == "synchronize 710\n", f"{name}: {p.returncode} {p.stdout!r} {p.stderr}")
+        ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
+        marks = [e for e in ev if e["kind"] == "mark"]
+        lines, f = fault_report(d)
+        if name == "cupti":
+            launch = next(e for e in ev if e["kind"] == "launch" and e.get("name") == "check_index")
+            check(len(marks) == 1 and marks[0]["name"] == "gpuspy: the launch before the fault" and
+                  marks[0]["start_ns"] == launch["start_ns"] and marks[0]["tid"] == launch["tid"] and
+                  stacks[marks[0]["stack"]] == [f"launch ({PY_FAULT}:{line('LINE_LAUNCH')})",
+                                                f"index ({PY_FAULT}:{line('LINE_INDEX')})",
+                                                f"<module> ({PY_FAULT}:{line('LINE_CALL')})"],
+                  f"marks {marks}, {[stacks.get(m.get('stack')) for m in marks]}")
+            check(lines == [first, f"     launched at launch ({PY_FAULT}:{line('LINE_LAUNCH')})"],
+                  "cupti:\n" + "\n".join(lines))
+            check(f["launched_at"] == f"launch ({PY_FAULT}:{line('LINE_LAUNCH')})" and
+                  f["found"] == "last launch before the first failed call", f"cupti: fault {f}")
+        else:
+            check(not marks, f"{name}: marks {marks}")
+            where = f"<module> ({PY_FAULT}:{line('LINE_SYNC')})" if name == "nocupti" else None
+            if where:
+                check(lines == [first, f"     the error surfaced at {where}; CUDA_LAUNCH_BLOCKING=1 makes the "
+                                       "launch itself fail"], f"{name}:\n" + "\n".join(lines))
+            check("launched_at" not in f and f["kernel"] == "check_index", f"{name}: fault {f}")

@@ -153,6 +153,12 @@ static inline int gspy_api_host_func(unsigned api)
 	       api == GSPY_API_cudaLaunchHostFunc || api == GSPY_API_cudaLaunchHostFunc_ptsz;
 }
 
+/* A mark gpuspy writes at a thread's first call that failed with a
+ * sticky error: at the start of the thread's last launch before it, with
+ * that launch's Python frames as its stack (the launch line of a kernel
+ * that faulted, which no launch keeps by default). */
+#define GSPY_MARK_FAULT_SITE "gpuspy: the launch before the fault"
+
 /* Clock of the raw timestamps in records. */
 enum gspy_clock {
 	GSPY_CLOCK_MONOTONIC = 0, /* raw value is CLOCK_MONOTONIC ns */

@@ -29,10 +29,11 @@
 
 #define SITED 256  /* the latest launches with a stack (GPUSPY_STACK_LAUNCHES samples them) */
 #define UNENDED 16 /* the first GPU records that never ended */
+#define SITES 16   /* the first threads' marks of their launch before the fault */
 
 struct launch {
-	uint64_t corr;
-	uint32_t stack_id;
+	uint64_t corr, start;
+	uint32_t stack_id, tid;
 	char name[160];
 };
 
@@ -55,6 +56,10 @@ struct gs_fault {
 	struct launch first, last;
 	struct { uint64_t corr; uint32_t stack_id; } sited[SITED];
 	uint64_t nsited;
+	/* The library's marks of the last launch of a thread whose call then
+	 * failed with a sticky error: its Python frames (GSPY_MARK_FAULT_SITE). */
+	struct { uint64_t start; uint32_t tid, stack_id; } site[SITES];
+	unsigned nsite;
 	int sticky;                 /* a call failed with a sticky error */
 	char api[48];               /* the first that did, its code and stack */
 	int code;
@@ -222,6 +227,8 @@ void gs_fault_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 		struct launch *l = ln->n++ ? &ln->last : &ln->first;
 		l->corr = ev->corr;
 		l->stack_id = ev->stack_id;
+		l->tid = ev->tid;
+		l->start = ev->start_ns;
 		name_of(l->name, sizeof(l->name), ev);
 		if (l == &ln->first)
 			ln->last = ln->first;
@@ -236,6 +243,27 @@ static uint32_t launch_stack(const struct gs_fault *f, uint64_t corr)
 		if (f->sited[i].corr == corr)
 			return f->sited[i].stack_id;
 	return 0;
+}
+
+void gs_fault_mark(struct gs_pass *p, const struct gs_ev *ev)
+{
+	if (!ev->name || strcmp(ev->name, GSPY_MARK_FAULT_SITE) || !ev->stack_id)
+		return;
+	struct gs_fault *f = state(p->r);
+	if (f->nsite < SITES) {
+		f->site[f->nsite].start = ev->start_ns;
+		f->site[f->nsite].tid = ev->tid;
+		f->site[f->nsite++].stack_id = ev->stack_id;
+	}
+}
+
+/* Launch l's stack: its own, else the mark of it its thread left. */
+static uint32_t site_of(const struct gs_fault *f, const struct launch *l)
+{
+	for (unsigned i = 0; !l->stack_id && i < f->nsite; i++)
+		if (f->site[i].tid == l->tid && f->site[i].start == l->start)
+			return f->site[i].stack_id;
+	return l->stack_id;
 }
 
 /* The GPU record that never ended of one of the candidates' launches
@@ -261,10 +289,12 @@ void gs_fault_finish(struct gs_pass *p)
 			f->found = "gpu record";
 			snprintf(f->kernel, sizeof(f->kernel), "%s", f->named->name);
 			launch = launch_stack(f, f->named->corr);
+			if (!launch && f->named->corr == f->last.corr)
+				launch = site_of(f, &f->last);
 		} else if (f->n) {
 			f->found = "last launch before the first failed call";
 			snprintf(f->kernel, sizeof(f->kernel), "%s", f->last.name);
-			launch = f->last.stack_id;
+			launch = site_of(f, &f->last);
 		} else if (*f->fail_kernel) { /* CUDA_LAUNCH_BLOCKING=1, most likely */
 			f->found = "the first failed call";
 			snprintf(f->kernel, sizeof(f->kernel), "%s", f->fail_kernel);

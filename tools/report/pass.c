@@ -113,6 +113,7 @@ static void hand_out(struct gs_pass *p, const struct gs_ev *ev)
 	size_t cur = gs_timeline_current(p);
 	if (ev->kind == GSPY_KIND_mark) {
 		loader_mark(p->r, ev->name);
+		gs_fault_mark(p, ev);
 		return;
 	}
 	if (ev->kind == GSPY_KIND_nvml) {

@@ -154,6 +154,8 @@ void gs_steps_free(struct gs_report *r);
 /* The post-mortem's first fact (fault.c): the GPU kernel that faulted,
  * where, what failed after; printed in the process's header lines. */
 void gs_fault_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
+/* A mark: the library's of the launch before a fault (GSPY_MARK_FAULT_SITE). */
+void gs_fault_mark(struct gs_pass *p, const struct gs_ev *ev);
 void gs_fault_finish(struct gs_pass *p);
 void gs_fault_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
 void gs_fault_json(cJSON *o, const struct gs_report *r, const struct gs_style *st); /* --json's `fault` */

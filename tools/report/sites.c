@@ -97,7 +97,7 @@ const char *gs_frame_owner(const char *f)
 		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
 		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
 		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
-		{ "ld-linux", "the loader" },
+		{ "ld-linux", "the loader" }, { "libffi", "ctypes" },
 	};
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
 		if (in_module(f, mods[i].mod))
@@ -114,7 +114,7 @@ const char *gs_frame_owner(const char *f)
 		{ "c10::", "PyTorch" }, { "at::", "PyTorch" }, { "torch::", "PyTorch" }, { "caffe2::", "PyTorch" },
 		{ "pybind11::", "PyTorch" }, { "xla::", "XLA" }, { "stream_executor::", "XLA" }, { "tsl::", "XLA" },
 		{ "cublas", "cuBLAS" }, { "cudnn", "cuDNN" }, { "_Py", "the Python interpreter" },
-		{ "std::", "the C++ library" },
+		{ "std::", "the C++ library" }, { "_ctypes", "ctypes" }, { "ffi_", "ctypes" },
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
 		if (!strncmp(f, syms[i].prefix, strlen(syms[i].prefix)))
