@@ -57,9 +57,18 @@ static int probe_fd[2] = { -1, -1 };
 /* n bytes at addr into out, or -1 if addr is not readable. */
 static int peek(const void *addr, void *out, size_t n)
 {
-	if (write(probe_fd[1], addr, n) != (ssize_t)n)
-		return -1;
-	return read(probe_fd[0], out, n) == (ssize_t)n ? 0 : -1;
+	ssize_t w = write(probe_fd[1], addr, n);
+	if (w == (ssize_t)n)
+		return read(probe_fd[0], out, n) == (ssize_t)n ? 0 : -1;
+	/* Cut short by an unreadable page: what did go in comes out, so that
+	 * the next probe reads its own bytes. */
+	for (char sink[256]; w > 0;) {
+		ssize_t r = read(probe_fd[0], sink, (size_t)w < sizeof(sink) ? (size_t)w : sizeof(sink));
+		if (r <= 0)
+			break;
+		w -= r;
+	}
+	return -1;
 }
 
 static uintptr_t peekp(uintptr_t addr)
@@ -362,14 +371,16 @@ GS_API int gpuspy_python_frames_learn(void)
 	if (!found)
 		goto out;
 	ok = 0;
-	__atomic_store_n(&L.on, 1, __ATOMIC_RELEASE);
 out:
-	/* The probes are done: no descriptor of gpuspy's stays open. */
+	/* The probes are done: no descriptor of gpuspy's stays open (and the
+	 * pipe is free for a fault's, gs_pyframes_lines, once reading is on). */
 	close(probe_fd[0]);
 	close(probe_fd[1]);
 	probe_fd[0] = probe_fd[1] = -1;
-	if (ok == 0)
+	if (ok == 0) {
+		__atomic_store_n(&L.on, 1, __ATOMIC_RELEASE);
 		return 0;
+	}
 	if (gs_optu(GS_OPT_DEBUG))
 		gs_warn("Python frames without the GIL: layout not learned; only calls holding the GIL get them");
 	return -1;
@@ -503,6 +514,32 @@ static int probed_line(uintptr_t c, uintptr_t ip)
 	return line;
 }
 
+/* str_of through the probe, into buf: "?" unless o is a compact ASCII str
+ * still (its first cap - 1 characters). */
+static const char *probed_str(uintptr_t o, char *buf, size_t cap)
+{
+	uint8_t state = 0;
+	snprintf(buf, cap, "?");
+	if (!o || peekp(o + 8) != (uintptr_t)L.str_type || peek((const void *)(o + 32), &state, 1) ||
+	    !(state & 0x20) || !(state & 0x40))
+		return buf;
+	intptr_t len = (intptr_t)peekp(o + 16);
+	if (len <= 0 || (size_t)len >= cap || peek((const void *)(o + L.str_data), buf, (size_t)len))
+		return snprintf(buf, cap, "?"), buf;
+	buf[len] = 0;
+	return buf;
+}
+
+/* raw_code_id for a code object that may be gone: its names read through
+ * the probe, and not cached (its address may hold another since). */
+static uint32_t probed_code_id(uintptr_t c)
+{
+	char name[256], file[512], buf[1024];
+	snprintf(buf, sizeof(buf), "%s (%s)", probed_str(peekp(c + L.name_off), name, sizeof(name)),
+		 probed_str(peekp(c + L.file_off), file, sizeof(file)));
+	return gs_intern(buf);
+}
+
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 GS_FORK_LOCK(pyframes_probe, probe_lock);
 
@@ -511,21 +548,27 @@ unsigned gs_pyframes_lines(const uintptr_t (*where)[2], unsigned n, uint32_t (*o
 	unsigned k = 0;
 	if (!n || !__atomic_load_n(&L.on, __ATOMIC_ACQUIRE))
 		return 0;
-	pthread_mutex_lock(&probe_lock); /* learning is over: the probe's pipe is this one's */
-	if (probe_fd[0] < 0 && pipe2(probe_fd, O_CLOEXEC) == 0) {
-		for (unsigned i = 0; i < n; i++) {
-			int line = probed_line(where[i][0], where[i][1]);
-			uint32_t id = line >= 0 ? raw_code_id(where[i][0]) : 0;
-			if (id) {
-				out[k][0] = id;
-				out[k][1] = (uint32_t)line;
-				k++;
+	/* Best effort: another thread's at it (or this one, from a handler),
+	 * no line. A write or read is a cancellation point: none while the
+	 * lock is held. Non-blocking: a probe never waits on the pipe. */
+	int cs = gs_cancel_off();
+	if (pthread_mutex_trylock(&probe_lock) == 0) {
+		if (probe_fd[0] < 0 && pipe2(probe_fd, O_CLOEXEC | O_NONBLOCK) == 0) {
+			for (unsigned i = 0; i < n; i++) {
+				int line = probed_line(where[i][0], where[i][1]);
+				uint32_t id = line >= 0 ? probed_code_id(where[i][0]) : 0;
+				if (id) {
+					out[k][0] = id;
+					out[k][1] = (uint32_t)line;
+					k++;
+				}
 			}
+			close(probe_fd[0]);
+			close(probe_fd[1]);
+			probe_fd[0] = probe_fd[1] = -1;
 		}
-		close(probe_fd[0]);
-		close(probe_fd[1]);
-		probe_fd[0] = probe_fd[1] = -1;
+		pthread_mutex_unlock(&probe_lock);
 	}
-	pthread_mutex_unlock(&probe_lock);
+	gs_cancel_restore(cs);
 	return k;
 }

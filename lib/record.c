@@ -18,8 +18,7 @@ void gs_end_rare(struct gs_tls *t, struct gspy_record *r)
 	if (r->result && gspy_result_sticky(r->result)) {
 		gs_cupti_faulted();
 		gs_stack_fault(r);
-		if (r->kind != GSPY_KIND_launch) /* a launch that failed is its own line */
-			gs_stack_fault_site(t);
+		gs_stack_fault_site(t); /* a failed launch is not its last launch */
 	} else if (gs_g.stack_kinds & (1u << r->kind)) {
 		gs_stack_note(r);
 	}

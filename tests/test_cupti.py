@@ -727,27 +727,33 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
     line, not the synchronize's where the error surfaced, the H200's
     `torch.cuda.synchronize()`. Without CUPTI, whose launches keep
     nothing, and with Python frames off: the line where it surfaced, past
-    ctypes' own frames (libffi's, _ctypes_callproc)."""
+    ctypes' own frames (libffi's, _ctypes_callproc). When the first call
+    to fail is a later launch (PyTorch's next operation, often), the
+    faulted one is still named at its line."""
     if SANITIZED:
         raise Skip("Python under a sanitized preload is not run")
+    if sys.version_info < (3, 11):
+        raise Skip("Python frames without the GIL need CPython 3.11 or later")
     lib = os.path.join(BIN, "libcudart.so.13")
     line = lambda tag: src_line(PY_FAULT, "# " + tag)
     first = ("   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
              "cudaDeviceSynchronize, and 1 call failed in all")
-    runs = (("cupti", {}), ("nocupti", {"GPUSPY_CUPTI": "off"}), ("nopython", {"GPUSPY_PYTHON_FRAMES": "0"}))
-    for name, extra in runs:
+    runs = (("cupti", {}, []), ("launch", {}, ["launch"]), ("nocupti", {"GPUSPY_CUPTI": "off"}, []),
+            ("nopython", {"GPUSPY_PYTHON_FRAMES": "0"}, []))
+    for name, extra, args in runs:
         d = os.path.join(tmp, name)
         os.makedirs(d)
-        env = dict(os.environ, GPUSPY_DIR=d, LD_PRELOAD=LIB, LD_LIBRARY_PATH=BIN)
-        env.update(ASSERT_ENV)
-        env.update(extra)
-        p = subprocess.run([sys.executable, PY_FAULT, lib], env=env, capture_output=True, text=True,
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPY_")}
+        env.update(ASSERT_ENV, GPUSPY_DIR=d, LD_PRELOAD=LIB, LD_LIBRARY_PATH=BIN, **extra)
+        p = subprocess.run([sys.executable, PY_FAULT, lib, *args], env=env, capture_output=True, text=True,
                            timeout=TIMEOUT)
         check(p.returncode == 1 and p.stdout == "synchronize 710\n", f"{name}: {p.returncode} {p.stdout!r} {p.stderr}")
         ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
         marks = [e for e in ev if e["kind"] == "mark"]
         lines, f = fault_report(d)
-        if name == "cupti":
+        if name in ("cupti", "launch"):
+            head = first if name == "cupti" else first.replace(
+                "from cudaDeviceSynchronize, and 1 call failed", "from cudaLaunchKernel, and 2 calls failed")
             launch = next(e for e in ev if e["kind"] == "launch" and e.get("name") == "check_index")
             check(len(marks) == 1 and marks[0]["name"] == "gpuspy: the launch before the fault" and
                   marks[0]["start_ns"] == launch["start_ns"] and marks[0]["tid"] == launch["tid"] and
@@ -755,10 +761,12 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
                                                 f"index ({PY_FAULT}:{line('LINE_INDEX')})",
                                                 f"<module> ({PY_FAULT}:{line('LINE_CALL')})"],
                   f"marks {marks}, {[stacks.get(m.get('stack')) for m in marks]}")
-            check(lines == [first, f"     launched at launch ({PY_FAULT}:{line('LINE_LAUNCH')})"],
-                  "cupti:\n" + "\n".join(lines))
-            check(f["launched_at"] == f"launch ({PY_FAULT}:{line('LINE_LAUNCH')})" and
-                  f["found"] == "last launch before the first failed call", f"cupti: fault {f}")
+            blocking = ["     the first failed call launched scale: with CUDA_LAUNCH_BLOCKING=1, that kernel "
+                        "faulted"] if name == "launch" else []
+            check(lines == [head, *blocking, f"     launched at launch ({PY_FAULT}:{line('LINE_LAUNCH')})"],
+                  f"{name}:\n" + "\n".join(lines))
+            check(f["launched_at"] == f"launch ({PY_FAULT}:{line('LINE_LAUNCH')})" and f["kernel"] == "check_index"
+                  and f["found"] == "last launch before the first failed call", f"{name}: fault {f}")
         else:
             check(not marks, f"{name}: marks {marks}")
             where = f"<module> ({PY_FAULT}:{line('LINE_SYNC')})" if name == "nocupti" else None

@@ -5,9 +5,10 @@ PyTorch's bindings do, then `check_index`, whose device-side assert the
 driver double trips (FAKECUDA_ASSERT=check_index): the synchronize after
 it fails with 710. The launch line is `launch`'s, called from `index`,
 called from the script; the error surfaces at the synchronize, lines
-later. Prints the
-synchronize's result; exits 1 when it failed.
-Usage: py_fault.py LIBCUDART"""
+later. With `launch`, a kernel is launched between the two: the
+first call to fail is that launch, as PyTorch's next operation often is.
+Prints the synchronize's result; exits 1 when it failed.
+Usage: py_fault.py LIBCUDART [launch]"""
 import ctypes
 import sys
 
@@ -38,7 +39,8 @@ for _ in range(3):
     launch(scale)
 rt.cudaDeviceSynchronize()
 index(None, 10 ** 6)  # LINE_CALL
-x = sum(range(100))
+if sys.argv[2:] == ["launch"]:
+    launch(scale)
 rc = rt.cudaDeviceSynchronize()  # LINE_SYNC
 print("synchronize", rc)
 sys.exit(1 if rc else 0)

@@ -114,7 +114,7 @@ const char *gs_frame_owner(const char *f)
 		{ "c10::", "PyTorch" }, { "at::", "PyTorch" }, { "torch::", "PyTorch" }, { "caffe2::", "PyTorch" },
 		{ "pybind11::", "PyTorch" }, { "xla::", "XLA" }, { "stream_executor::", "XLA" }, { "tsl::", "XLA" },
 		{ "cublas", "cuBLAS" }, { "cudnn", "cuDNN" }, { "_Py", "the Python interpreter" },
-		{ "std::", "the C++ library" }, { "_ctypes", "ctypes" }, { "ffi_", "ctypes" },
+		{ "std::", "the C++ library" }, { "_ctypes", "ctypes" }, { "ffi_call", "ctypes" },
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
 		if (!strncmp(f, syms[i].prefix, strlen(syms[i].prefix)))
