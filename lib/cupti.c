@@ -340,16 +340,29 @@ static void *flusher(void *arg)
 	return NULL;
 }
 
+#define EXIT_WAIT_MS 500 /* the longest an exit waits for CUPTI's last flush */
+
+/* The exit flush done (exit_word 2: 0 -> 1 (asked) -> 2, or 0 -> 3
+ * (exit() flushes) -> 2), waited for EXIT_WAIT_MS at most: 0, or -1. */
+static int wait_flushed(void)
+{
+	uint64_t end = gs_mono_ns() + EXIT_WAIT_MS * 1000000ull;
+	uint32_t v;
+	while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 && gs_wait_while(&c.exit_word, v, end) == 0)
+		;
+	return v == 2 ? 0 : -1;
+}
+
 /*
  * _exit (os._exit, a child's exit after fork) runs no atexit handler, so
  * CUPTI's held records would die with the process. The flusher thread,
  * not the exiting one (which may be in a signal handler, or hold a lock
  * CUPTI wants), makes the forced flush; the exiting thread waits for it
  * at most EXIT_WAIT_MS and then exits whatever happened: the program is
- * never held. A second thread's _exit meanwhile waits for the same flush. Only in the process whose flusher it is (a forked child has
+ * never held. A second thread's _exit meanwhile waits for the same
+ * flush. Only in the process whose flusher it is (a forked child has
  * none); async-signal-safe.
  */
-#define EXIT_WAIT_MS 500
 int gs_cupti_exit_flush(void)
 {
 	if (!c.flusher_pid || (pid_t)syscall(SYS_getpid) != c.flusher_pid)
@@ -359,11 +372,7 @@ int gs_cupti_exit_flush(void)
 	uint32_t zero = 0;
 	if (__atomic_compare_exchange_n(&c.exit_word, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	uint64_t end = gs_mono_ns() + EXIT_WAIT_MS * 1000000ull;
-	uint32_t v;
-	while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 && gs_wait_while(&c.exit_word, v, end) == 0)
-		; /* 0 -> 1 (asked) -> 2 (done), or 0 -> 3 (exit() flushes) -> 2 */
-	return v == 2 ? 0 : -1;
+	return wait_flushed();
 }
 
 /* exit(): the last flush, here, unless an _exit asked the flusher for it
@@ -381,11 +390,7 @@ static void flush_at_exit(void)
 		__atomic_store_n(&c.exit_word, 2, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	} else {
-		uint64_t end = gs_mono_ns() + EXIT_WAIT_MS * 1000000ull;
-		uint32_t v;
-		while ((v = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE)) != 2 &&
-		       gs_wait_while(&c.exit_word, v, end) == 0)
-			;
+		wait_flushed();
 	}
 	unsigned long n = __atomic_load_n(&c.unfinished, __ATOMIC_RELAXED);
 	/* After a fault CUPTI hands back the context's records without times,

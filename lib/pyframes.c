@@ -429,58 +429,61 @@ static uint32_t raw_code_id(uintptr_t c)
 	return id;
 }
 
-unsigned gs_pyframes_raw(uint32_t (*out)[2], unsigned max)
+/* This thread's innermost interpreter frame, 0 when reading is off. */
+static uintptr_t top_frame(void)
 {
 	if (!__atomic_load_n(&L.on, __ATOMIC_ACQUIRE) || !L.is_init())
 		return 0;
 	uintptr_t ts = (uintptr_t)L.this_state();
-	if (!ts)
-		return 0;
-	uintptr_t f = *(const uintptr_t *)(ts + L.ts_off);
+	uintptr_t f = ts ? *(const uintptr_t *)(ts + L.ts_off) : 0;
 	if (f && L.via_cframe)
 		f = *(const uintptr_t *)(f + L.cf_off);
-	unsigned n = 0;
-	for (unsigned steps = 0; f && n < max && steps < 256; steps++) {
-		uintptr_t c = *(const uintptr_t *)(f + L.code_off);
-		int skip = !c || *(const void *const *)(c + 8) != L.code_type;
-		for (unsigned i = 0; i < L.nskip && !skip; i++)
-			skip = (const void *)c == L.skip[i];
-		if (!skip) {
-			int line = raw_line(f, c);
-			uint32_t id = line >= 0 ? raw_code_id(c) : 0;
-			if (id) {
-				out[n][0] = id;
-				out[n][1] = (uint32_t)line;
-				n++;
-			}
+	return f;
+}
+
+/* Frame f's code object, 0 for one the C API passes over. */
+static uintptr_t own_code(uintptr_t f)
+{
+	uintptr_t c = *(const uintptr_t *)(f + L.code_off);
+	if (!c || *(const void *const *)(c + 8) != L.code_type)
+		return 0;
+	for (unsigned i = 0; i < L.nskip; i++)
+		if ((const void *)c == L.skip[i])
+			return 0;
+	return c;
+}
+
+static uintptr_t caller(uintptr_t f)
+{
+	return *(const uintptr_t *)(f + L.prev_off);
+}
+
+unsigned gs_pyframes_raw(uint32_t (*out)[2], unsigned max)
+{
+	unsigned n = 0, steps = 0;
+	for (uintptr_t f = top_frame(); f && n < max && steps < 256; f = caller(f), steps++) {
+		uintptr_t c = own_code(f);
+		int line = c ? raw_line(f, c) : -1;
+		uint32_t id = line >= 0 ? raw_code_id(c) : 0;
+		if (id) {
+			out[n][0] = id;
+			out[n][1] = (uint32_t)line;
+			n++;
 		}
-		f = *(const uintptr_t *)(f + L.prev_off);
 	}
 	return n;
 }
 
 unsigned gs_pyframes_where(uintptr_t (*out)[2], unsigned max)
 {
-	if (!__atomic_load_n(&L.on, __ATOMIC_ACQUIRE) || !L.is_init())
-		return 0;
-	uintptr_t ts = (uintptr_t)L.this_state();
-	if (!ts)
-		return 0;
-	uintptr_t f = *(const uintptr_t *)(ts + L.ts_off);
-	if (f && L.via_cframe)
-		f = *(const uintptr_t *)(f + L.cf_off);
-	unsigned n = 0;
-	for (unsigned steps = 0; f && n < max && steps < 64; steps++) {
-		uintptr_t c = *(const uintptr_t *)(f + L.code_off);
-		int skip = !c || *(const void *const *)(c + 8) != L.code_type;
-		for (unsigned i = 0; i < L.nskip && !skip; i++)
-			skip = (const void *)c == L.skip[i];
-		if (!skip) {
+	unsigned n = 0, steps = 0;
+	for (uintptr_t f = top_frame(); f && n < max && steps < 64; f = caller(f), steps++) {
+		uintptr_t c = own_code(f);
+		if (c) {
 			out[n][0] = c;
 			out[n][1] = *(const uintptr_t *)(f + L.ip_off);
 			n++;
 		}
-		f = *(const uintptr_t *)(f + L.prev_off);
 	}
 	return n;
 }
