@@ -27,6 +27,7 @@ static const uint64_t always_alive = 1; /* until the file's own page is set */
 struct gs_global gs_g = { .clock = GSPY_CLOCK_MONOTONIC, .alive = &always_alive };
 struct gs_config gs_cfg;
 pid_t gs_file_pid;
+pid_t gs_pid;
 
 enum { INIT_NONE, INIT_BUSY, INIT_DONE }; /* gs_once's states */
 static int init_state;
@@ -207,6 +208,7 @@ static void atfork_parent(void)
  * handlers never saw (syscall(SYS_fork), clone). */
 void gs_forked_child(void)
 {
+	__atomic_store_n(&gs_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
 	size_t n = (size_t)(__stop_gs_fork_locks - __start_gs_fork_locks);
 	for (size_t i = 0; i < n; i++)
 		pthread_mutex_init(__start_gs_fork_locks[i], NULL);
@@ -338,6 +340,7 @@ int gs_init(void)
  * place for what needs the loader (libunwind). */
 __attribute__((constructor)) static void gs_ctor(void)
 {
+	__atomic_store_n(&gs_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
 	gs_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (!gs_g.disabled)

@@ -381,6 +381,11 @@ int gs_cupti_exit_flush(void)
  * middle of it. */
 static void flush_at_exit(void)
 {
+	/* A child that no fork handler saw (syscall(SYS_fork), clone) has its
+	 * parent's CUPTI state but none of CUPTI's threads: a flush there may
+	 * wait for ever. */
+	if (__atomic_load_n(&gs_pid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_getpid))
+		return;
 	uint32_t zero = 0;
 	int own = __atomic_compare_exchange_n(&c.exit_word, &zero, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&c.exiting, 1, __ATOMIC_RELEASE);

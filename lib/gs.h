@@ -108,6 +108,11 @@ extern struct gs_global gs_g;
 /* The process whose trace file is open: set by the writer when it makes
  * the file; a fork child until it makes its own has its parent's. */
 extern pid_t gs_file_pid;
+/* The process gpuspy set itself up in: the constructor's, then each fork
+ * child's (its fork handlers, or gs_forked_child called by the writer in a
+ * raw fork's child). Another pid is a child that shares or copies this
+ * memory unseen (vfork, clone): it must leave gpuspy's state alone. */
+extern pid_t gs_pid;
 
 /* Configuration (core.c), read once from the environment. */
 struct gs_config {

@@ -7,8 +7,8 @@
  * trace is marked exited with the status (a clean end, which the report
  * says as such), then the process exits as libc's _exit does, with the
  * same status. exit() reaches the kernel through libc's own _exit, not
- * through this one. A child that inherited its parent's file (vfork, a
- * raw fork) leaves it alone (gs_writer_exit).
+ * through this one. A child that inherited its parent's memory or file
+ * (vfork, a raw fork) leaves them alone.
  */
 #define _GNU_SOURCE
 #include <sys/syscall.h>
@@ -25,6 +25,13 @@ static int first_status = -1;
 
 static __attribute__((noreturn)) void exit_now(int status)
 {
+	/* A vfork child (Python's subprocess when exec fails: _exit(255)) runs
+	 * in its parent's memory: what it wrote here would be the parent's
+	 * status. Such a child, or a raw fork's that made no CUDA call, has
+	 * nothing of gpuspy's to end: it exits as it asked. */
+	if (__atomic_load_n(&gs_pid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_getpid))
+		for (;;)
+			syscall(SYS_exit_group, status);
 	int first = -1;
 	if (!__atomic_compare_exchange_n(&first_status, &first, status, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		status = first;

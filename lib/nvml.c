@@ -77,6 +77,8 @@ struct dev {
 	uint32_t uuid;       /* string id */
 	unsigned sm_max, mem_max, gen_max, width_max;
 	int lock_fd;
+	dev_t lock_dev;      /* lock_fd's file, to close only it in a fork child */
+	ino_t lock_ino;
 };
 
 static struct {
@@ -178,6 +180,19 @@ static int take_lock(struct dev *v, const char *bus, int32_t *owner)
 		 * but the lock still keeps them off. */
 		if (ftruncate(fd, 0) == 0)
 			(void)!pwrite(fd, b, (size_t)len, 0);
+		/* Kept for the process's life: above the numbers a program
+		 * expects to be free, as the trace's (the lock is the open
+		 * file's, which the copy shares). */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+		struct stat st;
+		if (fstat(fd, &st) == 0) {
+			v->lock_dev = st.st_dev;
+			v->lock_ino = st.st_ino;
+		}
 		v->lock_fd = fd;
 		*owner = nv.pid;
 		return 1;
@@ -348,8 +363,13 @@ static void nvml_started(struct gspy_header *h)
 static void nvml_forked(void)
 {
 	for (int d = 0; d < GSPY_DEVICES; d++) {
-		if (nv.d[d].lock_fd >= 0)
-			close(nv.d[d].lock_fd); /* the parent's descriptor keeps the lock */
+		struct stat st;
+		/* The parent's descriptor keeps the lock; the number is closed
+		 * only if it is still that file (the program may have closed it
+		 * and opened its own there). */
+		if (nv.d[d].lock_fd >= 0 && fstat(nv.d[d].lock_fd, &st) == 0 && st.st_dev == nv.d[d].lock_dev &&
+		    st.st_ino == nv.d[d].lock_ino)
+			close(nv.d[d].lock_fd);
 		memset(&nv.d[d], 0, sizeof(nv.d[d]));
 		nv.d[d].lock_fd = -1;
 	}

@@ -238,9 +238,48 @@ static struct {
 	long (*as_long)(void *);
 	const char *(*utf8)(void *);
 	void (*decref)(void *);
+	void *(*tstate)(void); /* this thread's current thread state, NULL when it holds no GIL */
 	int (*gil)(void);
+	int (*gc_disable)(void), (*gc_enable)(void); /* 3.10 on */
 	const unsigned long *version;
 } api;
+
+/*
+ * Whether this thread holds the GIL: its current thread state, which
+ * releasing the GIL clears. Not PyGILState_Check, which says yes to every
+ * thread once any sub-interpreter was made (it stops checking), and the
+ * frame functions then read a thread state that is not there.
+ */
+int gs_py_holds_gil(void)
+{
+	if (api.tstate)
+		return api.tstate() != NULL;
+	return api.gil && api.gil();
+}
+
+/*
+ * The frame functions of the C API make frame objects on 3.11 and later
+ * (the interpreter's frames are not objects until asked for), and making
+ * one may start a collection: finalizers and weakref callbacks would run
+ * inside the traced call, in the middle of whatever called it (a realloc
+ * of a list's items, a CUDA call of a binding holding the GIL). The
+ * collector is held off while they run; 1: it was on, for gs_py_gc_resume.
+ */
+int gs_py_gc_pause(void)
+{
+	return api.gc_disable && api.gc_enable ? api.gc_disable() : 0;
+}
+
+void gs_py_gc_resume(int was_on)
+{
+	if (was_on)
+		api.gc_enable();
+}
+
+int gs_pyframes_on(void)
+{
+	return __atomic_load_n(&L.on, __ATOMIC_ACQUIRE);
+}
 
 void gs_pyframes_lookup(void)
 {
@@ -254,6 +293,11 @@ void gs_pyframes_lookup(void)
 	api.utf8 = gs_real_dlsym(h, "PyUnicode_AsUTF8");
 	api.decref = gs_real_dlsym(h, "Py_DecRef");
 	api.gil = gs_real_dlsym(h, "PyGILState_Check");
+	api.tstate = gs_real_dlsym(h, "PyThreadState_GetUnchecked"); /* 3.13 on */
+	if (!api.tstate)
+		api.tstate = gs_real_dlsym(h, "_PyThreadState_UncheckedGet");
+	api.gc_disable = gs_real_dlsym(h, "PyGC_Disable");
+	api.gc_enable = gs_real_dlsym(h, "PyGC_Enable");
 	api.version = gs_real_dlsym(h, "Py_Version"); /* 3.11 on */
 	L.this_state = gs_real_dlsym(h, "PyGILState_GetThisThreadState");
 	L.is_init = gs_real_dlsym(h, "Py_IsInitialized");
@@ -275,18 +319,18 @@ GS_API int gpuspy_python_frames_learn(void)
 	long (*as_long)(void *) = api.as_long;
 	const char *(*utf8)(void *) = api.utf8;
 	void (*decref)(void *) = api.decref;
-	int (*gil)(void) = api.gil;
 	const unsigned long *version = api.version;
 	if (!(gs_cfg.stacks & GSPY_STACKS_PYTHON))
 		return -1; /* GPUSPY_PYTHON_FRAMES is off */
 	if (__atomic_exchange_n(&L.tried, 1, __ATOMIC_ACQ_REL))
 		return L.on ? 0 : -1; /* once: the start-up hook, else the first stack holding the GIL */
 	if (!get_frame || !frame_code || !frame_back || !frame_line || !getattr || !as_long || !utf8 || !decref ||
-	    !gil || !L.this_state || !L.is_init || !L.code_type || !L.str_type || !L.bytes_type || !version ||
-	    *version < 0x030b0000 || !gil())
+	    !L.this_state || !L.is_init || !L.code_type || !L.str_type || !L.bytes_type || !version ||
+	    *version < 0x030b0000 || !gs_py_holds_gil())
 		return -1;
 	if (probe_fd[0] < 0 && pipe2(probe_fd, O_CLOEXEC) != 0)
 		return -1;
+	int gc = gs_py_gc_pause(); /* the walk below makes frame objects */
 	/* The truth: this stack through the C API. */
 	struct truth t = { .n = 0 };
 	void *f = get_frame(), *owned = NULL;
@@ -372,6 +416,7 @@ GS_API int gpuspy_python_frames_learn(void)
 		goto out;
 	ok = 0;
 out:
+	gs_py_gc_resume(gc);
 	/* The probes are done: no descriptor of gpuspy's stays open (and the
 	 * pipe is free for a fault's, gs_pyframes_lines, once reading is on). */
 	close(probe_fd[0]);

@@ -16,6 +16,15 @@ unsigned gs_pyframes_where(uintptr_t (*out)[2], unsigned max);
  * probe that costs EFAULT, never a fault; one whose code object is no
  * longer one is left out. */
 unsigned gs_pyframes_lines(const uintptr_t (*where)[2], unsigned n, uint32_t (*out)[2]);
+/* Whether the layout was learned (gs_pyframes_raw reads). */
+int gs_pyframes_on(void);
+/* Whether this thread holds the GIL now (a sub-interpreter or not). */
+int gs_py_holds_gil(void);
+/* Holds the collector off while the C API's frame functions run (they may
+ * allocate, and a collection would run Python code inside the traced
+ * call); returns whether it was on, for gs_py_gc_resume. */
+int gs_py_gc_pause(void);
+void gs_py_gc_resume(int was_on);
 /* The C API functions learning needs, from the constructor (no dlsym later). */
 void gs_pyframes_lookup(void);
 /* Learns the layout, holding the GIL, once (0: learned). */

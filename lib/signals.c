@@ -81,11 +81,14 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	 * the program handles the signal, and what follows is its to decide.
 	 * Putting gpuspy's saved action back over its handler and sending the
 	 * signal again killed a program that handles SIGTERM and runs on. A
-	 * fault, and abort()'s SIGABRT, end the process whatever its handler
-	 * does: those still go the way below. */
+	 * fault ends the process whatever its handler does: it goes the way
+	 * below. So does abort()'s SIGABRT (abort kills once the handler
+	 * returns), except that the program's handler stays and nothing is
+	 * sent again: the trace is flushed and marked, and abort does the rest. */
 	struct sigaction cur;
-	if (!fault && sig != SIGABRT && sigaction(sig, NULL, &cur) == 0 &&
-	    !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal)) {
+	int chained = !fault && sigaction(sig, NULL, &cur) == 0 &&
+		      !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal);
+	if (chained && sig != SIGABRT) {
 		gs_writer_signal_seen(sig);
 		errno = e;
 		return;
@@ -98,16 +101,23 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	 * delivered again below, the signal is dropped, and the program,
 	 * its CUPTI flusher and its trace go on. */
 	gs_writer_signal_seen(sig);
-	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL && (fault || getpid() != 1)) {
+	if (chained || (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL && (fault || getpid() != 1))) {
 		/* Death follows: CUPTI's held GPU records first (the flusher
 		 * thread's forced flush, waited for 500 ms at most). */
 		gs_cupti_exit_flush();
 		gs_writer_exit(GSPY_STATE_SIGNALED, -1, sig);
 	}
+	if (chained) {
+		errno = e;
+		return;
+	}
 	sigaction(sig, old, NULL);
 	__atomic_store_n(&rearm, 1, __ATOMIC_RELEASE);
 	if (!fault) {
-		siginfo_t again = *si;
+		/* Delivered, si is the kernel's; a direct call may pass none. */
+		siginfo_t again = { .si_signo = sig, .si_code = SI_TKILL };
+		if (si)
+			again = *si;
 		syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &again);
 	}
 	errno = e;

@@ -28,7 +28,9 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -279,7 +281,6 @@ static uint32_t store(const void *entry, size_t len)
 
 static struct {
 	int (*is_init)(void);
-	int (*gil_check)(void);
 	void *(*get_frame)(void);
 	void *(*frame_code)(void *);
 	void *(*frame_back)(void *);
@@ -299,7 +300,6 @@ static void py_lookup(void)
 	void *h = RTLD_DEFAULT;
 #define PY(field, name) py.field = (__typeof__(py.field))gs_real_dlsym(h, name)
 	PY(is_init, "Py_IsInitialized");
-	PY(gil_check, "PyGILState_Check");
 	PY(get_frame, "PyEval_GetFrame");
 	PY(frame_code, "PyFrame_GetCode");
 	PY(frame_back, "PyFrame_GetBack");
@@ -309,7 +309,7 @@ static void py_lookup(void)
 	PY(decref, "Py_DecRef");
 	PY(err_clear, "PyErr_Clear");
 #undef PY
-	int ok = py.is_init && py.gil_check && py.get_frame && py.frame_code && py.frame_back &&
+	int ok = py.is_init && py.get_frame && py.frame_code && py.frame_back &&
 		 py.frame_line && py.getattr && py.utf8 && py.decref && py.err_clear;
 	__atomic_store_n(&py_state, ok ? 1 : -1, __ATOMIC_RELEASE);
 }
@@ -364,9 +364,13 @@ static unsigned py_frames(uint32_t (*out)[2], unsigned max)
 	int st = __atomic_load_n(&py_state, __ATOMIC_ACQUIRE);
 	if (st <= 0 || !py.is_init())
 		return 0;
-	if (!py.gil_check()) /* a binding released it: read the frames raw */
+	if (!gs_py_holds_gil()) /* a binding released it: read the frames raw */
 		return gs_pyframes_raw(out, max);
 	gpuspy_python_frames_learn(); /* once, unless the start-up hook did */
+	/* Read raw too once learned: it makes no object (see gs_py_gc_pause). */
+	if (gs_pyframes_on())
+		return gs_pyframes_raw(out, max);
+	int gc = gs_py_gc_pause();
 	unsigned n = 0;
 	void *f = py.get_frame(); /* borrowed */
 	int owned = 0;
@@ -386,6 +390,7 @@ static unsigned py_frames(uint32_t (*out)[2], unsigned max)
 	}
 	if (f && owned)
 		py.decref(f);
+	gs_py_gc_resume(gc);
 	return n;
 }
 
@@ -642,8 +647,30 @@ static void stacks_load(void)
 		grab = (backtrace_fn)gs_real_dlsym(h, "unw_backtrace");
 		int (*policy)(void *, int) = (__typeof__(policy))gs_real_dlsym(h, "_ULx86_64_set_caching_policy");
 		void **as = (void **)gs_real_dlsym(h, "_ULx86_64_local_addr_space");
+		/* libunwind's first call makes the pipe it keeps for the
+		 * process's life (it checks an address by write()ing it there),
+		 * at the lowest free numbers: 3 and 4, which a program expects
+		 * free, may close, and may open its own files at, which
+		 * libunwind would then read and write. The numbers under 100 are
+		 * held for that moment, so that the pipe lands above them. */
+		int held[100], n = 0, e = errno;
+		for (;;) {
+			int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				break;
+			if (fd >= 100 || n == 100) {
+				close(fd);
+				break;
+			}
+			held[n++] = fd;
+		}
 		if (policy && as)
 			policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
+		else if (grab)
+			grab((void *[4]){ 0 }, 4);
+		while (n > 0)
+			close(held[--n]);
+		errno = e;
 	}
 	if (!grab) {
 		grab = backtrace;

@@ -781,8 +781,9 @@ static void writer_forked(void)
 {
 	if (w.state == W_OPEN)
 		munmap(w.base, w.size);
-	if (w.fd >= 0)
-		close(w.fd); /* the parent's file */
+	struct stat st;
+	if (w.fd >= 0 && fstat(w.fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino)
+		close(w.fd); /* the parent's file, if the number still is it */
 	w.fd = -1;
 	w.hdr = NULL;
 	w.base = NULL;

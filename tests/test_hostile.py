@@ -9,9 +9,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 
-from harness import (BIN, CHUNK, GPUSPY, LIB, PRELOAD_PREFIX, SANITIZED, SLACK, TIMEOUT, Fail, Skip, check, compare,
-                     dump, dump_stacks, header, run, slow, test, traces)
+from harness import (BIN, CHUNK, GPUSPY, HOST_LIB, LIB, PRELOAD_PREFIX, SANITIZED, SLACK, SYS_PY, TIMEOUT, Fail, Skip,
+                     check, compare, dump, dump_stacks, header, only_trace, run, run_py, slow, test, traces)
 from test_routes import rt_expected
 
 
@@ -480,3 +481,156 @@ def thread_cancelled_in_the_first_cuda_call(tmp):
     _, ev = dump(os.path.join(tmp, traces(tmp)[0]))
     got = [(e["api"], e.get("bytes")) for e in ev]
     check(got[-2:] == [("cuMemAlloc_v2", 8192), ("cuMemFree_v2", 8192)], f"events: {got}")
+
+
+@test
+def a_vfork_childs_exit_is_not_its_parents(tmp):
+    """A vfork child runs in its parent's memory: its _exit(255) after a
+    failed exec (Python's subprocess when the program is missing) must not
+    become the status of the parent's later _exit(7). And a Python program
+    that catches the missing program and ends with os._exit(0) exits 0."""
+    p = run("prog_vfork", ["vfork"], tmp=tmp, expect_rc=7, env={"GPUSPY_CUPTI": "on"})
+    check(p.stdout == "child exited 255\n", f"stdout {p.stdout!r}")
+    h, _ = only_trace(tmp)
+    check((h["state"], h.get("exit_code")) == ("exited", 7), f"trace: state {h['state']}, code {h.get('exit_code')}")
+    code = ("import os, subprocess\n"
+            "try:\n    subprocess.run(['/nonexistent/gpuspy-missing-tool'])\n"
+            "except FileNotFoundError:\n    print('missing')\n"
+            "os._exit(0)\n")
+    for preload in (False, True) if not SANITIZED else ():  # Python under a sanitized preload is not run
+        q = run_py(["-c", code], tmp, preload=preload)
+        check((q.returncode, q.stdout) == (0, "missing\n"), f"preload {preload}: {q.returncode} {q.stdout!r}")
+
+
+@test
+def a_raw_fork_childs_exit_leaves_cupti_alone(tmp):
+    """A child of fork by system call runs no fork handler: it has the
+    parent's CUPTI state but none of CUPTI's threads (the double ends a
+    child that flushes, with 98, as the real one may hang there). Its
+    exit(5) runs the atexit handlers it inherited, gpuspy's last flush
+    among them: that flush is the parent's, never the child's."""
+    p = run("prog_vfork", ["rawexit"], tmp=tmp, env={"GPUSPY_CUPTI": "on"})
+    check(p.stdout == "child exited 5\n" and "fakecupti" not in p.stderr, f"{p.stdout!r} {p.stderr!r}")
+
+
+@test
+def a_handler_chaining_to_gpuspys_without_siginfo_still_aborts(tmp):
+    """The program puts its SIGABRT handler in front of gpuspy's and chains
+    to it with no siginfo (NULL); then abort(). gpuspy reads no siginfo
+    it was not given, keeps the program's handler, and abort kills the
+    process with SIGABRT as untraced; the trace says signaled, by 6."""
+    for preload in (False, True):
+        p = run("prog_vfork", ["abortchain"], tmp=tmp, preload=preload, expect_rc=-6, env={"GPUSPY_CUPTI": "on"})
+        check(p.stdout == "the program's handler ran\n", f"preload {preload}: stdout {p.stdout!r}")
+    h, _ = only_trace(tmp)
+    check((h["state"], h.get("exit_signal")) == ("signaled", 6), f"trace: {h['state']}, {h.get('exit_signal')}")
+
+
+PY_HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs", "py_hostile.py")
+
+
+def py_hostile(tmp, mode):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPY_")}
+    env.update(GPUSPY_DIR=tmp, LD_LIBRARY_PATH=BIN, GPUSPY_HOST_ALLOC_MIN="1M",
+               LD_PRELOAD=PRELOAD_PREFIX + LIB + ":" + HOST_LIB)
+    return subprocess.run([SYS_PY, PY_HOSTILE, mode, os.path.join(BIN, "libcudart.so.13")], env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def need_py311():
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    v = subprocess.run([SYS_PY, "-c", "import sys; print(sys.version_info >= (3, 11))"], capture_output=True,
+                       text=True).stdout.strip()
+    if v != "True":
+        raise Skip("needs CPython 3.11 or later")
+
+
+@test
+def no_collection_runs_inside_a_recorded_realloc(tmp):
+    """CPython 3.11 makes frame objects only when asked for them, and making
+    one may start a collection. Lists grown past GPUSPY_HOST_ALLOC_MIN
+    realloc their items (recorded, with the Python frames) after glibc
+    freed the old ones and before the list points at the new: a
+    collection then would walk freed memory. With the collector at every
+    allocation, the program runs as untraced, and its reallocs carry its
+    lines: 50 lists of 200,000 items, each realloc's innermost Python
+    frame `grow` at the `item *= 2000` line."""
+    need_py311()
+    p = py_hostile(tmp, "gc")
+    check((p.returncode, p.stdout) == (0, "10000000\n"), f"rc {p.returncode}, {p.stdout!r} {p.stderr[-400:]!r}")
+    t = traces(tmp)
+    check(len(t) == 1, f"traces {t}")
+    ev, stacks = dump_stacks(os.path.join(tmp, t[0]))
+    line = next(i for i, l in enumerate(open(PY_HOSTILE), 1) if "item *= 2000" in l)
+    grown = [e for e in ev if e["api"] == "realloc" and e.get("bytes", 0) >= 1 << 20]
+    at = [next((f for f in stacks[e["stack"]] if ".py:" in f), None) for e in grown if e.get("stack")]
+    want = f"grow ({PY_HOSTILE}:{line})"
+    check(len(grown) >= 50 and len(at) == len(grown) and all(f == want for f in at),
+          f"{len(grown)} reallocs, frames {sorted(set(at))[:3]}, want {want}")
+
+
+@test
+def a_sub_interpreter_does_not_make_frames_read_without_the_gil(tmp):
+    """Once a sub-interpreter exists, CPython's PyGILState_Check says yes
+    to every thread. A thread that released the GIL (ctypes.CDLL) then
+    calls cudaMalloc: gpuspy must read its frames raw, not through the C
+    API (which would read a thread state that is not there). The program
+    prints the call's result, 0, and the allocation's Python frame is the
+    line that made it."""
+    need_py311()
+    p = py_hostile(tmp, "subinterp")
+    check((p.returncode, p.stdout) == (0, "0\n"), f"rc {p.returncode}, {p.stdout!r} {p.stderr[-400:]!r}")
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    line = next(i for i, l in enumerate(open(PY_HOSTILE), 1) if "LINE_SUBINTERP" in l)
+    alloc = [e for e in ev if e["api"] == "cudaMalloc" and e.get("bytes") == 2 << 20]
+    check(len(alloc) == 1 and alloc[0].get("stack") and
+          [f for f in stacks[alloc[0]["stack"]] if ".py:" in f] == [f"<module> ({PY_HOSTILE}:{line})"],
+          f"alloc {alloc}, frames {[stacks.get(e.get('stack')) for e in alloc]}")
+
+
+@test
+def gpuspy_holds_no_descriptor_under_100(tmp):
+    """What gpuspy keeps open for the process's life (the trace, the NVML
+    sampler's device lock, libunwind's pipe) sits at 100 or above: a
+    program expects the low numbers free, may close them and open its
+    own files there, and gpuspy would then write into those. prog_files
+    waits on stdin after its first call while the test reads its
+    descriptors: under 100, the same numbers as untraced (the test's own
+    pipes), with CUPTI, the NVML double and call stacks on; gpuspy's
+    are the trace, the lock and a pipe's two ends."""
+    if SANITIZED:
+        raise Skip("a sanitizer's runtime keeps descriptors of its own; the stacks are glibc's under TSan")
+    def fds(preload):
+        env = dict(os.environ, GPUSPY_DIR=tmp, GPUSPY_QUIET="1", GPUSPY_NVML_MS="10", FAKENVML="util=50",
+                   GPUSPY_CUPTI="on", TMPDIR=tmp, LD_LIBRARY_PATH=os.path.join(BIN, "nvml") + ":" + BIN)
+        env.pop("LD_PRELOAD", None)
+        if preload:
+            env["LD_PRELOAD"] = PRELOAD_PREFIX + LIB
+        p = subprocess.Popen([os.path.join(BIN, "prog_files"), "wait"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            check(p.stdout.readline() == "alloc 0\n", "first call")
+            lock = os.path.join(tmp, "gpuspy-nvml-0000_10_00_0.lock")
+            got = {}
+            for _ in range(250):  # the sampler takes its lock a period after the first call
+                got = {}
+                for n in os.listdir(f"/proc/{p.pid}/fd"):
+                    try:
+                        got[int(n)] = os.readlink(f"/proc/{p.pid}/fd/{n}")
+                    except OSError:
+                        pass
+                if not preload or lock in got.values():
+                    break
+                time.sleep(0.02)
+            return got
+        finally:
+            p.communicate("\n", timeout=TIMEOUT)
+
+    plain, traced = fds(False), fds(True)
+    low = {n: t for n, t in traced.items() if n < 100}
+    check(sorted(low) == sorted(n for n in plain if n < 100), f"under 100: traced {low}, untraced {plain}")
+    ours = sorted(t.split(":")[0] if t.startswith("pipe:") else os.path.basename(t)
+                  for n, t in traced.items() if n >= 100 and n not in plain)
+    check(len(ours) == 4 and ours[0] == "gpuspy-nvml-0000_10_00_0.lock" and re.fullmatch(r"gpuspy-.*\.gspy", ours[1])
+          and ours[2:] == ["pipe", "pipe"], f"gpuspy's descriptors: {ours}")

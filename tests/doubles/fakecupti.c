@@ -37,6 +37,8 @@
  * its stream's work ends (pending_ns), as a real one waits for the GPU.
  * FAKECUPTI_BUFFER=N uses only N bytes of each buffer (to make buffers fill
  * up; the worker takes each full one before the program goes on).
+ * cuptiActivityFlushAll in a child process (the worker is its parent's)
+ * says so on stderr and ends the child with 98.
  * FAKECUPTI_STATS=1 prints at exit the callbacks made, the records written,
  * those handed back inside a context's destruction and the unforced
  * cuptiActivityFlushAll calls.
@@ -52,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cupti.h>
 
@@ -71,6 +74,7 @@ static const char *const api_names[] = {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;    /* all state below */
 static pthread_mutex_t deliver = PTHREAD_MUTEX_INITIALIZER; /* one buffer handed back at a time */
+static pid_t worker_pid; /* the process whose worker thread runs */
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;  /* a full buffer for the worker */
 static pthread_cond_t taken = PTHREAD_COND_INITIALIZER; /* the worker took it */
 
@@ -468,6 +472,7 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 	s.complete = complete;
 	int start = !s.worker;
 	s.worker = 1;
+	worker_pid = getpid();
 	pthread_mutex_unlock(&lock);
 	if (start) { /* like a library's thread: it takes none of the program's signals */
 		pthread_t t;
@@ -556,6 +561,15 @@ static int sticky_error(void)
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
+	/* CUPTI is not fork-safe: a child that no fork handler reset has the
+	 * parent's state but not its threads, and a flush there may wait for
+	 * ever. The double says so and ends the child, so that tests see it. */
+	if (worker_pid && getpid() != worker_pid) {
+		static const char msg[] = "fakecupti: cuptiActivityFlushAll in a forked child, whose CUPTI threads "
+					  "are not there\n";
+		(void)!write(2, msg, sizeof(msg) - 1);
+		_exit(98);
+	}
 	const char *fv = getenv("FAKECUPTI_FAULT");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && fv && atol(fv) > 0)
 		fault((size_t)atol(fv));

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+"""Python programs that gpuspy's frame reading must not break.
+
+`gc`: lists of lists grown past GPUSPY_HOST_ALLOC_MIN, so that CPython's
+list_resize calls realloc (which libgpuspy-host records, with the Python
+frames) after glibc has freed the old items and before the list points
+at the new ones. The collector runs at every allocation (threshold 1): a
+collection started inside the hook would walk the freed items. Prints
+the lists' total length.
+
+`subinterp`: a sub-interpreter is made (CPython then stops checking which
+thread holds the GIL: PyGILState_Check says yes to all), then the main
+interpreter's thread calls cudaMalloc through ctypes.CDLL, which releases
+the GIL. Prints the call's result.
+Usage: py_hostile.py gc|subinterp LIBCUDART"""
+import ctypes
+import gc
+import sys
+
+mode, lib = sys.argv[1], sys.argv[2]
+rt = ctypes.CDLL(lib)
+p = ctypes.c_void_p()
+rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))  # the process uses CUDA from here
+
+
+def grow(keep):
+    item = [0] * 100
+    item *= 2000  # 1.6 MB of items: list_resize reallocs
+    keep.append(item)
+
+
+if mode == "gc":
+    keep = []
+    gc.set_threshold(1, 1, 1)
+    for _ in range(50):
+        grow(keep)
+    gc.set_threshold(700, 10, 10)
+    print(sum(len(x) for x in keep))
+elif mode == "subinterp":
+    import _xxsubinterpreters as subinterpreters
+    subinterpreters.create()
+    print(rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(2 << 20)))  # LINE_SUBINTERP
