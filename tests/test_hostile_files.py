@@ -451,3 +451,37 @@ def misplaced_string_table_is_refused(tmp):
           {e["name"] for e in got if e["kind"] == "launch"} == {"(unknown)", "(graph)", "(host function)"} and
           lines[0]["truncated"] and {e["name"] for e in whole if e["kind"] == "launch"} > {"(graph)", "(host function)"},
           f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")
+
+
+@test
+def output_that_is_an_input_is_refused(tmp):
+    """dump -o, report --html and export -o naming a trace they read, by any
+    name: itself, ./NAME, a hard link to it, the real file when the input
+    was named through a symbolic link, a link at the output to the input,
+    and a trace of a DIR given. Each is one line, "is a trace this CMD
+    reads", status 1, and the trace keeps every byte (dump -o used to
+    leave 0 bytes, report --html a page in its place)."""
+    d = os.path.join(tmp, "d")
+    os.mkdir(d)
+    t = os.path.join(d, "t.gspy")
+    subprocess.run([os.path.join(BIN, "mktrace"), t, "100", "1"], check=True, timeout=TIMEOUT)
+    data = open(t, "rb").read()
+    hard, link, out_link = os.path.join(tmp, "hard.gspy"), os.path.join(tmp, "link.gspy"), os.path.join(tmp, "o")
+    os.link(t, hard)
+    os.symlink(t, link)
+    os.symlink(t, out_link)
+    dot = os.path.join(d, ".", "t.gspy")
+    cases = [(["dump", t, "-o"], t), (["dump", t, "-o"], dot), (["dump", t, "-o"], hard), (["dump", link, "-o"], t),
+             (["report", t, "--html"], t), (["report", t, "--html"], hard), (["report", link, "--html"], t),
+             (["report", t, "--html"], out_link), (["report", d, "--html"], t), (["report", d, "--html"], hard),
+             (["export", "--format", "chrome", d, "-o"], hard), (["export", "--format", "chrome", link, "-o"], t)]
+    for args, out in cases:
+        p = subprocess.run([GPUSPY, *args, out], capture_output=True, text=True, timeout=TIMEOUT)
+        check((p.returncode, p.stdout, p.stderr) ==
+              (1, "", f"gpuspy: error: {out}: is a trace this {args[0]} reads; give the output another name\n"),
+              f"{args} {out}: {p.returncode} {p.stderr!r}")
+        check(open(t, "rb").read() == data and os.path.islink(out_link), f"{args} {out}: the trace was changed")
+    check(sorted(os.listdir(d)) == ["t.gspy"], f"left beside it: {os.listdir(d)}")
+    page = os.path.join(d, "r.html")  # a new name in the DIR read: written
+    p = subprocess.run([GPUSPY, "report", d, "--html", page], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and open(page).read().startswith("<!DOCTYPE html>"), f"new name: {p.stderr!r}")

@@ -22,7 +22,7 @@
  * traces read (it would become their JSON). */
 static int output_refused(const char *out, const struct gs_paths *in)
 {
-	struct stat o, st;
+	struct stat o;
 	if (lstat(out, &o) != 0)
 		return 0;
 	if (S_ISLNK(o.st_mode)) {
@@ -34,13 +34,7 @@ static int output_refused(const char *out, const struct gs_paths *in)
 		fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", out);
 		return 1;
 	}
-	for (size_t i = 0; i < in->n; i++)
-		if (stat(in->v[i], &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) {
-			fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another "
-					"name\n", out);
-			return 1;
-		}
-	return 0;
+	return gs_file_input_refused(out, in->v, in->n, "export");
 }
 
 /* The traces in paths as fmt (0 chrome, 1 collapsed, 2 speedscope) to f:

@@ -155,6 +155,12 @@ int gs_cmd_report(int argc, char **argv)
 	}
 	if (!in.n)
 		return status ? status : gs_missing("report", "trace (FILE|DIR)");
+	/* Before anything is read: the page would replace a trace it is made
+	 * of (a name in a DIR given too). */
+	if (html && gs_file_input_refused(html, in.v, in.n, "report")) {
+		gs_paths_free(&in);
+		return 1;
+	}
 	if (in.n > 1) /* each step's time, per process: for the ranks' straggler */
 		gs_series_on = 1;
 	struct gs_report **procs = calloc(in.n, sizeof(*procs));
