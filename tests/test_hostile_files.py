@@ -485,3 +485,45 @@ def output_that_is_an_input_is_refused(tmp):
     page = os.path.join(d, "r.html")  # a new name in the DIR read: written
     p = subprocess.run([GPUSPY, "report", d, "--html", page], capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0 and open(page).read().startswith("<!DOCTYPE html>"), f"new name: {p.stderr!r}")
+
+
+@test
+def jsonl_line_without_end_is_refused_in_bounded_memory(tmp):
+    """A JSON Lines file of one '{' and 2 GiB of zeros (no newline), read
+    by report under a 512 MiB address-space limit: one line saying line 1
+    is longer than 4 MiB, status 1 (it used to read the line whole, 2 GB,
+    and under a limit call the file empty). After a good process line,
+    such a second line is named as line 2. A stack line of 3 MiB, longer
+    than any dump writes, is still read."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+    s = os.path.join(tmp, "s.jsonl")
+    with open(s, "wb") as f:
+        f.write(b"{")
+        f.truncate(2 << 30)
+    p = subprocess.run([GPUSPY, "report", s], capture_output=True, text=True, timeout=TIMEOUT, preexec_fn=limited)
+    check((p.returncode, p.stdout, p.stderr) == (1, "", f"gpuspy: error: {s}: line 1 is longer than 4 MiB; not a "
+                                                        "line of a gpuspy JSON Lines trace\n"),
+          f"one line: {p.returncode} {p.stderr!r}")
+    proc = {"type": "process", "format_version": 3, "pid": 7, "ppid": 1, "host": "h", "rank": -1, "local_rank": -1,
+            "command": "t", "events": 1, "state": "exited", "start_ns": 1000}
+    ev = {"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": 2000, "end_ns": 3000,
+          "result": 0, "device": 0, "name": "k", "stack": 1}
+    stack = {"type": "stack", "id": 1, "frames": [f"f{i} " + "x" * (24 << 10) for i in range(128)]}
+    t = os.path.join(tmp, "t.jsonl")
+    with open(t, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in (proc, stack, ev)) + "\n")
+    p = subprocess.run([GPUSPY, "report", "--json", t], capture_output=True, text=True, timeout=TIMEOUT,
+                       preexec_fn=limited)
+    check(p.returncode == 0 and p.stderr == "" and json.loads(p.stdout)["processes"][0]["events"] == 1,
+          f"a 3 MiB stack line: {p.returncode} {p.stderr!r}")
+    with open(t, "w") as f:
+        f.write(json.dumps(proc) + "\n" + json.dumps(ev) + "\n{")
+        f.truncate(2 << 30)
+    p = subprocess.run([GPUSPY, "report", "--json", t], capture_output=True, text=True, timeout=TIMEOUT,
+                       preexec_fn=limited)
+    check(p.returncode == 1 and p.stderr == f"gpuspy: error: {t}: line 3 is longer than 4 MiB; not a line of a "
+          "gpuspy JSON Lines trace; reporting the events before it\n" and
+          json.loads(p.stdout)["processes"][0]["events"] == 1, f"line 3: {p.returncode} {p.stderr!r}")
