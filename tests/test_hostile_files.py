@@ -488,6 +488,52 @@ def output_that_is_an_input_is_refused(tmp):
 
 
 @test
+def directory_listing_never_follows_a_planted_link(tmp):
+    """A directory given to report, export and diff holds one trace, a
+    symbolic link named like a trace to another user's trace elsewhere and
+    a FIFO named like one: only the trace is read, and each of the others
+    is skipped with one note, never opened (the FIFO would not be, the
+    link's target is not reported). A directory of only a link has no
+    traces. The link named on the command line is followed, as asked."""
+    d, secret = os.path.join(tmp, "d"), os.path.join(tmp, "secret_trace.bin")
+    os.mkdir(d)
+    mine = os.path.join(d, "mine.gspy")
+    subprocess.run([os.path.join(BIN, "mktrace"), mine, "100", "1"], check=True, timeout=TIMEOUT)
+    subprocess.run([os.path.join(BIN, "mktrace"), secret, "200", "1"], check=True, timeout=TIMEOUT)
+    planted, fifo = os.path.join(d, "planted.gspy"), os.path.join(d, "pipe.gspy")
+    os.symlink(secret, planted)
+    os.mkfifo(fifo)
+    link_note = (f"gpuspy: {planted}: a symbolic link in a directory is not followed; skipped (name the file "
+                 "itself to read it)")
+    notes = sorted([link_note, f"gpuspy: {fifo}: not a regular file; skipped"])  # in the directory's order
+    p = subprocess.run([GPUSPY, "report", "--json", d], capture_output=True, text=True, timeout=TIMEOUT)
+    procs = json.loads(p.stdout)["processes"] if p.returncode == 0 else []
+    check(p.returncode == 0 and sorted(p.stderr.splitlines()) == notes and
+          [x["command"] for x in procs] == ["mktrace 100"],
+          f"report: {p.returncode} {p.stderr!r} {[x['command'] for x in procs]}")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", d, "-o", "-"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    names = {e["args"]["name"] for e in json.loads(p.stdout)["traceEvents"] if e.get("name") == "process_name"}
+    check(p.returncode == 0 and sorted(p.stderr.splitlines()) == notes and names == {"pid 4242: mktrace 100"},
+          f"export: {p.returncode} {p.stderr!r} {names}")
+    steps = lambda out: re.findall(r"\((\d+) steps\)", out.split("\n")[0])  # noqa: E731
+    alone = subprocess.run([GPUSPY, "diff", mine, mine], capture_output=True, text=True, timeout=TIMEOUT)
+    p = subprocess.run([GPUSPY, "diff", d, d], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and sorted(p.stderr.splitlines()) == sorted(notes * 2) and
+          len(steps(p.stdout)) == 2 and steps(p.stdout) == steps(alone.stdout),
+          f"diff: {p.returncode} {p.stderr!r} {p.stdout[:200]!r} vs {alone.stdout[:200]!r}")
+    os.unlink(mine)
+    os.unlink(fifo)
+    p = subprocess.run([GPUSPY, "report", d], capture_output=True, text=True, timeout=TIMEOUT)
+    check((p.returncode, p.stdout) == (1, "") and p.stderr == link_note + "\n" +
+          f"gpuspy: error: {d}: no .gspy or .jsonl traces in this directory (nor in a gpuspy-YYYYMMDD-HHMMSS run "
+          "directory of yours inside it)\n", f"only the link: {p.returncode} {p.stderr!r}")
+    p = subprocess.run([GPUSPY, "report", "--json", planted], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and json.loads(p.stdout)["processes"][0]["command"] == "mktrace 200",
+          f"named link: {p.returncode} {p.stderr!r}")
+
+
+@test
 def jsonl_line_without_end_is_refused_in_bounded_memory(tmp):
     """A JSON Lines file of one '{' and 2 GiB of zeros (no newline), read
     by report under a 512 MiB address-space limit: one line saying line 1

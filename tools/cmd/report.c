@@ -80,7 +80,7 @@ static void *load_worker(void *arg)
 			return NULL;
 		char err[300];
 		struct gs_report *r = calloc(1, sizeof(*r));
-		if (!r || gs_report_file(j->in->v[i], r, err, sizeof(err)) != 0) {
+		if (!r || gs_report_file(j->in->v[i], j->in->listed[i], r, err, sizeof(err)) != 0) {
 			fprintf(stderr, "gpuspy: error: %s: %s\n", j->in->v[i], r ? err : "out of memory");
 			free(r);
 			__atomic_store_n(&j->status, 1, __ATOMIC_RELAXED);
@@ -206,9 +206,7 @@ int gs_cmd_report(int argc, char **argv)
 		free(procs[i]);
 	}
 	free(procs);
-	for (size_t i = 0; i < in.n; i++)
-		free(in.v[i]);
-	free(in.v);
+	gs_paths_free(&in);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "gpuspy: error: stdout: write failed: %s\n", strerror(errno));
 		status = 1;

@@ -304,17 +304,24 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	return 0;
 }
 
-int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errlen)
+int gs_input_open(const char *path, int nofollow, struct gs_input *in, char *err, size_t errlen)
 {
 	memset(in, 0, sizeof(*in));
 	in->path = path;
 	/* Not a regular file (a FIFO named *.gspy, a device): refused before
-	 * anything reads it, and the open does not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	 * anything reads it, and the open does not wait for a writer. A name
+	 * found in a directory was a regular file when listed; one made a
+	 * link since is not followed. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
 	struct stat st;
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot open: %s", strerror(errno));
-		return -errno;
+		int e = errno;
+		if (e == ELOOP && nofollow)
+			snprintf(err, errlen, "a symbolic link in a directory is not followed (name the file itself "
+				 "to read it)");
+		else
+			snprintf(err, errlen, "cannot open: %s", strerror(e));
+		return -e;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -338,8 +345,9 @@ int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errle
 			gs_input_close(in);
 		return rc;
 	}
+	/* Through the descriptor already checked, never the name again. */
+	int rc = gs_trace_open_fd(fileno(f), path, &in->trace, err, errlen);
 	fclose(f);
-	int rc = gs_trace_open(path, &in->trace, err, errlen);
 	if (rc)
 		return rc;
 	proc_from_trace(in);
