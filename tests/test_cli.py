@@ -759,3 +759,15 @@ def env_lib_is_the_library_run_preloads(tmp):
     e = dict(os.environ, LD_LIBRARY_PATH=BIN, LD_PRELOAD=lib, GPUSPY_DIR=tmp, GPUSPY_QUIET="1")
     subprocess.run([os.path.join(BIN, "prog_train"), "2", "10"], env=e, capture_output=True, timeout=TIMEOUT)
     check(len(traces(tmp)) == 1, f"traces {os.listdir(tmp)}")
+
+
+@test
+def run_reports_a_trace_directory_named_like_an_option(tmp):
+    """`gpuspy run --dir -x -- PROG`: the run's report reads -x's trace
+    (handed over as ./-x/NAME, not taken for an option): status 0, one
+    process reported, no error."""
+    p = subprocess.run([GPUSPY, "run", "--dir", "-x", "--", os.path.join(BIN, "prog_train"), "2", "10"],
+                       env=_run_env(), cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and "gpuspy report: 1 process," in p.stdout and "error" not in p.stderr and
+          p.stderr.endswith("gpuspy: 1 trace file in -x\n") and len(traces(os.path.join(tmp, "-x"))) == 1,
+          f"{p.returncode} {p.stderr!r} {p.stdout[:200]!r}")

@@ -451,3 +451,125 @@ def misplaced_string_table_is_refused(tmp):
           {e["name"] for e in got if e["kind"] == "launch"} == {"(unknown)", "(graph)", "(host function)"} and
           lines[0]["truncated"] and {e["name"] for e in whole if e["kind"] == "launch"} > {"(graph)", "(host function)"},
           f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")
+
+
+@test
+def output_that_is_an_input_is_refused(tmp):
+    """dump -o, report --html and export -o naming a trace they read, by any
+    name: itself, ./NAME, a hard link to it, the real file when the input
+    was named through a symbolic link, a link at the output to the input,
+    and a trace of a DIR given. Each is one line, "is a trace this CMD
+    reads", status 1, and the trace keeps every byte (dump -o used to
+    leave 0 bytes, report --html a page in its place)."""
+    d = os.path.join(tmp, "d")
+    os.mkdir(d)
+    t = os.path.join(d, "t.gspy")
+    subprocess.run([os.path.join(BIN, "mktrace"), t, "100", "1"], check=True, timeout=TIMEOUT)
+    data = open(t, "rb").read()
+    hard, link, out_link = os.path.join(tmp, "hard.gspy"), os.path.join(tmp, "link.gspy"), os.path.join(tmp, "o")
+    os.link(t, hard)
+    os.symlink(t, link)
+    os.symlink(t, out_link)
+    dot = os.path.join(d, ".", "t.gspy")
+    cases = [(["dump", t, "-o"], t), (["dump", t, "-o"], dot), (["dump", t, "-o"], hard), (["dump", link, "-o"], t),
+             (["report", t, "--html"], t), (["report", t, "--html"], hard), (["report", link, "--html"], t),
+             (["report", t, "--html"], out_link), (["report", d, "--html"], t), (["report", d, "--html"], hard),
+             (["export", "--format", "chrome", d, "-o"], hard), (["export", "--format", "chrome", link, "-o"], t)]
+    for args, out in cases:
+        p = subprocess.run([GPUSPY, *args, out], capture_output=True, text=True, timeout=TIMEOUT)
+        check((p.returncode, p.stdout, p.stderr) ==
+              (1, "", f"gpuspy: error: {out}: is a trace this {args[0]} reads; give the output another name\n"),
+              f"{args} {out}: {p.returncode} {p.stderr!r}")
+        check(open(t, "rb").read() == data and os.path.islink(out_link), f"{args} {out}: the trace was changed")
+    check(sorted(os.listdir(d)) == ["t.gspy"], f"left beside it: {os.listdir(d)}")
+    page = os.path.join(d, "r.html")  # a new name in the DIR read: written
+    p = subprocess.run([GPUSPY, "report", d, "--html", page], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and open(page).read().startswith("<!DOCTYPE html>"), f"new name: {p.stderr!r}")
+
+
+@test
+def directory_listing_never_follows_a_planted_link(tmp):
+    """A directory given to report, export and diff holds one trace, a
+    symbolic link named like a trace to another user's trace elsewhere and
+    a FIFO named like one: only the trace is read, and each of the others
+    is skipped with one note, never opened (the FIFO would not be, the
+    link's target is not reported). A directory of only a link has no
+    traces. The link named on the command line is followed, as asked."""
+    d, secret = os.path.join(tmp, "d"), os.path.join(tmp, "secret_trace.bin")
+    os.mkdir(d)
+    mine = os.path.join(d, "mine.gspy")
+    subprocess.run([os.path.join(BIN, "mktrace"), mine, "100", "1"], check=True, timeout=TIMEOUT)
+    subprocess.run([os.path.join(BIN, "mktrace"), secret, "200", "1"], check=True, timeout=TIMEOUT)
+    planted, fifo = os.path.join(d, "planted.gspy"), os.path.join(d, "pipe.gspy")
+    os.symlink(secret, planted)
+    os.mkfifo(fifo)
+    link_note = (f"gpuspy: {planted}: a symbolic link in a directory is not followed; skipped (name the file "
+                 "itself to read it)")
+    notes = sorted([link_note, f"gpuspy: {fifo}: not a regular file; skipped"])  # in the directory's order
+    p = subprocess.run([GPUSPY, "report", "--json", d], capture_output=True, text=True, timeout=TIMEOUT)
+    procs = json.loads(p.stdout)["processes"] if p.returncode == 0 else []
+    check(p.returncode == 0 and sorted(p.stderr.splitlines()) == notes and
+          [x["command"] for x in procs] == ["mktrace 100"],
+          f"report: {p.returncode} {p.stderr!r} {[x['command'] for x in procs]}")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", d, "-o", "-"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    names = {e["args"]["name"] for e in json.loads(p.stdout)["traceEvents"] if e.get("name") == "process_name"}
+    check(p.returncode == 0 and sorted(p.stderr.splitlines()) == notes and names == {"pid 4242: mktrace 100"},
+          f"export: {p.returncode} {p.stderr!r} {names}")
+    steps = lambda out: re.findall(r"\((\d+) steps\)", out.split("\n")[0])  # noqa: E731
+    alone = subprocess.run([GPUSPY, "diff", mine, mine], capture_output=True, text=True, timeout=TIMEOUT)
+    p = subprocess.run([GPUSPY, "diff", d, d], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and sorted(p.stderr.splitlines()) == sorted(notes * 2) and
+          len(steps(p.stdout)) == 2 and steps(p.stdout) == steps(alone.stdout),
+          f"diff: {p.returncode} {p.stderr!r} {p.stdout[:200]!r} vs {alone.stdout[:200]!r}")
+    os.unlink(mine)
+    os.unlink(fifo)
+    p = subprocess.run([GPUSPY, "report", d], capture_output=True, text=True, timeout=TIMEOUT)
+    check((p.returncode, p.stdout) == (1, "") and p.stderr == link_note + "\n" +
+          f"gpuspy: error: {d}: no .gspy or .jsonl traces in this directory (nor in a gpuspy-YYYYMMDD-HHMMSS run "
+          "directory of yours inside it)\n", f"only the link: {p.returncode} {p.stderr!r}")
+    p = subprocess.run([GPUSPY, "report", "--json", planted], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and json.loads(p.stdout)["processes"][0]["command"] == "mktrace 200",
+          f"named link: {p.returncode} {p.stderr!r}")
+
+
+@test
+def jsonl_line_without_end_is_refused_in_bounded_memory(tmp):
+    """A JSON Lines file of one '{' and 2 GiB of zeros (no newline), read
+    by report under a 512 MiB address-space limit: one line saying line 1
+    is longer than 4 MiB, status 1 (it used to read the line whole, 2 GB,
+    and under a limit call the file empty). After a good process line,
+    such a second line is named as line 2. A stack line of 3 MiB, longer
+    than any dump writes, is still read."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+    s = os.path.join(tmp, "s.jsonl")
+    with open(s, "wb") as f:
+        f.write(b"{")
+        f.truncate(2 << 30)
+    p = subprocess.run([GPUSPY, "report", s], capture_output=True, text=True, timeout=TIMEOUT, preexec_fn=limited)
+    check((p.returncode, p.stdout, p.stderr) == (1, "", f"gpuspy: error: {s}: line 1 is longer than 4 MiB; not a "
+                                                        "line of a gpuspy JSON Lines trace\n"),
+          f"one line: {p.returncode} {p.stderr!r}")
+    proc = {"type": "process", "format_version": 3, "pid": 7, "ppid": 1, "host": "h", "rank": -1, "local_rank": -1,
+            "command": "t", "events": 1, "state": "exited", "start_ns": 1000}
+    ev = {"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": 2000, "end_ns": 3000,
+          "result": 0, "device": 0, "name": "k", "stack": 1}
+    stack = {"type": "stack", "id": 1, "frames": [f"f{i} " + "x" * (24 << 10) for i in range(128)]}
+    t = os.path.join(tmp, "t.jsonl")
+    with open(t, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in (proc, stack, ev)) + "\n")
+    p = subprocess.run([GPUSPY, "report", "--json", t], capture_output=True, text=True, timeout=TIMEOUT,
+                       preexec_fn=limited)
+    check(p.returncode == 0 and p.stderr == "" and json.loads(p.stdout)["processes"][0]["events"] == 1,
+          f"a 3 MiB stack line: {p.returncode} {p.stderr!r}")
+    with open(t, "w") as f:
+        f.write(json.dumps(proc) + "\n" + json.dumps(ev) + "\n{")
+        f.truncate(2 << 30)
+    p = subprocess.run([GPUSPY, "report", "--json", t], capture_output=True, text=True, timeout=TIMEOUT,
+                       preexec_fn=limited)
+    check(p.returncode == 1 and p.stderr == f"gpuspy: error: {t}: line 3 is longer than 4 MiB; not a line of a "
+          "gpuspy JSON Lines trace; reporting the events before it\n" and
+          json.loads(p.stdout)["processes"][0]["events"] == 1, f"line 3: {p.returncode} {p.stderr!r}")

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[64], err[300];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	struct gs_report r;
-	if (gs_report_file(path, &r, err, sizeof(err)) == 0)
+	if (gs_report_file(path, 0, &r, err, sizeof(err)) == 0)
 		gs_report_free(&r);
 	struct gs_trace t;
 	if (gs_trace_open(path, &t, err, sizeof(err)) == 0) {

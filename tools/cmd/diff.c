@@ -85,7 +85,7 @@ static int load(const char *arg, struct side *d)
 	for (size_t i = 0; i < in.n; i++) {
 		char err[300];
 		struct gs_report *r = calloc(1, sizeof(*r));
-		if (!d->procs || !r || gs_report_file(in.v[i], r, err, sizeof(err)) != 0) {
+		if (!d->procs || !r || gs_report_file(in.v[i], in.listed[i], r, err, sizeof(err)) != 0) {
 			fprintf(stderr, "gpuspy: error: diff: %s: %s\n", in.v[i], r ? err : "out of memory");
 			free(r);
 			gs_paths_free(&in);

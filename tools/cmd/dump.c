@@ -31,6 +31,10 @@ int gs_cmd_dump(int argc, char **argv)
 	}
 	if (!in)
 		return gs_missing("dump", "trace (FILE.gspy)");
+	/* Checked before the trace is opened: -o the trace itself (by any
+	 * name) would cut it under its own reader. */
+	if (outp && gs_file_input_refused(outp, (char *const[]){ (char *)in }, 1, "dump"))
+		return 1;
 	struct gs_trace t;
 	char err[256];
 	if (gs_trace_open(in, &t, err, sizeof(err)) != 0) {

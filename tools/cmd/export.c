@@ -22,7 +22,7 @@
  * traces read (it would become their JSON). */
 static int output_refused(const char *out, const struct gs_paths *in)
 {
-	struct stat o, st;
+	struct stat o;
 	if (lstat(out, &o) != 0)
 		return 0;
 	if (S_ISLNK(o.st_mode)) {
@@ -34,13 +34,7 @@ static int output_refused(const char *out, const struct gs_paths *in)
 		fprintf(stderr, "gpuspy: error: %s: not a regular file; give a file name\n", out);
 		return 1;
 	}
-	for (size_t i = 0; i < in->n; i++)
-		if (stat(in->v[i], &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) {
-			fprintf(stderr, "gpuspy: error: %s: is a trace this export reads; give the output another "
-					"name\n", out);
-			return 1;
-		}
-	return 0;
+	return gs_file_input_refused(out, in->v, in->n, "export");
 }
 
 /* The traces in paths as fmt (0 chrome, 1 collapsed, 2 speedscope) to f:
@@ -50,9 +44,8 @@ static int write_export(FILE *f, int fmt, const struct gs_paths *in, char *err, 
 {
 	struct gs_flame_cover c;
 	if (fmt == 0)
-		return gs_export_chrome(f, in->v, in->n, err, errlen, bad);
-	int rc = gs_export_flame(f, fmt == 1 ? GS_FLAME_COLLAPSED : GS_FLAME_SPEEDSCOPE, in->v, in->n, &c, err, errlen,
-				 bad);
+		return gs_export_chrome(f, in, err, errlen, bad);
+	int rc = gs_export_flame(f, fmt == 1 ? GS_FLAME_COLLAPSED : GS_FLAME_SPEEDSCOPE, in, &c, err, errlen, bad);
 	if (!rc && c.stacked < c.calls)
 		fprintf(stderr, "gpuspy: calls with stacks: %llu of %llu (%.1f%% of their host time); only they are "
 			"in the flame graph: GPUSPY_STACKS=all GPUSPY_STACK_LAUNCHES=1 GPUSPY_STACK_MIN=0 give every "
@@ -125,8 +118,6 @@ int gs_cmd_export(int argc, char **argv)
 					"flamegraph.pl or speedscope.app");
 		}
 	}
-	for (size_t i = 0; i < in.n; i++)
-		free(in.v[i]);
-	free(in.v);
+	gs_paths_free(&in);
 	return status;
 }

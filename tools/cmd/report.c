@@ -80,7 +80,7 @@ static void *load_worker(void *arg)
 			return NULL;
 		char err[300];
 		struct gs_report *r = calloc(1, sizeof(*r));
-		if (!r || gs_report_file(j->in->v[i], r, err, sizeof(err)) != 0) {
+		if (!r || gs_report_file(j->in->v[i], j->in->listed[i], r, err, sizeof(err)) != 0) {
 			fprintf(stderr, "gpuspy: error: %s: %s\n", j->in->v[i], r ? err : "out of memory");
 			free(r);
 			__atomic_store_n(&j->status, 1, __ATOMIC_RELAXED);
@@ -155,6 +155,12 @@ int gs_cmd_report(int argc, char **argv)
 	}
 	if (!in.n)
 		return status ? status : gs_missing("report", "trace (FILE|DIR)");
+	/* Before anything is read: the page would replace a trace it is made
+	 * of (a name in a DIR given too). */
+	if (html && gs_file_input_refused(html, in.v, in.n, "report")) {
+		gs_paths_free(&in);
+		return 1;
+	}
 	if (in.n > 1) /* each step's time, per process: for the ranks' straggler */
 		gs_series_on = 1;
 	struct gs_report **procs = calloc(in.n, sizeof(*procs));
@@ -200,9 +206,7 @@ int gs_cmd_report(int argc, char **argv)
 		free(procs[i]);
 	}
 	free(procs);
-	for (size_t i = 0; i < in.n; i++)
-		free(in.v[i]);
-	free(in.v);
+	gs_paths_free(&in);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "gpuspy: error: stdout: write failed: %s\n", strerror(errno));
 		status = 1;

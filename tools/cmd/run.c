@@ -370,10 +370,13 @@ static void after_run(const char *dir, const struct names *before, int made, con
 	int np = 0;
 	for (size_t k = 0; paths && k < after.n; k++)
 		if (!seen(before, after.v[k])) {
-			size_t l = strlen(dir) + strlen(after.v[k]) + 2;
+			/* --dir -x: "./-x/...", so that report takes it for a
+			 * trace, not an option. */
+			const char *dot = dir[0] == '-' ? "./" : "";
+			size_t l = strlen(dot) + strlen(dir) + strlen(after.v[k]) + 2;
 			paths[np] = malloc(l);
 			if (paths[np]) {
-				snprintf(paths[np], l, "%s/%s", dir, after.v[k]);
+				snprintf(paths[np], l, "%s%s/%s", dot, dir, after.v[k]);
 				trim_ended(paths[np]);
 				np++;
 			}

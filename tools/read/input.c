@@ -131,12 +131,53 @@ static void notes_from_json(const cJSON *o, struct gs_proc *p)
 	p->notes[k] = 0;
 }
 
-/* Reads one line; 1 = got one, 0 = end of file. */
+/* The longest line read. The longest `gpuspy dump` writes is a stack
+ * line: 128 frames (64 native, 64 Python) of at most 4 KiB, each byte at
+ * worst escaped as \u00NN, about 3 MiB. A longer one is no dump's, and
+ * reading it whole would take memory without bound (a file of one '{' and
+ * 8 GB of zeros). */
+#define LINE_MAX_BYTES (4u << 20)
+
+static int line_error(struct gs_input *in, const char *why)
+{
+	snprintf(in->err, sizeof(in->err), "line %llu %s", (unsigned long long)in->lineno + 1, why);
+	in->error = 1;
+	return -1;
+}
+
+/* Reads one line into in->line (NUL-terminated; bytes after a NUL in it
+ * are kept but not parsed); 1 = got one, 0 = end of file, -1 = a line too
+ * long, a failed read or no memory, said in in->err. */
 static int read_line(struct gs_input *in)
 {
-	ssize_t n = getline(&in->line, &in->cap, in->f);
-	if (n < 0)
+	size_t n = 0;
+	int c;
+	/* Unlocked: one thread reads an input. */
+	while ((c = getc_unlocked(in->f)) != EOF) {
+		if (n == LINE_MAX_BYTES)
+			return line_error(in, "is longer than 4 MiB; not a line of a gpuspy JSON Lines trace");
+		if (n + 2 > in->cap) {
+			size_t cap = in->cap ? 2 * in->cap : 4096;
+			if (cap > LINE_MAX_BYTES + 2)
+				cap = LINE_MAX_BYTES + 2;
+			char *l = realloc(in->line, cap);
+			if (!l)
+				return line_error(in, "cannot be read: out of memory");
+			in->line = l;
+			in->cap = cap;
+		}
+		in->line[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (ferror(in->f)) {
+		char why[96];
+		snprintf(why, sizeof(why), "cannot be read: %s", strerror(errno));
+		return line_error(in, why);
+	}
+	if (!n)
 		return 0;
+	in->line[n] = '\0';
 	in->lineno++;
 	return 1;
 }
@@ -197,8 +238,9 @@ static void nvml_from_json(const cJSON *o, struct gs_proc *p)
 
 static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 {
-	if (!read_line(in)) {
-		snprintf(err, errlen, "empty file, not a gpuspy trace");
+	int got = read_line(in);
+	if (got <= 0) {
+		snprintf(err, errlen, "%s", got ? in->err : "empty file, not a gpuspy trace");
 		return -EINVAL;
 	}
 	cJSON *o = cJSON_Parse(in->line);
@@ -262,17 +304,24 @@ static int open_jsonl(struct gs_input *in, char *err, size_t errlen)
 	return 0;
 }
 
-int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errlen)
+int gs_input_open(const char *path, int nofollow, struct gs_input *in, char *err, size_t errlen)
 {
 	memset(in, 0, sizeof(*in));
 	in->path = path;
 	/* Not a regular file (a FIFO named *.gspy, a device): refused before
-	 * anything reads it, and the open does not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	 * anything reads it, and the open does not wait for a writer. A name
+	 * found in a directory was a regular file when listed; one made a
+	 * link since is not followed. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
 	struct stat st;
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot open: %s", strerror(errno));
-		return -errno;
+		int e = errno;
+		if (e == ELOOP && nofollow)
+			snprintf(err, errlen, "a symbolic link in a directory is not followed (name the file itself "
+				 "to read it)");
+		else
+			snprintf(err, errlen, "cannot open: %s", strerror(e));
+		return -e;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -296,8 +345,9 @@ int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errle
 			gs_input_close(in);
 		return rc;
 	}
+	/* Through the descriptor already checked, never the name again. */
+	int rc = gs_trace_open_fd(fileno(f), path, &in->trace, err, errlen);
 	fclose(f);
-	int rc = gs_trace_open(path, &in->trace, err, errlen);
 	if (rc)
 		return rc;
 	proc_from_trace(in);
@@ -490,8 +540,9 @@ static void nvml_fields(const cJSON *o, struct gspy_nvml *s)
 static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 {
 	for (;;) {
-		if (!read_line(in))
-			return 0;
+		int got = read_line(in);
+		if (got <= 0)
+			return got;
 		const char *p = in->line;
 		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
 			p++;

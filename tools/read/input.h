@@ -83,7 +83,9 @@ struct gs_input {
 	struct gs_stack_tab *jstacks; /* JSON Lines: stack lines read so far */
 };
 
-int gs_input_open(const char *path, struct gs_input *in, char *err, size_t errlen);
+/* nofollow: path was found by listing a directory (gs_paths' listed), so
+ * a symbolic link at it is refused, not followed (docs/security.md). */
+int gs_input_open(const char *path, int nofollow, struct gs_input *in, char *err, size_t errlen);
 /* 1 = an event, 0 = end, -1 = a malformed line (in->err says which). */
 int gs_input_next(struct gs_input *in, struct gs_ev *ev);
 void gs_input_close(struct gs_input *in);

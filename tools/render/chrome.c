@@ -165,10 +165,11 @@ static void phase_slice(struct out *o, uint32_t pid, const struct open_phase *p,
  * process id; hosts: the export has several, so the name says which. */
 /* Long (about 110 lines): one case per kind of slice (host call, GPU record,
  * phase, counter) written as its event, in the format's terms. */
-static int export_one(struct out *o, const char *path, uint32_t pid, int hosts, char *err, size_t errlen)
+static int export_one(struct out *o, const char *path, int nofollow, uint32_t pid, int hosts, char *err,
+		      size_t errlen)
 {
 	struct gs_input in;
-	if (gs_input_open(path, &in, err, errlen) != 0)
+	if (gs_input_open(path, nofollow, &in, err, errlen) != 0)
 		return -1;
 	char pname[1200], on[80] = "";
 	if (hosts)
@@ -287,13 +288,14 @@ struct who {
 	uint32_t pid, id;
 };
 
-static size_t assign_pids(char *const *paths, size_t n, struct who *w, int *hosts, char *err, size_t errlen)
+static size_t assign_pids(const struct gs_paths *paths, struct who *w, int *hosts, char *err, size_t errlen)
 {
+	size_t n = paths->n;
 	uint32_t next = 1u << 22;
 	*hosts = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct gs_input in;
-		if (gs_input_open(paths[i], &in, err, errlen) != 0)
+		if (gs_input_open(paths->v[i], paths->listed[i], &in, err, errlen) != 0)
 			return i;
 		snprintf(w[i].host, sizeof(w[i].host), "%s", in.proc.host);
 		w[i].pid = w[i].id = in.proc.pid;
@@ -311,19 +313,19 @@ static size_t assign_pids(char *const *paths, size_t n, struct who *w, int *host
 	return SIZE_MAX;
 }
 
-int gs_export_chrome(FILE *f, char *const *paths, size_t n, char *err, size_t errlen,
-		     size_t *bad)
+int gs_export_chrome(FILE *f, const struct gs_paths *paths, char *err, size_t errlen, size_t *bad)
 {
+	size_t n = paths->n;
 	struct out o = { f, 1 };
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gpuspy\",\"timing\":\"host\"},"
 		   "\"traceEvents\":[");
 	struct who *w = xcalloc(n ? n : 1, sizeof(*w));
 	int hosts, rc = 0;
-	*bad = assign_pids(paths, n, w, &hosts, err, errlen);
+	*bad = assign_pids(paths, w, &hosts, err, errlen);
 	if (*bad != SIZE_MAX)
 		rc = -1;
 	for (size_t i = 0; !rc && i < n; i++)
-		if (export_one(&o, paths[i], w[i].id, hosts, err, errlen) != 0) {
+		if (export_one(&o, paths->v[i], paths->listed[i], w[i].id, hosts, err, errlen) != 0) {
 			*bad = i;
 			rc = -1;
 			break;

@@ -6,9 +6,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "util/paths.h"
+
 /* Chrome Trace Event Format of the traces in paths. On a bad input returns
  * -1 with err set and *bad its index (the output is still valid JSON). */
-int gs_export_chrome(FILE *f, char *const *paths, size_t n, char *err, size_t errlen,
-		     size_t *bad);
+int gs_export_chrome(FILE *f, const struct gs_paths *paths, char *err, size_t errlen, size_t *bad);
 
 #endif

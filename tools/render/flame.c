@@ -88,9 +88,10 @@ static void add_sample(cJSON *p, cJSON *stack, uint64_t w)
 /* Long (about 80 lines): each trace read and its stacks written as they are
  * summed, in either format, into one document whose frame table the traces
  * share; then the one error for traces with no stack at all. */
-int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, struct gs_flame_cover *c,
+int gs_export_flame(FILE *f, enum gs_flame_format fmt, const struct gs_paths *paths, struct gs_flame_cover *c,
 		    char *err, size_t errlen, size_t *bad)
 {
+	size_t n = paths->n;
 	cJSON *doc = NULL, *time = NULL, *bytes = NULL;
 	struct frames fr = { 0 };
 	int rc = 0;
@@ -106,7 +107,7 @@ int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct gs_input in;
-		if (gs_input_open(paths[i], &in, err, errlen) != 0) {
+		if (gs_input_open(paths->v[i], paths->listed[i], &in, err, errlen) != 0) {
 			*bad = i;
 			rc = -1;
 			break;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "report/stacks.h" /* struct gs_flame_cover: what the graph holds */
+#include "util/paths.h"
 
 enum gs_flame_format {
 	GS_FLAME_COLLAPSED,  /* "pid N;outer;...;inner NS" a line: host time in CUDA calls with a stack */
@@ -18,7 +19,7 @@ enum gs_flame_format {
  * or -1 with err set and *bad the index of the trace that could not be
  * read, or (no call in them with a stack) of the one trace, n when there
  * are several. */
-int gs_export_flame(FILE *f, enum gs_flame_format fmt, char *const *paths, size_t n, struct gs_flame_cover *c,
+int gs_export_flame(FILE *f, enum gs_flame_format fmt, const struct gs_paths *paths, struct gs_flame_cover *c,
 		    char *err, size_t errlen, size_t *bad);
 
 #endif

@@ -151,11 +151,11 @@ static void hand_out(struct gs_pass *p, const struct gs_ev *ev)
 	feed(p, GS_FEED_HOST, ev, cur);
 }
 
-int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen)
+int gs_report_file(const char *path, int nofollow, struct gs_report *r, char *err, size_t errlen)
 {
 	struct gs_input in;
 	memset(r, 0, sizeof(*r));
-	int rc = gs_input_open(path, &in, err, errlen);
+	int rc = gs_input_open(path, nofollow, &in, err, errlen);
 	if (rc)
 		return rc;
 	r->path = path;

@@ -187,8 +187,9 @@ struct gs_diag {
 	int context;      /* an observation with no change to make (telemetry): shown as context */
 };
 
-/* Analyse one trace (.gspy or JSON Lines). 0, or negative with err set. */
-int gs_report_file(const char *path, struct gs_report *r, char *err, size_t errlen);
+/* Analyse one trace (.gspy or JSON Lines). nofollow: as gs_input_open's.
+ * 0, or negative with err set. */
+int gs_report_file(const char *path, int nofollow, struct gs_report *r, char *err, size_t errlen);
 /* Add src's numbers into dst (the whole of several processes; report/merge.c). */
 void gs_report_merge(struct gs_report *dst, const struct gs_report *src);
 /* The phase of this name, added when new (r->phases may move; report.c). */

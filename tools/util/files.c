@@ -103,6 +103,27 @@ int gs_dir_own(const char *dir, struct stat *st)
 	return 0;
 }
 
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int gs_file_input_refused(const char *out, char *const *in, size_t n, const char *cmd)
+{
+	/* Both the names (a link at out that a command would replace) and
+	 * what they lead to (out, or an input, a link to the other). */
+	struct stat ol, of, il, inf;
+	int has_l = lstat(out, &ol) == 0, has_f = stat(out, &of) == 0;
+	for (size_t i = 0; (has_l || has_f) && i < n; i++)
+		if ((has_l && lstat(in[i], &il) == 0 && same_file(&ol, &il)) ||
+		    (has_f && stat(in[i], &inf) == 0 && same_file(&of, &inf))) {
+			fprintf(stderr, "gpuspy: error: %s: is a trace this %s reads; give the output another name\n",
+				out, cmd);
+			return 1;
+		}
+	return 0;
+}
+
 void gs_file_create_error(const char *path)
 {
 	if (errno == ELOOP)

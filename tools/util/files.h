@@ -35,4 +35,10 @@ int gs_file_replace_commit(FILE *f, struct gs_file_tmp *t, const char *path, int
  * open's -errno. st: its status. */
 int gs_dir_own(const char *dir, struct stat *st);
 
+/* Whether out names one of the n files in, by any path (a hard link, a
+ * symbolic link either way, ./): the same device and inode. Said in one
+ * line ("is a trace this CMD reads"), 1; writing it would destroy the
+ * input it is made from. 0 when out does not exist. */
+int gs_file_input_refused(const char *out, char *const *in, size_t n, const char *cmd);
+
 #endif

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,18 +13,26 @@
 
 #include "util/paths.h"
 
-static void paths_add(struct gs_paths *p, const char *s)
+static void paths_add(struct gs_paths *p, const char *s, int listed)
 {
 	if (p->n == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 16;
-		char **v = realloc(p->v, p->cap * sizeof(*v));
-		if (!v) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		char **v = realloc(p->v, cap * sizeof(*v));
+		if (v)
+			p->v = v;
+		unsigned char *l = v ? realloc(p->listed, cap) : NULL;
+		if (!l) {
 			fprintf(stderr, "gpuspy: error: out of memory\n");
 			exit(1);
 		}
-		p->v = v;
+		p->listed = l;
+		p->cap = cap;
 	}
-	p->v[p->n++] = strdup(s);
+	if (!(p->v[p->n] = strdup(s))) {
+		fprintf(stderr, "gpuspy: error: out of memory\n");
+		exit(1);
+	}
+	p->listed[p->n++] = (unsigned char)listed;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -53,8 +62,12 @@ static char *path_join(const char *dir, const char *name)
 }
 
 /* A directory stands for its .gspy files, or its .jsonl files if it has
- * no .gspy (a dump next to its trace would count twice). */
-static int expand_dir(const char *dir, struct gs_paths *out)
+ * no .gspy (a dump next to its trace would count twice). Only regular
+ * files, by the entry itself (not what a link names): whoever may write
+ * the directory picks its names, and a reader (root's, say) must not open
+ * a file of theirs choosing, nor a device, through one. The rest are
+ * skipped, said when note; the reader opens those listed O_NOFOLLOW. */
+static int expand_dir(const char *dir, struct gs_paths *out, int note)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		DIR *d = opendir(dir);
@@ -62,14 +75,25 @@ static int expand_dir(const char *dir, struct gs_paths *out)
 			return -errno;
 		size_t before = out->n;
 		struct dirent *e;
-		while ((e = readdir(d)))
-			if (ends_with(e->d_name, pass ? ".jsonl" : ".gspy")) {
-				char *p = path_join(dir, e->d_name);
-				paths_add(out, p);
-				free(p);
-			}
+		struct stat st;
+		while ((e = readdir(d))) {
+			if (!ends_with(e->d_name, pass ? ".jsonl" : ".gspy"))
+				continue;
+			char *p = path_join(dir, e->d_name);
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+				; /* gone since the listing */
+			else if (S_ISREG(st.st_mode))
+				paths_add(out, p, 1);
+			else if (note && S_ISLNK(st.st_mode))
+				fprintf(stderr, "gpuspy: %s: a symbolic link in a directory is not followed; skipped "
+						"(name the file itself to read it)\n", p);
+			else if (note)
+				fprintf(stderr, "gpuspy: %s: not a regular file; skipped\n", p);
+			free(p);
+		}
 		closedir(d);
 		if (out->n > before) {
+			/* All listed alike: only the names need sorting. */
 			qsort(out->v + before, out->n - before, sizeof(char *), cmp_str);
 			return 0;
 		}
@@ -135,7 +159,7 @@ static size_t run_dirs(const char *dir, int latest, struct gs_paths *out)
 {
 	char *first = latest ? latest_run(dir) : NULL;
 	if (first)
-		paths_add(out, first);
+		paths_add(out, first, 0);
 	size_t from = out->n;
 	DIR *d = opendir(dir);
 	if (d) {
@@ -143,7 +167,7 @@ static size_t run_dirs(const char *dir, int latest, struct gs_paths *out)
 		while ((e = readdir(d))) {
 			char *p = own_run(dir, e->d_name);
 			if (p && !(first && !strcmp(p, first)))
-				paths_add(out, p);
+				paths_add(out, p, 0);
 			free(p);
 		}
 		closedir(d);
@@ -158,7 +182,7 @@ int gs_paths_collect(const char *arg, struct gs_paths *in)
 {
 	struct stat st;
 	if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (expand_dir(arg, in) == 0)
+		if (expand_dir(arg, in, 1) == 0)
 			return 0;
 		/* No traces, but gpuspy run's directories: the newest run that
 		 * has some, said so (what `gpuspy run` then `gpuspy report .`
@@ -166,7 +190,7 @@ int gs_paths_collect(const char *arg, struct gs_paths *in)
 		struct gs_paths runs = { 0 };
 		run_dirs(arg, 1, &runs);
 		for (size_t k = 0; k < runs.n; k++) {
-			if (expand_dir(runs.v[k], in) != 0)
+			if (expand_dir(runs.v[k], in, 1) != 0)
 				continue;
 			fprintf(stderr, "gpuspy: %s has no traces of its own: reading the newest run%s, %s\n", arg,
 				k ? " with traces" : "", runs.v[k]);
@@ -178,7 +202,7 @@ int gs_paths_collect(const char *arg, struct gs_paths *in)
 				"gpuspy-YYYYMMDD-HHMMSS run directory of yours inside it)\n", arg);
 		return 1;
 	}
-	paths_add(in, arg);
+	paths_add(in, arg, 0);
 	return 0;
 }
 
@@ -188,7 +212,7 @@ int gs_paths_collect(const char *arg, struct gs_paths *in)
 const char *gs_paths_live_dir(const char *dir, char *buf, size_t cap)
 {
 	struct gs_paths t = { 0 };
-	int has = expand_dir(dir, &t) == 0;
+	int has = expand_dir(dir, &t, 0) == 0;
 	gs_paths_free(&t);
 	if (has || !run_dirs(dir, 0, &t))
 		return dir;
@@ -210,5 +234,6 @@ void gs_paths_free(struct gs_paths *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->v[i]);
 	free(p->v);
+	free(p->listed);
 	memset(p, 0, sizeof(*p));
 }

@@ -7,6 +7,7 @@
 
 struct gs_paths {
 	char **v;
+	unsigned char *listed; /* v[i] was found by listing a directory: open it O_NOFOLLOW */
 	size_t n, cap;
 };
 
@@ -15,7 +16,10 @@ struct gs_paths {
  * gpuspy run directory that has some, said on stderr: the one
  * arg/gpuspy-latest links to, else newest first. A run directory is one of
  * the user's own named gpuspy-YYYYMMDD-HHMMSS right inside arg (not a
- * link). 1 (with the error said) for a directory without traces. */
+ * link). Only regular files are listed: a symbolic link or anything else
+ * in a directory is skipped, said on stderr (docs/security.md); a file
+ * named as arg is followed, as the user asked. 1 (with the error said)
+ * for a directory without traces. */
 int gs_paths_collect(const char *arg, struct gs_paths *in);
 void gs_paths_free(struct gs_paths *p);
 /* For the live views (top, serve): dir, or, when it holds no traces but
