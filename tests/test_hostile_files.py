@@ -451,3 +451,45 @@ def misplaced_string_table_is_refused(tmp):
           {e["name"] for e in got if e["kind"] == "launch"} == {"(unknown)", "(graph)", "(host function)"} and
           lines[0]["truncated"] and {e["name"] for e in whole if e["kind"] == "launch"} > {"(graph)", "(host function)"},
           f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")
+
+
+# A command line that, were its newline passed, would print a row of its
+# own in top and the report: pid 1 (sshd) at 100% GPU.
+FORGED_CMD = b"python train.py\n      1      9.9     100%   /usr/sbin/sshd -D"
+
+
+@test
+def newlines_in_names_forge_no_rows(tmp):
+    """A running process's trace whose command line holds a newline and a
+    forged row after it, whose host, kernel, phase and device 0's UUID hold
+    newlines, CR and tab: `top --once` and the text report write each on
+    its own line, the newline as \\x0a text (CR \\x0d, tab \\x09), exactly
+    where the name goes; no line of theirs begins with the forged row's
+    text (the newline went out raw: a row for pid 1, a phase "FAKE")."""
+    from harness import hostile_trace
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = hostile_trace(os.path.join(tmp, "x.gspy"), sleeper.pid, command=FORGED_CMD, kernel=b"kern\nFAKEK",
+                             phase=b"fwd\r\nFAKE\tX", uuid=b"GPU-0\nFAKEU")
+        with open(path, "r+b") as f:  # the host, mktrace's "synthetic"
+            head = f.read(4096)
+            f.seek(head.index(b"synthetic\0"))
+            f.write(b"node\nFAKEH\0")
+        cmd = "python train.py\\x0a      1      9.9     100%   /usr/sbin/sshd -D"
+        p = subprocess.run([GPUSPY, "top", "--once", "--window", "60s", tmp], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        rows = p.stdout.splitlines()
+        check(p.returncode == 0 and len(rows) >= 3 and
+              re.fullmatch(rf" *{sleeper.pid} .*  {re.escape(cmd)}", rows[2]) and
+              not [r for r in rows if r.startswith(("      1 ", "FAKE"))], f"top --once: {p.returncode}\n{p.stdout}")
+        text = report_text(path)
+        phase = "fwd\\x0d\\x0aFAKE\\x09X"
+        for want in (f"== pid {sleeper.pid}: {cmd}\n", "\n   host node\\x0aFAKEH, ", f"\n  {phase}    19 ",
+                     f"\n  {phase} h2d pageable ", "\n  kern\\x0aFAKEK  ", f"\n    CMD = {cmd}\n",
+                     "\n  device 0 GPU-0\\x0aFAKEU: ", f"\n  the cycle of phases {phase}\n"):
+            check(want in text, f"report lacks {want!r}:\n{text}")
+        bad = [r for r in text.splitlines() if r.startswith(("      1 ", "FAKE"))]
+        check(not bad, f"report: forged lines {bad}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
