@@ -453,6 +453,33 @@ def misplaced_string_table_is_refused(tmp):
           f"table past the file: exit {p.returncode}, {p.stderr!r}, {len(got)} of {len(whole)} events")
 
 
+def cut_on_map_env():
+    """gpuspy with tests/hostile/cut_on_map.c preloaded: each .gspy it maps
+    whole is cut to its header right after (the race made certain)."""
+    return dict(os.environ, LD_PRELOAD=os.path.join(BIN, "libhostile_cut_on_map.so"), CUT_ON_MAP="1")
+
+
+@test
+def cut_message_escapes_the_file_name(tmp):
+    """A trace named with ESC ] 0;PWNED BEL (a terminal's title), ESC [2J
+    (clear the screen) and a newline, cut to its header as `gpuspy
+    report` maps it: the one line that says the file was cut, written
+    from the SIGBUS handler, names it escaped (\\x1b, \\x07, \\x0a as
+    text) with none of those bytes raw, and the status is 1 (the name
+    went out raw: the terminal's title set, the screen cleared)."""
+    if SANITIZED:
+        raise Skip("the sanitizer runtime must come first; this preloads a shim into gpuspy alone")
+    path = os.path.join(tmp, "evil\x1b]0;PWNED\x07\x1b[2J\n.gspy")
+    p = subprocess.run([os.path.join(BIN, "mktrace"), path, "20", "1", "65536", "65536", "1234", "cmd", "k", "fwd",
+                        "GPU-0"], capture_output=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and os.path.getsize(path) > 4096, f"mktrace {p.returncode}")
+    p = subprocess.run([GPUSPY, "report", path], env=cut_on_map_env(), capture_output=True, timeout=TIMEOUT)
+    shown = os.fsencode(tmp) + b"/evil\\x1b]0;PWNED\\x07\\x1b[2J\\x0a.gspy"
+    check((p.returncode, p.stdout, p.stderr) ==
+          (1, b"", b"gpuspy: error: %s: the file was cut while it was being read; read it again\n" % shown) and
+          os.path.getsize(path) == 4096, f"report: {p.returncode} {p.stdout[-200:]!r} {p.stderr!r}")
+
+
 # A command line that, were its newline passed, would print a row of its
 # own in top and the report: pid 1 (sshd) at 100% GPU.
 FORGED_CMD = b"python train.py\n      1      9.9     100%   /usr/sbin/sshd -D"
