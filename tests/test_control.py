@@ -259,3 +259,30 @@ def control_escapes_the_trace_path(tmp):
               f"gpuspy {args[0]}: {p.returncode} {p.stdout!r} {p.stderr!r}")
     check(p.stdout.endswith(b"; see gpuspy report %s\n" % shown), f"record ended {p.stdout!r}")
     check(d.finish() == 0, "prog_window failed")
+
+
+@test
+def record_says_when_the_trace_is_cut(tmp):
+    """The trace emptied (`: > trace.gspy`, logrotate's copytruncate, or
+    its process's owner) while `gpuspy record PID --for 30s` waits on its
+    mapped header: one line saying the trace was cut, naming it and the
+    process, and status 1, where record died of SIGBUS (status 135, "Bus
+    error"). The process goes on and exits 0."""
+    d = Driven(tmp, env={"GPUSPY_START": "paused"})
+    d.do("a 1")
+    path = os.path.join(tmp, traces(tmp)[0])
+    rec = subprocess.Popen([GPUSPY, "record", str(d.p.pid), "--for", "30s"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    line = rec.stdout.readline()
+    check(line == f"gpuspy: recording process {d.p.pid} into {path} for 30.00 s\n", f"record said {line!r}")
+    os.truncate(path, 0)
+    try:
+        out, err = rec.communicate(timeout=TIMEOUT)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+    check((rec.returncode, out, err) == (1, "", f"gpuspy: error: record: the trace was cut (emptied or truncated) "
+                                              f"while in use: {path} (process {d.p.pid})\n"),
+          f"record: exit {rec.returncode}, {out!r}, {err!r}")
+    d.do("a 2")
+    check(d.finish() == 0, "prog_window failed")

@@ -573,3 +573,72 @@ def jsonl_line_without_end_is_refused_in_bounded_memory(tmp):
     check(p.returncode == 1 and p.stderr == f"gpuspy: error: {t}: line 3 is longer than 4 MiB; not a line of a "
           "gpuspy JSON Lines trace; reporting the events before it\n" and
           json.loads(p.stdout)["processes"][0]["events"] == 1, f"line 3: {p.returncode} {p.stderr!r}")
+
+
+def cut_on_map_env():
+    """gpuspy with tests/hostile/cut_on_map.c preloaded: each .gspy it maps
+    whole is cut to its header right after (the race made certain)."""
+    return dict(os.environ, LD_PRELOAD=os.path.join(BIN, "libhostile_cut_on_map.so"), CUT_ON_MAP="1")
+
+
+@test
+def cut_message_escapes_the_file_name(tmp):
+    """A trace named with ESC ] 0;PWNED BEL (a terminal's title), ESC [2J
+    (clear the screen) and a newline, cut to its header as `gpuspy
+    report` maps it: the one line that says the file was cut, written
+    from the SIGBUS handler, names it escaped (\\x1b, \\x07, \\x0a as
+    text) with none of those bytes raw, and the status is 1 (the name
+    went out raw: the terminal's title set, the screen cleared)."""
+    if SANITIZED:
+        raise Skip("the sanitizer runtime must come first; this preloads a shim into gpuspy alone")
+    path = os.path.join(tmp, "evil\x1b]0;PWNED\x07\x1b[2J\n.gspy")
+    p = subprocess.run([os.path.join(BIN, "mktrace"), path, "20", "1", "65536", "65536", "1234", "cmd", "k", "fwd",
+                        "GPU-0"], capture_output=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and os.path.getsize(path) > 4096, f"mktrace {p.returncode}")
+    p = subprocess.run([GPUSPY, "report", path], env=cut_on_map_env(), capture_output=True, timeout=TIMEOUT)
+    shown = os.fsencode(tmp) + b"/evil\\x1b]0;PWNED\\x07\\x1b[2J\\x0a.gspy"
+    check((p.returncode, p.stdout, p.stderr) ==
+          (1, b"", b"gpuspy: error: %s: the file was cut while it was being read; read it again\n" % shown) and
+          os.path.getsize(path) == 4096, f"report: {p.returncode} {p.stdout[-200:]!r} {p.stderr!r}")
+
+
+# A command line that, were its newline passed, would print a row of its
+# own in top and the report: pid 1 (sshd) at 100% GPU.
+FORGED_CMD = b"python train.py\n      1      9.9     100%   /usr/sbin/sshd -D"
+
+
+@test
+def newlines_in_names_forge_no_rows(tmp):
+    """A running process's trace whose command line holds a newline and a
+    forged row after it, whose host, kernel, phase and device 0's UUID hold
+    newlines, CR and tab: `top --once` and the text report write each on
+    its own line, the newline as \\x0a text (CR \\x0d, tab \\x09), exactly
+    where the name goes; no line of theirs begins with the forged row's
+    text (the newline went out raw: a row for pid 1, a phase "FAKE")."""
+    from harness import hostile_trace
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = hostile_trace(os.path.join(tmp, "x.gspy"), sleeper.pid, command=FORGED_CMD, kernel=b"kern\nFAKEK",
+                             phase=b"fwd\r\nFAKE\tX", uuid=b"GPU-0\nFAKEU")
+        with open(path, "r+b") as f:  # the host, mktrace's "synthetic"
+            head = f.read(4096)
+            f.seek(head.index(b"synthetic\0"))
+            f.write(b"node\nFAKEH\0")
+        cmd = "python train.py\\x0a      1      9.9     100%   /usr/sbin/sshd -D"
+        p = subprocess.run([GPUSPY, "top", "--once", "--window", "60s", tmp], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        rows = p.stdout.splitlines()
+        check(p.returncode == 0 and len(rows) >= 3 and
+              re.fullmatch(rf" *{sleeper.pid} .*  {re.escape(cmd)}", rows[2]) and
+              not [r for r in rows if r.startswith(("      1 ", "FAKE"))], f"top --once: {p.returncode}\n{p.stdout}")
+        text = report_text(path)
+        phase = "fwd\\x0d\\x0aFAKE\\x09X"
+        for want in (f"== pid {sleeper.pid}: {cmd}\n", "\n   host node\\x0aFAKEH, ", f"\n  {phase}    19 ",
+                     f"\n  {phase} h2d pageable ", "\n  kern\\x0aFAKEK  ", f"\n    CMD = {cmd}\n",
+                     "\n  device 0 GPU-0\\x0aFAKEU: ", f"\n  the cycle of phases {phase}\n"):
+            check(want in text, f"report lacks {want!r}:\n{text}")
+        bad = [r for r in text.splitlines() if r.startswith(("      1 ", "FAKE"))]
+        check(not bad, f"report: forged lines {bad}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -479,3 +479,49 @@ def serve_answers_through_held_connections(tmp):
             sk.close()
         s.stop()
         d.finish()
+
+
+@test
+def serve_keeps_a_scraper_slow_to_send(tmp):
+    """A scraper connects and sends nothing yet (descheduled between its
+    connect and its send); then 1,100 connections each send half a
+    request and hold it, more than the 512 serve keeps. Its request, sent
+    after them all, gets its 200 and the traced process: the connections
+    closed for the new ones are those holding half a request, not the
+    quiet one that had gone longest without a request (closed before: the
+    scrape ended with no answer, RemoteDisconnected)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        raise Skip(f"the open files limit ({hard}) is below the 1,400 this test holds")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
+    d = Driven(tmp)
+    d.do("k 1")
+    s = Serve(tmp)
+    held = []
+    try:
+        scraper = socket.create_connection(("127.0.0.1", s.port), timeout=TIMEOUT)
+        held.append(scraper)
+        for _ in range(1100):
+            sk = socket.create_connection(("127.0.0.1", s.port), timeout=TIMEOUT)
+            sk.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            held.append(sk)
+        scraper.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while True:
+            try:
+                b = scraper.recv(65536)
+            except ConnectionResetError:
+                break
+            if not b:
+                break
+            got += b
+        head = got.split(b"\r\n", 1)[0]
+        check(head == b"HTTP/1.1 200 OK" and f'pid="{d.p.pid}"'.encode() in got,
+              f"the scraper got {len(got)} bytes: {got[:200]!r}")
+        check(s.p.poll() is None, "serve exited")
+    finally:
+        for sk in held:
+            sk.close()
+        s.stop()
+        d.finish()

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,28 @@ static int alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+/*
+ * The header is read and written through a mapping of the file, as the
+ * process's control thread reads and writes it (lib/control.c): the
+ * request's words are atomics that both sides see at once, and the wake is
+ * a futex on ctl_seq, which only a mapping gives. But the file is anyone's
+ * who may write it, and one cut while it is mapped (truncate, logrotate's
+ * copytruncate, the process's own owner) turns the next load or store into
+ * SIGBUS. That fault, in the mapped header only, jumps back to control(),
+ * which says so in one line and exits 1; any other is not ours.
+ */
+static const unsigned char *volatile cut_map; /* the header mapped now, if any */
+static sigjmp_buf cut_jump;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	const unsigned char *a = si->si_addr, *m = cut_map;
+	if (m && a >= m && a < m + GSPY_HEADER_SIZE)
+		siglongjmp(cut_jump, 1);
+	signal(sig, SIG_DFL); /* not ours: the fault comes back and kills */
+}
+
 /* The header of m's file, if it is pid's trace, mapped to write. */
 static struct gspy_header *map_header(const struct gs_mapped *m)
 {
@@ -65,8 +88,10 @@ static struct gspy_header *map_header(const struct gs_mapped *m)
 	if (p == MAP_FAILED)
 		return NULL;
 	struct gspy_header *h = p;
+	cut_map = p; /* it may be cut from now on, as it is read below */
 	/* Formats 2 and 3 have the same header: only where the string table lies differs. */
 	if (memcmp(h->magic, GSPY_MAGIC, 8) || h->version < 2 || h->version > GSPY_FORMAT_VERSION || (int)h->pid != m->pid) {
+		cut_map = NULL;
 		munmap(p, GSPY_HEADER_SIZE);
 		return NULL;
 	}
@@ -76,9 +101,13 @@ static struct gspy_header *map_header(const struct gs_mapped *m)
 static int take_target(void *arg, const struct gs_mapped *m)
 {
 	struct target *t = arg;
-	if (strlen(m->path) >= sizeof(t->path) || !(t->h = map_header(m)))
+	if (strlen(m->path) >= sizeof(t->path))
 		return 0;
-	snprintf(t->path, sizeof(t->path), "%s", m->path);
+	snprintf(t->path, sizeof(t->path), "%s", m->path); /* for the message, should it be cut */
+	if (!(t->h = map_header(m))) {
+		t->path[0] = 0;
+		return 0;
+	}
 	return 1;
 }
 
@@ -193,6 +222,48 @@ static int record(struct target *t, uint64_t dur, FILE *out)
 	return 0;
 }
 
+/* The command, once its arguments are read: pid's trace found, asked, the
+ * answer said (to a terminal's stream: the path is the name its owner
+ * chose). Static and volatile: what the jump back from a cut file reads. */
+static int control(const char *cmd, const char *pid, uint64_t dur)
+{
+	static struct target t;
+	FILE *volatile out = NULL;
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	if (sigsetjmp(cut_jump, 1)) {
+		if (out && out != stdout)
+			fclose(out);
+		fflush(stdout);
+		fprintf(stderr, "gpuspy: error: %s: the trace was cut (emptied or truncated) while in use: %s (process %d)\n",
+			cmd, t.path, t.pid);
+		return 1;
+	}
+	int rc = find_target(cmd, pid, &t);
+	if (rc)
+		return rc;
+	out = gs_term_open(stdout, 0);
+	if (!out)
+		out = stdout;
+	if (!strcmp(cmd, "record")) {
+		rc = record(&t, dur, out);
+	} else {
+		int was = !__atomic_load_n(&t.h->ctl_paused, __ATOMIC_ACQUIRE);
+		int start = !strcmp(cmd, "start");
+		rc = ask(cmd, &t, start ? GSPY_CTL_record : GSPY_CTL_pause, 0);
+		if (!rc && start)
+			fprintf(out, "gpuspy: process %d %s recording into %s\n", t.pid, was ? "was already" : "is",
+				t.path);
+		else if (!rc)
+			fprintf(out, "gpuspy: process %d %s; see gpuspy report %s\n", t.pid,
+				was ? "stopped recording" : "was not recording", t.path);
+	}
+	if (out != stdout)
+		fclose(out);
+	return rc;
+}
+
 int gs_cmd_control(const char *cmd, int argc, char **argv)
 {
 	uint64_t dur = 0;
@@ -214,29 +285,5 @@ int gs_cmd_control(const char *cmd, int argc, char **argv)
 	}
 	if (!pid)
 		return gs_missing(cmd, "process id");
-	struct target t = { 0 };
-	int rc = find_target(cmd, pid, &t);
-	if (rc)
-		return rc;
-	/* The path is another process's /proc/PID/maps line, its bytes the
-	 * name its owner chose: escaped for the terminal. */
-	FILE *out = gs_term_open(stdout, 0);
-	if (!out)
-		out = stdout;
-	if (is_record) {
-		rc = record(&t, dur, out);
-	} else {
-		int was = !__atomic_load_n(&t.h->ctl_paused, __ATOMIC_ACQUIRE);
-		int start = !strcmp(cmd, "start");
-		rc = ask(cmd, &t, start ? GSPY_CTL_record : GSPY_CTL_pause, 0);
-		if (!rc && start)
-			fprintf(out, "gpuspy: process %d %s recording into %s\n", t.pid, was ? "was already" : "is",
-				t.path);
-		else if (!rc)
-			fprintf(out, "gpuspy: process %d %s; see gpuspy report %s\n", t.pid,
-				was ? "stopped recording" : "was not recording", t.path);
-	}
-	if (out != stdout)
-		fclose(out);
-	return rc;
+	return control(cmd, pid, dur);
 }

@@ -11,19 +11,26 @@
  * connections open with half a request. The thread waits with epoll
  * (select stops at 1,024 descriptors), the open files limit is raised to
  * its hard limit, and past KEEP_CONNS open connections each new one closes
- * the one that has gone longest without a request (shutdown(): the server
- * sees it end and cleans it up). A scraper sends its request at once, so
- * it is never the longest idle; an idle connection also ends after 10 s.
- * No limit per address: Prometheus and such a user may share one (this
- * host's), and the limit would lock the scraper out with them.
+ * another (shutdown(): the server sees it end and cleans it up): of those
+ * longest without a request, one holding part of a request, else one that
+ * has sent nothing since; never one whose whole request has come (being
+ * answered, or still in the socket, not read yet). Closing the longest
+ * idle alone closed scrapers: a scraper descheduled between its connect
+ * and its send, or whose request waits unread, is idle to the server
+ * while hundreds of half requests come after it. An idle connection also
+ * ends after 10 s. No limit per address: Prometheus and such a user may
+ * share one (this host's), and the limit would lock the scraper out with
+ * them.
  *
  * Counters are totals since each trace began (rate() gives the per-second
  * figures); device labels are dcgm-exporter's, gpu (the index) and UUID,
  * so that a query can join the two exporters' series on them.
  */
 #include <errno.h>
+#include <linux/tcp.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +50,8 @@
 #include "util/escape.h"
 
 #define DEFAULT_LISTEN "localhost:9401"
-#define KEEP_CONNS 512u /* connections kept open at once; more close the longest idle */
+#define KEEP_CONNS 512u /* connections kept open at once; more close others (pick_victim) */
+#define SCAN_CONNS 32   /* connections pick_victim looks at, the longest without a request first */
 
 /* The most bytes of a label value, escaped: a whole command line (1024
  * bytes in the header) fits even when every byte needs an escape. */
@@ -211,6 +219,8 @@ static void family(FILE *f, enum metric m, const struct gs_watch_set *s, uint64_
 struct conn {
 	struct conn *prev, *next;
 	int fd, listed;
+	int serving;   /* between its request and the end of the answer */
+	uint64_t seen; /* bytes it had sent when its last request came */
 };
 
 struct server {
@@ -238,6 +248,65 @@ static void conn_append(struct server *s, struct conn *c)
 	s->nconn++;
 }
 
+/* The bytes the peer of fd has sent (TCP_INFO, Linux 4.1 on); 0 unknown. */
+static uint64_t bytes_in(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+		return 0;
+	return ti.tcpi_bytes_received;
+}
+
+enum conn_kind {
+	C_WHOLE, /* its whole request came: being answered, or in the socket still */
+	C_PART,  /* part of a request came since the last (or the peer closed) */
+	C_QUIET, /* nothing came since its last request, or since it opened */
+};
+
+static enum conn_kind conn_kind(const struct conn *c)
+{
+	if (c->serving)
+		return C_WHOLE;
+	/* What the server has not read yet: a request's head ends with a
+	 * blank line (CRLF CRLF; a bare LF LF too). A head past this many
+	 * bytes is no scraper's. */
+	char b[2048];
+	ssize_t n = recv(c->fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0 && (memmem(b, (size_t)n, "\n\r\n", 3) || memmem(b, (size_t)n, "\n\n", 2)))
+		return C_WHOLE;
+	if (n == 0)
+		return C_PART; /* the peer closed: it goes anyway */
+	return bytes_in(c->fd) > c->seen ? C_PART : C_QUIET;
+}
+
+/*
+ * The connection that a new one, c, closes: of the SCAN_CONNS longest
+ * without a request, the first holding part of one (the half requests
+ * that fill the server), else the first that has sent nothing since (a
+ * client slow to send, or idle between requests); never one whose whole
+ * request came. When all of those have (requests piped and never read:
+ * the connection blocks on its answers), the longest without a request,
+ * so that no client can hold the server full. NULL: only c.
+ */
+static struct conn *pick_victim(struct server *s, const struct conn *c)
+{
+	struct conn *quiet = NULL;
+	int n = 0;
+	for (struct conn *o = s->head; o && o != c && n < SCAN_CONNS; o = o->next, n++) {
+		enum conn_kind k = conn_kind(o);
+		if (k == C_PART)
+			return o;
+		if (k == C_QUIET && !quiet)
+			quiet = o;
+	}
+	if (quiet)
+		return quiet;
+	return n == SCAN_CONNS ? s->head : NULL;
+}
+
 /* The server's thread calls this as each connection opens and closes. */
 static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx, enum MHD_ConnectionNotificationCode toe)
 {
@@ -256,22 +325,41 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx, enum
 	c->fd = ci->connect_fd;
 	*ctx = c;
 	conn_append(s, c);
-	while (s->nconn > s->keep && s->head != c) {
-		struct conn *old = s->head;
+	struct conn *old;
+	while (s->nconn > s->keep && (old = pick_victim(s, c))) {
 		conn_unlink(s, old);
 		shutdown(old->fd, SHUT_RDWR); /* the server sees it end and closes it */
 	}
 }
 
-/* A request came: the connection is the most recently used. */
-static void conn_used(struct server *s, struct MHD_Connection *mc)
+static struct conn *conn_of(struct MHD_Connection *mc)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct conn *c = ci ? ci->socket_context : NULL;
-	if (c && c->listed && c != s->tail) {
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A request came: the connection is the most recently used, and is not
+ * closed until it is answered. */
+static void conn_used(struct server *s, struct MHD_Connection *mc)
+{
+	struct conn *c = conn_of(mc);
+	if (!c)
+		return;
+	c->serving = 1;
+	c->seen = bytes_in(c->fd);
+	if (c->listed && c != s->tail) {
 		conn_unlink(s, c);
 		conn_append(s, c);
 	}
+}
+
+/* The server's thread calls this as each request ends, answered or not. */
+static void on_completed(void *cls, struct MHD_Connection *mc, void **state, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls, (void)state, (void)toe;
+	struct conn *c = conn_of(mc);
+	if (c)
+		c->serving = 0;
 }
 
 /* The open files limit raised to its hard limit (each connection is a
@@ -430,7 +518,8 @@ int gs_cmd_serve(int argc, char **argv)
 	struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
 						ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
 						MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_NOTIFY_CONNECTION,
-						on_connection, &s, MHD_OPTION_END);
+						on_connection, &s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+						MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!d) {
 		fprintf(stderr, "gpuspy: error: serve: cannot listen on %s: %s\n", listen,

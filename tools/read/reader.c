@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "read/reader.h"
+#include "util/escape.h"
 
 static const char *const kind_names[] = {
 #define GSPY_X(n) #n,
@@ -177,13 +178,15 @@ static void drop_pages(struct gs_trace *t, uint64_t off, uint64_t len)
  * A trace cut while it is read (its writer's process trimmed it, or a user
  * truncated it) turns a load past the new end into SIGBUS: the reader says
  * so in one line and exits 1 instead of dying. The mappings are listed
- * here for the handler.
+ * here for the handler, each with its file's name as the terminal gets it
+ * (escaped when listed: the handler can only write(2) bytes, and the name
+ * is anyone's to choose).
  */
 #define MAPS_MAX 64
 static struct {
 	const unsigned char *map;
 	size_t size;
-	const char *path;
+	char *shown; /* the path escaped on one line (gs_term_line); NULL: no memory for it */
 } maps[MAPS_MAX];
 
 /* gs_trace_open_fd_live's: a cut file fails the open of a follower (top,
@@ -197,7 +200,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	for (int i = 0; i < MAPS_MAX; i++) {
 		const unsigned char *m = __atomic_load_n(&maps[i].map, __ATOMIC_ACQUIRE);
 		if (m && (const unsigned char *)si->si_addr - m < (ptrdiff_t)maps[i].size && (const unsigned char *)si->si_addr >= m)
-			path = maps[i].path;
+			path = maps[i].shown ? maps[i].shown : "a trace";
 	}
 	if (path && bus_jump)
 		siglongjmp(*bus_jump, 1);
@@ -230,13 +233,17 @@ static void map_note(struct gs_trace *t, int add)
 	}
 	for (int i = 0; i < MAPS_MAX; i++) {
 		if (add && !maps[i].map) {
+			size_t cap = 4 * strlen(t->path) + 1; /* an escape is 4 bytes a byte at most */
 			maps[i].size = t->size;
-			maps[i].path = t->path;
+			if ((maps[i].shown = malloc(cap)))
+				gs_term_line(maps[i].shown, cap, t->path, SIZE_MAX);
 			__atomic_store_n(&maps[i].map, t->map, __ATOMIC_RELEASE);
 			break;
 		}
 		if (!add && maps[i].map == t->map) {
 			__atomic_store_n(&maps[i].map, NULL, __ATOMIC_RELEASE);
+			free(maps[i].shown);
+			maps[i].shown = NULL;
 			break;
 		}
 	}

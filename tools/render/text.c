@@ -12,6 +12,7 @@
 #include "report/diag.h"
 #include "report/report.h"
 #include "report/section.h"
+#include "util/escape.h"
 #include "util/units.h"
 
 int gs_report_all; /* --all: every phase and library range */
@@ -72,10 +73,13 @@ static void notes_print(FILE *f, const struct gs_report *r)
 
 static void process_section(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
-	char a[32], b[32], c[32];
-	fprintf(f, "\n%s== %s%s: %s\n", st->bold, r->label, st->reset, r->proc.command);
+	char a[32], b[32], c[32], cmd[4 * sizeof(r->proc.command)], host[4 * sizeof(r->proc.host)];
+	/* The trace's bytes, each on its line: a newline in them would
+	 * start a line that passes for the report's own. */
+	fprintf(f, "\n%s== %s%s: %s\n", st->bold, r->label, st->reset,
+		gs_term_line(cmd, sizeof(cmd), r->proc.command, SIZE_MAX));
 	fprintf(f, "   host %s, %s%s%s, %s traced, %s %s, %s dropped\n",
-		*r->proc.host ? r->proc.host : "(unknown)", state_text(&r->proc),
+		*r->proc.host ? gs_term_line(host, sizeof(host), r->proc.host, SIZE_MAX) : "(unknown)", state_text(&r->proc),
 		r->framework != GS_FW_CUDA ? ", " : "", r->framework != GS_FW_CUDA ? gs_framework_names[r->framework] : "",
 		gs_fmt_ns(a, r->t_last - r->t_first), gs_fmt_count(b, r->nevents), gs_pl(r->nevents, "event", "events"),
 		gs_fmt_count(c, r->proc.dropped));

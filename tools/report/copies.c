@@ -8,6 +8,7 @@
 
 #include "report/report.h"
 #include "report/section.h"
+#include "util/escape.h"
 #include "util/units.h"
 
 void gs_copies_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
@@ -15,7 +16,8 @@ void gs_copies_print(FILE *f, const struct gs_report *r, const struct gs_style *
 	int header = 0;
 	for (size_t i = 0; i <= r->nphases; i++) {
 		const struct gs_cats *c = i < r->nphases ? &r->phases[i].c : &r->total;
-		const char *name = i < r->nphases ? r->phases[i].name : "total";
+		char nm[4 * 14 + 1]; /* one line: a newline in a phase's name would pass for a row */
+		const char *name = i < r->nphases ? gs_term_line(nm, sizeof(nm), r->phases[i].name, 14) : "total";
 		if (i == r->nphases && r->nphases == 1)
 			break; /* only "(no phase)": its rows are the totals */
 		for (int d = 1; d <= GSPY_DIR_COUNT; d++)
@@ -37,13 +39,13 @@ void gs_copies_print(FILE *f, const struct gs_report *r, const struct gs_style *
 				snprintf(kind, sizeof(kind), "%s %s", ms ? "memset" : gs_dir_name((unsigned)d),
 					 host ? (p ? "pinned" : "pageable") : "");
 				if (st->gpu_mode)
-					fprintf(f, "  %-14.14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
+					fprintf(f, "  %-14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
 						gs_fmt_count(b1, a->count ? a->count : a->gpu_count),
 						gs_fmt_bytes(b2, a->bytes ? a->bytes : a->gpu_bytes),
 						gs_fmt_ns(b3, a->gpu_ns), gs_fmt_rate(b4, a->gpu_bytes, a->gpu_ns),
 						ms ? "-" : gs_fmt_count((char[32]){ 0 }, a->count - s->count));
 				else
-					fprintf(f, "  %-14.14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
+					fprintf(f, "  %-14s %-14s %7s %10s %10s %10s %9s\n", name, kind,
 						gs_fmt_count(b1, a->count), gs_fmt_bytes(b2, a->bytes),
 						gs_fmt_ns(b3, a->host_ns),
 						ms ? "-" : gs_fmt_rate(b4, s->bytes, s->host_ns),

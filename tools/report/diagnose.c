@@ -14,6 +14,7 @@
 #include "report/report.h"
 #include "report/section.h"
 #include "util/units.h"
+#include "util/escape.h"
 
 #define add gs_diag_add
 
@@ -196,6 +197,15 @@ static const char *first_owner(const char *frames, char *f, size_t cap)
 	return gs_frame_owner(f);
 }
 
+/* A phase's name in a diagnosis: the trace's bytes, on one line (a
+ * newline in them would end the diagnosis's first line early, and what
+ * follows would pass for the change to make); as long as a diagnosis may
+ * be (diag.c). */
+static const char *pn(char buf[1024], const char *name)
+{
+	return gs_term_line(buf, 1024, name, SIZE_MAX);
+}
+
 static const char *place(const char *frames, const char *prep, char *buf, size_t cap)
 {
 	char f[200];
@@ -266,10 +276,10 @@ static void pageable(struct gs_report *r, uint64_t span)
 static void overlap_saving(struct gs_report *r, const struct gs_phase_stat *p, uint64_t loop)
 {
 	uint64_t rest = loop > p->wall_ns ? loop - p->wall_ns : 0;
-	char a[32], b[32];
+	char a[32], b[32], nm[1024];
 	saving(r, p->wall_ns < rest ? p->wall_ns : rest, 0,
 	       "loading ahead overlaps '%s' (%s) with the rest of the loop (%s): at most the shorter of the two",
-	       p->name, gs_fmt_ns(a, p->wall_ns), gs_fmt_ns(b, rest));
+	       pn(nm, p->name), gs_fmt_ns(a, p->wall_ns), gs_fmt_ns(b, rest));
 }
 
 static uint64_t sync_copies(const struct gs_cats *c)
@@ -293,7 +303,7 @@ static int pct_digits(double share)
  * no CUDA calls): no replay, an upper bound. */
 static void behind(struct gs_report *r, const struct gs_phase_stat *p, double share, double busy)
 {
-	char w[32], most[96] = "";
+	char w[32], most[96] = "", nm[1024];
 	if (r->proc.cpus > r->loader_workers + 1)
 		snprintf(most, sizeof(most), " (this process may use %u CPUs: up to %u workers beside the step)",
 			 r->proc.cpus, r->proc.cpus - 1);
@@ -302,11 +312,11 @@ static void behind(struct gs_report *r, const struct gs_phase_stat *p, double sh
 	    "%u worker processes, and the GPU is busy only %.*f%% of it: the workers do not keep up.\n"
 	    "Give the loader more workers%s, or make each sample cheaper (decode or augment on the GPU, "
 	    "cache what repeats).",
-	    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, r->loader_workers,
+	    pn(nm, p->name), 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, r->loader_workers,
 	    pct_digits(busy), 100 * busy, most);
 	char a[32];
 	saving(r, p->wall_ns, 0, "the wait in '%s' (%s), were the workers always a batch ahead: at most all of it",
-	       p->name, gs_fmt_ns(a, p->wall_ns));
+	       pn(nm, p->name), gs_fmt_ns(a, p->wall_ns));
 }
 
 static void starvation(struct gs_report *r, uint64_t span)
@@ -321,7 +331,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 		double share = (double)p->wall_ns / (double)span;
 		if (share < 0.2)
 			continue;
-		char w[32];
+		char w[32], nm[1024];
 		if (r->gpu_timing == GSPY_GPU_TIMING_cupti) {
 			double busy = p->wall_ns ? (double)p->gpu_busy_ns / (double)p->wall_ns : 0;
 			if (busy >= 0.2)
@@ -334,7 +344,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 			add(r, "data_starvation",
 			    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and the GPU is "
 			    "busy only %.*f%% of it (%s idle): the GPU waits for data.\n%s",
-			    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
+			    pn(nm, p->name), 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
 			    pct_digits(busy), 100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns),
 			    advice(r, ADV_STARVE));
 			overlap_saving(r, p, span);
@@ -355,7 +365,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "
 		    "GPU work: "
 		    "the GPU waits for data (host-side estimate%s).\n%s",
-		    p->name, 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound,
+		    pn(nm, p->name), 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound,
 		    advice(r, ADV_STARVE));
 		overlap_saving(r, p, span);
 	}
@@ -368,7 +378,7 @@ static void stalls(struct gs_report *r)
 		uint64_t sc = sync_copies(&p->c);
 		if (p->compile || p->count < 2 || p->c.sync.count + sc < p->count)
 			continue; /* (a compiler's waits are not the loop's) */
-		char t[32], waits[160] = "", copies[64] = "", after[64] = "";
+		char t[32], waits[160] = "", copies[64] = "", after[64] = "", nm[1024];
 		uint64_t na = p->c.sync_after_pageable.count;
 		if (na == p->c.sync.count && na)
 			snprintf(after, sizeof(after), "; each right after a pageable copy");
@@ -386,7 +396,7 @@ static void stalls(struct gs_report *r)
 		add(r, "sync_stalls",
 		    "Phase '%s' (%llu occurrences) %s%s%s: each one stops the host until the GPU drains "
 		    "its queue.\n%s",
-		    p->name, (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies,
+		    pn(nm, p->name), (unsigned long long)p->count, waits, *waits && *copies ? " and " : "", copies,
 		    advice(r, na && na == p->c.sync.count ? ADV_SYNC_PAGEABLE : ADV_SYNC));
 		uint64_t wait = p->c.sync.host_ns;
 		for (int d = 0; d < GSPY_DIR_COUNT; d++)
@@ -515,12 +525,12 @@ static void host_bound(struct gs_report *r)
 	if (!first || first->first_ns >= last || idle * 4 < last - first->first_ns)
 		return;
 	uint64_t window = last - first->first_ns;
-	char a[32], b[32];
+	char a[32], b[32], nm[1024];
 	add(r, "host_bound",
 	    "In the loop (%s, from the first '%s' on), the GPU sat idle %s (%.0f%%) waiting for the host: the "
 	    "work after each of those gaps was launched only after the GPU had gone idle. The host sets the "
 	    "pace.\n%s",
-	    gs_fmt_ns(b, window), first->name, gs_fmt_ns(a, idle), 100.0 * (double)idle / (double)window,
+	    gs_fmt_ns(b, window), pn(nm, first->name), gs_fmt_ns(a, idle), 100.0 * (double)idle / (double)window,
 	    advice(r, ADV_HOST));
 	saving(r, idle, 0, "the GPU's idle time waiting for the host, which it would spend working were the "
 	       "host ahead");
@@ -541,9 +551,9 @@ static void holders(const struct gs_siteset *set, int by, char *out, size_t cap)
 				 v[i]->oom_count == 1 ? "" : "s");
 		/* A site with no frame of the program's own says the phase it
 		 * allocated in, when that was one. */
-		char in[96] = "", first[200];
+		char in[4 * 64 + 16] = "", first[200], nm[4 * 64 + 1];
 		if (first_owner(v[i]->frames, first, sizeof(first)) && v[i]->alloc_phase && !v[i]->phases_mixed)
-			snprintf(in, sizeof(in), ", all in '%.64s'", v[i]->alloc_phase);
+			snprintf(in, sizeof(in), ", all in '%s'", gs_term_line(nm, sizeof(nm), v[i]->alloc_phase, 64));
 		int k = snprintf(out + len, cap - len, "%s%s%s %s%s", i ? "; " : "", gs_fmt_bytes(b, bytes), blocks,
 				 place(v[i]->frames, "at", f, sizeof(f)), in);
 		if (k < 0 || (size_t)k >= cap - len)
@@ -560,9 +570,10 @@ static void out_of_memory(struct gs_report *r)
 	if (!o->n)
 		return;
 	char t[32], b[32], held[32], dev[32], fr[32], where[64] = "", site[240] = "", tops[700], step[96] = "",
-		f[240];
+		f[240], nm[1024];
 	if (o->phase)
-		snprintf(step, sizeof(step), " in %s (its occurrence %llu)", o->phase, (unsigned long long)o->phase_n);
+		snprintf(step, sizeof(step), " in %s (its occurrence %llu)", pn(nm, o->phase),
+			 (unsigned long long)o->phase_n);
 	if (r->device_total)
 		snprintf(where, sizeof(where), " of the device's %s", gs_fmt_bytes(dev, r->device_total));
 	if (o->frames)
@@ -595,11 +606,11 @@ static int growth(struct gs_report *r)
 		snprintf(full, sizeof(full), "; at that rate the device's %s is full in %.0f more steps",
 			 gs_fmt_bytes(now, r->device_total), ((double)r->device_total - (double)last) / per);
 	holders(&r->sites.alloc, GS_BY_GROWTH, tops, sizeof(tops));
-	char unit[80];
+	char unit[80], nm[1024];
 	if (g->by_step)
 		snprintf(unit, sizeof(unit), "step");
 	else
-		snprintf(unit, sizeof(unit), "%s phase", r->phases[g->phase].name);
+		snprintf(unit, sizeof(unit), "%s phase", pn(nm, r->phases[g->phase].name));
 	add(r, "memory_growth",
 	    "Device memory grows every %s and is never returned: %s more per %s over %zu %ss, %s held at the "
 	    "end%s: a leak.%s%s%s\n%s",
@@ -656,10 +667,10 @@ static void compilation(struct gs_report *r, uint64_t span)
 			c = &r->phases[i];
 	if (!c || !span || c->wall_ns * 5 < span)
 		return;
-	char t[32], s[32], runs[160] = "";
+	char t[32], s[32], runs[160] = "", nm[1024];
 	if (r->growth.phase && !r->growth.by_step) {
 		const struct gs_phase_stat *p = &r->phases[r->growth.phase];
-		snprintf(runs, sizeof(runs), "; the step, %s, then ran %llu times in %s", p->name,
+		snprintf(runs, sizeof(runs), "; the step, %s, then ran %llu times in %s", pn(nm, p->name),
 			 (unsigned long long)p->count, gs_fmt_ns(s, p->wall_ns));
 	}
 	add(r, "xla_compile", "XLA compiled %llu time%s for %s, %.0f%% of the run%s.\n%s",

@@ -26,6 +26,7 @@
 #include "util/cuda_errors.h"
 #include "util/units.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 #define SITED 256  /* the latest launches with a stack (GPUSPY_STACK_LAUNCHES samples them) */
 #define UNENDED 16 /* the first GPU records that never ended */
@@ -346,12 +347,21 @@ static void failure(FILE *out, const struct gs_fault *f)
 		gs_pl(f->failed, "call", "calls"));
 }
 
+/* A kernel's name in a fault's line: the trace's bytes, on one line (a
+ * newline in them would start a line that passes for the report's own),
+ * its first 60 bytes. */
+static const char *kn(char buf[4 * 60 + 1], const char *name)
+{
+	return gs_term_line(buf, 4 * 60 + 1, name, 60);
+}
+
 /* The fault's lines: the kernel (or the candidates), then where. */
 static void print_kernel(FILE *out, const struct gs_fault *f, const struct gs_style *st)
 {
+	char k1[4 * 60 + 1], k2[4 * 60 + 1];
 	int several = f->n > 1 && !f->named, known = *f->kernel && !several && strcmp(f->found, "the first failed call");
 	if (*f->kernel)
-		fprintf(out, "   %sGPU kernel %.60s%s faulted (%s): ", st->yellow, f->kernel,
+		fprintf(out, "   %sGPU kernel %s%s faulted (%s): ", st->yellow, kn(k1, f->kernel),
 			!several ? "" : f->n == 2 ? ", or the one launched before it," : ", or one launched before it,",
 			cause(f->code));
 	else
@@ -360,7 +370,7 @@ static void print_kernel(FILE *out, const struct gs_fault *f, const struct gs_st
 	fprintf(out, "%s\n", st->reset);
 	if (several)
 		fprintf(out, "     one of the %llu kernels launched since the last call that synchronized: the first "
-			     "%.60s, the last %.60s\n", (unsigned long long)f->n, f->first.name, f->last.name);
+			     "%s, the last %s\n", (unsigned long long)f->n, kn(k1, f->first.name), kn(k2, f->last.name));
 	else if (!*f->kernel)
 		fprintf(out, "     no kernel launch was recorded since the last call that synchronized: which kernel "
 			     "faulted is not known\n");
@@ -368,8 +378,8 @@ static void print_kernel(FILE *out, const struct gs_fault *f, const struct gs_st
 	 * is the one; else the error came from an earlier one. */
 	const char *hint = "";
 	if (*f->fail_kernel && f->n)
-		fprintf(out, "     the first failed call launched %.60s: with CUDA_LAUNCH_BLOCKING=1, that kernel "
-			     "faulted\n", f->fail_kernel);
+		fprintf(out, "     the first failed call launched %s: with CUDA_LAUNCH_BLOCKING=1, that kernel "
+			     "faulted\n", kn(k1, f->fail_kernel));
 	else if (!*f->fail_kernel)
 		hint = known ? "; CUDA_LAUNCH_BLOCKING=1 makes the launch itself fail"
 			     : "; CUDA_LAUNCH_BLOCKING=1 makes the failing launch itself fail";
@@ -384,14 +394,14 @@ static void print_kernel(FILE *out, const struct gs_fault *f, const struct gs_st
 void gs_fault_print(FILE *out, const struct gs_report *r, const struct gs_style *st)
 {
 	const struct gs_fault *f = r->fault;
-	char a[32];
+	char a[32], k[4 * 60 + 1];
 	if (!f || f->what == FAULT_NONE)
 		return;
 	if (f->what == FAULT_KERNEL) {
 		print_kernel(out, f, st);
 		return;
 	}
-	fprintf(out, "   GPU kernel %.60s, started at %s, was still running at exit (no end recorded)\n", f->kernel,
+	fprintf(out, "   GPU kernel %s, started at %s, was still running at exit (no end recorded)\n", kn(k, f->kernel),
 		gs_fmt_ns(a, f->named->start - r->t_first));
 	if (*f->launched_at)
 		fprintf(out, "     launched at %s\n", gs_tail_of(f->launched_at, 85));

@@ -11,6 +11,7 @@
 #include "report/report.h"
 #include "util/units.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 const char *const gs_framework_names[GS_FW_COUNT] = { "CUDA", "PyTorch", "JAX", "CuPy" };
 
@@ -90,10 +91,10 @@ void gs_library_ranges_print(FILE *f, const struct gs_report *r, int all)
 	fprintf(f, "  Libraries' own ranges, inside the phases above (which keep their time): %llu range%s\n",
 		(unsigned long long)count, count == 1 ? "" : "s");
 	for (size_t i = 0; i < show; i++) {
-		char w[32], names[32] = "";
+		char w[32], names[32] = "", nm[4 * 40 + 1]; /* the trace's bytes, on one line */
 		if (g[i].names > 1)
 			snprintf(names, sizeof(names), "  (%llu names)", (unsigned long long)g[i].names);
-		fprintf(f, "    %-40.40s %7llu %9s%s\n", g[i].name, (unsigned long long)g[i].count,
+		fprintf(f, "    %-40s %7llu %9s%s\n", gs_term_line(nm, sizeof(nm), g[i].name, 40), (unsigned long long)g[i].count,
 			gs_fmt_ns(w, g[i].wall_ns), names);
 	}
 	if (show < ng)

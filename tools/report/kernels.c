@@ -193,12 +193,14 @@ static void ncu_commands(FILE *f, const struct gs_report *r, const struct gs_ker
 			continue;
 		n++;
 		if (!header++) {
-			/* CMD is the traced command (the trace's bytes: the
-			 * report's stream escapes them), cut to fit the line. */
+			/* CMD is the traced command (the trace's bytes:
+			 * escaped, newlines too, on one line), cut to fit it. */
 			fprintf(f, "  Profile the middle run of each with Nsight Compute (CMD: the command traced%s)\n",
 				*r->proc.command ? "" : ", as you ran it");
+			char cmd[4 * 85 + 1];
 			if (*r->proc.command)
-				fprintf(f, "    CMD = %.85s%s\n", r->proc.command, strlen(r->proc.command) > 85 ? "..." : "");
+				fprintf(f, "    CMD = %s%s\n", gs_term_line(cmd, sizeof(cmd), r->proc.command, 85),
+					strlen(r->proc.command) > 85 ? "..." : "");
 		}
 		char re[47] = "regex:^"; /* 38 bytes of the name at most, as before */
 		size_t k = strlen(re);
@@ -237,8 +239,9 @@ void gs_kernels_print(FILE *f, const struct gs_report *r, const struct gs_style 
 		if (st->gpu_mode && !v[i]->gpu_count)
 			continue; /* host functions and graph launches are not kernels */
 		shown_n++;
-		char shown[64];
-		gs_kernel_label(gs_demangle(v[i]->name), shown);
+		char label[64], shown[4 * sizeof(label)];
+		gs_kernel_label(gs_demangle(v[i]->name), label);
+		gs_term_line(shown, sizeof(shown), label, SIZE_MAX); /* one line: a newline would pass for a row */
 		if (st->gpu_mode && v[i]->gpu_count)
 			fprintf(f, "  %-48s %8s %9s %9s %9s %9s\n", shown, gs_fmt_count(a, v[i]->gpu_count),
 				gs_fmt_ns(b, v[i]->gpu_total_ns), gs_fmt_ns(c, v[i]->gpu_total_ns / v[i]->gpu_count),

@@ -14,6 +14,7 @@
 #include "report/section.h"
 #include "util/units.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 enum { PHASE_ROWS = 20 }; /* rows of the phase table, without --all */
 
@@ -248,16 +249,17 @@ static uint64_t kernels_run(const struct gs_cats *c, const struct gs_style *st)
 static void phase_row(FILE *f, const struct gs_style *st, const char *name, uint64_t count, uint64_t wall,
 		      uint64_t busy, uint64_t span, const struct gs_cats *c)
 {
-	char a[32], b[32], d[32], e[32], g[32], h[32], k[32], m[32], n[32], q[32];
+	char a[32], b[32], d[32], e[32], g[32], h[32], k[32], m[32], n[32], q[32], nm[4 * 16 + 1];
+	name = gs_term_line(nm, sizeof(nm), name, 16); /* one line: a newline would pass for a row */
 	if (st->gpu_mode)
-		fprintf(f, "  %-16.16s %5s %9s %7s %9s %9s %6s %9s %9s %8s\n", name,
+		fprintf(f, "  %-16s %5s %9s %7s %9s %9s %6s %9s %9s %8s\n", name,
 			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
 			gs_fmt_count(d, kernels_run(c, st)), gs_fmt_ns(e, c->launch.gpu_ns),
 			gs_fmt_ns(g, c->launch.host_ns), gs_fmt_count(h, alloc_count(c)),
 			gs_fmt_ns(m, alloc_ns(c)), gs_fmt_ns(n, c->sync.host_ns),
 			gs_fmt_ns(k, wall > busy ? wall - busy : 0));
 	else
-		fprintf(f, "  %-16.16s %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", name,
+		fprintf(f, "  %-16s %5s %9s %7s %9s %6s %9s %9s %9s %8s\n", name,
 			count ? gs_fmt_count(a, count) : "-", gs_fmt_ns(b, wall),
 			gs_fmt_count(d, kernels_run(c, st)), gs_fmt_ns(e, c->launch.host_ns),
 			gs_fmt_count(h, alloc_count(c)), gs_fmt_bytes(k, alloc_bytes(c)),

@@ -27,6 +27,7 @@
 #include "report/section.h"
 #include "report/series.h"
 #include "util/units.h"
+#include "util/escape.h"
 
 struct rank_stat {
 	const struct gs_report *r;
@@ -83,9 +84,10 @@ int gs_ranks_duplicate(struct gs_report *const *procs, size_t n, char *msg, size
 			same++;
 		int w = snprintf(msg, len, "rank %d is in %zu traces, ", v[at]->proc.rank, same);
 		size_t named = same < 4 ? same : 3;
+		char pb[1024]; /* a file's name, on the warning's one line */
 		for (size_t i = 0; i < named && w >= 0 && (size_t)w < len; i++)
 			w += snprintf(msg + w, len - (size_t)w, "%s%s", i == 0 ? "" : i + 1 < same ? ", " : " and ",
-				      v[at + i]->path);
+				      gs_term_line(pb, sizeof(pb), v[at + i]->path, SIZE_MAX));
 		if (w >= 0 && (size_t)w < len && named < same)
 			w += snprintf(msg + w, len - (size_t)w, " and %zu more", same - named);
 		if (w >= 0 && (size_t)w < len)

@@ -10,6 +10,7 @@
 #include "report/sites.h"
 #include "util/units.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 static uint64_t fnv(const char *s, uint64_t h)
 {
@@ -607,12 +608,12 @@ static void site_list(FILE *f, const char *title, const struct gs_siteset *set, 
 		fprintf(f, "  %s\n", title);
 		size_t shown = n < (size_t)top ? n : (size_t)top;
 		for (size_t i = 0; i < shown; i++) {
-			char a[32], b[32], c[32];
+			char a[32], b[32], c[32], nm[1024]; /* a phase's name, on one line */
 			const struct gs_site *x = v[i];
 			if (by == GS_BY_TIME)
 				fprintf(f, "    %s wait%s, %s in phase '%s':\n", gs_fmt_count(a, x->count),
 					gs_pl(x->count, "", "s"), gs_fmt_ns(b, x->host_ns),
-					x->phase ? x->phase : "?");
+					x->phase ? gs_term_line(nm, sizeof(nm), x->phase, SIZE_MAX) : "?");
 			else if (by == GS_BY_PEAK)
 				fprintf(f, "    %s in %s block%s at the peak:\n", gs_fmt_bytes(a, x->peak_bytes),
 					gs_fmt_count(b, x->peak_count), gs_pl(x->peak_count, "", "s"));

@@ -24,6 +24,7 @@
 #include "report/steps.h"
 #include "util/units.h"
 #include "util/xalloc.h"
+#include "util/escape.h"
 
 #define RING (1u << 18)  /* events kept: the run's last ones */
 #define WINDOW_MAX 40    /* steps replayed at most (the last ones) */
@@ -351,7 +352,8 @@ static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t
 		if (k++ < per->start + per->anchor)
 			continue;
 		size_t ph = v[i].phase < r->nphases ? v[i].phase : 0;
-		const char *nm = r->phases[ph].name;
+		char e[4 * 90 + 1]; /* one line: a newline in a name would pass for the report's own */
+		const char *nm = gs_term_line(e, sizeof(e), r->phases[ph].name, 90);
 		if (len + strlen(nm) + 2 > 90) { /* the line fits the report's 100 columns */
 			snprintf(out + len, cap - len, ", ...");
 			return;

@@ -18,6 +18,7 @@
 #include "report/section.h"
 #include "report/series.h"
 #include "util/units.h"
+#include "util/escape.h"
 
 /* Reasons that slow a GPU that has work: power and thermal limits. */
 #define SLOWING (0x4u | 0x8u | 0x20u | 0x40u | 0x80u)
@@ -223,7 +224,7 @@ void gs_tele_diagnose(struct gs_report *r)
 void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
 	const char *bold = st->bold, *reset = st->reset;
-	char a[32], b[32], c[32], why[256];
+	char a[32], b[32], c[32], why[256], uuid[4 * sizeof(r->tele[0].uuid)];
 	int any = 0;
 	for (int d = 0; d < GSPY_DEVICES; d++) {
 		const struct gs_tele *t = &r->tele[d];
@@ -231,7 +232,9 @@ void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st
 			continue;
 		if (!any++)
 			fprintf(f, "\n  %sTelemetry%s (NVML, every %u ms)\n", bold, reset, r->proc.nvml_ms);
-		fprintf(f, "  device %d %s: %s %s over %s\n", d, t->uuid, gs_fmt_count(a, t->n), gs_pl(t->n, "sample", "samples"),
+		/* The trace's bytes, on one line (escaped, newlines too). */
+		fprintf(f, "  device %d %s: %s %s over %s\n", d, gs_term_line(uuid, sizeof(uuid), t->uuid, SIZE_MAX),
+			gs_fmt_count(a, t->n), gs_pl(t->n, "sample", "samples"),
 			gs_fmt_ns(b, t->last_ns - t->first_ns + t->period_ns));
 		if (t->util_n) {
 			fprintf(f, "    GPU-Util %.0f%% (memory %.0f%%)", t->util_sum / (double)t->util_n,
@@ -278,7 +281,9 @@ void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st
 			continue;
 		if (!rows++)
 			fprintf(f, "  %-24s %8s %9s %9s %9s\n", "by phase", "samples", "GPU-Util", "power", "SM clock");
-		fprintf(f, "  %-24.24s %8llu %8.0f%% %7.1f W %5.0f MHz\n", p->name, (unsigned long long)p->nvml_n,
+		char nm[4 * 24 + 1]; /* the trace's bytes, on one line */
+		fprintf(f, "  %-24s %8llu %8.0f%% %7.1f W %5.0f MHz\n", gs_term_line(nm, sizeof(nm), p->name, 24),
+			(unsigned long long)p->nvml_n,
 			p->util_sum / (double)p->nvml_n, p->power_sum / (double)p->nvml_n, p->sm_sum / (double)p->nvml_n);
 	}
 }

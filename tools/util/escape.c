@@ -6,7 +6,9 @@
  * function here that makes any bytes safe for it, and writers use only
  * these (docs/security.md):
  *
- *   terminal          gs_term_open (a stream), gs_term_fputs, gs_term_clean
+ *   terminal          gs_term_open (a stream), gs_term_fputs; on one line
+ *                     (a name in a table or a sentence) gs_term_line,
+ *                     gs_term_clean
  *   shell word        gs_shell_word
  *   Prometheus label  gs_prom_label
  *   collapsed stacks  gs_collapsed_frame
@@ -86,13 +88,14 @@ static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp, const ch
 /* The piece a terminal gets for the character at s[0..n) into out (at most
  * 7 bytes), its length in *olen; returns the bytes of s it stands for, 0
  * when s may be a character cut by n and more may come (not at_end).
- * Passed: printable ASCII, newline, tab and valid UTF-8 from U+00A0 on;
- * written as \xNN text: other C0 controls, DEL and bytes that begin no
- * valid character; as \u00NN: the C1 controls U+0080..U+009F. */
-static size_t term_piece(const unsigned char *s, size_t n, int at_end, char *out, size_t *olen)
+ * Passed: printable ASCII, newline and tab (not on one line: line) and
+ * valid UTF-8 from U+00A0 on; written as \xNN text: other C0 controls,
+ * DEL and bytes that begin no valid character; as \u00NN: the C1
+ * controls U+0080..U+009F. */
+static size_t term_piece(const unsigned char *s, size_t n, int at_end, int line, char *out, size_t *olen)
 {
 	unsigned c = s[0];
-	if ((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t') {
+	if ((c >= 0x20 && c < 0x7f) || (!line && (c == '\n' || c == '\t'))) {
 		out[0] = (char)c;
 		*olen = 1;
 		return 1;
@@ -153,7 +156,7 @@ static void drain(struct term *t, int at_end)
 				break;
 		}
 		char o[8];
-		size_t ol, used = term_piece(p, n, at_end, o, &ol);
+		size_t ol, used = term_piece(p, n, at_end, 0, o, &ol);
 		if (!used)
 			break;
 		fwrite(o, 1, ol, t->out);
@@ -217,6 +220,25 @@ void gs_term_fputs(const char *s, FILE *out)
 	fclose(f);
 }
 
+const char *gs_term_line(char *buf, size_t cap, const char *s, size_t max)
+{
+	if (!cap)
+		return "";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strnlen(s, max), at = 0, k = 0;
+	while (at < n) {
+		char o[8];
+		size_t ol, used = term_piece(p + at, n - at, 1, 1, o, &ol);
+		if (k + ol >= cap) /* a piece never split: no half escape, no half character */
+			break;
+		memcpy(buf + k, o, ol);
+		k += ol;
+		at += used;
+	}
+	buf[k] = 0;
+	return buf;
+}
+
 void gs_term_clean(char *s, size_t cap)
 {
 	if (!cap)
@@ -226,19 +248,8 @@ void gs_term_clean(char *s, size_t cap)
 		s[0] = 0;
 		return;
 	}
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), at = 0, k = 0;
-	while (at < n) {
-		char o[8];
-		size_t ol, used = term_piece(p + at, n - at, 1, o, &ol);
-		if (k + ol >= cap) /* a piece never split: no half escape, no half character */
-			break;
-		memcpy(buf + k, o, ol);
-		k += ol;
-		at += used;
-	}
-	buf[k] = 0;
-	memcpy(s, buf, k + 1);
+	gs_term_line(buf, cap, s, SIZE_MAX);
+	memcpy(s, buf, strlen(buf) + 1);
 	free(buf);
 }
 

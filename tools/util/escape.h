@@ -4,6 +4,7 @@
 #ifndef GS_ESCAPE_H
 #define GS_ESCAPE_H
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -15,8 +16,15 @@
 FILE *gs_term_open(FILE *out, int color);
 /* s to out, escaped as by gs_term_open: for names inside error messages. */
 void gs_term_fputs(const char *s, FILE *out);
-/* s, in place, escaped as by gs_term_open and cut to fit cap bytes with
- * its NUL (never inside an escape or a character): for a screen's lines. */
+/* One line: s's first max bytes (SIZE_MAX: all; what "%.*s" takes) into
+ * buf, escaped as by gs_term_open but for newline and tab, which are
+ * escaped too (\x0a, \x09: a name must not start a line of its own,
+ * which could pass for the tool's), and cut to fit cap bytes with its NUL
+ * (never inside an escape or a character; 4 * max + 1 always fits);
+ * returns buf. For a name inside a line of text; what it gives passes
+ * gs_term_open as it is. */
+const char *gs_term_line(char *buf, size_t cap, const char *s, size_t max);
+/* The same, in place: for a screen's lines. */
 void gs_term_clean(char *s, size_t cap);
 
 /* Shell word: s as one word of a POSIX shell command line, '...' quoted,
