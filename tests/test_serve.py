@@ -479,3 +479,64 @@ def serve_answers_through_held_connections(tmp):
             sk.close()
         s.stop()
         d.finish()
+
+def scrape_within(s, seconds=20):
+    """One scrape of serve s, which must answer within `seconds` (else it
+    hung): its samples, {(name, labels): value}."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=seconds) as f:
+            check(f.status == 200, f"/metrics: {f.status}")
+            body = f.read()
+    except OSError as e:
+        raise Fail(f"the scrape failed (serve hung?): {e}")
+    got = {}
+    for line in body.decode().splitlines():
+        m = SAMPLE.fullmatch(line)
+        if m and not line.startswith("#"):
+            got[(m[1], frozenset(re.findall(r'([A-Za-z_]+)="((?:[^"\\]|\\.)*)"', line)))] = float(line.split(" ")[-1])
+    return got
+
+
+def stop_or_kill(s):
+    """serve's exit status at SIGTERM; killed (and None) when it does not
+    stop within the harness's timeout."""
+    try:
+        return s.stop()
+    except subprocess.TimeoutExpired:
+        s.p.kill()
+        s.p.wait()
+        return None
+
+
+@test
+def serve_is_not_held_by_a_forged_clock(tmp):
+    """Two running processes' traces (tests/mktrace: 200 events, 19
+    phases "fwd" of 9 us): one made TSC-clocked with a later calibration
+    pair that makes a tick 5e14 ns, one with a phase of 9e18 ns more (a
+    forged record). A scrape answered never (each phase spread over every
+    second of its span), and serve, its thread stuck, did not stop at
+    SIGTERM. Now the scrape answers within 20 s: the first file's pair is
+    ignored (no clock's rate), 19 steps and fwd's 171 us; the second's 20
+    steps and fwd's 9e9 s and 171 us; serve stops at SIGTERM, status 0."""
+    from test_top import forge_clock, mktrace, put_phases
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    try:
+        forge_clock(mktrace(os.path.join(tmp, "a.gspy"), sleepers[0].pid))
+        b = mktrace(os.path.join(tmp, "b.gspy"), sleepers[1].pid, reserve=1)
+        t0 = time.monotonic_ns()  # after its events
+        put_phases(b, [("begin", t0, b"fwd"), ("end", t0 + 9 * 10**18, b"fwd")])
+        s = Serve(tmp)
+        try:
+            got = scrape_within(s)
+            a, b = {"pid": str(sleepers[0].pid)}, {"pid": str(sleepers[1].pid)}
+            figures = [value(got, "gpuspy_steps_total", **a), value(got, "gpuspy_phase_seconds_total", phase="fwd", **a),
+                       value(got, "gpuspy_steps_total", **b), value(got, "gpuspy_phase_seconds_total", phase="fwd", **b)]
+            check(figures == [19, 171000 / 1e9, 20, (9 * 10**18 + 171000) / 1e9], f"steps and fwd: {figures}")
+        finally:
+            rc = stop_or_kill(s)
+        check(rc == 0, f"serve at SIGTERM: {rc}")
+    finally:
+        for x in sleepers:
+            x.kill()
+            x.wait()
+

@@ -421,3 +421,139 @@ def a_trace_cut_while_top_opens_it_is_skipped(tmp):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+def gone_pid():
+    """The pid of a process that has exited (and been reaped)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def mktrace(path, pid, phase=b"fwd", events=200, reserve=0):
+    """tests/mktrace's trace of process pid, running: `events` events on
+    the monotonic clock, from 1 ms before now, 1 us apart; every tenth
+    begins the phase and the ninth after ends it (9 us; the first, an
+    NVML sample, begins none: events // 10 - 1 phases). reserve: chunks
+    past those written, the first claimed (MKTRACE_RESERVE)."""
+    p = subprocess.run([os.path.join(BIN, "mktrace"), path, str(events), "1", "65536", "65536", str(pid), b"cmd",
+                        b"kern", phase, b"GPU-0"], env=dict(os.environ, MKTRACE_RESERVE=str(reserve)),
+                       capture_output=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"mktrace failed: {p.stderr!r}")
+    return path
+
+
+def forge_clock(path):
+    """The trace made TSC-clocked (format.h: clock 1) with its start pair
+    {raw0, raw0} (raw0: its first event's time, so that 1 ns a tick gives
+    the times it had) and no start rate (tsc_hz 0), and a later pair one
+    tick on and 5e14 ns later: a tick of 5e14 ns, if believed."""
+    raw0 = dump(path)[1][0]["start_ns"]
+    with open(path, "r+b") as f:
+        for off, v in ((20, (1).to_bytes(4, "little")), (88, raw0.to_bytes(8, "little") * 2),
+                       (104, bytes(8)), (112, bytes(8)),
+                       (120, (raw0 + 1).to_bytes(8, "little") + (raw0 + 5 * 10**14).to_bytes(8, "little"))):
+            f.seek(off)
+            f.write(v)
+
+
+def put_phases(path, records):
+    """Records written into the chunk a trace of mktrace(reserve=1) claimed
+    and left empty: each (kind, start_ns, name) a phase_begin or phase_end
+    of that name, interned at the string table's end; format.h's packing,
+    each record giving its start and name."""
+    h = header(path)
+    chunk = 4096 + (h["chunk_count"] - 1) * CHUNK
+    used, ids, body, prev = h["strtab_used"], {}, b"", 0
+    with open(path, "r+b") as f:
+        for kind, t, name in records:
+            if name not in ids:
+                entry = len(name).to_bytes(4, "little") + name + b"\0"
+                entry += b"\0" * (-len(entry) % 4)
+                f.seek(h["strtab_offset"] + used)
+                f.write(entry)
+                ids[name] = used + 1
+                used += len(entry)
+            d = (t - prev) % (1 << 64)
+            d = d - (1 << 64) if d >> 63 else d
+            body += (bytes([{"begin": 9, "end": 10}[kind]]) + varint(1 << 4 | 1 << 13) +
+                     varint((d << 1) ^ (d >> 63) & ((1 << 64) - 1)) + varint(ids[name]))
+            prev = t
+        f.seek(HEADER_FIELDS["strtab_used"][0])
+        f.write(used.to_bytes(8, "little"))
+        f.seek(chunk + 64)
+        f.write(body)
+        f.seek(chunk)  # tid, seq, committed, dropped, claim
+        f.write((100).to_bytes(4, "little") + (1).to_bytes(4, "little") +
+                (len(records) << 32 | len(body)).to_bytes(8, "little") + bytes(8) +
+                (h["chunk_count"] - 1).to_bytes(8, "little"))
+
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7f | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def top_within(tmp, seconds=20):
+    """top --once --json --window 60s over tmp, which must answer within
+    `seconds` (else it hung): its list."""
+    try:
+        p = subprocess.run([GPUSPY, "top", "--once", "--json", "--window", "60s", tmp], capture_output=True,
+                           text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"top --once hung (over {seconds} s)")
+    check(p.returncode == 0 and not p.stderr, f"top --once: {p.returncode} {p.stderr!r}")
+    return json.loads(p.stdout)
+
+
+def figures(v):
+    """What top counted of a process, but what grows with the time it is
+    read at (the time of the phase open now)."""
+    got = {k: v[k] for k in ("events", "step_phase", "steps", "copy_bytes", "gpu_busy_ns")}
+    got["phase_ns"] = {k: ns for k, ns in v["phase_ns"].items() if k != "(no phase)"}
+    return got
+
+
+@test
+def top_is_not_held_by_a_forged_clock(tmp):
+    """A running process's trace (tests/mktrace: 200 events, 19 phases
+    "fwd" of 9 us) made TSC-clocked with a later calibration pair that
+    makes a tick 5e14 ns: top --once never answered (it spread each phase
+    over every second of its 4.5e9 s) and report said 18446744072.71 s
+    traced. That pair is no clock's (its rate is not within 10% of the
+    start's, nor from 1 MHz to 100 GHz) and is ignored by both: top gives
+    the figures of the same trace on the monotonic clock (steps 19, fwd
+    171 us), report the same 199 us traced and fwd's 171 us. The same file
+    of a process that is not running: listed by none, within 20 s. A trace
+    on the monotonic clock with a phase of 9e18 ns (a forged record):
+    within 20 s, the process listed; its one-second bins hold the phase's
+    last seconds, 285 years on, so none of the last 60 s (0 events)."""
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = mktrace(os.path.join(tmp, "a.gspy"), sleeper.pid)
+        want = figures(top_within(tmp)[0])
+        check(want["steps"] == 19 and want["phase_ns"]["fwd"] == 171000, f"the monotonic trace: {want}")
+        forge_clock(path)
+        got = [figures(x) for x in top_within(tmp)]
+        check(got == [want], f"forged clock: top gives {got}\n want {[want]}")
+        r = report_json(path)
+        fwd = [p["wall_ns"] for p in r["phases"] if p["name"] == "fwd"]
+        check((r["duration_ns"], fwd) == (199000, [171000]), f"report: {r['duration_ns']} ns traced, fwd {fwd}")
+        os.unlink(path)
+        mktrace(path, gone_pid())
+        forge_clock(path)
+        check(top_within(tmp) == [], "a process that is not running is listed")
+        os.unlink(path)
+        mktrace(path, sleeper.pid, reserve=1)
+        t0 = time.monotonic_ns()  # after its events
+        put_phases(path, [("begin", t0, b"fwd"), ("end", t0 + 9 * 10**18, b"fwd")])
+        got = [figures(x) for x in top_within(tmp)]
+        want = {"events": 0, "step_phase": "fwd", "steps": 0, "copy_bytes": 0, "gpu_busy_ns": 0, "phase_ns": {}}
+        check(got == [want], f"a phase of 9e18 ns: top gives {got}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+

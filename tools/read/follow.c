@@ -119,6 +119,11 @@ static int read_header(struct gs_follow *f)
 	return 0;
 }
 
+int gs_follow_header(struct gs_follow *f)
+{
+	return read_header(f);
+}
+
 int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_event *ev), void *arg)
 {
 	if (read_header(f))

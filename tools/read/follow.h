@@ -33,6 +33,9 @@ struct gs_follow {
 int gs_follow_open(struct gs_follow *f, const char *path, char *err, size_t errlen);
 /* The same on fd, which it owns from then on (closed on failure too). */
 int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, size_t errlen);
+/* Reads the header (f->tr.h) and the string table's new bytes, no record:
+ * 0, or -1 as gs_follow_poll. */
+int gs_follow_header(struct gs_follow *f);
 /* fn(arg, ev) for every event committed since the last poll, each chunk's
  * in order, chunks one after another (not in time order across threads);
  * f->tr.h is the header as of this poll. 0, or -1 when the file can no

@@ -142,12 +142,22 @@ void gs_trace_clock(struct gs_trace *t)
 	t->ns_per_raw = 1.0;
 	if (h->clock != GSPY_CLOCK_TSC)
 		return;
-	t->ns_per_raw = h->tsc_hz > 1e6 && h->tsc_hz < 1e11 ? 1e9 / h->tsc_hz : 1.0;
-	/* A later pair spanning at least 100 ms beats the start calibration. */
+	int sane = h->tsc_hz > 1e6 && h->tsc_hz < 1e11;
+	t->ns_per_raw = sane ? 1e9 / h->tsc_hz : 1.0;
+	/* A later pair spanning at least 100 ms beats the start calibration,
+	 * if its rate is a clock's: within 10% of the start's (2 ms between
+	 * pairs each taken within 2 us: off by 0.1% at most, unless the
+	 * thread was preempted throughout) and from 1 MHz to 100 GHz. A forged
+	 * pair (a tick of 5e14 ns) would put the events centuries apart; the
+	 * start's rate, or 1 ns a tick, is kept instead, by report and top
+	 * alike. */
 	uint64_t seq = h->clock_seq;
 	struct gspy_clock_pair last = h->clock_last;
-	if (!(seq & 1) && last.mono > t->mono0 + 100000000ull && last.raw > t->raw0)
-		t->ns_per_raw = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0);
+	if (!(seq & 1) && last.mono > t->mono0 + 100000000ull && last.raw > t->raw0) {
+		double ns = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0), hz = 1e9 / ns;
+		if (hz > 1e6 && hz < 1e11 && (!sane || (hz > 0.9 * h->tsc_hz && hz < 1.1 * h->tsc_hz)))
+			t->ns_per_raw = ns;
+	}
 }
 
 uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw)

@@ -55,12 +55,20 @@ static struct gs_watch_bin *bin_of(struct gs_watch *l, uint64_t sec)
 }
 
 /* Adds [a, b) to one field of every second it covers: at `off` bytes
- * into a bin, a uint64_t. */
+ * into a bin, a uint64_t. Only the span's last LIVE_SECONDS seconds can
+ * stay in the bins (an earlier second's bin is taken by a later one of the
+ * same span), so only those are walked: the work is bounded by the bins,
+ * not by the span, which a forged clock makes billions of seconds. */
 static void spread(struct gs_watch *l, uint64_t a, uint64_t b, size_t off)
 {
+	if (a >= b)
+		return;
+	uint64_t last = (b - 1) / 1000000000u; /* the last second touched */
+	if (last >= LIVE_SECONDS && a < (last - LIVE_SECONDS + 1) * 1000000000u)
+		a = (last - LIVE_SECONDS + 1) * 1000000000u;
 	while (a < b) {
-		uint64_t sec = a / 1000000000u, end = (sec + 1) * 1000000000u;
-		uint64_t to = b < end ? b : end;
+		/* The last second ends at b: (last + 1) s may not fit 64 bits. */
+		uint64_t sec = a / 1000000000u, to = sec < last ? (sec + 1) * 1000000000u : b;
 		struct gs_watch_bin *bn = bin_of(l, sec);
 		if (bn)
 			*(uint64_t *)((char *)bn + off) += to - a;
@@ -349,7 +357,9 @@ static int followed(const struct gs_watch_set *t, dev_t dev, ino_t ino)
 
 /* Follows the trace open on fd (owned) if it is the trace of a running
  * process (pid, or any) and that process's user owns it: a file of one
- * user never passes for another's process (a root reader would show it). */
+ * user never passes for another's process (a root reader would show it).
+ * That is decided on the header alone, before any record is read: the
+ * records of a file that is no running process's are never read. */
 static int follow(struct gs_watch_set *t, int fd, const char *path, int pid)
 {
 	struct stat st;
@@ -360,11 +370,11 @@ static int follow(struct gs_watch_set *t, int fd, const char *path, int pid)
 	struct gs_watch *l = xcalloc(1, sizeof(*l));
 	char err[256];
 	uid_t uid;
-	if (gs_watch_open(l, fd, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
+	if (gs_watch_open(l, fd, path, err, sizeof(err)) == 0 && gs_follow_header(&l->f) == 0) {
 		const struct gspy_header *h = l->f.tr.h;
 		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
 		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM) && gs_proc_uid((int)h->pid, &uid) == 0 &&
-		    uid == st.st_uid) {
+		    uid == st.st_uid && gs_watch_poll(l) == 0) {
 			if (t->n == t->cap) {
 				t->cap = t->cap ? t->cap * 2 : 64;
 				t->p = xrealloc(t->p, (size_t)t->cap * sizeof(*t->p));
