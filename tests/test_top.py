@@ -557,3 +557,67 @@ def top_is_not_held_by_a_forged_clock(tmp):
         sleeper.kill()
         sleeper.wait()
 
+def forge_header(path, keep, size, **fields):
+    """The header's fields set (HEADER_FIELDS), the file cut to its first
+    `keep` bytes, then made `size` bytes long (sparse: holes past them)."""
+    with open(path, "r+b") as f:
+        for field, v in fields.items():
+            off, n = HEADER_FIELDS[field]
+            f.seek(off)
+            f.write(v.to_bytes(n, "little"))
+    os.truncate(path, keep)
+    os.truncate(path, size)
+
+
+@test
+def top_memory_is_bounded_by_the_file(tmp):
+    """Running processes' traces whose headers claim what their files do
+    not hold, read by top --once --json under a 1 GiB limit of its data
+    (RLIMIT_DATA: the heap and private mappings, not the traces'): each
+    process listed within 20 s, with its figures. A header of 4 KiB that
+    claims 2^26 chunks of 64 KiB: top (and serve) sized their chunk
+    cursors by that count, 6.8 GB for 8-19 s each scan; now 0 events. The
+    same made as long as it says (4 TiB, sparse: holes but the header):
+    the same, the holes not read a chunk at a time, by report either
+    (report --json: 0 events, within 20 s). A string table of 4 TiB, all
+    used, sparse, after mktrace's 200 events: top ended, out of memory;
+    now its events and names are read (steps 19, fwd 171 us) from the
+    first 64 MiB of the table, all it copies."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))
+    sleeper = subprocess.Popen(["sleep", "300"])
+    path, tib = os.path.join(tmp, "a.gspy"), 1 << 42
+    empty = {"events": 0, "step_phase": None, "steps": 0, "phase_ns": {}, "copy_bytes": 0, "gpu_busy_ns": None}
+    full = {"events": 200, "step_phase": "fwd", "steps": 19, "phase_ns": {"fwd": 171000}, "copy_bytes": 81920,
+            "gpu_busy_ns": 8000}
+    claims = dict(file_size=4096 + (1 << 26) * CHUNK + CHUNK, chunk_count=1 << 26, chunks_claimed=1 << 26,
+                  strtab_offset=4096 + (1 << 26) * CHUNK, strtab_size=CHUNK, strtab_used=0)
+    try:
+        for what, keep, size, fields, want in (
+                ("a header that claims 2^26 chunks", 4096, 4096, claims, empty),
+                ("that header, 4 TiB sparse", 4096, claims["file_size"], claims, empty),
+                ("a table of 4 TiB", 4096 + 2 * CHUNK, 4096 + 2 * CHUNK + tib,
+                 dict(file_size=4096 + 2 * CHUNK + tib, strtab_size=tib, strtab_used=tib), full)):
+            mktrace(path, sleeper.pid)
+            forge_header(path, keep, size, **fields)
+            cmds = [["top", "--once", "--json", "--window", "60s", tmp]]
+            if want is empty:  # report reads a forged table its own way, not the live readers': not here
+                cmds.append(["report", "--json", path])
+            for cmd in cmds:
+                try:
+                    p = subprocess.run([GPUSPY, *cmd], capture_output=True, text=True, timeout=20, preexec_fn=limit)
+                except subprocess.TimeoutExpired:
+                    raise Fail(f"{what}: {cmd[0]} took over 20 s")
+                check(p.returncode == 0 and not p.stderr, f"{what}: {cmd[0]}: {p.returncode} {p.stderr!r}")
+                if cmd[0] == "top":
+                    got = [figures(x) for x in json.loads(p.stdout)]
+                    check(got == [want], f"{what}: top gives {got}\n want {[want]}")
+                else:
+                    got = json.loads(p.stdout)["events"]
+                    check(got == want["events"], f"{what}: report gives {got} events")
+            os.unlink(path)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

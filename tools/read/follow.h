@@ -8,6 +8,7 @@
 #include "read/reader.h"
 
 struct gs_follow_chunk {
+	uint32_t idx;      /* the chunk's index in the file */
 	uint32_t tid, seq; /* the owner the cursor belongs to */
 	uint64_t claim;
 	uint64_t off, ri;  /* bytes and records decoded */
@@ -22,10 +23,11 @@ struct gs_follow {
 	struct gs_tab tab;  /* the string table's bytes read so far (tab.have) */
 	size_t cap;         /* of tab.bytes */
 	uint64_t strtab_size, chunk_offset; /* as the file was opened */
-	uint32_t chunk_size, chunk_count;
-	struct gs_follow_chunk *chunks;
-	uint32_t nchunks;
-	unsigned char *body; /* one chunk's bytes */
+	uint32_t chunk_size, chunk_count; /* chunk_count: those the file holds */
+	struct gs_follow_chunk *chunks; /* of the chunks that had an owner, by idx */
+	uint32_t nchunks, ncap;
+	unsigned char *body; /* a window on one chunk's bytes */
+	size_t body_cap;
 	uint64_t dropped;   /* events the writer dropped, as of the last poll */
 };
 
