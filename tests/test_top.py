@@ -422,6 +422,7 @@ def a_trace_cut_while_top_opens_it_is_skipped(tmp):
         sleeper.kill()
         sleeper.wait()
 
+
 def gone_pid():
     """The pid of a process that has exited (and been reaped)."""
     p = subprocess.Popen(["true"])
@@ -557,6 +558,7 @@ def top_is_not_held_by_a_forged_clock(tmp):
         sleeper.kill()
         sleeper.wait()
 
+
 def forge_header(path, keep, size, **fields):
     """The header's fields set (HEADER_FIELDS), the file cut to its first
     `keep` bytes, then made `size` bytes long (sparse: holes past them)."""
@@ -621,3 +623,64 @@ def top_memory_is_bounded_by_the_file(tmp):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+def phase_key(name):
+    """The name top and serve give a phase (tools/read/watch.c): whole up
+    to 255 bytes; else cut before a character at 238 bytes at most, then
+    "~" and the FNV-1a hash of the whole name in 16 hex digits."""
+    if len(name) < 256:
+        return name.decode()
+    h = 14695981039346656037
+    for c in name:
+        h = ((h ^ c) * 1099511628211) % (1 << 64)
+    cut = 238
+    while cut and name[cut] & 0xc0 == 0x80:
+        cut -= 1
+    return name[:cut].decode() + "~%016x" % h
+
+
+# A phase name of 70 bytes (more than the 63 top kept), and two of 300
+# alike in their first 290 bytes, and one of 255 (the most kept whole).
+LONG = b"model.encoder.layers.11.self_attention.query_key_value.forward_pass_x"
+ALIKE = (b"m" * 290 + b".forward.A", b"m" * 290 + b".forward.B")
+WHOLE = b"w" * 255
+
+
+def long_phases(path, pid):
+    """mktrace's trace of pid, with 2 phases of ALIKE[0] (1 us, 2 us),
+    one of ALIKE[1] (4 us) and one of WHOLE (5 us) after its events."""
+    mktrace(path, pid, reserve=1)
+    t0 = time.monotonic_ns()  # after its events
+    a, b = ALIKE
+    put_phases(path, [("begin", t0, a), ("end", t0 + 1000, a), ("begin", t0 + 2000, b), ("end", t0 + 6000, b),
+                      ("begin", t0 + 7000, a), ("end", t0 + 9000, a), ("begin", t0 + 10000, WHOLE),
+                      ("end", t0 + 15000, WHOLE)])
+    return path
+
+
+@test
+def top_keeps_long_phase_names_apart(tmp):
+    """Phases named by more than the 63 bytes top kept of a name: a trace
+    of 199 phases of a 70-byte name (tests/mktrace, 9 us each) gave 0
+    steps, a phase that never ended and its time to "(other phases)",
+    since the name kept was compared with the whole one. Now 199 steps of
+    that phase, 1791 us. Names of 300 bytes alike in their first 290
+    are two phases, each under its first 238 bytes, "~" and a hash of the
+    whole name (3 us and 4 us); one of 255 bytes is kept whole (5 us)."""
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    try:
+        mktrace(os.path.join(tmp, "a.gspy"), sleepers[0].pid, phase=LONG, events=2000)
+        long_phases(os.path.join(tmp, "b.gspy"), sleepers[1].pid)
+        got = {x["pid"]: figures(x) for x in top_within(tmp)}
+        want = {sleepers[0].pid: {"events": 2000, "copy_bytes": 819200, "gpu_busy_ns": 80000,
+                                  "step_phase": LONG.decode(), "steps": 199, "phase_ns": {LONG.decode(): 1791000}},
+                sleepers[1].pid: {"events": 208, "copy_bytes": 81920, "gpu_busy_ns": 8000, "step_phase": "fwd",
+                                  "steps": 19, "phase_ns": {"fwd": 171000, phase_key(ALIKE[0]): 3000,
+                                                            phase_key(ALIKE[1]): 4000, WHOLE.decode(): 5000}}}
+        check(got == want, f"top: {got}\n want {want}")
+        check(len({phase_key(ALIKE[0]), phase_key(ALIKE[1])}) == 2 and len(phase_key(ALIKE[0])) == 255,
+              "the keys of the names alike")
+    finally:
+        for x in sleepers:
+            x.kill()
+            x.wait()

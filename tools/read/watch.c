@@ -76,16 +76,45 @@ static void spread(struct gs_watch *l, uint64_t a, uint64_t b, size_t off)
 	}
 }
 
-static int phase_index(struct gs_watch *l, const char *name)
+/* A phase's name as it is kept (key, LIVE_NAME bytes): whole when it
+ * fits; else cut before a character and followed by "~" and a hash of the
+ * whole name (FNV-1a, 16 hex digits), so that names alike in their first
+ * bytes stay phases of their own (and series of their own in serve's
+ * labels), and a phase's end is found by the same key as its begin. */
+static void phase_key(char *key, const char *name)
+{
+	size_t n = strnlen(name, LIVE_NAME);
+	if (n < LIVE_NAME) {
+		memcpy(key, name, n + 1);
+		return;
+	}
+	uint64_t hash = 14695981039346656037ull;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		hash = (hash ^ *p) * 1099511628211ull;
+	size_t cut = LIVE_NAME - 1 - 17;
+	while (cut && ((unsigned char)name[cut] & 0xc0) == 0x80)
+		cut--; /* a continuation byte: the character began before */
+	snprintf(key, LIVE_NAME, "%.*s~%016llx", (int)cut, name, (unsigned long long)hash);
+}
+
+/* The phase kept under key; once LIVE_PHASES are kept, any other is
+ * LIVE_PHASES + 1 ("(other phases)"); -1 when not kept yet. */
+static int phase_find(const struct gs_watch *l, const char *key)
 {
 	for (int i = 1; i < l->nphases; i++)
-		if (!strcmp(l->names[i], name))
+		if (!strcmp(l->names[i], key))
 			return i;
-	if (l->nphases > LIVE_PHASES) {
+	return l->nphases > LIVE_PHASES ? LIVE_PHASES + 1 : -1;
+}
+
+static int phase_index(struct gs_watch *l, const char *key)
+{
+	int i = phase_find(l, key);
+	if (i == LIVE_PHASES + 1)
 		l->phase_used_other = 1;
-		return LIVE_PHASES + 1;
-	}
-	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%.63s", name);
+	if (i >= 0)
+		return i;
+	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%s", key);
 	return l->nphases++;
 }
 
@@ -100,7 +129,7 @@ static void phase_time(struct gs_watch *l, uint64_t t)
 		l->since = t;
 }
 
-/* Long (about 115 lines): one case per event kind, as the report's pass has
+/* Long (about 120 lines): one case per event kind, as the report's pass has
  * them, adding into the live statistics. */
 static void add(struct gs_watch *l, const struct gs_ev *ev)
 {
@@ -126,7 +155,9 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 	case GSPY_KIND_phase_begin: {
 		if (gs_library_range(name))
 			return;
-		int p = phase_index(l, name);
+		char key[LIVE_NAME];
+		phase_key(key, name);
+		int p = phase_index(l, key);
 		if (ev->has_step && (!l->steps_seen || ev->step != l->step)) {
 			if (!l->steps_seen++)
 				l->step_first = p;
@@ -150,8 +181,12 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 	case GSPY_KIND_phase_end: {
 		if (gs_library_range(name))
 			return;
-		int i = l->depth - 1;
-		while (i >= 0 && strcmp(l->names[l->stack[i]], name))
+		char key[LIVE_NAME];
+		phase_key(key, name);
+		/* By index, not name: one of "(other phases)" ends the
+		 * innermost of them open (its name is not kept). */
+		int p = phase_find(l, key), i = l->depth - 1;
+		while (i >= 0 && l->stack[i] != p)
 			i--;
 		if (i < 0)
 			return;
