@@ -684,3 +684,28 @@ def top_keeps_long_phase_names_apart(tmp):
         for x in sleepers:
             x.kill()
             x.wait()
+
+
+@test
+def top_ends_phases_past_the_fourteenth(tmp):
+    """Fifteen phases of names of their own, one after another, 1 us
+    each, written into a trace of tests/mktrace after its phases "fwd":
+    top names 14 (fwd and 13 more), and the two past them are "(other
+    phases)", which an end did not find by its name: the first stayed
+    open and took all the time after it. Now each ends: "(other phases)"
+    2 us, each named one 1 us."""
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = mktrace(os.path.join(tmp, "a.gspy"), sleeper.pid, reserve=1)
+        t0 = time.monotonic_ns()  # after its events
+        records = []
+        for i in range(15):
+            name = b"phase%d" % i
+            records += [("begin", t0 + 2000 * i, name), ("end", t0 + 2000 * i + 1000, name)]
+        put_phases(path, records)
+        got = top_within(tmp)[0]["phase_ns"]
+        want = dict({"fwd": 171000}, **{"phase%d" % i: 1000 for i in range(13)}, **{"(other phases)": 2000})
+        check({k: v for k, v in got.items() if k != "(no phase)"} == want, f"top: {got}\n want {want}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
