@@ -244,18 +244,20 @@ def strict_exposition(body):
 def serve_exposition_survives_hostile_names(tmp):
     """Two running processes' crafted traces: a device UUID that closes its
     label and adds lines (`evil_metric{pid="1"} 666`), a phase name of 63
-    quotes, a command line in Latin-1 (caf\\xe9.csv) and a phase name cut
-    inside a character (63 bytes of 'p'*62 + 'é'). The exposition stays
-    valid UTF-8 and every line the text format's; no metric but gpuspy's;
-    each label value is the name with \\xe9 and the cut character as
-    U+FFFD, the quotes whole; Prometheus scrapes the target and finds it up."""
+    quotes, a command line in Latin-1 (caf\\xe9.csv) and a phase name of
+    257 bytes, 'p'*237 + 'é'*10, too long to keep whole, where a cut at
+    238 bytes would fall inside a character. The exposition stays valid
+    UTF-8 and every line the text format's; no metric but gpuspy's; each
+    label value is the name with \\xe9 as U+FFFD, the quotes whole, the
+    long name cut before the character (237 bytes, "~" and its hash);
+    Prometheus scrapes the target and finds it up."""
     sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
     evil_uuid = b'"}\nevil_metric{pid="1"} 666\n'
     try:
         hostile_trace(os.path.join(tmp, "a.gspy"), sleepers[0].pid, command=b"caf\xe9.csv", phase=b'"' * 63,
                       uuid=evil_uuid)
         hostile_trace(os.path.join(tmp, "b.gspy"), sleepers[1].pid, command=b"cmd \x1b[2J\xc2\x9b",
-                      phase=b"p" * 62 + "é".encode(), uuid=b"GPU-" + "é".encode() * 30)
+                      phase=b"p" * 237 + "é".encode() * 10, uuid=b"GPU-" + "é".encode() * 30)
         s = Serve(tmp)
         try:
             r = urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=TIMEOUT)
@@ -265,7 +267,9 @@ def serve_exposition_survives_hostile_names(tmp):
             check(a["command"] == "caf\ufffd.csv", f"command label {a['command']!r}")
             check(b["command"] == "cmd \ufffd[2J\ufffd", f"command label {b['command']!r}")
             phases = {dict(ls)["phase"] for n, ls in samples if n == "gpuspy_phase_seconds_total"}
-            check('"' * 63 in phases and "p" * 62 + "\ufffd" in phases, f"phase labels {phases}")
+            from test_top import phase_key
+            cut = phase_key(b"p" * 237 + "é".encode() * 10)
+            check('"' * 63 in phases and cut in phases and cut.startswith("p" * 237 + "~"), f"phase labels {phases}")
             uuids = {dict(ls)["UUID"] for n, ls in samples if n == "gpuspy_gpu_busy_seconds_total"}
             check(evil_uuid.decode() in uuids, f"UUID labels {uuids}")
             for n, ls in samples:
@@ -525,3 +529,101 @@ def serve_keeps_a_scraper_slow_to_send(tmp):
             sk.close()
         s.stop()
         d.finish()
+
+
+def scrape_within(s, seconds=20):
+    """One scrape of serve s, which must answer within `seconds` (else it
+    hung): its samples, {(name, labels): value}."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=seconds) as f:
+            check(f.status == 200, f"/metrics: {f.status}")
+            body = f.read()
+    except OSError as e:
+        raise Fail(f"the scrape failed (serve hung?): {e}")
+    got = {}
+    for line in body.decode().splitlines():
+        m = SAMPLE.fullmatch(line)
+        if m and not line.startswith("#"):
+            got[(m[1], frozenset(re.findall(r'([A-Za-z_]+)="((?:[^"\\]|\\.)*)"', line)))] = float(line.split(" ")[-1])
+    return got
+
+
+def stop_or_kill(s):
+    """serve's exit status at SIGTERM; killed (and None) when it does not
+    stop within the harness's timeout."""
+    try:
+        return s.stop()
+    except subprocess.TimeoutExpired:
+        s.p.kill()
+        s.p.wait()
+        return None
+
+
+@test
+def serve_is_not_held_by_a_forged_clock(tmp):
+    """Two running processes' traces (tests/mktrace: 200 events, 19
+    phases "fwd" of 9 us): one made TSC-clocked with a later calibration
+    pair that makes a tick 5e14 ns, one with a phase of 9e18 ns more (a
+    forged record). A scrape answered never (each phase spread over every
+    second of its span), and serve, its thread stuck, did not stop at
+    SIGTERM. Now the scrape answers within 20 s: the first file's pair is
+    ignored (no clock's rate), 19 steps and fwd's 171 us; the second's 20
+    steps and fwd's 9e9 s and 171 us; serve stops at SIGTERM, status 0."""
+    from test_top import forge_clock, mktrace, put_phases
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    try:
+        forge_clock(mktrace(os.path.join(tmp, "a.gspy"), sleepers[0].pid))
+        b = mktrace(os.path.join(tmp, "b.gspy"), sleepers[1].pid, reserve=1)
+        t0 = time.monotonic_ns()  # after its events
+        put_phases(b, [("begin", t0, b"fwd"), ("end", t0 + 9 * 10**18, b"fwd")])
+        s = Serve(tmp)
+        try:
+            got = scrape_within(s)
+            a, b = {"pid": str(sleepers[0].pid)}, {"pid": str(sleepers[1].pid)}
+            figures = [value(got, "gpuspy_steps_total", **a), value(got, "gpuspy_phase_seconds_total", phase="fwd", **a),
+                       value(got, "gpuspy_steps_total", **b), value(got, "gpuspy_phase_seconds_total", phase="fwd", **b)]
+            check(figures == [19, 171000 / 1e9, 20, (9 * 10**18 + 171000) / 1e9], f"steps and fwd: {figures}")
+        finally:
+            rc = stop_or_kill(s)
+        check(rc == 0, f"serve at SIGTERM: {rc}")
+    finally:
+        for x in sleepers:
+            x.kill()
+            x.wait()
+
+
+@test
+def serve_keeps_long_phase_names_apart(tmp):
+    """Phases named by more than the 63 bytes serve kept of a name: a
+    trace of 199 phases of a 70-byte name (tests/mktrace) gave 14
+    gpuspy_phase_seconds_total series of one label (the name cut), one
+    for each of its first 14 begins, and 0 steps. Now one series a phase of each process, valid
+    labels: the 70-byte name whole, 1791 us and 199 steps; names of 300
+    bytes alike in their first 290, each under its first 238 bytes, "~"
+    and a hash of the whole name (3 us, 4 us); one of 255 bytes whole."""
+    from test_top import ALIKE, LONG, WHOLE, long_phases, mktrace, phase_key
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    try:
+        mktrace(os.path.join(tmp, "a.gspy"), sleepers[0].pid, phase=LONG, events=2000)
+        long_phases(os.path.join(tmp, "b.gspy"), sleepers[1].pid)
+        s = Serve(tmp)
+        try:
+            status, _, text = s.get()
+            check(status == 200, f"/metrics: {status}")
+            samples = strict_exposition(text.encode())
+            got, _ = s.metrics()
+        finally:
+            s.stop()
+        a, b = {"pid": str(sleepers[0].pid)}, {"pid": str(sleepers[1].pid)}
+        phases = sorted((dict(ls)["pid"], dict(ls)["phase"]) for n, ls in samples if n == "gpuspy_phase_seconds_total")
+        want = sorted([(a["pid"], "(no phase)"), (a["pid"], LONG.decode()), (b["pid"], "(no phase)"), (b["pid"], "fwd"),
+                       (b["pid"], phase_key(ALIKE[0])), (b["pid"], phase_key(ALIKE[1])), (b["pid"], WHOLE.decode())])
+        check(phases == want, f"phase series {phases}\n want {want}")
+        figures = [value(got, "gpuspy_steps_total", **a), value(got, "gpuspy_phase_seconds_total", phase=LONG.decode(), **a)]
+        figures += [value(got, "gpuspy_phase_seconds_total", phase=k, **b)
+                    for k in (phase_key(ALIKE[0]), phase_key(ALIKE[1]), WHOLE.decode())]
+        check(figures == [199, 1791000 / 1e9, 3000 / 1e9, 4000 / 1e9, 5000 / 1e9], f"steps and phases: {figures}")
+    finally:
+        for x in sleepers:
+            x.kill()
+            x.wait()

@@ -421,3 +421,291 @@ def a_trace_cut_while_top_opens_it_is_skipped(tmp):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def gone_pid():
+    """The pid of a process that has exited (and been reaped)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def mktrace(path, pid, phase=b"fwd", events=200, reserve=0):
+    """tests/mktrace's trace of process pid, running: `events` events on
+    the monotonic clock, from 1 ms before now, 1 us apart; every tenth
+    begins the phase and the ninth after ends it (9 us; the first, an
+    NVML sample, begins none: events // 10 - 1 phases). reserve: chunks
+    past those written, the first claimed (MKTRACE_RESERVE)."""
+    p = subprocess.run([os.path.join(BIN, "mktrace"), path, str(events), "1", "65536", "65536", str(pid), b"cmd",
+                        b"kern", phase, b"GPU-0"], env=dict(os.environ, MKTRACE_RESERVE=str(reserve)),
+                       capture_output=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"mktrace failed: {p.stderr!r}")
+    return path
+
+
+def forge_clock(path):
+    """The trace made TSC-clocked (format.h: clock 1) with its start pair
+    {raw0, raw0} (raw0: its first event's time, so that 1 ns a tick gives
+    the times it had) and no start rate (tsc_hz 0), and a later pair one
+    tick on and 5e14 ns later: a tick of 5e14 ns, if believed."""
+    raw0 = dump(path)[1][0]["start_ns"]
+    with open(path, "r+b") as f:
+        for off, v in ((20, (1).to_bytes(4, "little")), (88, raw0.to_bytes(8, "little") * 2),
+                       (104, bytes(8)), (112, bytes(8)),
+                       (120, (raw0 + 1).to_bytes(8, "little") + (raw0 + 5 * 10**14).to_bytes(8, "little"))):
+            f.seek(off)
+            f.write(v)
+
+
+def put_phases(path, records):
+    """Records written into the chunk a trace of mktrace(reserve=1) claimed
+    and left empty: each (kind, start_ns, name) a phase_begin or phase_end
+    of that name, interned at the string table's end; format.h's packing,
+    each record giving its start and name."""
+    h = header(path)
+    chunk = 4096 + (h["chunk_count"] - 1) * CHUNK
+    used, ids, body, prev = h["strtab_used"], {}, b"", 0
+    with open(path, "r+b") as f:
+        for kind, t, name in records:
+            if name not in ids:
+                entry = len(name).to_bytes(4, "little") + name + b"\0"
+                entry += b"\0" * (-len(entry) % 4)
+                f.seek(h["strtab_offset"] + used)
+                f.write(entry)
+                ids[name] = used + 1
+                used += len(entry)
+            d = (t - prev) % (1 << 64)
+            d = d - (1 << 64) if d >> 63 else d
+            body += (bytes([{"begin": 9, "end": 10}[kind]]) + varint(1 << 4 | 1 << 13) +
+                     varint((d << 1) ^ (d >> 63) & ((1 << 64) - 1)) + varint(ids[name]))
+            prev = t
+        f.seek(HEADER_FIELDS["strtab_used"][0])
+        f.write(used.to_bytes(8, "little"))
+        f.seek(chunk + 64)
+        f.write(body)
+        f.seek(chunk)  # tid, seq, committed, dropped, claim
+        f.write((100).to_bytes(4, "little") + (1).to_bytes(4, "little") +
+                (len(records) << 32 | len(body)).to_bytes(8, "little") + bytes(8) +
+                (h["chunk_count"] - 1).to_bytes(8, "little"))
+
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7f | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def top_within(tmp, seconds=20):
+    """top --once --json --window 60s over tmp, which must answer within
+    `seconds` (else it hung): its list."""
+    try:
+        p = subprocess.run([GPUSPY, "top", "--once", "--json", "--window", "60s", tmp], capture_output=True,
+                           text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"top --once hung (over {seconds} s)")
+    check(p.returncode == 0 and not p.stderr, f"top --once: {p.returncode} {p.stderr!r}")
+    return json.loads(p.stdout)
+
+
+def figures(v):
+    """What top counted of a process, but what grows with the time it is
+    read at (the time of the phase open now)."""
+    got = {k: v[k] for k in ("events", "step_phase", "steps", "copy_bytes", "gpu_busy_ns")}
+    got["phase_ns"] = {k: ns for k, ns in v["phase_ns"].items() if k != "(no phase)"}
+    return got
+
+
+@test
+def top_is_not_held_by_a_forged_clock(tmp):
+    """A running process's trace (tests/mktrace: 200 events, 19 phases
+    "fwd" of 9 us) made TSC-clocked with a later calibration pair that
+    makes a tick 5e14 ns: top --once never answered (it spread each phase
+    over every second of its 4.5e9 s) and report said 18446744072.71 s
+    traced. That pair is no clock's (its rate is not within 10% of the
+    start's, nor from 1 MHz to 100 GHz) and is ignored by both: top gives
+    the figures of the same trace on the monotonic clock (steps 19, fwd
+    171 us), report the same 199 us traced and fwd's 171 us. The same file
+    of a process that is not running: listed by none, within 20 s. A trace
+    on the monotonic clock with a phase of 9e18 ns (a forged record):
+    within 20 s, the process listed; its one-second bins hold the phase's
+    last seconds, 285 years on, so none of the last 60 s (0 events)."""
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = mktrace(os.path.join(tmp, "a.gspy"), sleeper.pid)
+        want = figures(top_within(tmp)[0])
+        check(want["steps"] == 19 and want["phase_ns"]["fwd"] == 171000, f"the monotonic trace: {want}")
+        forge_clock(path)
+        got = [figures(x) for x in top_within(tmp)]
+        check(got == [want], f"forged clock: top gives {got}\n want {[want]}")
+        r = report_json(path)
+        fwd = [p["wall_ns"] for p in r["phases"] if p["name"] == "fwd"]
+        check((r["duration_ns"], fwd) == (199000, [171000]), f"report: {r['duration_ns']} ns traced, fwd {fwd}")
+        os.unlink(path)
+        mktrace(path, gone_pid())
+        forge_clock(path)
+        check(top_within(tmp) == [], "a process that is not running is listed")
+        os.unlink(path)
+        mktrace(path, sleeper.pid, reserve=1)
+        t0 = time.monotonic_ns()  # after its events
+        put_phases(path, [("begin", t0, b"fwd"), ("end", t0 + 9 * 10**18, b"fwd")])
+        got = [figures(x) for x in top_within(tmp)]
+        want = {"events": 0, "step_phase": "fwd", "steps": 0, "copy_bytes": 0, "gpu_busy_ns": 0, "phase_ns": {}}
+        check(got == [want], f"a phase of 9e18 ns: top gives {got}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def forge_header(path, keep, size, **fields):
+    """The header's fields set (HEADER_FIELDS), the file cut to its first
+    `keep` bytes, then made `size` bytes long (sparse: holes past them)."""
+    with open(path, "r+b") as f:
+        for field, v in fields.items():
+            off, n = HEADER_FIELDS[field]
+            f.seek(off)
+            f.write(v.to_bytes(n, "little"))
+    os.truncate(path, keep)
+    os.truncate(path, size)
+
+
+@test
+def top_memory_is_bounded_by_the_file(tmp):
+    """Running processes' traces whose headers claim what their files do
+    not hold, read by top --once --json under a 1 GiB limit of its data
+    (RLIMIT_DATA: the heap and private mappings, not the traces'): each
+    process listed within 20 s, with its figures. A header of 4 KiB that
+    claims 2^26 chunks of 64 KiB: top (and serve) sized their chunk
+    cursors by that count, 6.8 GB for 8-19 s each scan; now 0 events. The
+    same made as long as it says (4 TiB, sparse: holes but the header):
+    the same, the holes not read a chunk at a time, by report either
+    (report --json: 0 events, within 20 s). A string table of 4 TiB, all
+    used, sparse, after mktrace's 200 events: top ended, out of memory;
+    now its events and names are read (steps 19, fwd 171 us) from the
+    first 64 MiB of the table, all it copies."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))
+    sleeper = subprocess.Popen(["sleep", "300"])
+    path, tib = os.path.join(tmp, "a.gspy"), 1 << 42
+    empty = {"events": 0, "step_phase": None, "steps": 0, "phase_ns": {}, "copy_bytes": 0, "gpu_busy_ns": None}
+    full = {"events": 200, "step_phase": "fwd", "steps": 19, "phase_ns": {"fwd": 171000}, "copy_bytes": 81920,
+            "gpu_busy_ns": 8000}
+    claims = dict(file_size=4096 + (1 << 26) * CHUNK + CHUNK, chunk_count=1 << 26, chunks_claimed=1 << 26,
+                  strtab_offset=4096 + (1 << 26) * CHUNK, strtab_size=CHUNK, strtab_used=0)
+    try:
+        for what, keep, size, fields, want in (
+                ("a header that claims 2^26 chunks", 4096, 4096, claims, empty),
+                ("that header, 4 TiB sparse", 4096, claims["file_size"], claims, empty),
+                ("a table of 4 TiB", 4096 + 2 * CHUNK, 4096 + 2 * CHUNK + tib,
+                 dict(file_size=4096 + 2 * CHUNK + tib, strtab_size=tib, strtab_used=tib), full)):
+            mktrace(path, sleeper.pid)
+            forge_header(path, keep, size, **fields)
+            cmds = [["top", "--once", "--json", "--window", "60s", tmp]]
+            if want is empty:  # report reads a forged table its own way, not the live readers': not here
+                cmds.append(["report", "--json", path])
+            for cmd in cmds:
+                try:
+                    p = subprocess.run([GPUSPY, *cmd], capture_output=True, text=True, timeout=20, preexec_fn=limit)
+                except subprocess.TimeoutExpired:
+                    raise Fail(f"{what}: {cmd[0]} took over 20 s")
+                check(p.returncode == 0 and not p.stderr, f"{what}: {cmd[0]}: {p.returncode} {p.stderr!r}")
+                if cmd[0] == "top":
+                    got = [figures(x) for x in json.loads(p.stdout)]
+                    check(got == [want], f"{what}: top gives {got}\n want {[want]}")
+                else:
+                    got = json.loads(p.stdout)["events"]
+                    check(got == want["events"], f"{what}: report gives {got} events")
+            os.unlink(path)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+def phase_key(name):
+    """The name top and serve give a phase (tools/read/watch.c): whole up
+    to 255 bytes; else cut before a character at 238 bytes at most, then
+    "~" and the FNV-1a hash of the whole name in 16 hex digits."""
+    if len(name) < 256:
+        return name.decode()
+    h = 14695981039346656037
+    for c in name:
+        h = ((h ^ c) * 1099511628211) % (1 << 64)
+    cut = 238
+    while cut and name[cut] & 0xc0 == 0x80:
+        cut -= 1
+    return name[:cut].decode() + "~%016x" % h
+
+
+# A phase name of 70 bytes (more than the 63 top kept), and two of 300
+# alike in their first 290 bytes, and one of 255 (the most kept whole).
+LONG = b"model.encoder.layers.11.self_attention.query_key_value.forward_pass_x"
+ALIKE = (b"m" * 290 + b".forward.A", b"m" * 290 + b".forward.B")
+WHOLE = b"w" * 255
+
+
+def long_phases(path, pid):
+    """mktrace's trace of pid, with 2 phases of ALIKE[0] (1 us, 2 us),
+    one of ALIKE[1] (4 us) and one of WHOLE (5 us) after its events."""
+    mktrace(path, pid, reserve=1)
+    t0 = time.monotonic_ns()  # after its events
+    a, b = ALIKE
+    put_phases(path, [("begin", t0, a), ("end", t0 + 1000, a), ("begin", t0 + 2000, b), ("end", t0 + 6000, b),
+                      ("begin", t0 + 7000, a), ("end", t0 + 9000, a), ("begin", t0 + 10000, WHOLE),
+                      ("end", t0 + 15000, WHOLE)])
+    return path
+
+
+@test
+def top_keeps_long_phase_names_apart(tmp):
+    """Phases named by more than the 63 bytes top kept of a name: a trace
+    of 199 phases of a 70-byte name (tests/mktrace, 9 us each) gave 0
+    steps, a phase that never ended and its time to "(other phases)",
+    since the name kept was compared with the whole one. Now 199 steps of
+    that phase, 1791 us. Names of 300 bytes alike in their first 290
+    are two phases, each under its first 238 bytes, "~" and a hash of the
+    whole name (3 us and 4 us); one of 255 bytes is kept whole (5 us)."""
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    try:
+        mktrace(os.path.join(tmp, "a.gspy"), sleepers[0].pid, phase=LONG, events=2000)
+        long_phases(os.path.join(tmp, "b.gspy"), sleepers[1].pid)
+        got = {x["pid"]: figures(x) for x in top_within(tmp)}
+        want = {sleepers[0].pid: {"events": 2000, "copy_bytes": 819200, "gpu_busy_ns": 80000,
+                                  "step_phase": LONG.decode(), "steps": 199, "phase_ns": {LONG.decode(): 1791000}},
+                sleepers[1].pid: {"events": 208, "copy_bytes": 81920, "gpu_busy_ns": 8000, "step_phase": "fwd",
+                                  "steps": 19, "phase_ns": {"fwd": 171000, phase_key(ALIKE[0]): 3000,
+                                                            phase_key(ALIKE[1]): 4000, WHOLE.decode(): 5000}}}
+        check(got == want, f"top: {got}\n want {want}")
+        check(len({phase_key(ALIKE[0]), phase_key(ALIKE[1])}) == 2 and len(phase_key(ALIKE[0])) == 255,
+              "the keys of the names alike")
+    finally:
+        for x in sleepers:
+            x.kill()
+            x.wait()
+
+
+@test
+def top_ends_phases_past_the_fourteenth(tmp):
+    """Fifteen phases of names of their own, one after another, 1 us
+    each, written into a trace of tests/mktrace after its phases "fwd":
+    top names 14 (fwd and 13 more), and the two past them are "(other
+    phases)", which an end did not find by its name: the first stayed
+    open and took all the time after it. Now each ends: "(other phases)"
+    2 us, each named one 1 us."""
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = mktrace(os.path.join(tmp, "a.gspy"), sleeper.pid, reserve=1)
+        t0 = time.monotonic_ns()  # after its events
+        records = []
+        for i in range(15):
+            name = b"phase%d" % i
+            records += [("begin", t0 + 2000 * i, name), ("end", t0 + 2000 * i + 1000, name)]
+        put_phases(path, records)
+        got = top_within(tmp)[0]["phase_ns"]
+        want = dict({"fwd": 171000}, **{"phase%d" % i: 1000 for i in range(13)}, **{"(other phases)": 2000})
+        check({k: v for k, v in got.items() if k != "(no phase)"} == want, f"top: {got}\n want {want}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -22,6 +22,14 @@
 #include "read/follow.h"
 #include "util/xalloc.h"
 
+/* The most bytes of a chunk read at once: a header may give chunks of
+ * up to 4 GiB (the writer's are 64 KiB), read window by window. */
+#define BODY_WINDOW (1u << 20)
+/* The most bytes of the string table copied: four times the writer's
+ * (16 MiB), not a forged header's terabytes (of a sparse file); a name
+ * past them reads "". */
+#define TABLE_MAX (64u << 20)
+
 /* Reads n bytes at off; 0 when all came. */
 static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
@@ -66,9 +74,15 @@ int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, 
 	/* The table never grows past what it was, nor past the file (the
 	 * header is not trusted for a size to allocate). */
 	f->strtab_size = t.h->strtab_size < t.size ? t.h->strtab_size : t.size;
+	if (f->strtab_size > TABLE_MAX)
+		f->strtab_size = TABLE_MAX;
 	f->chunk_offset = t.h->chunk_offset;
 	f->chunk_size = t.h->chunk_size;
-	f->chunk_count = t.h->chunk_count;
+	/* Nor are the chunks past the file's end (a live trace never grows:
+	 * its writer sizes it at the start), whose headers a poll would
+	 * read, one a chunk, for as many as the header claims. */
+	uint64_t held = t.size > f->chunk_offset ? (t.size - f->chunk_offset) / f->chunk_size : 0;
+	f->chunk_count = t.h->chunk_count < held ? t.h->chunk_count : (uint32_t)held;
 	gs_trace_close(&t);
 	f->fd = fd;
 	f->buf = xrealloc(NULL, GSPY_HEADER_SIZE);
@@ -76,7 +90,9 @@ int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, 
 	f->tr.map = f->buf;
 	f->tr.size = GSPY_HEADER_SIZE;
 	f->tr.h = (const struct gspy_header *)f->buf;
-	f->body = xrealloc(NULL, f->chunk_size);
+	f->body_cap = f->chunk_size - GSPY_CHUNK_HEADER_SIZE < BODY_WINDOW ? f->chunk_size - GSPY_CHUNK_HEADER_SIZE
+									    : BODY_WINDOW;
+	f->body = xrealloc(NULL, f->body_cap);
 	return 0;
 }
 
@@ -119,6 +135,67 @@ static int read_header(struct gs_follow *f)
 	return 0;
 }
 
+int gs_follow_header(struct gs_follow *f)
+{
+	return read_header(f);
+}
+
+/* The cursor of chunk i, made if new: cursors are kept for the chunks that
+ * had an owner, in the order of their index (the poll walks the chunks in
+ * that order, *at its place in the list), so that their memory is that of
+ * the chunks written, not of those a header claims. */
+static struct gs_follow_chunk *cursor(struct gs_follow *f, uint32_t i, uint32_t *at)
+{
+	while (*at < f->nchunks && f->chunks[*at].idx < i)
+		(*at)++;
+	if (*at < f->nchunks && f->chunks[*at].idx == i)
+		return &f->chunks[*at];
+	if (f->nchunks == f->ncap) {
+		f->ncap = f->ncap ? f->ncap * 2 : 64;
+		f->chunks = xrealloc(f->chunks, (size_t)f->ncap * sizeof(*f->chunks));
+	}
+	struct gs_follow_chunk *c = &f->chunks[*at];
+	memmove(c + 1, c, (size_t)(f->nchunks - *at) * sizeof(*c)); /* chunks are claimed in order: seldom any */
+	f->nchunks++;
+	memset(c, 0, sizeof(*c));
+	c->idx = i;
+	return c;
+}
+
+/* Decodes chunk c's committed records past its cursor, read at `at` (its
+ * header's offset) through the body window: a record cut by the window's
+ * end is decoded again from the next window; one that does not decode
+ * ends the chunk there, as the first malformed byte does. -1: cut. */
+static int decode(struct gs_follow *f, struct gs_follow_chunk *c, uint64_t at, uint64_t bytes, uint64_t records,
+		  void (*fn)(void *arg, const struct gs_event *ev), void *arg)
+{
+	while (c->off < bytes && c->ri < records) {
+		uint64_t left = bytes - c->off;
+		size_t len = left < f->body_cap ? (size_t)left : f->body_cap, off = 0, k;
+		if (read_at(f->fd, f->body, len, at + GSPY_CHUNK_HEADER_SIZE + c->off))
+			return -1;
+		struct gspy_record r = c->base; /* a record cut short leaves it unspecified */
+		for (; c->ri < records && (k = gspy_unpack(f->body + off, f->body + len, &r)) != 0; off += k) {
+			c->base = r;
+			c->ri++;
+			if (r.kind == GSPY_KIND_owner) { /* a chunk handed on: not an event */
+				c->cur_tid = (uint32_t)r.u.mem.bytes;
+				continue;
+			}
+			struct gs_event ev = { .rec = &c->base, .tid = c->cur_tid ? c->cur_tid : c->tid };
+			ev.start_ns = gs_trace_ns(&f->tr, r.start);
+			ev.end_ns = gs_trace_ns(&f->tr, r.end);
+			if (r.kind >= GSPY_KIND_gpu_kernel && r.kind <= GSPY_KIND_gpu_memset)
+				ev.corr = r.u.gpu.cupti_corr;
+			fn(arg, &ev);
+		}
+		c->off += off;
+		if (len == left || !off)
+			break;
+	}
+	return 0;
+}
+
 int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_event *ev), void *arg)
 {
 	if (read_header(f))
@@ -130,23 +207,25 @@ int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_ev
 	uint32_t n = h->chunks_claimed < f->chunk_count ? h->chunks_claimed : f->chunk_count;
 	if (n > h->chunk_count)
 		n = h->chunk_count;
-	if (n > f->nchunks) {
-		f->chunks = xrealloc(f->chunks, (size_t)n * sizeof(*f->chunks));
-		memset(f->chunks + f->nchunks, 0, (size_t)(n - f->nchunks) * sizeof(*f->chunks));
-		f->nchunks = n;
-	}
 	uint64_t dropped = h->dropped_nochunk + h->dropped_after_exit, cap = f->chunk_size - GSPY_CHUNK_HEADER_SIZE;
-	for (uint32_t i = 0; i < n; i++) {
-		struct gs_follow_chunk *c = &f->chunks[i];
+	uint32_t ci = 0, zeros = 0; /* ci: where chunk i's cursor is, or goes, in f->chunks */
+	for (uint32_t i = 0; i < n;) {
 		struct gspy_chunk ch;
 		uint64_t at = f->chunk_offset + (uint64_t)i * f->chunk_size;
 		if (read_at(f->fd, &ch, sizeof(ch), at))
 			return -1; /* cut: the process exited */
 		dropped += ch.dropped;
-		if (!ch.tid)
-			continue; /* not handed out yet, or being reset (flight recorder) */
+		if (!ch.tid) { /* not handed out yet, or being reset (flight recorder) */
+			/* A run of them: holes, maybe (gs_next_data_chunk). */
+			i = ++zeros < GS_ZERO_RUN ? i + 1 : gs_next_data_chunk(f->fd, f->chunk_offset, f->chunk_size, i, n);
+			continue;
+		}
+		zeros = 0;
+		struct gs_follow_chunk *c = cursor(f, i++, &ci);
 		if (ch.tid != c->tid || ch.seq != c->seq || ch.claim != c->claim) {
+			uint32_t idx = c->idx;
 			memset(c, 0, sizeof(*c)); /* a new owner: its records start afresh */
+			c->idx = idx;
 			c->tid = ch.tid;
 			c->seq = ch.seq;
 			c->claim = ch.claim;
@@ -154,26 +233,8 @@ int gs_follow_poll(struct gs_follow *f, void (*fn)(void *arg, const struct gs_ev
 		uint64_t bytes = ch.committed & 0xffffffffu, records = ch.committed >> 32;
 		if (bytes > cap)
 			bytes = cap;
-		if (bytes <= c->off || records <= c->ri)
-			continue;
-		size_t len = (size_t)(bytes - c->off);
-		if (read_at(f->fd, f->body, len, at + GSPY_CHUNK_HEADER_SIZE + c->off))
+		if (decode(f, c, at, bytes, records, fn, arg))
 			return -1;
-		size_t off = 0;
-		for (size_t k; c->ri < records && (k = gspy_unpack(f->body + off, f->body + len, &c->base)) != 0; off += k) {
-			c->ri++;
-			if (c->base.kind == GSPY_KIND_owner) { /* a chunk handed on: not an event */
-				c->cur_tid = (uint32_t)c->base.u.mem.bytes;
-				continue;
-			}
-			struct gs_event ev = { .rec = &c->base, .tid = c->cur_tid ? c->cur_tid : c->tid };
-			ev.start_ns = gs_trace_ns(&f->tr, c->base.start);
-			ev.end_ns = gs_trace_ns(&f->tr, c->base.end);
-			if (c->base.kind >= GSPY_KIND_gpu_kernel && c->base.kind <= GSPY_KIND_gpu_memset)
-				ev.corr = c->base.u.gpu.cupti_corr;
-			fn(arg, &ev);
-		}
-		c->off += off;
 	}
 	f->dropped = dropped;
 	return 0;

@@ -8,6 +8,7 @@
 #include "read/reader.h"
 
 struct gs_follow_chunk {
+	uint32_t idx;      /* the chunk's index in the file */
 	uint32_t tid, seq; /* the owner the cursor belongs to */
 	uint64_t claim;
 	uint64_t off, ri;  /* bytes and records decoded */
@@ -22,10 +23,11 @@ struct gs_follow {
 	struct gs_tab tab;  /* the string table's bytes read so far (tab.have) */
 	size_t cap;         /* of tab.bytes */
 	uint64_t strtab_size, chunk_offset; /* as the file was opened */
-	uint32_t chunk_size, chunk_count;
-	struct gs_follow_chunk *chunks;
-	uint32_t nchunks;
-	unsigned char *body; /* one chunk's bytes */
+	uint32_t chunk_size, chunk_count; /* chunk_count: those the file holds */
+	struct gs_follow_chunk *chunks; /* of the chunks that had an owner, by idx */
+	uint32_t nchunks, ncap;
+	unsigned char *body; /* a window on one chunk's bytes */
+	size_t body_cap;
 	uint64_t dropped;   /* events the writer dropped, as of the last poll */
 };
 
@@ -33,6 +35,9 @@ struct gs_follow {
 int gs_follow_open(struct gs_follow *f, const char *path, char *err, size_t errlen);
 /* The same on fd, which it owns from then on (closed on failure too). */
 int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, size_t errlen);
+/* Reads the header (f->tr.h) and the string table's new bytes, no record:
+ * 0, or -1 as gs_follow_poll. */
+int gs_follow_header(struct gs_follow *f);
 /* fn(arg, ev) for every event committed since the last poll, each chunk's
  * in order, chunks one after another (not in time order across threads);
  * f->tr.h is the header as of this poll. 0, or -1 when the file can no

@@ -125,6 +125,20 @@ static uint64_t chunk_records(const struct gs_trace *t, uint32_t i, uint64_t *by
 	return n;
 }
 
+uint32_t gs_next_data_chunk(int fd, uint64_t chunk_offset, uint32_t chunk_size, uint32_t i, uint32_t n)
+{
+	uint64_t at = chunk_offset + (uint64_t)i * chunk_size + GSPY_CHUNK_HEADER_SIZE;
+	off_t d = lseek(fd, (off_t)at, SEEK_DATA);
+	if (d < 0)
+		return errno == ENXIO ? n : i + 1; /* ENXIO: no data past there */
+	uint64_t rel = (uint64_t)d - chunk_offset, k = rel / chunk_size;
+	if (rel % chunk_size >= GSPY_CHUNK_HEADER_SIZE)
+		k++; /* the data begins in chunk k's records: its header is a hole */
+	if (k <= i)
+		return i + 1;
+	return k < n ? (uint32_t)k : n;
+}
+
 /* Orders (tid, seq, chunk, ...) tuples. */
 static int cmp_tuple(const void *a, const void *b)
 {
@@ -143,12 +157,22 @@ void gs_trace_clock(struct gs_trace *t)
 	t->ns_per_raw = 1.0;
 	if (h->clock != GSPY_CLOCK_TSC)
 		return;
-	t->ns_per_raw = h->tsc_hz > 1e6 && h->tsc_hz < 1e11 ? 1e9 / h->tsc_hz : 1.0;
-	/* A later pair spanning at least 100 ms beats the start calibration. */
+	int sane = h->tsc_hz > 1e6 && h->tsc_hz < 1e11;
+	t->ns_per_raw = sane ? 1e9 / h->tsc_hz : 1.0;
+	/* A later pair spanning at least 100 ms beats the start calibration,
+	 * if its rate is a clock's: within 10% of the start's (2 ms between
+	 * pairs each taken within 2 us: off by 0.1% at most, unless the
+	 * thread was preempted throughout) and from 1 MHz to 100 GHz. A forged
+	 * pair (a tick of 5e14 ns) would put the events centuries apart; the
+	 * start's rate, or 1 ns a tick, is kept instead, by report and top
+	 * alike. */
 	uint64_t seq = h->clock_seq;
 	struct gspy_clock_pair last = h->clock_last;
-	if (!(seq & 1) && last.mono > t->mono0 + 100000000ull && last.raw > t->raw0)
-		t->ns_per_raw = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0);
+	if (!(seq & 1) && last.mono > t->mono0 + 100000000ull && last.raw > t->raw0) {
+		double ns = (double)(last.mono - t->mono0) / (double)(last.raw - t->raw0), hz = 1e9 / ns;
+		if (hz > 1e6 && hz < 1e11 && (!sane || (hz > 0.9 * h->tsc_hz && hz < 1.1 * h->tsc_hz)))
+			t->ns_per_raw = ns;
+	}
 }
 
 uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw)
@@ -307,7 +331,74 @@ static void tab_copy(struct gs_trace *t)
 	t->tab = c;
 }
 
-/* Long (about 120 lines): every check of the header, in the order its fields
+/* (tid, seq, chunk, records, dropped) of every initialised chunk of t
+ * (open on fd), in *owner (to free), *n of them; -1 out of memory. Grown
+ * as they are found, not sized by the chunks the file could hold (2^26 of
+ * a sparse file that holds none: 2.7 GB). */
+static int owners(struct gs_trace *t, int fd, uint64_t (**owner_out)[5], uint32_t *n_out)
+{
+	const struct gspy_header *h = t->h;
+	uint32_t claimed = h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count;
+	/* Chunks past the end of a cut file are not read: bound the work by
+	 * the file, not by what its header claims. */
+	uint64_t present = t->size > h->chunk_offset ? (t->size - h->chunk_offset) / h->chunk_size + 1 : 0;
+	if (claimed > present)
+		claimed = (uint32_t)present;
+	uint64_t (*owner)[5] = NULL;
+	size_t cap = 0;
+	uint32_t n = 0, kept = 0, zeros = 0; /* kept: chunks from there on may be resident */
+	for (uint32_t i = 0; i < claimed; i++) {
+		/* Touching a chunk's header maps the whole chunk (fault-around):
+		 * drop the scanned ones every 64 chunks so that this scan does not
+		 * make the whole file resident. */
+		if (i - kept >= 64) {
+			drop_pages(t, h->chunk_offset + (uint64_t)kept * h->chunk_size, (uint64_t)(i - kept) * h->chunk_size);
+			kept = i;
+		}
+		if (h->chunk_offset + (uint64_t)i * h->chunk_size + GSPY_CHUNK_HEADER_SIZE > t->size)
+			break; /* cut off from here on */
+		const struct gspy_chunk *c = chunk_at(t, i);
+		uint32_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
+		if (!tid) {
+			/* Holes hold no chunk: a file of terabytes that holds
+			 * nothing (a sparse one) is not read page by page. Past
+			 * 64 chunks of no thread in a row: a writer's claimed
+			 * chunks all have one but while being handed out. */
+			uint32_t next = ++zeros < GS_ZERO_RUN ? i + 1
+							   : gs_next_data_chunk(fd, h->chunk_offset, h->chunk_size, i, claimed);
+			if (next > i + 1) {
+				zeros = 0;
+				drop_pages(t, h->chunk_offset + (uint64_t)kept * h->chunk_size,
+					   (uint64_t)(i + 1 - kept) * h->chunk_size);
+				kept = next;
+				i = next - 1;
+			}
+			continue;
+		}
+		zeros = 0;
+		if (n == cap) {
+			void *more = realloc(owner, (cap = cap ? 2 * cap : 64) * sizeof(*owner));
+			if (!more) {
+				free(owner);
+				return -1;
+			}
+			owner = more;
+		}
+		owner[n][0] = tid;
+		owner[n][1] = c->seq;
+		owner[n][2] = i;
+		uint64_t bytes;
+		owner[n][3] = chunk_records(t, i, &bytes);
+		t->packed_bytes += bytes;
+		owner[n][4] = c->dropped;
+		n++;
+	}
+	*owner_out = owner;
+	*n_out = n;
+	return 0;
+}
+
+/* Long (about 95 lines): every check of the header, in the order its fields
  * are laid out, each with its own one-line error; a hostile file must fail
  * the first check it breaks. */
 int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, size_t errlen)
@@ -366,41 +457,14 @@ int gs_trace_open_fd(int fd, const char *path, struct gs_trace *t, char *err, si
 	gs_trace_clock(t);
 	t->dropped = h->dropped_nochunk;
 	/* Threads: group initialised chunks by tid, ordered by seq. */
-	uint32_t claimed = h->chunks_claimed < h->chunk_count ? h->chunks_claimed : h->chunk_count;
-	/* Chunks past the end of a cut file are not read: bound the work by
-	 * the file, not by what its header claims. */
-	uint64_t present = t->size > h->chunk_offset ? (t->size - h->chunk_offset) / h->chunk_size + 1 : 0;
-	if (claimed > present)
-		claimed = (uint32_t)present;
-	/* (tid, seq, chunk, records, dropped) of every initialised chunk. */
-	uint64_t (*owner)[5] = calloc((size_t)claimed + 1, sizeof(*owner));
-	if (!owner) {
+	uint64_t (*owner)[5];
+	uint32_t n;
+	if (owners(t, fd, &owner, &n)) {
 		rc = fail(err, errlen, -ENOMEM, "%s", "out of memory");
 		goto bad;
 	}
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < claimed; i++) {
-		/* Touching a chunk's header maps the whole chunk (fault-around):
-		 * drop the scanned ones every 64 chunks so that this scan does not
-		 * make the whole file resident. */
-		if (i && i % 64 == 0)
-			drop_pages(t, h->chunk_offset + (uint64_t)(i - 64) * h->chunk_size, (uint64_t)64 * h->chunk_size);
-		if (h->chunk_offset + (uint64_t)i * h->chunk_size + GSPY_CHUNK_HEADER_SIZE > t->size)
-			break; /* cut off from here on */
-		const struct gspy_chunk *c = chunk_at(t, i);
-		uint32_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
-		if (!tid)
-			continue;
-		owner[n][0] = tid;
-		owner[n][1] = c->seq;
-		owner[n][2] = i;
-		uint64_t bytes;
-		owner[n][3] = chunk_records(t, i, &bytes);
-		t->packed_bytes += bytes;
-		owner[n][4] = c->dropped;
-		n++;
-	}
-	qsort(owner, n, sizeof(*owner), cmp_tuple);
+	if (n)
+		qsort(owner, n, sizeof(*owner), cmp_tuple);
 	t->threads = calloc((size_t)n + 1, sizeof(*t->threads));
 	uint32_t *idx = t->chunk_idx = calloc((size_t)n + 1, sizeof(uint32_t));
 	if (!t->threads || !idx) {

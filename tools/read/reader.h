@@ -99,6 +99,13 @@ int gs_trace_entry(const struct gs_trace *t, uint32_t id, const unsigned char **
 /* Next entry after `id` (0 = the first); 0 at the end. */
 uint32_t gs_trace_next_entry(const struct gs_trace *t, uint32_t id);
 
+/* The first chunk past chunk i (of n, chunk_size bytes each from
+ * chunk_offset in the file open on fd) whose header is not in a hole of
+ * the file (lseek's SEEK_DATA), or n: a chunk in a hole reads as zeros,
+ * no thread's. Asked once GS_ZERO_RUN chunks in a row had no thread. */
+#define GS_ZERO_RUN 64
+uint32_t gs_next_data_chunk(int fd, uint64_t chunk_offset, uint32_t chunk_size, uint32_t i, uint32_t n);
+
 /* Names from format.h's lists; "?" when out of range. */
 const char *gs_kind_name(unsigned kind);
 const char *gs_api_name(unsigned api);

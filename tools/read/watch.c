@@ -55,12 +55,20 @@ static struct gs_watch_bin *bin_of(struct gs_watch *l, uint64_t sec)
 }
 
 /* Adds [a, b) to one field of every second it covers: at `off` bytes
- * into a bin, a uint64_t. */
+ * into a bin, a uint64_t. Only the span's last LIVE_SECONDS seconds can
+ * stay in the bins (an earlier second's bin is taken by a later one of the
+ * same span), so only those are walked: the work is bounded by the bins,
+ * not by the span, which a forged clock makes billions of seconds. */
 static void spread(struct gs_watch *l, uint64_t a, uint64_t b, size_t off)
 {
+	if (a >= b)
+		return;
+	uint64_t last = (b - 1) / 1000000000u; /* the last second touched */
+	if (last >= LIVE_SECONDS && a < (last - LIVE_SECONDS + 1) * 1000000000u)
+		a = (last - LIVE_SECONDS + 1) * 1000000000u;
 	while (a < b) {
-		uint64_t sec = a / 1000000000u, end = (sec + 1) * 1000000000u;
-		uint64_t to = b < end ? b : end;
+		/* The last second ends at b: (last + 1) s may not fit 64 bits. */
+		uint64_t sec = a / 1000000000u, to = sec < last ? (sec + 1) * 1000000000u : b;
 		struct gs_watch_bin *bn = bin_of(l, sec);
 		if (bn)
 			*(uint64_t *)((char *)bn + off) += to - a;
@@ -68,16 +76,45 @@ static void spread(struct gs_watch *l, uint64_t a, uint64_t b, size_t off)
 	}
 }
 
-static int phase_index(struct gs_watch *l, const char *name)
+/* A phase's name as it is kept (key, LIVE_NAME bytes): whole when it
+ * fits; else cut before a character and followed by "~" and a hash of the
+ * whole name (FNV-1a, 16 hex digits), so that names alike in their first
+ * bytes stay phases of their own (and series of their own in serve's
+ * labels), and a phase's end is found by the same key as its begin. */
+static void phase_key(char *key, const char *name)
+{
+	size_t n = strnlen(name, LIVE_NAME);
+	if (n < LIVE_NAME) {
+		memcpy(key, name, n + 1);
+		return;
+	}
+	uint64_t hash = 14695981039346656037ull;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		hash = (hash ^ *p) * 1099511628211ull;
+	size_t cut = LIVE_NAME - 1 - 17;
+	while (cut && ((unsigned char)name[cut] & 0xc0) == 0x80)
+		cut--; /* a continuation byte: the character began before */
+	snprintf(key, LIVE_NAME, "%.*s~%016llx", (int)cut, name, (unsigned long long)hash);
+}
+
+/* The phase kept under key; once LIVE_PHASES are kept, any other is
+ * LIVE_PHASES + 1 ("(other phases)"); -1 when not kept yet. */
+static int phase_find(const struct gs_watch *l, const char *key)
 {
 	for (int i = 1; i < l->nphases; i++)
-		if (!strcmp(l->names[i], name))
+		if (!strcmp(l->names[i], key))
 			return i;
-	if (l->nphases > LIVE_PHASES) {
+	return l->nphases > LIVE_PHASES ? LIVE_PHASES + 1 : -1;
+}
+
+static int phase_index(struct gs_watch *l, const char *key)
+{
+	int i = phase_find(l, key);
+	if (i == LIVE_PHASES + 1)
 		l->phase_used_other = 1;
-		return LIVE_PHASES + 1;
-	}
-	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%.63s", name);
+	if (i >= 0)
+		return i;
+	snprintf(l->names[l->nphases], sizeof(l->names[0]), "%s", key);
 	return l->nphases++;
 }
 
@@ -92,7 +129,7 @@ static void phase_time(struct gs_watch *l, uint64_t t)
 		l->since = t;
 }
 
-/* Long (about 115 lines): one case per event kind, as the report's pass has
+/* Long (about 120 lines): one case per event kind, as the report's pass has
  * them, adding into the live statistics. */
 static void add(struct gs_watch *l, const struct gs_ev *ev)
 {
@@ -118,7 +155,9 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 	case GSPY_KIND_phase_begin: {
 		if (gs_library_range(name))
 			return;
-		int p = phase_index(l, name);
+		char key[LIVE_NAME];
+		phase_key(key, name);
+		int p = phase_index(l, key);
 		if (ev->has_step && (!l->steps_seen || ev->step != l->step)) {
 			if (!l->steps_seen++)
 				l->step_first = p;
@@ -142,8 +181,12 @@ static void add(struct gs_watch *l, const struct gs_ev *ev)
 	case GSPY_KIND_phase_end: {
 		if (gs_library_range(name))
 			return;
-		int i = l->depth - 1;
-		while (i >= 0 && strcmp(l->names[l->stack[i]], name))
+		char key[LIVE_NAME];
+		phase_key(key, name);
+		/* By index, not name: one of "(other phases)" ends the
+		 * innermost of them open (its name is not kept). */
+		int p = phase_find(l, key), i = l->depth - 1;
+		while (i >= 0 && l->stack[i] != p)
 			i--;
 		if (i < 0)
 			return;
@@ -349,7 +392,9 @@ static int followed(const struct gs_watch_set *t, dev_t dev, ino_t ino)
 
 /* Follows the trace open on fd (owned) if it is the trace of a running
  * process (pid, or any) and that process's user owns it: a file of one
- * user never passes for another's process (a root reader would show it). */
+ * user never passes for another's process (a root reader would show it).
+ * That is decided on the header alone, before any record is read: the
+ * records of a file that is no running process's are never read. */
 static int follow(struct gs_watch_set *t, int fd, const char *path, int pid)
 {
 	struct stat st;
@@ -360,11 +405,11 @@ static int follow(struct gs_watch_set *t, int fd, const char *path, int pid)
 	struct gs_watch *l = xcalloc(1, sizeof(*l));
 	char err[256];
 	uid_t uid;
-	if (gs_watch_open(l, fd, path, err, sizeof(err)) == 0 && gs_watch_poll(l) == 0) {
+	if (gs_watch_open(l, fd, path, err, sizeof(err)) == 0 && gs_follow_header(&l->f) == 0) {
 		const struct gspy_header *h = l->f.tr.h;
 		if (h->state == GSPY_STATE_RUNNING && (pid <= 0 || (int)h->pid == pid) &&
 		    (kill((pid_t)h->pid, 0) == 0 || errno == EPERM) && gs_proc_uid((int)h->pid, &uid) == 0 &&
-		    uid == st.st_uid) {
+		    uid == st.st_uid && gs_watch_poll(l) == 0) {
 			if (t->n == t->cap) {
 				t->cap = t->cap ? t->cap * 2 : 64;
 				t->p = xrealloc(t->p, (size_t)t->cap * sizeof(*t->p));

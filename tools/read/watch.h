@@ -17,6 +17,7 @@
 
 #define LIVE_SECONDS 64
 #define LIVE_PHASES 14 /* named phases kept; [0] is "(no phase)", [LIVE_PHASES + 1] the rest */
+#define LIVE_NAME 256  /* a phase's name, its NUL included: longer ones are cut and hashed (watch.c) */
 
 struct gs_watch_bin {
 	uint64_t sec; /* the second of CLOCK_MONOTONIC it holds (bins are reused) */
@@ -34,7 +35,7 @@ struct gs_watch {
 	ino_t ino;                          /* whatever names it */
 	struct gs_follow f;
 	struct gs_watch_bin bin[LIVE_SECONDS];
-	char names[LIVE_PHASES + 2][64];
+	char names[LIVE_PHASES + 2][LIVE_NAME];
 	uint64_t begins_total[LIVE_PHASES + 2];
 	uint8_t top_level[LIVE_PHASES + 2]; /* begun with no other phase open */
 	int nphases;                        /* names[0..nphases) are in use */
