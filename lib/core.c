@@ -349,5 +349,10 @@ __attribute__((constructor)) static void gs_ctor(void)
 
 __attribute__((destructor)) static void gs_dtor(void)
 {
+	/* exit() in a child that shares or copies this memory unseen (vfork,
+	 * a raw fork that made no call): nothing here is its to end; the
+	 * writer's end would trim the parent's file under it. */
+	if (__atomic_load_n(&gs_pid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_getpid))
+		return;
 	GS_MODULES_CALL(end);
 }

@@ -245,15 +245,31 @@ static struct {
 } api;
 
 /*
- * Whether this thread holds the GIL: its current thread state, which
- * releasing the GIL clears. Not PyGILState_Check, which says yes to every
- * thread once any sub-interpreter was made (it stops checking), and the
- * frame functions then read a thread state that is not there.
+ * This thread's current thread state, or NULL. From 3.12 CPython keeps it
+ * per thread (and a thread that released the GIL has none); before, the
+ * one current state is the GIL holder's, whichever thread that is: it is
+ * this thread's only when it is the state this thread was given
+ * (PyGILState_GetThisThreadState), so a thread inside a sub-interpreter
+ * before 3.12 is read from its main-interpreter state.
+ */
+static void *current_state(void)
+{
+	void *cur = api.tstate ? api.tstate() : NULL;
+	if (!cur || (api.version && *api.version >= 0x030c0000))
+		return cur;
+	return L.this_state && cur == L.this_state() ? cur : NULL;
+}
+
+/*
+ * Whether this thread holds the GIL: it has a current thread state.
+ * Not PyGILState_Check, which says yes to every thread once any
+ * sub-interpreter was made (it stops checking), and the frame functions
+ * then read a thread state that is not there.
  */
 int gs_py_holds_gil(void)
 {
 	if (api.tstate)
-		return api.tstate() != NULL;
+		return current_state() != NULL;
 	return api.gil && api.gil();
 }
 
@@ -479,7 +495,11 @@ static uintptr_t top_frame(void)
 {
 	if (!__atomic_load_n(&L.on, __ATOMIC_ACQUIRE) || !L.is_init())
 		return 0;
-	uintptr_t ts = (uintptr_t)L.this_state();
+	/* Holding the GIL, the state it runs on (a sub-interpreter's, from
+	 * 3.12); else the one this thread was given. */
+	uintptr_t ts = (uintptr_t)current_state();
+	if (!ts)
+		ts = (uintptr_t)L.this_state();
 	uintptr_t f = ts ? *(const uintptr_t *)(ts + L.ts_off) : 0;
 	if (f && L.via_cframe)
 		f = *(const uintptr_t *)(f + L.cf_off);

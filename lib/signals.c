@@ -82,13 +82,17 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	 * Putting gpuspy's saved action back over its handler and sending the
 	 * signal again killed a program that handles SIGTERM and runs on. A
 	 * fault ends the process whatever its handler does: it goes the way
-	 * below. So does abort()'s SIGABRT (abort kills once the handler
-	 * returns), except that the program's handler stays and nothing is
-	 * sent again: the trace is flushed and marked, and abort does the rest. */
+	 * below. So does abort()'s SIGABRT, which the process sent itself
+	 * (abort kills once the handler returns), except that the program's
+	 * handler stays and nothing is sent again: the trace is flushed and
+	 * marked, and abort does the rest. A SIGABRT from elsewhere (kill), or
+	 * passed on without its siginfo, the program may live through: noted
+	 * only, as the others. */
 	struct sigaction cur;
 	int chained = !fault && sigaction(sig, NULL, &cur) == 0 &&
 		      !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fatal);
-	if (chained && sig != SIGABRT) {
+	int aborting = sig == SIGABRT && si && si->si_code == SI_TKILL && si->si_pid == getpid();
+	if (chained && !aborting) {
 		gs_writer_signal_seen(sig);
 		errno = e;
 		return;

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -630,6 +631,37 @@ static void stacks_setup(void)
 		gs_cfg.stacks = GSPY_STACKS_NATIVE | (python ? GSPY_STACKS_PYTHON : 0) | (stack_all ? GSPY_STACKS_ALL : 0);
 }
 
+/* Fills the free descriptors under 100 with copies of one (held[], the
+ * count returned), for a moment in which what opens next lands at 100 or
+ * above. Only in a process of one thread (the constructor's, at start-up:
+ * another thread would find no descriptor free, or have one of its own
+ * closed by the release after it dup2()ed onto a held number) and a limit
+ * that leaves room; else nothing is held. errno is kept. */
+static int hold_low_fds(int held[100])
+{
+	int n = 0, e = errno;
+	struct rlimit rl;
+	char line[64];
+	int threads = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &threads) == 1)
+			break;
+	if (f)
+		fclose(f);
+	int fd = -1;
+	if (threads == 1 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 1024)
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && fd < 100 && n < 100) {
+		held[n++] = fd;
+		fd = fcntl(held[0], F_DUPFD_CLOEXEC, 0);
+	}
+	if (fd >= 100)
+		close(fd);
+	errno = e;
+	return n;
+}
+
 /* Loads the unwinder and turns stacks on: from the constructor only (a
  * dlopen in a hook could wait on the loader lock held by a thread that
  * waits on the hooked one). Calls made before it carry no stack. */
@@ -653,24 +685,13 @@ static void stacks_load(void)
 		 * free, may close, and may open its own files at, which
 		 * libunwind would then read and write. The numbers under 100 are
 		 * held for that moment, so that the pipe lands above them. */
-		int held[100], n = 0, e = errno;
-		for (;;) {
-			int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				break;
-			if (fd >= 100 || n == 100) {
-				close(fd);
-				break;
-			}
-			held[n++] = fd;
-		}
+		int held[100], n = hold_low_fds(held);
 		if (policy && as)
 			policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
 		else if (grab)
 			grab((void *[4]){ 0 }, 4);
 		while (n > 0)
 			close(held[--n]);
-		errno = e;
 	}
 	if (!grab) {
 		grab = backtrace;

@@ -506,33 +506,46 @@ def a_vfork_childs_exit_is_not_its_parents(tmp):
 def a_raw_fork_childs_exit_leaves_cupti_alone(tmp):
     """A child of fork by system call runs no fork handler: it has the
     parent's CUPTI state but none of CUPTI's threads (the double ends a
-    child that flushes, with 98, as the real one may hang there). Its
-    exit(5) runs the atexit handlers it inherited, gpuspy's last flush
-    among them: that flush is the parent's, never the child's."""
+    child that flushes, with 98, as the real one may hang there), and the
+    parent's trace mapped. Its exit(5) runs the atexit handlers and
+    destructors it inherited, gpuspy's among them: they are the parent's,
+    never the child's (the writer's end trimmed the parent's file under
+    it). The parent's 3 calls after it are recorded, 6 allocations and
+    frees in all, and its trace ends exited."""
     p = run("prog_vfork", ["rawexit"], tmp=tmp, env={"GPUSPY_CUPTI": "on"})
     check(p.stdout == "child exited 5\n" and "fakecupti" not in p.stderr, f"{p.stdout!r} {p.stderr!r}")
+    h, ev = only_trace(tmp)
+    calls = [e["api"] for e in ev if e["kind"] in ("alloc", "free")]
+    check(h["state"] == "exited" and calls == ["cuMemAlloc_v2", "cuMemFree_v2"] * 6, f"{h['state']}: {calls}")
 
 
 @test
-def a_handler_chaining_to_gpuspys_without_siginfo_still_aborts(tmp):
+def a_handler_chaining_to_gpuspys_still_aborts(tmp):
     """The program puts its SIGABRT handler in front of gpuspy's and chains
-    to it with no siginfo (NULL); then abort(). gpuspy reads no siginfo
-    it was not given, keeps the program's handler, and abort kills the
-    process with SIGABRT as untraced; the trace says signaled, by 6."""
-    for preload in (False, True):
-        p = run("prog_vfork", ["abortchain"], tmp=tmp, preload=preload, expect_rc=-6, env={"GPUSPY_CUPTI": "on"})
-        check(p.stdout == "the program's handler ran\n", f"preload {preload}: stdout {p.stdout!r}")
-    h, _ = only_trace(tmp)
-    check((h["state"], h.get("exit_signal")) == ("signaled", 6), f"trace: {h['state']}, {h.get('exit_signal')}")
+    to it, then abort(): the process dies of SIGABRT as untraced, and the
+    program's handler stays. Passed on with its siginfo (abort's: sent by
+    the process itself), the trace is flushed and marked signaled, by 6.
+    Passed on with none (NULL), gpuspy reads no siginfo it was not given
+    and cannot tell abort's from a kill the program lives through: the
+    trace stays running, as a killed process's."""
+    for args, state in ((["abortchain", "info"], "signaled"), (["abortchain"], "running or killed")):
+        d = os.path.join(tmp, args[-1])
+        os.makedirs(d)
+        for preload in (False, True):
+            p = run("prog_vfork", args, tmp=d, preload=preload, expect_rc=-6, env={"GPUSPY_CUPTI": "on"})
+            check(p.stdout == "the program's handler ran\n", f"{args} preload {preload}: stdout {p.stdout!r}")
+        h, _ = only_trace(d)
+        check(h["state"] == state and (state != "signaled" or h.get("exit_signal") == 6),
+              f"{args}: trace {h['state']}, {h.get('exit_signal')}")
 
 
 PY_HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs", "py_hostile.py")
 
 
-def py_hostile(tmp, mode):
+def py_hostile(tmp, mode, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPY_")}
     env.update(GPUSPY_DIR=tmp, LD_LIBRARY_PATH=BIN, GPUSPY_HOST_ALLOC_MIN="1M",
-               LD_PRELOAD=PRELOAD_PREFIX + LIB + ":" + HOST_LIB)
+               LD_PRELOAD=PRELOAD_PREFIX + LIB + ":" + HOST_LIB, **extra)
     return subprocess.run([SYS_PY, PY_HOSTILE, mode, os.path.join(BIN, "libcudart.so.13")], env=env,
                           capture_output=True, text=True, timeout=TIMEOUT)
 
@@ -590,6 +603,25 @@ def a_sub_interpreter_does_not_make_frames_read_without_the_gil(tmp):
 
 
 @test
+def a_thread_without_the_gil_never_gets_anothers_frames(tmp):
+    """Before 3.12, CPython's current thread state is the GIL holder's,
+    whichever thread that is: a thread that released the GIL (ctypes.CDLL)
+    and calls CUDA while another thread runs Python must not take that
+    state for its own (it read the spinner's frames, through the C API,
+    without the GIL). With frames read through the C API (the layout not
+    learned: py_hostile.py threads), the 600 calls all succeed and none
+    carries a frame of the spinning thread's."""
+    need_py311()
+    p = py_hostile(tmp, "threads", GPUSPY_TORCH="0")
+    check((p.returncode, p.stdout) == (0, "0\n"), f"rc {p.returncode}, {p.stdout!r} {p.stderr[-400:]!r}")
+    ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
+    calls = [e for e in ev if e["api"] in ("cudaMalloc", "cudaFree") and e.get("bytes") == 4096]
+    wrong = [stacks[e["stack"]] for e in calls if e.get("stack") and
+             any("spinner_function" in f for f in stacks[e["stack"]])]
+    check(len(calls) == 600 and not wrong, f"{len(calls)} calls, {len(wrong)} with the spinner's frames: {wrong[:1]}")
+
+
+@test
 def gpuspy_holds_no_descriptor_under_100(tmp):
     """What gpuspy keeps open for the process's life (the trace, the NVML
     sampler's device lock, libunwind's pipe) sits at 100 or above: a
@@ -613,7 +645,7 @@ def gpuspy_holds_no_descriptor_under_100(tmp):
             check(p.stdout.readline() == "alloc 0\n", "first call")
             lock = os.path.join(tmp, "gpuspy-nvml-0000_10_00_0.lock")
             got = {}
-            for _ in range(250):  # the sampler takes its lock a period after the first call
+            for _ in range(250):  # the sampler takes its lock a period after the first call, then moves it
                 got = {}
                 for n in os.listdir(f"/proc/{p.pid}/fd"):
                     try:

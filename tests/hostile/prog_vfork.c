@@ -9,14 +9,15 @@
  * the child's status, then ends with _exit(7).
  *
  * `rawexit`: a child of fork by system call (no fork handlers) that made
- * no call ends with exit(5), running the atexit handlers it inherited;
- * the parent prints its status and exits 0.
+ * no call ends with exit(5), running the atexit handlers and destructors
+ * it inherited; the parent prints its status, makes 3 more calls and
+ * exits 0.
  *
  * `abortchain`: the program puts its own SIGABRT handler in front of
  * gpuspy's and chains to the one it replaced through the three-argument
- * form with no siginfo (NULL), as some handlers do; then abort(). The
- * process must die of SIGABRT once the handler returns, having said that
- * the handler ran.
+ * form with no siginfo (NULL), as some handlers do (`abortchain info`:
+ * with the siginfo it got); then abort(). The process must die of
+ * SIGABRT once the handler returns, having said that the handler ran.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -38,15 +39,14 @@ static void calls(int n)
 }
 
 static struct sigaction replaced;
+static int pass_info;
 
 static void on_abort(int sig, siginfo_t *si, void *uc)
 {
-	(void)si;
-	(void)uc;
 	static const char msg[] = "the program's handler ran\n";
 	(void)!write(1, msg, sizeof(msg) - 1);
 	if ((replaced.sa_flags & SA_SIGINFO) && replaced.sa_sigaction)
-		replaced.sa_sigaction(sig, NULL, NULL);
+		replaced.sa_sigaction(sig, pass_info ? si : NULL, pass_info ? uc : NULL);
 }
 
 int main(int argc, char **argv)
@@ -73,9 +73,11 @@ int main(int argc, char **argv)
 		int st = 0;
 		waitpid((pid_t)pid, &st, 0);
 		printf("child exited %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		calls(3);
 		return 0;
 	}
 	if (!strcmp(mode, "abortchain")) {
+		pass_info = argc > 2 && !strcmp(argv[2], "info");
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_abort;
@@ -85,6 +87,6 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		abort();
 	}
-	fprintf(stderr, "usage: prog_vfork vfork|rawexit|abortchain\n");
+	fprintf(stderr, "usage: prog_vfork vfork|rawexit|abortchain [info]\n");
 	return 2;
 }

@@ -12,7 +12,16 @@ the lists' total length.
 thread holds the GIL: PyGILState_Check says yes to all), then the main
 interpreter's thread calls cudaMalloc through ctypes.CDLL, which releases
 the GIL. Prints the call's result.
-Usage: py_hostile.py gc|subinterp LIBCUDART"""
+
+`threads` (with GPUSPY_TORCH=0, so that no start-up hook learns the
+frames' layout): the first CUDA call holds the GIL one frame deep, too
+shallow to learn from, so frames are read through the C API whenever a
+call holds the GIL. A thread spins in Python while the main thread makes
+300 cudaMalloc/cudaFree pairs through ctypes.CDLL (the GIL released).
+Before 3.12 CPython's current thread state is the GIL holder's, the
+spinner's: read as the caller's, its frames would be the calls'. Prints
+the number of calls that failed.
+Usage: py_hostile.py gc|subinterp|threads LIBCUDART"""
 import ctypes
 import gc
 import sys
@@ -20,7 +29,10 @@ import sys
 mode, lib = sys.argv[1], sys.argv[2]
 rt = ctypes.CDLL(lib)
 p = ctypes.c_void_p()
-rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))  # the process uses CUDA from here
+if mode == "threads":
+    ctypes.PyDLL(lib).cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))  # the GIL held, one frame deep
+else:
+    rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))  # the process uses CUDA from here
 
 
 def grow(keep):
@@ -37,6 +49,31 @@ if mode == "gc":
     gc.set_threshold(700, 10, 10)
     print(sum(len(x) for x in keep))
 elif mode == "subinterp":
-    import _xxsubinterpreters as subinterpreters
+    try:
+        import _xxsubinterpreters as subinterpreters
+    except ImportError:  # 3.13
+        import _interpreters as subinterpreters
     subinterpreters.create()
     print(rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(2 << 20)))  # LINE_SUBINTERP
+elif mode == "threads":
+    import threading
+    stop = False
+
+    def spinner_function():
+        while not stop:
+            sum(range(100))
+
+    def main_calls():
+        failed = 0
+        for _ in range(300):
+            q = ctypes.c_void_p()
+            failed += rt.cudaMalloc(ctypes.byref(q), ctypes.c_size_t(4096)) != 0
+            failed += rt.cudaFree(q) != 0
+        return failed
+
+    t = threading.Thread(target=spinner_function)
+    t.start()
+    n = main_calls()
+    stop = True
+    t.join()
+    print(n)
