@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
@@ -584,7 +585,9 @@ def top_memory_is_bounded_by_the_file(tmp):
     (report --json: 0 events, within 20 s). A string table of 4 TiB, all
     used, sparse, after mktrace's 200 events: top ended, out of memory;
     now its events and names are read (steps 19, fwd 171 us) from the
-    first 64 MiB of the table, all it copies."""
+    first 64 MiB of the table, all it copies; report took it all into
+    memory (killed for it): now it reads those 64 MiB too (200 events;
+    of a 2 GiB table, with no limit, its peak is under 256 MiB)."""
     import resource
 
     def limit():
@@ -604,10 +607,7 @@ def top_memory_is_bounded_by_the_file(tmp):
                  dict(file_size=4096 + 2 * CHUNK + tib, strtab_size=tib, strtab_used=tib), full)):
             mktrace(path, sleeper.pid)
             forge_header(path, keep, size, **fields)
-            cmds = [["top", "--once", "--json", "--window", "60s", tmp]]
-            if want is empty:  # report reads a forged table its own way, not the live readers': not here
-                cmds.append(["report", "--json", path])
-            for cmd in cmds:
+            for cmd in (["top", "--once", "--json", "--window", "60s", tmp], ["report", "--json", path]):
                 try:
                     p = subprocess.run([GPUSPY, *cmd], capture_output=True, text=True, timeout=20, preexec_fn=limit)
                 except subprocess.TimeoutExpired:
@@ -620,9 +620,21 @@ def top_memory_is_bounded_by_the_file(tmp):
                     got = json.loads(p.stdout)["events"]
                     check(got == want["events"], f"{what}: report gives {got} events")
             os.unlink(path)
+        # Without a limit, report copied the whole table it was told of:
+        # 2 GiB of a sparse file's zeros took 2 GiB of memory.
+        mktrace(path, sleeper.pid)
+        forge_header(path, 4096 + 2 * CHUNK, 4096 + 2 * CHUNK + (2 << 30), file_size=4096 + 2 * CHUNK + (2 << 30),
+                     strtab_size=2 << 30, strtab_used=2 << 30)
+        peak = subprocess.run([sys.executable, "-c", "import resource, subprocess, sys; "
+                               "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, timeout=60); "
+                               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+                               GPUSPY, "report", "--json", path], capture_output=True, text=True, timeout=90)
+        check(peak.returncode == 0 and int(peak.stdout) < 256 << 10, f"report of a 2 GiB table: {peak.stdout} KiB "
+              f"at its peak {peak.stderr[-300:]}")
     finally:
         sleeper.kill()
         sleeper.wait()
+
 
 def phase_key(name):
     """The name top and serve give a phase (tools/read/watch.c): whole up

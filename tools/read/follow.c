@@ -25,10 +25,6 @@
 /* The most bytes of a chunk read at once: a header may give chunks of
  * up to 4 GiB (the writer's are 64 KiB), read window by window. */
 #define BODY_WINDOW (1u << 20)
-/* The most bytes of the string table copied: four times the writer's
- * (16 MiB), not a forged header's terabytes (of a sparse file); a name
- * past them reads "". */
-#define TABLE_MAX (64u << 20)
 
 /* Reads n bytes at off; 0 when all came. */
 static int read_at(int fd, void *buf, size_t n, uint64_t off)
@@ -74,8 +70,8 @@ int gs_follow_open_fd(struct gs_follow *f, int fd, const char *path, char *err, 
 	/* The table never grows past what it was, nor past the file (the
 	 * header is not trusted for a size to allocate). */
 	f->strtab_size = t.h->strtab_size < t.size ? t.h->strtab_size : t.size;
-	if (f->strtab_size > TABLE_MAX)
-		f->strtab_size = TABLE_MAX;
+	if (f->strtab_size > GS_TABLE_MAX)
+		f->strtab_size = GS_TABLE_MAX;
 	f->chunk_offset = t.h->chunk_offset;
 	f->chunk_size = t.h->chunk_size;
 	/* Nor are the chunks past the file's end (a live trace never grows:

@@ -318,6 +318,8 @@ int gs_header_sane(const struct gspy_header *h)
 static void tab_copy(struct gs_trace *t)
 {
 	uint64_t cap = t->h->strtab_size < t->size ? t->h->strtab_size : t->size;
+	if (cap > GS_TABLE_MAX)
+		cap = GS_TABLE_MAX;
 	struct gs_tab *c = calloc(1, sizeof(*c));
 	void *m = cap ? mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
 		      : MAP_FAILED;
@@ -600,6 +602,8 @@ static const unsigned char *strtab_of(const struct gs_trace *t, uint64_t *used)
 		u = size;
 	if (u > t->size - off)
 		u = t->size - off;
+	if (u > GS_TABLE_MAX)
+		u = GS_TABLE_MAX;
 	if (!c) {
 		*used = u;
 		return t->map + off;

@@ -14,6 +14,11 @@
 
 #include "gpuspy/format.h"
 
+/* The most bytes of a string table a reader takes: four times the
+ * writer's (16 MiB), not a forged header's terabytes (of a sparse file);
+ * a name past them reads as unknown. */
+#define GS_TABLE_MAX (64u << 20)
+
 struct gs_event {
 	const struct gspy_record *rec; /* decoded; valid until the next gs_trace_next() */
 	uint32_t tid;
