@@ -122,6 +122,10 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 				      NULL, NULL,
 				      "set by libgpuspy in a Python process: the directory it put on "
 				      "`PYTHONPATH` for its `sitecustomize`, which takes it off again" },
+	[GS_OPT_PYTHONPATH_OLD] = { "GPUSPY_PYTHONPATH_OLD", GS_OPT_STRING, GS_BY_INTERNAL, 0, "(internal)", 0, 0, NULL,
+				    NULL,
+				    "set by libgpuspy in a Python process where `PYTHONPATH` was set: its value, "
+				    "which the `sitecustomize` puts back byte for byte (unset when it was not)" },
 };
 
 /* Which of the '|'-separated words w is (length n); -1 if none. */

@@ -16,9 +16,11 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "gs.h"
@@ -60,19 +62,71 @@ static int helper_dir(char *out, size_t cap)
 	return -1;
 }
 
+/*
+ * Whether the interpreter was told to ignore the environment (-E, -I) or
+ * not to import site (-S, -I): then it would not run the helper, and
+ * PYTHONPATH would stay changed (under -S, the helper's directory on
+ * sys.path; under -E, in what the program's children inherit). Its
+ * options, from /proc/self/cmdline: single letters, clustered or not, up
+ * to the first that ends them (-c, -m, a script, -, --); -W and -X take
+ * an argument, attached or next. Unreadable: as if told (no change).
+ */
+static int python_told_off(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	const char *a = buf + strlen(buf) + 1, *end = buf + n; /* past argv[0] */
+	for (int skip = 0; a < end; a += strlen(a) + 1) {
+		if (skip) {
+			skip = 0;
+			continue;
+		}
+		if (a[0] != '-' || !a[1] || !strcmp(a, "--"))
+			return 0;
+		if (a[1] == '-') { /* --help, --version, --check-hash-based-pycs MODE */
+			skip = !strcmp(a, "--check-hash-based-pycs");
+			continue;
+		}
+		for (const char *c = a + 1; *c; c++) {
+			if (*c == 'E' || *c == 'I' || *c == 'S')
+				return 1;
+			if (*c == 'c' || *c == 'm')
+				return 0;
+			if (*c == 'W' || *c == 'X') {
+				skip = !c[1];
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
 static void python_setup(void)
 {
-	if (!gs_optu(GS_OPT_TORCH) || !is_python())
+	if (!gs_optu(GS_OPT_TORCH) || !is_python() || python_told_off())
 		return;
 	char dir[PATH_MAX];
 	if (helper_dir(dir, sizeof(dir)) != 0)
 		return;
+	/* The helper puts PYTHONPATH back as it was, byte for byte: unset,
+	 * empty, or with its empty entries (the current directory). */
 	const char *old = getenv("PYTHONPATH");
 	size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
 	char *v = malloc(n);
 	if (!v)
 		return;
 	snprintf(v, n, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+	if (old)
+		setenv("GPUSPY_PYTHONPATH_OLD", old, 1);
+	else
+		unsetenv("GPUSPY_PYTHONPATH_OLD");
 	setenv("PYTHONPATH", v, 1);
 	setenv("GPUSPY_PYTHONPATH_ADDED", dir, 1);
 	free(v);

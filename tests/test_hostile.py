@@ -666,3 +666,53 @@ def gpuspy_holds_no_descriptor_under_100(tmp):
                   for n, t in traced.items() if n >= 100 and n not in plain)
     check(len(ours) == 4 and ours[0] == "gpuspy-nvml-0000_10_00_0.lock" and re.fullmatch(r"gpuspy-.*\.gspy", ours[1])
           and ours[2:] == ["pipe", "pipe"], f"gpuspy's descriptors: {ours}")
+
+
+@test
+def a_python_starts_as_it_does_untraced(tmp):
+    """libgpuspy puts its helper's directory on PYTHONPATH for a Python
+    process; the helper (python/sitecustomize.py) must leave no trace of
+    it. Each of these prints the same stdout and stderr and exits the same
+    traced as untraced: a user's sitecustomize that fails on an import of
+    its own (site's one-line error, not swallowed); one whose names are
+    read as sitecustomize.X; PYTHONPATH empty, with an empty entry (the
+    current directory, for children), and unset (no GPUSPY_ variable left
+    either); -S, -I and -E with -W clustered (the interpreter reads no
+    PYTHONPATH or no site: nothing is put there). Where other
+    interpreters are installed (pyenv): 3.11 with no sitecustomize at all
+    (`import sitecustomize` fails as untraced) and Python 2, which parses
+    the helper and runs the user's sitecustomize."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    bad, usc = os.path.join(tmp, "bad"), os.path.join(tmp, "usc")
+    for d, text in ((bad, "import not_a_module_xyz\n"), (usc, "X = 42\n")):
+        os.makedirs(d)
+        with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+            f.write(text)
+    show = ("import os, sys; print(repr(os.environ.get('PYTHONPATH')), sys.path[:3], "
+            "sorted(k for k in os.environ if k.startswith('GPUSPY_P')))")
+    cases = [({"PYTHONPATH": bad}, [SYS_PY, "-c", "print('hi')"]),
+             ({"PYTHONPATH": usc}, [SYS_PY, "-c", "import sitecustomize; print(sitecustomize.X)"]),
+             ({"PYTHONPATH": ""}, [SYS_PY, "-c", show]),
+             ({"PYTHONPATH": ":/opt/x"}, [SYS_PY, "-c", show]),
+             ({}, [SYS_PY, "-c", show]),
+             ({}, [SYS_PY, "-S", "-c", show]),
+             ({}, [SYS_PY, "-I", "-c", show]),
+             ({}, [SYS_PY, "-Wignore", "-sE", "-c", show])]
+    pyenv = os.path.expanduser("~/.pyenv/versions")
+    for v, args in (("3.11.7/bin/python3.11", ["-c", "import sitecustomize"]),
+                    ("2.7.18/bin/python2.7", ["-c", "import os, sitecustomize; print os.environ.get('PYTHONPATH'), "
+                                                    "sitecustomize.X"])):
+        if os.path.exists(os.path.join(pyenv, v)):
+            cases.append(({"PYTHONPATH": usc} if "2.7" in v else {}, [os.path.join(pyenv, v), *args]))
+    for extra, argv in cases:
+        got = []
+        for preload in (False, True):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPY_") and k not in ("PYTHONPATH",
+                                                                                                  "LD_PRELOAD")}
+            env.update(GPUSPY_DIR=tmp, LD_LIBRARY_PATH=BIN, **extra)
+            if preload:
+                env["LD_PRELOAD"] = LIB
+            p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp)
+            got.append((p.returncode, p.stdout, p.stderr))
+        check(got[0] == got[1], f"{extra} {argv[1:]}: untraced {got[0]}\n traced {got[1]}")
