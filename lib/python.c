@@ -171,6 +171,26 @@ static void *fast_phase(void *self, void *const *args, ssize_t nargs)
 	return api.none("");
 }
 
+/*
+ * The helper's `after` (the end of learning, after a step) is gpuspy's work,
+ * never the program's: whatever it raises is dropped here (the helper notes
+ * its own errors), and the step's own exception (rc NULL) is set aside
+ * around it and put back as it was.
+ */
+static void t_after(void *after, void *rc)
+{
+	void *et = NULL, *ev = NULL, *tb = NULL;
+	if (!rc)
+		api.fetch(&et, &ev, &tb);
+	void *r = api.call0(after, NULL);
+	if (r)
+		api.decref(r);
+	else
+		api.clear();
+	if (!rc)
+		api.restore(et, ev, tb);
+}
+
 /* gpuspy_torch_call(fn, flags, args: tuple, kwargs: dict[, after]): fn's
  * result, its phase (flags: slot | T_LAZY | T_STEP) around it, once per
  * thread however deeply nested; after a step, `after()` while learning. */
@@ -200,22 +220,8 @@ static void *fast_call(void *self, void *const *a, ssize_t n)
 	t_phase(slot, 0);
 	if ((flags & T_STEP)) {
 		tp.step++;
-		if (tp.learning && n == 5) {
-			void *et, *ev, *tb;
-			if (!rc)
-				api.fetch(&et, &ev, &tb);
-			void *r2 = api.call0(a[4], NULL);
-			if (r2)
-				api.decref(r2);
-			if (!rc) {
-				if (!r2)
-					api.clear();
-				api.restore(et, ev, tb);
-			} else if (!r2) {
-				api.decref(rc);
-				return NULL;
-			}
-		}
+		if (tp.learning && n == 5)
+			t_after(a[4], rc);
 	}
 	return rc;
 }

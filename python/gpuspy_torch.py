@@ -133,13 +133,40 @@ def _hooks_on():
     if _handles:
         return
     if not _compiled[0] and (_learning[0] or _LEARN_STEPS <= 0):
-        _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
+        _global_hook_on()
         return
     hook = _roots_hook()
+    refused = False
     for ref in list(_roots.values()):
         m = ref()
-        if m is not None:
-            _handles.append(m.register_forward_pre_hook(hook))
+        if m is not None and not _hook_module(m, hook):
+            refused = True
+    if refused and not _compiled[0]:
+        # A root that takes no hook of its own (a ScriptModule): the global
+        # hook stays on, so that its forward still begins.
+        _hooks_off()
+        _global_hook_on()
+
+
+def _global_hook_on():
+    _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
+
+
+_refusals = set()  # the classes of modules that refused a hook: noted once each
+
+
+def _hook_module(m, hook):
+    """The forward pre-hook on module m; False where m refuses it (a
+    ScriptModule raises RuntimeError), which never reaches the program."""
+    try:
+        _handles.append(m.register_forward_pre_hook(hook))
+        return True
+    except Exception as e:
+        name = type(m).__name__
+        if name not in _refusals:
+            _refusals.add(name)
+            _note(f"PyTorch phases: a {name} takes no forward hook ({e})")
+        return False
 
 
 def _roots_hook():
@@ -153,6 +180,19 @@ def _hooks_off():
     _handles.clear()
 
 
+def _guarded(fn):
+    """fn, its errors gpuspy's note and never the program's exception: for
+    what the wrappers call around the program's own calls."""
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            fn(*args)
+        except Exception as e:
+            _note(f"PyTorch phases: {fn.__name__}: {type(e).__name__}: {e}")
+    return call
+
+
+@_guarded
 def _learn():
     """A new pass over a DataLoader: watch every module call again."""
     if _LEARN_STEPS > 0 and not _compiled[0]:
@@ -256,7 +296,7 @@ def _adopt(m):
         return
     _roots[id(m)] = weakref.ref(m)
     if not _paused[0]:
-        _handles.append(m.register_forward_pre_hook(_roots_hook()))
+        _hook_module(m, _roots_hook())
 
 
 def _forward_first(fn):
@@ -368,6 +408,7 @@ def _hook_torch(torch):
     torch.Tensor.backward = _wrap(torch.Tensor.backward, b"backward")
     torch.autograd.backward = _wrap(torch.autograd.backward, b"backward")
 
+    @_guarded
     def stepped():  # after each step (with libgpuspy's builtins: while learning)
         if not _C:
             _step[0] += 1
@@ -426,6 +467,7 @@ def _close_open():
         _open[0] = None
 
 
+@_guarded
 def pause():
     """gpuspy_pause() for Python: recording stops process-wide and the module
     hooks come off, so module calls take PyTorch's fast path again."""
@@ -436,6 +478,7 @@ def pause():
         _hooks_off()
 
 
+@_guarded
 def resume():
     """gpuspy_resume() for Python: the module hooks go back on."""
     if _lib:

@@ -612,3 +612,58 @@ def torch_loader_workers_are_marked(tmp):
     _, ev = only_trace(tmp)
     marks = [e["name"] for e in ev if e["kind"] == "mark"]
     check(marks == ["DataLoader num_workers=2"] * 2, f"marks {marks}")
+
+
+# What a training script does with its model besides training it, after the
+# helper has put its forward hook on the model: each as untraced.
+TORCH_EXPORT = os.path.join(ROOT, "tests", "progs", "torch_export.py")
+
+
+def torch_same_run(tmp, what, *args):
+    """torch_export.py WHAT run untraced and traced: the same stdout, stderr
+    and exit; the traced run's result."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    u = run_py([TORCH_EXPORT, what, *[a.format(run="untraced") for a in args]], tmp, preload=False)
+    p = run_py([TORCH_EXPORT, what, *[a.format(run="traced") for a in args]], tmp)
+    check((p.returncode, p.stdout, p.stderr) == (u.returncode, u.stdout, u.stderr),
+          f"{what}: traced exit {p.returncode} {p.stdout!r}\n{p.stderr[-1500:]}\n---- untraced exit "
+          f"{u.returncode} {u.stdout!r}\n{u.stderr[-1500:]}")
+    return p
+
+
+@test
+def torch_script_module_trains_as_untraced(tmp):
+    """A torch.jit.script'ed Linear trained for 4 steps over a DataLoader:
+    stdout, stderr and exit 0 as untraced (when learning ended, the helper's
+    hook on the model, which a ScriptModule refuses, raised RuntimeError
+    out of the third opt.step()); the global hook stays on for it, so
+    forward begins at every step; one note says why. The call builtin
+    drops an error of the helper's `after` (learning's end): the step's
+    result, or the step's own exception, comes out (it raised the helper's)."""
+    p = torch_same_run(tmp, "scripted")
+    check(p.returncode == 0 and p.stdout.startswith("steps 4 "), f"{p.returncode} {p.stdout!r}")
+    _, ev = only_trace(tmp)
+    fwd = [e["step"] for e in ev if e["kind"] == "phase_begin" and e["name"] == "forward"]
+    check(fwd == [0, 1, 2, 3, 4], f"forward phases at steps {fwd}")
+    want = ["PyTorch phases: a RecursiveScriptModule takes no forward hook "
+            "(register_forward_pre_hook is not supported on ScriptModules)"]
+    check(notes(tmp) == want, f"notes {notes(tmp)!r}")
+    script = ("import gpuspy_torch as g\n"
+              "c = g._C\n"
+              "c.ctl(1, 1)\n"
+              "def bad(): raise KeyError('gpuspy')\n"
+              "def boom(): raise ValueError('boom')\n"
+              "print(c.call(lambda: 7, 3 | 0x20, (), {}, bad), c.ctl(0, 0))\n"
+              "try:\n"
+              "    c.call(boom, 3 | 0x20, (), {}, bad)\n"
+              "except ValueError as e:\n"
+              "    print('raised', repr(e), e.__context__, c.ctl(0, 0))\n")
+    d = os.path.join(tmp, "after")
+    os.makedirs(d)
+    p = run_py(["-c", script], d)
+    check(p.returncode == 0 and p.stdout == "7 1\nraised ValueError('boom') None 2\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+
