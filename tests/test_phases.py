@@ -667,3 +667,72 @@ def torch_script_module_trains_as_untraced(tmp):
     check(p.returncode == 0 and p.stdout == "7 1\nraised ValueError('boom') None 2\n",
           f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
 
+
+LOAD = ("import sys, torch\n"
+        "from typing import Tuple\n"
+        "def keep(module, inputs: Tuple[torch.Tensor]) -> None:\n"
+        "    return None\n"
+        "for path in sys.argv[1:]:\n"
+        "    m = torch.load(path)\n"
+        "    print([h.__name__ for h in m._forward_pre_hooks.values()], m(torch.ones(1, 4)).tolist())\n")
+
+
+@test
+def torch_saved_model_loads_without_gpuspy(tmp):
+    """torch.save(model) after training (the helper's hook on the model):
+    the file loads in a process without gpuspy, with the program's own
+    pre-hook only, as the untraced run's file does (gpuspy's builtin
+    pickled as getattr(None, 'gpuspy_torch_hook'): an AttributeError at
+    every load); pickle.dumps and copy.deepcopy of the model give a module
+    with the program's hook only, a shallow copy.copy shares the model's
+    hooks, all as untraced. The same for a module the helper adopted (as
+    it does a torch.compile'd one)."""
+    p = torch_same_run(tmp, "save", os.path.join(tmp, "{run}.pt"))
+    check(p.returncode == 0 and p.stdout.count("\n1 [[") == 2 and p.stdout.endswith("model keeps 0\n"),
+          f"{p.stdout!r}")
+    files = [os.path.join(tmp, f) for f in ("untraced.pt", "traced.pt")]
+    load = run_py(["-c", LOAD, *files], tmp, preload=False)
+    lines = load.stdout.splitlines()
+    check(load.returncode == 0 and len(lines) == 2 and lines[0] == lines[1] and lines[0].startswith("['keep'] [["),
+          f"{load.returncode} {load.stdout!r} {load.stderr[-500:]}")
+    adopted = os.path.join(tmp, "adopted.pt")
+    script = ("import copy, sys, torch, gpuspy_torch as g\n"
+              "m = torch.nn.Linear(4, 2)\n"
+              "g._adopt(m)\n"
+              "torch.save(m, sys.argv[1])\n"
+              "print(len(m._forward_pre_hooks), len(copy.deepcopy(m)._forward_pre_hooks))\n")
+    p = run_py(["-c", script, adopted], tmp)
+    check(p.returncode == 0 and p.stdout == "1 0\n", f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    load = run_py(["-c", LOAD, adopted], tmp, preload=False)
+    check(load.returncode == 0 and load.stdout.startswith("[] [["), f"{load.stdout!r} {load.stderr[-500:]}")
+
+
+@test
+def torch_jit_script_and_trace_after_training(tmp):
+    """torch.jit.script and torch.jit.trace of a model after training (the
+    helper's hook on it, beside the program's own TorchScript pre-hook):
+    both run and give the untraced output, nothing more on stderr
+    (TorchScript compiled the helper's builtin hook: AttributeError, no
+    __globals__). The model keeps its hooks in their order."""
+    p = torch_same_run(tmp, "jit")
+    check(p.returncode == 0 and p.stdout.splitlines()[1].startswith("script [[") and p.stdout.endswith(" True\n"),
+          f"{p.stdout!r}")
+    script = ("import torch, gpuspy_torch as g\n"
+              "from typing import Tuple\n"
+              "def keep(module, inputs: Tuple[torch.Tensor]) -> None:\n"
+              "    return None\n"
+              "m = torch.nn.Sequential(torch.nn.Linear(4, 2))\n"
+              "m.register_forward_pre_hook(keep)\n"
+              "g._adopt(m)\n"
+              "g._adopt(m[0])\n"
+              "m.register_forward_pre_hook(keep)\n"
+              "before = [list(x._forward_pre_hooks.items()) for x in m.modules()]\n"
+              "s = torch.jit.script(m)\n"
+              "print(len(s._forward_pre_hooks), before == [list(x._forward_pre_hooks.items()) for x in m.modules()],"
+              " [len(b) for b in before])\n")
+    prog = os.path.join(tmp, "hooks_kept.py")  # TorchScript reads the hook's source
+    with open(prog, "w") as f:
+        f.write(script)
+    p = run_py([prog], tmp)
+    check(p.returncode == 0 and p.stdout == "2 True [3, 1]\n", f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+
