@@ -19,10 +19,13 @@ Phases are process-wide, so kernels that autograd launches from its own
 threads during backward belong to backward. PyTorch 1.13 and 2.x.
 
 The per-call work is C where libgpuspy can reach the Python C API
-(gpuspy_torch_fast): a wrapper is one Python frame calling
-gpuspy_torch_call, the models' hook is the builtin gpuspy_torch_hook, and
-the phase state (open lazy phase, step count) lives in libgpuspy. Without
-it, the same logic runs in Python here (_phase, _begin_lazy, _pre).
+(gpuspy_torch_fast): a wrapper is an object of libgpuspy's wrapper type,
+no Python frame (so no frame of gpuspy's in a traceback through it), or,
+where Dynamo may trace it (PyTorch 2.3 and later), one Python frame
+calling gpuspy_torch_call; the models' hook is the builtin
+gpuspy_torch_hook, and the phase state (open lazy phase, step count) lives
+in libgpuspy. Without it, the same logic runs in Python here (_phase,
+_begin_lazy, _pre).
 """
 import atexit
 import copy
@@ -242,8 +245,16 @@ def _wrap(fn, name, after=None, lazy=False):
     if getattr(fn, "_gpuspy", False):
         return fn
 
+    # Where Dynamo can trace the wrappers (torch.compiler.is_compiling, 2.3
+    # and later), they stay Python functions that it inlines, asking
+    # is_compiling() first; it could not see through an object of C type
+    # (a graph break in a compiled optimizer step). Before, libgpuspy's type.
+    flags = _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
+    w = _c_wrapper(fn, flags, after) if _is_compiling is _not_compiling else None
+    if w is not None:
+        return w
     if _C:
-        call, flags = _C.call, _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
+        call = _C.call
         if after:
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):

@@ -736,3 +736,16 @@ def torch_jit_script_and_trace_after_training(tmp):
     p = run_py([prog], tmp)
     check(p.returncode == 0 and p.stdout == "2 True [3, 1]\n", f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
 
+
+@test
+def torch_tracebacks_have_no_helper_frames(tmp):
+    """An exception through the helper's wrappers (a second backward through
+    a freed graph: Tensor.backward and torch.autograd.backward; a dataset
+    that raises: the DataLoader iterator's __next__) prints the untraced
+    traceback, byte for byte: no frame of gpuspy_torch.py (each had two
+    lines `File ".../gpuspy_torch.py", line ..., in wrapper`)."""
+    for what in ("backward", "loader"):
+        d = os.path.join(tmp, what)
+        os.makedirs(d)
+        p = torch_same_run(d, what)
+        check(p.returncode == 1 and "gpuspy" not in p.stderr, f"{what}: {p.returncode} {p.stderr[-800:]}")
