@@ -19,12 +19,16 @@ Phases are process-wide, so kernels that autograd launches from its own
 threads during backward belong to backward. PyTorch 1.13 and 2.x.
 
 The per-call work is C where libgpuspy can reach the Python C API
-(gpuspy_torch_fast): a wrapper is one Python frame calling
-gpuspy_torch_call, the models' hook is the builtin gpuspy_torch_hook, and
-the phase state (open lazy phase, step count) lives in libgpuspy. Without
-it, the same logic runs in Python here (_phase, _begin_lazy, _pre).
+(gpuspy_torch_fast): a wrapper is an object of libgpuspy's wrapper type,
+no Python frame (so no frame of gpuspy's in a traceback through it), or,
+where Dynamo may trace it (PyTorch 2.3 and later), one Python frame
+calling gpuspy_torch_call; the models' hook is the builtin
+gpuspy_torch_hook, and the phase state (open lazy phase, step count) lives
+in libgpuspy. Without it, the same logic runs in Python here (_phase,
+_begin_lazy, _pre).
 """
 import atexit
+import copy
 import ctypes
 import functools
 import importlib.abc
@@ -38,7 +42,7 @@ import weakref
 _lib = None
 _C = None  # libgpuspy's builtins: call, hook, ctl (None: the Python version)
 _SLOT = {b"data": 0, b"forward": 1, b"backward": 2, b"optimizer": 3}
-_LAZY, _STEP = 0x10, 0x20  # gpuspy_torch_call's flags, beside the slot
+_LAZY, _STEP, _AROUND = 0x10, 0x20, 0x40  # gpuspy_torch_call's flags, beside the slot
 # gpuspy_torch_ctl's operations (lib/python.c)
 _CTL_STEPS, _CTL_LEARNING, _CTL_CLOSE, _CTL_BEGIN, _CTL_OPEN = range(5)
 _state = threading.local()
@@ -133,13 +137,40 @@ def _hooks_on():
     if _handles:
         return
     if not _compiled[0] and (_learning[0] or _LEARN_STEPS <= 0):
-        _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
+        _global_hook_on()
         return
     hook = _roots_hook()
+    refused = False
     for ref in list(_roots.values()):
         m = ref()
-        if m is not None:
-            _handles.append(m.register_forward_pre_hook(hook))
+        if m is not None and not _hook_module(m, hook):
+            refused = True
+    if refused and not _compiled[0]:
+        # A root that takes no hook of its own (a ScriptModule): the global
+        # hook stays on, so that its forward still begins.
+        _hooks_off()
+        _global_hook_on()
+
+
+def _global_hook_on():
+    _handles.append(_torch[0].nn.modules.module.register_module_forward_pre_hook(_pre))
+
+
+_refusals = set()  # the classes of modules that refused a hook: noted once each
+
+
+def _hook_module(m, hook):
+    """The forward pre-hook on module m; False where m refuses it (a
+    ScriptModule raises RuntimeError), which never reaches the program."""
+    try:
+        _handles.append(m.register_forward_pre_hook(hook))
+        return True
+    except Exception as e:
+        name = type(m).__name__
+        if name not in _refusals:
+            _refusals.add(name)
+            _note(f"PyTorch phases: a {name} takes no forward hook ({e})")
+        return False
 
 
 def _roots_hook():
@@ -153,6 +184,19 @@ def _hooks_off():
     _handles.clear()
 
 
+def _guarded(fn):
+    """fn, its errors gpuspy's note and never the program's exception: for
+    what the wrappers call around the program's own calls."""
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            fn(*args)
+        except Exception as e:
+            _note(f"PyTorch phases: {fn.__name__}: {type(e).__name__}: {e}")
+    return call
+
+
+@_guarded
 def _learn():
     """A new pass over a DataLoader: watch every module call again."""
     if _LEARN_STEPS > 0 and not _compiled[0]:
@@ -180,12 +224,37 @@ def _begin_lazy(name):
         _open[0] = name
 
 
+def _c_wrapper(fn, flags, after=None, pre=None, post=None):
+    """fn wrapped in libgpuspy's wrapper type (lib/python.c): called with no
+    frame of gpuspy's, so a traceback through it is the untraced one. None
+    where libgpuspy has no such type."""
+    if not (_C and _C.wrap):
+        return None
+    try:
+        w = _C.wrap(fn, flags, after, pre, post)
+        functools.update_wrapper(w, fn)
+        w._gpuspy = True
+        return w
+    except Exception as e:
+        _note(f"PyTorch phases: wrappers in Python: {e}")
+        _C.wrap = None
+        return None
+
+
 def _wrap(fn, name, after=None, lazy=False):
     if getattr(fn, "_gpuspy", False):
         return fn
 
+    # Where Dynamo can trace the wrappers (torch.compiler.is_compiling, 2.3
+    # and later), they stay Python functions that it inlines, asking
+    # is_compiling() first; it could not see through an object of C type
+    # (a graph break in a compiled optimizer step). Before, libgpuspy's type.
+    flags = _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
+    w = _c_wrapper(fn, flags, after) if _is_compiling is _not_compiling else None
+    if w is not None:
+        return w
     if _C:
-        call, flags = _C.call, _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
+        call = _C.call
         if after:
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
@@ -256,7 +325,7 @@ def _adopt(m):
         return
     _roots[id(m)] = weakref.ref(m)
     if not _paused[0]:
-        _handles.append(m.register_forward_pre_hook(_roots_hook()))
+        _hook_module(m, _roots_hook())
 
 
 def _forward_first(fn):
@@ -341,6 +410,145 @@ def _hook_compile(torch):
     module.compile = compile_method
 
 
+def _around(fn, pre, post):
+    """fn with pre(args, kwargs) -> token before it and post(token, result,
+    ok) -> result after it (result None, ok False when fn raised, which is
+    raised on), as libgpuspy's wrapper type or else a Python function; an
+    error of pre or post (gpuspy's) never reaches the program."""
+    w = _c_wrapper(fn, _AROUND, None, pre, post)
+    if w is not None:
+        return w
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            token = pre(args, kwargs)
+        except Exception:
+            token = None
+        try:
+            rv = fn(*args, **kwargs)
+        except BaseException:
+            try:
+                post(token, None, False)
+            except Exception:
+                pass
+            raise
+        try:
+            return post(token, rv, True)
+        except Exception:
+            return rv
+    wrapper._gpuspy = True
+    _around_codes.append(wrapper.__code__)
+    return wrapper
+
+
+_around_codes = []  # the Python version's wrapper code, a frame between pre and its caller
+
+
+def _caller(f):
+    """The frame that called an _around wrapper, from its pre's caller f."""
+    return f.f_back if f.f_code in _around_codes else f
+
+
+# gpuspy's forward pre-hook is no part of the model. Pickling (torch.save,
+# multiprocessing) would write it into the file, where nothing can load it
+# (a builtin pickles as getattr(None, ...); a helper function needs gpuspy
+# where it is loaded), copy.deepcopy would copy it onto a module no one
+# learned, and TorchScript compiles every pre-hook (and cannot compile
+# gpuspy's). Hooks stay per module (a global hook costs 3% of a
+# launch-bound loop), so where a module's hooks are read for those, gpuspy's
+# are left out:
+#   * Module.__reduce_ex__, through which every module is pickled and
+#     deep-copied whatever its __getstate__ or __reduce__ (DDP's, fx's
+#     GraphModule's), gives its state with gpuspy's entries out of
+#     _forward_pre_hooks, in a copy: the live module keeps its hook. A
+#     shallow copy.copy shares the hooks dict as untraced, so is left be.
+#   * torch.jit._recursive.create_script_module, where torch.jit.script and
+#     torch.jit.trace (and so torch.onnx.export) make TorchScript of a
+#     module, runs with gpuspy's hooks taken out of the module and its
+#     submodules and put back in place after, whatever it raises.
+# Both wrappers are libgpuspy's C type where it has one: a pickling or
+# scripting error's traceback shows no gpuspy frame.
+def _ours(v):
+    return v is _pre or v is _root_hook or (_C is not None and v is _C.hook)
+
+
+def _without_ours(state):
+    """A module's state (a dict) without gpuspy's pre-hooks: a copy where it
+    had any, else state itself."""
+    hooks = state.get("_forward_pre_hooks") if isinstance(state, dict) else None
+    if not isinstance(hooks, dict):
+        return state
+    ours = [k for k, v in hooks.items() if _ours(v)]
+    if not ours:
+        return state
+    hooks = hooks.copy()
+    for k in ours:
+        del hooks[k]
+    state = copy.copy(state)
+    state["_forward_pre_hooks"] = hooks
+    return state
+
+
+_SHALLOW = object()
+
+
+def _reduce_pre(args, kwargs):
+    return _SHALLOW if _caller(sys._getframe(1)).f_code is copy.copy.__code__ else None
+
+
+def _reduce_post(token, rv, ok):
+    if not ok or token is _SHALLOW or not isinstance(rv, tuple) or len(rv) < 2:
+        return rv
+    rv = list(rv)
+    if isinstance(rv[1], tuple):  # a __reduce__ that passes the state as an argument (GraphModule)
+        rv[1] = tuple(_without_ours(a) for a in rv[1])
+    if len(rv) > 2:
+        state = rv[2]
+        if isinstance(state, tuple) and len(state) == 2:  # (__dict__, __slots__ values)
+            rv[2] = (_without_ours(state[0]), state[1])
+        else:
+            rv[2] = _without_ours(state)
+    return tuple(rv)
+
+
+def _script_pre(args, kwargs):
+    """Takes gpuspy's pre-hooks out of the module being made TorchScript and
+    its submodules: what _script_post puts back."""
+    m = args[0] if args else (kwargs or {}).get("nn_module")
+    taken = []
+    for sub in m.modules():
+        hooks = sub.__dict__.get("_forward_pre_hooks")
+        if isinstance(hooks, dict):
+            ours = [(k, v) for k, v in hooks.items() if _ours(v)]
+            if ours:
+                order = list(hooks)
+                for k, _ in ours:
+                    del hooks[k]
+                taken.append((hooks, ours, order))
+    return taken
+
+
+def _script_post(taken, rv, ok):
+    for hooks, ours, order in taken or ():
+        for k, v in ours:
+            hooks.setdefault(k, v)
+        if list(hooks) != order and set(hooks) == set(order) and hasattr(hooks, "move_to_end"):
+            for k in order:  # in its place among the program's hooks
+                hooks.move_to_end(k)
+    return rv
+
+
+def _hide_hooks(torch):
+    module = torch.nn.Module
+    if not getattr(module.__reduce_ex__, "_gpuspy", False):
+        module.__reduce_ex__ = _around(module.__reduce_ex__, _reduce_pre, _reduce_post)
+    rec = getattr(getattr(torch, "jit", None), "_recursive", None)
+    make = getattr(rec, "create_script_module", None)
+    if make is not None and not getattr(make, "_gpuspy", False):
+        rec.create_script_module = _around(make, _script_pre, _script_post)
+
+
 def _hook_torch(torch):
     global _is_compiling
     _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _not_compiling
@@ -368,6 +576,7 @@ def _hook_torch(torch):
     torch.Tensor.backward = _wrap(torch.Tensor.backward, b"backward")
     torch.autograd.backward = _wrap(torch.autograd.backward, b"backward")
 
+    @_guarded
     def stepped():  # after each step (with libgpuspy's builtins: while learning)
         if not _C:
             _step[0] += 1
@@ -393,6 +602,10 @@ def _hook_torch(torch):
 
     opt.__init__ = __init__
     _hook_compile(torch)
+    try:
+        _hide_hooks(torch)
+    except Exception as e:  # never break the traced program
+        _note(f"PyTorch phases: hooks not hidden from pickling and TorchScript: {e}")
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -426,6 +639,7 @@ def _close_open():
         _open[0] = None
 
 
+@_guarded
 def pause():
     """gpuspy_pause() for Python: recording stops process-wide and the module
     hooks come off, so module calls take PyTorch's fast path again."""
@@ -436,6 +650,7 @@ def pause():
         _hooks_off()
 
 
+@_guarded
 def resume():
     """gpuspy_resume() for Python: the module hooks go back on."""
     if _lib:
@@ -475,12 +690,17 @@ def _install():
             new.restype = ctypes.py_object
             _lib = _Fast(lib, new(d, None, None))
             # The defs that follow (a PyMethodDef is 4 pointer-sized
-            # fields): call, hook, ctl, then one without a name.
+            # fields): call, hook, ctl, wrap (not in an older libgpuspy),
+            # then one without a name.
             size = 4 * ctypes.sizeof(ctypes.c_void_p)
-            names = [ctypes.c_char_p.from_address(d + i * size).value for i in range(1, 5)]
-            if names == [b"gpuspy_torch_call", b"gpuspy_torch_hook", b"gpuspy_torch_ctl", None]:
+            names = []
+            while len(names) < 5 and (not names or names[-1]):
+                names.append(ctypes.c_char_p.from_address(d + (len(names) + 1) * size).value)
+            if names[:3] == [b"gpuspy_torch_call", b"gpuspy_torch_hook", b"gpuspy_torch_ctl"] and \
+                    names[3:] in ([None], [b"gpuspy_torch_wrap", None]):
                 call, hook, ctl = (new(d + i * size, None, None) for i in range(1, 4))
-                _C = types.SimpleNamespace(call=call, hook=hook, ctl=ctl)
+                wrap = new(d + 4 * size, None, None) if names[3] else None
+                _C = types.SimpleNamespace(call=call, hook=hook, ctl=ctl, wrap=wrap)
     except (OSError, AttributeError):
         pass  # an older libgpuspy, or no C API: ctypes it is
     atexit.register(_close_open)

@@ -612,3 +612,140 @@ def torch_loader_workers_are_marked(tmp):
     _, ev = only_trace(tmp)
     marks = [e["name"] for e in ev if e["kind"] == "mark"]
     check(marks == ["DataLoader num_workers=2"] * 2, f"marks {marks}")
+
+
+# What a training script does with its model besides training it, after the
+# helper has put its forward hook on the model: each as untraced.
+TORCH_EXPORT = os.path.join(ROOT, "tests", "progs", "torch_export.py")
+
+
+def torch_same_run(tmp, what, *args):
+    """torch_export.py WHAT run untraced and traced: the same stdout, stderr
+    and exit; the traced run's result."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    u = run_py([TORCH_EXPORT, what, *[a.format(run="untraced") for a in args]], tmp, preload=False)
+    p = run_py([TORCH_EXPORT, what, *[a.format(run="traced") for a in args]], tmp)
+    check((p.returncode, p.stdout, p.stderr) == (u.returncode, u.stdout, u.stderr),
+          f"{what}: traced exit {p.returncode} {p.stdout!r}\n{p.stderr[-1500:]}\n---- untraced exit "
+          f"{u.returncode} {u.stdout!r}\n{u.stderr[-1500:]}")
+    return p
+
+
+@test
+def torch_script_module_trains_as_untraced(tmp):
+    """A torch.jit.script'ed Linear trained for 4 steps over a DataLoader:
+    stdout, stderr and exit 0 as untraced (when learning ended, the helper's
+    hook on the model, which a ScriptModule refuses, raised RuntimeError
+    out of the third opt.step()); the global hook stays on for it, so
+    forward begins at every step; one note says why. The call builtin
+    drops an error of the helper's `after` (learning's end): the step's
+    result, or the step's own exception, comes out (it raised the helper's)."""
+    p = torch_same_run(tmp, "scripted")
+    check(p.returncode == 0 and p.stdout.startswith("steps 4 "), f"{p.returncode} {p.stdout!r}")
+    _, ev = only_trace(tmp)
+    fwd = [e["step"] for e in ev if e["kind"] == "phase_begin" and e["name"] == "forward"]
+    check(fwd == [0, 1, 2, 3, 4], f"forward phases at steps {fwd}")
+    want = ["PyTorch phases: a RecursiveScriptModule takes no forward hook "
+            "(register_forward_pre_hook is not supported on ScriptModules)"]
+    check(notes(tmp) == want, f"notes {notes(tmp)!r}")
+    script = ("import gpuspy_torch as g\n"
+              "c = g._C\n"
+              "c.ctl(1, 1)\n"
+              "def bad(): raise KeyError('gpuspy')\n"
+              "def boom(): raise ValueError('boom')\n"
+              "print(c.call(lambda: 7, 3 | 0x20, (), {}, bad), c.ctl(0, 0))\n"
+              "try:\n"
+              "    c.call(boom, 3 | 0x20, (), {}, bad)\n"
+              "except ValueError as e:\n"
+              "    print('raised', repr(e), e.__context__, c.ctl(0, 0))\n")
+    d = os.path.join(tmp, "after")
+    os.makedirs(d)
+    p = run_py(["-c", script], d)
+    check(p.returncode == 0 and p.stdout == "7 1\nraised ValueError('boom') None 2\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+
+
+LOAD = ("import sys, torch\n"
+        "from typing import Tuple\n"
+        "def keep(module, inputs: Tuple[torch.Tensor]) -> None:\n"
+        "    return None\n"
+        "for path in sys.argv[1:]:\n"
+        "    m = torch.load(path)\n"
+        "    print([h.__name__ for h in m._forward_pre_hooks.values()], m(torch.ones(1, 4)).tolist())\n")
+
+
+@test
+def torch_saved_model_loads_without_gpuspy(tmp):
+    """torch.save(model) after training (the helper's hook on the model):
+    the file loads in a process without gpuspy, with the program's own
+    pre-hook only, as the untraced run's file does (gpuspy's builtin
+    pickled as getattr(None, 'gpuspy_torch_hook'): an AttributeError at
+    every load); pickle.dumps and copy.deepcopy of the model give a module
+    with the program's hook only, a shallow copy.copy shares the model's
+    hooks, all as untraced. The same for a module the helper adopted (as
+    it does a torch.compile'd one)."""
+    p = torch_same_run(tmp, "save", os.path.join(tmp, "{run}.pt"))
+    check(p.returncode == 0 and p.stdout.count("\n1 [[") == 2 and p.stdout.endswith("model keeps 0\n"),
+          f"{p.stdout!r}")
+    files = [os.path.join(tmp, f) for f in ("untraced.pt", "traced.pt")]
+    load = run_py(["-c", LOAD, *files], tmp, preload=False)
+    lines = load.stdout.splitlines()
+    check(load.returncode == 0 and len(lines) == 2 and lines[0] == lines[1] and lines[0].startswith("['keep'] [["),
+          f"{load.returncode} {load.stdout!r} {load.stderr[-500:]}")
+    adopted = os.path.join(tmp, "adopted.pt")
+    script = ("import copy, sys, torch, gpuspy_torch as g\n"
+              "m = torch.nn.Linear(4, 2)\n"
+              "g._adopt(m)\n"
+              "torch.save(m, sys.argv[1])\n"
+              "print(len(m._forward_pre_hooks), len(copy.deepcopy(m)._forward_pre_hooks))\n")
+    p = run_py(["-c", script, adopted], tmp)
+    check(p.returncode == 0 and p.stdout == "1 0\n", f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+    load = run_py(["-c", LOAD, adopted], tmp, preload=False)
+    check(load.returncode == 0 and load.stdout.startswith("[] [["), f"{load.stdout!r} {load.stderr[-500:]}")
+
+
+@test
+def torch_jit_script_and_trace_after_training(tmp):
+    """torch.jit.script and torch.jit.trace of a model after training (the
+    helper's hook on it, beside the program's own TorchScript pre-hook):
+    both run and give the untraced output, nothing more on stderr
+    (TorchScript compiled the helper's builtin hook: AttributeError, no
+    __globals__). The model keeps its hooks in their order."""
+    p = torch_same_run(tmp, "jit")
+    check(p.returncode == 0 and p.stdout.splitlines()[1].startswith("script [[") and p.stdout.endswith(" True\n"),
+          f"{p.stdout!r}")
+    script = ("import torch, gpuspy_torch as g\n"
+              "from typing import Tuple\n"
+              "def keep(module, inputs: Tuple[torch.Tensor]) -> None:\n"
+              "    return None\n"
+              "m = torch.nn.Sequential(torch.nn.Linear(4, 2))\n"
+              "m.register_forward_pre_hook(keep)\n"
+              "g._adopt(m)\n"
+              "g._adopt(m[0])\n"
+              "m.register_forward_pre_hook(keep)\n"
+              "before = [list(x._forward_pre_hooks.items()) for x in m.modules()]\n"
+              "s = torch.jit.script(m)\n"
+              "print(len(s._forward_pre_hooks), before == [list(x._forward_pre_hooks.items()) for x in m.modules()],"
+              " [len(b) for b in before])\n")
+    prog = os.path.join(tmp, "hooks_kept.py")  # TorchScript reads the hook's source
+    with open(prog, "w") as f:
+        f.write(script)
+    p = run_py([prog], tmp)
+    check(p.returncode == 0 and p.stdout == "2 True [3, 1]\n", f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
+
+
+@test
+def torch_tracebacks_have_no_helper_frames(tmp):
+    """An exception through the helper's wrappers (a second backward through
+    a freed graph: Tensor.backward and torch.autograd.backward; a dataset
+    that raises: the DataLoader iterator's __next__) prints the untraced
+    traceback, byte for byte: no frame of gpuspy_torch.py (each had two
+    lines `File ".../gpuspy_torch.py", line ..., in wrapper`)."""
+    for what in ("backward", "loader"):
+        d = os.path.join(tmp, what)
+        os.makedirs(d)
+        p = torch_same_run(d, what)
+        check(p.returncode == 1 and "gpuspy" not in p.stderr, f"{what}: {p.returncode} {p.stderr[-800:]}")
