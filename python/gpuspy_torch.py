@@ -31,13 +31,11 @@ import atexit
 import copy
 import ctypes
 import functools
-import importlib.abc
-import importlib.machinery
 import os
 import sys
-import threading
 import types
 import weakref
+from _thread import _local as _thread_local  # threading.local, without importing threading
 
 _lib = None
 _C = None  # libgpuspy's builtins: call, hook, ctl (None: the Python version)
@@ -45,7 +43,7 @@ _SLOT = {b"data": 0, b"forward": 1, b"backward": 2, b"optimizer": 3}
 _LAZY, _STEP, _AROUND = 0x10, 0x20, 0x40  # gpuspy_torch_call's flags, beside the slot
 # gpuspy_torch_ctl's operations (lib/python.c)
 _CTL_STEPS, _CTL_LEARNING, _CTL_CLOSE, _CTL_BEGIN, _CTL_OPEN = range(5)
-_state = threading.local()
+_state = _thread_local()
 _step = [0]
 _open = [None]
 _torch = [None]
@@ -608,13 +606,16 @@ def _hook_torch(torch):
         _note(f"PyTorch phases: hooks not hidden from pickling and TorchScript: {e}")
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs _hook_torch once torch has finished importing."""
+class _AfterImport:
+    """Runs _hook_torch once torch has finished importing (a finder needs
+    only find_spec: importlib.abc would import importlib.resources, and
+    with it tempfile, shutil, typing..., into every traced process)."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
             return None
         sys.meta_path.remove(self)
+        import importlib.machinery
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:
             return spec

@@ -678,7 +678,9 @@ def a_python_starts_as_it_does_untraced(tmp):
     read as sitecustomize.X; PYTHONPATH empty, with an empty entry (the
     current directory, for children), and unset (no GPUSPY_ variable left
     either); -S, -I and -E with -W clustered (the interpreter reads no
-    PYTHONPATH or no site: nothing is put there). Where other
+    PYTHONPATH or no site: nothing is put there); the helper imports
+    neither threading nor importlib.abc's train (tempfile, typing), which
+    a program may look for in sys.modules (gevent's patching). Where other
     interpreters are installed (pyenv): 3.11 with no sitecustomize at all
     (`import sitecustomize` fails as untraced) and Python 2, which parses
     the helper and runs the user's sitecustomize."""
@@ -698,7 +700,8 @@ def a_python_starts_as_it_does_untraced(tmp):
              ({}, [SYS_PY, "-c", show]),
              ({}, [SYS_PY, "-S", "-c", show]),
              ({}, [SYS_PY, "-I", "-c", show]),
-             ({}, [SYS_PY, "-Wignore", "-sE", "-c", show])]
+             ({}, [SYS_PY, "-Wignore", "-sE", "-c", show]),
+             ({}, [SYS_PY, "-c", "import sys; print([m in sys.modules for m in ('threading', 'tempfile', 'typing')])"])]
     pyenv = os.path.expanduser("~/.pyenv/versions")
     for v, args in (("3.11.7/bin/python3.11", ["-c", "import sitecustomize"]),
                     ("2.7.18/bin/python2.7", ["-c", "import os, sitecustomize; print os.environ.get('PYTHONPATH'), "
