@@ -377,6 +377,33 @@ def route2_dlsym_and_self_lookup_abis(tmp):
 
 
 @test
+def route3_abi_newer_than_gpuspy_knows_is_not_wrapped(tmp):
+    """cuGetProcAddress_v2("cuLaunchHostFunc") at 13.1, where the driver
+    double answers with a function of four arguments (FAKECUDA_NEWER_ABI):
+    gpuspy knows no ABI of that name past 10.0, asks again at 10.0, gets
+    another function and hands the answer back unwrapped (so a call with
+    syncMode 1 runs its callback, rc 0, and is not recorded), as it does
+    through cudaGetDriverEntryPointByVersion at 13.1. The exported
+    cuLaunchHostFunc, libcuda's by dlsym and the 12.0 answer still reach
+    the old function (the new one ran twice, both times untraced): output
+    as untraced, three cuLaunchHostFunc events."""
+    env = {"FAKECUDA_NEWER_ABI": "1"}
+    a = run("prog_dlsym", ["newer"], env=env, preload=False, tmp=tmp)
+    b = run("prog_dlsym", ["newer"], env=env, tmp=tmp)
+    want = ("13.1 lookup rc=0 status=0 from libcuda.so.1\n"
+            "13.1 call rc=0 ran=1 newer=1\n"
+            "exported call rc=0 ran=2 newer=1\n"
+            "libcuda's by name rc=0 ran=3 newer=1\n"
+            "12.0 call rc=0 ran=4 newer=1\n"
+            "runtime 13.1 lookup rc=0 status=0\n"
+            "runtime 13.1 call rc=0 ran=5 newer=2\n")
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    check(b.stdout == want, f"traced: {b.stdout!r}")
+    _, ev = only_trace(tmp)
+    compare(ev, [E("launch", "cuLaunchHostFunc", name="(host function)")] * 3)
+
+
+@test
 def injected_errors_come_back_unchanged(tmp):
     env = {"FAKECUDA_FAIL": "cuMemcpyHtoD_v2:1,cuLaunchKernel:98,cuStreamSynchronize:700"}
     p = same_output("prog_rt_static", tmp, env=env)
