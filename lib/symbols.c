@@ -705,12 +705,19 @@ static void *proc_alternate(unsigned i, void *p)
 	return NULL;
 }
 
+/* The version the runtime asks the driver at: its own, looked up once
+ * (dlsym takes the loader's lock). Threads may race here: each stores the
+ * same value. */
 static long runtime_version(void)
 {
+	static int cached;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v)
+		return v;
 	int (*rv)(int *) = (int (*)(int *))gs_real_dlsym(RTLD_NEXT, "cudaRuntimeGetVersion");
-	int v = 0;
 	if (!rv || rv(&v) != 0 || v <= 0)
 		v = CUDA_VERSION;
+	__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
 	return v;
 }
 

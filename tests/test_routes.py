@@ -357,12 +357,22 @@ def route1_driver_every_family_per_thread(tmp):
 
 @test
 def route2_dlsym_and_self_lookup_abis(tmp):
-    p = same_output("prog_dlsym", tmp)
+    """Driver entry points by dlsym on libcuda's handle, cuGetProcAddress's
+    self-lookup in both ABIs, versioned and per-thread variants and
+    cudaGetDriverEntryPointByVersion: each call one event, output as
+    untraced; unknown names come back untouched, and three
+    cudaGetDriverEntryPoint of one gpuspy does not wrap ask the runtime's
+    version once in all (FAKECUDART_STATS)."""
+    p = same_output("prog_dlsym", tmp, env={"FAKECUDART_STATS": "1"})
     out = p.stdout
     check("cuInit comes from libcuda.so.1" in out, "an unknown name did not pass through untouched")
     check("cuModuleGetFunction comes from libcuda.so.1" in out,
           "an unhooked cuGetProcAddress result was changed")
+    check("cuModuleGetFunction by the runtime comes from libcuda.so.1" in out,
+          "an unhooked cudaGetDriverEntryPoint result was changed")
     check("unknown rc=0 ptr=NULL status=1" in out, "a missing symbol did not come back as NULL")
+    check("fakecudart: 1 cudaRuntimeGetVersion calls" in p.stderr.splitlines(),
+          f"the runtime's version asked for more than once: {p.stderr!r}")
     _, ev = only_trace(tmp)
     compare(ev, [
         E("alloc", "cuMemAlloc_v2", 4096, mem="device"),

@@ -129,5 +129,8 @@ int main(int argc, char **argv)
 	enum cudaDriverEntryPointQueryResult es;
 	cudaGetDriverEntryPointByVersion("cuMemFree", &p, 12000, 0, &es);
 	printf("free rc=%d status=%d\n", ((__typeof__(&cuMemFree_v2))p)(a), (int)es);
+	for (int i = 0; i < 3; i++)
+		cudaGetDriverEntryPoint("cuModuleGetFunction", &p, 0, &es);
+	printf("cuModuleGetFunction by the runtime comes from %s\n", lib_of(p));
 	return 0;
 }
