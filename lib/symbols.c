@@ -552,6 +552,20 @@ static int by_proc(const char *symbol, long version, uint64_t flags, int *newest
 
 /* ---- route 2: dlsym / dlvsym ------------------------------------------- */
 
+/*
+ * p, a lookup's answer for hook i, unless it is gpuspy's own export of a
+ * name nothing else in the process defines (no CUDA library, or one too
+ * old for that entry point): the loader would have found nothing, and a
+ * program that probes for CUDA (dlsym(RTLD_DEFAULT, "cudaMalloc")) must
+ * take its path without CUDA, not call a wrapper that can only fail. A
+ * reference bound when the program was loaded (a weak undefined symbol)
+ * is the loader's, not dlsym's: gpuspy's export answers it all the same.
+ */
+static void *unless_absent(unsigned i, void *p)
+{
+	return p && gs_in_self(p) && gs_real_resolve(i) == (void *)missing_real ? NULL : p;
+}
+
 GS_EARLY GS_API void *dlsym(void *handle, const char *name)
 {
 	if (!real_dlsym)
@@ -562,9 +576,9 @@ GS_EARLY GS_API void *dlsym(void *handle, const char *name)
 	if (i < 0) /* a sibling call keeps the caller's return address for RTLD_NEXT */
 		return real_dlsym(handle, name);
 	if (handle == RTLD_NEXT)
-		return next_after(__builtin_return_address(0), name);
+		return unless_absent((unsigned)i, next_after(__builtin_return_address(0), name));
 	void *p = real_dlsym(handle, name);
-	return wrap((unsigned)i, p);
+	return wrap((unsigned)i, unless_absent((unsigned)i, p));
 }
 
 GS_EARLY GS_API void *dlvsym(void *handle, const char *name, const char *version)
@@ -577,9 +591,9 @@ GS_EARLY GS_API void *dlvsym(void *handle, const char *name, const char *version
 	if (i < 0)
 		return real_dlvsym(handle, name, version);
 	if (handle == RTLD_NEXT) /* CUDA's names carry no symbol versions */
-		return next_after(__builtin_return_address(0), name);
+		return unless_absent((unsigned)i, next_after(__builtin_return_address(0), name));
 	void *p = real_dlvsym(handle, name, version);
-	return wrap((unsigned)i, p);
+	return wrap((unsigned)i, unless_absent((unsigned)i, p));
 }
 
 /* ---- route 3: cuGetProcAddress and cudaGetDriverEntryPoint ------------- */

@@ -414,6 +414,24 @@ def route3_abi_newer_than_gpuspy_knows_is_not_wrapped(tmp):
 
 
 @test
+def route2_names_absent_without_cuda_stay_absent(tmp):
+    """A program linked with no CUDA library probes for CUDA with dlsym
+    (RTLD_DEFAULT, its own handle, RTLD_NEXT) and dlvsym: gpuspy's own
+    exports of the names (runtime, driver, newest ABIs, cuGetProcAddress)
+    are not handed out where nothing else defines them, so the program
+    finds none, takes its CPU path as untraced, and no trace is written."""
+    a = run("prog_nocuda", preload=False, tmp=tmp)
+    b = run("prog_nocuda", tmp=tmp)
+    names = ("cudaMalloc", "cudaGetDriverEntryPointByVersion", "cuCtxSynchronize_v2", "cuMemcpyBatchAsync_v2",
+             "cuLaunchKernel", "cuGetProcAddress")
+    want = "".join(f"{n}: default absent, own handle absent, next absent, versioned absent\n"
+                   for n in names) + "CPU path\n"
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    check(b.stdout == want, f"traced: {b.stdout!r}")
+    check(traces(tmp) == [], f"a process that never used CUDA wrote {traces(tmp)}")
+
+
+@test
 def injected_errors_come_back_unchanged(tmp):
     env = {"FAKECUDA_FAIL": "cuMemcpyHtoD_v2:1,cuLaunchKernel:98,cuStreamSynchronize:700"}
     p = same_output("prog_rt_static", tmp, env=env)

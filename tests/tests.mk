@@ -97,7 +97,8 @@ $(filter %_static_ptds,$(RT_PROGS)): $(TB)/%_static_ptds: tests/progs/%.c $(TB)/
 # whose frames and lines the tests know (-O1 -g), on either runtime; the
 # faulting kernel's (-O1 -g too, on the runtime, with a stand-in for
 # the runtime linked in, -g0); the codec's, which needs
-# no double; and the tools that are no prog_*.
+# no double; the one that must not be linked with CUDA at all; and the
+# tools that are no prog_*.
 $(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
 $(TB)/prog_dlsym: tests/progs/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1
@@ -114,6 +115,9 @@ $(TB)/fault_rt.o: tests/progs/fault_rt.c
 $(TB)/prog_codec: tests/progs/prog_codec.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
+$(TB)/prog_nocuda: tests/progs/prog_nocuda.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
 $(TB)/fork_delay.so: tests/progs/fork_delay.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl
