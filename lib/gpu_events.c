@@ -24,8 +24,15 @@
  *
  * Not covered: the per-thread default stream (its handle names a
  * different stream on each thread) and streams being captured into a
- * graph. Our driver calls run in relaxed stream-capture mode, so they never
- * invalidate another thread's capture.
+ * graph. Our driver calls run in relaxed stream-capture mode, which only
+ * lets them make calls that global mode forbids on other threads; it does
+ * not make the legacy stream usable while a blocking stream captures: any
+ * work there, an event record included, depends implicitly on the
+ * capturing stream and invalidates its capture. So no end event goes on
+ * the legacy stream while a capture is open anywhere in the process
+ * (gs_g.capturing): that interval is dropped and counted as lost. A start
+ * event there is recorded just before the program's own call on the
+ * legacy stream, which such a capture forbids as well.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -173,6 +180,8 @@ static void start_on(uint64_t st, CUcontext ctx)
 	fn.capture_mode(&mode);
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
 	s->start = NULL;
+	/* The legacy stream is never captured, and the program's own call on
+	 * it follows at once: where a capture forbids it, it fails as ours. */
 	if (!st || (fn.capturing((CUstream)st, &cs) == CUDA_SUCCESS && cs == CU_STREAM_CAPTURE_STATUS_NONE)) {
 		CUevent e = pool_get(ctx);
 		if (e && fn.record(e, (CUstream)st) == CUDA_SUCCESS) {
@@ -311,6 +320,37 @@ static void drain(uint64_t deadline_ns)
 	}
 }
 
+/* The end event of slot s's interval, queued with its start (ev.lock, the
+ * thread in relaxed capture mode, here its current context). */
+static void end_on(struct slot *s, CUcontext here, uint64_t now)
+{
+	int pushed = s->ctx != here && fn.push(s->ctx) == CUDA_SUCCESS;
+	CUevent e = (s->ctx == here || pushed) ? pool_get(s->ctx) : NULL;
+	/* A stream that began a graph capture since: not ours to touch. The
+	 * legacy stream, while any capture is open: it may be of a blocking
+	 * stream, which our record would invalidate. */
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (s->stream ? fn.capturing((CUstream)s->stream, &cs) != CUDA_SUCCESS
+		      : __atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) > 0)
+		cs = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+	if (e && ev.n < PENDING && cs == CU_STREAM_CAPTURE_STATUS_NONE &&
+	    fn.record(e, (CUstream)s->stream) == CUDA_SUCCESS) {
+		ev.q[(ev.head + ev.n++) % PENDING] = (struct pair){
+			s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->device, 0
+		};
+		ev.added++;
+	} else {
+		pool_put(s->ctx, s->start);
+		pool_put(s->ctx, e);
+		ev.lost++;
+	}
+	if (pushed) {
+		CUcontext c = NULL;
+		fn.pop(&c);
+	}
+	s->start = NULL;
+}
+
 /* Close the current interval: an end event on each stream it used. */
 static void close_interval(uint64_t deadline_ns)
 {
@@ -323,30 +363,8 @@ static void close_interval(uint64_t deadline_ns)
 	fn.get_ctx(&here);
 	for (uint32_t i = 0; i < ev.nslots; i++) {
 		struct slot *s = &ev.s[i];
-		if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) != old || !s->start)
-			continue;
-		int pushed = s->ctx != here && fn.push(s->ctx) == CUDA_SUCCESS;
-		CUevent e = (s->ctx == here || pushed) ? pool_get(s->ctx) : NULL;
-		/* A stream that began a graph capture since: not ours to touch. */
-		CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-		if (s->stream && fn.capturing((CUstream)s->stream, &cs) != CUDA_SUCCESS)
-			cs = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-		if (e && ev.n < PENDING && cs == CU_STREAM_CAPTURE_STATUS_NONE &&
-		    fn.record(e, (CUstream)s->stream) == CUDA_SUCCESS) {
-			ev.q[(ev.head + ev.n++) % PENDING] = (struct pair){
-				s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->device, 0
-			};
-			ev.added++;
-		} else {
-			pool_put(s->ctx, s->start);
-			pool_put(s->ctx, e);
-			ev.lost++;
-		}
-		if (pushed) {
-			CUcontext c = NULL;
-			fn.pop(&c);
-		}
-		s->start = NULL;
+		if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) == old && s->start)
+			end_on(s, here, now);
 	}
 	drain(deadline_ns);
 	fn.capture_mode(&mode);

@@ -335,6 +335,23 @@ def gpu_time_from_events_leaves_capturing_streams(tmp):
 
 
 @test
+def gpu_time_from_events_leaves_the_legacy_stream_alone_while_capturing(tmp):
+    """A phase that used the legacy stream ends while s1, a blocking stream,
+    is captured in global mode (FAKECUDA_STRICT_CAPTURE: any work on the
+    legacy stream then invalidates the capture): no end event goes there,
+    the capture ends with its graph as untraced, the interval is counted as
+    lost, and the next phase's legacy interval is timed."""
+    env = {"GPUSPY_CUPTI": "events", "FAKECUDA_STRICT_CAPTURE": "1", **LOG_STDERR}
+    q = run("prog_events", ["capture"], env=env, preload=False, tmp=tmp)
+    p = run("prog_events", ["capture"], env=env, tmp=tmp)
+    want = "begin capture rc=0\nend capture rc=0 graph made\n"
+    check(q.stdout == want and p.stdout == want, f"untraced {q.stdout!r}, traced {p.stdout!r}")
+    check(gpuspy_lines(p.stderr) == ["gpuspy: GPUSPY_CUPTI=events: 1 phase intervals could not be timed on the GPU"],
+          f"stderr {p.stderr!r}")
+    check(spans(only_trace(tmp)[1]) == [("after", 2000, "legacy")], f"spans {spans(only_trace(tmp)[1])}")
+
+
+@test
 def torch_forward_hooks_learned(tmp):
     """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS
     steps only; then the model it saw begin forward carries the hook, and

@@ -11,7 +11,13 @@
  * (gpuspy follows 64).
  * `prog_events loop N`: N times phase "loop" with 1 us on s1 (the read-back
  * is batched: far fewer queries than intervals).
- * Usage: prog_events [many | loop N]
+ * `prog_events capture`: phase "before" uses the legacy stream (5 us), then
+ * s1 begins a capture in global mode and the phase ends while it lasts;
+ * the capture's end must succeed; phase "after" 2 us on the legacy stream.
+ * `prog_events destroy`: phase "short" makes two streams, 3 us and 4 us on
+ * them, synchronizes and destroys them (cuStreamDestroy_v2, then the old
+ * cuStreamDestroy), then 1 us on s1; phase "next" 2 us on s1.
+ * Usage: prog_events [many | loop N | capture | destroy]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +61,38 @@ int main(int argc, char **argv)
 			GPUSPY_PHASE_POP();
 		}
 		printf("loop done\n");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "capture")) {
+		GPUSPY_PHASE_PUSH("before");
+		go(5, NULL);
+		printf("begin capture rc=%d\n", cuStreamBeginCapture_v2(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		go(3, s1);
+		GPUSPY_PHASE_POP();
+		CUgraph g = NULL;
+		CUresult rc = cuStreamEndCapture(s1, &g);
+		printf("end capture rc=%d graph %s\n", rc, g ? "made" : "none");
+		GPUSPY_PHASE_PUSH("after");
+		go(2, NULL);
+		GPUSPY_PHASE_POP();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "destroy")) {
+		GPUSPY_PHASE_PUSH("short");
+		CUstream a, b;
+		cuStreamCreate(&a, 0);
+		cuStreamCreate(&b, 0);
+		go(3, a);
+		go(4, b);
+		cuStreamSynchronize(a);
+		cuStreamSynchronize(b);
+		printf("destroy rc=%d", cuStreamDestroy_v2(a));
+		printf(" old ABI rc=%d\n", cuStreamDestroy(b));
+		go(1, s1);
+		GPUSPY_PHASE_POP();
+		GPUSPY_PHASE_PUSH("next");
+		go(2, s1);
+		GPUSPY_PHASE_POP();
 		return 0;
 	}
 	if (argc > 1) {
