@@ -675,6 +675,7 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	GSPY_DRIVER_API_LIST(GSPY_X)
 	GSPY_GRAPH_API_LIST(GSPY_X)
 	GSPY_CONTEXT_API_LIST(GSPY_X)
+	GSPY_STREAM_API_LIST(GSPY_X)
 #undef GSPY_X
 	{ "cuInit", 2000, (void *)&cuInit },
 	{ "cuDriverGetVersion", 2020, (void *)&cuDriverGetVersion },

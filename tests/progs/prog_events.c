@@ -17,7 +17,9 @@
  * `prog_events destroy`: phase "short" makes two streams, 3 us and 4 us on
  * them, synchronizes and destroys them (cuStreamDestroy_v2, then the old
  * cuStreamDestroy), then 1 us on s1; phase "next" 2 us on s1.
- * Usage: prog_events [many | loop N | capture | destroy]
+ * `prog_events churn`: one phase in which 70 streams are each made, given
+ * 1 us, synchronized and destroyed in turn.
+ * Usage: prog_events [many | loop N | capture | destroy | churn]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -93,6 +95,19 @@ int main(int argc, char **argv)
 		GPUSPY_PHASE_PUSH("next");
 		go(2, s1);
 		GPUSPY_PHASE_POP();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "churn")) {
+		GPUSPY_PHASE_PUSH("churn");
+		for (int i = 0; i < 70; i++) {
+			CUstream st;
+			cuStreamCreate(&st, 0);
+			go(1, st);
+			cuStreamSynchronize(st);
+			cuStreamDestroy_v2(st);
+		}
+		GPUSPY_PHASE_POP();
+		printf("churn done\n");
 		return 0;
 	}
 	if (argc > 1) {
