@@ -617,16 +617,14 @@ static void *ask_again(const struct asker *a, const char *symbol, int version, u
 }
 
 /*
- * The answer *pfn to a lookup of (symbol, version, flags), wrapped when
- * gpuspy knows its ABI. Asked at a version newer than every variant gpuspy
- * knows of the name, the driver may answer with an ABI gpuspy has never
- * heard of (cuda-python 13 declares a cuLaunchHostFunc_v2 of four
- * arguments): wrapped, the program's call would go through a wrapper of
- * the old ABI, and the new function, stored as the old hook's real one,
- * would be called by the exported old name too. So the question is put
- * again at the version of the variant gpuspy would hand out: the same
- * pointer is that variant, and wrapped; another one is handed back as the
- * driver gave it, never stored.
+ * The answer *pfn to (symbol, version, flags), wrapped when gpuspy knows
+ * its ABI. Past every variant gpuspy knows of the name, the driver may
+ * answer in an ABI gpuspy never heard of (cuda-python 13 declares a
+ * cuLaunchHostFunc_v2 of four arguments): wrapped, the call would go
+ * through the old ABI's wrapper, and the new function, stored as the old
+ * hook's real one, be called by the exported old name too. So the question
+ * is put again at the version of the variant gpuspy would hand out: the
+ * same pointer is wrapped; another is handed back as it is, never stored.
  */
 static void wrap_proc(const char *symbol, void **pfn, long version, uint64_t flags, const struct asker *a)
 {
