@@ -17,9 +17,11 @@
 #undef cuGetProcAddress
 #undef cuMemcpyBatchAsync
 #undef cuMemcpy3DBatchAsync
+#undef cuStreamDestroy
 
 /* Old ABIs still exported by libcuda. */
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult cuStreamDestroy(CUstream hStream);
 CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 			    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 			    size_t *failIdx, CUstream hStream);

@@ -24,8 +24,23 @@
  *
  * Not covered: the per-thread default stream (its handle names a
  * different stream on each thread) and streams being captured into a
- * graph. Our driver calls run in relaxed stream-capture mode, so they never
- * invalidate another thread's capture.
+ * graph. Our driver calls run in relaxed stream-capture mode, which only
+ * lets them make calls that global mode forbids on other threads; it does
+ * not make the legacy stream usable while a blocking stream captures: any
+ * work there, an event record included, depends implicitly on the
+ * capturing stream and invalidates its capture. So no end event goes on
+ * the legacy stream while a capture is open anywhere in the process
+ * (gs_g.capturing): that interval is dropped and counted as lost. A start
+ * event there is recorded just before the program's own call on the
+ * legacy stream, which such a capture forbids as well.
+ *
+ * A stream destroyed (cuStreamDestroy, which the runtime's
+ * cudaStreamDestroy calls through the driver) gets its end event just
+ * before, if the interval used it: no work can follow on it, so the span is
+ * the one the phase change would have measured. Its slot is then free for
+ * another stream; the handle is never touched again, even if the driver
+ * hands it out once more for a new stream. Pairs already queued keep their
+ * events, which outlive the stream.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -45,10 +60,13 @@
 #define DRAIN_PAIRS 64                 /* read back once this many pairs wait */
 #define DRAIN_NS 100000000ull          /* or this long after the last read-back */
 
+#define FREE_SLOT UINT64_MAX /* a slot's stream once destroyed: no handle is */
+
 struct slot {
-	uint64_t stream;    /* handle; 0 = the legacy stream of ctx */
+	uint64_t stream;    /* handle; 0 = the legacy stream of ctx; FREE_SLOT (atomic) */
 	CUcontext ctx;
 	uint32_t started;   /* interval of the start event; 0 none (atomic) */
+	uint32_t life;      /* which stream the slot holds: new for each (ev.lives) */
 	CUevent start;      /* NULL: nothing to time in that interval */
 	uint64_t host_start;
 	uint32_t phase;
@@ -60,6 +78,7 @@ struct pair {
 	CUcontext ctx;
 	uint64_t stream, host_start, host_end;
 	uint32_t phase;
+	uint32_t life;       /* its stream's: events of one life complete in order */
 	int16_t device;
 	uint8_t done;        /* known finished (a newer end event on its stream is) */
 };
@@ -70,6 +89,8 @@ static struct {
 	uint32_t open[64];   /* the open phases, innermost last (as the reader) */
 	uint32_t depth;
 	uint32_t nslots;     /* published with release after a slot is filled */
+	uint32_t lives;      /* streams given a slot so far */
+	uint32_t nfree;      /* slots freed by a stream's destruction (atomic) */
 	struct slot s[SLOTS];
 	struct pair q[PENDING];
 	uint32_t head, n;
@@ -137,12 +158,40 @@ static void pool_put(CUcontext ctx, CUevent e)
 		fn.destroy(e);
 }
 
+/* A slot's stream and context are read without the lock (gs_events_work);
+ * a freed slot is filled again under it, its context before its stream. */
 static struct slot *find(uint64_t st, CUcontext ctx, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (ev.s[i].stream == st && (st || ev.s[i].ctx == ctx))
+		if (__atomic_load_n(&ev.s[i].stream, __ATOMIC_ACQUIRE) == st &&
+		    (st || __atomic_load_n(&ev.s[i].ctx, __ATOMIC_RELAXED) == ctx))
 			return &ev.s[i];
 	return NULL;
+}
+
+/* A slot for a stream not followed yet (ev.lock): a free one, else a new
+ * one; NULL when all SLOTS hold live streams. */
+static struct slot *slot_new(uint64_t st, CUcontext ctx)
+{
+	struct slot *s = find(FREE_SLOT, NULL, ev.nslots);
+	if (!s && ev.nslots == SLOTS)
+		return NULL;
+	int fresh = !s;
+	if (fresh) {
+		s = &ev.s[ev.nslots];
+		memset(s, 0, sizeof(*s));
+	} else {
+		__atomic_fetch_sub(&ev.nfree, 1, __ATOMIC_RELAXED);
+	}
+	/* started is 0 (freed slots are left so): a reader that sees the
+	 * new stream before it starts calls start_on, which looks again. */
+	s->start = NULL;
+	s->life = ++ev.lives;
+	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->stream, st, __ATOMIC_RELEASE);
+	if (fresh)
+		__atomic_store_n(&ev.nslots, ev.nslots + 1, __ATOMIC_RELEASE);
+	return s;
 }
 
 /* The interval's first call on this stream: its start event. */
@@ -151,19 +200,11 @@ static void start_on(uint64_t st, CUcontext ctx)
 	pthread_mutex_lock(&ev.lock);
 	uint32_t cur = ev.interval;
 	struct slot *s = find(st, ctx, ev.nslots);
-	if (!s) {
-		if (ev.nslots == SLOTS) {
-			if (!__atomic_exchange_n(&ev.full_warned, 1, __ATOMIC_RELAXED))
-				gs_warn("GPUSPY_CUPTI=events: more than %d streams; the others are not timed",
-					SLOTS);
-			pthread_mutex_unlock(&ev.lock);
-			return;
-		}
-		s = &ev.s[ev.nslots];
-		memset(s, 0, sizeof(*s));
-		s->stream = st;
-		s->ctx = ctx;
-		__atomic_store_n(&ev.nslots, ev.nslots + 1, __ATOMIC_RELEASE);
+	if (!s && !(s = slot_new(st, ctx))) {
+		if (!__atomic_exchange_n(&ev.full_warned, 1, __ATOMIC_RELAXED))
+			gs_warn("GPUSPY_CUPTI=events: more than %d streams; the others are not timed", SLOTS);
+		pthread_mutex_unlock(&ev.lock);
+		return;
 	}
 	if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) == cur) {
 		pthread_mutex_unlock(&ev.lock);
@@ -173,6 +214,8 @@ static void start_on(uint64_t st, CUcontext ctx)
 	fn.capture_mode(&mode);
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
 	s->start = NULL;
+	/* The legacy stream is never captured, and the program's own call on
+	 * it follows at once: where a capture forbids it, it fails as ours. */
 	if (!st || (fn.capturing((CUstream)st, &cs) == CUDA_SUCCESS && cs == CU_STREAM_CAPTURE_STATUS_NONE)) {
 		CUevent e = pool_get(ctx);
 		if (e && fn.record(e, (CUstream)st) == CUDA_SUCCESS) {
@@ -203,8 +246,10 @@ void gs_events_work(unsigned api, uint64_t st)
 	uint32_t cur = __atomic_load_n(&ev.interval, __ATOMIC_ACQUIRE);
 	uint32_t n = __atomic_load_n(&ev.nslots, __ATOMIC_ACQUIRE);
 	struct slot *s = find(st, ctx, n);
-	/* A stream past the table's end is not timed (said once). */
-	if (!s ? n < SLOTS || !__atomic_load_n(&ev.full_warned, __ATOMIC_RELAXED)
+	/* A stream past the table's end is not timed (said once); a slot
+	 * freed since may take it (start_on looks). */
+	if (!s ? n < SLOTS || __atomic_load_n(&ev.nfree, __ATOMIC_RELAXED) ||
+		 !__atomic_load_n(&ev.full_warned, __ATOMIC_RELAXED)
 	       : __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) != cur) {
 		int cancel = gs_cancel_off(); /* driver calls under the lock */
 		start_on(st, ctx);
@@ -237,21 +282,21 @@ static void write_span(const struct pair *p, float ms)
 static void vouch(void)
 {
 	static uint16_t idx[PENDING]; /* one stream's pairs, oldest first (ev.lock) */
-	struct { CUcontext ctx; uint64_t stream; } keys[SLOTS];
+	uint32_t keys[SLOTS]; /* the streams' lives: a handle may name two in turn */
 	uint32_t nkeys = 0;
 	for (uint32_t k = 0; k < ev.n; k++) {
 		const struct pair *p = &ev.q[(ev.head + k) % PENDING];
 		uint32_t i = 0;
-		while (i < nkeys && !(keys[i].stream == p->stream && keys[i].ctx == p->ctx))
+		while (i < nkeys && keys[i] != p->life)
 			i++;
 		if (i == nkeys && nkeys < SLOTS)
-			keys[nkeys++] = (__typeof__(keys[0])){ p->ctx, p->stream };
+			keys[nkeys++] = p->life;
 	}
 	for (uint32_t i = 0; i < nkeys; i++) {
 		int m = 0;
 		for (uint32_t k = 0; k < ev.n; k++) {
 			uint32_t j = (ev.head + k) % PENDING;
-			if (ev.q[j].stream == keys[i].stream && ev.q[j].ctx == keys[i].ctx)
+			if (ev.q[j].life == keys[i])
 				idx[m++] = (uint16_t)j;
 		}
 		/* The newest done pair: idx[lo] is done, idx[hi] is not. "Done"
@@ -311,6 +356,37 @@ static void drain(uint64_t deadline_ns)
 	}
 }
 
+/* The end event of slot s's interval, queued with its start (ev.lock, the
+ * thread in relaxed capture mode, here its current context). */
+static void end_on(struct slot *s, CUcontext here, uint64_t now)
+{
+	int pushed = s->ctx != here && fn.push(s->ctx) == CUDA_SUCCESS;
+	CUevent e = (s->ctx == here || pushed) ? pool_get(s->ctx) : NULL;
+	/* A stream that began a graph capture since: not ours to touch. The
+	 * legacy stream, while any capture is open: it may be of a blocking
+	 * stream, which our record would invalidate. */
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (s->stream ? fn.capturing((CUstream)s->stream, &cs) != CUDA_SUCCESS
+		      : __atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) > 0)
+		cs = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+	if (e && ev.n < PENDING && cs == CU_STREAM_CAPTURE_STATUS_NONE &&
+	    fn.record(e, (CUstream)s->stream) == CUDA_SUCCESS) {
+		ev.q[(ev.head + ev.n++) % PENDING] = (struct pair){
+			s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->life, s->device, 0
+		};
+		ev.added++;
+	} else {
+		pool_put(s->ctx, s->start);
+		pool_put(s->ctx, e);
+		ev.lost++;
+	}
+	if (pushed) {
+		CUcontext c = NULL;
+		fn.pop(&c);
+	}
+	s->start = NULL;
+}
+
 /* Close the current interval: an end event on each stream it used. */
 static void close_interval(uint64_t deadline_ns)
 {
@@ -323,33 +399,41 @@ static void close_interval(uint64_t deadline_ns)
 	fn.get_ctx(&here);
 	for (uint32_t i = 0; i < ev.nslots; i++) {
 		struct slot *s = &ev.s[i];
-		if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) != old || !s->start)
-			continue;
-		int pushed = s->ctx != here && fn.push(s->ctx) == CUDA_SUCCESS;
-		CUevent e = (s->ctx == here || pushed) ? pool_get(s->ctx) : NULL;
-		/* A stream that began a graph capture since: not ours to touch. */
-		CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-		if (s->stream && fn.capturing((CUstream)s->stream, &cs) != CUDA_SUCCESS)
-			cs = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-		if (e && ev.n < PENDING && cs == CU_STREAM_CAPTURE_STATUS_NONE &&
-		    fn.record(e, (CUstream)s->stream) == CUDA_SUCCESS) {
-			ev.q[(ev.head + ev.n++) % PENDING] = (struct pair){
-				s->start, e, s->ctx, s->stream, s->host_start, now, s->phase, s->device, 0
-			};
-			ev.added++;
-		} else {
-			pool_put(s->ctx, s->start);
-			pool_put(s->ctx, e);
-			ev.lost++;
-		}
-		if (pushed) {
-			CUcontext c = NULL;
-			fn.pop(&c);
-		}
-		s->start = NULL;
+		if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) == old && s->start)
+			end_on(s, here, now);
 	}
 	drain(deadline_ns);
 	fn.capture_mode(&mode);
+}
+
+/* Stream st is about to be destroyed (cuStreamDestroy): the interval's
+ * end on it now, while it lives, and its slot freed. */
+void gs_events_stream_gone(uint64_t st)
+{
+	if (!st || st == (uint64_t)(uintptr_t)CU_STREAM_LEGACY || st == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD ||
+	    !__atomic_load_n(&gs_g.events, __ATOMIC_ACQUIRE) || gs_g.forked)
+		return;
+	int e = errno;
+	int cancel = gs_cancel_off(); /* driver calls under the lock */
+	pthread_mutex_lock(&ev.lock);
+	struct slot *s = find(st, NULL, ev.nslots);
+	if (s) {
+		if (__atomic_load_n(&s->started, __ATOMIC_RELAXED) == ev.interval && s->start) {
+			CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+			fn.capture_mode(&mode);
+			CUcontext here = NULL;
+			fn.get_ctx(&here);
+			end_on(s, here, gs_now());
+			fn.capture_mode(&mode);
+		}
+		s->start = NULL;
+		__atomic_store_n(&s->started, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->stream, FREE_SLOT, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&ev.nfree, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ev.lock);
+	gs_cancel_restore(cancel);
+	errno = e;
 }
 
 void gs_events_phase(unsigned kind, uint32_t id)
@@ -401,7 +485,7 @@ void gs_events_exit(void)
 static void events_forked(void)
 {
 	pthread_mutex_init(&ev.lock, NULL);
-	ev.nslots = ev.n = ev.head = ev.npool = ev.depth = 0;
+	ev.nslots = ev.n = ev.head = ev.npool = ev.depth = ev.lives = ev.nfree = 0;
 	ev.drained_at = 0;
 	ev.added = 0;
 	ev.interval = 1;

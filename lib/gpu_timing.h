@@ -19,5 +19,6 @@ extern int gs_cupti_deferred;
 unsigned gs_events_start(void);          /* GSPY_GPU_TIMING_events or why not */
 void gs_events_phase(unsigned kind, uint32_t name_id); /* a phase begins or ends */
 void gs_events_exit(void);
+void gs_events_stream_gone(uint64_t stream); /* cuStreamDestroy, before the real one */
 
 #endif

@@ -8,6 +8,7 @@
 #include "cuda_api.h"
 #include "gs.h"
 #include "symbols.h"
+#include "gpu_timing.h"
 
 static void sync_rec(struct gspy_record *r, uint64_t stream, uint64_t handle)
 {
@@ -143,4 +144,20 @@ GS_API cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned
 GS_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t st, cudaEvent_t ev, unsigned int flags)
 {
 	return rt_wait_event(GSPY_API_cudaStreamWaitEvent_ptsz, st, ev, flags);
+}
+
+/* ---- streams destroyed: not recorded ------------------------------------
+ * GPUSPY_CUPTI=events ends the interval on the stream first, while the
+ * handle still names it, and never touches it again (gpu_events.c). */
+
+GS_API CUresult cuStreamDestroy_v2(CUstream st)
+{
+	gs_events_stream_gone((uint64_t)(uintptr_t)st);
+	return GS_REAL(cuStreamDestroy_v2)(st);
+}
+
+GS_API CUresult cuStreamDestroy(CUstream st)
+{
+	gs_events_stream_gone((uint64_t)(uintptr_t)st);
+	return GS_REAL(cuStreamDestroy)(st);
 }

@@ -31,6 +31,7 @@ int main(int argc, char **argv)
 	GSPY_RUNTIME_API_LIST(GSPY_X)
 	GSPY_GRAPH_API_LIST(GSPY_X)
 	GSPY_CONTEXT_API_LIST(GSPY_X)
+	GSPY_STREAM_API_LIST(GSPY_X)
 #undef GSPY_X
 	/* The host allocator's hooks under their own names: libgpuspy-host.so
 	 * defines malloc and the others as jumps to them (lib/host.h). */

@@ -527,16 +527,22 @@ GS_EARLY static int by_name(const char *name)
 }
 
 /* cuGetProcAddress semantics: the newest ABI variant not newer than
- * `version`, the per-thread one when asked and when it exists. */
-static int by_proc(const char *symbol, long version, uint64_t flags)
+ * `version`, the per-thread one when asked and when it exists. *newest:
+ * the newest variant gpuspy knows of that name, whatever the flags. */
+static int by_proc(const char *symbol, long version, uint64_t flags, int *newest)
 {
+	*newest = 0;
 	if (!sym_ready() || !symbol || symbol[0] != 'c' || symbol[1] != 'u')
 		return -1;
 	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	int best[2] = { -1, -1 };
 	for (unsigned i = 0; i < GSPY_API_COUNT; i++) {
 		struct hook *h = &hooks[i];
-		if (h->version == 0 || h->version > version || strcmp(h->base, symbol) != 0)
+		if (h->version == 0 || strcmp(h->base, symbol) != 0)
+			continue;
+		if (h->version > *newest)
+			*newest = h->version;
+		if (h->version > version)
 			continue;
 		if (best[h->ptds] < 0 || hooks[best[h->ptds]].version < h->version)
 			best[h->ptds] = (int)i;
@@ -545,6 +551,20 @@ static int by_proc(const char *symbol, long version, uint64_t flags)
 }
 
 /* ---- route 2: dlsym / dlvsym ------------------------------------------- */
+
+/*
+ * p, a lookup's answer for hook i, unless it is gpuspy's own export of a
+ * name nothing else in the process defines (no CUDA library, or one too
+ * old for that entry point): the loader would have found nothing, and a
+ * program that probes for CUDA (dlsym(RTLD_DEFAULT, "cudaMalloc")) must
+ * take its path without CUDA, not call a wrapper that can only fail. A
+ * reference bound when the program was loaded (a weak undefined symbol)
+ * is the loader's, not dlsym's: gpuspy's export answers it all the same.
+ */
+static void *unless_absent(unsigned i, void *p)
+{
+	return p && gs_in_self(p) && gs_real_resolve(i) == (void *)missing_real ? NULL : p;
+}
 
 GS_EARLY GS_API void *dlsym(void *handle, const char *name)
 {
@@ -556,9 +576,9 @@ GS_EARLY GS_API void *dlsym(void *handle, const char *name)
 	if (i < 0) /* a sibling call keeps the caller's return address for RTLD_NEXT */
 		return real_dlsym(handle, name);
 	if (handle == RTLD_NEXT)
-		return next_after(__builtin_return_address(0), name);
+		return unless_absent((unsigned)i, next_after(__builtin_return_address(0), name));
 	void *p = real_dlsym(handle, name);
-	return wrap((unsigned)i, p);
+	return wrap((unsigned)i, unless_absent((unsigned)i, p));
 }
 
 GS_EARLY GS_API void *dlvsym(void *handle, const char *name, const char *version)
@@ -571,20 +591,54 @@ GS_EARLY GS_API void *dlvsym(void *handle, const char *name, const char *version
 	if (i < 0)
 		return real_dlvsym(handle, name, version);
 	if (handle == RTLD_NEXT) /* CUDA's names carry no symbol versions */
-		return next_after(__builtin_return_address(0), name);
+		return unless_absent((unsigned)i, next_after(__builtin_return_address(0), name));
 	void *p = real_dlvsym(handle, name, version);
-	return wrap((unsigned)i, p);
+	return wrap((unsigned)i, unless_absent((unsigned)i, p));
 }
 
 /* ---- route 3: cuGetProcAddress and cudaGetDriverEntryPoint ------------- */
 
-static void wrap_proc(const char *symbol, void **pfn, long version, uint64_t flags)
+/* Where an answer can be asked for again: a cuGetProcAddress of either ABI
+ * (v2: of five arguments). */
+struct asker {
+	void *gpa;
+	int v2;
+};
+
+/* What `a` answers for (symbol, version, flags), NULL on an error. The
+ * status goes to a variable of ours: the caller's are the first answer's. */
+static void *ask_again(const struct asker *a, const char *symbol, int version, uint64_t flags)
+{
+	void *p = NULL;
+	CUdriverProcAddressQueryResult q;
+	CUresult rc = a->v2 ? ((__typeof__(&cuGetProcAddress_v2))a->gpa)(symbol, &p, version, flags, &q)
+			    : ((__typeof__(&cuGetProcAddress))a->gpa)(symbol, &p, version, flags);
+	return rc == CUDA_SUCCESS ? p : NULL;
+}
+
+/*
+ * The answer *pfn to (symbol, version, flags), wrapped when gpuspy knows
+ * its ABI. Past every variant gpuspy knows of the name, the driver may
+ * answer in an ABI gpuspy never heard of (cuda-python 13 declares a
+ * cuLaunchHostFunc_v2 of four arguments): wrapped, the call would go
+ * through the old ABI's wrapper, and the new function, stored as the old
+ * hook's real one, be called by the exported old name too. So the question
+ * is put again at the version of the variant gpuspy would hand out: the
+ * same pointer is wrapped; another is handed back as it is, never stored.
+ */
+static void wrap_proc(const char *symbol, void **pfn, long version, uint64_t flags, const struct asker *a)
 {
 	if (!pfn || !*pfn)
 		return;
-	int i = by_proc(symbol, version, flags);
-	if (i >= 0)
-		*pfn = wrap((unsigned)i, *pfn);
+	int newest;
+	int i = by_proc(symbol, version, flags, &newest);
+	if (i < 0)
+		return;
+	if (version > newest && ask_again(a, symbol, hooks[i].version, flags) != *pfn) {
+		__atomic_fetch_add(&mismatches, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	*pfn = wrap((unsigned)i, *pfn);
 }
 
 static CUresult proc_v1(void *real, const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
@@ -592,7 +646,7 @@ static CUresult proc_v1(void *real, const char *symbol, void **pfn, int cudaVers
 	gs_init();
 	CUresult rc = ((__typeof__(&cuGetProcAddress))real)(symbol, pfn, cudaVersion, flags);
 	if (rc == CUDA_SUCCESS)
-		wrap_proc(symbol, pfn, cudaVersion, flags);
+		wrap_proc(symbol, pfn, cudaVersion, flags, &(struct asker){ real, 0 });
 	return rc;
 }
 
@@ -602,7 +656,7 @@ static CUresult proc_v2(void *real, const char *symbol, void **pfn, int cudaVers
 	gs_init();
 	CUresult rc = ((__typeof__(&cuGetProcAddress_v2))real)(symbol, pfn, cudaVersion, flags, status);
 	if (rc == CUDA_SUCCESS)
-		wrap_proc(symbol, pfn, cudaVersion, flags);
+		wrap_proc(symbol, pfn, cudaVersion, flags, &(struct asker){ real, 1 });
 	return rc;
 }
 
@@ -663,13 +717,30 @@ static void *proc_alternate(unsigned i, void *p)
 	return NULL;
 }
 
+/* The version the runtime asks the driver at: its own, looked up once
+ * (dlsym takes the loader's lock). Threads may race here: each stores the
+ * same value. */
 static long runtime_version(void)
 {
+	static int cached;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v)
+		return v;
 	int (*rv)(int *) = (int (*)(int *))gs_real_dlsym(RTLD_NEXT, "cudaRuntimeGetVersion");
-	int v = 0;
 	if (!rv || rv(&v) != 0 || v <= 0)
 		v = CUDA_VERSION;
+	__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
 	return v;
+}
+
+/* The driver's own cuGetProcAddress, where the runtime's answers come
+ * from: for the runtime's lookups, asked again (wrap_proc). */
+static struct asker driver_asker(void)
+{
+	void *p = GS_REAL(cuGetProcAddress_v2);
+	if (p != (void *)missing_real)
+		return (struct asker){ p, 1 };
+	return (struct asker){ GS_REAL(cuGetProcAddress), 0 }; /* missing_real: no answer */
 }
 
 /* The runtime answers these through its own cuGetProcAddress, which is
@@ -682,8 +753,10 @@ GS_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
 	gs_init();
 	__typeof__(&cudaGetDriverEntryPoint) real = GS_REAL(cudaGetDriverEntryPoint);
 	cudaError_t rc = real(symbol, funcPtr, flags, driverStatus);
-	if (rc == 0 && funcPtr && *funcPtr && !gs_in_self(*funcPtr))
-		wrap_proc(symbol, funcPtr, runtime_version(), flags);
+	if (rc == 0 && funcPtr && *funcPtr && !gs_in_self(*funcPtr)) {
+		struct asker a = driver_asker();
+		wrap_proc(symbol, funcPtr, runtime_version(), flags, &a);
+	}
 	return rc;
 }
 
@@ -694,8 +767,10 @@ GS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
 	gs_init();
 	__typeof__(&cudaGetDriverEntryPointByVersion) real = GS_REAL(cudaGetDriverEntryPointByVersion);
 	cudaError_t rc = real(symbol, funcPtr, cudaVersion, flags, driverStatus);
-	if (rc == 0 && funcPtr && *funcPtr && !gs_in_self(*funcPtr))
-		wrap_proc(symbol, funcPtr, cudaVersion, flags);
+	if (rc == 0 && funcPtr && *funcPtr && !gs_in_self(*funcPtr)) {
+		struct asker a = driver_asker();
+		wrap_proc(symbol, funcPtr, cudaVersion, flags, &a);
+	}
 	return rc;
 }
 

@@ -335,6 +335,52 @@ def gpu_time_from_events_leaves_capturing_streams(tmp):
 
 
 @test
+def gpu_time_from_events_leaves_the_legacy_stream_alone_while_capturing(tmp):
+    """A phase that used the legacy stream ends while s1, a blocking stream,
+    is captured in global mode (FAKECUDA_STRICT_CAPTURE: any work on the
+    legacy stream then invalidates the capture): no end event goes there,
+    the capture ends with its graph as untraced, the interval is counted as
+    lost, and the next phase's legacy interval is timed."""
+    env = {"GPUSPY_CUPTI": "events", "FAKECUDA_STRICT_CAPTURE": "1", **LOG_STDERR}
+    q = run("prog_events", ["capture"], env=env, preload=False, tmp=tmp)
+    p = run("prog_events", ["capture"], env=env, tmp=tmp)
+    want = "begin capture rc=0\nend capture rc=0 graph made\n"
+    check(q.stdout == want and p.stdout == want, f"untraced {q.stdout!r}, traced {p.stdout!r}")
+    check(gpuspy_lines(p.stderr) == ["gpuspy: GPUSPY_CUPTI=events: 1 phase intervals could not be timed on the GPU"],
+          f"stderr {p.stderr!r}")
+    check(spans(only_trace(tmp)[1]) == [("after", 2000, "legacy")], f"spans {spans(only_trace(tmp)[1])}")
+
+
+@test
+def gpu_time_from_events_ends_on_a_stream_before_it_is_destroyed(tmp):
+    """Two streams made, used (3 and 4 us), synchronized and destroyed
+    inside a phase (cuStreamDestroy_v2, then the old cuStreamDestroy):
+    their intervals end as they are destroyed, so each is timed, and their
+    handles are never used again (FAKECUDA_STRICT_STREAMS reports no call
+    on a destroyed stream); s1 takes a freed slot. Output as untraced."""
+    env = {"GPUSPY_CUPTI": "events", "FAKECUDA_STRICT_STREAMS": "1", **LOG_STDERR}
+    q = run("prog_events", ["destroy"], env=env, preload=False, tmp=tmp)
+    p = run("prog_events", ["destroy"], env=env, tmp=tmp)
+    want = "destroy rc=0 old ABI rc=0\n"
+    check(q.stdout == want and p.stdout == want, f"untraced {q.stdout!r}, traced {p.stdout!r}")
+    check(p.stderr == "", f"stderr {p.stderr!r}")
+    got = spans(only_trace(tmp)[1])
+    check(got == sorted([("short", 3000, "stream"), ("short", 4000, "stream"), ("short", 1000, "stream"),
+                         ("next", 2000, "stream")]), f"spans {got}")
+
+
+@test
+def gpu_time_from_events_reuses_the_slots_of_destroyed_streams(tmp):
+    """70 streams made, used, synchronized and destroyed one after another
+    in one phase: a destroyed stream's slot takes the next one, so all 70
+    are timed (64 live streams are followed) and no note says otherwise."""
+    p = run("prog_events", ["churn"], env={"GPUSPY_CUPTI": "events", "FAKECUDA_STRICT_STREAMS": "1"}, tmp=tmp)
+    check(p.stdout == "churn done\n" and p.stderr == "", f"{p.stdout!r} {p.stderr!r}")
+    check(notes(tmp) == [], f"notes {notes(tmp)!r}")
+    check(spans(only_trace(tmp)[1]) == [("churn", 1000, "stream")] * 70, "70 streams timed")
+
+
+@test
 def torch_forward_hooks_learned(tmp):
     """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS
     steps only; then the model it saw begin forward carries the hook, and

@@ -357,12 +357,22 @@ def route1_driver_every_family_per_thread(tmp):
 
 @test
 def route2_dlsym_and_self_lookup_abis(tmp):
-    p = same_output("prog_dlsym", tmp)
+    """Driver entry points by dlsym on libcuda's handle, cuGetProcAddress's
+    self-lookup in both ABIs, versioned and per-thread variants and
+    cudaGetDriverEntryPointByVersion: each call one event, output as
+    untraced; unknown names come back untouched, and three
+    cudaGetDriverEntryPoint of one gpuspy does not wrap ask the runtime's
+    version once in all (FAKECUDART_STATS)."""
+    p = same_output("prog_dlsym", tmp, env={"FAKECUDART_STATS": "1"})
     out = p.stdout
     check("cuInit comes from libcuda.so.1" in out, "an unknown name did not pass through untouched")
     check("cuModuleGetFunction comes from libcuda.so.1" in out,
           "an unhooked cuGetProcAddress result was changed")
+    check("cuModuleGetFunction by the runtime comes from libcuda.so.1" in out,
+          "an unhooked cudaGetDriverEntryPoint result was changed")
     check("unknown rc=0 ptr=NULL status=1" in out, "a missing symbol did not come back as NULL")
+    check("fakecudart: 1 cudaRuntimeGetVersion calls" in p.stderr.splitlines(),
+          f"the runtime's version asked for more than once: {p.stderr!r}")
     _, ev = only_trace(tmp)
     compare(ev, [
         E("alloc", "cuMemAlloc_v2", 4096, mem="device"),
@@ -374,6 +384,51 @@ def route2_dlsym_and_self_lookup_abis(tmp):
         E("copy", "cuMemcpyBatchAsync_v2", 48, "h2d", "pageable"),
         E("free", "cuMemFree_v2", 4096, mem="device"),  # via cudaGetDriverEntryPointByVersion
     ])
+
+
+@test
+def route3_abi_newer_than_gpuspy_knows_is_not_wrapped(tmp):
+    """cuGetProcAddress_v2("cuLaunchHostFunc") at 13.1, where the driver
+    double answers with a function of four arguments (FAKECUDA_NEWER_ABI):
+    gpuspy knows no ABI of that name past 10.0, asks again at 10.0, gets
+    another function and hands the answer back unwrapped (so a call with
+    syncMode 1 runs its callback, rc 0, and is not recorded), as it does
+    through cudaGetDriverEntryPointByVersion at 13.1. The exported
+    cuLaunchHostFunc, libcuda's by dlsym and the 12.0 answer still reach
+    the old function (the new one ran twice, both times untraced): output
+    as untraced, three cuLaunchHostFunc events."""
+    env = {"FAKECUDA_NEWER_ABI": "1"}
+    a = run("prog_dlsym", ["newer"], env=env, preload=False, tmp=tmp)
+    b = run("prog_dlsym", ["newer"], env=env, tmp=tmp)
+    want = ("13.1 lookup rc=0 status=0 from libcuda.so.1\n"
+            "13.1 call rc=0 ran=1 newer=1\n"
+            "exported call rc=0 ran=2 newer=1\n"
+            "libcuda's by name rc=0 ran=3 newer=1\n"
+            "12.0 call rc=0 ran=4 newer=1\n"
+            "runtime 13.1 lookup rc=0 status=0\n"
+            "runtime 13.1 call rc=0 ran=5 newer=2\n")
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    check(b.stdout == want, f"traced: {b.stdout!r}")
+    _, ev = only_trace(tmp)
+    compare(ev, [E("launch", "cuLaunchHostFunc", name="(host function)")] * 3)
+
+
+@test
+def route2_names_absent_without_cuda_stay_absent(tmp):
+    """A program linked with no CUDA library probes for CUDA with dlsym
+    (RTLD_DEFAULT, its own handle, RTLD_NEXT) and dlvsym: gpuspy's own
+    exports of the names (runtime, driver, newest ABIs, cuGetProcAddress)
+    are not handed out where nothing else defines them, so the program
+    finds none, takes its CPU path as untraced, and no trace is written."""
+    a = run("prog_nocuda", preload=False, tmp=tmp)
+    b = run("prog_nocuda", tmp=tmp)
+    names = ("cudaMalloc", "cudaGetDriverEntryPointByVersion", "cuCtxSynchronize_v2", "cuMemcpyBatchAsync_v2",
+             "cuLaunchKernel", "cuGetProcAddress")
+    want = "".join(f"{n}: default absent, own handle absent, next absent, versioned absent\n"
+                   for n in names) + "CPU path\n"
+    check(a.stdout == want, f"untraced: {a.stdout!r}")
+    check(b.stdout == want, f"traced: {b.stdout!r}")
+    check(traces(tmp) == [], f"a process that never used CUDA wrote {traces(tmp)}")
 
 
 @test

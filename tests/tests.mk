@@ -13,10 +13,11 @@ TEST_CLEAN := $(TB) tests/out
 
 # ---- the doubles ------------------------------------------------------------
 
-# The driver double: its entry points, its copies and memsets, its graphs.
+# The driver double: its entry points, its copies and memsets, its graphs,
+# its streams.
 # Built three ways, each from objects of its own: the plain one, and the
 # two of the hostile tests (tests/bin/mirror, tests/bin/proctool).
-FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakecopy.c tests/doubles/fakegraph.c
+FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakecopy.c tests/doubles/fakegraph.c tests/doubles/fakestream.c
 driver_objs = $(patsubst tests/doubles/%.c,$(TB)/obj/$(1)/%.o,$(FAKE_DRIVER))
 $(TB)/obj/driver/%.o: tests/doubles/%.c
 	@mkdir -p $(@D)
@@ -96,7 +97,8 @@ $(filter %_static_ptds,$(RT_PROGS)): $(TB)/%_static_ptds: tests/progs/%.c $(TB)/
 # whose frames and lines the tests know (-O1 -g), on either runtime; the
 # faulting kernel's (-O1 -g too, on the runtime, with a stand-in for
 # the runtime linked in, -g0); the codec's, which needs
-# no double; and the tools that are no prog_*.
+# no double; the one that must not be linked with CUDA at all; and the
+# tools that are no prog_*.
 $(TB)/prog_drv_ptds: tests/progs/prog_drv.c $(TB)/libcuda.so.1
 	$(Q)$(CC) $(TEST_CFLAGS) -DPTDS -o $@ $< $(DRV)
 $(TB)/prog_dlsym: tests/progs/prog_dlsym.c $(TB)/libcudart.so.13 $(TB)/libcuda.so.1
@@ -113,6 +115,9 @@ $(TB)/fault_rt.o: tests/progs/fault_rt.c
 $(TB)/prog_codec: tests/progs/prog_codec.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
+$(TB)/prog_nocuda: tests/progs/prog_nocuda.c
+	@mkdir -p $(TB)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
 $(TB)/fork_delay.so: tests/progs/fork_delay.c
 	@mkdir -p $(TB)
 	$(Q)$(CC) $(TEST_CFLAGS) -shared -fPIC -o $@ $< -ldl

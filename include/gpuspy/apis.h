@@ -235,9 +235,17 @@
 	X(cuCtxCreate_v4, none, 12050)                                       \
 	X(cuCtxDestroy_v2, none, 4000)
 
+/* Streams destroyed (not recorded): GPUSPY_CUPTI=events ends its interval
+ * on one first and never touches it again. The runtime's cudaStreamDestroy
+ * reaches these through the driver. */
+#define GSPY_STREAM_API_LIST(X)                                              \
+	X(cuStreamDestroy, none, 2000)                                       \
+	X(cuStreamDestroy_v2, none, 4000)
+
 #define GSPY_API_LIST(X)                                                     \
 	GSPY_DRIVER_API_LIST(X) GSPY_RUNTIME_API_LIST(X) GSPY_PHASE_API_LIST(X) \
 	GSPY_HOST_API_LIST(X) GSPY_EVENTS_API_LIST(X) GSPY_GRAPH_API_LIST(X)   \
-	GSPY_TELEMETRY_API_LIST(X) GSPY_CONTROL_API_LIST(X) GSPY_CONTEXT_API_LIST(X)
+	GSPY_TELEMETRY_API_LIST(X) GSPY_CONTROL_API_LIST(X) GSPY_CONTEXT_API_LIST(X) \
+	GSPY_STREAM_API_LIST(X)
 
 #endif

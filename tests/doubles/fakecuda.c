@@ -15,6 +15,9 @@
  * sticky: every entry point that FAKECUDA_FAIL could fail returns
  * CUDA_ERROR_ASSERT (710), doing nothing (fakecuda_sticky_error says so).
  * With CUDA_LAUNCH_BLOCKING=1 that launch itself returns it.
+ * FAKECUDA_NEWER_ABI=1: cuGetProcAddress answers one entry point in an ABI
+ * newer than gpuspy knows (launch_host_func_v2 below). The strict checks
+ * of streams and captures (FAKECUDA_STRICT_*) are fakestream.c's.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -549,6 +552,9 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
 EXPORT CUresult cuEventRecord(CUevent e, CUstream hs)
 {
 	FAIL_CHECK("cuEventRecord");
+	CUresult rc = fk_stream_use("cuEventRecord", hs);
+	if (rc)
+		return rc;
 	struct fake_event *x = (struct fake_event *)e;
 	__typeof__(&clocks[0]) c = stream_of(hs);
 	x->t = __atomic_load_n(&c->ns, __ATOMIC_RELAXED);
@@ -577,35 +583,15 @@ EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 #undef cuEventElapsedTime /* the ABI before CUDA 12.8 */
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b);
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuEventElapsedTime_v2(ms, a, b); }
-/* FAKECUDA_CAPTURING=HANDLE: that stream is being captured into a graph. */
-EXPORT CUresult cuStreamIsCapturing(CUstream hs, CUstreamCaptureStatus *s)
-{
-	const char *v = getenv("FAKECUDA_CAPTURING");
-	*s = (v && hs && strtoull(v, NULL, 0) == (uint64_t)(uintptr_t)hs) || fk_capturing(hs)
-		     ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-		     : CU_STREAM_CAPTURE_STATUS_NONE;
-	return CUDA_SUCCESS;
-}
-static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m)
-{
-	CUstreamCaptureMode old = capture_mode;
-	capture_mode = *m;
-	*m = old;
-	return CUDA_SUCCESS;
-}
-EXPORT CUresult cuStreamCreate(CUstream *hs, unsigned flags)
-{
-	static long next = 0x7000;
-	(void)flags;
-	*hs = (CUstream)(uintptr_t)__atomic_add_fetch(&next, 0x10, __ATOMIC_RELAXED);
-	return CUDA_SUCCESS;
-}
+/* Streams, their capture status and the strict checks: fakestream.c. */
 
 /* ---- launches ------------------------------------------------------------------ */
 
 static CUresult launch(const char *api, CUfunction f, unsigned gx, CUstream hs, void **params)
 {
+	CUresult bad = fk_stream_use(api, hs);
+	if (bad)
+		return bad;
 	unsigned corr = tool_enter(api);
 	if (f && fk_capture_kernel(hs, f, gx, 1)) {
 		tool_exit(api, corr);
@@ -637,8 +623,24 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy
 { (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; FAIL_CHECK("cuLaunchCooperativeKernel"); return launch("cuLaunchCooperativeKernel", f, gx, hs, params); }
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream hs, void **params)
 { return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, sm, hs, params); }
-EXPORT CUresult cuLaunchHostFunc(CUstream hs, CUhostFn fn, void *data) { (void)hs; FAIL_CHECK("cuLaunchHostFunc"); fn(data); return CUDA_SUCCESS; }
+/* Internal calls do not go through the exported names, as in the driver. */
+static CUresult host_func(CUstream hs, CUhostFn fn, void *data) { (void)hs; FAIL_CHECK("cuLaunchHostFunc"); fn(data); return CUDA_SUCCESS; }
+EXPORT CUresult cuLaunchHostFunc(CUstream hs, CUhostFn fn, void *data) { return host_func(hs, fn, data); }
 EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hs, CUhostFn fn, void *data) { return cuLaunchHostFunc(hs, fn, data); }
+/* FAKECUDA_NEWER_ABI=1: an ABI newer than gpuspy knows. cuGetProcAddress
+ * answers "cuLaunchHostFunc" at version 13010 or later with this function
+ * of four arguments (cuda-python 13 declares a cuLaunchHostFunc_v2 so),
+ * not exported by name; a syncMode other than 0 or 1 is invalid.
+ * fakecuda_newer_abi_calls() says how many times it was called. */
+static int newer_calls;
+EXPORT int fakecuda_newer_abi_calls(void) { return __atomic_load_n(&newer_calls, __ATOMIC_RELAXED); }
+static CUresult launch_host_func_v2(CUstream hs, CUhostFn fn, void *data, unsigned sync_mode)
+{
+	__atomic_add_fetch(&newer_calls, 1, __ATOMIC_RELAXED);
+	if (sync_mode > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	return host_func(hs, fn, data);
+}
 
 /* ---- waits ------------------------------------------------------------------------ */
 
@@ -673,6 +675,7 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	GSPY_DRIVER_API_LIST(GSPY_X)
 	GSPY_GRAPH_API_LIST(GSPY_X)
 	GSPY_CONTEXT_API_LIST(GSPY_X)
+	GSPY_STREAM_API_LIST(GSPY_X)
 #undef GSPY_X
 	{ "cuInit", 2000, (void *)&cuInit },
 	{ "cuDriverGetVersion", 2020, (void *)&cuDriverGetVersion },
@@ -734,6 +737,9 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 	if (pick >= 0)
 		*pfn = dlsym(RTLD_DEFAULT, procs[pick].name);
 #endif
+	const char *newer = getenv("FAKECUDA_NEWER_ABI");
+	if (pick >= 0 && newer && !strcmp(newer, "1") && !strcmp(symbol, "cuLaunchHostFunc") && version >= 13010)
+		*pfn = (void *)launch_host_func_v2;
 	return CUDA_SUCCESS; /* like the real driver: success with NULL when absent */
 }
 

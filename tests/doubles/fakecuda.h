@@ -51,5 +51,8 @@ void fakecuda_set_tool(const struct fakecuda_tool *t);
 /* Driver double: the context's sticky error (FAKECUDA_ASSERT: a kernel
  * tripped a device-side assert), 0 while there is none. */
 int fakecuda_sticky_error(void);
+/* Driver double: how many times its cuLaunchHostFunc of an ABI newer than
+ * gpuspy knows ran (FAKECUDA_NEWER_ABI, fakecuda.c). */
+int fakecuda_newer_abi_calls(void);
 
 #endif

@@ -31,13 +31,23 @@ HIDDEN void gpu_work(CUstream hs, unsigned grid_x);
 HIDDEN CUresult run(CUfunction f, void **params);
 HIDDEN const char *fk_function_name(CUfunction f);
 
-/* fakegraph.c: a stream being captured takes the work instead of running
- * it; each returns 1 when it did. */
+/* fakegraph.c: whether a stream is being captured (1; 2: the capture was
+ * invalidated), whether a blocking stream is (how many; invalidating them
+ * all); a stream being captured takes the work instead of running it: each
+ * fk_capture_* returns 1 when it did. */
 HIDDEN int fk_capturing(CUstream hs);
+HIDDEN int fk_blocking_capture(void);
+HIDDEN int fk_invalidate_blocking(void);
 HIDDEN int fk_capture_kernel(CUstream hs, CUfunction f, unsigned gx, unsigned bx);
 HIDDEN int fk_capture_copy(CUstream hs, uintptr_t d, uintptr_t s, size_t n);
 HIDDEN int fk_capture_memset(CUstream hs, uintptr_t d, unsigned elem, size_t n);
 HIDDEN int fk_capture_alloc(CUstream hs, uintptr_t d, size_t n);
 HIDDEN int fk_capture_free(CUstream hs, uintptr_t d);
+
+/* fakestream.c: whether a stream synchronizes with the legacy stream; the
+ * strict checks of a call on stream hs (FAKECUDA_STRICT_STREAMS,
+ * FAKECUDA_STRICT_CAPTURE): the call's error, 0 to go on. */
+HIDDEN int fk_blocking(CUstream hs);
+HIDDEN CUresult fk_stream_use(const char *api, CUstream hs);
 
 #endif

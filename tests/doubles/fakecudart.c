@@ -8,6 +8,7 @@
  * and flags: once with flags 0 and once with the per-thread flag for the
  * _ptds/_ptsz entry points. Built twice: as a shared library and as an
  * archive linked into the program (the stand-in for static cudart).
+ * FAKECUDART_STATS=1: at exit, how many times cudaRuntimeGetVersion ran.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -188,7 +189,20 @@ EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *stub)
 	return f ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
-EXPORT cudaError_t cudaRuntimeGetVersion(int *v) { *v = 13000; return cudaSuccess; }
+/* FAKECUDART_STATS=1: say at exit how many times the version was asked. */
+static unsigned long version_calls;
+__attribute__((destructor)) static void fake_stats(void)
+{
+	const char *v = getenv("FAKECUDART_STATS");
+	if (v && *v == '1')
+		fprintf(stderr, "fakecudart: %lu cudaRuntimeGetVersion calls\n", version_calls);
+}
+EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
+{
+	__atomic_add_fetch(&version_calls, 1, __ATOMIC_RELAXED);
+	*v = 13000;
+	return cudaSuccess;
+}
 
 /* ---- allocation ------------------------------------------------------------ */
 

@@ -133,7 +133,8 @@ EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph g, const CUgraphNo
 
 /* ---- stream capture --------------------------------------------------------- */
 
-static struct { CUstream st; CUgraph g; } caps[16];
+/* invalid: a use of the legacy stream broke the capture (fakestream.c). */
+static struct { CUstream st; CUgraph g; int invalid; } caps[16];
 
 static CUgraph capture_of(CUstream hs)
 {
@@ -146,7 +147,34 @@ static CUgraph capture_of(CUstream hs)
 	return g;
 }
 
-int fk_capturing(CUstream hs) { return hs && capture_of(hs) != NULL; }
+int fk_capturing(CUstream hs)
+{
+	int st = 0;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < 16 && hs && !st; i++)
+		if (caps[i].g && caps[i].st == hs)
+			st = caps[i].invalid ? 2 : 1;
+	pthread_mutex_unlock(&lock);
+	return st;
+}
+
+/* Blocking streams capturing (invalidate: now invalidated); how many. */
+static int blocking_captures(int invalidate)
+{
+	int n = 0;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < 16; i++)
+		if (caps[i].g && fk_blocking(caps[i].st)) {
+			n++;
+			if (invalidate)
+				caps[i].invalid = 1;
+		}
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+int fk_blocking_capture(void) { return blocking_captures(0); }
+int fk_invalidate_blocking(void) { return blocking_captures(1); }
 
 static CUresult begin(CUstream hs)
 {
@@ -161,7 +189,7 @@ static CUresult begin(CUstream hs)
 	while (i < 16 && caps[i].g)
 		i++;
 	if (i < 16)
-		caps[i].st = hs, caps[i].g = g;
+		caps[i].st = hs, caps[i].g = g, caps[i].invalid = 0;
 	pthread_mutex_unlock(&lock);
 	return i < 16 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -206,15 +234,22 @@ EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hs, CUgraph g, const C
 static CUresult end(CUstream hs, CUgraph *out)
 {
 	CUgraph g = NULL;
+	int invalid = 0;
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < 16; i++)
 		if (caps[i].g && caps[i].st == hs) {
 			g = caps[i].g;
+			invalid = caps[i].invalid;
 			caps[i].g = NULL;
 		}
 	pthread_mutex_unlock(&lock);
 	if (!g)
 		return CUDA_ERROR_ILLEGAL_STATE;
+	if (invalid) { /* the capture ends, with no graph */
+		cuGraphDestroy(g);
+		*out = NULL;
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	}
 	*out = g;
 	return CUDA_SUCCESS;
 }

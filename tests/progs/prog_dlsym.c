@@ -5,6 +5,10 @@
  * 5-argument ABIs, per-thread and versioned variants, the runtime's
  * cudaGetDriverEntryPointByVersion, and names gpuspy does not know (which
  * must come back untouched).
+ * `prog_dlsym newer` (with FAKECUDA_NEWER_ABI=1): cuLaunchHostFunc asked for
+ * at 13.1, where the driver double answers in an ABI of four arguments,
+ * called so; then the exported cuLaunchHostFunc of three, and the old ABI
+ * through the runtime.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -30,13 +34,56 @@ static const char *lib_of(void *p)
 	return s ? s + 1 : di.dli_fname;
 }
 
-int main(void)
+static void count(void *n)
+{
+	++*(int *)n;
+}
+
+typedef CUresult (*host_func4_t)(CUstream, CUhostFn, void *, unsigned);
+
+static int newer(void *h)
+{
+	dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD); /* the names in the global scope */
+	gpa5_t gpa = (gpa5_t)dlsym(h, "cuGetProcAddress_v2");
+	int (*newer_calls)(void) = (int (*)(void))dlsym(h, "fakecuda_newer_abi_calls");
+	CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+	init(0);
+	CUcontext ctx;
+	((CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain"))(&ctx, 0);
+	((CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent"))(ctx);
+	int n = 0;
+	void *p = NULL;
+	CUdriverProcAddressQueryResult qs = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUresult rc = gpa("cuLaunchHostFunc", &p, 13010, 0, &qs);
+	printf("13.1 lookup rc=%d status=%d from %s\n", rc, (int)qs, lib_of(p));
+	rc = ((host_func4_t)p)(NULL, count, &n, 1);
+	printf("13.1 call rc=%d ran=%d newer=%d\n", rc, n, newer_calls());
+	__typeof__(&cuLaunchHostFunc) old = (__typeof__(&cuLaunchHostFunc))dlsym(RTLD_DEFAULT, "cuLaunchHostFunc");
+	rc = old(NULL, count, &n);
+	printf("exported call rc=%d ran=%d newer=%d\n", rc, n, newer_calls());
+	old = (__typeof__(&cuLaunchHostFunc))dlsym(h, "cuLaunchHostFunc");
+	rc = old(NULL, count, &n);
+	printf("libcuda's by name rc=%d ran=%d newer=%d\n", rc, n, newer_calls());
+	gpa("cuLaunchHostFunc", &p, 12000, 0, &qs);
+	rc = ((__typeof__(&cuLaunchHostFunc))p)(NULL, count, &n);
+	printf("12.0 call rc=%d ran=%d newer=%d\n", rc, n, newer_calls());
+	enum cudaDriverEntryPointQueryResult es = cudaDriverEntryPointSymbolNotFound;
+	cudaError_t e = cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &p, 13010, 0, &es);
+	printf("runtime 13.1 lookup rc=%d status=%d\n", (int)e, (int)es);
+	rc = ((host_func4_t)p)(NULL, count, &n, 0);
+	printf("runtime 13.1 call rc=%d ran=%d newer=%d\n", rc, n, newer_calls());
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!h) {
 		printf("no libcuda\n");
 		return 1;
 	}
+	if (argc > 1 && !strcmp(argv[1], "newer"))
+		return newer(h);
 	CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
 	printf("cuInit comes from %s\n", lib_of((void *)init));
 	init(0);
@@ -82,5 +129,8 @@ int main(void)
 	enum cudaDriverEntryPointQueryResult es;
 	cudaGetDriverEntryPointByVersion("cuMemFree", &p, 12000, 0, &es);
 	printf("free rc=%d status=%d\n", ((__typeof__(&cuMemFree_v2))p)(a), (int)es);
+	for (int i = 0; i < 3; i++)
+		cudaGetDriverEntryPoint("cuModuleGetFunction", &p, 0, &es);
+	printf("cuModuleGetFunction by the runtime comes from %s\n", lib_of(p));
 	return 0;
 }

@@ -11,7 +11,15 @@
  * (gpuspy follows 64).
  * `prog_events loop N`: N times phase "loop" with 1 us on s1 (the read-back
  * is batched: far fewer queries than intervals).
- * Usage: prog_events [many | loop N]
+ * `prog_events capture`: phase "before" uses the legacy stream (5 us), then
+ * s1 begins a capture in global mode and the phase ends while it lasts;
+ * the capture's end must succeed; phase "after" 2 us on the legacy stream.
+ * `prog_events destroy`: phase "short" makes two streams, 3 us and 4 us on
+ * them, synchronizes and destroys them (cuStreamDestroy_v2, then the old
+ * cuStreamDestroy), then 1 us on s1; phase "next" 2 us on s1.
+ * `prog_events churn`: one phase in which 70 streams are each made, given
+ * 1 us, synchronized and destroyed in turn.
+ * Usage: prog_events [many | loop N | capture | destroy | churn]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -39,6 +47,57 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static int capture(void)
+{
+	GPUSPY_PHASE_PUSH("before");
+	go(5, NULL);
+	printf("begin capture rc=%d\n", cuStreamBeginCapture_v2(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	go(3, s1);
+	GPUSPY_PHASE_POP();
+	CUgraph g = NULL;
+	CUresult rc = cuStreamEndCapture(s1, &g);
+	printf("end capture rc=%d graph %s\n", rc, g ? "made" : "none");
+	GPUSPY_PHASE_PUSH("after");
+	go(2, NULL);
+	GPUSPY_PHASE_POP();
+	return 0;
+}
+
+static int destroy(void)
+{
+	GPUSPY_PHASE_PUSH("short");
+	CUstream a, b;
+	cuStreamCreate(&a, 0);
+	cuStreamCreate(&b, 0);
+	go(3, a);
+	go(4, b);
+	cuStreamSynchronize(a);
+	cuStreamSynchronize(b);
+	printf("destroy rc=%d", cuStreamDestroy_v2(a));
+	printf(" old ABI rc=%d\n", cuStreamDestroy(b));
+	go(1, s1);
+	GPUSPY_PHASE_POP();
+	GPUSPY_PHASE_PUSH("next");
+	go(2, s1);
+	GPUSPY_PHASE_POP();
+	return 0;
+}
+
+static int churn(void)
+{
+	GPUSPY_PHASE_PUSH("churn");
+	for (int i = 0; i < 70; i++) {
+		CUstream st;
+		cuStreamCreate(&st, 0);
+		go(1, st);
+		cuStreamSynchronize(st);
+		cuStreamDestroy_v2(st);
+	}
+	GPUSPY_PHASE_POP();
+	printf("churn done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	cuInit(0);
@@ -57,6 +116,12 @@ int main(int argc, char **argv)
 		printf("loop done\n");
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "capture"))
+		return capture();
+	if (argc > 1 && !strcmp(argv[1], "destroy"))
+		return destroy();
+	if (argc > 1 && !strcmp(argv[1], "churn"))
+		return churn();
 	if (argc > 1) {
 		GPUSPY_PHASE_PUSH("many");
 		for (int i = 0; i < 70; i++) {
