@@ -18,7 +18,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,19 +160,6 @@ static struct {
 	void *(*call0)(void *, void *);   /* PyObject_CallObject(f, NULL) */
 	void (*decref)(void *);           /* Py_DecRef */
 	void *(*none)(const char *, ...); /* Py_BuildValue(""): a new reference to None */
-	/* for the wrapper type (gpuspy_torch_wrap); without them, no such type */
-	void *(*type_from_spec)(void *);  /* PyType_FromSpec */
-	void *(*alloc)(void *, ssize_t);  /* PyType_GenericAlloc */
-	void (*free)(void *);             /* PyObject_Free */
-	void *(*type_of)(void *);         /* PyObject_Type */
-	void *(*method)(void *, void *);  /* PyMethod_New */
-	void *(*call3)(void *, ...);      /* PyObject_CallFunctionObjArgs */
-	void *(*repr)(void *);            /* PyObject_Repr */
-	void (*incref)(void *);           /* Py_IncRef */
-	void *get_dict, *set_dict;        /* PyObject_GenericGetDict, PyObject_GenericSetDict */
-	void *(*getattr)(void *, const char *); /* PyObject_GetAttrString */
-	void *base_object;                /* &PyBaseObject_Type */
-	void *true_, *false_, *none_obj;  /* &_Py_TrueStruct, &_Py_FalseStruct, &_Py_NoneStruct */
 } api;
 
 /* The helper's phases, in the order of its slot numbers. */
@@ -259,35 +245,9 @@ static void t_after(void *after, void *rc)
 		api.restore(et, ev, tb);
 }
 
-/* fn(*args, **kwargs) inside its phase (flags: slot | T_LAZY | T_STEP),
- * once per thread however deeply nested; after a step, `after()` while
- * learning (after may be NULL). */
-static void *t_call(void *fn, long flags, void *args, void *kwargs, void *after)
-{
-	int slot = (int)(flags & 0xf);
-	unsigned bit = 1u << slot;
-	if (t_inside & bit)
-		return api.call(fn, args, kwargs);
-	t_inside |= bit;
-	if (flags & T_LAZY)
-		t_begin_lazy(slot);
-	else
-		t_phase(slot, 1);
-	void *rc = api.call(fn, args, kwargs);
-	t_inside &= ~bit;
-	if (flags & T_LAZY)
-		return rc;
-	t_phase(slot, 0);
-	if ((flags & T_STEP)) {
-		tp.step++;
-		if (tp.learning && after)
-			t_after(after, rc);
-	}
-	return rc;
-}
-
 /* gpuspy_torch_call(fn, flags, args: tuple, kwargs: dict[, after]): fn's
- * result, its phase around it (t_call). */
+ * result, its phase (flags: slot | T_LAZY | T_STEP) around it, once per
+ * thread however deeply nested; after a step, `after()` while learning. */
 static void *fast_call(void *self, void *const *a, ssize_t n)
 {
 	(void)self;
@@ -296,9 +256,28 @@ static void *fast_call(void *self, void *const *a, ssize_t n)
 	long flags = api.as_long(a[1]);
 	if (flags == -1 && api.occurred())
 		return NULL;
-	if ((flags & 0xf) >= T_SLOTS)
+	int slot = (int)(flags & 0xf);
+	if (slot >= T_SLOTS)
 		return type_error("gpuspy_torch_call: no such phase");
-	return t_call(a[0], flags, a[2], a[3], n == 5 ? a[4] : NULL);
+	unsigned bit = 1u << slot;
+	if (t_inside & bit)
+		return api.call(a[0], a[2], a[3]);
+	t_inside |= bit;
+	if (flags & T_LAZY)
+		t_begin_lazy(slot);
+	else
+		t_phase(slot, 1);
+	void *rc = api.call(a[0], a[2], a[3]);
+	t_inside &= ~bit;
+	if (flags & T_LAZY)
+		return rc;
+	t_phase(slot, 0);
+	if ((flags & T_STEP)) {
+		tp.step++;
+		if (tp.learning && n == 5)
+			t_after(a[4], rc);
+	}
+	return rc;
 }
 
 /* The forward pre-hook of the models: forward begins, unless open. */
@@ -344,192 +323,6 @@ static void *fast_ctl(void *self, void *const *a, ssize_t n)
 	return api.none("");
 }
 
-/* ---- the helper's wrappers as objects of a C type --------------------------- */
-
-/*
- * A wrapper that is a Python function is a frame of gpuspy's in the
- * traceback of every exception that passes through it (a second
- * backward, a failing step, a pickling error). An object of this type is
- * called without a frame: in a traceback, the program's frames and
- * PyTorch's, as untraced. It binds as a method (tp_descr_get, and
- * Py_TPFLAGS_METHOD_DESCRIPTOR: obj.method(...) calls it with obj first,
- * no bound method made), and has a __dict__ for functools.update_wrapper.
- * Two kinds:
- *   a phase wrapper: fn inside its phase (t_call), flags as gpuspy_torch_call's;
- *   W_AROUND: token = pre(args, kwargs), then fn, then post(token, result,
- *     ok) (result None and ok False when fn raised) gives the result.
- *     pre and post are gpuspy's: an error of theirs is dropped, and fn's
- *     own exception is put back as it was.
- * The layout follows the interpreter's object header, whatever its size
- * (object.__basicsize__); CPython's type slot numbers are stable ABI.
- */
-#define W_AROUND 0x40
-struct wrap {
-	void *fn, *after, *pre, *post; /* new references (after, pre, post may be NULL) */
-	long flags;
-	void *dict;                    /* the instance __dict__ (__dictoffset__) */
-};
-static ssize_t w_base;  /* where struct wrap begins: object.__basicsize__ */
-static void *w_type;    /* the type, made at the first gpuspy_torch_wrap */
-
-static struct wrap *w_of(void *self)
-{
-	return (struct wrap *)((char *)self + w_base);
-}
-
-/* post(token, result, ok), its result or NULL; fn's error, if any, kept. */
-static void *w_post(struct wrap *w, void *token, void *rc)
-{
-	void *et = NULL, *ev = NULL, *tb = NULL, *none = NULL;
-	if (!rc) {
-		api.fetch(&et, &ev, &tb);
-		none = api.none("");
-	}
-	void *r = api.call3(w->post, token, rc ? rc : none, rc ? api.true_ : api.false_, NULL);
-	if (!r)
-		api.clear();
-	api.decref(none);
-	if (!rc) {
-		api.decref(r);
-		api.restore(et, ev, tb);
-		return NULL;
-	}
-	if (!r)
-		return rc;
-	api.decref(rc);
-	return r;
-}
-
-static void *w_call(void *self, void *args, void *kwargs)
-{
-	struct wrap *w = w_of(self);
-	if (!w->fn)
-		return type_error("gpuspy: an empty wrapper");
-	if (!(w->flags & W_AROUND))
-		return t_call(w->fn, w->flags, args, kwargs, w->after);
-	void *token = NULL;
-	if (w->pre) {
-		token = api.call3(w->pre, args, kwargs ? kwargs : api.none_obj, NULL);
-		if (!token)
-			api.clear();
-	}
-	if (!token) {
-		token = api.none_obj;
-		api.incref(token);
-	}
-	void *rc = api.call(w->fn, args, kwargs);
-	if (w->post)
-		rc = w_post(w, token, rc);
-	api.decref(token);
-	return rc;
-}
-
-static void *w_get(void *self, void *obj, void *type)
-{
-	(void)type;
-	if (!obj || obj == api.none_obj) {
-		api.incref(self);
-		return self;
-	}
-	return api.method(self, obj);
-}
-
-static void *w_repr(void *self)
-{
-	struct wrap *w = w_of(self);
-	return w->fn ? api.repr(w->fn) : api.repr(api.none_obj);
-}
-
-static void w_dealloc(void *self)
-{
-	struct wrap *w = w_of(self);
-	void *type = api.type_of(self);
-	api.decref(w->fn);
-	api.decref(w->after);
-	api.decref(w->pre);
-	api.decref(w->post);
-	api.decref(w->dict);
-	api.free(self);
-	api.decref(type); /* PyObject_Type's reference, */
-	api.decref(type); /* and the instance's (a heap type's instances hold one) */
-}
-
-/* CPython's stable ABI: type slot numbers, PyType_Spec, PyMemberDef, PyGetSetDef. */
-enum { PY_TP_CALL = 50, PY_TP_DEALLOC = 52, PY_TP_DESCR_GET = 54, PY_TP_DOC = 56, PY_TP_REPR = 66,
-       PY_TP_MEMBERS = 72, PY_TP_GETSET = 73 };
-#define PY_TPFLAGS_DEFAULT (1ul << 18)          /* Py_TPFLAGS_HAVE_VERSION_TAG */
-#define PY_TPFLAGS_METHOD_DESCRIPTOR (1ul << 17)
-struct py_slot { int slot; void *fn; };
-struct py_spec { const char *name; int basicsize, itemsize; unsigned flags; struct py_slot *slots; };
-struct py_member { const char *name; int type; ssize_t offset; int flags; const char *doc; };
-struct py_getset { const char *name; void *get, *set; const char *doc; void *closure; };
-
-static void *w_make_type(void)
-{
-	void *size = api.getattr(api.base_object, "__basicsize__");
-	w_base = size ? api.as_long(size) : -1;
-	api.decref(size);
-	if (w_base <= 0 || api.occurred())
-		return NULL;
-	static struct py_member members[] = {
-		{ "__dictoffset__", 19 /* T_PYSSIZET */, 0, 1 /* READONLY */, NULL },
-		{ NULL, 0, 0, 0, NULL },
-	};
-	members[0].offset = w_base + (ssize_t)offsetof(struct wrap, dict);
-	static struct py_getset getset[] = {
-		{ "__dict__", NULL, NULL, NULL, NULL },
-		{ NULL, NULL, NULL, NULL, NULL },
-	};
-	getset[0].get = api.get_dict;
-	getset[0].set = api.set_dict;
-	static struct py_slot slots[] = {
-		{ PY_TP_CALL, (void *)w_call },
-		{ PY_TP_DESCR_GET, (void *)w_get },
-		{ PY_TP_REPR, (void *)w_repr },
-		{ PY_TP_DEALLOC, (void *)w_dealloc },
-		{ PY_TP_MEMBERS, members },
-		{ PY_TP_GETSET, getset },
-		{ PY_TP_DOC, (void *)"gpuspy: a function called inside gpuspy's PyTorch phase" },
-		{ 0, NULL },
-	};
-	static struct py_spec spec = { "gpuspy_torch.wrapper", 0, 0,
-				       PY_TPFLAGS_DEFAULT | PY_TPFLAGS_METHOD_DESCRIPTOR, slots };
-	spec.basicsize = (int)(w_base + (ssize_t)sizeof(struct wrap));
-	return api.type_from_spec(&spec);
-}
-
-/* gpuspy_torch_wrap(fn, flags, after, pre, post): a wrapper object (above);
- * after, pre and post may be None. */
-static void *fast_wrap(void *self, void *const *a, ssize_t n)
-{
-	(void)self;
-	if (n != 5)
-		return type_error("gpuspy_torch_wrap(fn, flags, after, pre, post)");
-	long flags = api.as_long(a[1]);
-	if (flags == -1 && api.occurred())
-		return NULL;
-	if (!(flags & W_AROUND) && (flags & 0xf) >= T_SLOTS)
-		return type_error("gpuspy_torch_wrap: no such phase");
-	if (!api.type_from_spec)
-		return type_error("gpuspy_torch_wrap: this Python has no PyType_FromSpec");
-	if (!w_type && !(w_type = w_make_type()))
-		return api.occurred() ? NULL : type_error("gpuspy_torch_wrap: no wrapper type");
-	void *o = api.alloc(w_type, 0);
-	if (!o)
-		return NULL;
-	struct wrap *w = w_of(o);
-	void *const *f[] = { &a[0], &a[2], &a[3], &a[4] };
-	void **to[] = { &w->fn, &w->after, &w->pre, &w->post };
-	for (int i = 0; i < 4; i++) {
-		if (*f[i] != api.none_obj || i == 0) {
-			*to[i] = *f[i];
-			api.incref(*f[i]);
-		}
-	}
-	w->flags = flags;
-	return o;
-}
-
 /* CPython's PyMethodDef; METH_FASTCALL is 0x0080 in every 3.x that has it. */
 struct py_method_def {
 	const char *name;
@@ -542,7 +335,6 @@ static struct py_method_def fast_defs[] = {
 	{ "gpuspy_torch_call", (void *)fast_call, 0x0080, "gpuspy: call fn inside its phase" },
 	{ "gpuspy_torch_hook", (void *)fast_hook, 0x0080, "gpuspy: forward begins" },
 	{ "gpuspy_torch_ctl", (void *)fast_ctl, 0x0080, "gpuspy: the helper's phase state" },
-	{ "gpuspy_torch_wrap", (void *)fast_wrap, 0x0080, "gpuspy: a wrapper object" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -568,30 +360,10 @@ GS_API void *gpuspy_torch_fast(void)
 	PY(call0, "PyObject_CallObject");
 	PY(decref, "Py_DecRef");
 	PY(none, "Py_BuildValue");
-	PY(type_from_spec, "PyType_FromSpec");
-	PY(alloc, "PyType_GenericAlloc");
-	PY(free, "PyObject_Free");
-	PY(type_of, "PyObject_Type");
-	PY(method, "PyMethod_New");
-	PY(call3, "PyObject_CallFunctionObjArgs");
-	PY(repr, "PyObject_Repr");
-	PY(incref, "Py_IncRef");
-	PY(get_dict, "PyObject_GenericGetDict");
-	PY(set_dict, "PyObject_GenericSetDict");
-	PY(getattr, "PyObject_GetAttrString");
-	PY(base_object, "PyBaseObject_Type");
-	PY(true_, "_Py_TrueStruct");
-	PY(false_, "_Py_FalseStruct");
-	PY(none_obj, "_Py_NoneStruct");
 #undef PY
 	int ok = api.bytes && api.ull && api.as_long && api.from_ull && api.occurred && api.clear &&
 		 api.fetch && api.restore && api.set_string && api.type_error && api.call && api.call0 &&
 		 api.decref && api.none;
-	/* The wrapper type needs all of its own, or gpuspy_torch_wrap says no. */
-	if (!(api.alloc && api.free && api.type_of && api.method && api.call3 && api.repr && api.incref &&
-	      api.get_dict && api.set_dict && api.getattr && api.base_object && api.true_ && api.false_ &&
-	      api.none_obj))
-		api.type_from_spec = NULL;
 	return ok ? fast_defs : NULL;
 }
 

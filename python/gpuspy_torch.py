@@ -19,13 +19,10 @@ Phases are process-wide, so kernels that autograd launches from its own
 threads during backward belong to backward. PyTorch 1.13 and 2.x.
 
 The per-call work is C where libgpuspy can reach the Python C API
-(gpuspy_torch_fast): a wrapper is an object of libgpuspy's wrapper type,
-no Python frame (so no frame of gpuspy's in a traceback through it), or,
-where Dynamo may trace it (PyTorch 2.3 and later), one Python frame
-calling gpuspy_torch_call; the models' hook is the builtin
-gpuspy_torch_hook, and the phase state (open lazy phase, step count) lives
-in libgpuspy. Without it, the same logic runs in Python here (_phase,
-_begin_lazy, _pre).
+(gpuspy_torch_fast): a wrapper is one Python frame calling
+gpuspy_torch_call, the models' hook is the builtin gpuspy_torch_hook, and
+the phase state (open lazy phase, step count) lives in libgpuspy. Without
+it, the same logic runs in Python here (_phase, _begin_lazy, _pre).
 """
 import atexit
 import copy
@@ -40,7 +37,7 @@ from _thread import _local as _thread_local  # threading.local, without importin
 _lib = None
 _C = None  # libgpuspy's builtins: call, hook, ctl (None: the Python version)
 _SLOT = {b"data": 0, b"forward": 1, b"backward": 2, b"optimizer": 3}
-_LAZY, _STEP, _AROUND = 0x10, 0x20, 0x40  # gpuspy_torch_call's flags, beside the slot
+_LAZY, _STEP = 0x10, 0x20  # gpuspy_torch_call's flags, beside the slot
 # gpuspy_torch_ctl's operations (lib/python.c)
 _CTL_STEPS, _CTL_LEARNING, _CTL_CLOSE, _CTL_BEGIN, _CTL_OPEN = range(5)
 _state = _thread_local()
@@ -222,37 +219,12 @@ def _begin_lazy(name):
         _open[0] = name
 
 
-def _c_wrapper(fn, flags, after=None, pre=None, post=None):
-    """fn wrapped in libgpuspy's wrapper type (lib/python.c): called with no
-    frame of gpuspy's, so a traceback through it is the untraced one. None
-    where libgpuspy has no such type."""
-    if not (_C and _C.wrap):
-        return None
-    try:
-        w = _C.wrap(fn, flags, after, pre, post)
-        functools.update_wrapper(w, fn)
-        w._gpuspy = True
-        return w
-    except Exception as e:
-        _note(f"PyTorch phases: wrappers in Python: {e}")
-        _C.wrap = None
-        return None
-
-
 def _wrap(fn, name, after=None, lazy=False):
     if getattr(fn, "_gpuspy", False):
         return fn
 
-    # Where Dynamo can trace the wrappers (torch.compiler.is_compiling, 2.3
-    # and later), they stay Python functions that it inlines, asking
-    # is_compiling() first; it could not see through an object of C type
-    # (a graph break in a compiled optimizer step). Before, libgpuspy's type.
-    flags = _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
-    w = _c_wrapper(fn, flags, after) if _is_compiling is _not_compiling else None
-    if w is not None:
-        return w
     if _C:
-        call = _C.call
+        call, flags = _C.call, _SLOT[name] | (_LAZY if lazy else 0) | (_STEP if after else 0)
         if after:
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
@@ -411,11 +383,8 @@ def _hook_compile(torch):
 def _around(fn, pre, post):
     """fn with pre(args, kwargs) -> token before it and post(token, result,
     ok) -> result after it (result None, ok False when fn raised, which is
-    raised on), as libgpuspy's wrapper type or else a Python function; an
-    error of pre or post (gpuspy's) never reaches the program."""
-    w = _c_wrapper(fn, _AROUND, None, pre, post)
-    if w is not None:
-        return w
+    raised on); an error of pre or post (gpuspy's) never reaches the
+    program."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -465,10 +434,38 @@ def _caller(f):
 #     torch.jit.trace (and so torch.onnx.export) make TorchScript of a
 #     module, runs with gpuspy's hooks taken out of the module and its
 #     submodules and put back in place after, whatever it raises.
-# Both wrappers are libgpuspy's C type where it has one: a pickling or
-# scripting error's traceback shows no gpuspy frame.
+# Both wrappers are Python functions, like the phase wrappers: a traceback
+# through one shows its frame (docs/limitations.md).
 def _ours(v):
     return v is _pre or v is _root_hook or (_C is not None and v is _C.hook)
+
+
+_stripped = {}  # id(a module's hooks dict) -> (a weak reference to it, its items, its copy without gpuspy's)
+
+
+def _hooks_without_ours(hooks):
+    """A module's hooks dict without gpuspy's entries: hooks itself where it
+    has none, else a copy, the same copy for as long as hooks holds the
+    same items. Pickling and deepcopy keep one object once, by identity:
+    where the module's state and a RemovableHandle of it (its
+    __getstate__) both give the dict, both must give the one copy, or the
+    copied handle removes from a dict the copied module does not hold."""
+    ours = [k for k, v in hooks.items() if _ours(v)]
+    if not ours:
+        return hooks
+    items = tuple(hooks.items())
+    got = _stripped.get(id(hooks))
+    if got and got[0]() is hooks and got[1] == items:
+        return got[2]
+    c = hooks.copy()
+    for k in ours:
+        del c[k]
+    try:
+        key = id(hooks)
+        _stripped[key] = (weakref.ref(hooks, lambda _r, k=key: _stripped.pop(k, None)), items, c)
+    except TypeError:  # a dict that takes no weak reference: a copy each time
+        pass
+    return c
 
 
 def _without_ours(state):
@@ -477,15 +474,20 @@ def _without_ours(state):
     hooks = state.get("_forward_pre_hooks") if isinstance(state, dict) else None
     if not isinstance(hooks, dict):
         return state
-    ours = [k for k, v in hooks.items() if _ours(v)]
-    if not ours:
+    stripped = _hooks_without_ours(hooks)
+    if stripped is hooks:
         return state
-    hooks = hooks.copy()
-    for k in ours:
-        del hooks[k]
     state = copy.copy(state)
-    state["_forward_pre_hooks"] = hooks
+    state["_forward_pre_hooks"] = stripped
     return state
+
+
+def _handle_state_post(token, rv, ok):
+    """RemovableHandle.__getstate__'s result, its hooks dict the module's
+    stripped copy (a shallow copy.copy keeps the dict, as untraced)."""
+    if not ok or token is _SHALLOW or not isinstance(rv, tuple) or not rv or not isinstance(rv[0], dict):
+        return rv
+    return (_hooks_without_ours(rv[0]),) + rv[1:]
 
 
 _SHALLOW = object()
@@ -541,6 +543,10 @@ def _hide_hooks(torch):
     module = torch.nn.Module
     if not getattr(module.__reduce_ex__, "_gpuspy", False):
         module.__reduce_ex__ = _around(module.__reduce_ex__, _reduce_pre, _reduce_post)
+    handle = getattr(getattr(getattr(torch, "utils", None), "hooks", None), "RemovableHandle", None)
+    get = getattr(handle, "__getstate__", None)
+    if get is not None and not getattr(get, "_gpuspy", False):
+        handle.__getstate__ = _around(get, _reduce_pre, _handle_state_post)
     rec = getattr(getattr(torch, "jit", None), "_recursive", None)
     make = getattr(rec, "create_script_module", None)
     if make is not None and not getattr(make, "_gpuspy", False):
@@ -691,17 +697,12 @@ def _install():
             new.restype = ctypes.py_object
             _lib = _Fast(lib, new(d, None, None))
             # The defs that follow (a PyMethodDef is 4 pointer-sized
-            # fields): call, hook, ctl, wrap (not in an older libgpuspy),
-            # then one without a name.
+            # fields): call, hook, ctl, then one without a name.
             size = 4 * ctypes.sizeof(ctypes.c_void_p)
-            names = []
-            while len(names) < 5 and (not names or names[-1]):
-                names.append(ctypes.c_char_p.from_address(d + (len(names) + 1) * size).value)
-            if names[:3] == [b"gpuspy_torch_call", b"gpuspy_torch_hook", b"gpuspy_torch_ctl"] and \
-                    names[3:] in ([None], [b"gpuspy_torch_wrap", None]):
+            names = [ctypes.c_char_p.from_address(d + i * size).value for i in range(1, 5)]
+            if names == [b"gpuspy_torch_call", b"gpuspy_torch_hook", b"gpuspy_torch_ctl", None]:
                 call, hook, ctl = (new(d + i * size, None, None) for i in range(1, 4))
-                wrap = new(d + 4 * size, None, None) if names[3] else None
-                _C = types.SimpleNamespace(call=call, hook=hook, ctl=ctl, wrap=wrap)
+                _C = types.SimpleNamespace(call=call, hook=hook, ctl=ctl)
     except (OSError, AttributeError):
         pass  # an older libgpuspy, or no C API: ctypes it is
     atexit.register(_close_open)

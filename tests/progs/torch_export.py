@@ -6,13 +6,13 @@ Usage: torch_export.py WHAT [PATH]
   scripted - train a torch.jit.script'ed Linear for 4 steps (a ScriptModule
              takes no Python hook)
   save     - train, then torch.save the model to PATH, pickle it and
-             deepcopy it; print the copies' hooks and outputs
+             deepcopy it; print the copies' hooks and outputs; remove the
+             program's hook from a deep copy through the handle the model
+             keeps (copied with it) and print the copy's hooks
   jit      - train, then torch.jit.script and torch.jit.trace the model and
              run both
-  backward - backward through a graph a second time (an error whose
-             traceback passes through the helper's wrappers)
-  loader   - a dataset that raises at its third item (through the
-             DataLoader iterator's __next__)"""
+The model keeps the handle of its own pre-hook as an attribute, so that a
+pickle or a deep copy of it holds the handle too."""
 import copy
 import pickle
 import sys
@@ -29,27 +29,11 @@ def keep(module, inputs: Tuple[torch.Tensor]) -> None:
 what = sys.argv[1]
 torch.manual_seed(0)
 x1 = torch.ones(1, 4)
-if what == "backward":
-    x = torch.ones(2, requires_grad=True)
-    y = (x * x).sum()
-    y.backward()
-    y.backward()
-if what == "loader":
-    class Bad(torch.utils.data.Dataset):
-        def __len__(self):
-            return 4
-
-        def __getitem__(self, i):
-            if i == 2:
-                raise IndexError(f"no item {i}")
-            return torch.ones(4)
-    for x in torch.utils.data.DataLoader(Bad()):
-        print("item", x.tolist())
 model = torch.nn.Linear(4, 2)
 if what == "scripted":
     model = torch.jit.script(model)
 else:
-    model.register_forward_pre_hook(keep)
+    model.handle = model.register_forward_pre_hook(keep)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 steps = 0
 for x in torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=2):
@@ -63,6 +47,9 @@ if what == "save":
     for m in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
         print(len(m._forward_pre_hooks), m(x1).tolist())
     print("model keeps", len(model._forward_pre_hooks) - len(copy.copy(model)._forward_pre_hooks))
+    c = copy.deepcopy(model)
+    c.handle.remove()
+    print("copy after remove", len(c._forward_pre_hooks))
 elif what == "jit":
     s = torch.jit.script(model)
     t = torch.jit.trace(model, x1)
