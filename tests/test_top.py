@@ -721,3 +721,29 @@ def top_ends_phases_past_the_fourteenth(tmp):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@test
+def zero_bytes_are_no_records(tmp):
+    """A running process's trace whose only chunk says it holds 2^32 - 1
+    records in all its bytes, where the process wrote 200 and zeros
+    follow (a forged count, or a hole): zero bytes decoded as records of
+    kind none, 2 bytes each (31,972 events here; 16 million, 3.7 GB in
+    top, of a 32 MiB chunk). Kind none is never written, so the records
+    end at the first zero: 200 events in top and in report alike."""
+    import struct
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        path = mktrace(os.path.join(tmp, "a.gspy"), sleeper.pid)
+        with open(path, "r+b") as f:
+            h = f.read(4096)
+            at, size = struct.unpack_from("<Q", h, HEADER_FIELDS["chunk_offset"][0])[0], \
+                struct.unpack_from("<I", h, HEADER_FIELDS["chunk_size"][0])[0]
+            f.seek(at + 8)  # struct gspy_chunk's committed: records << 32 | bytes
+            f.write(struct.pack("<Q", (0xffffffff << 32) | (size - 64)))
+        got = [x["events"] for x in top_json("--window", "60s", tmp)]
+        rep = report_json(path)["events"]
+        check(got == [200] and rep == 200, f"top {got}, report {rep}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -538,13 +538,15 @@ static inline int gspy_get_varint(const uint8_t **p, const uint8_t *end, uint64_
 
 /* Decodes one record from [p, end) into *r, which holds the previous
  * record of the chunk on entry. Returns the bytes used, 0 when the bytes
- * are malformed or cut short (then *r is unspecified). */
+ * are malformed, cut short or of kind none (then *r is unspecified). */
 static inline size_t gspy_unpack(const uint8_t *p, const uint8_t *end, struct gspy_record *r)
 {
 	const uint8_t *s = p;
 	uint64_t mask, v;
 	uint32_t w[5];
-	if (p >= end)
+	/* Kind 0 (none) is never written: zero bytes, a chunk's unwritten
+	 * rest or a sparse file's hole, end the records there. */
+	if (p >= end || !*p)
 		return 0;
 	uint64_t dur = r->end - r->start;
 	memcpy(w, &r->u, sizeof(w));
