@@ -2,7 +2,11 @@
 /*
  * cuGetProcAddress in the driver double: (symbol, version, flags) resolved
  * to ABI variants as the real driver resolves them, including
- * "cuGetProcAddress" itself.
+ * "cuGetProcAddress" itself. The answer is what the loader bound the
+ * table's &sym to: a preloaded export of the same name (gpuspy's wrapper)
+ * before the double's own, as in a libcuda linked without -Bsymbolic.
+ * FAKECUDA_OWN_PROCS=1: the double's own function, as the real driver
+ * answers, so that a tracer must pick and wrap the variant itself.
  * Built three ways (tests/tests.mk): plain; MIRROR_PROCS, the mirror
  * driver (tests/bin/mirror); PROC_TOOL, the tool driver
  * (tests/bin/proctool).
@@ -11,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +47,7 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	{ "cuKernelGetName", 12030, (void *)&cuKernelGetName },
 	{ "cuModuleGetFunction", 2000, (void *)&cuModuleGetFunction },
 	{ "cuDevicePrimaryCtxRetain", 7000, (void *)&cuDevicePrimaryCtxRetain },
-	{ "cuDeviceTotalMem", 3020, (void *)&cuDeviceTotalMem_v2 },
+	{ "cuDeviceTotalMem_v2", 3020, (void *)&cuDeviceTotalMem_v2 },
 	{ "cuDeviceGetPCIBusId", 4010, (void *)&cuDeviceGetPCIBusId },
 	{ "cuMemAddressReserve", 10020, (void *)&cuMemAddressReserve },
 	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
@@ -57,6 +62,31 @@ static void base_of(const char *name, char *out, size_t cap, int *ptds)
 		out[n -= 5] = 0;
 	if (n > 3 && (!strcmp(out + n - 3, "_v2") || !strcmp(out + n - 3, "_v3")))
 		out[n - 3] = 0;
+}
+
+/* The double's own definition of an entry point (FAKECUDA_OWN_PROCS). Not
+ * &sym, which binds through the global scope, nor dlsym, which may be a
+ * tracer's: read from this object's dynamic symbol table, which the
+ * linker lays out just before its string table. */
+static void *own_fn(const char *name)
+{
+	Dl_info di;
+	struct link_map *lm;
+	const ElfW(Sym) *sym = NULL;
+	const char *str = NULL;
+	if (!dladdr1((void *)own_fn, &di, (void **)&lm, RTLD_DL_LINKMAP))
+		return NULL;
+	for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+		uintptr_t a = d->d_un.d_ptr < lm->l_addr ? lm->l_addr + d->d_un.d_ptr : d->d_un.d_ptr;
+		if (d->d_tag == DT_SYMTAB)
+			sym = (const ElfW(Sym) *)a;
+		else if (d->d_tag == DT_STRTAB)
+			str = (const char *)a;
+	}
+	for (const ElfW(Sym) *s = sym; s && str && (const char *)s < str; s++)
+		if (s->st_shndx != SHN_UNDEF && !strcmp(str + s->st_name, name))
+			return (void *)(lm->l_addr + s->st_value);
+	return NULL;
 }
 
 #ifdef PROC_TOOL
@@ -83,7 +113,8 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 			best[ptds] = i;
 	}
 	int pick = want && best[1] >= 0 ? best[1] : best[0];
-	*pfn = pick >= 0 ? procs[pick].fn : NULL;
+	const char *own = getenv("FAKECUDA_OWN_PROCS");
+	*pfn = pick < 0 ? NULL : own && !strcmp(own, "1") ? own_fn(procs[pick].name) : procs[pick].fn;
 #ifdef PROC_TOOL
 	if (pick >= 0 && !strcmp(symbol, "cuGetProcAddress"))
 		*pfn = version >= 12000 ? (void *)tool_proc_v2 : (void *)tool_proc;
