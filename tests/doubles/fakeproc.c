@@ -53,6 +53,9 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
 };
 
+/* The name a variant is asked for by: without its _ptds/_ptsz, then
+ * without its _vN (any N: cuCtxCreate_v4), as the names are written
+ * (cuMemcpy2DAsync_v2_ptsz). */
 static void base_of(const char *name, char *out, size_t cap, int *ptds)
 {
 	snprintf(out, cap, "%s", name);
@@ -60,8 +63,11 @@ static void base_of(const char *name, char *out, size_t cap, int *ptds)
 	*ptds = n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz"));
 	if (*ptds)
 		out[n -= 5] = 0;
-	if (n > 3 && (!strcmp(out + n - 3, "_v2") || !strcmp(out + n - 3, "_v3")))
-		out[n - 3] = 0;
+	size_t d = n;
+	while (d > 2 && out[d - 1] >= '0' && out[d - 1] <= '9')
+		d--;
+	if (d < n && out[d - 1] == 'v' && out[d - 2] == '_')
+		out[d - 2] = 0;
 }
 
 /* The double's own definition of an entry point (FAKECUDA_OWN_PROCS). Not
