@@ -237,13 +237,6 @@ GS_EARLY void *gs_next_sym(const char *name)
 	return NULL;
 }
 
-static void strip_suffix(char *s, const char *sfx)
-{
-	size_t n = strlen(s), k = strlen(sfx);
-	if (n > k && strcmp(s + n - k, sfx) == 0)
-		s[n - k] = 0;
-}
-
 const char *gs_self_name(void)
 {
 	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
@@ -267,10 +260,13 @@ static void sym_init(void)
 		snprintf(h->base, sizeof(h->base), "%s", h->name);
 		size_t n = strlen(h->base);
 		h->ptds = n > 5 && (!strcmp(h->base + n - 5, "_ptds") || !strcmp(h->base + n - 5, "_ptsz"));
-		if (h->ptds)
-			h->base[n - 5] = 0;
-		strip_suffix(h->base, "_v2");
-		strip_suffix(h->base, "_v3");
+		if (h->ptds) /* written after the version: cuMemcpy2DAsync_v2_ptsz */
+			h->base[n -= 5] = 0;
+		size_t d = n; /* then the version, _vN for any N (cuCtxCreate_v4) */
+		while (d > 2 && h->base[d - 1] >= '0' && h->base[d - 1] <= '9')
+			d--;
+		if (d < n && h->base[d - 1] == 'v' && h->base[d - 2] == '_')
+			h->base[d - 2] = 0;
 		/* The host allocator's names are libgpuspy-host.so's, not ours. */
 		h->wrapper = gs_api_host(i) ? NULL : object_sym((uintptr_t)&__ehdr_start, _DYNAMIC, h->name);
 	}

@@ -413,6 +413,170 @@ def route3_abi_newer_than_gpuspy_knows_is_not_wrapped(tmp):
     compare(ev, [E("launch", "cuLaunchHostFunc", name="(host function)")] * 3)
 
 
+# Looks cuCtxCreate up by version in each way a program can (the driver's
+# cuGetProcAddress in both ABIs, the runtime's entry point queries), calls
+# each answer in the ABI its version has (as cuda-python does) to create a
+# context on device 1, launches, destroys it and launches again on device 0.
+CTX_CREATE_PY = r"""
+import ctypes, os
+from ctypes import byref, c_int, c_uint, c_void_p, c_char_p, POINTER
+cu = ctypes.CDLL("libcuda.so.1")
+rt = ctypes.CDLL("libcudart.so.13")
+dl = ctypes.CDLL("libdl.so.2")
+
+class DlInfo(ctypes.Structure):
+    _fields_ = [("fname", c_char_p), ("fbase", c_void_p), ("sname", c_char_p), ("saddr", c_void_p)]
+
+def where(p):
+    i = DlInfo()
+    if not p or not dl.dladdr(c_void_p(p), byref(i)):
+        return "(none)"
+    return os.path.basename(i.fname.decode()) + " " + (i.sname or b"?").decode()
+
+cu.fakecuda_function.restype = c_void_p
+cu.cuLaunchKernel.argtypes = [c_void_p] + [c_uint] * 7 + [c_void_p] * 3
+def launch(name):
+    cu.cuLaunchKernel(cu.fakecuda_function(name.encode(), None), 1, 1, 1, 32, 1, 1, 0, None, None, None)
+
+ABI = {4: ctypes.CFUNCTYPE(c_int, POINTER(c_void_p), c_void_p, c_uint, c_int),
+       3: ctypes.CFUNCTYPE(c_int, POINTER(c_void_p), c_void_p, c_int, c_uint, c_int),
+       2: ctypes.CFUNCTYPE(c_int, POINTER(c_void_p), c_uint, c_int)}
+def create(abi, p, ctx):
+    f = ABI[abi](p)
+    return f(byref(ctx), None, 0, 1) if abi == 4 else f(byref(ctx), None, 0, 0, 1) if abi == 3 else f(byref(ctx), 0, 1)
+
+cu.cuInit(0)
+c0 = c_void_p()
+cu.cuDevicePrimaryCtxRetain(byref(c0), 0)
+cu.cuCtxSetCurrent(c0)
+cu.cuCtxDestroy_v2.argtypes = [c_void_p]
+gpa5 = cu.cuGetProcAddress_v2
+gpa4 = cu.cuGetProcAddress
+for how, version, abi in (("driver", 13000, 4), ("driver", 12050, 4), ("driver", 11040, 3), ("driver", 11030, 2),
+                          ("driver 4-argument", 13000, 4), ("runtime", 12050, 4), ("runtime default", 13000, 4)):
+    p = c_void_p()
+    if how == "driver":
+        rc = gpa5(b"cuCtxCreate", byref(p), version, ctypes.c_uint64(0), None)
+    elif how == "driver 4-argument":
+        rc = gpa4(b"cuCtxCreate", byref(p), version, ctypes.c_uint64(0))
+    elif how == "runtime":
+        rc = rt.cudaGetDriverEntryPointByVersion(b"cuCtxCreate", byref(p), version, ctypes.c_uint64(0), None)
+    else:
+        rc = rt.cudaGetDriverEntryPoint(b"cuCtxCreate", byref(p), ctypes.c_uint64(0), None)
+    ctx = c_void_p()
+    crc = create(abi, p.value, ctx)
+    launch(f"created_{version}")
+    drc = cu.cuCtxDestroy_v2(ctx)
+    launch(f"dev0_{version}")
+    print(f"{how} {version}: rc={rc} {where(p.value)} create rc={crc} ctx={ctx.value} destroy rc={drc}")
+"""
+
+
+@test
+def route3_every_cuCtxCreate_abi_by_version(tmp):
+    """cuCtxCreate looked up by version (cuGetProcAddress_v2 at 13.0, 12.5,
+    11.4 and 11.3, cuGetProcAddress at 13.0, the runtime's
+    cudaGetDriverEntryPointByVersion at 12.5 and cudaGetDriverEntryPoint at
+    its 13.0) from Python through ctypes: the driver double answers with
+    its own cuCtxCreate_v4 from 12.5 on, _v3 at 11.4, _v2 at 11.3
+    (FAKECUDA_OWN_PROCS), and gpuspy hands out its wrapper of that same
+    variant; so each context created through it on device 1 is noticed
+    (the launch after it on device 1, the one after cuCtxDestroy on device
+    0), and the output is as untraced but for where the function lives."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    env = {"LD_LIBRARY_PATH": BIN, "GPUSPY_TORCH": "0", "FAKECUDA_OWN_PROCS": "1"}
+    a = run_py(["-c", CTX_CREATE_PY], tmp, env=env, preload=False)
+    b = run_py(["-c", CTX_CREATE_PY], tmp, env=env)
+    rows = (("driver", 13000, 4), ("driver", 12050, 4), ("driver", 11040, 3), ("driver", 11030, 2),
+            ("driver 4-argument", 13000, 4), ("runtime", 12050, 4), ("runtime default", 13000, 4))
+    want = "".join(f"{how} {v}: rc=0 %s cuCtxCreate_v{abi} create rc=0 ctx=32 destroy rc=0\n"
+                   for how, v, abi in rows)
+    check(a.returncode == 0 and a.stdout == want % (("libcuda.so.1",) * len(rows)),
+          f"untraced: rc {a.returncode} {a.stdout!r} {a.stderr[-300:]!r}")
+    check(b.returncode == 0, f"traced: rc {b.returncode} {b.stderr[-300:]!r}")
+    _, ev = only_trace(tmp)
+    got = [(e["name"], e["device"]) for e in ev if e["kind"] == "launch"]
+    check(got == [(f"{k}_{v}", 1 if k == "created" else 0) for _, v, _ in rows for k in ("created", "dev0")],
+          f"launches (kernel, device) {got}")
+    check(b.stdout == want % (("libgpuspy.so",) * len(rows)), f"traced: {b.stdout!r}")
+
+
+# Asks the driver's cuGetProcAddress_v2 for every (name, version, flags) of
+# the lines on stdin and prints where each answer lives: its library and
+# symbol.
+PROC_WHERE_PY = r"""
+import ctypes, os, sys
+from ctypes import byref, c_char_p, c_uint64, c_void_p
+cu = ctypes.CDLL("libcuda.so.1")
+dl = ctypes.CDLL("libdl.so.2")
+
+class DlInfo(ctypes.Structure):
+    _fields_ = [("fname", c_char_p), ("fbase", c_void_p), ("sname", c_char_p), ("saddr", c_void_p)]
+
+cu.cuInit(0)
+for line in sys.stdin:
+    name, version, flags = line.split()
+    p, i = c_void_p(), DlInfo()
+    cu.cuGetProcAddress_v2(name.encode(), byref(p), int(version), c_uint64(int(flags)), None)
+    w = "(none)"
+    if p.value and dl.dladdr(p, byref(i)):
+        w = os.path.basename(i.fname.decode()) + " " + i.sname.decode()
+    print(line.strip(), w)
+"""
+
+
+def driver_variants():
+    """(exported name, base name, version) of every driver entry point in
+    include/gpuspy/apis.h: the base is the name without _ptds/_ptsz, then
+    without _vN, as the driver asks for it."""
+    src = open(os.path.join(ROOT, "include", "gpuspy", "apis.h")).read()
+    return [(n, re.sub(r"_v\d+$", "", re.sub(r"_pt(ds|sz)$", "", n)), int(v))
+            for n, v in re.findall(r"X\((cu\w+),\s*\w+,\s*(\d+)\)", src) if int(v)]
+
+
+@test
+def route3_every_variant_by_version(tmp):
+    """Every driver entry point gpuspy wraps, asked for through
+    cuGetProcAddress_v2 by its base name at each of its variants' versions,
+    one below each, 13.0 and 13.1, with and without the per-thread flag:
+    traced, the answer is gpuspy's own wrapper of exactly the variant the
+    driver double answers untraced with its own function
+    (FAKECUDA_OWN_PROCS; NULL where it answers NULL), so a
+    variant past _v3 (cuCtxCreate_v4 from 12.5) is wrapped too; asked at a
+    variant's own version and flag, each variant is the answer."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    vs = driver_variants()
+    versions = {}
+    for _, b, v in vs:
+        versions.setdefault(b, set()).update((v, v - 1, 13000, 13010))
+    asks = "".join(f"{b} {v} {f}\n" for b in sorted(versions) for v in sorted(versions[b]) for f in (0, 2))
+    env = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_DIR=tmp, GPUSPY_TORCH="0", FAKECUDA_OWN_PROCS="1")
+    env.pop("LD_PRELOAD", None)
+    out = {}
+    for traced in (False, True):
+        e = dict(env, LD_PRELOAD=LIB) if traced else env
+        p = subprocess.run([SYS_PY, "-c", PROC_WHERE_PY], input=asks, env=e, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 0, f"traced={traced}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        out[traced] = p.stdout.splitlines()
+    n = asks.count("\n")
+    check(len(out[False]) == len(out[True]) == n, f"{len(out[False])}/{len(out[True])} answers for {n} lookups")
+    lib = {" ".join(l.split()[:3]): l.split()[3:] for l in out[False]}
+    check(all(w in (["(none)"], ["libcuda.so.1", w[-1]]) for w in lib.values()),
+          f"untraced answers not libcuda's: {[k for k, w in lib.items() if w[0] not in ('(none)', 'libcuda.so.1')]}")
+    wrong = [f"{a} -> {t}" for a, t in zip(out[False], out[True])
+             if t != a.replace("libcuda.so.1", "libgpuspy.so")]
+    check(not wrong, f"{len(wrong)} answers not gpuspy's wrapper of the driver's variant: {wrong[:8]}")
+    own = [name for name, b, v in vs
+           if lib[f"{b} {v} {2 if name.endswith(('_ptds', '_ptsz')) else 0}"][-1] != name]
+    check(not own, f"variants not answered at their own version: {own}")
+    for a in ("cuCtxCreate 13000 0 libgpuspy.so cuCtxCreate_v4", "cuCtxCreate 12049 0 libgpuspy.so cuCtxCreate_v3",
+              "cuMemcpy2DAsync 13010 2 libgpuspy.so cuMemcpy2DAsync_v2_ptsz"):
+        check(a in out[True], f"{a!r} not among the traced answers")
+
+
 @test
 def route2_names_absent_without_cuda_stay_absent(tmp):
     """A program linked with no CUDA library probes for CUDA with dlsym

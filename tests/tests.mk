@@ -14,10 +14,11 @@ TEST_CLEAN := $(TB) tests/out
 # ---- the doubles ------------------------------------------------------------
 
 # The driver double: its entry points, its copies and memsets, its graphs,
-# its streams.
+# its streams, its cuGetProcAddress.
 # Built three ways, each from objects of its own: the plain one, and the
 # two of the hostile tests (tests/bin/mirror, tests/bin/proctool).
-FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakecopy.c tests/doubles/fakegraph.c tests/doubles/fakestream.c
+FAKE_DRIVER := tests/doubles/fakecuda.c tests/doubles/fakecopy.c tests/doubles/fakegraph.c tests/doubles/fakestream.c \
+	tests/doubles/fakeproc.c
 driver_objs = $(patsubst tests/doubles/%.c,$(TB)/obj/$(1)/%.o,$(FAKE_DRIVER))
 $(TB)/obj/driver/%.o: tests/doubles/%.c
 	@mkdir -p $(@D)

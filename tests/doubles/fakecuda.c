@@ -4,9 +4,9 @@
  * running without a GPU. Device memory is host memory that the double
  * remembers as device memory (so cuPointerGetAttribute answers like the
  * real driver); kernels are named functions that run on the host, or do
- * nothing. cuGetProcAddress resolves (symbol, version, flags) to ABI
- * variants like the real driver, including "cuGetProcAddress" itself.
- * Its copies and memsets are in fakecopy.c, its graphs in fakegraph.c.
+ * nothing. Its copies and memsets are in fakecopy.c, its graphs in
+ * fakegraph.c, its streams in fakestream.c, its cuGetProcAddress in
+ * fakeproc.c.
  *
  * Fault injection: FAKECUDA_FAIL="cuMemAlloc_v2:2,cuLaunchKernel:98" makes
  * the named entry points return the given CUresult without doing anything.
@@ -634,7 +634,7 @@ EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hs, CUhostFn fn, void *data) { re
  * fakecuda_newer_abi_calls() says how many times it was called. */
 static int newer_calls;
 EXPORT int fakecuda_newer_abi_calls(void) { return __atomic_load_n(&newer_calls, __ATOMIC_RELAXED); }
-static CUresult launch_host_func_v2(CUstream hs, CUhostFn fn, void *data, unsigned sync_mode)
+CUresult launch_host_func_v2(CUstream hs, CUhostFn fn, void *data, unsigned sync_mode)
 {
 	__atomic_add_fetch(&newer_calls, 1, __ATOMIC_RELAXED);
 	if (sync_mode > 1)
@@ -661,125 +661,3 @@ EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) { (void)c; FAIL_CHECK("cuCtxSyn
 EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; FAIL_CHECK("cuEventSynchronize"); sync_cost(); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamWaitEvent(CUstream hs, CUevent e, unsigned f) { (void)hs; (void)e; (void)f; FAIL_CHECK("cuStreamWaitEvent"); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hs, CUevent e, unsigned f) { return cuStreamWaitEvent(hs, e, f); }
-
-/* ---- cuGetProcAddress ------------------------------------------------------------- */
-
-EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-				    CUdriverProcAddressQueryResult *status);
-
-/* Entry points by exported name, with the version that introduced each ABI
- * variant (as the real driver's table has them). */
-static const struct { const char *name; int version; void *fn; } procs[] = {
-#define GSPY_X(sym, k, ver) { #sym, ver, (void *)&sym },
-	GSPY_DRIVER_API_LIST(GSPY_X)
-	GSPY_GRAPH_API_LIST(GSPY_X)
-	GSPY_CONTEXT_API_LIST(GSPY_X)
-	GSPY_STREAM_API_LIST(GSPY_X)
-#undef GSPY_X
-	{ "cuInit", 2000, (void *)&cuInit },
-	{ "cuDriverGetVersion", 2020, (void *)&cuDriverGetVersion },
-	{ "cuCtxGetDevice", 2000, (void *)&cuCtxGetDevice },
-	{ "cuPointerGetAttribute", 4000, (void *)&cuPointerGetAttribute },
-	{ "cuFuncGetName", 12030, (void *)&cuFuncGetName },
-	{ "cuKernelGetName", 12030, (void *)&cuKernelGetName },
-	{ "cuModuleGetFunction", 2000, (void *)&cuModuleGetFunction },
-	{ "cuDevicePrimaryCtxRetain", 7000, (void *)&cuDevicePrimaryCtxRetain },
-	{ "cuDeviceTotalMem", 3020, (void *)&cuDeviceTotalMem_v2 },
-	{ "cuDeviceGetPCIBusId", 4010, (void *)&cuDeviceGetPCIBusId },
-	{ "cuMemAddressReserve", 10020, (void *)&cuMemAddressReserve },
-	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
-};
-
-static void base_of(const char *name, char *out, size_t cap, int *ptds)
-{
-	snprintf(out, cap, "%s", name);
-	size_t n = strlen(out);
-	*ptds = n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz"));
-	if (*ptds)
-		out[n -= 5] = 0;
-	if (n > 3 && (!strcmp(out + n - 3, "_v2") || !strcmp(out + n - 3, "_v3")))
-		out[n - 3] = 0;
-}
-
-#ifdef PROC_TOOL
-static CUresult tool_proc(const char *symbol, void **pfn, int version, cuuint64_t flags);
-static CUresult tool_proc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *status);
-#endif
-
-static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags, int *found_any)
-{
-	int want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-	int best[2] = { -1, -1 };
-	*found_any = 0;
-	for (int i = 0; i < (int)(sizeof(procs) / sizeof(procs[0])); i++) {
-		char b[64];
-		int ptds;
-		base_of(procs[i].name, b, sizeof(b), &ptds);
-		if (strcmp(b, symbol) != 0)
-			continue;
-		*found_any = 1;
-		if (procs[i].version > version)
-			continue;
-		if (best[ptds] < 0 || procs[best[ptds]].version < procs[i].version)
-			best[ptds] = i;
-	}
-	int pick = want && best[1] >= 0 ? best[1] : best[0];
-	*pfn = pick >= 0 ? procs[pick].fn : NULL;
-#ifdef PROC_TOOL
-	if (pick >= 0 && !strcmp(symbol, "cuGetProcAddress"))
-		*pfn = version >= 12000 ? (void *)tool_proc_v2 : (void *)tool_proc;
-#endif
-#ifdef MIRROR_PROCS
-	/* The mirror driver (tests/bin/mirror): its table answers with
-	 * whatever the global scope binds the name to, a preloaded wrapper. */
-	if (pick >= 0)
-		*pfn = dlsym(RTLD_DEFAULT, procs[pick].name);
-#endif
-	const char *newer = getenv("FAKECUDA_NEWER_ABI");
-	if (pick >= 0 && newer && !strcmp(newer, "1") && !strcmp(symbol, "cuLaunchHostFunc") && version >= 13010)
-		*pfn = (void *)launch_host_func_v2;
-	return CUDA_SUCCESS; /* like the real driver: success with NULL when absent */
-}
-
-#ifdef PROC_TOOL
-/* The tool driver (tests/bin/proctool): as a profiler injected into the
- * driver does, its lookup of "cuGetProcAddress" answers with a function of
- * its own, which then answers every lookup the same way. */
-static CUresult tool_proc(const char *symbol, void **pfn, int version, cuuint64_t flags)
-{
-	int any;
-	return lookup(symbol, pfn, version, flags, &any);
-}
-
-static CUresult tool_proc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *status)
-{
-	int any;
-	CUresult rc = lookup(symbol, pfn, version, flags, &any);
-	if (status)
-		*status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	return rc;
-}
-#endif
-
-EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
-{
-	int any;
-	FAIL_CHECK("cuGetProcAddress");
-	return lookup(symbol, pfn, version, flags, &any);
-}
-
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-				    CUdriverProcAddressQueryResult *status)
-{
-	int any;
-	FAIL_CHECK("cuGetProcAddress_v2");
-	CUresult rc = lookup(symbol, pfn, version, flags, &any);
-	if (status)
-		*status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
-			       : any ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-				     : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	return rc;
-}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the driver double: what fakecuda.c, fakecopy.c and fakegraph.c share. */
+/* Inside the driver double: what fakecuda.c, fakecopy.c, fakegraph.c,
+ * fakestream.c and fakeproc.c share. */
 #ifndef FAKECUDA_INT_H
 #define FAKECUDA_INT_H
 
@@ -30,6 +31,9 @@ HIDDEN void tool_graph_copy(unsigned corr, CUstream hs, uintptr_t d, uintptr_t s
 HIDDEN void gpu_work(CUstream hs, unsigned grid_x);
 HIDDEN CUresult run(CUfunction f, void **params);
 HIDDEN const char *fk_function_name(CUfunction f);
+/* fakecuda.c: the cuLaunchHostFunc of an ABI newer than gpuspy knows, which
+ * fakeproc.c's cuGetProcAddress answers with (FAKECUDA_NEWER_ABI=1). */
+HIDDEN CUresult launch_host_func_v2(CUstream hs, CUhostFn fn, void *data, unsigned sync_mode);
 
 /* fakegraph.c: whether a stream is being captured (1; 2: the capture was
  * invalidated), whether a blocking stream is (how many; invalidating them

@@ -53,14 +53,18 @@ static void *proc(const char *name, int version, unsigned long long flags)
 	return p;
 }
 
+/* As the driver double's (fakeproc.c): without _ptds/_ptsz, then any _vN. */
 static void base_of(const char *name, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s", name);
 	size_t n = strlen(out);
 	if (n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz")))
 		out[n -= 5] = 0;
-	if (n > 3 && (!strcmp(out + n - 3, "_v2") || !strcmp(out + n - 3, "_v3")))
-		out[n - 3] = 0;
+	size_t d = n;
+	while (d > 2 && out[d - 1] >= '0' && out[d - 1] <= '9')
+		d--;
+	if (d < n && out[d - 1] == 'v' && out[d - 2] == '_')
+		out[d - 2] = 0;
 }
 
 static const struct { const char *name; int version; } abis[] = {
