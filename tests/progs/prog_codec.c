@@ -53,6 +53,8 @@ static void make(struct gspy_record *r, const struct gspy_record *p)
 	r->name_id = (uint32_t)field(p->name_id, 32);
 	r->api = (uint16_t)field(p->api, 16);
 	r->kind = (uint8_t)field(p->kind, 8);
+	if (!r->kind) /* none: never written (a zero byte ends a chunk's records) */
+		r->kind = GSPY_KIND_alloc;
 	r->dir = (uint8_t)field(p->dir, 8);
 	r->mem = (uint8_t)field(p->mem, 8);
 	r->flags = (uint8_t)field(p->flags, 8);
