@@ -9,19 +9,26 @@ Launches of graphs whose nodes were not seen, and device-side launches
 import glob
 import json
 import os
+import re
 import sys
+
+# GPUSPY_DEBUG's last note (lib/symbols.c): how the entry points were handed out.
+HANDED = re.compile(r"entry points handed out: (\d+) wrapped, (\d+) gpuspy's already, (\d+) unwrapped")
 
 
 def counts(d):
     g = {"kernels": 0, "h2d": 0, "h2d_bytes": 0, "d2h": 0, "d2h_bytes": 0, "memsets": 0, "graph_launches": 0,
          "failed": 0, "processes": 0}
-    g["captured"] = g["graph_unseen"] = g["empty_copies"] = 0
+    g["captured"] = g["graph_unseen"] = g["empty_copies"] = g["unwrapped"] = 0
     for f in glob.glob(os.path.join(d, "traces", "*.jsonl")):
         nodes = {}  # executable graph -> its node events, as last instantiated
         for line in open(f):
             e = json.loads(line)
             if e["type"] == "process":
                 g["processes"] += 1
+                for n in e.get("notes", []):
+                    m = HANDED.search(n)
+                    g["unwrapped"] += int(m.group(3)) if m else 0
             if e["type"] != "event":
                 continue
             if e.get("result", 0) != 0:
@@ -109,6 +116,11 @@ def main():
     print("\n".join(rows))
     print("\n`*`: differs from the counter. Where a row names launches of graphs whose nodes were not seen, "
           "or device-side launches, host calls cannot see that work; it is not held against the row.")
+    # cuGetProcAddress answers gpuspy handed back unwrapped (an ABI newer
+    # than it knows, or a pointer that differed when asked again at its
+    # version): calls through them are not recorded.
+    unwrapped = [f"{k} {v['gpuspy']['unwrapped']}" for k, v in out.items() if v["gpuspy"]["unwrapped"]]
+    print("\nEntry points handed back unwrapped (GPUSPY_DEBUG): " + (", ".join(unwrapped) if unwrapped else "none"))
     return 1 if bad else 0
 
 
