@@ -16,7 +16,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 
 #include "gs.h"
 #include "phase.h"
+#include "self.h"
 #include "symbols.h"
 #include "module.h"
 
@@ -74,14 +74,9 @@ static int helper_dir(char *out, size_t cap)
 static int python_told_off(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	size_t n = gs_self_args(buf, sizeof(buf));
+	if (!n)
 		return 1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
 	const char *a = buf + strlen(buf) + 1, *end = buf + n; /* past argv[0] */
 	for (int skip = 0; a < end; a += strlen(a) + 1) {
 		if (skip) {

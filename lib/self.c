@@ -7,17 +7,24 @@
 
 #include "self.h"
 
-void gs_self_cmdline(char *out, size_t cap)
+size_t gs_self_args(char *out, size_t cap)
 {
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	out[0] = 0;
 	if (fd < 0)
-		return;
+		return 0;
 	ssize_t n = read(fd, out, cap - 1);
 	close(fd);
 	if (n <= 0)
-		return;
-	for (ssize_t i = 0; i < n; i++)
+		return 0;
+	out[n] = 0;
+	return (size_t)n;
+}
+
+void gs_self_cmdline(char *out, size_t cap)
+{
+	size_t n = gs_self_args(out, cap);
+	for (size_t i = 0; i < n; i++)
 		if (out[i] == 0)
 			out[i] = ' ';
 	while (n > 0 && out[n - 1] == ' ')

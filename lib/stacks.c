@@ -643,7 +643,10 @@ static int hold_low_fds(int held[100])
 	struct rlimit rl;
 	char line[64];
 	int threads = 0;
-	FILE *f = fopen("/proc/self/status", "re");
+	int sfd = open("/proc/self/status", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	FILE *f = sfd >= 0 ? fdopen(sfd, "r") : NULL;
+	if (!f && sfd >= 0)
+		close(sfd);
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "Threads: %d", &threads) == 1)
 			break;
@@ -651,7 +654,7 @@ static int hold_low_fds(int held[100])
 		fclose(f);
 	int fd = -1;
 	if (threads == 1 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 1024)
-		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	while (fd >= 0 && fd < 100 && n < 100) {
 		held[n++] = fd;
 		fd = fcntl(held[0], F_DUPFD_CLOEXEC, 0);
