@@ -260,12 +260,17 @@ static void collect(void *arg, const struct gs_event *e)
 		l->cap = l->cap ? l->cap * 2 : 4096;
 		l->pend = xrealloc(l->pend, l->cap * sizeof(*l->pend));
 	}
-	gs_ev_from_event(&l->f.tr, e, &l->pend[l->npend++]);
+	struct gs_watch_pend *p = &l->pend[l->npend++];
+	p->rec = *e->rec;
+	p->start_ns = e->start_ns;
+	p->end_ns = e->end_ns;
+	p->corr = e->corr;
+	p->tid = e->tid;
 }
 
 static int by_start(const void *a, const void *b)
 {
-	const struct gs_ev *x = a, *y = b;
+	const struct gs_watch_pend *x = a, *y = b;
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
@@ -277,8 +282,13 @@ int gs_watch_poll(struct gs_watch *l)
 	 * in time order, a phase change falls where it happened. */
 	if (l->npend)
 		qsort(l->pend, l->npend, sizeof(*l->pend), by_start);
-	for (size_t i = 0; i < l->npend; i++)
-		add(l, &l->pend[i]);
+	for (size_t i = 0; i < l->npend; i++) {
+		const struct gs_watch_pend *p = &l->pend[i];
+		struct gs_event e = { .rec = &p->rec, .tid = p->tid, .start_ns = p->start_ns, .end_ns = p->end_ns, .corr = p->corr };
+		struct gs_ev ev;
+		gs_ev_from_event(&l->f.tr, &e, &ev);
+		add(l, &ev);
+	}
 	l->npend = 0;
 	return rc;
 }

@@ -63,7 +63,14 @@ struct gs_watch {
 	} total;
 	uint64_t dev_gpu_end[GSPY_DEVICES];
 	char uuid[GSPY_DEVICES][48];        /* NVML's name of each device sampled */
-	struct gs_ev *pend;                 /* this poll's events */
+	/* This poll's events, as read (a record is 64 bytes, its decoded
+	 * form 216: a first poll buffers the whole trace), decoded once
+	 * sorted by start. */
+	struct gs_watch_pend {
+		struct gspy_record rec;
+		uint64_t start_ns, end_ns, corr;
+		uint32_t tid;
+	} *pend;
 	size_t npend, cap;
 };
 
