@@ -10,7 +10,8 @@
 #   PART=52a bash tests/gpu/pending.sh   the what-if suite's first four
 #   PART=52b bash tests/gpu/pending.sh   and its last six (upload_once
 #        and healthy one round each, QUIET_ROUNDS)
-#   (WHATIF_PROGS="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those)
+#   (WHATIF_PROGS="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
+#   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh, three rounds each: python3
 # tests/gpu/whatif/import.py on each part's whatif folder makes them a
 # fixture set. One part of five ran out of its 560 s.)
@@ -26,8 +27,8 @@ step() { # name seconds script [args...]: OUT=$R/name
 }
 case "${PART:-}" in
 54)
-	EXITS="index fault" step exits 100 tests/gpu/exits.sh
-	step zoo 430 tests/gpu/zoo.sh
+	EXITS=${EXITS:-index fault} step exits 100 tests/gpu/exits.sh
+	step zoo "${ZOO_SECS:-430}" tests/gpu/zoo.sh
 	# Cut by its time: the table of the cases that finished. (The
 	# scripts' own timeouts run in the foreground, so each step's
 	# timeout ends all that its script started.)
