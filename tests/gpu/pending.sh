@@ -10,7 +10,7 @@
 #   PART=52a bash tests/gpu/pending.sh   the what-if suite's first four
 #   PART=52b bash tests/gpu/pending.sh   and its last six (upload_once
 #        and healthy one round each, QUIET_ROUNDS)
-#   (WHATIF_PROGS="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
+#   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh, three rounds each: python3
 # tests/gpu/whatif/import.py on each part's whatif folder makes them a
@@ -42,7 +42,7 @@ case "${PART:-}" in
 52a | 52b)
 	progs="pageable dataloader item launch_bound"
 	[ "$PART" = 52b ] && progs="decode empty_cache jax_hostbound sync_copies upload_once healthy"
-	progs=${WHATIF_PROGS:-$progs}
+	progs=${ONLY:-$progs}
 	ROUNDS=${ROUNDS:-3} QUIET_ROUNDS=${QUIET_ROUNDS:-1} step whatif 560 tests/gpu/whatif/run.sh $progs
 	cat "$R/status.txt" "$R"/whatif/whatif.md 2>/dev/null ;;
 *)
