@@ -555,3 +555,34 @@ def an_upload_before_a_healthy_loop_is_no_finding(tmp):
     once = o["processes"][0]["step"]["one_time"]
     check(once["h2d_copies"] == 1 and once["h2d_bytes"] == 64 << 20 and once["h2d_ns"] == 50_000_000, f"{once}")
     check(o["diagnoses"] == [], f"diagnoses {o['diagnoses']}")
+
+
+@test
+def a_bound_without_gpu_records_is_cut_to_the_step(tmp):
+    """Without GPU records (CUPTI off) nothing is replayed and the
+    diagnoses keep their bounds from the run's totals, but with a step
+    found none is more than the step (docs/commands.md, Savings): 8
+    occurrences of phase 'step', each a 10 us launch and a synchronize of
+    50 us in a 100 us step, the first's synchronize 10 ms. The step is the
+    cycle of phases, 7 steps of 100 us; sync_stalls' bound, the waits'
+    10.35 ms over the 8 occurrences (1,293,750 ns a step, more than the
+    step), is cut to the step: 100,000 ns a step, 800 us over 8, and
+    says so."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for k in range(8):
+        w = 10_000_000 if k == 0 else 50_000
+        ev += [phase_event(True, t, "step", k),
+               {"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 10_000, "end_ns": t + 20_000,
+                "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0},
+               {"kind": "sync", "api": "cudaStreamSynchronize", "tid": 7, "start_ns": t + 20_000,
+                "end_ns": t + 20_000 + w, "result": 0, "device": 0, "stream": 0},
+               phase_event(False, t + 50_000 + w, "step", k)]
+        t += 50_000 + w
+    o = report_json_of(write_jsonl(os.path.join(tmp, "sync.jsonl"), ev))
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 7 and step["step_ns"] == 100_000 and step["gpu_ns"] == 0, f"{step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "sync_stalls" and d[0]["saving"]["ns"] == 800_000 and
+          d[0]["saving"]["steps"] == 8 and d[0]["saving"]["per_step_ns"] == 100_000 and
+          d[0]["saving"]["how"].endswith("; at most the step's 100.0 us"), f"diagnoses {d}")
