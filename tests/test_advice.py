@@ -555,3 +555,83 @@ def an_upload_before_a_healthy_loop_is_no_finding(tmp):
     once = o["processes"][0]["step"]["one_time"]
     check(once["h2d_copies"] == 1 and once["h2d_bytes"] == 64 << 20 and once["h2d_ns"] == 50_000_000, f"{once}")
     check(o["diagnoses"] == [], f"diagnoses {o['diagnoses']}")
+
+
+@test
+def a_bound_without_gpu_records_is_cut_to_the_step(tmp):
+    """Without GPU records (CUPTI off) nothing is replayed and the
+    diagnoses keep their bounds from the run's totals, but with a step
+    found none is more than the step (docs/commands.md, Savings): 8
+    occurrences of phase 'step', each a 10 us launch and a synchronize of
+    50 us in a 100 us step, the first's synchronize 10 ms. The step is the
+    cycle of phases, 7 steps of 100 us; sync_stalls' bound, the waits'
+    10.35 ms over the 8 occurrences (1,293,750 ns a step, more than the
+    step), is cut to the step: 100,000 ns a step, 800 us over 8, and
+    says so."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for k in range(8):
+        w = 10_000_000 if k == 0 else 50_000
+        ev += [phase_event(True, t, "step", k),
+               {"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 10_000, "end_ns": t + 20_000,
+                "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0},
+               {"kind": "sync", "api": "cudaStreamSynchronize", "tid": 7, "start_ns": t + 20_000,
+                "end_ns": t + 20_000 + w, "result": 0, "device": 0, "stream": 0},
+               phase_event(False, t + 50_000 + w, "step", k)]
+        t += 50_000 + w
+    o = report_json_of(write_jsonl(os.path.join(tmp, "sync.jsonl"), ev))
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 7 and step["step_ns"] == 100_000 and step["gpu_ns"] == 0, f"{step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "sync_stalls" and d[0]["saving"]["ns"] == 800_000 and
+          d[0]["saving"]["steps"] == 8 and d[0]["saving"]["per_step_ns"] == 100_000 and
+          d[0]["saving"]["how"].endswith("; at most the step's 100.0 us"), f"diagnoses {d}")
+
+
+@test
+def loader_workers_take_a_stack_walk_off_once(tmp):
+    """The data phase's gaps that workers take over, when the call before
+    one kept a call stack: each 1 ms step's 'data' works 100 us on the
+    host, reads a scalar back (.item(), 10 us, its stack taken: the run's
+    mean walk 50 us, which replay.c takes off the gap after it), works
+    590 us more, copies its batch (pinned, async); 'forward' launches a
+    200 us kernel. The replayed step is 933.1 us (983.1 us less the walk);
+    with workers the data phase's own work goes, 100 + 590 - 50 = 640 us a
+    step, and no more: the walk, already off the gap, was taken off again
+    (690 us) when the gap's data part passed its length."""
+    from test_report import phase_event, write_jsonl
+    ev, corr = [], 0
+
+    def call(kind, api, t, d, **kw):
+        return dict(kind=kind, api=api, tid=7, start_ns=t, end_ns=t + d, result=0, device=0, stream=0, **kw)
+
+    def gpu(kind, t, d, c, **kw):
+        return dict(kind=kind, api="cupti_kernel" if kind == "gpu_kernel" else "cupti_memcpy", tid=200, start_ns=t, end_ns=t + d, result=0, device=0,
+                    stream=7, corr=c, **kw)
+    for k in range(20):
+        t = 1_000_000 + k * 1_000_000
+        ev += [phase_event(True, t, "data", k),
+               call("copy", "cudaMemcpy", t + 100_000, 10_000, bytes=4, dir="d2h", host_mem="pageable",
+                    corr=3 * k + 1, stack=1),
+               gpu("gpu_copy", t + 104_000, 1000, 3 * k + 1, bytes=4, dir="d2h"),
+               call("copy", "cudaMemcpyAsync", t + 700_000, 10_000, bytes=4096, dir="h2d", host_mem="pinned",
+                    corr=3 * k + 2, **{"async": True}),
+               gpu("gpu_copy", t + 712_000, 1000, 3 * k + 2, bytes=4096, dir="h2d"),
+               phase_event(False, t + 720_000, "data", k), phase_event(True, t + 720_000, "forward", k),
+               call("launch", "cuLaunchKernel", t + 730_000, 10_000, name="k", grid=[1, 1, 1], block=[32, 1, 1],
+                    corr=3 * k + 3),
+               gpu("gpu_kernel", t + 745_000, 200_000, 3 * k + 3, name="k"),
+               phase_event(False, t + 1_000_000, "forward", k)]
+    path = write_jsonl(os.path.join(tmp, "walk.jsonl"), ev, timing="cupti",
+                       frames={1: ["cudaMemcpy (libcudart.so+0x1)", "load (loop.py:9)"]})
+    import json
+    lines = open(path).read().splitlines()
+    head = dict(json.loads(lines[0]), stacks_taken=20, stacks_ns=20 * 50_000)
+    with open(path, "w") as f:
+        f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["what"] == "the cycle of phases data, forward" and step["step_ns"] == 1_000_000 and
+          step["replayed_step_ns"] == 933_100 and step["replayed_savings_ns"]["workers"] == 640_000, f"{step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 640_000, f"diagnoses {d}")

@@ -195,14 +195,20 @@ static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floo
 {
 	int idle = !strcmp(d->id, "host_bound") || !strcmp(d->id, "launch_bound");
 	uint64_t cap = !idle ? s->step_ns : s->step_ns > s->gpu_ns ? s->step_ns - s->gpu_ns : 0;
-	if (!d->how || d->about || !d->steps || d->save_ns / d->steps <= cap)
+	/* A bound over fewer steps than the step's (4 occurrences of a phase
+	 * around a loop whose step is 16 launches) counts coarser ones, each
+	 * spanning several of the step: in all it is cut to the step's steps. */
+	uint64_t n = d->steps < s->steps ? s->steps : d->steps;
+	if (!d->how || d->about || !d->steps || d->save_ns <= cap * n)
 		return 0;
 	if ((int64_t)cap < floor)
 		return 1; /* cut below what a change worth making saves: gone */
-	char a[32], *how = NULL;
-	d->save_ns = cap * d->steps;
-	if (asprintf(&how, "%s; at most the step's %s%s", d->how, gs_fmt_ns(a, cap),
-		     idle ? " beyond its GPU work" : "") > 0) {
+	char a[32], b[48] = "", *how = NULL;
+	d->save_ns = cap * n;
+	if (n != d->steps)
+		snprintf(b, sizeof(b), " over its %llu steps", (unsigned long long)n);
+	if (asprintf(&how, "%s; at most the step's %s%s%s", d->how, gs_fmt_ns(a, cap),
+		     idle ? " beyond its GPU work" : "", b) > 0) {
 		free(d->how);
 		d->how = how;
 	}
@@ -232,15 +238,28 @@ void gs_steps_diagnose(struct gs_report *r)
 			r->diag[i].steps = 0;
 		return;
 	}
-	/* Without GPU records (CUPTI off) the replay cannot say what the GPU
-	 * would do: the diagnoses keep their bounds from the run's totals. */
-	if (!s->gpu_ns)
-		return;
-	int jax = r->framework == GS_FW_JAX;
 	/* A change worth making saves 3% of the step at least. */
 	int64_t floor = (int64_t)(s->step_ns * 3 / 100);
 	if (floor < 1000)
 		floor = 1000;
+	/* Without GPU records (CUPTI off) the replay cannot say what the GPU
+	 * would do: the diagnoses keep their bounds from the run's totals,
+	 * cut to the step all the same (waits of a warm-up, or a long first
+	 * step, over the phases' count said more than a step a step). */
+	if (!s->gpu_ns) {
+		for (size_t i = 0; i < r->ndiag; i++) {
+			struct gs_diag *d = &r->diag[i];
+			if (cap_to_step(s, d, floor)) {
+				free(d->text);
+				free(d->how);
+				continue;
+			}
+			r->diag[keep++] = *d;
+		}
+		r->ndiag = keep;
+		return;
+	}
+	int jax = r->framework == GS_FW_JAX;
 	int used[GS_CH_COUNT] = { 0 }, ok[GS_CH_COUNT];
 	for (int ch = 0; ch < GS_CH_COUNT; ch++)
 		ok[ch] = applies(s, ch, jax) && s->change[ch].save_ns >= floor;

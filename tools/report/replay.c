@@ -232,9 +232,13 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 		gap = gap > rp->stack_ns ? gap - rp->stack_ns : 0;
 	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase) {
 		/* The workers load the batch meanwhile: the gap's part in the
-		 * data phase goes (before it began, the host did other work). */
+		 * data phase goes (before it began, the host did other work).
+		 * That part holds the stack walk already taken off: the gap is
+		 * then all of it, never less (a wrap past 0 took the walk off
+		 * twice, a saving of time that was never in the step). */
 		uint64_t from = m->data_from > m->prev_end ? m->data_from : m->prev_end;
-		return c->start > from ? gap - (c->start - from) : gap;
+		uint64_t data = c->start > from ? c->start - from : 0;
+		return gap > data ? gap - data : 0;
 	}
 	/* The code between two launches does not run in a replayed graph: a
 	 * framework's dispatch of the next operation, a few times a launch's

@@ -1,0 +1,402 @@
+# SPDX-License-Identifier: MIT
+"""The report's advice checked against its promises on many random but
+plausible traces (a seeded generator, so every run makes the same ones):
+host threads and streams, steps of launches, copies (pageable, pinned,
+synchronous, a scalar back), waits (a stream's, the context's, an
+event's), allocations, memsets and phases, their GPU records placed by
+CUDA's ordering rules on overlapping streams, warm-up steps that differ,
+jitter, runs of 1 or 2 steps and runs with no repetition, empty steps,
+zero-length events and huge durations. Each is reported with --json and
+as text, and every report must keep what docs/commands.md and
+docs/design.md promise: a saving a step is never negative nor more than
+the step (nor, for host- and launch-bound bounds, than the step beyond its
+GPU work), a replayed one never more than the replayed step less the
+kernels' work that stays; a run with no step gives totals only; the text
+and the JSON say the same diagnoses in the same order with the same
+figures; no number is NaN, infinite or negative where it is a time; the
+phases' wall times add up to the run."""
+import json
+import math
+import os
+import random
+import re
+import subprocess
+
+from harness import GPUSPY, ROOT, TIMEOUT, Fail, check, test
+
+KERNELS = ["gemm", "void at::native::elementwise_kernel<128, 4>(int)", "softmax", "layernorm_fwd", "reduce",
+           "fusion_1", "attn", "adam_step"]
+PHASE_SETS = [["data", "forward", "backward", "optimizer"], ["forward", "backward", "optimizer"], ["step"],
+              ["train"], ["XlaModule:#hlo_module=jit_step,program_id=9#"], ["data", "forward"]]
+MIB = 1 << 20
+FAULTS = []  # the failing trace of the last check, for a message
+
+
+class Tl:
+    """A process's timeline being made: the host clocks of its threads,
+    each CUPTI stream's free time, the events so far."""
+
+    def __init__(self, rng, cupti):
+        self.rng, self.cupti, self.ev, self.corr = rng, cupti, [], 0
+        self.free = {}  # CUPTI stream id -> when its queued work ends
+        self.addr = 0x10000000
+        self.live = []  # device allocations not yet freed
+        self.work = {}  # the main thread's kernels' GPU time on each stream, since the last step began
+
+    def j(self, ns, jitter):
+        """ns with jitter (a fraction either way), never negative."""
+        return max(0, int(ns * (1 + self.rng.uniform(-jitter, jitter))))
+
+    def gpu(self, kind, api, stream, t, dur, corr, **kw):
+        """A GPU record of stream (a call's handle; CUPTI's id is 7 + handle)
+        queued at t: it starts when the stream is free."""
+        sid = 7 + stream
+        st = max(t, self.free.get(sid, 0))
+        self.free[sid] = st + dur
+        if self.cupti:
+            self.ev.append(dict(kind=kind, api=api, tid=200, start_ns=st, end_ns=st + dur, result=0, device=0,
+                                stream=sid, corr=corr, **kw))
+        return st + dur
+
+    def call(self, tid, h, dur, kind, api, **kw):
+        if self.rng.random() < 0.2:  # a call stack taken (walked after the call: in the gap after it)
+            kw["stack"] = 1
+        self.ev.append(dict(kind=kind, api=api, tid=tid, start_ns=h, end_ns=h + dur, result=0, device=0, **kw))
+        return h + dur
+
+    def op(self, tid, h, o, jitter):
+        """Op o made by thread tid at host time h: the host time after it."""
+        rng, k = self.rng, o[0]
+        if k == "host":
+            return h + self.j(o[1], jitter)
+        if k == "phase":
+            self.ev.append(dict(kind="phase_begin" if o[1] else "phase_end",
+                                api="nvtxRangePush" if o[1] else "nvtxRangePop", tid=tid, start_ns=h, end_ns=h,
+                                result=0, device=0, name=o[2]))
+            return h
+        self.corr += 1
+        c = self.corr
+        if k == "launch":
+            _, name, stream, kdur, ldur = o
+            ld, kd = self.j(ldur, jitter), self.j(kdur, jitter)
+            self.work[stream] = self.work.get(stream, 0) + kd
+            self.gpu("gpu_kernel", "cupti_kernel", stream, h + min(ld, 5000) + 2000, kd, c, name=name)
+            return self.call(tid, h, ld, "launch", "cuLaunchKernel", name=name, grid=[1, 1, 1], block=[32, 1, 1],
+                             stream=stream, corr=c)
+        if k == "memset":
+            _, stream, nbytes = o
+            self.gpu("gpu_memset", "cupti_memset", stream, h + 3000, self.j(2000 + nbytes // 500_000, jitter), c,
+                     bytes=nbytes)
+            return self.call(tid, h, self.j(4000, jitter), "memset", "cuMemsetD8Async", bytes=nbytes,
+                             stream=stream, corr=c)
+        if k == "copy":
+            _, d, mem, nbytes, asyn, stream = o
+            gdur = self.j(1000 + nbytes * (40 if mem == "pinned" else 90) // 1_000_000, jitter)
+            if asyn and mem == "pinned":
+                self.gpu("gpu_copy", "cupti_memcpy", stream, h + 3000, gdur, c, bytes=nbytes, dir=d)
+                return self.call(tid, h, self.j(6000, jitter), "copy", "cudaMemcpyAsync", bytes=nbytes, dir=d,
+                                 host_mem=mem, stream=stream, corr=c, **{"async": True})
+            # Blocking: the copy waits for its stream, the call for the copy.
+            end = self.gpu("gpu_copy", "cupti_memcpy", stream, h + 4000, gdur, c, bytes=nbytes, dir=d)
+            if not self.cupti:
+                end = max(end, h + gdur)
+            return self.call(tid, h, end + self.j(3000, jitter) - h, "copy",
+                             "cudaMemcpyAsync" if asyn else "cudaMemcpy", bytes=nbytes, dir=d, host_mem=mem,
+                             stream=stream, corr=c, **({"async": True} if asyn else {}))
+        if k in ("sync", "ctxsync", "eventsync", "free"):
+            ends = [self.free.get(7 + o[1], 0)] if k == "sync" else list(self.free.values())
+            own = self.j(4000, jitter)
+            end = max([h + own] + [e + 2000 for e in ends])
+            if k == "free":
+                if not self.live:
+                    return h
+                return self.call(tid, h, end - h, "free", "cudaFree", mem="device", addr=self.live.pop(0),
+                                 bytes=0)
+            api = {"sync": "cudaStreamSynchronize", "ctxsync": "cuCtxSynchronize",
+                   "eventsync": "cudaEventSynchronize"}[k]
+            kw = {"stream": o[1]} if k == "sync" else {}
+            return self.call(tid, h, end - h, "sync", api, **kw)
+        if k == "malloc":
+            self.addr += o[1]
+            self.live.append(self.addr)
+            return self.call(tid, h, self.j(30_000, jitter), "alloc", "cudaMalloc", bytes=o[1], mem="device",
+                             addr=self.addr)
+        raise AssertionError(k)
+
+
+def random_step(rng, streams, variant=0):
+    """A step's ops (phases aside): a random mix, kernels named so that
+    variant (a warm-up step's) differs."""
+    ops = []
+    if rng.random() < 0.15:  # a launch-bound step: many small kernels, a little dispatch between them
+        for i in range(rng.choice([10, 20, 40])):
+            ops += [("launch", f"small_{i}_{variant}", streams[0], 3000, 10_000), ("host", 2000)]
+    for _ in range(rng.choice([0, 1, 2, 3, 5, 12, 24])):
+        r = rng.random()
+        s = rng.choice(streams)
+        if r < 0.55:
+            name = rng.choice(KERNELS) + (f"_warm{variant}" if variant else "")
+            kdur = rng.choice([0, 1000, 3000, 20_000, 200_000, 2_000_000])
+            ops.append(("launch", name, s, kdur, rng.choice([0, 3000, 8000, 12_000])))
+        elif r < 0.62:
+            ops.append(("memset", s, rng.choice([4, 4096, 8 * MIB])))
+        elif r < 0.75:
+            ops.append(("copy", rng.choice(["h2d", "h2d", "d2h"]), rng.choice(["pageable", "pinned"]),
+                        rng.choice([4, 4096, MIB, 16 * MIB]), rng.random() < 0.5, s))
+        elif r < 0.8:
+            ops.append(("copy", "d2h", "pageable", 4, False, s))  # .item()
+        elif r < 0.86:
+            ops.append(("sync", s))
+        elif r < 0.88:
+            ops.append((rng.choice(["ctxsync", "eventsync"]), 0))
+        elif r < 0.93:
+            ops += [("malloc", rng.choice([512, MIB, 64 * MIB])), ("host", 1000), ("free", 0)]
+        else:
+            ops.append(("host", rng.choice([0, 1000, 50_000, 400_000])))
+    if rng.random() < 0.5:
+        ops.append(("host", rng.choice([10_000, 100_000, 800_000])))
+    return ops
+
+
+def with_phases(rng, ops, names):
+    """ops cut into the phases names, in order (some may be left empty)."""
+    if not names:
+        return ops
+    cuts = sorted(rng.randint(0, len(ops)) for _ in names[1:])
+    out, prev = [], 0
+    for name, cut in zip(names, cuts + [len(ops)]):
+        out += [("phase", True, name)] + ops[prev:cut] + [("host", rng.choice([0, 500]))] + [("phase", False, name)]
+        prev = cut
+    return out
+
+
+def make_trace(path, seed):
+    """The random trace of seed at path; what was made (for the checks)."""
+    rng = random.Random(seed)
+    cupti = rng.random() < 0.8
+    tl = Tl(rng, cupti)
+    streams = rng.choice([[0], [0], [0, 1], [0, 1, 2]])
+    shape = rng.choice(["loop"] * 6 + ["norep", "empty", "few"])
+    jitter = rng.choice([0, 0, 0.02, 0.1, 0.3])
+    names = rng.choice(PHASE_SETS + [[]] * 3)
+    nsteps = {"loop": rng.choice([3, 4, 5, 8, 12, 30, 60]), "few": rng.choice([1, 2]),
+              "empty": rng.choice([5, 20]), "norep": 0}[shape]
+    warm = rng.choice([0, 0, 1, 2, 3]) if shape != "norep" else 0
+    step = random_step(rng, streams)
+    log_every = rng.choice([0, 0, 0, 5, 10])
+    helper = rng.random() < 0.25  # a second thread launching on its own stream
+    h, h2, made = 1_000_000, 1_000_000, {"threads": 1 + helper, "cupti": cupti, "steps": nsteps, "warm": warm, "shape": shape,
+                                         "kernel_min": None}
+    if rng.random() < 0.2:  # a one-time upload first
+        h = tl.op(7, h, ("copy", "h2d", rng.choice(["pageable", "pinned"]), 64 * MIB, False, 0), 0)
+    work = []  # each step's kernel time on each stream (warm-up steps too)
+    for w in range(warm):
+        tl.work = {}
+        h = run_ops(tl, 7, h, with_phases(rng, random_step(rng, streams, w + 1) + step, names), 0.5)
+        work.append(tl.work)
+    if shape == "norep":
+        for i in range(rng.randint(1, 30)):
+            name = f"kernel_{i}"
+            h = tl.op(7, h, ("launch", name, rng.choice(streams), rng.randint(0, 100_000), 5000), 0)
+            h = tl.op(7, h, ("host", rng.randint(0, 200_000)), 0)
+            if rng.random() < 0.3:
+                h = tl.op(7, h, ("sync", 0), 0)
+    for k in range(nsteps):
+        ops = step if shape != "empty" else []
+        if log_every and k % log_every == log_every - 1:
+            ops = ops + [("copy", "d2h", "pageable", 4, False, 0), ("host", 30_000)]
+        if rng.random() < 0.02:  # a huge duration now and then
+            ops = ops + [rng.choice([("host", 20_000_000_000), ("launch", "huge", 0, 5_000_000_000, 5000)])]
+        tl.work = {}
+        h = run_ops(tl, 7, h, with_phases(random.Random(seed), ops, names), jitter)
+        work.append(tl.work)
+        if helper:
+            h2 = max(h2, h - 200_000)
+            h2 = run_ops(tl, 8, h2, [("launch", "helper_k", 3, 50_000, 6000), ("host", 20_000)], jitter)
+    # The kernels' work a step that no change takes away, at least: on
+    # the stream where the least of it in any step is the most.
+    if shape == "loop" and work:
+        made["kernel_min"] = max(min(w.get(st, 0) for w in work) for st in streams)
+    if rng.random() < 0.3:  # a final synchronize and teardown
+        h = tl.op(7, h, ("ctxsync", 0), 0)
+    ev = sorted(tl.ev, key=lambda e: e["start_ns"])
+    if rng.random() < 0.1 and ev:  # a zero-length event
+        e = rng.choice(ev)
+        e["end_ns"] = e["start_ns"]
+    proc = {"type": "process", "format_version": 2, "pid": 7, "ppid": 1, "host": "vm", "rank": -1,
+            "local_rank": -1, "command": "t", "events": len(ev), "dropped": 0, "mode": "drop", "overwritten": 0,
+            "clean_exit": True, "state": "exited", "truncated": False, "record_bytes": 0, "used_bytes": 0,
+            "threads": 2 if helper else 1, "start_realtime_ns": 1, "start_ns": 1000,
+            "gpu_timing": "cupti" if cupti else "none", "device_mem": [80 << 30], "clock": "tsc"}
+    if rng.random() < 0.5:
+        proc["cpus"] = rng.choice([1, 2, 8])
+    if rng.random() < 0.3:
+        proc["stacks_taken"], proc["stacks_ns"] = 100, rng.choice([0, 100_000, 5_000_000, 60_000_000])
+    lines = [json.dumps(proc), json.dumps({"type": "stack", "id": 1, "frames": ["sync (libcudart.so+0x1)",
+                                                                                 "train (loop.py:42)"]})]
+    lines += [json.dumps(dict(type="event", **e)) for e in ev]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return made
+
+
+def run_ops(tl, tid, h, ops, jitter):
+    for o in ops:
+        h = tl.op(tid, h, o, jitter)
+    return h
+
+
+def fmt_ns(ns):
+    """tools/util/units.c's gs_fmt_ns."""
+    if ns < 1000:
+        return f"{ns} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.1f} us"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+def saving_sentence(s):
+    """tools/report/diag.c's gs_diag_saving, from the JSON's saving."""
+    q = "about" if s["bound"] == "estimate" else "up to"
+    if s["steps"]:
+        return (f"Saves {q} {fmt_ns(s['per_step_ns'])} a step ({fmt_ns(s['ns'])} over {s['steps']} steps): "
+                f"{s['how']}.")
+    return f"Saves {q} {fmt_ns(s['ns'])} in all: {s['how']}."
+
+
+def text_diagnoses(text):
+    """The text report's diagnoses (and context), each as [first line,
+    advice, saving], wrapped lines joined."""
+    out, part = [], None
+    lines = text.split("\n")
+    start = next((i for i, l in enumerate(lines) if l == "Diagnoses"), len(lines))
+    for l in lines[start + 1:]:
+        if l.startswith("  * "):
+            out.append(["", "", ""])
+            part = 0
+            l = l[4:]
+        elif l.startswith("    -> "):
+            part = 1
+            l = l[7:]
+        elif l.startswith("       Saves ") and part is not None:
+            part = 2
+        elif not l.startswith("    ") or part is None:
+            part = None
+            continue
+        out[-1][part] = (out[-1][part] + " " + l.strip()).strip()
+    return out
+
+
+def numbers(o, path=""):
+    """Every number in the JSON o, with its path."""
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield from numbers(v, f"{path}.{k}")
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            yield from numbers(v, f"{path}[{i}]")
+    elif isinstance(o, (int, float)) and not isinstance(o, bool):
+        yield path, o
+
+
+def norm(s):
+    return " ".join(s.split())
+
+
+def check_report(j, text, made):
+    """The promises, on one trace's report (j: --json, text: the text)."""
+    dur = j["duration_ns"]
+    for path, v in numbers(j):
+        check(math.isfinite(v), f"{path} = {v}")
+        if path.endswith("_ns") and "replayed_savings_ns" not in path:
+            check(0 <= v <= 64 * dur + 10**9, f"{path} = {v} (duration {dur})")
+    check(not re.search(r"\b(nan|inf)\b|-\d[\d.]* (ns|us|ms|s)\b", text, re.I), "NaN, inf or a negative time in "
+          "the text")
+    p = j["processes"][0]
+    # The phases' wall times: top-level phases (none nest here) and the
+    # time no phase covers add up to the run.
+    walls = sum(x["wall_ns"] for x in p["phases"])
+    check(walls == p["duration_ns"], f"phases' walls {walls} != duration {p['duration_ns']}")
+    for x in p["phases"]:
+        check(x["gpu_idle_ns"] is None or x["gpu_idle_ns"] <= x["wall_ns"], f"phase {x}")
+    step = p["step"]
+    diags = j["diagnoses"] + j.get("context", [])
+    # Text and JSON: the same diagnoses, in the same order, the same figures.
+    td = text_diagnoses(text)
+    check(len(td) == len(diags), f"{len(td)} diagnoses in the text, {len(diags)} in the JSON")
+    for t, d in zip(td, diags):
+        first, _, advice = d["text"].partition("\n")
+        check(norm(t[0]) == norm(first) and norm(t[1]) == norm(advice), f"text {t} against JSON {d['text']!r}")
+        want = saving_sentence(d["saving"]) if "saving" in d else ""
+        check(norm(t[2]) == norm(want), f"text's saving {t[2]!r}, JSON's {want!r}")
+    if not step["found"]:
+        for d in diags:
+            s = d.get("saving")
+            check(not s or (s["steps"] == 0 and s["per_step_ns"] == 0), f"no step, yet {d['id']}: {s}")
+        # (host_bound's advice, "no host work between a step's launches",
+        # is how to write a loop, not a figure a step.)
+        check(not re.search(r"(?<![\w/])a step\b(?!'s launches)", norm(text)), "no step, yet the text says 'a step'")
+        check("replayed_savings_ns" not in step, f"{step}")
+        return
+    check(step["steps"] >= 3 and step["replayed_steps"] <= step["steps"], f"{step}")
+    check(step["warmup_ns"] == step["steady_from_ns"] and step["warmup_ns"] < dur, f"{step}")
+    m = re.match(r"the (\d+) calls", step["what"])
+    check(not m or made["threads"] > 1 or step["launches"] <= int(m.group(1)), f"{step}")
+    for ch, v in step.get("replayed_savings_ns", {}).items():  # a changed replay is never negative
+        check(v <= step["replayed_step_ns"] + 1, f"{ch} saves {v} of a replayed step of {step['replayed_step_ns']}")
+    for d in diags:
+        s = d.get("saving")
+        if not s or not s["steps"]:
+            continue
+        ps, what = s["per_step_ns"], f"{d['id']}: {s} in a step of {step}"
+        check(s["ns"] // s["steps"] == ps, what)
+        # A bound over fewer steps than the step's (a phase's few
+        # occurrences around a loop of a shorter step) is cut in all.
+        n = max(s["steps"], step["steps"]) if s["bound"] == "upper" else s["steps"]
+        check(ps >= 0 and s["ns"] <= step["step_ns"] * n, f"saving a step beyond the step: {what}")
+        if s["bound"] == "upper" and d["id"] in ("host_bound", "launch_bound"):
+            check(s["ns"] <= max(step["step_ns"] - step["gpu_ns"], 0) * n,
+                  f"beyond the step's time past its GPU work: {what}")
+        if "replayed over the last" in s["how"]:
+            check(s["steps"] == step["steps"] and ps in step["replayed_savings_ns"].values(), what)
+            # A window of W steps as the generator made them (shifted, at
+            # worst) holds W - 1 whole ones: their kernels stay.
+            k, w = made["kernel_min"], step["replayed_steps"]
+            if k is not None and step["steps"] in (made["steps"] + made["warm"], made["steps"] + made["warm"] - 1,
+                                                   made["steps"], made["steps"] - 1):
+                stays = k * (w - 1) // w
+                check(ps <= step["replayed_step_ns"] - stays + 1, f"saves kernels' work that stays ({stays}): {what}")
+
+
+def report(path):
+    j = subprocess.run([GPUSPY, "report", "--json", path], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
+    t = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=ROOT)
+    check(j.returncode == 0 and t.returncode == 0, f"report exited {j.returncode}, {t.returncode}: {j.stderr}")
+    return json.loads(j.stdout, parse_constant=lambda c: (_ for _ in ()).throw(Fail(f"JSON has {c}"))), t.stdout
+
+
+def sweep(tmp, seeds):
+    """The failures of the seeds' traces: {seed: message}."""
+    bad = {}
+    for seed in seeds:
+        path = os.path.join(tmp, f"t{seed}.jsonl")
+        made = make_trace(path, seed)
+        try:
+            check_report(*report(path), made)
+            os.unlink(path)
+        except Fail as e:
+            bad[seed] = str(e)[:600]
+    return bad
+
+
+@test
+def advice_keeps_its_promises_on_random_traces(tmp):
+    """400 random traces (seeds 1-400, tests/test_advice_props.py's
+    generator) each keep every promise check_report checks; a failing
+    seed's trace is left in the test's directory."""
+    bad = sweep(tmp, range(1, 401))
+    check(not bad, f"{len(bad)} traces break a promise: " + "\n".join(f"seed {k}: {v}" for k, v in
+                                                                       sorted(bad.items())[:5]))
