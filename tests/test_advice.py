@@ -589,6 +589,46 @@ def a_bound_without_gpu_records_is_cut_to_the_step(tmp):
 
 
 @test
+def a_bound_over_fewer_steps_than_the_steps_is_cut_in_all(tmp):
+    """A bound counted over fewer steps than the step's (docs/commands.md,
+    Savings): a C loop, no GPU records, in 4 occurrences of phase 'epoch'
+    (the bound's steps), each 256 kernel launches back to back, 30 us
+    each in the first epoch, 10 us after. Four phase begins are too few to
+    repeat, so the step is the launcher's: 16 launches (no wait: grouped),
+    63 whole steps, the last 40 of 160 us. launch_bound's bound, the
+    launches' 15.36 ms less one launch (15 us) for each of the 4 epochs,
+    15.3 ms, is more than 63 steps of 160 us give back (no GPU work): it
+    is cut in all to 63 x 160,000 = 10,080,000 ns, 2,520,000 ns for each
+    of its own 4 steps, and says "over its 63 steps". Cut per step of its
+    own instead (4 x 160 us), it mixed the two units."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for e in range(4):
+        d = 30_000 if e == 0 else 10_000
+        ev.append(phase_event(True, t, "epoch", e))
+        for _ in range(256):
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + d,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0})
+            t += d
+        ev.append(phase_event(False, t, "epoch", e))
+    path = write_jsonl(os.path.join(tmp, "epochs.jsonl"), ev)
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 63 and step["step_ns"] == 160_000 and step["gpu_ns"] == 0 and
+          step["launches"] == 16, f"step {step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
+        "ns": 63 * 160_000, "steps": 4, "per_step_ns": 2_520_000, "bound": "upper",
+        "how": "the 1024 launch calls' host time, 15.4 ms, less one launch (15.0 us) per step; at most the "
+               "step's 160.0 us beyond its GPU work over its 63 steps"}, f"diagnoses {d}")
+    text = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--color",
+                           "never", path], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    check("Saves up to 2.5 ms a step (10.1 ms over 4 steps): the 1024 launch calls' host time, 15.4 ms, less one "
+          "launch (15.0 us) per step; at most the step's 160.0 us beyond its GPU work over its 63 steps."
+          in " ".join(text.split()), text)
+
+
+@test
 def loader_workers_take_a_stack_walk_off_once(tmp):
     """The data phase's gaps that workers take over, when the call before
     one kept a call stack: each 1 ms step's 'data' works 100 us on the
