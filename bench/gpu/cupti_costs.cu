@@ -15,7 +15,8 @@
  *   external  bare + external correlation records, an id pushed and popped
  *             around each call
  * Calls: cuLaunchKernel of an empty kernel, cuGraphLaunch of a 4-kernel
- * graph, cuMemsetD32Async of 1 KiB, cuMemcpyDtoHAsync of 1 KiB to pinned.
+ * graph (CC_GRAPH_NODES kernels where set: a JAX step's is 28),
+ * cuMemsetD32Async of 1 KiB, cuMemcpyDtoHAsync of 1 KiB to pinned.
  * Prints, per call and mode, the median ns per call over rounds and the
  * median of (mode - bare) per round.
  *   nvcc -O2 -o cupti_costs bench/gpu/cupti_costs.cu -lcuda -lcupti
@@ -78,7 +79,7 @@ static uint64_t now_ns()
 
 enum { NONE, BARE, CALLBACKS, RECORDS, EXTERNAL, MODES };
 enum { LAUNCH, GRAPH, MEMSET, COPY, OPS };
-static const char *op_name[OPS] = { "cuLaunchKernel", "cuGraphLaunch (4 kernels)", "cuMemsetD32Async",
+static const char *op_name[OPS] = { "cuLaunchKernel", "cuGraphLaunch", "cuMemsetD32Async",
 				    "cuMemcpyDtoHAsync (pinned)" };
 static const CUpti_CallbackId op_cbid[OPS] = { CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 					       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
@@ -117,11 +118,13 @@ int main(int argc, char **argv)
 	CK(cudaMallocHost(&hp, 4096));
 	int *null_arg = NULL;
 	void *args[] = { &null_arg };
-	/* The graph: four kernels, captured. */
+	/* The graph: four kernels (or CC_GRAPH_NODES), captured. */
+	const char *nodes_env = getenv("CC_GRAPH_NODES");
+	int nodes = nodes_env && atoi(nodes_env) > 0 ? atoi(nodes_env) : 4;
 	CUgraph g;
 	CUgraphExec ge;
 	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < nodes; i++)
 		CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
 	CK(cuStreamEndCapture(s, &g));
 	CK(cuGraphInstantiate(&ge, g, 0));
@@ -176,7 +179,8 @@ int main(int argc, char **argv)
 		size_t n = v.size();
 		return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	};
-	printf("%d rounds of 2000 calls per call and mode; CUPTI records seen: %lu\n\n", rounds, records);
+	printf("%d rounds of 2000 calls per call and mode, graphs of %d kernels; CUPTI records seen: %lu\n\n", rounds,
+	       nodes, records);
 	printf("| call | none | bare | callbacks | records | external | callbacks - bare | records - bare | external - bare |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int op = 0; op < OPS; op++) {

@@ -10,6 +10,8 @@
 #   PART=52a bash tests/gpu/pending.sh   the what-if suite's first four
 #   PART=52b bash tests/gpu/pending.sh   and its last six (upload_once
 #        and healthy one round each, QUIET_ROUNDS)
+#   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
+#        JAX step, part by part (tests/gpu/whatif/traced_cost.sh)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh, three rounds each: python3
@@ -45,8 +47,11 @@ case "${PART:-}" in
 	progs=${ONLY:-$progs}
 	ROUNDS=${ROUNDS:-3} QUIET_ROUNDS=${QUIET_ROUNDS:-1} step whatif 560 tests/gpu/whatif/run.sh $progs
 	cat "$R/status.txt" "$R"/whatif/whatif.md 2>/dev/null ;;
+52c)
+	step cost 500 tests/gpu/whatif/traced_cost.sh
+	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52a or 52b"; exit 2 ;;
+	echo "PART=54, 52a, 52b or 52c"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"
