@@ -196,19 +196,20 @@ static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floo
 	int idle = !strcmp(d->id, "host_bound") || !strcmp(d->id, "launch_bound");
 	uint64_t cap = !idle ? s->step_ns : s->step_ns > s->gpu_ns ? s->step_ns - s->gpu_ns : 0;
 	/* A bound over fewer steps than the step's (4 occurrences of a phase
-	 * around a loop whose step is 16 launches) counts coarser ones, each
-	 * spanning several of the step: in all it is cut to the step's steps. */
+	 * around a loop whose step is 16 launches, or before it) counts
+	 * other units than the step: in all it is cut to the step's steps,
+	 * and is then over them, so that its "a step" is the report's step,
+	 * never more than it. */
 	uint64_t n = d->steps < s->steps ? s->steps : d->steps;
 	if (!d->how || d->about || !d->steps || d->save_ns <= cap * n)
 		return 0;
 	if ((int64_t)cap < floor)
 		return 1; /* cut below what a change worth making saves: gone */
-	char a[32], b[48] = "", *how = NULL;
+	char a[32], *how = NULL;
 	d->save_ns = cap * n;
-	if (n != d->steps)
-		snprintf(b, sizeof(b), " over its %llu steps", (unsigned long long)n);
-	if (asprintf(&how, "%s; at most the step's %s%s%s", d->how, gs_fmt_ns(a, cap),
-		     idle ? " beyond its GPU work" : "", b) > 0) {
+	d->steps = n;
+	if (asprintf(&how, "%s; at most the step's %s%s", d->how, gs_fmt_ns(a, cap),
+		     idle ? " beyond its GPU work" : "") > 0) {
 		free(d->how);
 		d->how = how;
 	}
