@@ -653,15 +653,16 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 	}
 	fprintf(f, "  %s\n", s->what);
 	if (s->warmup_ns)
-		fprintf(f, "  %llu steps%s, steady from %s\n  (the %s before is warm-up: left out of every figure a "
-			   "step)\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
-			gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns));
+		fprintf(f, "  %llu steps%s, steady from %s\n  (the %s before is warm-up: left out of %s)\n",
+			(unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
+			gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns),
+			s->gpu_ns ? "every figure a step" : "the step's time");
 	else
 		fprintf(f, "  %llu steps%s, steady from the start\n", (unsigned long long)s->steps,
 			s->kept_last ? ", the run's last" : "");
 	if (!s->gpu_ns) { /* no GPU records: nothing to replay the GPU's side with */
 		fprintf(f, "  a step: %s; %llu kernel %s\n  no GPU times: the savings below are bounds from the "
-			   "run's totals, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches,
+			   "run's totals, warm-up included, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches,
 			gs_pl(s->launches, "launch", "launches"));
 	} else {
 		fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel %s\n", gs_fmt_ns(a, s->step_ns),
