@@ -216,6 +216,37 @@ static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floo
 	return 0;
 }
 
+/* Without GPU records: a bound from the run's totals (warm-up included)
+ * claims no more a step than the replayed steps' own host time of its
+ * kind (waits, pageable copies, allocations), and goes when that is under
+ * the floor of a change worth making (1: drop it): waits made only while
+ * the loop warmed up are no step's. Other bounds are left to cap_to_step. */
+static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
+{
+	uint64_t own;
+	if (!strcmp(d->id, "sync_stalls"))
+		own = s->wait_host_ns;
+	else if (!strcmp(d->id, "pageable_copies") || !strcmp(d->id, "pageable_copies_d2h"))
+		own = s->pageable_host_ns[!strcmp(d->id, "pageable_copies_d2h")];
+	else if (!strcmp(d->id, "allocation_churn"))
+		own = s->alloc_host_ns;
+	else
+		return 0;
+	uint64_t n = d->steps < s->steps ? s->steps : d->steps;
+	if (!d->how || d->about || !d->steps || d->save_ns <= own * n)
+		return 0;
+	if ((int64_t)own < floor)
+		return 1;
+	char a[32], *how = NULL;
+	d->save_ns = own * n;
+	d->steps = n;
+	if (asprintf(&how, "%s; at most the steady steps' own, %s a step", d->how, gs_fmt_ns(a, own)) > 0) {
+		free(d->how);
+		d->how = how;
+	}
+	return 0;
+}
+
 static int by_saving(const void *a, const void *b)
 {
 	const struct gs_diag *x = a, *y = b;
@@ -245,12 +276,13 @@ void gs_steps_diagnose(struct gs_report *r)
 		floor = 1000;
 	/* Without GPU records (CUPTI off) the replay cannot say what the GPU
 	 * would do: the diagnoses keep their bounds from the run's totals,
-	 * cut to the step all the same (waits of a warm-up, or a long first
-	 * step, over the phases' count said more than a step a step). */
+	 * cut to the steady steps' own calls of their kind and to the step
+	 * (waits of a warm-up, or a long first step, over the phases' count
+	 * said more than a step a step). */
 	if (!s->gpu_ns) {
 		for (size_t i = 0; i < r->ndiag; i++) {
 			struct gs_diag *d = &r->diag[i];
-			if (cap_to_step(s, d, floor)) {
+			if (cap_to_steady(s, d, floor) || cap_to_step(s, d, floor)) {
 				free(d->text);
 				free(d->how);
 				continue;

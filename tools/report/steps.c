@@ -577,14 +577,26 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
 		if (v[i].what != GS_IT_CALL || v[i].start < rp.ta || v[i].start >= rp.tb)
 			continue;
+		uint64_t d = v[i].end - v[i].start;
 		if (v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api)) {
-			s->launch_path_ns += v[i].end - v[i].start;
+			s->launch_path_ns += d;
 			if (prev != SIZE_MAX && v[i].start > v[prev].end && v[i].start - v[prev].end <= 8 * rp.launch_ns)
 				s->launch_path_ns += v[i].start - v[prev].end;
 		}
+		if (gs_replay_waits(&v[i]))
+			s->wait_host_ns += d;
+		if (v[i].kind == GSPY_KIND_copy && v[i].mem != GSPY_MEM_pinned &&
+		    (v[i].dir == GSPY_DIR_h2d || v[i].dir == GSPY_DIR_d2h))
+			s->pageable_host_ns[v[i].dir == GSPY_DIR_d2h] += d;
+		if ((v[i].kind == GSPY_KIND_alloc || v[i].kind == GSPY_KIND_free) && v[i].mem == GSPY_MEM_device)
+			s->alloc_host_ns += d;
 		prev = i;
 	}
 	s->launch_path_ns /= s->window;
+	s->wait_host_ns /= s->window;
+	s->pageable_host_ns[0] /= s->window;
+	s->pageable_host_ns[1] /= s->window;
+	s->alloc_host_ns /= s->window;
 	/* The data phase's own host work, a step: the gaps before its calls,
 	 * from when it began. */
 	uint64_t data_from = 0, prev_end = 0;
@@ -710,6 +722,11 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);
 	cJSON_AddNumberToObject(j, "launches", (double)s->launches);
 	cJSON_AddNumberToObject(j, "pinned_bytes_per_s", s->pinned_bps);
+	cJSON *own = cJSON_AddObjectToObject(j, "steady_host_ns"); /* a step's, what a bound may claim */
+	cJSON_AddNumberToObject(own, "waits", (double)s->wait_host_ns);
+	cJSON_AddNumberToObject(own, "pageable_h2d", (double)s->pageable_host_ns[0]);
+	cJSON_AddNumberToObject(own, "pageable_d2h", (double)s->pageable_host_ns[1]);
+	cJSON_AddNumberToObject(own, "allocs", (double)s->alloc_host_ns);
 	if (s->gpu_ns) { /* without GPU records nothing was replayed */
 		cJSON *c = cJSON_AddObjectToObject(j, "replayed_savings_ns");
 		for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
