@@ -657,6 +657,40 @@ def a_bound_over_fewer_steps_than_the_steps_is_cut_in_all(tmp):
 
 
 @test
+def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
+    """A bound over fewer steps than the step's that needs no cut is over
+    the step's steps all the same (docs/commands.md, Savings): a C loop,
+    no GPU records, in 4 occurrences of phase 'epoch', each 256 kernel
+    launches of 5 us, 5 us apart. The step is the launcher's 16 launches,
+    63 steps of 160 us. launch_bound's bound, the launches' 5.12 ms less
+    one launch (5 us) for each of the 4 epochs, 5,100,000 ns, is under 63
+    steps of 160 us: not cut, and over the 63 steps, 80,952 ns a step.
+    Kept over its 4 epochs, it said "1.3 ms a step" of a 160 us step."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for e in range(4):
+        ev.append(phase_event(True, t, "epoch", e))
+        for _ in range(256):
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 5_000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0})
+            t += 10_000
+        ev.append(phase_event(False, t, "epoch", e))
+    path = write_jsonl(os.path.join(tmp, "epochs.jsonl"), ev)
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 63 and step["step_ns"] == 160_000 and step["gpu_ns"] == 0 and
+          step["launches"] == 16, f"step {step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
+        "ns": 5_100_000, "steps": 63, "per_step_ns": 80_952, "bound": "upper",
+        "how": "the 1024 launch calls' host time, 5.1 ms, less one launch (5.0 us) per step"}, f"diagnoses {d}")
+    text = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--color",
+                           "never", path], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    check("Saves up to 81.0 us a step (5.1 ms over 63 steps): the 1024 launch calls' host time, 5.1 ms, less "
+          "one launch (5.0 us) per step." in " ".join(text.split()), text)
+
+
+@test
 def loader_workers_take_a_stack_walk_off_once(tmp):
     """The data phase's gaps that workers take over, when the call before
     one kept a call stack: each 1 ms step's 'data' works 100 us on the
