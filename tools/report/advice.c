@@ -228,7 +228,7 @@ static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floo
 
 /* Without GPU records: a bound from the run's totals (warm-up included)
  * claims no more a step than the replayed steps' own host time of its
- * kind (waits, pageable copies, allocations), and goes when that is under
+ * kind (waits, pageable copies, allocations, launches), and goes when that is under
  * the floor of a change worth making (1: drop it): waits made only while
  * the loop warmed up are no step's. Other bounds are left to cap_to_step. */
 static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
@@ -240,6 +240,8 @@ static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t fl
 		own = s->pageable_host_ns[!strcmp(d->id, "pageable_copies_d2h")];
 	else if (!strcmp(d->id, "allocation_churn"))
 		own = s->alloc_host_ns;
+	else if (!strcmp(d->id, "launch_bound"))
+		own = s->launch_path_ns; /* the launches and the dispatch between them */
 	else
 		return 0;
 	uint64_t n = d->steps < s->steps ? s->steps : d->steps;

@@ -727,6 +727,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(own, "pageable_h2d", (double)s->pageable_host_ns[0]);
 	cJSON_AddNumberToObject(own, "pageable_d2h", (double)s->pageable_host_ns[1]);
 	cJSON_AddNumberToObject(own, "allocs", (double)s->alloc_host_ns);
+	cJSON_AddNumberToObject(own, "launches", (double)s->launch_path_ns);
 	if (s->gpu_ns) { /* without GPU records nothing was replayed */
 		cJSON *c = cJSON_AddObjectToObject(j, "replayed_savings_ns");
 		for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
