@@ -325,7 +325,7 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		if (v[i].start < ta || v[i].start >= tb || !gs_replay_droppable_wait(&v[i]))
 			continue;
 		c->count++;
-		uint64_t d = v[i].end - v[i].start;
+		uint64_t d = v[i].end > v[i].start ? v[i].end - v[i].start : 0; /* a forged end before its start: none */
 		if (d >= worst_ns && v[i].stack_id) {
 			worst_ns = d;
 			worst = &v[i];
@@ -577,7 +577,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
 		if (v[i].what != GS_IT_CALL || v[i].start < rp.ta || v[i].start >= rp.tb)
 			continue;
-		uint64_t d = v[i].end - v[i].start;
+		uint64_t d = v[i].end > v[i].start ? v[i].end - v[i].start : 0; /* a forged end before its start: none */
 		if (v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api)) {
 			s->launch_path_ns += d;
 			if (prev != SIZE_MAX && v[i].start > v[prev].end && v[i].start - v[prev].end <= 8 * rp.launch_ns)
