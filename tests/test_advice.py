@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from harness import BIN, SANITIZED, TIMEOUT, Skip, check, run, test
+from harness import BIN, GPUSPY, SANITIZED, TIMEOUT, Skip, check, run, test
 
 
 def report_json_of(path):
@@ -616,6 +616,30 @@ def a_bound_without_gpu_records_is_cut_to_the_steady_steps(tmp):
     check(o["diagnoses"] == [], f"diagnoses {o['diagnoses']}")
 
 
+def epochs(tmp, times):
+    """A C loop, no GPU records, in 4 occurrences of phase 'epoch', each
+    256 launches of kernel k, times(epoch) = (a launch's ns, from one
+    launch to the next): the trace's path and report. Four phase begins
+    are too few to repeat, so the step must be the launcher's 16 launches,
+    63 steps of 160 us."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for e in range(4):
+        d, every = times(e)
+        ev.append(phase_event(True, t, "epoch", e))
+        for _ in range(256):
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + d,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0})
+            t += every
+        ev.append(phase_event(False, t, "epoch", e))
+    path = write_jsonl(os.path.join(tmp, "epochs.jsonl"), ev)
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 63 and step["step_ns"] == 160_000 and step["gpu_ns"] == 0 and
+          step["launches"] == 16, f"step {step}")
+    return path, o
+
+
 @test
 def a_bound_over_fewer_steps_than_the_steps_is_cut_in_all(tmp):
     """A bound counted over fewer steps than the step's (docs/commands.md,
@@ -633,28 +657,14 @@ def a_bound_over_fewer_steps_than_the_steps_is_cut_in_all(tmp):
     but kept over its 4 steps, it said "2.5 ms a step" of a 160 us step
     (and 1.5 ms a step of a 100 us one when the 4 phases were a warm-up
     before the loop)."""
-    from test_report import phase_event, write_jsonl
-    ev, t = [], 1_000_000
-    for e in range(4):
-        d = 30_000 if e == 0 else 10_000
-        ev.append(phase_event(True, t, "epoch", e))
-        for _ in range(256):
-            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + d,
-                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0})
-            t += d
-        ev.append(phase_event(False, t, "epoch", e))
-    path = write_jsonl(os.path.join(tmp, "epochs.jsonl"), ev)
-    o = report_json_of(path)
-    step = o["processes"][0]["step"]
-    check(step["found"] and step["steps"] == 63 and step["step_ns"] == 160_000 and step["gpu_ns"] == 0 and
-          step["launches"] == 16, f"step {step}")
+    path, o = epochs(tmp, lambda e: (30_000, 30_000) if e == 0 else (10_000, 10_000))
     d = o["diagnoses"]
     check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
         "ns": 63 * 160_000, "steps": 63, "per_step_ns": 160_000, "bound": "upper",
         "how": "the 1024 launch calls' host time, 15.4 ms, less one launch (15.0 us) per step; at most the "
                "steady steps' own, 160.0 us a step"}, f"diagnoses {d}")
-    text = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--color",
-                           "never", path], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    text = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True,
+                          timeout=TIMEOUT).stdout
     check("Saves up to 160.0 us a step (10.1 ms over 63 steps): the 1024 launch calls' host time, 15.4 ms, less "
           "one launch (15.0 us) per step; at most the steady steps' own, 160.0 us a step."
           in " ".join(text.split()), text)
@@ -670,26 +680,13 @@ def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
     one launch (5 us) for each of the 4 epochs, 5,100,000 ns, is under 63
     steps of 160 us: not cut, and over the 63 steps, 80,952 ns a step.
     Kept over its 4 epochs, it said "1.3 ms a step" of a 160 us step."""
-    from test_report import phase_event, write_jsonl
-    ev, t = [], 1_000_000
-    for e in range(4):
-        ev.append(phase_event(True, t, "epoch", e))
-        for _ in range(256):
-            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 5_000,
-                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0})
-            t += 10_000
-        ev.append(phase_event(False, t, "epoch", e))
-    path = write_jsonl(os.path.join(tmp, "epochs.jsonl"), ev)
-    o = report_json_of(path)
-    step = o["processes"][0]["step"]
-    check(step["found"] and step["steps"] == 63 and step["step_ns"] == 160_000 and step["gpu_ns"] == 0 and
-          step["launches"] == 16, f"step {step}")
+    path, o = epochs(tmp, lambda e: (5_000, 10_000))
     d = o["diagnoses"]
     check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
         "ns": 5_100_000, "steps": 63, "per_step_ns": 80_952, "bound": "upper",
         "how": "the 1024 launch calls' host time, 5.1 ms, less one launch (5.0 us) per step"}, f"diagnoses {d}")
-    text = subprocess.run([os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy"), "report", "--color",
-                           "never", path], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    text = subprocess.run([GPUSPY, "report", "--color", "never", path], capture_output=True, text=True,
+                          timeout=TIMEOUT).stdout
     check("Saves up to 81.0 us a step (5.1 ms over 63 steps): the 1024 launch calls' host time, 5.1 ms, less "
           "one launch (5.0 us) per step." in " ".join(text.split()), text)
 

@@ -23,6 +23,7 @@ import re
 import subprocess
 
 from harness import GPUSPY, ROOT, TIMEOUT, Fail, check, test
+from test_diagnoses import fmt_ns
 
 KERNELS = ["gemm", "void at::native::elementwise_kernel<128, 4>(int)", "softmax", "layernorm_fwd", "reduce",
            "fusion_1", "attn", "adam_step"]
@@ -244,17 +245,6 @@ def run_ops(tl, tid, h, ops, jitter):
     for o in ops:
         h = tl.op(tid, h, o, jitter)
     return h
-
-
-def fmt_ns(ns):
-    """tools/util/units.c's gs_fmt_ns."""
-    if ns < 1000:
-        return f"{ns} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1e3:.1f} us"
-    if ns < 1_000_000_000:
-        return f"{ns / 1e6:.1f} ms"
-    return f"{ns / 1e9:.2f} s"
 
 
 def saving_sentence(s):

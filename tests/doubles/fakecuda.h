@@ -3,7 +3,29 @@
 #ifndef FAKECUDA_H
 #define FAKECUDA_H
 
+#include <stdio.h>
+#include <string.h>
+
 typedef void (*fake_kernel_fn)(void **args);
+
+/* The name an entry point's variant is asked for by, into out: without
+ * its _ptds/_ptsz, then without its _vN (any N: cuCtxCreate_v4), as the
+ * names are written (cuMemcpy2DAsync_v2_ptsz). 1 when it had _ptds/_ptsz.
+ * The driver double (fakeproc.c) and the runtime double agree on it. */
+static inline int fakecuda_base_name(const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", name);
+	size_t n = strlen(out);
+	int ptds = n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz"));
+	if (ptds)
+		out[n -= 5] = 0;
+	size_t d = n;
+	while (d > 2 && out[d - 1] >= '0' && out[d - 1] <= '9')
+		d--;
+	if (d < n && out[d - 1] == 'v' && out[d - 2] == '_')
+		out[d - 2] = 0;
+	return ptds;
+}
 
 /* The function handle for a kernel name, created on first use; body (may be
  * NULL) runs on the host at each launch. */

@@ -53,20 +53,6 @@ static void *proc(const char *name, int version, unsigned long long flags)
 	return p;
 }
 
-/* As the driver double's (fakeproc.c): without _ptds/_ptsz, then any _vN. */
-static void base_of(const char *name, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s", name);
-	size_t n = strlen(out);
-	if (n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz")))
-		out[n -= 5] = 0;
-	size_t d = n;
-	while (d > 2 && out[d - 1] >= '0' && out[d - 1] <= '9')
-		d--;
-	if (d < n && out[d - 1] == 'v' && out[d - 2] == '_')
-		out[d - 2] = 0;
-}
-
 static const struct { const char *name; int version; } abis[] = {
 #define GSPY_X(sym, k, ver) { #sym, ver },
 	GSPY_DRIVER_API_LIST(GSPY_X)
@@ -79,9 +65,9 @@ static const struct { const char *name; int version; } abis[] = {
 static int ask_version(const char *name, int ver, int rv)
 {
 	char b[64], o[64];
-	base_of(name, b, sizeof(b));
+	fakecuda_base_name(name, b, sizeof(b));
 	for (size_t i = 0; i < sizeof(abis) / sizeof(abis[0]); i++) {
-		base_of(abis[i].name, o, sizeof(o));
+		fakecuda_base_name(abis[i].name, o, sizeof(o));
 		if (!strcmp(o, b) && abis[i].version > ver && abis[i].version <= rv &&
 		    !strstr(abis[i].name, "_pt"))
 			return ver;
@@ -119,7 +105,7 @@ static void init(void)
 		unsigned long long fl = t ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0;
 		char b[64];
 #define GSPY_X(sym, k, ver)                                                            \
-	base_of(#sym, b, sizeof(b));                                                   \
+	fakecuda_base_name(#sym, b, sizeof(b));                                       \
 	drv[t].sym = (__typeof__(drv[t].sym))proc(b, ask_version(#sym, ver, rv), fl);
 		GSPY_DRIVER_API_LIST(GSPY_X)
 #undef GSPY_X

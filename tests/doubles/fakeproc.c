@@ -22,6 +22,7 @@
 
 #include "../../lib/cuda_api.h"
 #include "gpuspy/format.h"
+#include "fakecuda.h"
 #include "fakecuda_int.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -52,23 +53,6 @@ static const struct { const char *name; int version; void *fn; } procs[] = {
 	{ "cuMemAddressReserve", 10020, (void *)&cuMemAddressReserve },
 	{ "cuMemAddressFree", 10020, (void *)&cuMemAddressFree },
 };
-
-/* The name a variant is asked for by: without its _ptds/_ptsz, then
- * without its _vN (any N: cuCtxCreate_v4), as the names are written
- * (cuMemcpy2DAsync_v2_ptsz). */
-static void base_of(const char *name, char *out, size_t cap, int *ptds)
-{
-	snprintf(out, cap, "%s", name);
-	size_t n = strlen(out);
-	*ptds = n > 5 && (!strcmp(out + n - 5, "_ptds") || !strcmp(out + n - 5, "_ptsz"));
-	if (*ptds)
-		out[n -= 5] = 0;
-	size_t d = n;
-	while (d > 2 && out[d - 1] >= '0' && out[d - 1] <= '9')
-		d--;
-	if (d < n && out[d - 1] == 'v' && out[d - 2] == '_')
-		out[d - 2] = 0;
-}
 
 /* The double's own definition of an entry point (FAKECUDA_OWN_PROCS). Not
  * &sym, which binds through the global scope, nor dlsym, which may be a
@@ -108,8 +92,7 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 	*found_any = 0;
 	for (int i = 0; i < (int)(sizeof(procs) / sizeof(procs[0])); i++) {
 		char b[64];
-		int ptds;
-		base_of(procs[i].name, b, sizeof(b), &ptds);
+		int ptds = fakecuda_base_name(procs[i].name, b, sizeof(b));
 		if (strcmp(b, symbol) != 0)
 			continue;
 		*found_any = 1;

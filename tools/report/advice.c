@@ -191,46 +191,52 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
 	return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
 }
 
-/* No bound a step is more than a step can give back: the step, and for
- * the GPU's idle time (host- or launch-bound) the step's time beyond its
- * GPU work, which the change leaves. A bound from the run's totals (the
- * loop's idle time, warm-up included, over its steps) is cut to it, and
- * says so, or goes when that is under the floor of a change worth making
- * (1: drop it); a replayed saving ("about") is a difference of two
- * replays of the step and needs no cut. */
-static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
+/* Cuts bound d to per_step a step over the step's steps (a bound over
+ * fewer, 4 occurrences of a phase around or before a loop whose step is
+ * 16 launches, counts other units than the step: it is over the step's
+ * steps, cut or not, so that its "a step" is the report's step; uncut,
+ * 5.1 ms over 4 phases said 1.3 ms a step of a 160 us step), adding
+ * "; at most " and why to its how; 1 (drop it) when per_step is under the
+ * floor of a change worth making. A replayed saving ("about") is a
+ * difference of two replays of the step and needs no cut. */
+static int cut_bound(const struct gs_steps *s, struct gs_diag *d, uint64_t per_step, int64_t floor, const char *why)
 {
-	int idle = !strcmp(d->id, "host_bound") || !strcmp(d->id, "launch_bound");
-	uint64_t cap = !idle ? s->step_ns : s->step_ns > s->gpu_ns ? s->step_ns - s->gpu_ns : 0;
-	/* A bound over fewer steps than the step's (4 occurrences of a phase
-	 * around a loop whose step is 16 launches, or before it) counts
-	 * other units than the step: it is over the step's steps, cut or
-	 * not, so that its "a step" is the report's step, never more than
-	 * it (uncut, 5.1 ms over 4 phases said 1.3 ms a step of a 160 us
-	 * step), and in all it is cut to them. */
 	if (!d->how || d->about || !d->steps)
 		return 0;
 	if (d->steps < s->steps)
 		d->steps = s->steps;
-	if (d->save_ns <= mul_sat(cap, d->steps))
+	if (d->save_ns <= mul_sat(per_step, d->steps))
 		return 0;
-	if ((int64_t)cap < floor)
-		return 1; /* cut below what a change worth making saves: gone */
-	char a[32], *how = NULL;
-	d->save_ns = mul_sat(cap, d->steps);
-	if (asprintf(&how, "%s; at most the step's %s%s", d->how, gs_fmt_ns(a, cap),
-		     idle ? " beyond its GPU work" : "") > 0) {
+	if ((int64_t)per_step < floor)
+		return 1;
+	char *how = NULL;
+	d->save_ns = mul_sat(per_step, d->steps);
+	if (asprintf(&how, "%s; at most %s", d->how, why) > 0) {
 		free(d->how);
 		d->how = how;
 	}
 	return 0;
 }
 
+/* No bound a step is more than a step can give back: the step, and for
+ * the GPU's idle time (host- or launch-bound) the step's time beyond its
+ * GPU work, which the change leaves. A bound from the run's totals (the
+ * loop's idle time, warm-up included, over its steps) is cut to it, and
+ * says so, or goes (1). */
+static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
+{
+	int idle = !strcmp(d->id, "host_bound") || !strcmp(d->id, "launch_bound");
+	uint64_t cap = !idle ? s->step_ns : s->step_ns > s->gpu_ns ? s->step_ns - s->gpu_ns : 0;
+	char a[32], why[96];
+	snprintf(why, sizeof(why), "the step's %s%s", gs_fmt_ns(a, cap), idle ? " beyond its GPU work" : "");
+	return cut_bound(s, d, cap, floor, why);
+}
+
 /* Without GPU records: a bound from the run's totals (warm-up included)
  * claims no more a step than the replayed steps' own host time of its
- * kind (waits, pageable copies, allocations, launches), and goes when that is under
- * the floor of a change worth making (1: drop it): waits made only while
- * the loop warmed up are no step's. Other bounds are left to cap_to_step. */
+ * kind (waits, pageable copies, allocations, launches), and goes (1) when
+ * that is under the floor: waits made only while the loop warmed up are
+ * no step's. Other bounds are left to cap_to_step. */
 static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
 {
 	uint64_t own;
@@ -244,19 +250,9 @@ static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t fl
 		own = s->launch_path_ns; /* the launches and the dispatch between them */
 	else
 		return 0;
-	uint64_t n = d->steps < s->steps ? s->steps : d->steps;
-	if (!d->how || d->about || !d->steps || d->save_ns <= mul_sat(own, n))
-		return 0;
-	if ((int64_t)own < floor)
-		return 1;
-	char a[32], *how = NULL;
-	d->save_ns = mul_sat(own, n);
-	d->steps = n;
-	if (asprintf(&how, "%s; at most the steady steps' own, %s a step", d->how, gs_fmt_ns(a, own)) > 0) {
-		free(d->how);
-		d->how = how;
-	}
-	return 0;
+	char a[32], why[96];
+	snprintf(why, sizeof(why), "the steady steps' own, %s a step", gs_fmt_ns(a, own));
+	return cut_bound(s, d, own, floor, why);
 }
 
 static int by_saving(const void *a, const void *b)
