@@ -594,7 +594,7 @@ def a_bound_without_gpu_records_is_cut_to_the_steady_steps(tmp):
     o = report_json_of(write_jsonl(os.path.join(tmp, "sync.jsonl"), ev))
     step = o["processes"][0]["step"]
     check(step["found"] and step["steps"] == 7 and step["step_ns"] == 100_000 and step["gpu_ns"] == 0 and
-          step["steady_host_ns"] == {"waits": 50_000, "pageable_h2d": 0, "pageable_d2h": 0, "allocs": 0,
+          step["steady_host_ns"] == {"waits": 50_000, "pageable_h2d": 0, "pageable_d2h": 0, "allocs": 0, "data": 0,
                                      "launches": (6 * 10_000 + 5 * 40_000) // 6}, f"{step}")
     d = o["diagnoses"]
     check(len(d) == 1 and d[0]["id"] == "sync_stalls" and d[0]["saving"]["ns"] == 400_000 and
@@ -614,6 +614,36 @@ def a_bound_without_gpu_records_is_cut_to_the_steady_steps(tmp):
     check(step["found"] and step["gpu_ns"] == 0 and step["steady_host_ns"]["waits"] == 0 and
           step["warmup_ns"] >= 40_040_000, f"{step}")
     check(o["diagnoses"] == [], f"diagnoses {o['diagnoses']}")
+
+
+@test
+def a_data_bound_without_gpu_records_is_cut_to_the_steady_data_phases(tmp):
+    """Without GPU records, data_starvation's bound (the shorter of the
+    data phases and the rest of the loop, over the run) is cut to the
+    steady steps' data phases: 8 steps, each a phase 'data' of 60 us with
+    no GPU work then a phase 'train' of a 10 us launch in 40 us, the first
+    of each 10 ms (a loader's and a model's warm-up). The totals' bound,
+    10.28 ms over 8 (1.285 ms a step), is cut to 60 us a step, 480 us over
+    8, and says so (cut only to the step, it said 100 us a step: the
+    warm-up's data counted into the loop's)."""
+    from test_report import phase_event, write_jsonl
+    ev, t = [], 1_000_000
+    for k in range(8):
+        dd, tt = (10_000_000, 10_000_000) if k == 0 else (60_000, 40_000)
+        ev += [phase_event(True, t, "data", k), phase_event(False, t + dd, "data", k),
+               phase_event(True, t + dd, "train", k),
+               {"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + dd, "end_ns": t + dd + 10_000,
+                "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0},
+               phase_event(False, t + dd + tt, "train", k)]
+        t += dd + tt
+    o = report_json_of(write_jsonl(os.path.join(tmp, "data.jsonl"), ev))
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["step_ns"] == 100_000 and step["gpu_ns"] == 0 and
+          step["steady_host_ns"]["data"] == 60_000, f"{step}")
+    d = [x for x in o["diagnoses"] if x["id"] == "data_starvation"]
+    check(len(d) == 1 and d[0]["saving"]["ns"] == 480_000 and d[0]["saving"]["steps"] == 8 and
+          d[0]["saving"]["per_step_ns"] == 60_000 and
+          d[0]["saving"]["how"].endswith("; at most the steady steps' own, 60.0 us a step"), f"diagnoses {d}")
 
 
 def epochs(tmp, times):

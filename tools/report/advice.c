@@ -234,7 +234,7 @@ static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floo
 
 /* Without GPU records: a bound from the run's totals (warm-up included)
  * claims no more a step than the replayed steps' own host time of its
- * kind (waits, pageable copies, allocations, launches), and goes (1) when
+ * kind (waits, pageable copies, allocations, launches, data phases), and goes (1) when
  * that is under the floor: waits made only while the loop warmed up are
  * no step's. Other bounds are left to cap_to_step. */
 static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
@@ -246,6 +246,8 @@ static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t fl
 		own = s->pageable_host_ns[!strcmp(d->id, "pageable_copies_d2h")];
 	else if (!strcmp(d->id, "allocation_churn"))
 		own = s->alloc_host_ns;
+	else if (!strcmp(d->id, "data_starvation"))
+		own = s->data_host_ns; /* the data phases' time: the most loading ahead hides */
 	else if (!strcmp(d->id, "launch_bound"))
 		own = s->launch_path_ns; /* the launches and the dispatch between them */
 	else

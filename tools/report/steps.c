@@ -592,11 +592,26 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 			s->alloc_host_ns += d;
 		prev = i;
 	}
+	/* The data phases' time (named so, as diagnose.c's starvation takes
+	 * them): a phase's items are its begins, so each runs to the next
+	 * top-level phase's begin or the window's end (time outside phases
+	 * between the two counts too: a bound's cut, never below the data). */
+	for (size_t i = 0, from = SIZE_MAX; i <= n; i++) {
+		int phase = i < n && v[i].what == GS_IT_PHASE && v[i].start < rp.tb;
+		if (!phase && i < n)
+			continue;
+		if (from != SIZE_MAX)
+			s->data_host_ns += (i < n ? v[i].start : rp.tb) - v[from].start;
+		from = SIZE_MAX;
+		if (phase && v[i].start >= rp.ta && v[i].phase < r->nphases && strcasestr(r->phases[v[i].phase].name, "data"))
+			from = i;
+	}
 	s->launch_path_ns /= s->window;
 	s->wait_host_ns /= s->window;
 	s->pageable_host_ns[0] /= s->window;
 	s->pageable_host_ns[1] /= s->window;
 	s->alloc_host_ns /= s->window;
+	s->data_host_ns /= s->window;
 	/* The data phase's own host work, a step: the gaps before its calls,
 	 * from when it began. */
 	uint64_t data_from = 0, prev_end = 0;
@@ -727,6 +742,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(own, "pageable_h2d", (double)s->pageable_host_ns[0]);
 	cJSON_AddNumberToObject(own, "pageable_d2h", (double)s->pageable_host_ns[1]);
 	cJSON_AddNumberToObject(own, "allocs", (double)s->alloc_host_ns);
+	cJSON_AddNumberToObject(own, "data", (double)s->data_host_ns);
 	cJSON_AddNumberToObject(own, "launches", (double)s->launch_path_ns);
 	if (s->gpu_ns) { /* without GPU records nothing was replayed */
 		cJSON *c = cJSON_AddObjectToObject(j, "replayed_savings_ns");

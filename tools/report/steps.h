@@ -33,8 +33,9 @@ struct gs_steps {
 	/* The replayed steps' own host time a step in waits (a synchronize,
 	 * a blocking copy), in pageable copies (h2d, d2h) and in device
 	 * allocations and frees: without GPU records, what a bound from the
-	 * run's totals (warm-up included) may claim a step of the loop. */
-	uint64_t wait_host_ns, pageable_host_ns[2], alloc_host_ns;
+	 * run's totals (warm-up included) may claim a step of the loop; and
+	 * in its data phases (a phase named for data, as data_starvation's). */
+	uint64_t wait_host_ns, pageable_host_ns[2], alloc_host_ns, data_host_ns;
 	int kept_last;          /* the events kept ended before the run's: only its last steps were seen */
 	double pinned_bps;      /* the bandwidth the pinned copies were replayed at */
 	const char *pinned_from; /* where it came from */
