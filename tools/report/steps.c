@@ -538,6 +538,53 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 	}
 }
 
+/* The steady steps' own host time a step, by kind: what a bound from the
+ * run's totals may claim a step without GPU records (steps.h). */
+static void steady_own(const struct gs_report *r, struct gs_steps *s, const struct gs_item *v, size_t n,
+		       const struct gs_replay *rp)
+{
+	/* The launch path: launch calls, and the short gaps before them (a
+	 * framework's dispatch; replay.c's rule for what a graph leaves out). */
+	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
+		if (v[i].what != GS_IT_CALL || v[i].start < rp->ta || v[i].start >= rp->tb)
+			continue;
+		uint64_t d = v[i].end > v[i].start ? v[i].end - v[i].start : 0; /* a forged end before its start: none */
+		if (v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api)) {
+			s->launch_path_ns += d;
+			if (prev != SIZE_MAX && v[i].start > v[prev].end && v[i].start - v[prev].end <= 8 * rp->launch_ns)
+				s->launch_path_ns += v[i].start - v[prev].end;
+		}
+		if (gs_replay_waits(&v[i]))
+			s->wait_host_ns += d;
+		if (v[i].kind == GSPY_KIND_copy && v[i].mem != GSPY_MEM_pinned &&
+		    (v[i].dir == GSPY_DIR_h2d || v[i].dir == GSPY_DIR_d2h))
+			s->pageable_host_ns[v[i].dir == GSPY_DIR_d2h] += d;
+		if ((v[i].kind == GSPY_KIND_alloc || v[i].kind == GSPY_KIND_free) && v[i].mem == GSPY_MEM_device)
+			s->alloc_host_ns += d;
+		prev = i;
+	}
+	/* The data phases' time (named so, as diagnose.c's starvation takes
+	 * them): a phase's items are its begins, so each runs to the next
+	 * top-level phase's begin or the window's end (time outside phases
+	 * between the two counts too: a bound's cut, never below the data). */
+	for (size_t i = 0, from = SIZE_MAX; i <= n; i++) {
+		int phase = i < n && v[i].what == GS_IT_PHASE && v[i].start < rp->tb;
+		if (!phase && i < n)
+			continue;
+		if (from != SIZE_MAX)
+			s->data_host_ns += (i < n ? v[i].start : rp->tb) - v[from].start;
+		from = SIZE_MAX;
+		if (phase && v[i].start >= rp->ta && v[i].phase < r->nphases && strcasestr(r->phases[v[i].phase].name, "data"))
+			from = i;
+	}
+	s->launch_path_ns /= s->window;
+	s->wait_host_ns /= s->window;
+	s->pageable_host_ns[0] /= s->window;
+	s->pageable_host_ns[1] /= s->window;
+	s->alloc_host_ns /= s->window;
+	s->data_host_ns /= s->window;
+}
+
 /* Replays the window [ta, tb) as it ran and with each change: fills
  * r->steps' second part. */
 static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, const uint64_t *wb)
@@ -572,46 +619,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
 	rp.stack_ns = r->proc.stacks_taken ? r->proc.stacks_ns / r->proc.stacks_taken : 0;
-	/* The launch path: launch calls, and the short gaps before them (a
-	 * framework's dispatch; replay.c's rule for what a graph leaves out). */
-	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
-		if (v[i].what != GS_IT_CALL || v[i].start < rp.ta || v[i].start >= rp.tb)
-			continue;
-		uint64_t d = v[i].end > v[i].start ? v[i].end - v[i].start : 0; /* a forged end before its start: none */
-		if (v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api)) {
-			s->launch_path_ns += d;
-			if (prev != SIZE_MAX && v[i].start > v[prev].end && v[i].start - v[prev].end <= 8 * rp.launch_ns)
-				s->launch_path_ns += v[i].start - v[prev].end;
-		}
-		if (gs_replay_waits(&v[i]))
-			s->wait_host_ns += d;
-		if (v[i].kind == GSPY_KIND_copy && v[i].mem != GSPY_MEM_pinned &&
-		    (v[i].dir == GSPY_DIR_h2d || v[i].dir == GSPY_DIR_d2h))
-			s->pageable_host_ns[v[i].dir == GSPY_DIR_d2h] += d;
-		if ((v[i].kind == GSPY_KIND_alloc || v[i].kind == GSPY_KIND_free) && v[i].mem == GSPY_MEM_device)
-			s->alloc_host_ns += d;
-		prev = i;
-	}
-	/* The data phases' time (named so, as diagnose.c's starvation takes
-	 * them): a phase's items are its begins, so each runs to the next
-	 * top-level phase's begin or the window's end (time outside phases
-	 * between the two counts too: a bound's cut, never below the data). */
-	for (size_t i = 0, from = SIZE_MAX; i <= n; i++) {
-		int phase = i < n && v[i].what == GS_IT_PHASE && v[i].start < rp.tb;
-		if (!phase && i < n)
-			continue;
-		if (from != SIZE_MAX)
-			s->data_host_ns += (i < n ? v[i].start : rp.tb) - v[from].start;
-		from = SIZE_MAX;
-		if (phase && v[i].start >= rp.ta && v[i].phase < r->nphases && strcasestr(r->phases[v[i].phase].name, "data"))
-			from = i;
-	}
-	s->launch_path_ns /= s->window;
-	s->wait_host_ns /= s->window;
-	s->pageable_host_ns[0] /= s->window;
-	s->pageable_host_ns[1] /= s->window;
-	s->alloc_host_ns /= s->window;
-	s->data_host_ns /= s->window;
+	steady_own(r, s, v, n, &rp);
 	/* The data phase's own host work, a step: the gaps before its calls,
 	 * from when it began. */
 	uint64_t data_from = 0, prev_end = 0;
