@@ -14,7 +14,9 @@
 #   gpuspy   gpuspy's defaults (CUPTI on)
 # Each run prints its steady step (whatif step_ms=...). Then
 # bench/gpu/cupti_costs.cu (none against bare) for a graph of 4 and of 28
-# kernels (the JAX step's graph): what CUPTI adds to one launch call.
+# kernels (the JAX step's graph): what CUPTI adds to one launch call. The
+# first round's traces (nocupti, gpuspy) are read part by part
+# (step_parts.py): what CUPTI adds to each call and gap of the step.
 # Results: $OUT/traced_cost.md. From the repository root, after
 # `make gpu-carry`, carrying .gpu and tools/gpuspy:
 #   bash tests/gpu/whatif/traced_cost.sh
@@ -32,6 +34,9 @@ run_mode() { # mode out args...
 	nocupti) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_CUPTI=off LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	gpuspy) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	esac > "$o" 2> "$o.err"
+	# The first round's traces of each gpuspy mode stay, to be read part
+	# by part (step_parts.py).
+	[ -d "$WORK/t" ] && [ ! -e "$o.gspy" ] && mv "$(ls "$WORK"/t/*.gspy | head -1)" "$o.gspy" 2> /dev/null
 	rm -rf "$WORK/t"
 	sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$o" | tail -1
 }
@@ -47,7 +52,8 @@ for p in ${TC_PROGS:-jax_hostbound}; do
 		for r in $(seq "$ROUNDS"); do
 			declare -A got=()
 			for m in $(printf '%s\n' none bare nocupti gpuspy | shuf); do
-				got[$m]=$(run_mode "$m" "$WORK/$p-$v-$m-$r.out" python3 "$W/$p.py" $f)
+				o="$WORK/$p-$v-$m-$r.out"; [ "$r" = 1 ] || o="$WORK/$p-$v-$m-n.out"
+			got[$m]=$(run_mode "$m" "$o" python3 "$W/$p.py" $f)
 			done
 			echo "| $p $v | $r | ${got[none]} | ${got[bare]} | ${got[nocupti]} | ${got[gpuspy]} |" >> "$OUT/traced_cost.md"
 			unset got
@@ -69,6 +75,10 @@ for k, v in rows.items():
     print(f"| {k} | " + " | ".join(f"{x:.4f}" for x in med) + " | " +
           " | ".join(f"{x / med[0]:.3f}" if med[0] else "-" for x in med[1:]) + " |")
 PY
+{
+	echo; echo "The first round's step on its launching thread, part by part (step_parts.py), without CUPTI and with it:"
+	timeout 120 python3 "$W/step_parts.py" "$ROOT/tools/gpuspy" "$WORK"/*-1.out.gspy
+} >> "$OUT/traced_cost.md"
 nvcc -O2 -o "$WORK/cupti_costs" bench/gpu/cupti_costs.cu -lcuda -lcupti || exit 1
 for n in 4 28; do
 	echo; echo "bench/gpu/cupti_costs.cu, CC_GRAPH_NODES=$n:"; echo
