@@ -12,6 +12,8 @@
 #            kernel, copy and memset activity records): CUPTI's own cost
 #   nocupti  gpuspy with GPUSPY_CUPTI=off: gpuspy's host recording
 #   gpuspy   gpuspy's defaults (CUPTI on)
+#   lean     gpuspy with CUPTI, without NVTX ranges and NVML sampling
+#            (GPUSPY_NVTX=0 GPUSPY_NVML_MS=0): what those add to it
 # Each run prints its steady step (whatif step_ms=...). Then
 # bench/gpu/cupti_costs.cu (none against bare) for a graph of 4 and of 28
 # kernels (the JAX step's graph): what CUPTI adds to one launch call. The
@@ -33,6 +35,8 @@ run_mode() { # mode out args...
 		CUDA_INJECTION64_PATH="$WORK/libcupti_count.so" "$@" ;;
 	nocupti) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_CUPTI=off LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	gpuspy) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
+	lean) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_NVTX=0 GPUSPY_NVML_MS=0 \
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	esac > "$o" 2> "$o.err"
 	# The first round's traces of each gpuspy mode stay, to be read part
 	# by part (step_parts.py).
@@ -43,19 +47,19 @@ run_mode() { # mode out args...
 {
 	echo "# tests/gpu/whatif/traced_cost.sh, ROUNDS=$ROUNDS, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 	echo
-	echo "| program | round | none | bare | nocupti | gpuspy |"
-	echo "| --- | --- | --- | --- | --- | --- |"
+	echo "| program | round | none | bare | nocupti | gpuspy | lean |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
 } > "$OUT/traced_cost.md"
 for p in ${TC_PROGS:-jax_hostbound}; do
 	for v in slow fixed; do
 		f=; [ $v = fixed ] && f=--fix
 		for r in $(seq "$ROUNDS"); do
 			declare -A got=()
-			for m in $(printf '%s\n' none bare nocupti gpuspy | shuf); do
+			for m in $(printf '%s\n' none bare nocupti gpuspy lean | shuf); do
 				o="$WORK/$p-$v-$m-$r.out"; [ "$r" = 1 ] || o="$WORK/$p-$v-$m-n.out"
 			got[$m]=$(run_mode "$m" "$o" python3 "$W/$p.py" $f)
 			done
-			echo "| $p $v | $r | ${got[none]} | ${got[bare]} | ${got[nocupti]} | ${got[gpuspy]} |" >> "$OUT/traced_cost.md"
+			echo "| $p $v | $r | ${got[none]} | ${got[bare]} | ${got[nocupti]} | ${got[gpuspy]} | ${got[lean]} |" >> "$OUT/traced_cost.md"
 			unset got
 		done
 	done
@@ -65,13 +69,13 @@ import statistics, sys
 rows = {}
 for l in open(sys.argv[1]):
     c = [x.strip() for x in l.strip().strip("|").split("|")]
-    if len(c) == 6 and c[1].isdigit():
+    if len(c) == 7 and c[1].isdigit():
         rows.setdefault(c[0], []).append([float(x) if x else None for x in c[2:]])
 print("\nMedians, ms a step, and each mode's over none:\n")
-print("| program | none | bare | nocupti | gpuspy | bare/none | nocupti/none | gpuspy/none |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| program | none | bare | nocupti | gpuspy | lean | bare/none | nocupti/none | gpuspy/none | lean/none |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for k, v in rows.items():
-    med = [statistics.median([r[i] for r in v if r[i] is not None] or [0]) for i in range(4)]
+    med = [statistics.median([r[i] for r in v if r[i] is not None] or [0]) for i in range(5)]
     print(f"| {k} | " + " | ".join(f"{x:.4f}" for x in med) + " | " +
           " | ".join(f"{x / med[0]:.3f}" if med[0] else "-" for x in med[1:]) + " |")
 PY
