@@ -29,6 +29,7 @@ gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WOR
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 run_mode() { # mode out args...
 	local m=$1 o=$2; shift 2
+	mkdir -p "$WORK/t" # (gpuspy makes no directory: without it, no trace, no cost)
 	case $m in
 	none) timeout --foreground 120 "$@" ;;
 	bare) timeout --foreground 120 env CUPTI_COUNT_OUT="$WORK/count-%p.json" \
