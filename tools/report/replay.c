@@ -252,6 +252,25 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 	return gap;
 }
 
+/* A call's time without tracing: less gpuspy's record and CUPTI's work
+ * for its GPU records, never more than half the call. A graph launch's
+ * CUPTI work is per kernel node and varies from process to process (on
+ * an H100, JAX's 28-node launch took 6.0 us with CUPTI off, 32 to 49 us
+ * on it: tests/gpu/results/round3/traced-cost-h100.md), so under CUPTI
+ * the launch takes what one takes without it, a base and a part per
+ * node (that file's cupti_costs.cu tables: 2.8-3.1 us for 4 nodes,
+ * 7.2-7.9 us for 28), if no more than it took traced. */
+static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, uint64_t dur, size_t records)
+{
+	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->graph_node_ns) {
+		uint64_t was = dur > rp->record_ns ? dur - rp->record_ns : dur;
+		uint64_t own = rp->graph_base_ns + rp->graph_node_ns * records;
+		return own < was ? own : was;
+	}
+	uint64_t traced = rp->record_ns + rp->cupti_ns * records;
+	return dur > 2 * traced ? dur - traced : dur / 2;
+}
+
 static void call(struct sim *m, const struct gs_item *c)
 {
 	const struct gs_replay *rp = m->rp;
@@ -265,8 +284,7 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (c->start < m->prev_end) /* another thread's call, alongside: only what goes past */
 		dur = c->end > m->prev_end ? c->end - m->prev_end : 0;
 	size_t k0, k1 = linked(m, c->corr, &k0); /* CUPTI's work is per GPU record (a graph's: each node's) */
-	uint64_t traced = rp->record_ns + rp->cupti_ns * (k1 - k0);
-	dur = dur > 2 * traced ? dur - traced : dur / 2;
+	dur = untraced(rp, c, dur, k1 - k0);
 	m->h += own_gap(m, c);
 	if (m->ch == GS_CH_FUSE && rp->fuse > 1)
 		dur /= rp->fuse;

@@ -49,8 +49,10 @@ struct gs_replay {
 	int framework;         /* PyTorch or JAX: the host code between a step's launches is theirs */
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
-	 * work for each GPU record a call launched, when CUPTI was on. */
-	uint64_t record_ns, cupti_ns;
+	 * work for each GPU record a call launched, when CUPTI was on. A
+	 * graph launch under CUPTI takes what one takes without it:
+	 * graph_base_ns and graph_node_ns for each kernel node. */
+	uint64_t record_ns, cupti_ns, graph_base_ns, graph_node_ns;
 	uint64_t stack_ns; /* and a call stack's walk (its mean in the run), after the call */
 };
 

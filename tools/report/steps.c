@@ -618,6 +618,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	 * record). */
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
+	/* A graph launch without CUPTI (replay.c's untraced()). */
+	rp.graph_node_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 200 : 0;
+	rp.graph_base_ns = 2200;
 	rp.stack_ns = r->proc.stacks_taken ? r->proc.stacks_ns / r->proc.stacks_taken : 0;
 	steady_own(r, s, v, n, &rp);
 	/* The data phase's own host work, a step: the gaps before its calls,
