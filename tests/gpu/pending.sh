@@ -11,7 +11,8 @@
 #   PART=52b bash tests/gpu/pending.sh   and its last six (upload_once
 #        and healthy one round each, QUIET_ROUNDS)
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
-#        JAX step, part by part (tests/gpu/whatif/traced_cost.sh)
+#        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
+#        an H100: tests/gpu/results/round3/traced-cost-h100.md)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh, three rounds each: python3

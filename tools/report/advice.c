@@ -234,9 +234,9 @@ static int cap_to_step(const struct gs_steps *s, struct gs_diag *d, int64_t floo
 
 /* Without GPU records: a bound from the run's totals (warm-up included)
  * claims no more a step than the replayed steps' own host time of its
- * kind (waits, pageable copies, allocations, launches, data phases), and goes (1) when
- * that is under the floor: waits made only while the loop warmed up are
- * no step's. Other bounds are left to cap_to_step. */
+ * kind (waits, pageable copies, allocations, launches, data phases), and
+ * goes (1) when that is under the floor: waits made only while the loop
+ * warmed up are no step's. Other bounds are left to cap_to_step. */
 static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t floor)
 {
 	uint64_t own;

@@ -571,8 +571,9 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 		int phase = i < n && v[i].what == GS_IT_PHASE && v[i].start < rp->tb;
 		if (!phase && i < n)
 			continue;
-		if (from != SIZE_MAX)
-			s->data_host_ns += (i < n ? v[i].start : rp->tb) - v[from].start;
+		uint64_t to = i < n ? v[i].start : rp->tb;
+		if (from != SIZE_MAX && to > v[from].start)
+			s->data_host_ns += to - v[from].start;
 		from = SIZE_MAX;
 		if (phase && v[i].start >= rp->ta && v[i].phase < r->nphases && strcasestr(r->phases[v[i].phase].name, "data"))
 			from = i;

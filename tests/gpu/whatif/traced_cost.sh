@@ -58,7 +58,7 @@ for p in ${TC_PROGS:-jax_hostbound}; do
 			declare -A got=()
 			for m in $(printf '%s\n' none bare nocupti gpuspy lean | shuf); do
 				o="$WORK/$p-$v-$m-$r.out"; [ "$r" = 1 ] || o="$WORK/$p-$v-$m-n.out"
-			got[$m]=$(run_mode "$m" "$o" python3 "$W/$p.py" $f)
+				got[$m]=$(run_mode "$m" "$o" python3 "$W/$p.py" $f)
 			done
 			echo "| $p $v | $r | ${got[none]} | ${got[bare]} | ${got[nocupti]} | ${got[gpuspy]} | ${got[lean]} |" >> "$OUT/traced_cost.md"
 			unset got
