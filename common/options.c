@@ -27,7 +27,8 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 	[GS_OPT_DISABLE] = { "GPUSPY_DISABLE", GS_OPT_BOOL, GS_BY_LIB, 0, "0", 0, 0, NULL, "1 or 0 (on or off)",
 			     "`1`: pass every call through, record nothing" },
 	[GS_OPT_DIR] = { "GPUSPY_DIR", GS_OPT_STRING, GS_BY_LIB, 0, ".", 0, 0, NULL, NULL,
-			 "directory of the trace files" },
+			 "directory of the trace files; it must exist (gpuspy makes none: without it there is no trace, "
+			 "and the reason goes only to `GPUSPY_LOG`, which `gpuspy run` sets and prints)" },
 	[GS_OPT_BUFFER_MB] = { "GPUSPY_BUFFER_MB", GS_OPT_UINT, GS_BY_LIB, 256, "256", 1, 1048576, NULL,
 			       "a size in MiB (1..1048576)",
 			       "size of each process's event buffer (a packed record is 10-20 B: about 15-25 M "
