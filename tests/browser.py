@@ -74,7 +74,10 @@ class Browser:
         msg = {"id": self.id, "method": method, "params": params}
         if session:
             msg["sessionId"] = self.session
-        os.write(self.w, json.dumps(msg).encode() + b"\0")
+        try:
+            os.write(self.w, json.dumps(msg).encode() + b"\0")
+        except OSError as e:  # it went away (a start that failed under load): the test fails, not the run
+            raise BrowserError(f"chromium's pipe: {e}") from e
         while True:
             m = self.read()
             if m.get("id") == self.id:

@@ -42,6 +42,8 @@ def run_one(fn):
         return "skip", f"skip {fn.__name__}: {e}"
     except (Fail, subprocess.TimeoutExpired, KeyError, ValueError) as e:
         return "fail", f"FAIL {fn.__name__}: {e}"
+    except Exception as e:  # anything else fails this test, not the whole run
+        return "fail", f"FAIL {fn.__name__}: {type(e).__name__}: {e}"
     finally:
         TIMES[fn.__name__] = time.monotonic() - t0
         shutil.rmtree(tmp, ignore_errors=True)

@@ -262,7 +262,7 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
  * 7.2-7.9 us for 28), if no more than it took traced. */
 static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, uint64_t dur, size_t records)
 {
-	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->graph_node_ns) {
+	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) { /* CUPTI was on */
 		uint64_t was = dur > rp->record_ns ? dur - rp->record_ns : dur;
 		uint64_t own = rp->graph_base_ns + rp->graph_node_ns * records;
 		return own < was ? own : was;
@@ -314,10 +314,11 @@ static void call(struct sim *m, const struct gs_item *c)
 				m->s.free[gs] = m->h;
 		}
 	} else if (m->ch == GS_CH_GRAPH && capturable(c)) {
-		if (!m->graph_open) { /* the step's one graph launch */
-			m->h += rp->graph_launch_ns;
+		if (!m->graph_open) { /* the step's one graph launch: its base, then a part a node */
+			m->h += rp->graph_base_ns;
 			m->graph_open = 1;
 		}
+		m->h += rp->graph_node_ns;
 		queue_gpu(m, c, m->h, 0);
 	} else {
 		m->h += dur;

@@ -42,7 +42,6 @@ struct gs_replay {
 	size_t steps;          /* whole steps in it */
 	double pinned_bps;     /* pinned copy bandwidth, bytes a second */
 	uint64_t launch_ns;    /* an async call's host cost (the median launch) */
-	uint64_t graph_launch_ns; /* one graph launch's host cost */
 	uint64_t node_gap_ns;  /* the GPU's gap between a graph's kernels */
 	uint32_t data_phase;   /* the loader's phase (0: none) */
 	unsigned fuse;         /* steps a dispatch for GS_CH_FUSE */
@@ -50,8 +49,9 @@ struct gs_replay {
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
 	 * work for each GPU record a call launched, when CUPTI was on. A
-	 * graph launch under CUPTI takes what one takes without it:
-	 * graph_base_ns and graph_node_ns for each kernel node. */
+	 * graph launch (traced under CUPTI, or made by GS_CH_GRAPH) takes
+	 * what one takes without it: graph_base_ns, and graph_node_ns for
+	 * each kernel node. */
 	uint64_t record_ns, cupti_ns, graph_base_ns, graph_node_ns;
 	uint64_t stack_ns; /* and a call stack's walk (its mean in the run), after the call */
 };

@@ -281,14 +281,14 @@ static uint64_t median_u64(uint64_t *v, size_t n)
 	return v[n / 2];
 }
 
-/* The window's median host time of calls of one kind (launches; graph launches). */
-static uint64_t median_call(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, int graph)
+/* The window's median host time of a kernel launch (graph launches aside). */
+static uint64_t median_launch(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb)
 {
 	uint64_t *d = malloc((n ? n : 1) * sizeof(*d));
 	size_t m = 0;
 	for (size_t i = 0; d && i < n; i++)
 		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && v[i].start >= ta && v[i].start < tb &&
-		    !gspy_api_graph_launch(v[i].api) == !graph)
+		    !gspy_api_graph_launch(v[i].api))
 			d[m++] = v[i].end - v[i].start;
 	uint64_t x = median_u64(d, m);
 	free(d);
@@ -606,12 +606,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	s->launches /= s->window;
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
-	rp.launch_ns = median_call(v, n, rp.ta, rp.tb, 0);
+	rp.launch_ns = median_launch(v, n, rp.ta, rp.tb);
 	if (!rp.launch_ns)
 		rp.launch_ns = 5000;
-	rp.graph_launch_ns = median_call(v, n, rp.ta, rp.tb, 1);
-	if (!rp.graph_launch_ns)
-		rp.graph_launch_ns = 20000; /* a graph launch's usual host cost, when the run made none */
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
 	/* What tracing added to each call (docs/measurements.md's overhead
 	 * tables: a record ~300 ns; with CUPTI, a launch-bound loop of ~41
@@ -619,8 +616,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	 * record). */
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
-	/* A graph launch without CUPTI (replay.c's untraced()). */
-	rp.graph_node_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 200 : 0;
+	/* A graph launch without CUPTI: a graph's in GS_CH_GRAPH, and one
+	 * traced under CUPTI (replay.c's untraced()). */
+	rp.graph_node_ns = 200;
 	rp.graph_base_ns = 2200;
 	rp.stack_ns = r->proc.stacks_taken ? r->proc.stacks_ns / r->proc.stacks_taken : 0;
 	steady_own(r, s, v, n, &rp);
