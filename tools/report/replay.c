@@ -182,7 +182,7 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 	for (; k < end; k++) {
 		const struct gs_item *g = m->gpu[k];
 		int s = stream_at(&m->s, g->stream);
-		uint64_t d = g->end > g->start ? g->end - g->start : 0;
+		uint64_t d = g->end - g->start; /* (steps.c keeps end >= start) */
 		if (pinned && m->rp->pinned_bps > 0)
 			d = (uint64_t)((double)g->bytes / m->rp->pinned_bps * 1e9);
 		uint64_t st = t > m->s.free[s] ? t : m->s.free[s];

@@ -15,7 +15,7 @@
  * top-level phase's begin (what). */
 enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE };
 struct gs_item {
-	uint64_t start, end, bytes, stream, corr;
+	uint64_t start, end, bytes, stream, corr; /* end >= start (steps.c clamps a forged one) */
 	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: its phase */
 	uint16_t api;
 	uint8_t what, kind, dir, mem, async;

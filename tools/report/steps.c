@@ -97,7 +97,7 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	if (!it)
 		return;
 	it->start = ev->start_ns;
-	it->end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns;
+	it->end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns; /* a forged end before its start: none */
 	it->phase = (uint32_t)phase;
 	if (feed == GS_FEED_PHASE) {
 		it->what = GS_IT_PHASE;
@@ -325,7 +325,7 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		if (v[i].start < ta || v[i].start >= tb || !gs_replay_droppable_wait(&v[i]))
 			continue;
 		c->count++;
-		uint64_t d = v[i].end > v[i].start ? v[i].end - v[i].start : 0; /* a forged end before its start: none */
+		uint64_t d = v[i].end - v[i].start;
 		if (d >= worst_ns && v[i].stack_id) {
 			worst_ns = d;
 			worst = &v[i];
@@ -548,7 +548,7 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
 		if (v[i].what != GS_IT_CALL || v[i].start < rp->ta || v[i].start >= rp->tb)
 			continue;
-		uint64_t d = v[i].end > v[i].start ? v[i].end - v[i].start : 0; /* a forged end before its start: none */
+		uint64_t d = v[i].end - v[i].start;
 		if (v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api)) {
 			s->launch_path_ns += d;
 			if (prev != SIZE_MAX && v[i].start > v[prev].end && v[i].start - v[prev].end <= 8 * rp->launch_ns)
