@@ -13,6 +13,10 @@
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
+#   PART=52d bash tests/gpu/pending.sh   where the host-bound JAX loop's
+#        error comes from: the spread of its untraced truth, pinned or
+#        not, in one process, and of its traced prediction
+#        (tests/gpu/whatif/jax_spread.sh)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh, three rounds each: python3
@@ -48,11 +52,14 @@ case "${PART:-}" in
 	progs=${ONLY:-$progs}
 	ROUNDS=${ROUNDS:-3} QUIET_ROUNDS=${QUIET_ROUNDS:-1} step whatif 560 tests/gpu/whatif/run.sh $progs
 	cat "$R/status.txt" "$R"/whatif/whatif.md 2>/dev/null ;;
+52d)
+	step spread 540 tests/gpu/whatif/jax_spread.sh
+	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
 52c)
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52a, 52b or 52c"; exit 2 ;;
+	echo "PART=54, 52a, 52b, 52c or 52d"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

@@ -6,7 +6,10 @@ Fix: 10 steps a call with lax.scan, so the host dispatches once per 10.
 Timed over 5000 steps (about 0.5 s) after 200: over 500 steps (50 ms) the
 slow loop's step ran 0.070 to 0.137 ms from one process to the next on the
 H200 while its fix's held at 0.052-0.053 (tests/gpu/results/round3/
-whatif-run3.md and the fixtures' realized.json)."""
+whatif-run3.md and the fixtures' realized.json).
+--ab N: both in one process, N blocks of each in turn, the slow loop then
+its fix (what a fix saves in this process, its speed being its own:
+tests/gpu/whatif/jax_spread.sh)."""
 import time
 
 import jax
@@ -14,7 +17,7 @@ import jax.numpy as jnp
 
 from common import args
 
-a = args(steps=5000, warmup=200)
+a = args(steps=5000, warmup=200, ab=0)
 k = jax.random.PRNGKey(0)
 params = [jax.random.normal(k, (256, 256)) * 0.05 for _ in range(6)]
 x = jax.random.normal(k, (64, 256))
@@ -37,13 +40,27 @@ def ten(p, x):
     return jax.lax.scan(lambda p, _: (step(p, x), None), p, None, length=10)[0]
 
 
-f, per = (ten, 10) if a.fix else (step, 1)
-for _ in range(max(1, a.warmup // per)):
-    params = f(params, x)
-jax.block_until_ready(params)
-n = a.steps // per
-t = time.perf_counter()
-for _ in range(n):
-    params = f(params, x)
-jax.block_until_ready(params)
-print(f"whatif step_ms={(time.perf_counter() - t) * 1e3 / (n * per):.4f} steps={n * per}", flush=True)
+def timed_loop(f, per, steps):
+    """ms a step of f over steps steps, f doing per steps a call."""
+    global params
+    n = steps // per
+    jax.block_until_ready(params)
+    t = time.perf_counter()
+    for _ in range(n):
+        params = f(params, x)
+    jax.block_until_ready(params)
+    return (time.perf_counter() - t) * 1e3 / (n * per)
+
+
+for f, per in ([(step, 1), (ten, 10)] if a.ab else [(ten, 10) if a.fix else (step, 1)]):
+    for _ in range(max(1, a.warmup // per)):
+        params = f(params, x)
+if a.ab:
+    blocks = [(timed_loop(step, 1, a.steps), timed_loop(ten, 10, a.steps)) for _ in range(a.ab)]
+    s_ms = sorted(b[0] for b in blocks)[len(blocks) // 2]
+    f_ms = sorted(b[1] for b in blocks)[len(blocks) // 2]
+    print(f"whatif ab slow_ms={s_ms:.4f} fixed_ms={f_ms:.4f} blocks={a.ab} steps={a.steps}", flush=True)
+else:
+    f, per = (ten, 10) if a.fix else (step, 1)
+    ms = timed_loop(f, per, a.steps)
+    print(f"whatif step_ms={ms:.4f} steps={a.steps // per * per}", flush=True)
