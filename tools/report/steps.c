@@ -27,7 +27,16 @@
 #include "util/escape.h"
 
 #define RING (1u << 18)  /* events kept: the run's last ones */
-#define WINDOW_MAX 40    /* steps replayed at most (the last ones) */
+/* The steps replayed, the last ones: WINDOW_MIN of them, or as many as
+ * there are; then more, up to WINDOW_NS of them, while they stay the
+ * later half of the steps (an earlier, slower stretch is not the steady
+ * state), and no more than WINDOW_MAX. Forty steps of a 0.15 ms JAX step
+ * are 6 ms: replayed over them, eight processes' predictions ran from 25
+ * to 156 us; over 250 ms, from 38 to 97 us
+ * (tests/gpu/results/round3/jax-spread-h100.md). */
+#define WINDOW_MIN 40
+#define WINDOW_NS 250000000ull
+#define WINDOW_MAX 4096
 
 struct gs_step_ring {
 	struct gs_item *v;
@@ -495,7 +504,10 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 			gpu_last = v[i].start;
 	while (gpu_last && k1 > 3 && b[k1] > gpu_last)
 		k1--;
-	size_t k0 = k1 > WINDOW_MAX ? k1 - WINDOW_MAX : 0;
+	size_t k0 = k1;
+	while (k0 > 0 && k1 - k0 < WINDOW_MAX &&
+	       (k1 - k0 < WINDOW_MIN || (b[k1] - b[k0] < WINDOW_NS && k1 - k0 < k1 / 2)))
+		k0--;
 	if (k0 == 0 && k1 >= 6)
 		k0 = 1; /* the first steady step still warms caches and allocators */
 	s->window = k1 - k0;
@@ -648,11 +660,12 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 /* Finds the step and replays its window: fills r->steps. */
 static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
 {
-	uint64_t wb[WINDOW_MAX + 1];
-	if (!find_step(p, s, v, n, wb))
-		return;
-	replay_window(p, s, v, n, wb);
-	once_costs(p, s, v, n);
+	uint64_t *wb = malloc((WINDOW_MAX + 1) * sizeof(*wb));
+	if (wb && find_step(p, s, v, n, wb)) {
+		replay_window(p, s, v, n, wb);
+		once_costs(p, s, v, n);
+	}
+	free(wb);
 }
 
 void gs_steps_finish(struct gs_pass *p)

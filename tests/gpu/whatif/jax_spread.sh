@@ -5,6 +5,7 @@
 #
 #   ROUNDS=8 bash tests/gpu/whatif/jax_spread.sh
 #
+# (PIN_CORES= leaves the pinned runs out; PIN_CORES=0-7 pins to others.)
 # Each round, in this order: the slow loop and its fix untraced (as
 # run.sh), the same two pinned to four cores (taskset -c 0-3), both in one
 # process in turn (jax_hostbound.py --ab 5: what the fix saves at that
@@ -13,15 +14,15 @@
 # prediction with the traced step it replayed, so that the spread of the
 # untraced truth, of the traced step and of the prediction can be told
 # apart. Writes $OUT/jax_spread.md and $OUT/jax_spread.tar.xz (each
-# round's outputs and reports; the traces of rounds 1 and 2).
+# round's outputs and reports, and traces).
 set -u
 . tests/gpu/setup.sh /tmp/gpuspy-jax-spread
 ROUNDS=${ROUNDS:-8}
 LIMIT=${LIMIT:-120}
 P="python3 tests/gpu/whatif/jax_hostbound.py"
-PIN=; command -v taskset > /dev/null && PIN="taskset -c 0-3"
+PIN=; [ "${PIN_CORES-0-3}" ] && command -v taskset > /dev/null && PIN="taskset -c ${PIN_CORES:-0-3}"
 {
-	echo "# ROUNDS=$ROUNDS bash tests/gpu/whatif/jax_spread.sh"
+	echo "# ROUNDS=$ROUNDS PIN_CORES=${PIN_CORES-0-3} bash tests/gpu/whatif/jax_spread.sh"
 	echo
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	echo "$(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
@@ -68,5 +69,5 @@ print(f"| {r} | {f(s)} | {f(x)} | {f(s - x) if s and x else '-'} | {f(ms('slow-p
 EOF
 	tail -1 "$OUT/jax_spread.md"
 done
-(cd "$WORK" && tar cJf "$OUT/jax_spread.tar.xz" r*/*.out r*/report.* r1/t r2/t 2> /dev/null)
+(cd "$WORK" && tar cJf "$OUT/jax_spread.tar.xz" r*/*.out r*/report.* r*/t 2> /dev/null)
 cat "$OUT/jax_spread.md"
