@@ -9,7 +9,11 @@
 #        linked into it now), then the whole zoo (zoo.sh) on this library
 #   PART=52a bash tests/gpu/pending.sh   the what-if suite's first four
 #   PART=52b bash tests/gpu/pending.sh   and its last six (upload_once
-#        and healthy one round each, QUIET_ROUNDS)
+#        and healthy one round each, QUIET_ROUNDS; the host-bound three
+#        eight, HOST_ROUNDS). On an H100 a program of three rounds takes
+#        about 165 s (whatif-run4-h100-partial.md): a whole run is some
+#        six calls of ONLY="..." (two programs each, one host-bound one
+#        alone), two sessions' device time
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)

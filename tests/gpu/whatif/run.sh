@@ -22,11 +22,12 @@ W=tests/gpu/whatif
 ROUNDS=${ROUNDS:-3}
 # upload_once and healthy have no saving to predict, only diagnoses to
 # check: QUIET_ROUNDS (default ROUNDS) can run them fewer rounds. The
-# host-bound programs' speed moves most between processes (up to 64% in
-# one run: tests/gpu/results/round3/whatif-run3.md): HOST_ROUNDS (default
-# ROUNDS) can run them more.
+# host-bound programs' speed moves most between processes (the JAX
+# loop's slow step 0.082 to 0.185 ms over 16: tests/gpu/results/round3/
+# jax-spread-h100.md), so that fewer rounds than eight cannot give their
+# saving: HOST_ROUNDS (default 8) runs them more.
 QUIET_ROUNDS=${QUIET_ROUNDS:-$ROUNDS}
-HOST_ROUNDS=${HOST_ROUNDS:-$ROUNDS}
+HOST_ROUNDS=${HOST_ROUNDS:-8}
 LIMIT=${LIMIT:-120} # seconds a run may take
 PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostbound sync_copies upload_once healthy}
 mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1
