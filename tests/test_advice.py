@@ -485,6 +485,30 @@ def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
 
 
 @test
+def a_loader_phase_by_any_data_name_is_replayed_the_same(tmp):
+    """loader_workers_are_replayed_exactly's loop with its loader phase
+    named 'load_data', then 'DataLoader': data_starvation names a phase
+    whose name holds "data" in any case, and the replay's workers take the
+    same phase, so each says the same 790,000 ns a step. Before, the
+    replay took only a phase named 'data': it saved nothing for the
+    others, and the diagnosis went (the what-if suite's loop was named
+    'data' and never showed it)."""
+    from test_report import write_jsonl
+    for name in ("load_data", "DataLoader"):
+        ev = loader_steps()
+        for e in ev:
+            if e.get("name") == "data":
+                e["name"] = name
+        o = report_json_of(write_jsonl(os.path.join(tmp, f"{name}.jsonl"), ev, timing="cupti"))
+        step = o["processes"][0]["step"]
+        check(step["replayed_savings_ns"]["workers"] == 790_000 and step["steady_host_ns"]["data"] == 800_000,
+              f"{name}: {step}")
+        d = o["diagnoses"]
+        check(d and d[0]["id"] == "data_starvation" and d[0]["text"].startswith(f"Phase '{name}' takes")
+              and d[0]["saving"]["per_step_ns"] == 790_000, f"{name}: {d}")
+
+
+@test
 def ten_jax_steps_a_dispatch_are_replayed_exactly(tmp):
     """A host-bound JAX loop, known to the nanosecond: each 100 us step is
     a run of the jitted step (XLA's range "XlaModule:#hlo_module=jit_step"),

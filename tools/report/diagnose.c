@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "report/diag.h"
 #include "report/report.h"
@@ -326,7 +325,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 	gs_loop_span(r, &span);
 	for (size_t i = 1; i < r->nphases; i++) {
 		const struct gs_phase_stat *p = &r->phases[i];
-		if (!strcasestr(p->name, "data") || p->count < 2 || !span)
+		if (!gs_data_phase(p->name) || p->count < 2 || !span)
 			continue;
 		double share = (double)p->wall_ns / (double)span;
 		if (share < 0.2)

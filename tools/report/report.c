@@ -28,6 +28,11 @@ size_t gs_report_phase(struct gs_report *r, const char *name)
 	return r->nphases++;
 }
 
+int gs_data_phase(const char *name)
+{
+	return name && strcasestr(name, "data") != NULL;
+}
+
 uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records)
 {
 	uint64_t n = r->nevents > r->gpu_records ? r->nevents - r->gpu_records : 0;

@@ -194,6 +194,10 @@ int gs_report_file(const char *path, int nofollow, struct gs_report *r, char *er
 void gs_report_merge(struct gs_report *dst, const struct gs_report *src);
 /* The phase of this name, added when new (r->phases may move; report.c). */
 size_t gs_report_phase(struct gs_report *r, const char *name);
+/* 1 when a phase of this name loads the data (its name holds "data", in
+ * any case: "data", "load_data", "DataLoader"): data_starvation's phase,
+ * and the one the replay's loader workers take (report.c). */
+int gs_data_phase(const char *name);
 void gs_report_free(struct gs_report *r);
 
 /* gpuspy's own time on the program's threads, estimated: each host record

@@ -587,7 +587,7 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 		if (from != SIZE_MAX && to > v[from].start)
 			s->data_host_ns += to - v[from].start;
 		from = SIZE_MAX;
-		if (phase && v[i].start >= rp->ta && v[i].phase < r->nphases && strcasestr(r->phases[v[i].phase].name, "data"))
+		if (phase && v[i].start >= rp->ta && v[i].phase < r->nphases && gs_data_phase(r->phases[v[i].phase].name))
 			from = i;
 	}
 	s->launch_path_ns /= s->window;
@@ -611,7 +611,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 			if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api))
 				s->launches++;
 			if (v[i].what == GS_IT_PHASE && !rp.data_phase && v[i].phase < r->nphases &&
-			    !strcmp(r->phases[v[i].phase].name, "data"))
+			    gs_data_phase(r->phases[v[i].phase].name))
 				rp.data_phase = v[i].phase;
 		}
 	s->gpu_ns /= s->window;
