@@ -7,13 +7,16 @@
 #   PART=54 bash tests/gpu/pending.sh    the faults again (exits.sh's
 #        index and fault: the C program's stack passes over the runtime
 #        linked into it now), then the whole zoo (zoo.sh) on this library
-#   PART=52a bash tests/gpu/pending.sh   the what-if suite's first four
-#   PART=52b bash tests/gpu/pending.sh   and its last six (upload_once
-#        and healthy one round each, QUIET_ROUNDS; the host-bound three
-#        eight, HOST_ROUNDS). On an H100 a program of three rounds takes
-#        about 165 s (whatif-run4-h100-partial.md): a whole run is some
-#        six calls of ONLY="..." (two programs each, one host-bound one
-#        alone), two sessions' device time
+#   PART=52w1 ... PART=52w5 bash tests/gpu/pending.sh   the what-if
+#        suite in five calls, each under 560 s on an H100 (a torch
+#        program's round, slow and fixed untraced and slow traced, about
+#        55 s there: whatif-run4-h100-partial.md): 52w1 pageable and
+#        dataloader, 52w2 item and empty_cache, 52w3 launch_bound, 52w4
+#        decode (eight rounds each, HOST_ROUNDS), 52w5 jax_hostbound,
+#        sync_copies, upload_once and healthy (the last two one round,
+#        QUIET_ROUNDS). `python3 tests/gpu/whatif/import.py DIR runN` on
+#        each part's whatif folder adds its programs to set runN. Two
+#        sessions' device time: one set must come from one kind of card.
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
@@ -21,7 +24,7 @@
 #        error comes from: the spread of its untraced truth, pinned or
 #        not, in one process, and of its traced prediction
 #        (tests/gpu/whatif/jax_spread.sh)
-#   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52b: only those;
+#   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh, three rounds each: python3
 # tests/gpu/whatif/import.py on each part's whatif folder makes them a
@@ -50,9 +53,14 @@ case "${PART:-}" in
 	(cd /tmp/gpuspy-zoo && find . -maxdepth 2 \( -name '*.out' -o -name '*.err' -o -name '*.rc' \) -size -1024k |
 		tar czf "$R/zoo/outputs.tgz" -T -) 2> /dev/null
 	cat "$R/status.txt" "$R"/exits/exits.md "$R"/zoo/zoo.md 2>/dev/null ;;
-52a | 52b)
-	progs="pageable dataloader item launch_bound"
-	[ "$PART" = 52b ] && progs="decode empty_cache jax_hostbound sync_copies upload_once healthy"
+52w[1-5])
+	case $PART in
+	52w1) progs="pageable dataloader" ;;
+	52w2) progs="item empty_cache" ;;
+	52w3) progs="launch_bound" ;;
+	52w4) progs="decode" ;;
+	52w5) progs="jax_hostbound sync_copies upload_once healthy" ;;
+	esac
 	progs=${ONLY:-$progs}
 	ROUNDS=${ROUNDS:-3} QUIET_ROUNDS=${QUIET_ROUNDS:-1} step whatif 560 tests/gpu/whatif/run.sh $progs
 	cat "$R/status.txt" "$R"/whatif/whatif.md 2>/dev/null ;;
@@ -63,7 +71,7 @@ case "${PART:-}" in
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52a, 52b, 52c or 52d"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c or 52d"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

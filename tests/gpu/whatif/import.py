@@ -3,7 +3,8 @@
 traces.tar.xz and whatif.json (its $OUT), each program's slow and fixed
 traces become tests/fixtures/h200/whatif/NAME-slow.tar.gz and
 NAME-fixed.tar.gz, and realized.json takes each program's untraced step
-times and realized saving. Programs the run did not reach keep their old
+times and realized saving, and the card (run.sh's card.txt: a set is
+one card's; a set of runs on an H100 says so there). Programs the run did not reach keep their old
 fixtures. Each run on the H200 is a set of its own: the first is
 whatif/ itself, a later one whatif/NAME (NAME: run2, run3...), so that
 the model is scored on every run kept. Then `python3
@@ -56,6 +57,10 @@ def main():
                 "untraced, slow and fixed in interleaved rounds; realized_ms = median(slow) - median(fixed). "
                 "The traces beside this file are the slow and fixed programs traced with libgpuspy's "
                 "defaults in the same rounds.", "programs": {}}
+    # The card the run had (run.sh's card.txt): a set holds one card's runs.
+    card = open(os.path.join(src, "card.txt")).read().strip() if os.path.exists(os.path.join(src, "card.txt")) else ""
+    if card and realized.setdefault("card", card) != card:
+        sys.exit(f"import.py: this set's runs were on {realized['card']}, this one on {card}: use another NAME")
     for r in rows:
         p = r["program"]
         if "realized_ms" not in r:
