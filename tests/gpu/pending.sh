@@ -26,9 +26,8 @@
 #        (tests/gpu/whatif/jax_spread.sh)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
-# (tests/gpu/whatif/run.sh, three rounds each: python3
-# tests/gpu/whatif/import.py on each part's whatif folder makes them a
-# fixture set. One part of five ran out of its 560 s.)
+# (tests/gpu/whatif/run.sh: python3 tests/gpu/whatif/import.py on each
+# part's whatif folder makes them a fixture set.)
 set -u
 FINAL=${OUT:-/tmp/gpuspy-gpu}
 R=/tmp/gpuspy-pending

@@ -28,7 +28,7 @@
 
 #define RING (1u << 18)  /* events kept: the run's last ones */
 /* The steps replayed, the last ones: WINDOW_MIN of them, or as many as
- * there are; then more, up to WINDOW_NS of them, while they stay the
+ * there are; then more, until they span WINDOW_NS, while they stay the
  * later half of the steps (an earlier, slower stretch is not the steady
  * state), and no more than WINDOW_MAX. Forty steps of a 0.15 ms JAX step
  * are 6 ms: replayed over them, eight processes' predictions ran from 25
@@ -660,8 +660,8 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 /* Finds the step and replays its window: fills r->steps. */
 static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
 {
-	uint64_t *wb = malloc((WINDOW_MAX + 1) * sizeof(*wb));
-	if (wb && find_step(p, s, v, n, wb)) {
+	uint64_t *wb = xcalloc(WINDOW_MAX + 1, sizeof(*wb));
+	if (find_step(p, s, v, n, wb)) {
 		replay_window(p, s, v, n, wb);
 		once_costs(p, s, v, n);
 	}

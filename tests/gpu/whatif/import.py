@@ -58,9 +58,14 @@ def main():
                 "The traces beside this file are the slow and fixed programs traced with libgpuspy's "
                 "defaults in the same rounds.", "programs": {}}
     # The card the run had (run.sh's card.txt): a set holds one card's runs.
+    # The sets made before card.txt hold H200 runs (their "what" says so).
     card = open(os.path.join(src, "card.txt")).read().strip() if os.path.exists(os.path.join(src, "card.txt")) else ""
-    if card and realized.setdefault("card", card) != card:
-        sys.exit(f"import.py: this set's runs were on {realized['card']}, this one on {card}: use another NAME")
+    had = realized.get("card") or ("NVIDIA H200" if realized["programs"] else card)
+    if card and had != card:
+        sys.exit(f"import.py: this set's runs were on {had}, this one on {card}: use another NAME")
+    if had:
+        realized["card"] = had
+        realized["what"] = realized["what"].replace("on the H200 (nvidia-h200)", f"on {had}")
     for r in rows:
         p = r["program"]
         if "realized_ms" not in r:

@@ -30,7 +30,7 @@ QUIET_ROUNDS=${QUIET_ROUNDS:-$ROUNDS}
 HOST_ROUNDS=${HOST_ROUNDS:-8}
 LIMIT=${LIMIT:-120} # seconds a run may take
 PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostbound sync_copies upload_once healthy}
-nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/card.txt" 2> /dev/null
+nvidia-smi -i 0 --query-gpu=name --format=csv,noheader > "$OUT/card.txt" 2> /dev/null
 mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1
 command_of() { # prog -> its command line
 	case $1 in
