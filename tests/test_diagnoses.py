@@ -422,3 +422,40 @@ def jax_runs_of_the_jitted_step_are_the_phases(tmp):
                                                 "the persistent cache does not spend"}, f"{d.get('xla_compile')}")
     check(d["memory_growth"]["text"].startswith("Device memory grows every jit_step phase and is never returned: "
                                                 "1.0 MiB more per jit_step phase over "), d["memory_growth"]["text"])
+
+
+@test
+def the_replayed_window_spans_250_ms_in_the_later_half_of_the_steps(tmp):
+    """Steps of one phase, each a 5 us launch of a 5 us kernel, replayed
+    (docs/design.md#replay) over the last 40 steps, or more until they
+    span 250 ms while they are the later half of the steps, 4096 at most.
+    Each replayed step is its length less the launch's tracing cost (4 us
+    a GPU record, capped at half the 5 us call: 2.5 us).
+    * 400 steps of 300 us (120 ms), then 600 of 100 us (60 ms): 999
+      whole steps. The half rule stops the window at 499 steps, all of
+      them of the fast part, 97,500 ns a step; reaching 250 ms back would
+      have taken in every slow step.
+    * 4000 steps of 200 us: 250 ms is 1250 of them, fewer than half.
+    * 20000 steps of 20 us: 250 ms is 12,500 of them, half is 9,999: the
+      cap, 4096."""
+    def steps(n, step_ns, warm=0):
+        ev, t = [], 1_000_000
+        for k in range(n):
+            s = 3 * step_ns if k < warm else step_ns
+            ev.append(phase_event(True, t, "step", k))
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 1000, "end_ns": t + 6000,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                       "corr": k + 1})
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 7000,
+                       "end_ns": t + 12_000, "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "k"})
+            ev.append(phase_event(False, t + s - 1000, "step", k))
+            t += s
+        path = write_jsonl(os.path.join(tmp, f"w{n}.jsonl"), ev, timing="cupti")
+        s = report_json(path)["processes"][0]["step"]
+        return s["steps"], s["replayed_steps"], s["step_ns"], s["replayed_step_ns"]
+    got = steps(1000, 100_000, warm=400)
+    check(got == (999, 499, 100_000, 97_500), f"after a slow start: {got}")
+    got = steps(4000, 200_000)
+    check(got == (3999, 1250, 200_000, 197_500), f"250 ms of steps: {got}")
+    got = steps(20000, 20_000)
+    check(got == (19999, 4096, 20_000, 17_500), f"the cap: {got}")
