@@ -182,18 +182,8 @@ def a_bound_cut_to_the_step_says_so(tmp):
     launch a step is no graph to replay: the bound stays, cut to the
     step's 3,292,857 ns beyond its GPU work, and says so; before, it was
     more than a step could give back."""
-    from test_report import phase_event, write_jsonl
-    ev, t = [], 1_000_000
-    for k in range(30):
-        P = 10_000_000 if k < 10 else 1_000_000
-        ev.append(phase_event(True, t, "step", k))
-        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 1000, "end_ns": t + 6000,
-                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
-                   "corr": k + 1})
-        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 6000,
-                   "end_ns": t + 606_000, "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "k"})
-        ev.append(phase_event(False, t + P - 1000, "step", k))
-        t += P
+    from test_report import kernel_steps, write_jsonl
+    ev = kernel_steps([10_000_000] * 10 + [1_000_000] * 20, gpu=(6000, 606_000))
     o = report_json_of(write_jsonl(os.path.join(tmp, "cut.jsonl"), ev, timing="cupti"))
     d = [x for x in o["diagnoses"] if x["id"] == "host_bound"]
     check(len(d) == 1 and d[0]["saving"]["bound"] == "upper" and d[0]["saving"]["per_step_ns"] == 3_292_857 and

@@ -8,7 +8,7 @@ import json
 import os
 
 from harness import ROOT, check, report_json, report_text, test
-from test_report import phase_event, write_jsonl
+from test_report import kernel_steps, phase_event, write_jsonl
 
 
 @test
@@ -439,17 +439,7 @@ def the_replayed_window_spans_250_ms_in_the_later_half_of_the_steps(tmp):
     * 20000 steps of 20 us: 250 ms is 12,500 of them, half is 9,999: the
       cap, 4096."""
     def steps(n, step_ns, warm=0):
-        ev, t = [], 1_000_000
-        for k in range(n):
-            s = 3 * step_ns if k < warm else step_ns
-            ev.append(phase_event(True, t, "step", k))
-            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 1000, "end_ns": t + 6000,
-                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
-                       "corr": k + 1})
-            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 7000,
-                       "end_ns": t + 12_000, "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "k"})
-            ev.append(phase_event(False, t + s - 1000, "step", k))
-            t += s
+        ev = kernel_steps([3 * step_ns] * warm + [step_ns] * (n - warm), gpu=(7000, 12_000))
         path = write_jsonl(os.path.join(tmp, f"w{n}.jsonl"), ev, timing="cupti")
         s = report_json(path)["processes"][0]["step"]
         return s["steps"], s["replayed_steps"], s["step_ns"], s["replayed_step_ns"]

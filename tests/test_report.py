@@ -21,6 +21,23 @@ def phase_event(begin, t, name, step):
             "name": name, "step": step}
 
 
+def kernel_steps(periods, gpu):
+    """Phase 'step' once a period (ns, one each): each launches at 1 us a
+    5 us kernel call, whose kernel runs gpu = (from, to) ns into the step;
+    the phase ends 1 us before the next begins. Events for write_jsonl."""
+    ev, t = [], 1_000_000
+    for k, period in enumerate(periods):
+        ev.append(phase_event(True, t, "step", k))
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 1000, "end_ns": t + 6000,
+                   "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
+                   "corr": k + 1})
+        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + gpu[0],
+                   "end_ns": t + gpu[1], "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": "k"})
+        ev.append(phase_event(False, t + period - 1000, "step", k))
+        t += period
+    return ev
+
+
 def write_jsonl(path, events, timing="none", threads=1, frames=None):
     """A made-up trace in the dump's JSON Lines form: a process (pid 7)
     with GPU timing `timing`, its stacks ({id: [frames]}) and its events
