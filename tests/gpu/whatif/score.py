@@ -7,8 +7,12 @@ fixed. Each run of the suite on the H200 is a set (whatif/ itself is
 run1, whatif/run2 the next...; import.py): every set is scored. Prints
 the tables docs/measurements.md shows, with what each untraced slow
 process alone would have realized (the program's own spread); --json for
-the rows.
-Usage: score.py [--json] [GPUSPY]"""
+the rows; --parts for where each error comes from: the replayed slow step
+against the untraced slow processes' median (the traced process's own
+speed, and tracing's cost as the replay takes it off), and the step
+replayed with the change against the untraced fixed ones' (the change's
+model).
+Usage: score.py [--json | --parts] [GPUSPY]"""
 import json
 import os
 import statistics
@@ -59,9 +63,11 @@ def score(gpuspy, name, fix):
             # the fixed ones' median: the program's own spread.
             fixed_ms = statistics.median(realized[prog]["fixed_ms"])
             each = [x - fixed_ms for x in realized[prog]["slow_ms"]]
+            slow_ms = statistics.median(realized[prog]["slow_ms"])
             rows.append({"set": name, "program": prog, "want": want, "first": first["id"] if first else None,
                          "predicted_ms": per, "realized_ms": real, "error": err,
                          "realized_range_ms": [min(each), max(each)],
+                         "untraced_ms": [slow_ms, fixed_ms],
                          "step": slow["processes"][0].get("step", {}),
                          "fixed_says": [x["id"] for x in fixed["diagnoses"] if want and x["id"] == want],
                          "slow_ids": [x["id"] for x in d]})
@@ -69,14 +75,14 @@ def score(gpuspy, name, fix):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--json"]
+    args = [a for a in sys.argv[1:] if a not in ("--json", "--parts")]
     gpuspy = args[0] if args else os.path.join(ROOT, "tools", "gpuspy")
     every = [r for name, fix in sets() for r in score(gpuspy, name, fix)]
     if "--json" in sys.argv:
         json.dump(every, sys.stdout, indent=1)
         return
     for name, _ in sets():
-        table(name, [r for r in every if r["set"] == name])
+        (parts if "--parts" in sys.argv else table)(name, [r for r in every if r["set"] == name])
     errs = [abs(r["error"]) for r in every if r["error"] is not None]
     print(f"\nall runs: median |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
 
@@ -96,6 +102,23 @@ def table(name, rows):
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
     if errs:
         print(f"\nmedian |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
+
+
+def parts(name, rows):
+    """Each error split in two: prediction - realized = (replayed slow -
+    untraced slow) - (replayed with the change - untraced fixed)."""
+    print(f"\n{name}:\n")
+    print("| program | untraced slow | replayed slow | its error | untraced fixed | replayed changed "
+          "| its error | saving's error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        if r["predicted_ms"] is None or not r["want"]:
+            continue
+        us, uf = r["untraced_ms"]
+        rb = r["step"]["replayed_step_ns"] / 1e6
+        rc = rb - r["predicted_ms"]
+        print(f"| {r['program']} | {us:.3f} | {rb:.3f} | {rb - us:+.3f} | {uf:.3f} | {rc:.3f} | {rc - uf:+.3f} "
+              f"| {r['predicted_ms'] - r['realized_ms']:+.3f} |")
 
 
 main()
