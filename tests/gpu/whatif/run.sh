@@ -5,8 +5,9 @@
 #   bash tests/gpu/whatif/run.sh [PROG...]     (default: all ten)
 #
 # For each program, ROUNDS rounds (default 3; docs/measurements.md says
-# why): the slow program and its fix untraced, then the slow program
-# traced with libgpuspy's defaults, and its report (--json). Processes of
+# why): the slow program and its fix untraced, and the slow program
+# traced with libgpuspy's defaults, with its report (--json), in an
+# order that turns each round. Processes of
 # one program differ by 20-30% on the H200 (docs/measurements.md), a traced one
 # as much as the others: so each round has its own traced run, and the
 # prediction is the median of the rounds' predictions, as the realized
@@ -56,13 +57,22 @@ for p in $PROGS; do
 	launch_bound | decode | jax_hostbound) n=$HOST_ROUNDS ;;
 	esac
 	for r in $(seq "$n"); do
-		for v in slow fixed; do
+		# The order turns each round (slow, fixed, traced; then fixed,
+		# traced, slow; then traced, slow, fixed), so that no variant
+		# always follows another: in the four runs before it did, and
+		# the traced pageable program ran faster than the untraced one
+		# in all four (tests/gpu/results/round3/whatif-run4-h100.md).
+		for i in 0 1 2; do
+			v=$(echo slow fixed traced | cut -d' ' -f$(((i + r - 1) % 3 + 1)))
+			if [ $v = traced ]; then
+				traced "$d" slow "$r" $c
+				continue
+			fi
 			f=; [ $v = fixed ] && f=--fix
 			timeout --foreground $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
 			rc=$?
 			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $rc)"
 		done
-		traced "$d" slow "$r" $c
 	done
 	traced "$d" fixed 1 $c --fix
 	# What is done so far comes back even if a later program runs out the clock.
