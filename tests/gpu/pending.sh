@@ -20,6 +20,12 @@
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
+#   PART=52e, PART=52f bash tests/gpu/pending.sh   what tracing adds to
+#        decode and launch_bound (52e), empty_cache and pageable (52f),
+#        slow only, untraced, gpuspy without CUPTI, without stacks and
+#        whole, and the step each traced run's replay makes of it: whether
+#        the replay takes off what tracing added (traced_cost.sh; run4's
+#        errors are in the slow step replayed: whatif-run4-h100.md)
 #   PART=52d bash tests/gpu/pending.sh   where the host-bound JAX loop's
 #        error comes from: the spread of its untraced truth, pinned or
 #        not, in one process, and of its traced prediction
@@ -66,11 +72,17 @@ case "${PART:-}" in
 52d)
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
+52e | 52f)
+	progs="decode launch_bound" rounds=5
+	[ $PART = 52f ] && progs="empty_cache pageable" rounds=4
+	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES="none nocupti nostacks gpuspy" TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
+		step cost 540 tests/gpu/whatif/traced_cost.sh
+	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 52c)
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c or 52d"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e or 52f"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

@@ -4,9 +4,9 @@
 # so that the replay can take it off (docs/measurements.md: traced, the
 # JAX loop's step ran 1.5 times its untraced one, and the prediction
 # inherited it: tests/gpu/results/round3/whatif-jax-h100.md). For each
-# program (default: jax_hostbound, slow and --fix; TC_PROGS to change) and
-# each mode, ROUNDS rounds (default 4), the modes in a new order each
-# round:
+# program (default: jax_hostbound, slow and --fix; TC_PROGS and
+# TC_VARIANTS to change) and each mode (TC_MODES, default the first
+# five), ROUNDS rounds (default 4), the modes in a new order each round:
 #   none     untraced
 #   bare     the independent CUPTI counter alone (tests/gpu/cupti_count.c,
 #            kernel, copy and memset activity records): CUPTI's own cost
@@ -14,7 +14,11 @@
 #   gpuspy   gpuspy's defaults (CUPTI on)
 #   lean     gpuspy with CUPTI, without NVTX ranges and NVML sampling
 #            (GPUSPY_NVTX=0 GPUSPY_NVML_MS=0): what those add to it
-# Each run prints its steady step (whatif step_ms=...). Then
+#   nostacks gpuspy with CUPTI, without call stacks (GPUSPY_STACKS=off)
+# Each run prints its steady step (whatif step_ms=...); each gpuspy run's
+# report gives the step its replay makes of it with tracing's cost taken
+# off (the "replayed" table: against none's, what the replay leaves or
+# takes too much). Then (unless TC_BENCH=0)
 # bench/gpu/cupti_costs.cu (none against bare) for a graph of 4 and of 28
 # kernels (the JAX step's graph): what CUPTI adds to one launch call. The
 # first round's traces (nocupti, gpuspy) are read part by part
@@ -38,52 +42,74 @@ run_mode() { # mode out args...
 	gpuspy) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	lean) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_NVTX=0 GPUSPY_NVML_MS=0 \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
+	nostacks) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACKS=off \
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	esac > "$o" 2> "$o.err"
+	# The replay's step of a traced run, ms (the report's replayed_step_ns).
+	[ -d "$WORK/t" ] && ls "$WORK"/t/*.gspy > /dev/null 2>&1 && timeout 120 ./tools/gpuspy report --json "$WORK/t" 2> /dev/null |
+		python3 -c 'import json, sys; s = json.load(sys.stdin)["processes"][0].get("step", {}); print(s.get("replayed_step_ns", 0) / 1e6)' \
+		>> "$WORK/replayed-$m.txt"
 	# The first round's traces of each gpuspy mode stay, to be read part
 	# by part (step_parts.py).
 	[ -d "$WORK/t" ] && [ ! -e "$o.gspy" ] && mv "$(ls "$WORK"/t/*.gspy | head -1)" "$o.gspy" 2> /dev/null
 	rm -rf "$WORK/t"
 	sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$o" | tail -1
 }
+MODES=${TC_MODES:-none bare nocupti gpuspy lean}
 {
 	echo "# tests/gpu/whatif/traced_cost.sh, ROUNDS=$ROUNDS, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 	echo
-	echo "| program | round | none | bare | nocupti | gpuspy | lean |"
-	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	echo "| program | round | table | $(echo $MODES | sed 's/ / | /g') |"
+	echo "| --- | --- | --- |$(for m in $MODES; do printf ' --- |'; done)"
 } > "$OUT/traced_cost.md"
+command_of() { # prog -> its command line
+	case $1 in
+	sync_copies) echo "$WORK/bin/sync_copies" ;;
+	*) echo "python3 $W/$1.py" ;;
+	esac
+}
+case " ${TC_PROGS:-} " in *" sync_copies "*)
+	mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1 ;;
+esac
 for p in ${TC_PROGS:-jax_hostbound}; do
-	for v in slow fixed; do
+	for v in ${TC_VARIANTS:-slow fixed}; do
 		f=; [ $v = fixed ] && f=--fix
 		for r in $(seq "$ROUNDS"); do
 			declare -A got=()
-			for m in $(printf '%s\n' none bare nocupti gpuspy lean | shuf); do
+			rm -f "$WORK"/replayed-*.txt
+			for m in $(printf '%s\n' $MODES | shuf); do
 				o="$WORK/$p-$v-$m-$r.out"; [ "$r" = 1 ] || o="$WORK/$p-$v-$m-n.out"
-				got[$m]=$(run_mode "$m" "$o" python3 "$W/$p.py" $f)
+				got[$m]=$(run_mode "$m" "$o" $(command_of "$p") $f)
 			done
-			echo "| $p $v | $r | ${got[none]} | ${got[bare]} | ${got[nocupti]} | ${got[gpuspy]} | ${got[lean]} |" >> "$OUT/traced_cost.md"
+			echo "| $p $v | $r | step |$(for m in $MODES; do printf ' %s |' "${got[$m]}"; done)" >> "$OUT/traced_cost.md"
+			echo "| $p $v | $r | replayed |$(for m in $MODES; do printf ' %s |' "$(cat "$WORK/replayed-$m.txt" 2> /dev/null)"; done)" >> "$OUT/traced_cost.md"
 			unset got
 		done
 	done
 done
-python3 - "$OUT/traced_cost.md" >> "$OUT/traced_cost.md" <<'PY'
+python3 - "$OUT/traced_cost.md" $MODES >> "$OUT/traced_cost.md" <<'PY'
 import statistics, sys
+modes = sys.argv[2:]
 rows = {}
 for l in open(sys.argv[1]):
     c = [x.strip() for x in l.strip().strip("|").split("|")]
-    if len(c) == 7 and c[1].isdigit():
-        rows.setdefault(c[0], []).append([float(x) if x else None for x in c[2:]])
-print("\nMedians, ms a step, and each mode's over none:\n")
-print("| program | none | bare | nocupti | gpuspy | lean | bare/none | nocupti/none | gpuspy/none | lean/none |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for k, v in rows.items():
-    med = [statistics.median([r[i] for r in v if r[i] is not None] or [0]) for i in range(5)]
-    print(f"| {k} | " + " | ".join(f"{x:.4f}" for x in med) + " | " +
-          " | ".join(f"{x / med[0]:.3f}" if med[0] else "-" for x in med[1:]) + " |")
+    if len(c) == 3 + len(modes) and c[1].isdigit():
+        rows.setdefault((c[0], c[2]), []).append([float(x) if x else None for x in c[3:]])
+print("\nMedians, ms a step (the step each run timed, and the step the replay makes of each traced run), "
+      "and each over none's step:\n")
+print("| program | table | " + " | ".join(modes) + " | " + " | ".join(f"{m}/none" for m in modes[1:]) + " |")
+print("| --- | --- |" + " --- |" * (2 * len(modes) - 1))
+for (k, t), v in rows.items():
+    med = [statistics.median([r[i] for r in v if r[i] is not None] or [0]) for i in range(len(modes))]
+    none = statistics.median([r[0] for r in rows.get((k, "step"), []) if r[0]] or [0])
+    print(f"| {k} | {t} | " + " | ".join(f"{x:.4f}" if x else "-" for x in med) + " | " +
+          " | ".join(f"{x / none:.3f}" if none and x else "-" for x in med[1:]) + " |")
 PY
 {
 	echo; echo "The first round's step on its launching thread, part by part (step_parts.py), without CUPTI and with it:"
 	timeout 120 python3 "$W/step_parts.py" "$ROOT/tools/gpuspy" "$WORK"/*-1.out.gspy
 } >> "$OUT/traced_cost.md"
+[ "${TC_BENCH:-1}" = 0 ] && { cat "$OUT/traced_cost.md"; exit 0; }
 nvcc -O2 -o "$WORK/cupti_costs" bench/gpu/cupti_costs.cu -lcuda -lcupti || exit 1
 for n in 4 28; do
 	echo; echo "bench/gpu/cupti_costs.cu, CC_GRAPH_NODES=$n:"; echo
