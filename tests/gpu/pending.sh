@@ -22,8 +22,9 @@
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
 #   PART=52e, PART=52f bash tests/gpu/pending.sh   what tracing adds to
 #        decode and launch_bound (52e), empty_cache and pageable (52f),
-#        slow only, untraced, gpuspy without CUPTI, without stacks and
-#        whole, and the step each traced run's replay makes of it: whether
+#        slow only, untraced, gpuspy without CUPTI, without stacks,
+#        without its PyTorch helper (52e) and whole, four rounds, and the
+#        step each traced run's replay makes of it: whether
 #        the replay takes off what tracing added (traced_cost.sh; run4's
 #        errors are in the slow step replayed: whatif-run4-h100.md)
 #   PART=52d bash tests/gpu/pending.sh   where the host-bound JAX loop's
@@ -73,9 +74,9 @@ case "${PART:-}" in
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
 52e | 52f)
-	progs="decode launch_bound" rounds=5
-	[ $PART = 52f ] && progs="empty_cache pageable" rounds=4
-	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES="none nocupti nostacks gpuspy" TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
+	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy"
+	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy"
+	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-4} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 52c)

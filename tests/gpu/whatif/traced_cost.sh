@@ -15,6 +15,8 @@
 #   lean     gpuspy with CUPTI, without NVTX ranges and NVML sampling
 #            (GPUSPY_NVTX=0 GPUSPY_NVML_MS=0): what those add to it
 #   nostacks gpuspy with CUPTI, without call stacks (GPUSPY_STACKS=off)
+#   notorch  gpuspy with CUPTI, without its PyTorch helper (GPUSPY_TORCH=0:
+#            no phases, no module hooks)
 # Each run prints its steady step (whatif step_ms=...); each gpuspy run's
 # report gives the step its replay makes of it with tracing's cost taken
 # off (the "replayed" table: against none's, what the replay leaves or
@@ -43,6 +45,8 @@ run_mode() { # mode out args...
 	lean) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_NVTX=0 GPUSPY_NVML_MS=0 \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	nostacks) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACKS=off \
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
+	notorch) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_TORCH=0 \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	esac > "$o" 2> "$o.err"
 	# The replay's step of a traced run, ms (the report's replayed_step_ns).
