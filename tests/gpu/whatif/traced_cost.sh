@@ -113,6 +113,8 @@ PY
 	echo; echo "The first round's step on its launching thread, part by part (step_parts.py), without CUPTI and with it:"
 	timeout 120 python3 "$W/step_parts.py" "$ROOT/tools/gpuspy" "$WORK"/*-1.out.gspy
 } >> "$OUT/traced_cost.md"
+# The first round's traces come back, to be replayed again as the model changes.
+(cd "$WORK" && ls *.gspy > /dev/null 2>&1 && tar cJf "$OUT/traces.tar.xz" *.gspy)
 [ "${TC_BENCH:-1}" = 0 ] && { cat "$OUT/traced_cost.md"; exit 0; }
 nvcc -O2 -o "$WORK/cupti_costs" bench/gpu/cupti_costs.cu -lcuda -lcupti || exit 1
 for n in 4 28; do
