@@ -438,8 +438,9 @@ def loader_workers_are_replayed_exactly(tmp):
     loading alongside, only the data phase's own 790 us goes (not the
     forward pass's 180 us before it), the host then sets the pace at
     201.4 us a step: it saves (39,676,000 - 8,076,000) / 40 = 790,000 ns
-    a step, the data phase's work exactly. With the CPUs the process may
-    use in the trace, the workers are that many less one."""
+    a step, the data phase's work exactly, and 4 workers keep up (790 us
+    of loading a batch against the 201.9 us step left). With the CPUs the
+    process may use in the trace, the workers are that many less one."""
     from test_report import write_jsonl
     ev = loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
@@ -449,12 +450,16 @@ def loader_workers_are_replayed_exactly(tmp):
           and step["replayed_step_ns"] == 991_900 and step["replayed_savings_ns"]["workers"] == 790_000, f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
+    check(step["loader_workers"] == 4 and "(4 workers keep up: a batch takes 790.0 us to load, the step 201.9 us)"
+          in d[0]["saving"]["how"], d[0]["saving"])
     # The same program on 2 CPUs (the trace's header): one worker beside
     # the step loads a batch every 790 us at best, so the replayed step is
     # no shorter than that: (39,676,000 - 40 x 790,000) / 40 = 201,900 ns.
     set_cpus(path, 2)
     o = report_json_of(path)
     check(o["processes"][0]["step"]["replayed_savings_ns"]["workers"] == 201_900, f"{o['processes'][0]['step']}")
+    check("(4 workers would keep up, a batch taking 790.0 us to load; this process may use 2 CPUs: with 1 worker "
+          "the step is 790.0 us)" in o["diagnoses"][0]["saving"]["how"], o["diagnoses"][0]["saving"])
 
 
 @test

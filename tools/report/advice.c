@@ -66,6 +66,24 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	char m[300], bw[32], step[32], buf[600];
 	snprintf(bw, sizeof(bw), "%.1f", s->pinned_bps / 1e9);
 	snprintf(m, sizeof(m), model[ch], bw, s->pinned_from);
+	if (ch == GS_CH_WORKERS && s->change[ch].workers) {
+		/* How many workers the saving takes: the user's num_workers. */
+		const struct gs_step_change *c = &s->change[ch];
+		char load[32], to[32];
+		size_t k = strlen(m);
+		unsigned long long n = (unsigned long long)c->workers;
+		int64_t left = (int64_t)s->model_ns - c->save_ns; /* the step replayed with the workers */
+		uint64_t after = left > 0 ? (uint64_t)left : 0;
+		gs_fmt_ns(load, c->after_ns);
+		gs_fmt_ns(to, after);
+		if (r->proc.cpus > 1 && c->workers > r->proc.cpus - 1)
+			snprintf(m + k, sizeof(m) - k, " (%llu workers would keep up, a batch taking %s to load; this "
+				 "process may use %u CPUs: with %u worker%s the step is %s)", n, load, r->proc.cpus,
+				 r->proc.cpus - 1, r->proc.cpus == 2 ? "" : "s", to);
+		else
+			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s to load, the step %s)",
+				 n, n == 1 ? "" : "s", n == 1 ? "s" : "", load, to);
+	}
 	snprintf(buf, sizeof(buf), "%s; replayed over the last %llu steady steps of %s", m,
 		 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns));
 	free(d->how);

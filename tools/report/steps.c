@@ -532,6 +532,14 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 		/* N workers load a batch every data-work / N at best: with the
 		 * CPUs the process could use known (the trace's header), less
 		 * the one the step keeps, the step is no shorter than that. */
+		if (ch == GS_CH_WORKERS) {
+			/* Workers that keep up: each loads a batch in the data
+			 * phase's work, the step taking what the replay leaves. */
+			uint64_t step = t / s->window;
+			c->workers = step ? (c->after_ns + step - 1) / step : 0;
+			if (c->workers < 1)
+				c->workers = 1;
+		}
 		if (ch == GS_CH_WORKERS && r->proc.cpus > 1) {
 			uint64_t floor = s->change[GS_CH_WORKERS].after_ns * s->window / (r->proc.cpus - 1);
 			if (t < floor)
@@ -771,6 +779,8 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 		cJSON *c = cJSON_AddObjectToObject(j, "replayed_savings_ns");
 		for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
 			cJSON_AddNumberToObject(c, change_names[ch], (double)s->change[ch].save_ns);
+		if (s->change[GS_CH_WORKERS].workers)
+			cJSON_AddNumberToObject(j, "loader_workers", (double)s->change[GS_CH_WORKERS].workers);
 	}
 	cJSON *once = cJSON_AddObjectToObject(j, "one_time");
 	cJSON_AddNumberToObject(once, "h2d_copies", (double)s->once_copies);

@@ -15,7 +15,9 @@ struct gs_step_change {
 	int64_t save_ns;     /* a step, replayed (may be negative: the change would cost) */
 	uint64_t count;      /* the calls it changes, in the window */
 	char where[240];     /* the line of the call it changes most (waits), "" unknown */
-	uint64_t after_ns;   /* waits: the host's own work right after the wait, a step */
+	uint64_t after_ns;   /* waits: the host's own work right after the wait, a step;
+			      * workers: the data phase's own host work, a step */
+	uint64_t workers;    /* workers: how many load a batch within the replayed step */
 };
 
 struct gs_steps {
