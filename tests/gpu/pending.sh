@@ -11,12 +11,14 @@
 #        suite in five calls, each under 560 s on an H100 (a torch
 #        program's round, slow and fixed untraced and slow traced, about
 #        55 s there: whatif-run4-h100-partial.md): 52w1 pageable and
-#        dataloader, 52w2 item and empty_cache, 52w3 launch_bound, 52w4
-#        decode (eight rounds each, HOST_ROUNDS), 52w5 jax_hostbound,
+#        dataloader, 52w2 item and empty_cache, 52w3 launch_bound (eight
+#        rounds, HOST_ROUNDS), 52w4 decode (sixteen: 161 s for eight on
+#        an H100, its slow step 1.76 to 3.41 ms by process), 52w5 jax_hostbound,
 #        sync_copies, upload_once and healthy (the last two one round,
 #        QUIET_ROUNDS). `python3 tests/gpu/whatif/import.py DIR runN` on
-#        each part's whatif folder adds its programs to set runN. Two
-#        sessions' device time: one set must come from one kind of card.
+#        each part's whatif folder adds its programs to set runN. About
+#        1,500 s of device time on an H100, nearly a session's (run4:
+#        whatif-run4-h100.md); one set must come from one kind of card.
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
@@ -64,7 +66,7 @@ case "${PART:-}" in
 	52w1) progs="pageable dataloader" ;;
 	52w2) progs="item empty_cache" ;;
 	52w3) progs="launch_bound" ;;
-	52w4) progs="decode" ;;
+	52w4) progs="decode"; export HOST_ROUNDS=${HOST_ROUNDS:-16} ;; # its spread: whatif-run4-h100.md
 	52w5) progs="jax_hostbound sync_copies upload_once healthy" ;;
 	esac
 	progs=${ONLY:-$progs}
