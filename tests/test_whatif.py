@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: MIT
+"""The what-if suite (tests/gpu/whatif/, docs/measurements.md) scored on
+its committed traces: each slow program's report against the saving its
+fix realized when made and run on the GPU, and the parts of each error,
+so that a change to the model that makes it worse fails here."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+
+from harness import BIN, check, test
+
+_rows = []
+_lock = threading.Lock()
+
+
+def scored():
+    """score.py --json's rows over every committed set (run once; the
+    tests run in threads)."""
+    with _lock:
+        if not _rows:
+            score = os.path.join(os.path.dirname(BIN), "gpu", "whatif", "score.py")
+            _rows.extend(json.loads(subprocess.run([sys.executable, score, "--json", os.path.join(
+                os.path.dirname(BIN), "..", "tools", "gpuspy")], capture_output=True, text=True, timeout=600).stdout))
+        return _rows
+
+
+@test
+def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
+    """The what-if suite (tests/gpu/whatif/, docs/measurements.md): ten
+    programs run on the H200 slow and fixed, untraced in rounds (the
+    saving each fix realized: realized.json), and traced; each run of the
+    suite is a set (run1: whatif/, run2 to run4: whatif/runN; run4 ran on
+    an H100, its realized.json's card). From each slow
+    program's trace the report must (a) give the diagnosis the fix
+    answers first (none for the one-time upload and the healthy loop),
+    (b) predict a saving a step never more than the step, and (c) make no
+    such diagnosis of the fixed program. The one exception to (c) is
+    measured: run1's 6-worker DataLoader was still data-bound (12
+    workers ran its step at 3.04 ms against 6 workers' 3.49 ms). The
+    errors against the realized savings: run1 and run3 meet the issue's
+    target (median 15% or less, none beyond 30%: 7% and 24%, 11% and
+    17%); run2 does not (median 12%, worst 58%: the JAX loop -58%, the
+    DataLoader +46%), and is held to what it gave, so that a change to
+    the model that makes it worse fails here. run2's programs were traced
+    once against two untraced rounds, and processes of one program differ
+    by 20-30% on the H200. The JAX loop's graph launch is replayed at what
+    it takes without CUPTI (tests/gpu/results/round3/traced-cost-h100.md):
+    run3 +46% became +17%, run1 0% -24%, run2 -47% -57% (-58% with the
+    250 ms window); that loop's
+    untraced slow step ran 0.070, 0.097 and 0.114 ms in run3's three
+    processes and 0.087 to 0.137 in the two runs before, and a traced
+    process carries its own speed into the prediction. run4 (eight rounds
+    of the host-bound loops) does not meet it either: median 13%, worst
+    -32% (the decode loop, whose untraced slow step ran 1.76 to 3.41 ms
+    in eight processes: the replayed step of the traced one, 2.01 ms,
+    against their median 2.76; its change replayed within 0.01 ms of
+    the fixed program, score.py --parts)."""
+    rows = scored()
+    sets = sorted({r["set"] for r in rows})
+    check(sets == ["run1", "run2", "run3", "run4"] and len(rows) == 40, f"{sets}, {len(rows)} rows")
+    bound = {"run1": (0.15, 0.30), "run2": (0.13, 0.59), "run3": (0.15, 0.30), "run4": (0.13, 0.33)}
+    for name in sets:
+        errs = []
+        for r in (r for r in rows if r["set"] == name):
+            what = f"{name} {r['program']}"
+            check(r["first"] == r["want"], f"{what}: first diagnosis {r['first']}, want {r['want']}")
+            if r["want"]:
+                check(r["predicted_ms"] is not None, f"{what}: no saving a step")
+                check(r["predicted_ms"] * 1e6 <= r["step"]["step_ns"], f"{what}: saving beyond the step")
+                errs.append(abs(r["error"]))
+                check(abs(r["error"]) <= bound[name][1], f"{what}: error {r['error']:+.0%}")
+            if (name, r["program"]) != ("run1", "dataloader"):
+                check(not r["fixed_says"], f"{what}: the fixed run still says {r['fixed_says']}")
+        check(statistics.median(errs) <= bound[name][0], f"{name}: median error {statistics.median(errs):.0%}")
+
+
+@test
+def whatif_changes_replay_close_to_the_fixed_programs(tmp):
+    """Each error's second part (score.py --parts): the step replayed with
+    the change against the fixed program's untraced median. The first part,
+    the replayed slow step against the slow program's, carries the traced
+    process's own speed (decode's untraced step ran 1.76 to 3.41 ms by
+    process in run4); this one does not, so it holds each change's model
+    to what it gave: within 8% of the realized saving, but for two
+    programs. run1-run3's C program ran its fix on two streams, which
+    the replay does not model (11-13%); the JAX loop's fix runs 0.05 ms a
+    step, and its replay's 4-8 us over it are 8-18% of the saving. In run4
+    (an H100): pageable +0.094 ms, the DataLoader -0.762 (its fix ran 6
+    workers, which still waited), .item() -0.315 (its fix still reads the
+    losses once every 20 steps), launch_bound +0.056, decode +0.003,
+    empty_cache -0.043, the JAX loop +0.008, the C program -0.026."""
+    rows = [r for r in scored() if r["want"] and r["predicted_ms"] is not None]
+    check(len(rows) == 32, f"{len(rows)} rows")
+    err = {}
+    for r in rows:
+        rc = r["step"]["replayed_step_ns"] / 1e6 - r["predicted_ms"]
+        e = (rc - r["untraced_ms"][1]) / r["realized_ms"]
+        err[(r["set"], r["program"])] = e
+        bound = 0.18 if r["program"] == "jax_hostbound" else 0.13 if (r["program"], r["set"]) in {
+            ("sync_copies", "run1"), ("sync_copies", "run2"), ("sync_copies", "run3")} else 0.08
+        check(abs(e) <= bound, f"{r['set']} {r['program']}: the change replayed {e:+.1%} of the saving off the fix")
+    check(abs(err[("run4", "decode")]) < 0.01 and abs(err[("run4", "launch_bound")]) < 0.03,
+          f"run4's graphs: {err[('run4', 'decode')]:+.2%}, {err[('run4', 'launch_bound')]:+.2%}")
