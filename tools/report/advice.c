@@ -81,7 +81,7 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 				 "process may use %u CPUs: with %u worker%s the step is %s)", n, load, r->proc.cpus,
 				 r->proc.cpus - 1, r->proc.cpus == 2 ? "" : "s", to);
 		else
-			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s to load, the step %s)",
+			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s to load, the step then %s)",
 				 n, n == 1 ? "" : "s", n == 1 ? "s" : "", load, to);
 	}
 	snprintf(buf, sizeof(buf), "%s; replayed over the last %llu steady steps of %s", m,
