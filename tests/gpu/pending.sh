@@ -17,15 +17,17 @@
 #        sync_copies, upload_once and healthy (the last two one round,
 #        QUIET_ROUNDS). `python3 tests/gpu/whatif/import.py DIR runN` on
 #        each part's whatif folder adds its programs to set runN. About
-#        1,500 s of device time on an H100, nearly a session's (run4:
-#        whatif-run4-h100.md); one set must come from one kind of card.
+#        1,650 s of device time on an H100 with decode's sixteen rounds
+#        (run4's eight: 1,508 s, whatif-run4-h100.md), nearly a session's
+#        1,800; one set must come from one kind of card.
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
 #   PART=52e, PART=52f bash tests/gpu/pending.sh   what tracing adds to
 #        decode and launch_bound (52e), empty_cache and pageable (52f),
 #        slow only, untraced, gpuspy without CUPTI, without stacks,
-#        without its PyTorch helper (52e) and whole, four rounds, and the
+#        without its PyTorch helper (52e) and whole, four rounds (52f:
+#        three), and the
 #        step each traced run's replay makes of it: whether
 #        the replay takes off what tracing added (traced_cost.sh; run4's
 #        errors are in the slow step replayed: whatif-run4-h100.md)
@@ -76,9 +78,11 @@ case "${PART:-}" in
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
 52e | 52f)
-	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy"
-	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy"
-	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-4} \
+	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 2 x
+	# 4 x 3 of 10-18 s (whatif-run4-h100-partial.md), each with a report.
+	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
+	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
+	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 52c)

@@ -6,8 +6,8 @@
 #
 # For each program, ROUNDS rounds (default 3; docs/measurements.md says
 # why): the slow program and its fix untraced, and the slow program
-# traced with libgpuspy's defaults, with its report (--json), in an
-# order that turns each round. Processes of
+# traced with libgpuspy's defaults, with its report (--json), in a new
+# random order each round. Processes of
 # one program differ by 20-30% on the H200 (docs/measurements.md), a traced one
 # as much as the others: so each round has its own traced run, and the
 # prediction is the median of the rounds' predictions, as the realized
@@ -57,13 +57,14 @@ for p in $PROGS; do
 	launch_bound | decode | jax_hostbound) n=$HOST_ROUNDS ;;
 	esac
 	for r in $(seq "$n"); do
-		# The order turns each round (slow, fixed, traced; then fixed,
-		# traced, slow; then traced, slow, fixed), so that no variant
-		# always follows another: in the four runs before it did, and
-		# the traced pageable program ran faster than the untraced one
-		# in all four (tests/gpu/results/round3/whatif-run4-h100.md).
-		for i in 0 1 2; do
-			v=$(echo slow fixed traced | cut -d' ' -f$(((i + r - 1) % 3 + 1)))
+		# The three runs in a new random order each round (written to
+		# order-R.txt), so that no variant always follows another: in
+		# runs 1-4 the traced one always followed the fixed one, and the
+		# traced pageable program ran faster than the untraced one in all
+		# four (tests/gpu/results/round3/whatif-run4-h100.md).
+		order=$(printf '%s\n' slow fixed traced | shuf | tr '\n' ' ')
+		echo "$order" > "$d/order-$r.txt"
+		for v in $order; do
 			if [ $v = traced ]; then
 				traced "$d" slow "$r" $c
 				continue

@@ -20,11 +20,13 @@
 # Each run prints its steady step (whatif step_ms=...); each gpuspy run's
 # report gives the step its replay makes of it with tracing's cost taken
 # off (the "replayed" table: against none's, what the replay leaves or
-# takes too much). Then (unless TC_BENCH=0)
+# takes too much; nocupti's replay has no GPU records to replay, and is
+# not comparable). The first two rounds' traces come back
+# (traces.tar.xz). For the JAX loop, the first round's traces (nocupti,
+# gpuspy) are read part by part (step_parts.py): what CUPTI adds to each
+# call and gap of the step. Then (unless TC_BENCH=0)
 # bench/gpu/cupti_costs.cu (none against bare) for a graph of 4 and of 28
-# kernels (the JAX step's graph): what CUPTI adds to one launch call. The
-# first round's traces (nocupti, gpuspy) are read part by part
-# (step_parts.py): what CUPTI adds to each call and gap of the step.
+# kernels (the JAX step's graph): what CUPTI adds to one launch call.
 # Results: $OUT/traced_cost.md. From the repository root, after
 # `make gpu-carry`, carrying .gpu and tools/gpuspy:
 #   bash tests/gpu/whatif/traced_cost.sh
@@ -59,7 +61,7 @@ run_mode() { # mode out args...
 	rm -rf "$WORK/t"
 	sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$o" | tail -1
 }
-MODES=${TC_MODES:-none bare nocupti gpuspy lean}
+MODES=${TC_MODES:-none bare nocupti gpuspy lean} # none first: the others are over it
 {
 	echo "# tests/gpu/whatif/traced_cost.sh, ROUNDS=$ROUNDS, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 	echo
@@ -98,7 +100,8 @@ rows = {}
 for l in open(sys.argv[1]):
     c = [x.strip() for x in l.strip().strip("|").split("|")]
     if len(c) == 3 + len(modes) and c[1].isdigit():
-        rows.setdefault((c[0], c[2]), []).append([float(x) if x else None for x in c[3:]])
+        # A trace whose report found no step replays 0: missing, not 0.
+        rows.setdefault((c[0], c[2]), []).append([float(x) if x and float(x) else None for x in c[3:]])
 print("\nMedians, ms a step (the step each run timed, and the step the replay makes of each traced run), "
       "and each over none's step:\n")
 print("| program | table | " + " | ".join(modes) + " | " + " | ".join(f"{m}/none" for m in modes[1:]) + " |")
@@ -109,12 +112,14 @@ for (k, t), v in rows.items():
     print(f"| {k} | {t} | " + " | ".join(f"{x:.4f}" if x else "-" for x in med) + " | " +
           " | ".join(f"{x / none:.3f}" if none and x else "-" for x in med[1:]) + " |")
 PY
-{
-	echo; echo "The first round's step on its launching thread, part by part (step_parts.py), without CUPTI and with it:"
-	timeout 120 python3 "$W/step_parts.py" "$ROOT/tools/gpuspy" "$WORK"/*-1.out.gspy
-} >> "$OUT/traced_cost.md"
-# The first round's traces come back, to be replayed again as the model changes.
+# The first two rounds' traces come back, to be replayed again as the model changes.
 (cd "$WORK" && ls *.gspy > /dev/null 2>&1 && tar cJf "$OUT/traces.tar.xz" *.gspy)
+case " ${TC_PROGS:-jax_hostbound} " in *" jax_hostbound "*) # step_parts.py reads graph launches
+	{
+		echo; echo "The first round's step on its launching thread, part by part (step_parts.py), without CUPTI and with it:"
+		timeout 120 python3 "$W/step_parts.py" "$ROOT/tools/gpuspy" "$WORK"/jax_hostbound-*-1.out.gspy
+	} >> "$OUT/traced_cost.md" ;;
+esac
 [ "${TC_BENCH:-1}" = 0 ] && { cat "$OUT/traced_cost.md"; exit 0; }
 nvcc -O2 -o "$WORK/cupti_costs" bench/gpu/cupti_costs.cu -lcuda -lcupti || exit 1
 for n in 4 28; do
