@@ -83,8 +83,9 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
     the change against the fixed program's untraced median. The first part,
     the replayed slow step against the slow program's, carries the traced
     process's own speed (decode's untraced step ran 1.76 to 3.41 ms by
-    process in run4); this one does not, so it holds each change's model
-    to what it gave: within 8% of the realized saving, but for two
+    process in run4); this one carries little of it where the fix is
+    GPU-bound (the JAX loop's and the DataLoader's changes keep the host's
+    own work), so it holds each change's model to what it gave: within 8% of the realized saving, but for two
     programs. run1-run3's C program ran its fix on two streams, which
     the replay does not model (11-13%); the JAX loop's fix runs 0.05 ms a
     step, and its replay's 4-8 us over it are 8-18% of the saving. In run4
