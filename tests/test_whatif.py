@@ -28,7 +28,7 @@ def scored():
 
 
 @test
-def whatif_suite_predictions_hold_on_the_h200s_traces(tmp):
+def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     """The what-if suite (tests/gpu/whatif/, docs/measurements.md): ten
     programs run on the H200 slow and fixed, untraced in rounds (the
     saving each fix realized: realized.json), and traced; each run of the
