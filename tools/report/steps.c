@@ -529,18 +529,18 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++) {
 		struct gs_step_change *c = &s->change[ch];
 		uint64_t t = gs_replay_run(&rp, (enum gs_change)ch);
-		/* Workers that keep up, where the main process loads: each
-		 * loads a batch in the data phase's work, the step taking what
-		 * the replay leaves. */
-		if (ch == GS_CH_WORKERS && rp.data_phase && c->after_ns && !r->loader_workers) {
+		if (ch == GS_CH_WORKERS) {
+			/* Workers that keep up, where the main process loads:
+			 * each loads a batch in the data phase's work, the step
+			 * taking what the replay leaves. */
 			uint64_t step = t / s->window;
-			c->workers = step ? (c->after_ns + step - 1) / step : 0;
-		}
-		/* N workers load a batch every data-work / N at best: with the
-		 * CPUs the process could use known (the trace's header), less
-		 * the one the step keeps, the step is no shorter than that. */
-		if (ch == GS_CH_WORKERS && r->proc.cpus > 1) {
-			uint64_t floor = s->change[GS_CH_WORKERS].after_ns * s->window / (r->proc.cpus - 1);
+			if (rp.data_phase && c->after_ns && !r->loader_workers && step)
+				c->workers = (c->after_ns + step - 1) / step;
+			/* N workers load a batch every data-work / N at best:
+			 * with the CPUs the process could use known (the trace's
+			 * header), less the one the step keeps, the step is no
+			 * shorter than that. */
+			uint64_t floor = r->proc.cpus > 1 ? c->after_ns * s->window / (r->proc.cpus - 1) : 0;
 			if (t < floor)
 				t = floor;
 		}

@@ -19,7 +19,7 @@
 # (make gpu-carry).
 set -u
 . tests/gpu/setup.sh /tmp/gpuspy-whatif
-W=tests/gpu/whatif
+. tests/gpu/whatif/programs.sh
 ROUNDS=${ROUNDS:-3}
 # upload_once and healthy have no saving to predict, only diagnoses to
 # check: QUIET_ROUNDS (default ROUNDS) can run them fewer rounds. The
@@ -32,13 +32,7 @@ HOST_ROUNDS=${HOST_ROUNDS:-8}
 LIMIT=${LIMIT:-120} # seconds a run may take
 PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostbound sync_copies upload_once healthy}
 nvidia-smi -i 0 --query-gpu=name --format=csv,noheader > "$OUT/card.txt" 2> /dev/null
-mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1
-command_of() { # prog -> its command line
-	case $1 in
-	sync_copies) echo "$WORK/bin/sync_copies" ;;
-	*) echo "python3 $W/$1.py" ;;
-	esac
-}
+build_sync_copies || exit 1
 step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 traced() { # dir slow|fixed round command [--fix]: traced, then its reports
 	local d=$1 v=$2 r=$3; shift 3

@@ -31,7 +31,7 @@
 # `make gpu-carry`, carrying .gpu and tools/gpuspy:
 #   bash tests/gpu/whatif/traced_cost.sh
 . tests/gpu/setup.sh /tmp/gpuspy-traced-cost
-W=tests/gpu/whatif
+. tests/gpu/whatif/programs.sh
 ROUNDS=${ROUNDS:-4}
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
@@ -68,15 +68,7 @@ MODES=${TC_MODES:-none bare nocupti gpuspy lean} # none first: the others are ov
 	echo "| program | round | table | $(echo $MODES | sed 's/ / | /g') |"
 	echo "| --- | --- | --- |$(for m in $MODES; do printf ' --- |'; done)"
 } > "$OUT/traced_cost.md"
-command_of() { # prog -> its command line
-	case $1 in
-	sync_copies) echo "$WORK/bin/sync_copies" ;;
-	*) echo "python3 $W/$1.py" ;;
-	esac
-}
-case " ${TC_PROGS:-} " in *" sync_copies "*)
-	mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu" || exit 1 ;;
-esac
+case " ${TC_PROGS:-} " in *" sync_copies "*) build_sync_copies || exit 1 ;; esac
 for p in ${TC_PROGS:-jax_hostbound}; do
 	for v in ${TC_VARIANTS:-slow fixed}; do
 		f=; [ $v = fixed ] && f=--fix
