@@ -19,7 +19,7 @@ run_variant() { # name cflags runtime targets tests...
 # sanitizers must not turn those signals into their own reports.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1:exitcode=99:verify_asan_link_order=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:use_sigaltstack=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=98
-export TSAN_OPTIONS=halt_on_error=1:exitcode=97:report_signal_unsafe=0:die_after_fork=0
+export TSAN_OPTIONS=halt_on_error=1:exitcode=97:report_signal_unsafe=0:die_after_fork=0:suppressions=$PWD/scripts/tsan.supp
 run_variant asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "$(gcc -print-file-name=libasan.so)" \
 	"all test-build examples" --all
 # The threaded tests need no examples (nvcc): not built. Then the hostile
