@@ -34,10 +34,16 @@ PROGS=${*:-pageable dataloader item launch_bound decode empty_cache jax_hostboun
 nvidia-smi -i 0 --query-gpu=name --format=csv,noheader > "$OUT/card.txt" 2> /dev/null
 build_sync_copies || exit 1
 step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+# The machine's CPU time by state (/proc/stat's cpu line: user ... steal)
+# before and after each run, in RUN.stat: whether a process that ran slow
+# shared its CPUs (steal: the hypervisor's other guests; busy: this one's).
+cpu_stat() { head -1 /proc/stat >> "$1"; }
 traced() { # dir slow|fixed round command [--fix]: traced, then its reports
 	local d=$1 v=$2 r=$3; shift 3
 	mkdir -p "$d/$v-t$r"
+	cpu_stat "$d/$v-traced-$r.stat"
 	GPUSPY_DIR="$d/$v-t$r" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout --foreground $LIMIT "$@" > "$d/$v-traced-$r.out" 2> "$d/$v-traced-$r.err"
+	cpu_stat "$d/$v-traced-$r.stat"
 	echo "$(basename "$d") $v traced round $r: $(step_ms "$d/$v-traced-$r.out") ms"
 	./tools/gpuspy report --json "$d/$v-t$r" > "$d/$v-report-$r.json" 2> "$d/$v-report-$r.err"
 	./tools/gpuspy report --color never "$d/$v-t$r" > "$d/$v-report-$r.txt" 2>> "$d/$v-report-$r.err"
@@ -64,8 +70,10 @@ for p in $PROGS; do
 				continue
 			fi
 			f=; [ $v = fixed ] && f=--fix
+			cpu_stat "$d/$v-$r.stat"
 			timeout --foreground $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
 			rc=$?
+			cpu_stat "$d/$v-$r.stat"
 			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $rc)"
 		done
 	done
@@ -76,7 +84,7 @@ for p in $PROGS; do
 	cp "$WORK/whatif.json" "$OUT/" 2>/dev/null
 	(cd "$WORK" && tar cJf "$OUT/traces.tar.xz" $(for q in $done_progs; do
 		m=$(cat "$q/median_round" 2>/dev/null || echo 1)
-		echo $q/slow-t$m $q/fixed-t1 $q/*.txt $q/*.out $q/*.err; done))
+		echo $q/slow-t$m $q/fixed-t1 $q/*.txt $q/*.out $q/*.err $q/*.stat; done))
 done
 cat "$OUT/whatif.md"
 ls -la "$OUT"

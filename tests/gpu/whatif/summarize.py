@@ -25,6 +25,36 @@ def times(d, v):
     return out
 
 
+def cpu(path):
+    """What the machine's CPUs did during a run (run.sh's RUN.stat, /proc/stat's
+    cpu line before and after): the share of their time the hypervisor
+    gave other guests (steal) and how many were busy, this run's and any
+    other process's work together; None without the file."""
+    try:
+        a, b = ([int(x) for x in line.split()[1:]] for line in open(path).read().splitlines()[:2])
+    except (OSError, ValueError):
+        return None
+    d = [y - x for x, y in zip(a, b)]
+    total = sum(d[:8]) or 1
+    busy = total - d[3] - d[4] - d[7]  # less idle, iowait and steal
+    return {"steal": d[7] / total, "busy_cpus": busy / total * (os.cpu_count() or 1)}
+
+
+def round_table(d, p):
+    """Each round's runs in the order they ran: step ms, steal and busy CPUs."""
+    rows = []
+    for r in sorted(int(m.group(1)) for m in (re.match(r"order-([0-9]+)\.txt$", f) for f in os.listdir(d)) if m):
+        for v in open(os.path.join(d, f"order-{r}.txt")).read().split():
+            name = "slow-traced" if v == "traced" else v
+            got = re.search(r"^whatif step_ms=([0-9.]+)", open(os.path.join(d, f"{name}-{r}.out")).read()
+                            if os.path.exists(os.path.join(d, f"{name}-{r}.out")) else "", re.M)
+            c = cpu(os.path.join(d, f"{name}-{r}.stat"))
+            if c:
+                rows.append(f"| {p} | {r} | {v} | {got.group(1) if got else '-'} | {100 * c['steal']:.1f}% "
+                            f"| {c['busy_cpus']:.1f} |")
+    return rows
+
+
 def diagnoses(d, v, r=None):
     """A traced run's diagnoses: round r's (run.sh), or the one traced run
     of an older run.sh (r None)."""
@@ -92,6 +122,12 @@ def main():
               f"| {fmt(row.get('realized_ms'))} | {first['id'] if first else 'none'} | {fmt(pred)} | {err} "
               f"| {', '.join(still) or '-'} |")
     json.dump(rows, open(os.path.join(work, "whatif.json"), "w"), indent=1)
+    runs = [x for p in progs for x in round_table(os.path.join(work, p), p)]
+    if runs:
+        print("\nEach run in the order it ran: its step, the CPUs' time stolen by the hypervisor meanwhile, "
+              "and how many CPUs were busy (os.cpu_count() of them):\n")
+        print("| program | round | run | step ms | steal | busy CPUs |\n| --- | --- | --- | --- | --- | --- |")
+        print("\n".join(runs))
 
 
 main()
