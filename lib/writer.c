@@ -411,6 +411,8 @@ static void alive_page(void)
 	__atomic_store_n(&gs_g.alive, (const volatile uint64_t *)p, __ATOMIC_RELEASE);
 }
 
+static int open_slow(void);
+
 int gs_writer_ready(void)
 {
 	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
@@ -418,7 +420,17 @@ int gs_writer_ready(void)
 		return 0;
 	if (s == W_FAILED)
 		return -1;
-	int e = errno, opened = 0;
+	/* Making the file is gpuspy's work, even where no hook called (an
+	 * NVTX range first): its mmap passes through the host hooks. */
+	gs_hold();
+	int rc = open_slow();
+	gs_release();
+	return rc;
+}
+
+static int open_slow(void)
+{
+	int s, e = errno, opened = 0;
 	if (!gs_init())
 		return -1; /* options not read yet (a re-entry): pass through */
 	/* Making the file (open, fallocate, read, write) under the lock, and

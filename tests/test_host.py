@@ -44,6 +44,27 @@ def _cuda_events(d):
 
 
 @test
+def gpuspys_own_first_work_is_not_the_programs(tmp):
+    """An NVTX range (prog_nvtx) or gpuspy_pause() and gpuspy_resume()
+    (prog_stacks pausefirst) as the program's first act, host allocations
+    recorded from 1 MiB: the program runs to its end with its output, and
+    no host allocation is in the trace. The name's interning, outside any
+    hook, made the string index (a 2 MiB mmap) and the trace file (a
+    272 MiB one) through the host hooks: the first was recorded, its stack
+    interned under the string table's lock the thread held (it waited on
+    itself for ever), and with a 4 MiB threshold the file's mapping was
+    the program's, never freed."""
+    for prog, args, out in (("prog_nvtx", [], "levels 0 1\n"), ("prog_stacks", ["1", "pausefirst"], "paused first\n")):
+        for least in ("1M", "4M"):
+            d = os.path.join(tmp, f"{prog}-{least}")
+            os.mkdir(d)
+            p = run(prog, args, tmp=d, env=dict(HOST_ENV, GPUSPY_HOST_ALLOC_MIN=least), expect_rc=None)
+            check(p.returncode == 0 and p.stdout == out, f"{prog} {least}: exit {p.returncode}, {p.stdout!r}")
+            got = _host_events(d)
+            check(got[1] == [], f"{prog} {least}: host events {got[1]}")
+
+
+@test
 def libgpuspy_defines_no_allocator(tmp):
     """libgpuspy defines no malloc, free, mmap...: a traced process calls its
     allocator directly unless libgpuspy-host.so is preloaded too, which

@@ -15,6 +15,8 @@
  * while host allocations are recorded (recursion and thread safety).
  * With argv[2] = "pause", 3 + 5 + 2 allocate/free pairs, the middle ones
  * inside gpuspy_pause()/gpuspy_resume().
+ * With argv[2] = "pausefirst", gpuspy_pause() and gpuspy_resume() before
+ * anything else, then one allocate/free pair.
  * With argv[2] = "symbols", prints which objects define backtrace and
  * _Unwind_Backtrace for the process (libunwind must not take them over).
  * With argv[2] = "early", before any CUDA call: a 3 MiB block allocated
@@ -227,6 +229,13 @@ int main(int argc, char **argv)
 				cudaFree(alloc_weights(1u << 20));
 		}
 		printf("paused run done\n");
+		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[2], "pausefirst")) {
+		GPUSPY_PAUSE();
+		GPUSPY_RESUME();
+		cudaFree(alloc_weights(1u << 20));
+		printf("paused first\n");
 		return 0;
 	}
 	if (argc > 2 && !strcmp(argv[2], "symbols")) {
