@@ -140,7 +140,9 @@ void gs_cupti_callbacks(int on)
 static void CUPTIAPI buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
 {
 	*size = 8u << 20;
+	gs_hold(); /* gpuspy's buffer, on CUPTI's thread too: not the program's */
 	*buf = aligned_alloc(8, *size);
+	gs_release();
 	*max_records = 0;
 }
 

@@ -172,7 +172,9 @@ static __attribute__((noinline, cold)) int grow(struct nvtx_thread *t, int level
 	if (level != t->cap || t->cap >= DEPTH_MAX)
 		return 0;
 	int cap = t->cap ? 2 * t->cap : 64;
+	gs_hold(); /* gpuspy's memory, not the program's host allocation */
 	struct nvtx_entry *e = realloc(t->e, (size_t)cap * sizeof(*e));
+	gs_release();
 	if (!e)
 		return 0;
 	t->e = e;
@@ -446,6 +448,9 @@ static nvtxStringHandle_t reg(const char *s)
 	uint64_t h = gs_fnv1a(text, strlen(text)); /* of what is kept */
 	nvtxStringHandle_t out = &str_full;
 	pthread_mutex_lock(&nv.lock);
+	/* The tables are gpuspy's memory (512 KiB and 144 KiB a chunk of
+	 * strings), not the program's host allocations. */
+	gs_hold();
 	if (!nv.str_hash)
 		nv.str_hash = calloc(STR_HASH, sizeof(*nv.str_hash));
 	for (size_t k = h % STR_HASH, probes = 0; nv.str_hash && probes < STR_HASH; k = (k + 1) % STR_HASH, probes++) {
@@ -468,6 +473,7 @@ static nvtxStringHandle_t reg(const char *s)
 		nv.str_hash[k] = ++nv.nstr;
 		break;
 	}
+	gs_release();
 	pthread_mutex_unlock(&nv.lock);
 	return handle_of(out);
 }

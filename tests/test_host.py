@@ -53,10 +53,14 @@ def gpuspys_own_first_work_is_not_the_programs(tmp):
     272 MiB one) through the host hooks: the first was recorded, its stack
     interned under the string table's lock the thread held (it waited on
     itself for ever), and with a 4 MiB threshold the file's mapping was
-    the program's, never freed."""
-    for prog, args, out in (("prog_nvtx", [], "levels 0 1\n"), ("prog_stacks", ["1", "pausefirst"], "paused first\n")):
-        for least in ("1M", "4M"):
-            d = os.path.join(tmp, f"{prog}-{least}")
+    the program's, never freed. And gpuspy's own tables of NVTX strings
+    (prog_nvtx strings: 70,000 registered; 512 KiB and 144 KiB a chunk)
+    were the program's host allocations too."""
+    for prog, args, out, leasts in (("prog_nvtx", [], "levels 0 1\n", ("1M", "4M")),
+                                    ("prog_stacks", ["1", "pausefirst"], "paused first\n", ("1M", "4M")),
+                                    ("prog_nvtx", ["strings"], "same 1\n", ("128K",))):
+        for least in leasts:
+            d = os.path.join(tmp, f"{prog}-{'-'.join(args)}-{least}")
             os.mkdir(d)
             p = run(prog, args, tmp=d, env=dict(HOST_ENV, GPUSPY_HOST_ALLOC_MIN=least), expect_rc=None)
             check(p.returncode == 0 and p.stdout == out, f"{prog} {least}: exit {p.returncode}, {p.stdout!r}")
