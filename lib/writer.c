@@ -157,15 +157,8 @@ static void hand_on(struct gs_tls *t)
 		return;
 	pthread_mutex_lock(&spare.lock);
 	if (spare.n < SPARE_MAX) {
-		struct spare *e = &spare.v[spare.n];
+		spare.v[spare.n] = (struct spare){ t->chunk, t->used, t->cap, t->nrec, t->gen, t->claim, t->base };
 		__atomic_store_n(&spare.n, spare.n + 1, __ATOMIC_RELAXED); /* read unlocked in take_spare */
-		e->chunk = t->chunk;
-		e->used = t->used;
-		e->cap = t->cap;
-		e->nrec = t->nrec;
-		e->gen = t->gen;
-		e->claim = t->claim;
-		e->base = t->base;
 	}
 	pthread_mutex_unlock(&spare.lock);
 	t->chunk = NULL;
@@ -411,23 +404,6 @@ static void alive_page(void)
 	__atomic_store_n(&gs_g.alive, (const volatile uint64_t *)p, __ATOMIC_RELEASE);
 }
 
-static int open_slow(void);
-
-int gs_writer_ready(void)
-{
-	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
-	if (GS_LIKELY(s == W_OPEN))
-		return 0;
-	if (s == W_FAILED)
-		return -1;
-	/* Making the file is gpuspy's work, even where no hook called (an
-	 * NVTX range first): its mmap passes through the host hooks. */
-	gs_hold();
-	int rc = open_slow();
-	gs_release();
-	return rc;
-}
-
 static int open_slow(void)
 {
 	int s, e = errno, opened = 0;
@@ -443,15 +419,14 @@ static int open_slow(void)
 			alive_page();
 			spare.key_ok = pthread_key_create(&spare.key, thread_gone) == 0;
 		}
-		/* Pairs with the acquire above: the mapping is set up before. */
+		/* Pairs with gs_writer_ready's acquire: the mapping is set up before. */
 		__atomic_store_n(&w.state, rc == 0 ? W_OPEN : W_FAILED, __ATOMIC_RELEASE);
 		/* What gs_writer_open reads (after the state: the mapping is
 		 * set up before either says open). */
 		__atomic_store_n(&gs_g.file_open, rc == 0 ? GS_FILE_STARTING : GS_FILE_CLOSED, __ATOMIC_RELEASE);
 		if (rc != 0)
 			gs_g.disabled = 1;
-		else
-			opened = 1;
+		opened = rc == 0;
 	}
 	s = w.state;
 	pthread_mutex_unlock(&w.lock);
@@ -470,6 +445,20 @@ static int open_slow(void)
 	gs_cancel_restore(cancel);
 	errno = e;
 	return s == W_OPEN ? 0 : -1;
+}
+
+int gs_writer_ready(void)
+{
+	int s = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
+	if (GS_LIKELY(s == W_OPEN))
+		return 0;
+	if (s == W_FAILED)
+		return -1;
+	/* gpuspy's work, even where no hook called (an NVTX range first): its mmap passes through the host hooks. */
+	gs_hold();
+	int rc = open_slow();
+	gs_release();
+	return rc;
 }
 
 void gs_writer_clock_pair(void)
