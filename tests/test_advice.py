@@ -26,12 +26,17 @@ def period_is_found_with_its_warm_up_and_repetitions(tmp):
     whose layers repeat inside it (the token, not the layer, is the
     period); a step that logs every 10th time (still 20 calls, 100 steps);
     a step of 399 launches of 30 kernels and a wait, whose own distance is
-    rarer than the kernels' but explains the run; no repetition, and two
-    repetitions only (not a loop: no step)."""
+    rarer than the kernels' but explains the run; a token of 137 calls
+    whose kernels cycle every 37, no call made once a token, alone and
+    with a wait after every 10th token (the token, not 37 calls nor ten
+    tokens: no call is a token apart from the last like it, but the four
+    where two tokens meet are); no repetition, and two repetitions only
+    (not a loop: no step)."""
     out = subprocess.run([os.path.join(BIN, "unit_period")], capture_output=True, text=True,
                          timeout=TIMEOUT).stdout.split("\n")
     want = ["train 1 7 23 50 0", "first_step_compiles 1 7 6 49 0", "decode 1 98 0 200 0",
-            "log_every_10 1 20 0 100 0", "long_step 1 400 0 20 0", "none 0 0 0 0 0", "two_only 0 0 0 0 0",
+            "log_every_10 1 20 0 100 0", "long_step 1 400 0 20 0", "layers_only 1 137 0 200 0",
+            "layers_wait_every_10 1 137 0 200 0", "none 0 0 0 0 0", "two_only 0 0 0 0 0",
             ""]
     check(out == want, f"got {out}")
 

@@ -17,6 +17,8 @@ static void run(const char *name, const uint32_t *tok, size_t n, uint32_t anchor
 	printf("%s %d %zu %zu %zu %zu\n", name, rc, p.period, p.start, p.reps, p.anchor);
 }
 
+/* Long (about 85 lines): one case after another, each building its
+ * sequence in t and printing its line. */
 int main(void)
 {
 	static uint32_t t[100000];
@@ -75,6 +77,19 @@ int main(void)
 		t[n++] = 99;
 	}
 	run("long_step", t, n, 99);
+	/* A token of 137 calls whose kernels cycle every 37 (layers that
+	 * launch the same kernels, no call made once a token), 200 tokens;
+	 * then the same with a wait after every 10th token. */
+	for (int every = 0; every < 2; every++) {
+		n = 0;
+		for (int tkn = 0; tkn < 200; tkn++) {
+			for (uint32_t k = 0; k < 137; k++)
+				t[n++] = 600 + k % 37;
+			if (every && tkn % 10 == 9)
+				t[n++] = 99;
+		}
+		run(every ? "layers_wait_every_10" : "layers_only", t, n, 0);
+	}
 	/* No repetition at all. */
 	n = 0;
 	for (uint32_t i = 0; i < 500; i++)

@@ -67,11 +67,23 @@ static size_t candidates(const uint32_t *tok, size_t n, size_t *out)
 	uint32_t *hist = calloc(n / 3 + 1, sizeof(*hist));
 	size_t m = 0;
 	if (s.key && s.at && hist) {
-		for (size_t i = 0; i < n; i++) {
-			size_t *at = last_slot(&s, tok[i] ? tok[i] : 1);
-			if (i >= n / 2 && *at != (size_t)-1 && i - *at <= n / 3)
-				hist[i - *at]++;
-			*at = i;
+		/* Each call's distance to the last like it; then each run of
+		 * four calls' to the last like it. A step whose calls all recur
+		 * inside it (a model's layers launch the same kernels, with no
+		 * call made once a step) has no call a step apart from the last
+		 * like it, but the four calls where one step meets the next
+		 * recur only a step later. */
+		for (int gram = 0; gram < 2; gram++) {
+			memset(s.key, 0, s.cap * sizeof(*s.key));
+			for (size_t i = gram ? 3 : 0; i < n; i++) {
+				uint32_t k = tok[i];
+				if (gram)
+					k = ((tok[i - 3] * 31u + tok[i - 2]) * 31u + tok[i - 1]) * 31u + tok[i];
+				size_t *at = last_slot(&s, k ? k : 1);
+				if (i >= n / 2 && *at != (size_t)-1 && i - *at <= n / 3)
+					hist[i - *at]++;
+				*at = i;
+			}
 		}
 		size_t *all = malloc((n / 3 + 1) * sizeof(*all)), na = 0;
 		for (size_t d = 1; all && d <= n / 3; d++)
