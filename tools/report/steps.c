@@ -491,8 +491,12 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->found = 1;
 	s->steps = nb - 1;
 	s->steady_from = b[0];
-	s->warmup_ns = b[0] > r->t_first ? b[0] - r->t_first : 0;
 	s->kept_last = p->steps->seen > RING;
+	/* No warm-up is seen in a long run's events that were not kept, nor
+	 * in the part of a step the kept ones begin in. */
+	s->searched_from = s->kept_last && n && v[0].start > r->t_first ? v[0].start : r->t_first;
+	s->warmup_ns = b[0] > s->searched_from && !(s->kept_last && nb > 1 && b[0] - s->searched_from <= b[1] - b[0]) ?
+			       b[0] - s->searched_from : 0;
 	/* The window: the last steps, the very last left out when no step
 	 * followed it (the run's end, a final synchronize or evaluation), and
 	 * those after the last GPU record (CUPTI hands its records over late:
@@ -709,14 +713,14 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		return;
 	}
 	fprintf(f, "  %s\n", s->what);
+	if (s->kept_last)
+		fprintf(f, "  searched from %s on (a long run's step is found in its last %u events)\n",
+			gs_fmt_ns(a, s->searched_from - r->t_first), RING);
+	fprintf(f, "  %llu steps%s, steady from %s\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
+		s->warmup_ns ? gs_fmt_ns(a, s->steady_from - r->t_first) : s->kept_last ? "there" : "the start");
 	if (s->warmup_ns)
-		fprintf(f, "  %llu steps%s, steady from %s\n  (the %s before is warm-up: left out of %s)\n",
-			(unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
-			gs_fmt_ns(a, s->steady_from - r->t_first), gs_fmt_ns(b, s->warmup_ns),
+		fprintf(f, "  (the %s before is warm-up: left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
 			s->gpu_ns ? "every figure a step" : "the step's time");
-	else
-		fprintf(f, "  %llu steps%s, steady from the start\n", (unsigned long long)s->steps,
-			s->kept_last ? ", the run's last" : "");
 	if (!s->gpu_ns) { /* no GPU records: nothing to replay the GPU's side with */
 		fprintf(f, "  a step: %s; %llu kernel %s\n  no GPU times: the savings below are bounds from the "
 			   "run's totals, warm-up included, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches,
@@ -761,6 +765,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(j, "steps", (double)s->steps);
 	cJSON_AddNumberToObject(j, "steady_from_ns", (double)(s->steady_from - r->t_first));
 	cJSON_AddNumberToObject(j, "warmup_ns", (double)s->warmup_ns);
+	cJSON_AddNumberToObject(j, "searched_from_ns", (double)(s->searched_from - r->t_first));
 	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
 	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
 	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
