@@ -296,6 +296,34 @@ def report_rejects_hostile_input(tmp):
 
 
 @test
+def hostile_times_and_broken_lines_end_every_command(tmp):
+    """A GPU record ending at 1.8e19 ns (a forged JSON Lines line): report
+    --html, a report of two files and diff each end (the time series' bin
+    edge wrapped past 2^64 to the record's start, and the loop never
+    ended), diff refusing it for its steps. And diff of a trace with a
+    broken line, or cut inside one, exits 2 with the line's error (it
+    compared the events before it and said "no regression", exit 0)."""
+    bad = os.path.join(tmp, "far.jsonl")
+    write(bad, ('{"type":"process","format_version":3,"pid":1,"command":"x","state":"exited","gpu_timing":"cupti"}\n'
+                '{"type":"event","kind":"gpu_kernel","api":"cupti_kernel","tid":1,"start_ns":1,'
+                '"end_ns":18000000000000000000,"result":0,"name":"k","device":0,"stream":1}\n').encode())
+    good = os.path.join(ROOT, "tests", "golden", "train.jsonl")
+    for args, rc in ((["report", "--html", os.path.join(tmp, "far.html"), bad], 0), (["report", bad, bad], 0),
+                     (["diff", bad, good], 2)):
+        p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=30)
+        check(p.returncode == rc, f"{args[:2]}: exit {p.returncode}: {p.stderr[-300:]}")
+    lines = open(good).read().splitlines(keepends=True)
+    cases = {"broken.jsonl": ("".join(lines[:200] + ['{"type":"event", garbage\n'] + lines[200:]), 201),
+             "cut.jsonl": ("".join(lines)[:30000], 156)}
+    for name, (text, line) in cases.items():
+        path = os.path.join(tmp, name)
+        write(path, text.encode())
+        p = subprocess.run([GPUSPY, "diff", good, path], capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and p.stderr == f"gpuspy: error: diff: {path}: line {line}: not valid JSON\n",
+              f"{name}: exit {p.returncode}: {p.stderr!r} {p.stdout[-200:]!r}")
+
+
+@test
 def examples_diagnoses(tmp):
     """examples/*.cu, built by nvcc with the shared runtime, on the doubles."""
     want = {"pinned_vs_pageable": "pageable_copies", "data_starved": "data_starvation",

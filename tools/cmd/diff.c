@@ -92,6 +92,11 @@ static int load(const char *arg, struct side *d)
 			return 2;
 		}
 		d->procs[d->nprocs++] = r;
+		if (r->input_error[0]) { /* a gate compares whole runs: a broken one is no run */
+			fprintf(stderr, "gpuspy: error: diff: %s: %s\n", in.v[i], r->input_error);
+			gs_paths_free(&in);
+			return 2;
+		}
 		uint64_t steps = r->series ? r->series->nsteps : 0;
 		if (!d->r || steps > (d->r->series ? d->r->series->nsteps : 0))
 			d->r = r;

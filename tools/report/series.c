@@ -89,8 +89,13 @@ void gs_series_busy(struct gs_series *s, uint64_t start, uint64_t end)
 	while (start < end) {
 		size_t i;
 		struct gs_bin *b = bin_at(s, start, &i);
-		uint64_t edge = s->t0 + (uint64_t)(i + 1) * s->bin_ns;
+		/* The bin's end, saturated: a time near 2^64 (a forged trace's)
+		 * wrapped it to the start, and the loop never ended. */
+		uint64_t off = (uint64_t)i * s->bin_ns, room = UINT64_MAX - s->t0 - off;
+		uint64_t edge = s->bin_ns > room ? UINT64_MAX : s->t0 + off + s->bin_ns;
 		uint64_t piece = (end < edge ? end : edge) - start;
+		if (!piece)
+			break;
 		b->busy_ns += piece;
 		start += piece;
 	}
