@@ -422,6 +422,26 @@ static void latest_link(const char *dir)
 		unlink(tmp);
 }
 
+/* The default trace directory, made here: gpuspy-YYYYMMDD-HHMMSS, or -2
+ * and on where that is taken. A directory of this run's own: two runs
+ * started in the same second (a launcher's ranks) shared one, and each
+ * reported the other's processes as its own. 0, or 1 with the reason said. */
+static int new_run_dir(char *out, size_t cap)
+{
+	char base[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(base, sizeof(base), "gpuspy-%Y%m%d-%H%M%S", &tm);
+	int k = 1, rc;
+	snprintf(out, cap, "%s", base);
+	while ((rc = mkdir(out, 0700)) != 0 && errno == EEXIST && k < 1000)
+		snprintf(out, cap, "%s-%d", base, ++k);
+	if (rc != 0)
+		fprintf(stderr, "gpuspy: error: %s: cannot create the trace directory: %s\n", out, strerror(errno));
+	return rc != 0;
+}
+
 /* What run relays (struct relay): nothing with GPUSPY_QUIET=1; not the
  * notes again when the user asked for them live (GPUSPY_LOG=stderr). Where
  * the user chose no log (GPUSPY_LOG unset), the library's goes to a file
@@ -472,17 +492,12 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 			return 1;
 		}
 	}
-	char defdir[64];
-	if (!dir) {
-		time_t now = time(NULL);
-		struct tm tm;
-		localtime_r(&now, &tm);
-		strftime(defdir, sizeof(defdir), "gpuspy-%Y%m%d-%H%M%S", &tm);
-		dir = defdir;
-	}
-	int made;
-	if (trace_dir(dir, &made))
+	char defdir[80];
+	int made = 1;
+	if (!dir ? new_run_dir(defdir, sizeof(defdir)) : trace_dir(dir, &made))
 		return 1;
+	if (!dir)
+		dir = defdir;
 	struct names before = { 0 };
 	list_traces(dir, &before);
 

@@ -102,9 +102,10 @@ static int expand_dir(const char *dir, struct gs_paths *out, int note)
 }
 
 /* Whether name is one gpuspy run gives its default directory,
- * gpuspy-YYYYMMDD-HHMMSS (run.c: strftime, no suffix; such names sort by
- * time). */
-static int run_name(const char *name)
+ * gpuspy-YYYYMMDD-HHMMSS, or -2 and on after it where that was taken
+ * (run.c: strftime, then a suffix); 0, or the suffix's number (1 without
+ * one): such names sort by time, then by it. */
+static unsigned run_name(const char *name)
 {
 	static const char form[] = "gpuspy-DDDDDDDD-DDDDDD";
 	size_t i;
@@ -112,7 +113,31 @@ static int run_name(const char *name)
 		if (form[i] == 'D' ? !isdigit((unsigned char)name[i]) : name[i] != form[i])
 			return 0;
 	}
-	return !name[i];
+	if (!name[i])
+		return 1;
+	unsigned k = 0;
+	if (name[i++] != '-' || name[i] == '0')
+		return 0;
+	for (size_t j = i; name[j]; j++) {
+		if (!isdigit((unsigned char)name[j]) || j - i >= 4)
+			return 0;
+		k = k * 10 + (unsigned)(name[j] - '0');
+	}
+	return k >= 2 ? k : 0;
+}
+
+/* Newest first: by the time in the name, then by its suffix. */
+static int cmp_run_desc(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	const char *bx = strrchr(x, '/'), *by = strrchr(y, '/');
+	bx = bx ? bx + 1 : x;
+	by = by ? by + 1 : y;
+	int c = strncmp(by, bx, sizeof("gpuspy-DDDDDDDD-DDDDDD") - 1);
+	if (c)
+		return c;
+	unsigned kx = run_name(bx), ky = run_name(by);
+	return (ky > kx) - (ky < kx);
 }
 
 /* dir/name, when it is a run directory of ours: a directory itself (not
@@ -147,11 +172,6 @@ static char *latest_run(const char *dir)
 	return own_run(dir, target);
 }
 
-static int cmp_str_desc(const void *a, const void *b)
-{
-	return -cmp_str(a, b);
-}
-
 /* dir's run directories of ours (gpuspy run's gpuspy-YYYYMMDD-HHMMSS)
  * into out, newest first; with latest, the one dir/gpuspy-latest names
  * before them all. Their number. */
@@ -174,7 +194,7 @@ static size_t run_dirs(const char *dir, int latest, struct gs_paths *out)
 	}
 	free(first);
 	if (out->n > from)
-		qsort(out->v + from, out->n - from, sizeof(char *), cmp_str_desc);
+		qsort(out->v + from, out->n - from, sizeof(char *), cmp_run_desc);
 	return out->n;
 }
 
