@@ -644,3 +644,22 @@ def newlines_in_names_forge_no_rows(tmp):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@test
+def run_refuses_a_library_path_the_loader_would_split(tmp):
+    """gpuspy run with libgpuspy at a path holding a space or a colon
+    (GPUSPY_LIB, or an install prefix): one line and status 1 before the
+    command runs. The loader splits LD_PRELOAD there: it loaded nothing,
+    the command ran untraced, and run said it made no CUDA call, exit 0."""
+    for name in ("sp ace", "co:lon"):
+        lib = os.path.join(tmp, name, "libgpuspy.so")
+        os.makedirs(os.path.dirname(lib))
+        shutil.copy(LIB, lib)
+        e = dict(os.environ, LD_LIBRARY_PATH=BIN, GPUSPY_LIB=lib)
+        e.pop("LD_PRELOAD", None)
+        p = subprocess.run([GPUSPY, "run", "--dir", os.path.join(tmp, "out"), "--", os.path.join(BIN, "prog_drv")],
+                           env=e, capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stdout == "" and p.stderr == f"gpuspy: error: {lib}: LD_PRELOAD cannot name a "
+              "path with a space, tab or colon; set GPUSPY_LIB to a copy of libgpuspy.so elsewhere\n",
+              f"{name}: exit {p.returncode} {p.stdout[-200:]!r} {p.stderr!r}")

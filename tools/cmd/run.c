@@ -476,6 +476,11 @@ int gs_cmd_run(int argc, char **argv, int (*report)(int, char **))
 		fprintf(stderr, "gpuspy: error: %s: libgpuspy not found; build it (make) or set GPUSPY_LIB\n", lib);
 		return 1;
 	}
+	if (strpbrk(lib, " \t:")) { /* the loader splits LD_PRELOAD there, and traces nothing */
+		fprintf(stderr, "gpuspy: error: %s: LD_PRELOAD cannot name a path with a space, tab or colon; set "
+			"GPUSPY_LIB to a copy of libgpuspy.so elsewhere\n", lib);
+		return 1;
+	}
 	/* Host allocations need the allocator's names, which only
 	 * libgpuspy-host.so (beside libgpuspy) defines. */
 	if (o.host)
