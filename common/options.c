@@ -4,6 +4,7 @@
  * (see options.h). Pure: no library state, so that the tool links it too.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,13 @@ static int parse_number(const char *v, const char *const *units, const uint64_t 
 	if (*v < '0' || *v > '9')
 		return -1;
 	char *end;
+	int e = errno; /* the library parses too: the program's errno stays */
+	errno = 0;
 	unsigned long long x = strtoull(v, &end, 10);
+	int range = errno == ERANGE; /* past 2^64: not the largest number quietly */
+	errno = e;
+	if (range)
+		return -1;
 	for (size_t i = 0; i < nunits; i++)
 		if (!strcmp(end, units[i])) {
 			if (x > UINT64_MAX / muls[i])

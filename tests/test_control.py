@@ -207,6 +207,9 @@ def control_refuses_what_it_cannot_reach(tmp):
                        (["stop", "1", "2"], "stop: one process id, not '2' too"),
                        (["stop", "--for", "1s", "1"], "stop: unknown option --for"),
                        (["record", "1", "--for", "30"], "record: --for 30 is not a duration (e.g. 30s, 500ms)"),
+                       # Past 2^64: it was taken as the largest number, quietly.
+                       (["record", "1", "--for", "99999999999999999999999ns"],
+                        "record: --for 99999999999999999999999ns is not a duration (e.g. 30s, 500ms)"),
                        (["record", "1", "--for"], "record: --for needs a value")):
         p = gpuspy(*args)
         check(p.returncode == 2 and p.stderr.startswith("gpuspy: error: " + want) and p.stderr.count("\n") == 1 and

@@ -209,7 +209,7 @@ static int record(struct target *t, uint64_t dur, FILE *out)
 	/* The process ends the window itself at its deadline (so it ends
 	 * if this command dies); this one waits for that, or a signal. */
 	while (!interrupted && alive(t->pid) && !__atomic_load_n(&t->h->ctl_paused, __ATOMIC_ACQUIRE) &&
-	       (!dur || gs_mono_now() - t0 < dur + ANSWER_NS))
+	       (!dur || gs_mono_now() - t0 < (dur > UINT64_MAX - ANSWER_NS ? UINT64_MAX : dur + ANSWER_NS)))
 		nap_ms(20);
 	if (!alive(t->pid)) {
 		fprintf(out, "gpuspy: process %d exited while recording; see gpuspy report %s\n", t->pid, t->path);
