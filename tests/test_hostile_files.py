@@ -663,3 +663,19 @@ def run_refuses_a_library_path_the_loader_would_split(tmp):
         check(p.returncode == 1 and p.stdout == "" and p.stderr == f"gpuspy: error: {lib}: LD_PRELOAD cannot name a "
               "path with a space, tab or colon; set GPUSPY_LIB to a copy of libgpuspy.so elsewhere\n",
               f"{name}: exit {p.returncode} {p.stdout[-200:]!r} {p.stderr!r}")
+
+
+@test
+def output_that_never_arrives_is_no_success(tmp):
+    """Every command's stdout on a full device (/dev/full): one line,
+    status 1 (top --once, env, help, --version and diff exited 0 with
+    nothing written; report said so already)."""
+    if not os.path.exists("/dev/full"):
+        raise Skip("no /dev/full")
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "train.jsonl")
+    for args in (["top", "--once", tmp], ["env"], ["help"], ["--version"], ["help", "report"],
+                 ["diff", golden, golden], ["report", golden]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([GPUSPY, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:") and
+              "No space left on device" in p.stderr, f"{args}: exit {p.returncode} {p.stderr!r}")

@@ -15,6 +15,7 @@
  * Errors are one line, `gpuspy: error: <file>: <what>, <what to do>`, and a
  * non-zero exit.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,15 +58,8 @@ static const struct command {
 	{ "start", start_cmd },      { "stop", stop_cmd },   { "record", record_cmd },
 };
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
-	/* What gpuspy says on stderr may quote a file name or a trace's
-	 * bytes: control bytes are escaped there too (term.c). */
-	FILE *err = gs_term_open(stderr, 0);
-	if (err) {
-		setvbuf(err, NULL, _IONBF, 0);
-		stderr = err;
-	}
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -111,4 +105,23 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "gpuspy: error: unknown command '%s', see gpuspy --help\n", argv[1]);
 	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	/* What gpuspy says on stderr may quote a file name or a trace's
+	 * bytes: control bytes are escaped there too (term.c). */
+	FILE *err = gs_term_open(stderr, 0);
+	if (err) {
+		setvbuf(err, NULL, _IONBF, 0);
+		stderr = err;
+	}
+	int rc = dispatch(argc, argv);
+	/* Output that never arrived (a full disk, a closed pipe) is no
+	 * success, whatever the command (run's status is its command's). */
+	if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0 && !(argc > 1 && !strcmp(argv[1], "run"))) {
+		fprintf(stderr, "gpuspy: error: stdout: write failed: %s\n", strerror(errno ? errno : EIO));
+		rc = 1;
+	}
+	return rc;
 }
