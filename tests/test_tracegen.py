@@ -530,3 +530,30 @@ def c1_controls_never_reach_the_terminal(tmp):
         for want in (b"cmd\\u009b[2J+\\x9b[2J+\\x1b[2J+caf\\xe9+visible", b"ph\\u009bA\\x9bB\\x1bC\\xc3",
                      b"kn\\u009bK\\x9bL\\x1bM"):
             check(want in out, f"report --color {color} lacks {want!r}:\n{out.decode(errors='replace')}")
+
+
+@test
+def phases_by_the_thousand_are_each_their_own(tmp):
+    """5,000 phase names (an NVTX range a step, named by its number: the
+    report found a phase by a scan of every name, 72 s for 100,000), each
+    begun 1 to 3 times in a row, then "step 7" once more, in two files:
+    --json has each name once, in first-seen order, with its count and
+    wall time exact; the report of both, each name's counts summed."""
+    lines = ['{"type":"process","format_version":3,"pid":1,"command":"x","state":"exited","gpu_timing":"none"}']
+    t, want = 0, {}
+    for i in list(range(5000)) + [7]:
+        for _ in range(1 if i == 7 and i in want else i % 3 + 1):
+            for kind in ("begin", "end"):
+                lines.append(f'{{"type":"event","kind":"phase_{kind}","api":"gpuspy_phase_{"push" if kind == "begin" else "pop"}",'
+                             f'"tid":1,"start_ns":{t},"end_ns":{t},"result":0,"name":"step {i}"}}')
+                t += 5 if kind == "begin" else 1
+            want[f"step {i}"] = want.get(f"step {i}", 0) + 1
+    for name in ("a.jsonl", "b.jsonl"):
+        with open(os.path.join(tmp, name), "w") as out:
+            out.write("\n".join(lines) + "\n")
+    one = json.loads(gspy("report", "--json", os.path.join(tmp, "a.jsonl")).stdout)["processes"][0]["phases"]
+    check([(p["name"], p["count"], p["wall_ns"]) for p in one[1:]] == [(k, v, 5 * v) for k, v in want.items()],
+          f"{len(one)} phases: {[(p['name'], p['count']) for p in one[1:4]]}")
+    both = json.loads(gspy("report", "--json", os.path.join(tmp, "a.jsonl"), os.path.join(tmp, "b.jsonl")).stdout)
+    merged = [(p["name"], p["count"]) for p in both["phases"][1:]]
+    check(merged == [(k, 2 * v) for k, v in want.items()], f"merged: {len(merged)} {merged[:3]}")

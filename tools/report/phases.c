@@ -210,6 +210,7 @@ void gs_phases_free(struct gs_report *r)
 	for (size_t i = 0; i < r->nphases; i++)
 		free(r->phases[i].name);
 	free(r->phases);
+	free(r->phase_ix);
 }
 
 static uint64_t alloc_count(const struct gs_cats *c)

@@ -116,6 +116,8 @@ struct gs_report {
 	struct gs_cats total;
 	struct gs_phase_stat *phases; /* [0] is "(no phase)" */
 	size_t nphases, phases_cap;
+	uint32_t *phase_ix;     /* by name: open addressing, index + 1 (0: empty) */
+	size_t phase_ix_cap;
 	struct gs_kernel_stat *kernels; /* open-addressing table */
 	size_t nkernels, kernels_cap;
 	int64_t reserved, peak_reserved; /* device memory reserved (at the end), and its peak */
