@@ -302,7 +302,8 @@ def hostile_times_and_broken_lines_end_every_command(tmp):
     edge wrapped past 2^64 to the record's start, and the loop never
     ended), diff refusing it for its steps. And diff of a trace with a
     broken line, or cut inside one, exits 2 with the line's error (it
-    compared the events before it and said "no regression", exit 0)."""
+    compared the events before it and said "no regression", exit 0).
+    Times and sizes near 2^63: report and export, no overflow."""
     bad = os.path.join(tmp, "far.jsonl")
     write(bad, ('{"type":"process","format_version":3,"pid":1,"command":"x","state":"exited","gpu_timing":"cupti"}\n'
                 '{"type":"event","kind":"gpu_kernel","api":"cupti_kernel","tid":1,"start_ns":1,'
@@ -312,6 +313,15 @@ def hostile_times_and_broken_lines_end_every_command(tmp):
                      (["diff", bad, good], 2)):
         p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=30)
         check(p.returncode == rc, f"{args[:2]}: exit {p.returncode}: {p.stderr[-300:]}")
+    # Times and sizes near 2^63 (tests/fixtures/hostile): no signed
+    # overflow in the replay's saving or the reserved memory (UBSan, under
+    # make check-sanitize, fails on one).
+    for name in ("huge_times.jsonl", "huge_allocs.jsonl"):
+        f = os.path.join(ROOT, "tests", "fixtures", "hostile", name)
+        for args in (["report", f], ["report", "--json", f], ["export", "--format", "chrome", "-o",
+                                                             os.path.join(tmp, "o.json"), f]):
+            p = subprocess.run([GPUSPY, *args], capture_output=True, text=True, timeout=30)
+            check(p.returncode == 0 and "runtime error" not in p.stderr, f"{name} {args[:2]}: {p.stderr[-300:]}")
     lines = open(good).read().splitlines(keepends=True)
     cases = {"broken.jsonl": ("".join(lines[:200] + ['{"type":"event", garbage\n'] + lines[200:]), 201),
              "cut.jsonl": ("".join(lines)[:30000], 156)}

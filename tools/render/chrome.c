@@ -20,6 +20,7 @@
 #include "read/input.h"
 #include "util/xalloc.h"
 #include "util/escape.h"
+#include "util/units.h"
 
 #define PHASE_TID 0x7ffffff0u /* the phases track of each process */
 #define GPU_TID_BASE 0x40000000u /* + device * 65536 + stream: GPU tracks */
@@ -265,7 +266,7 @@ static int export_one(struct out *o, const char *path, int nofollow, uint32_t pi
 		}
 		if (ev.result == 0 && (ev.kind == GSPY_KIND_alloc || ev.kind == GSPY_KIND_free) &&
 		    (ev.mem == GSPY_MEM_device || ev.mem == GSPY_MEM_managed)) {
-			reserved += ev.kind == GSPY_KIND_alloc ? (int64_t)ev.bytes : -(int64_t)ev.bytes;
+			reserved = gs_add_bytes(reserved, ev.bytes, ev.kind == GSPY_KIND_alloc);
 			counter(o, pid, ev.end_ns, reserved);
 		}
 	}

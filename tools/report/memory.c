@@ -36,7 +36,7 @@ static void track_memory(struct gs_pass *p, const struct gs_ev *ev)
 		return;
 	if (ev->device >= 0 && ev->device < GSPY_DEVICES && r->proc.device_mem[ev->device])
 		r->device_total = r->proc.device_mem[ev->device];
-	r->reserved += is_alloc ? (int64_t)ev->bytes : -(int64_t)ev->bytes;
+	r->reserved = gs_add_bytes(r->reserved, ev->bytes, is_alloc);
 	gs_series_reserved(r->series, ev->end_ns, r->reserved);
 	if (r->reserved > r->peak_reserved) {
 		r->peak_reserved = r->reserved;

@@ -9,23 +9,16 @@
 #include "report/report.h"
 #include "report/section.h"
 #include "report/series.h"
+#include "util/units.h"
 #include "util/xalloc.h"
 
 const char *const gs_alloc_names[GS_ALLOC_KINDS] = { "device", "pinned", "managed", "host" };
-
-static size_t name_hash(const char *s)
-{
-	size_t h = 1469598103934665603u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return h;
-}
 
 /* The slot of name in the phases' index: its phase's, or the empty one
  * where it would go. */
 static uint32_t *phase_slot(const struct gs_report *r, const char *name)
 {
-	size_t i = name_hash(name) & (r->phase_ix_cap - 1);
+	size_t i = (size_t)gs_str_hash(name) & (r->phase_ix_cap - 1);
 	while (r->phase_ix[i] && strcmp(r->phases[r->phase_ix[i] - 1].name, name))
 		i = (i + 1) & (r->phase_ix_cap - 1);
 	return &r->phase_ix[i];

@@ -548,7 +548,7 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 			if (t < floor)
 				t = floor;
 		}
-		c->save_ns = ((int64_t)base - (int64_t)t) / (int64_t)s->window;
+		c->save_ns = gs_diff_per(base, t, s->window);
 		for (size_t i = 0; i < n; i++) {
 			const struct gs_item *x = &v[i];
 			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
