@@ -73,22 +73,6 @@ static uint32_t index_find(const void *data, size_t len, uint32_t hash, long *fr
 	}
 }
 
-static uint32_t intern(const void *data, size_t len);
-
-/* One string-table entry: u32 length, the bytes, NUL, padding; its id is
- * its offset + 1. */
-uint32_t gs_intern_bytes(const void *data, size_t len)
-{
-	/* gpuspy's own work, even called outside a hook (an NVTX range's name,
-	 * gpuspy_pause's phase): the index's mmap and the file's making pass
-	 * through the host hooks, never recorded as the program's (whose
-	 * stack would intern again under st.lock: a thread waiting on itself). */
-	gs_hold();
-	uint32_t id = intern(data, len);
-	gs_release();
-	return id;
-}
-
 static uint32_t intern(const void *data, size_t len)
 {
 	if (gs_writer_ready() != 0)
@@ -117,6 +101,20 @@ static uint32_t intern(const void *data, size_t len)
 		}
 	}
 	pthread_mutex_unlock(&st.lock);
+	return id;
+}
+
+/* One string-table entry: u32 length, the bytes, NUL, padding; its id is
+ * its offset + 1. */
+uint32_t gs_intern_bytes(const void *data, size_t len)
+{
+	/* gpuspy's own work, even called outside a hook (an NVTX range's name,
+	 * gpuspy_pause's phase): the index's mmap and the file's making pass
+	 * through the host hooks, never recorded as the program's (whose
+	 * stack would intern again under st.lock: a thread waiting on itself). */
+	gs_hold();
+	uint32_t id = intern(data, len);
+	gs_release();
 	return id;
 }
 
