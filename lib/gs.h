@@ -210,7 +210,8 @@ static inline void gs_cancel_restore(int old)
 
 /* The record path's rare extras, out of line (record.c), so that this
  * header names no module: a call's stack, CUPTI's correlation and the
- * mark of a call captured into a graph (gs_end); the events mode's note of
+ * mark of a call captured into a graph (gs_end, which gs_end_rare commits
+ * the record for, with the stack walk's time); the events mode's note of
  * the stream a phase used (gs_begin_on). */
 void gs_end_rare(struct gs_tls *t, struct gspy_record *r);
 void gs_begin_rare(unsigned api, uint64_t stream);
@@ -238,7 +239,12 @@ static inline int gs_writer_open(void)
  * and a program alternates between hooks (three launch entry points on a
  * PyTorch step), each of which would otherwise bring its own copy into the
  * instruction cache. */
-void gs_commit(struct gs_tls *t, const struct gspy_record *r);
+void gs_commit_own(struct gs_tls *t, const struct gspy_record *r, uint64_t own);
+/* r, and no time of gpuspy's own after it (format.h's own). */
+static inline void gs_commit(struct gs_tls *t, const struct gspy_record *r)
+{
+	gs_commit_own(t, r, 0);
+}
 
 /*
  * Start a wrapped call. Returns the record to fill when this call is the
@@ -376,7 +382,8 @@ static inline void gs_end(struct gspy_record *r, int result)
 		if (GS_UNLIKELY((gs_g.stack_kinds & (1u << r->kind)) || t->cupti_corr || result ||
 				(__atomic_load_n(&gs_g.capturing, __ATOMIC_RELAXED) && (r->flags & GSPY_FLAG_ASYNC))))
 			gs_end_rare(t, r);
-		gs_commit(t, r);
+		else
+			gs_commit(t, r);
 	}
 	if (GS_LIKELY(t->depth))
 		t->depth--;

@@ -399,25 +399,29 @@ static unsigned py_frames(uint32_t (*out)[2], unsigned max)
 
 static void stack_note(struct gspy_record *r);
 
-/* Takes r's stack. The traced call's errno survives whatever the unwinder
- * and the loader do. Inlined: it adds no frame of gpuspy's to the walk. */
-static inline __attribute__((always_inline)) void take(struct gspy_record *r)
+/* Takes r's stack; returns the time it took, raw clock. The traced call's
+ * errno survives whatever the unwinder and the loader do. Inlined: it adds
+ * no frame of gpuspy's to the walk. */
+static inline __attribute__((always_inline)) uint64_t take(struct gspy_record *r)
 {
 	int e = errno;
 	stack_note(r);
-	/* Counted in the file's header, timed from the call's end (gs_end
-	 * read the clock just before): the report shows gpuspy's own time. */
-	uint64_t now = gs_now();
-	gs_writer_stack_cost(now > r->end ? now - r->end : 0);
+	/* Timed from the call's end (gs_end read the clock just before): the
+	 * record carries it (the replay takes it off the gap after the call,
+	 * where a walk costs 2 us or 150 us), the header counts it (the
+	 * report's own time). */
+	uint64_t now = gs_now(), own = now > r->end ? now - r->end : 1;
+	gs_writer_stack_cost(own);
 	errno = e;
+	return own;
 }
 
-void gs_stack_note(struct gspy_record *r)
+uint64_t gs_stack_note(struct gspy_record *r)
 {
 	struct gs_tls *t = &gs_tls;
 	if (r->kind == GSPY_KIND_launch) {
 		if (!gs_cfg.stack_launch_every || t->launch_n++ % gs_cfg.stack_launch_every)
-			return;
+			return 0;
 	}
 	/* By default only what the report's call sites use keeps a stack:
 	 * allocations, frees, pageable copies and waits. Memsets (which only
@@ -429,7 +433,7 @@ void gs_stack_note(struct gspy_record *r)
 	int other = r->kind == GSPY_KIND_memset || (r->kind == GSPY_KIND_copy && r->mem != GSPY_MEM_pageable) ||
 		    (r->kind == GSPY_KIND_sync && (r->flags & GSPY_FLAG_ASYNC));
 	if (other && !(gs_cfg.stacks & GSPY_STACKS_ALL))
-		return;
+		return 0;
 	/* GPUSPY_STACK_MIN, as nsys's --cudabacktrace thresholds: a short
 	 * call keeps no stack, unless it allocates, frees or copies pageable
 	 * memory (the report's allocation and pageable copy sites stay whole).
@@ -442,8 +446,8 @@ void gs_stack_note(struct gspy_record *r)
 	uint64_t min = wait ? gs_cfg.wait_stack_min_ticks
 		       : other || r->kind == GSPY_KIND_launch ? gs_cfg.stack_min_ticks : 0;
 	if (r->end - r->start < min)
-		return;
-	take(r);
+		return 0;
+	return take(r);
 }
 
 /* A sticky error fails every call after the fault, quickly: the stack of
@@ -452,14 +456,15 @@ void gs_stack_note(struct gspy_record *r)
  * the fault (polling, retrying) does not pay a walk each time. Once stacks
  * are on (gs_g.stack_kinds is set last). */
 #define FAULT_STACKS 16
-void gs_stack_fault(struct gspy_record *r)
+uint64_t gs_stack_fault(struct gspy_record *r)
 {
 	static unsigned taken;
 	if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE) &&
 	    __atomic_fetch_add(&taken, 1, __ATOMIC_RELAXED) < FAULT_STACKS)
-		take(r);
-	else if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE) & (1u << r->kind))
-		gs_stack_note(r); /* past them: as any call of its kind */
+		return take(r);
+	if (__atomic_load_n(&gs_g.stack_kinds, __ATOMIC_ACQUIRE) & (1u << r->kind))
+		return gs_stack_note(r); /* past them: as any call of its kind */
+	return 0;
 }
 
 /* Frames to walk beyond the depth kept: gpuspy's own, which are dropped

@@ -9,11 +9,13 @@
  * file exists (hook_host.c, before the first CUDA call): up to
  * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
  * allocations carry no stack; and, later, their stack id. */
-void gs_stack_note(struct gspy_record *r); /* a recorded call's stack (record.c) */
+/* A recorded call's stack (record.c), and gs_stack_fault's: each returns
+ * the walk's time, raw clock (the record's own time), 0 when none. */
+uint64_t gs_stack_note(struct gspy_record *r);
 /* The stack of a call that failed with a sticky error, whatever its kind,
  * GPUSPY_STACK_MIN and GPUSPY_STACK_LAUNCHES (record.c): where a kernel's
  * fault surfaced. None when stacks are off. */
-void gs_stack_fault(struct gspy_record *r);
+uint64_t gs_stack_fault(struct gspy_record *r);
 /* A launch keeps its Python frames, a few loads, in case its kernel
  * faults (record.c, on the launches CUPTI sees); at the thread's first
  * sticky failure they become its launch line: a mark at that launch's

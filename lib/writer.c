@@ -477,7 +477,7 @@ void gs_writer_clock_pair(void)
 	__atomic_store_n(&h->clock_seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-static void commit_slow(struct gs_tls *t, const struct gspy_record *r);
+static void commit_slow(struct gs_tls *t, const struct gspy_record *r, uint64_t own);
 static int finished; /* gpuspy's destructor has run (gs_writer_finish) */
 
 /* A spare chunk for t, which has none, about to commit r: 1 when t now
@@ -523,12 +523,12 @@ static int take_spare(struct gs_tls *t, const struct gspy_record *r)
 	return 1;
 }
 
-void gs_commit(struct gs_tls *t, const struct gspy_record *r)
+void gs_commit_own(struct gs_tls *t, const struct gspy_record *r, uint64_t own)
 {
 	/* In flight-recorder mode another thread may have recycled our chunk. */
 	if (GS_LIKELY(t->gen == gs_g.gen && *gs_g.alive && t->used + GSPY_PACKED_MAX <= t->cap &&
 		      (!gs_g.ring || __atomic_load_n(&t->chunk->claim, __ATOMIC_RELAXED) == t->claim))) {
-		t->used += (uint32_t)gspy_pack((uint8_t *)t->chunk + GSPY_CHUNK_HEADER_SIZE + t->used, r, &t->base);
+		t->used += (uint32_t)gspy_pack((uint8_t *)t->chunk + GSPY_CHUNK_HEADER_SIZE + t->used, r, own, &t->base);
 		t->nrec++;
 		/* Orders the record's bytes before the count readers trust. */
 		__atomic_store_n(&t->chunk->committed, (uint64_t)t->nrec << 32 | t->used, __ATOMIC_RELEASE);
@@ -536,14 +536,14 @@ void gs_commit(struct gs_tls *t, const struct gspy_record *r)
 	}
 	/* The slow path makes system calls: the traced call's errno stays. */
 	int e = errno;
-	commit_slow(t, r);
+	commit_slow(t, r, own);
 	errno = e;
 }
 
 /* Long (about 100 lines): a chunk claimed in the order the cases must be
  * tried (fork child, cut file, new thread, spare chunk, fresh chunk, full
  * buffer); each is a few lines and reads best in that order. */
-static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
+static void commit_slow(struct gs_tls *t, const struct gspy_record *r, uint64_t own)
 {
 	struct gspy_header *h = w.hdr;
 	if (GS_UNLIKELY(w.pid != getpid())) {
@@ -574,7 +574,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 		if (spare.key_ok && !t->gone && !pthread_getspecific(spare.key))
 			pthread_setspecific(spare.key, (void *)1);
 		if (take_spare(t, r)) {
-			gs_commit(t, r);
+			gs_commit_own(t, r, own);
 			if (t->gone)
 				hand_on(t);
 			return;
@@ -618,7 +618,7 @@ static void commit_slow(struct gs_tls *t, const struct gspy_record *r)
 			 * the file existed go first, in their own time order. */
 			if (c->seq == 0)
 				GS_MODULES_CALL(first_chunk, t);
-			gs_commit(t, r);
+			gs_commit_own(t, r, own);
 			if (t->gone)
 				hand_on(t);
 			/* A file first written after gpuspy's destructor (a linked

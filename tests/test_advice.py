@@ -127,6 +127,32 @@ def a_stack_walk_after_a_wait_is_not_saved(tmp):
 
 
 @test
+def each_walk_is_taken_off_as_timed(tmp):
+    """The loop of a_stack_walk_after_a_wait_is_not_saved, whose header
+    says the run's walks took 50 us each on average (a cold first walk
+    takes 2 ms), with each wait's record saying its own walk took 30 us
+    (own_ns, as gpuspy writes it): the replay takes off each walk as
+    timed, not the mean. The replayed step is 1,010,400 - 30,000 ns, the
+    saving 410,257 - 30,000 ns (with the mean: 960,400 and 360,257)."""
+    import json
+    path = wait_step_trace(tmp, stack=True)
+    lines = open(path).read().splitlines()
+    head = dict(json.loads(lines[0]), stacks_taken=49, stacks_ns=49 * 50_000)
+    ev = [json.loads(x) for x in lines[1:]]
+    for e in ev:
+        if e.get("kind") == "sync":
+            e["own_ns"] = 30_000
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in [head] + ev) + "\n")
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["step_ns"] == 1_025_000 and step["replayed_step_ns"] == 980_400, f"step {step}")
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "step_waits" and d[0]["saving"]["per_step_ns"] == 380_257,
+          f"diagnoses {d}")
+
+
+@test
 def a_bound_cut_to_the_step_says_so(tmp):
     """A C loop of 30 'step' phases, each a launch of a 600 us kernel
     and then the host's own work until the next: the first 10 steps 10 ms

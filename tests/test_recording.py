@@ -145,7 +145,7 @@ def reader_rejects_bad_files(tmp):
     _, whole, stacks = events(good_path)
     check(stacks and any("name" in e for e in whole), "the whole file's stacks and names")
     cut = os.path.join(tmp, "cut.gspy")
-    write(cut, good[:4096 + 64 + 30])  # inside the first chunk's packed records
+    write(cut, good[:4096 + 64 + 64])  # inside the first chunk's packed records (201 bytes)
     p, got, got_stacks = events(cut)
     bare = lambda evs: [{k: v for k, v in e.items() if k != "name"} for e in evs]  # noqa: E731
     check(p.returncode == 0 and 1 <= len(got) < len(whole) and bare(got) == bare(whole[:len(got)]) and

@@ -59,9 +59,14 @@ def packed_records_round_trip(tmp):
     chunk decodes to a prefix and stops at the cut. The records, their
     packed size and a hash of the packed bytes are pinned: an encoder
     rewritten for speed must write the same bytes (the format's readers
-    decode files written by any version)."""
+    decode files written by any version). Then the same with gpuspy's own
+    time after each record (its stack walk, packed beside it): it comes
+    back too, up to GSPY_OWN_MAX, and records without it pack to the bytes
+    they did before it existed."""
     p = run("prog_codec", ["12345", "200"], tmp=tmp, preload=False)
     check(p.stdout.split() == ["ok", "307221", "13079891", "2dc32011b33645fc"], p.stdout)
+    p = run("prog_codec", ["12345", "200", "own"], tmp=tmp, preload=False)
+    check(p.stdout.split() == ["ok", "287310", "13080116", "bf941b9b53ad3c90"], p.stdout)
 
 
 @test
@@ -104,6 +109,32 @@ def stacks_exact_call_chains(tmp):
         check(sorted((e["mem"], e["bytes"]) for e in frees) ==
               [("device", 64 << 20), ("host", 64 << 20), ("pinned", 1 << 20)], f"{prog}: frees {frees}")
         check(all("stack" in e for e in frees), f"{prog}: a free without its stack")
+
+
+@test
+def each_stack_walk_is_timed_on_its_record(tmp):
+    """Every call that kept a stack carries the walk's time after it
+    (own_ns), and no other: the replay takes each walk off the gap after
+    its call, where a mean would be wrong by 10x (a walk took 2 us after
+    one cudaFree, 150 us after a cudaMalloc of the same step on the H200).
+    prog_stacks with GPUSPY_STACKS=all: its 11 stacked calls (device and
+    pinned allocations, the pageable upload, 4 memsets, 4 waits) and its
+    2 frees; the header's total walk time is their sum (within a ns a
+    record, the clock's conversion)."""
+    if SANITIZED:
+        raise Skip("the sanitizer's allocator comes before gpuspy's host hooks")
+    run("prog_stacks", ["4"], tmp=tmp, env={"GPUSPY_STACKS": "all"})
+    head, ev = only_trace(tmp)
+    timed = [e for e in ev if "own_ns" in e]
+    check(all("stack" in e for e in timed), f"a walk's time without a stack: {timed}")
+    stacked = [(e["kind"], e.get("mem") or e.get("host_mem")) for e in ev if "stack" in e]
+    check(sorted(stacked) == sorted([("alloc", "device"), ("alloc", "pinned"), ("copy", "pageable")] +
+                                    [("memset", None)] * 4 + [("sync", None)] * 4 +
+                                    [("free", "device"), ("free", "pinned")]), f"stacked calls {stacked}")
+    check(len(timed) == len(stacked) == head["stacks_taken"] and all(e["own_ns"] > 0 for e in timed),
+          f"{len(timed)} timed of {len(stacked)} stacked, header {head['stacks_taken']}")
+    total = sum(e["own_ns"] for e in timed)
+    check(abs(total - head["stacks_ns"]) <= len(timed), f"walks {total} ns, header {head['stacks_ns']} ns")
 
 
 @test

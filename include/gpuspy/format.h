@@ -418,7 +418,7 @@ struct gspy_chunk {
  *
  *   u8 kind, varint mask, then for each bit set in mask, in bit order:
  *     0 api                         varint
- *     1 flags | dir << 8 | mem << 16 varint
+ *     1 flags | dir << 8 | mem << 16 | own << 24   varint
  *     2 device                      zigzag varint
  *     3 result                      zigzag varint
  *     4 start                       zigzag varint of start - prev.start
@@ -431,7 +431,14 @@ struct gspy_chunk {
  *
  * A field whose bit is clear equals prev's (for 5: the same duration). Varints
  * are little-endian base 128; zigzag maps signed to unsigned (0,-1,1,-2...).
+ *
+ * `own` is gpuspy's own time after the call ended, before it returned to
+ * the program: the call stack it walked, in raw clock units (at most
+ * GSPY_OWN_MAX; 0: none taken). It is not a field of struct gspy_record
+ * (gspy_pack and gspy_unpack take it beside the record); readers that
+ * predate it keep the low 24 bits and read the record as before.
  */
+#define GSPY_OWN_MAX ((1ull << 40) - 1)
 #define GSPY_PACKED_MAX 96u /* bytes one packed record may take, at most */
 
 static inline uint8_t *gspy_put_varint(uint8_t *p, uint64_t v)
@@ -468,20 +475,20 @@ struct gspy_pack_base {
 	uint64_t f[GSPY_PACK_FIELDS];
 };
 
-/* Writes r at out (GSPY_PACKED_MAX bytes available); returns the bytes
- * used and makes *base r's. The encoder runs on every intercepted call,
+/* Writes r, with gpuspy's own time after it, at out (GSPY_PACKED_MAX bytes
+ * available); returns the bytes used and makes *base r's. The encoder runs on every intercepted call,
  * usually with its code out of the instruction cache, so it is kept small:
  * every field's value first, one loop for the mask (two fields a step
  * with SSE2), one over the fields it names (a varint written inline per
  * field was ~1 KiB of code, and the fourteen compares unrolled took more
  * code lines for fewer instructions than this loop). */
-static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, struct gspy_pack_base *base)
+static inline size_t gspy_pack(uint8_t *out, const struct gspy_record *r, uint64_t own, struct gspy_pack_base *base)
 {
 	uint64_t f[GSPY_PACK_FIELDS];
 	uint32_t w[5];
 	memcpy(w, &r->u, sizeof(w));
 	f[0] = r->api;
-	f[1] = r->flags | (uint32_t)r->dir << 8 | (uint32_t)r->mem << 16;
+	f[1] = r->flags | (uint32_t)r->dir << 8 | (uint32_t)r->mem << 16 | (own < GSPY_OWN_MAX ? own : GSPY_OWN_MAX) << 24;
 	f[2] = gspy_zigzag(r->device);
 	f[3] = gspy_zigzag(r->result);
 	f[4] = r->start;
@@ -536,10 +543,11 @@ static inline int gspy_get_varint(const uint8_t **p, const uint8_t *end, uint64_
 	return 0;
 }
 
-/* Decodes one record from [p, end) into *r, which holds the previous
- * record of the chunk on entry. Returns the bytes used, 0 when the bytes
- * are malformed, cut short or of kind none (then *r is unspecified). */
-static inline size_t gspy_unpack(const uint8_t *p, const uint8_t *end, struct gspy_record *r)
+/* Decodes one record from [p, end) into *r and gpuspy's own time after it
+ * into *own, which hold the previous record's on entry (all zero at a
+ * chunk's start). Returns the bytes used, 0 when the bytes are malformed,
+ * cut short or of kind none (then *r and *own are unspecified). */
+static inline size_t gspy_unpack(const uint8_t *p, const uint8_t *end, struct gspy_record *r, uint64_t *own)
 {
 	const uint8_t *s = p;
 	uint64_t mask, v;
@@ -560,7 +568,7 @@ static inline size_t gspy_unpack(const uint8_t *p, const uint8_t *end, struct gs
 		expr; \
 	}
 	GSPY_FIELD(0, r->api = (uint16_t)v)
-	GSPY_FIELD(1, (r->flags = (uint8_t)v, r->dir = (uint8_t)(v >> 8), r->mem = (uint8_t)(v >> 16)))
+	GSPY_FIELD(1, (r->flags = (uint8_t)v, r->dir = (uint8_t)(v >> 8), r->mem = (uint8_t)(v >> 16), *own = v >> 24))
 	GSPY_FIELD(2, r->device = (int16_t)gspy_unzigzag(v))
 	GSPY_FIELD(3, r->result = (int32_t)gspy_unzigzag(v))
 	GSPY_FIELD(4, r->start += (uint64_t)gspy_unzigzag(v))

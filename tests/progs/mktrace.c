@@ -81,7 +81,7 @@ static void write_chunks(FILE *f, const struct plan *p, char *buf)
 			for (; used + GSPY_PACKED_MAX <= body && done < p->per_thread; k++, done++) {
 				uint64_t i = done * threads + t; /* global order: interleaved threads */
 				fill(&rec, p, i, p->base0 + i * 1000);
-				used += gspy_pack(out + used, &rec, &base);
+				used += gspy_pack(out + used, &rec, 0, &base);
 			}
 			ch->tid = 100 + t;
 			ch->seq = (uint32_t)c;

@@ -5,23 +5,45 @@
  * small step from it, as real traces are - packed into a chunk-sized
  * buffer and decoded back; every record must come back bit for bit, and
  * every cut of a chunk must decode to a prefix and then stop.
- * Usage: prog_codec SEED CHUNKS; prints "ok RECORDS BYTES HASH" (HASH: FNV-1a
- * of every packed byte, which pins the encoding itself) or the first
- * mismatch.
+ * Usage: prog_codec SEED CHUNKS [own]; prints "ok RECORDS BYTES HASH"
+ * (HASH: FNV-1a of every packed byte, which pins the encoding itself) or
+ * the first mismatch. With `own`, records also carry gpuspy's own time
+ * after them (from a second generator, so that the records themselves are
+ * the same): a quarter none, the rest kept from the last one or any time
+ * up to GSPY_OWN_MAX and past it (packed as GSPY_OWN_MAX); it must come
+ * back too.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpuspy/format.h"
 
-static uint64_t state;
+static uint64_t state, state2;
+
+static uint64_t next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
 
 static uint64_t rnd(void)
 {
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return state;
+	return next(&state);
+}
+
+/* gpuspy's own time after a record, from the second generator. */
+static uint64_t own_after(uint64_t prev)
+{
+	uint64_t x = next(&state2);
+	switch (x % 4) {
+	case 0: return 0;
+	case 1: return prev;
+	case 2: return x >> 44; /* a walk's ticks: up to 2^20 */
+	}
+	return x >> 23; /* up to 2^41: past GSPY_OWN_MAX */
 }
 
 /* A field: often unchanged, often a small step, sometimes anything. */
@@ -64,13 +86,16 @@ static void make(struct gspy_record *r, const struct gspy_record *p)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3)
+	if (argc < 3 || argc > 4)
 		return 2;
+	int with_own = argc == 4 && strcmp(argv[3], "own") == 0;
 	state = strtoull(argv[1], NULL, 10) | 1;
+	state2 = state * 0x9e3779b97f4a7c15ull | 1;
 	long chunks = atol(argv[2]);
 	enum { BODY = 65536 - GSPY_CHUNK_HEADER_SIZE, MAXREC = BODY / 2 };
 	static uint8_t body[BODY];
 	static struct gspy_record want[MAXREC];
+	static uint64_t want_own[MAXREC];
 	uint64_t total = 0, bytes = 0, hash = 0xcbf29ce484222325ull;
 	for (long c = 0; c < chunks; c++) {
 		struct gspy_record zero, r;
@@ -81,8 +106,10 @@ int main(int argc, char **argv)
 		while (used + GSPY_PACKED_MAX <= BODY) {
 			memset(&r, 0, sizeof(r));
 			make(&r, n ? &want[n - 1] : &zero);
+			uint64_t own = with_own ? own_after(n ? want_own[n - 1] : 0) : 0;
+			want_own[n] = own < GSPY_OWN_MAX ? own : GSPY_OWN_MAX;
 			want[n++] = r;
-			size_t k = gspy_pack(body + used, &r, &base);
+			size_t k = gspy_pack(body + used, &r, own, &base);
 			if (k == 0 || k > GSPY_PACKED_MAX) {
 				printf("chunk %ld record %zu: packed into %zu bytes\n", c, n - 1, k);
 				return 1;
@@ -93,9 +120,10 @@ int main(int argc, char **argv)
 		for (int pass = 0; pass < 2; pass++) {
 			size_t end = pass ? rnd() % used : used, off = 0, i = 0, k;
 			struct gspy_record got;
+			uint64_t got_own = 0;
 			memset(&got, 0, sizeof(got));
-			while ((k = gspy_unpack(body + off, body + end, &got)) != 0) {
-				if (i >= n || memcmp(&got, &want[i], sizeof(got)) != 0) {
+			while ((k = gspy_unpack(body + off, body + end, &got, &got_own)) != 0) {
+				if (i >= n || memcmp(&got, &want[i], sizeof(got)) != 0 || got_own != want_own[i]) {
 					printf("chunk %ld pass %d: record %zu differs after decoding\n", c, pass, i);
 					return 1;
 				}

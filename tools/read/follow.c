@@ -170,9 +170,11 @@ static int decode(struct gs_follow *f, struct gs_follow_chunk *c, uint64_t at, u
 		size_t len = left < f->body_cap ? (size_t)left : f->body_cap, off = 0, k;
 		if (read_at(f->fd, f->body, len, at + GSPY_CHUNK_HEADER_SIZE + c->off))
 			return -1;
-		struct gspy_record r = c->base; /* a record cut short leaves it unspecified */
-		for (; c->ri < records && (k = gspy_unpack(f->body + off, f->body + len, &r)) != 0; off += k) {
+		struct gspy_record r = c->base; /* a record cut short leaves them unspecified */
+		uint64_t own = c->base_own;
+		for (; c->ri < records && (k = gspy_unpack(f->body + off, f->body + len, &r, &own)) != 0; off += k) {
 			c->base = r;
+			c->base_own = own;
 			c->ri++;
 			if (r.kind == GSPY_KIND_owner) { /* a chunk handed on: not an event */
 				c->cur_tid = (uint32_t)r.u.mem.bytes;
@@ -181,6 +183,7 @@ static int decode(struct gs_follow *f, struct gs_follow_chunk *c, uint64_t at, u
 			struct gs_event ev = { .rec = &c->base, .tid = c->cur_tid ? c->cur_tid : c->tid };
 			ev.start_ns = gs_trace_ns(&f->tr, r.start);
 			ev.end_ns = gs_trace_ns(&f->tr, r.end);
+			ev.own_ns = gs_trace_own_ns(&f->tr, &r, own);
 			if (r.kind >= GSPY_KIND_gpu_kernel && r.kind <= GSPY_KIND_gpu_memset)
 				ev.corr = r.u.gpu.cupti_corr;
 			fn(arg, &ev);

@@ -13,6 +13,7 @@ struct gs_follow_chunk {
 	uint64_t claim;
 	uint64_t off, ri;  /* bytes and records decoded */
 	struct gspy_record base; /* the last record decoded: the packing base */
+	uint64_t base_own;       /* and gpuspy's own time after it (format.h) */
 	uint32_t cur_tid;  /* from an owner record on, else 0: tid's */
 };
 

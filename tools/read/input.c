@@ -377,6 +377,7 @@ void gs_ev_from_event(const struct gs_trace *t, const struct gs_event *ep, struc
 	ev->tid = e.tid;
 	ev->start_ns = e.start_ns;
 	ev->end_ns = e.end_ns;
+	ev->own_ns = e.own_ns;
 	ev->stream = r->stream;
 	ev->async = (r->flags & GSPY_FLAG_ASYNC) != 0;
 	ev->captured = (r->flags & GSPY_FLAG_CAPTURED) != 0;
@@ -598,6 +599,7 @@ static int next_jsonl(struct gs_input *in, struct gs_ev *ev)
 		ev->step = u64(o, "step");
 		ev->device = (int16_t)int_in(o, "device", -1, INT16_MAX, -1);
 		ev->stack_id = (uint32_t)int_in(o, "stack", 0, UINT32_MAX, 0);
+		ev->own_ns = u64(o, "own_ns");
 		int d = gs_dir_from_name(str(o, "dir"));
 		ev->dir = (uint8_t)(d > 0 ? d : 0);
 		int m = gs_mem_from_name(str(o, kind == GSPY_KIND_copy || kind == GSPY_KIND_gpu_copy || kind == GSPY_KIND_node_copy

@@ -63,6 +63,7 @@ struct gs_ev {
 	int has_step;
 	int window;        /* phase event written as recording resumed (GSPY_FLAG_WINDOW) */
 	uint32_t stack_id; /* call stack (gs_input_stack), 0 none */
+	uint64_t own_ns;   /* gpuspy's own time after the call (its stack walk), 0 none */
 	uint64_t gpu_ns;   /* gpu_span: GPU time of the phase interval */
 	struct gspy_nvml nvml; /* nvml: the sample; name is the device's UUID */
 };

@@ -119,8 +119,8 @@ static uint64_t chunk_records(const struct gs_trace *t, uint32_t i, uint64_t *by
 	const uint8_t *b = chunk_body(t, i);
 	struct gspy_record r;
 	memset(&r, 0, sizeof(r));
-	uint64_t n = 0, off = 0;
-	for (size_t k; n < records && (k = gspy_unpack(b + off, b + *bytes, &r)) != 0; off += k)
+	uint64_t n = 0, off = 0, own = 0;
+	for (size_t k; n < records && (k = gspy_unpack(b + off, b + *bytes, &r, &own)) != 0; off += k)
 		n++;
 	return n;
 }
@@ -183,6 +183,14 @@ uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw)
 	if (!(d > 0))
 		return 0;
 	return d < 1.8e19 ? (uint64_t)d : UINT64_MAX;
+}
+
+uint64_t gs_trace_own_ns(const struct gs_trace *t, const struct gspy_record *r, uint64_t own)
+{
+	if (!own)
+		return 0;
+	uint64_t a = gs_trace_ns(t, r->end), b = gs_trace_ns(t, r->end + own);
+	return r->end + own > r->end && b > a ? b - a : 0; /* a forged time past 2^64: none */
 }
 
 /* Gives back the pages of [off, off + len) of the mapping, clamped to it:
@@ -508,6 +516,7 @@ static void cursor_reset(struct gs_thread *th)
 	th->have = 0;
 	th->cur_tid = 0;
 	memset(&th->rec, 0, sizeof(th->rec)); /* each chunk is packed from zero */
+	th->own = 0;
 }
 
 void gs_trace_rewind(struct gs_trace *t)
@@ -532,7 +541,7 @@ static const struct gspy_record *peek(struct gs_trace *t, struct gs_thread *th)
 		}
 		if (th->ri < th->records && th->off < th->bytes) {
 			const uint8_t *b = chunk_body(t, c);
-			size_t k = gspy_unpack(b + th->off, b + th->bytes, &th->rec);
+			size_t k = gspy_unpack(b + th->off, b + th->bytes, &th->rec, &th->own);
 			if (k) {
 				th->off += k;
 				th->ri++;
@@ -572,6 +581,7 @@ int gs_trace_next(struct gs_trace *t, struct gs_event *ev)
 	ev->tid = best->cur_tid ? best->cur_tid : best->tid;
 	ev->start_ns = gs_trace_ns(t, br->start);
 	ev->end_ns = gs_trace_ns(t, br->end);
+	ev->own_ns = gs_trace_own_ns(t, br, best->own);
 	ev->corr = 0;
 	if (br->kind >= GSPY_KIND_gpu_kernel && br->kind <= GSPY_KIND_gpu_memset)
 		ev->corr = br->u.gpu.cupti_corr;

@@ -23,6 +23,7 @@ struct gs_event {
 	const struct gspy_record *rec; /* decoded; valid until the next gs_trace_next() */
 	uint32_t tid;
 	uint64_t start_ns, end_ns;     /* CLOCK_MONOTONIC */
+	uint64_t own_ns;               /* gpuspy's own time after the call (its stack walk), 0 none */
 	uint64_t corr;                 /* CUPTI correlation id, 0 none */
 };
 
@@ -37,6 +38,7 @@ struct gs_thread {
 	int bound;         /* bytes and records are read for the current chunk */
 	int have;          /* rec is decoded and not yet consumed */
 	struct gspy_record rec; /* the last record decoded: the packing base */
+	uint64_t own;           /* and gpuspy's own time after it (format.h) */
 	uint32_t cur_tid;  /* the current chunk's records are this thread's from an
 			    * owner record on (a chunk handed on), else 0: tid's */
 	uint64_t events, dropped;
@@ -96,6 +98,8 @@ void gs_trace_close(struct gs_trace *t);
  * a header it copied), and a raw clock value in CLOCK_MONOTONIC ns. */
 void gs_trace_clock(struct gs_trace *t);
 uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw);
+/* gpuspy's own time after r (format.h's own, raw clock), in ns. */
+uint64_t gs_trace_own_ns(const struct gs_trace *t, const struct gspy_record *r, uint64_t own);
 /* gpuspy's own time taking call stacks (header stacks_time), in ns. */
 uint64_t gs_trace_stack_ns(const struct gs_trace *t);
 /* The bytes of a string-table entry (binary entries: format.h); 0 if the id

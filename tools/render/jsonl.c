@@ -193,6 +193,8 @@ cJSON *gs_dump_event(const struct gs_trace *t, const struct gs_event *ev)
 		add_i64(o, "result", r->result);
 	if (r->stack_id)
 		cJSON_AddNumberToObject(o, "stack", r->stack_id);
+	if (ev->own_ns)
+		add_u64(o, "own_ns", ev->own_ns);
 	switch (r->kind) {
 	case GSPY_KIND_alloc:
 	case GSPY_KIND_free:

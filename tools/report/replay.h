@@ -16,6 +16,7 @@
 enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE };
 struct gs_item {
 	uint64_t start, end, bytes, stream, corr; /* end >= start (steps.c clamps a forged one) */
+	uint64_t own_ns; /* gpuspy's stack walk after the call (0: none, or not timed) */
 	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: its phase */
 	uint16_t api;
 	uint8_t what, kind, dir, mem, async;
@@ -53,7 +54,8 @@ struct gs_replay {
 	 * what one takes without it: graph_base_ns, and graph_node_ns for
 	 * each kernel node. */
 	uint64_t record_ns, cupti_ns, graph_base_ns, graph_node_ns;
-	uint64_t stack_ns; /* and a call stack's walk (its mean in the run), after the call */
+	uint64_t stack_ns; /* and a call stack's walk (its mean in the run), after the call,
+			    * where the trace did not time each (gs_item.own_ns) */
 };
 
 /* The window replayed with change made: its length in ns (divide by

@@ -125,6 +125,7 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	it->device = ev->device;
 	it->tid = ev->tid;
 	it->stack_id = ev->stack_id;
+	it->own_ns = ev->own_ns;
 	if (it->what == GS_IT_CALL)
 		it->tok = token(ev);
 }
