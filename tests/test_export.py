@@ -37,7 +37,7 @@ def check_chrome(path):
     for key, v in slices.items():
         stack = []
         for b, end, name in sorted(v, key=lambda x: (x[0], -x[1])):
-            while stack and stack[-1] <= b:
+            while stack and stack[-1] <= b + 1e-3:  # ts + dur in floats: a slice's end may pass the next's start by 1e-5
                 stack.pop()
             check(not stack or end <= stack[-1] + 1e-3, f"slice {name} at {b} overlaps its parent on {key}")
             stack.append(end)
@@ -57,10 +57,15 @@ def export_chrome_trace(tmp):
     check(len(phases) == 80 and {e["name"] for e in phases} == {"data", "forward", "backward", "optimizer"},
           f"{len(phases)} phase slices")
     check(len({e["tid"] for e in phases}) == 1, "phases are not on one track")
-    api = [e for e in ev if e["ph"] == "X" and e.get("cat") != "phase"]
+    api = [e for e in ev if e["ph"] == "X" and e.get("cat") not in ("phase", "gpuspy")]
     _, dumped = dump(g)
     calls = [e for e in dumped if not e["kind"].startswith("phase") and e["kind"] != "mark"]
     check(len(api) == len(calls), f"{len(api)} API slices for {len(calls)} calls")
+    # gpuspy's own stack walks: a slice after each call that timed one, on its thread.
+    own = sorted((e["tid"], e["ts"], e["dur"]) for e in ev if e.get("cat") == "gpuspy")
+    want = sorted((e["tid"], e["end_ns"] / 1e3, e["own_ns"] / 1e3) for e in dumped if "own_ns" in e)
+    check(want and len(own) == len(want) and all(a[0] == b[0] and abs(a[1] - b[1]) < 1e-3 and abs(a[2] - b[2]) < 1e-3
+                                                 for a, b in zip(own, want)), f"own slices {own[:3]}, walks {want[:3]}")
     check(sum(1 for e in api if e["name"] == "fwd_gemm") == 200, "launch slices not named by kernel")
     mem = [e["args"]["bytes"] for e in ev if e["ph"] == "C"]
     check(len(mem) == 44 and max(mem) == (2 << 20) + (512 << 10) + (4 << 20) and mem[-1] == 0,

@@ -114,6 +114,15 @@ static void slice(struct out *o, const struct gs_ev *ev, uint32_t pid, const str
 			cJSON_AddItemToArray(f, cJSON_CreateString(st->frames[i]));
 	}
 	emit(o, e);
+	if (ev->own_ns && ev->end_ns + ev->own_ns > ev->end_ns) {
+		/* gpuspy's own time after the call, on its thread: the walk of
+		 * that stack (the gap the replay takes it off), not the program's. */
+		e = event("X", "gpuspy: call stack", pid, ev->tid);
+		cJSON_AddStringToObject(e, "cat", "gpuspy");
+		add_us(e, "ts", ev->end_ns);
+		add_us(e, "dur", ev->own_ns);
+		emit(o, e);
+	}
 }
 
 static void counter(struct out *o, uint32_t pid, uint64_t ns, int64_t bytes)
