@@ -133,23 +133,33 @@ def each_walk_is_taken_off_as_timed(tmp):
     takes 2 ms), with each wait's record saying its own walk took 30 us
     (own_ns, as gpuspy writes it): the replay takes off each walk as
     timed, not the mean. The replayed step is 1,010,400 - 30,000 ns, the
-    saving 410,257 - 30,000 ns (with the mean: 960,400 and 360,257)."""
+    saving 410,257 - 30,000 ns (with the mean: 960,400 and 360,257). Then
+    with another thread's 1 us call 1 us after each wait, inside the
+    walk: the walk still goes (before, that call's end took the walk's
+    place and all of it was counted, 1,011,100 and 410,957), and the call
+    stays, 700 ns of it (less gpuspy's record): 981,100 and 380,957."""
     import json
     path = wait_step_trace(tmp, stack=True)
     lines = open(path).read().splitlines()
     head = dict(json.loads(lines[0]), stacks_taken=49, stacks_ns=49 * 50_000)
-    ev = [json.loads(x) for x in lines[1:]]
-    for e in ev:
-        if e.get("kind") == "sync":
-            e["own_ns"] = 30_000
-    with open(path, "w") as f:
-        f.write("\n".join(json.dumps(x) for x in [head] + ev) + "\n")
-    o = report_json_of(path)
-    step = o["processes"][0]["step"]
-    check(step["step_ns"] == 1_025_000 and step["replayed_step_ns"] == 980_400, f"step {step}")
-    d = o["diagnoses"]
-    check(len(d) == 1 and d[0]["id"] == "step_waits" and d[0]["saving"]["per_step_ns"] == 380_257,
-          f"diagnoses {d}")
+    for other in (False, True):
+        ev = []
+        for e in map(json.loads, lines[1:]):
+            ev.append(e)
+            if e.get("kind") == "sync":
+                e["own_ns"] = 30_000
+                if other:
+                    ev.append({"type": "event", "kind": "sync", "api": "cudaEventSynchronize", "tid": 8,
+                               "start_ns": e["end_ns"] + 1000, "end_ns": e["end_ns"] + 2000, "result": 0,
+                               "device": 0, "stream": 0})
+        with open(path, "w") as f:
+            f.write("\n".join(json.dumps(x) for x in [head] + ev) + "\n")
+        o = report_json_of(path)
+        step, d = o["processes"][0]["step"], o["diagnoses"]
+        check(step["step_ns"] == 1_025_000 and step["replayed_step_ns"] == 980_400 + 700 * other,
+              f"other thread {other}: step {step}")
+        check(len(d) == 1 and d[0]["id"] == "step_waits" and d[0]["saving"]["per_step_ns"] == 380_257 + 700 * other,
+              f"other thread {other}: diagnoses {d}")
 
 
 @test

@@ -190,7 +190,9 @@ uint64_t gs_trace_own_ns(const struct gs_trace *t, const struct gspy_record *r, 
 	if (!own)
 		return 0;
 	uint64_t a = gs_trace_ns(t, r->end), b = gs_trace_ns(t, r->end + own);
-	return r->end + own > r->end && b > a ? b - a : 0; /* a forged time past 2^64: none */
+	if (r->end + own < r->end)
+		return 0; /* a forged time past 2^64: none */
+	return b > a ? b - a : 1; /* timed, if under a ns: not "untimed" */
 }
 
 /* Gives back the pages of [off, off + len) of the mapping, clamped to it:

@@ -143,7 +143,8 @@ struct sim {
 	size_t ngpu;
 	uint64_t h;        /* the replay's host clock */
 	uint64_t prev_end; /* the run's: the latest end of a call so far */
-	uint64_t prev_walk; /* that call's stack walk (after its end: in the gap after it) */
+	uint64_t walk_end; /* the latest end of a call's stack walk (after the call's end: in
+			    * the gaps after it, whatever other threads' calls end meanwhile) */
 	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
@@ -228,16 +229,24 @@ static uint64_t walk(const struct gs_replay *rp, const struct gs_item *c)
 	return c->own_ns ? c->own_ns : c->stack_id ? rp->stack_ns : 0;
 }
 
+/* The part of a gap of the host's, from the latest end of a call so far,
+ * that a stack walk took. */
+static uint64_t walked(const struct sim *m, uint64_t gap)
+{
+	uint64_t w = m->walk_end > m->prev_end ? m->walk_end - m->prev_end : 0;
+	return w < gap ? w : gap;
+}
+
 /* The host's own work before call c (the gap since the calls before it),
  * as the change leaves it. */
 static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 {
 	uint64_t gap = c->start > m->prev_end ? c->start - m->prev_end : 0;
 	const struct gs_replay *rp = m->rp;
-	/* gpuspy walked the last call's stack after it ended: tracing's, not
-	 * the program's (on a critical path, after a wait, it would count as
-	 * a saving of the change that hides it). */
-	gap = gap > m->prev_walk ? gap - m->prev_walk : 0;
+	/* gpuspy walked a call's stack after it ended: tracing's, not the
+	 * program's (on a critical path, after a wait, it would count as a
+	 * saving of the change that hides it). */
+	gap -= walked(m, gap);
 	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase) {
 		/* The workers load the batch meanwhile: the gap's part in the
 		 * data phase goes (before it began, the host did other work).
@@ -338,10 +347,11 @@ static void call(struct sim *m, const struct gs_item *c)
 	m->prev_capturable = capturable(c);
 	m->prev_phase = c->phase;
 	note_recorded(m, c);
-	if (c->end > m->prev_end) {
+	if (c->end > m->prev_end)
 		m->prev_end = c->end;
-		m->prev_walk = walk(rp, c);
-	}
+	uint64_t w = c->end + walk(rp, c);
+	if (w > m->walk_end && w >= c->end)
+		m->walk_end = w;
 }
 
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
@@ -370,7 +380,7 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 	/* The host's own work after the last call, to the window's end (less
 	 * that call's stack walk, as in own_gap). */
 	uint64_t tail = rp->tb > m.prev_end ? rp->tb - m.prev_end : 0;
-	tail = tail > m.prev_walk ? tail - m.prev_walk : 0;
+	tail -= walked(&m, tail);
 	m.h += tail;
 	uint64_t end = m.h, gpu = latest(m.s.free, m.s.n);
 	free(m.gpu);
