@@ -407,9 +407,9 @@ static inline __attribute__((always_inline)) uint64_t take(struct gspy_record *r
 	int e = errno;
 	stack_note(r);
 	/* Timed from the call's end (gs_end read the clock just before): the
-	 * record carries it (the replay takes it off the gap after the call,
-	 * where a walk costs 2 us or 150 us), the header counts it (the
-	 * report's own time). */
+	 * record carries it (the replay takes it off the gap after the call:
+	 * one walk takes a microsecond, a cold one milliseconds), the header
+	 * counts it (the report's own time). */
 	uint64_t now = gs_now(), own = now > r->end ? now - r->end : 1;
 	gs_writer_stack_cost(own);
 	errno = e;

@@ -5,10 +5,6 @@
 
 #include "gs.h"
 
-/* An allocation's native frames taken now, to be recorded once the trace
- * file exists (hook_host.c, before the first CUDA call): up to
- * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
- * allocations carry no stack; and, later, their stack id. */
 /* A recorded call's stack (record.c), and gs_stack_fault's: each returns
  * the walk's time, raw clock (the record's own time), 0 when none. */
 uint64_t gs_stack_note(struct gspy_record *r);
@@ -23,6 +19,10 @@ uint64_t gs_stack_fault(struct gspy_record *r);
  * launch by it when it is the one the fault came from. */
 void gs_stack_launch_where(struct gs_tls *t, const struct gspy_record *r);
 void gs_stack_fault_site(struct gs_tls *t);
+/* An allocation's native frames taken now, to be recorded once the trace
+ * file exists (hook_host.c, before the first CUDA call): up to
+ * GPUSPY_STACK_DEPTH PCs into pc (GSPY_STACK_MAX room), none when
+ * allocations carry no stack; and, later, their stack id. */
 unsigned gs_stack_pcs(uint64_t *pc);
 uint32_t gs_stack_id_of(const uint64_t *pc, unsigned n);
 

@@ -476,8 +476,9 @@ struct gspy_pack_base {
 };
 
 /* Writes r, with gpuspy's own time after it, at out (GSPY_PACKED_MAX bytes
- * available); returns the bytes used and makes *base r's. The encoder runs on every intercepted call,
- * usually with its code out of the instruction cache, so it is kept small:
+ * available); returns the bytes used and makes *base r's. The encoder
+ * runs on every intercepted call, usually with its code out of the
+ * instruction cache, so it is kept small:
  * every field's value first, one loop for the mask (two fields a step
  * with SSE2), one over the fields it names (a varint written inline per
  * field was ~1 KiB of code, and the fourteen compares unrolled took more
