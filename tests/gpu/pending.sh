@@ -35,6 +35,11 @@
 #        error comes from: the spread of its untraced truth, pinned or
 #        not, in one process, and of its traced prediction
 #        (tests/gpu/whatif/jax_spread.sh)
+#   ONLY=empty_cache ROUNDS=4 PART=52w2: whether the records' own stack
+#        walk times (format.h's own) take off the empty_cache() loop's
+#        residue (its replayed slow step +0.135 to +0.422 ms over the
+#        untraced one in run1-run4, whose traces have only the mean walk;
+#        score.py --parts); about 260 s on an H100
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh: python3 tests/gpu/whatif/import.py on each
