@@ -35,11 +35,11 @@
 #        error comes from: the spread of its untraced truth, pinned or
 #        not, in one process, and of its traced prediction
 #        (tests/gpu/whatif/jax_spread.sh)
-#   ONLY=empty_cache ROUNDS=4 PART=52w2: whether the records' own stack
-#        walk times (format.h's own) take off the empty_cache() loop's
-#        residue (its replayed slow step +0.135 to +0.422 ms over the
-#        untraced one in run1-run4, whose traces have only the mean walk;
-#        score.py --parts); about 260 s on an H100
+#   ONLY=empty_cache ROUNDS=2 PART=52w2: the empty_cache() loop alone,
+#        whose replayed slow step sat +0.135 to +0.422 ms over the
+#        untraced one in run1-run4; with each stack walk timed it is not
+#        the walks (107 s on an H100:
+#        tests/gpu/results/round3/whatif-empty-cache-own-h100.md)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh: python3 tests/gpu/whatif/import.py on each
