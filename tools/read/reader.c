@@ -187,11 +187,9 @@ uint64_t gs_trace_ns(const struct gs_trace *t, uint64_t raw)
 
 uint64_t gs_trace_own_ns(const struct gs_trace *t, const struct gspy_record *r, uint64_t own)
 {
-	if (!own)
-		return 0;
+	if (!own || r->end + own < r->end)
+		return 0; /* none, or a forged time past 2^64 */
 	uint64_t a = gs_trace_ns(t, r->end), b = gs_trace_ns(t, r->end + own);
-	if (r->end + own < r->end)
-		return 0; /* a forged time past 2^64: none */
 	return b > a ? b - a : 1; /* timed, if under a ns: not "untimed" */
 }
 

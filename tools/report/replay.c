@@ -143,7 +143,6 @@ struct sim {
 	size_t ngpu;
 	uint64_t h;        /* the replay's host clock */
 	uint64_t prev_end; /* the run's: the latest end of a call so far */
-	int walks_timed;   /* the trace times each stack walk (gs_item.own_ns) */
 	uint64_t walk_end; /* the latest end of a call's stack walk (after the call's end: in
 			    * the gaps after it, whatever other threads' calls end meanwhile) */
 	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
@@ -221,14 +220,19 @@ static void note_recorded(struct sim *m, const struct gs_item *c)
 	}
 }
 
-/* gpuspy's stack walk after call c: as the trace timed it, else, in a
- * trace from before records carried their walk, the run's mean walk
- * (walks differ a hundredfold: 2.0 ms cold, 1.5 us repeated). In a trace
- * that times them, a stack with no walk timed was taken elsewhere (a
- * host allocation's, inside its call). */
-static uint64_t walk(const struct sim *m, const struct gs_item *c)
+uint64_t gs_replay_mean_walk(const struct gs_item *v, size_t n, uint64_t taken, uint64_t ns)
 {
-	return c->own_ns ? c->own_ns : c->stack_id && !m->walks_timed ? m->rp->stack_ns : 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].own_ns)
+			return 0;
+	return taken ? ns / taken : 0;
+}
+
+/* gpuspy's stack walk after call c: as the trace timed it (walks differ a
+ * hundredfold: 2.0 ms cold, 1.5 us repeated), else gs_replay_mean_walk's. */
+static uint64_t walk(const struct gs_replay *rp, const struct gs_item *c)
+{
+	return c->own_ns ? c->own_ns : c->stack_id ? rp->stack_ns : 0;
 }
 
 /* The part of a gap of the host's, from the latest end of a call so far,
@@ -351,7 +355,7 @@ static void call(struct sim *m, const struct gs_item *c)
 	note_recorded(m, c);
 	if (c->end > m->prev_end)
 		m->prev_end = c->end;
-	uint64_t w = c->end + walk(m, c);
+	uint64_t w = c->end + walk(rp, c);
 	if (w > m->walk_end && w >= c->end)
 		m->walk_end = w;
 }
@@ -362,11 +366,9 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
 	if (!m.gpu)
 		return rp->tb - rp->ta;
-	for (size_t i = 0; i < rp->n; i++) {
+	for (size_t i = 0; i < rp->n; i++)
 		if (rp->it[i].what == GS_IT_GPU && rp->it[i].corr)
 			m.gpu[m.ngpu++] = &rp->it[i];
-		m.walks_timed |= rp->it[i].own_ns != 0;
-	}
 	qsort(m.gpu, m.ngpu, sizeof(*m.gpu), by_corr);
 	for (size_t i = 0; i < rp->n; i++) { /* each stream handle's GPU id, from what was launched on it */
 		const struct gs_item *c = &rp->it[i];

@@ -54,9 +54,15 @@ struct gs_replay {
 	 * what one takes without it: graph_base_ns, and graph_node_ns for
 	 * each kernel node. */
 	uint64_t record_ns, cupti_ns, graph_base_ns, graph_node_ns;
-	uint64_t stack_ns; /* and a call stack's walk (its mean in the run), after the call,
-			    * where the trace did not time each (gs_item.own_ns) */
+	uint64_t stack_ns; /* and a call stack's walk after the call, where the trace did
+			    * not time each (gs_item.own_ns): gs_replay_mean_walk */
 };
+
+/* The walk to take off after a call with a stack but no walk timed: in a
+ * trace from before records carried their walk, the run's mean (taken
+ * walks, their total ns); none in one that times them (such a stack was
+ * taken elsewhere: a host allocation's, inside its call). */
+uint64_t gs_replay_mean_walk(const struct gs_item *v, size_t n, uint64_t taken, uint64_t ns);
 
 /* The window replayed with change made: its length in ns (divide by
  * steps for a step). */

@@ -644,7 +644,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	 * traced under CUPTI (replay.c's untraced()). */
 	rp.graph_node_ns = 200;
 	rp.graph_base_ns = 2200;
-	rp.stack_ns = r->proc.stacks_taken ? r->proc.stacks_ns / r->proc.stacks_taken : 0;
+	rp.stack_ns = gs_replay_mean_walk(v, n, r->proc.stacks_taken, r->proc.stacks_ns);
 	steady_own(r, s, v, n, &rp);
 	/* The data phase's own host work, a step: the gaps before its calls,
 	 * from when it began. */
