@@ -632,13 +632,22 @@ static void churn(struct gs_report *r)
 	double share = after ? (double)c->host_ns / (double)after : 0;
 	if (share < 0.01)
 		return; /* under 1% of the time: not worth changing the code for */
+	/* With call stacks: where the most frees were made (a cache emptied
+	 * every step, torch.cuda.empty_cache(), is a line of the program's). */
+	char where[300] = "", at[240];
+	const struct gs_site **v;
+	size_t n = gs_sites_sorted(&r->sites.frees, GS_BY_COUNT, &v);
+	if (n && *v[0]->frames)
+		snprintf(where, sizeof(where), " The most frees from one place, %llu, were %s.", (unsigned long long)v[0]->count,
+			 place(v[0]->frames, "at", at, sizeof(at)));
+	free(v);
 	add(r, "allocation_churn",
 	    "%llu device allocations (%s) and %llu frees after warm-up (%s) took %s in the calls, %.*f%% "
-	    "of the time after it: each cudaMalloc/cudaFree synchronizes the device.\n%s",
+	    "of the time after it: each cudaMalloc/cudaFree synchronizes the device.%s\n%s",
 	    (unsigned long long)c->allocs, gs_fmt_bytes(b, c->alloc_bytes), (unsigned long long)c->frees,
 	    r->phases_repeat ? "after the first occurrence of a repeated phase"
 			     : "after the first fifth of the events",
-	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share, advice(r, ADV_CHURN));
+	    gs_fmt_ns(t, c->host_ns), pct_digits(share), 100 * share, where, advice(r, ADV_CHURN));
 	saving(r, c->host_ns, 0, "the time in those calls, which a buffer reused or taken from a pool does not make");
 }
 

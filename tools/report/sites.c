@@ -187,6 +187,30 @@ static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int cont
 	return -1;
 }
 
+/* A free: its site (device frees with a stack, frames rendered), and
+ * the live allocation it ends. */
+static void free_event(struct gs_sites *s, const struct gs_ev *ev, const char *frames, int device)
+{
+	if (device && frames) {
+		size_t i = site(&s->frees, frames, ev->mem, NULL); /* may move the array */
+		struct gs_site *x = &s->frees.v[i];
+		x->count++;
+		x->host_ns += ev->end_ns - ev->start_ns;
+	}
+	int host = ev->mem == GSPY_MEM_host;
+	struct gs_live *v = host ? s->hostlive : s->dev;
+	size_t *n = host ? &s->nhost : &s->ndev;
+	long j = (host || device) ? live_find(v, *n, ev->addr, 0) : -1;
+	if (j < 0)
+		return;
+	if (!host) {
+		struct gs_site *x = &s->alloc.v[v[j].site];
+		x->live_bytes -= v[j].bytes;
+		x->live_count--;
+	}
+	v[j] = v[--*n];
+}
+
 static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, const char *phase)
 {
 	int alloc = ev->kind == GSPY_KIND_alloc, free_ = ev->kind == GSPY_KIND_free;
@@ -225,18 +249,7 @@ static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs
 		return;
 	}
 	if (free_) {
-		int host = ev->mem == GSPY_MEM_host;
-		struct gs_live *v = host ? s->hostlive : s->dev;
-		size_t *n = host ? &s->nhost : &s->ndev;
-		long j = (host || device) ? live_find(v, *n, ev->addr, 0) : -1;
-		if (j < 0)
-			return;
-		if (!host) {
-			struct gs_site *x = &s->alloc.v[v[j].site];
-			x->live_bytes -= v[j].bytes;
-			x->live_count--;
-		}
-		v[j] = v[--*n];
+		free_event(s, ev, st ? buf : NULL, device);
 		return;
 	}
 	if (ev->kind == GSPY_KIND_copy && ev->mem == GSPY_MEM_pageable && st &&
@@ -364,6 +377,7 @@ static void sites_merge(struct gs_sites *d, const struct gs_sites *s)
 	merge_set(&d->alloc, &s->alloc);
 	merge_set(&d->copy, &s->copy);
 	merge_set(&d->sync, &s->sync);
+	merge_set(&d->frees, &s->frees);
 	d->any |= s->any;
 }
 
@@ -385,6 +399,7 @@ static void sites_free(struct gs_sites *s)
 	free_set(&s->copy);
 	free_set(&s->sync);
 	free_set(&s->host);
+	free_set(&s->frees);
 	free(s->dev);
 	free(s->hostlive);
 	memset(s, 0, sizeof(*s));

@@ -6,7 +6,9 @@
  *   peak:  what each allocation site held when reserved device memory peaked;
  *   copy:  pageable copies, each with the stack that allocated its host
  *          buffer when host allocations were recorded;
- *   sync:  waits made inside phases that repeat (per step).
+ *   sync:  waits made inside phases that repeat (per step);
+ *   frees: device frees, by stack (allocation churn's frees: a cache
+ *          emptied every step).
  * Memory grows with distinct stacks and live recorded allocations, never
  * with the number of events.
  */
@@ -47,7 +49,7 @@ struct gs_live {
 };
 
 struct gs_sites {
-	struct gs_siteset alloc, copy, sync, host;
+	struct gs_siteset alloc, copy, sync, host, frees;
 	struct gs_live *dev, *hostlive; /* live recorded allocations */
 	size_t ndev, devcap, nhost, hostcap;
 	int any; /* some event had a stack */
