@@ -16,10 +16,10 @@
 #        an H100, its slow step 1.76 to 3.41 ms by process), 52w5 jax_hostbound,
 #        sync_copies, upload_once and healthy (the last two one round,
 #        QUIET_ROUNDS). `python3 tests/gpu/whatif/import.py DIR runN` on
-#        each part's whatif folder adds its programs to set runN. About
-#        1,650 s of device time on an H100 with decode's sixteen rounds
-#        (run4's eight: 1,508 s, whatif-run4-h100.md), nearly a session's
-#        1,800; one set must come from one kind of card.
+#        each part's whatif folder adds its programs to set runN. Run5,
+#        decode's sixteen rounds: 1,228 s of commands on an H100, 345,
+#        223, 209, 213 and 238 s (whatif-run5-h100.md; about 30 s more a
+#        call held); one set must come from one kind of card.
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)

@@ -632,14 +632,15 @@ static void churn(struct gs_report *r)
 	double share = after ? (double)c->host_ns / (double)after : 0;
 	if (share < 0.01)
 		return; /* under 1% of the time: not worth changing the code for */
-	/* With call stacks: where the most frees were made (a cache emptied
-	 * every step, torch.cuda.empty_cache(), is a line of the program's). */
+	/* With call stacks: where the most of those frees were made (a cache
+	 * emptied every step, torch.cuda.empty_cache(), is a line of the
+	 * program's). */
 	char where[300] = "", at[240];
 	const struct gs_site **v;
-	size_t n = gs_sites_sorted(&r->sites.frees, GS_BY_COUNT, &v);
-	if (n && *v[0]->frames)
-		snprintf(where, sizeof(where), " The most frees from one place, %llu, were %s.", (unsigned long long)v[0]->count,
-			 place(v[0]->frames, "at", at, sizeof(at)));
+	size_t n = gs_sites_sorted(&r->sites.frees[r->phases_repeat ? 0 : 1], GS_BY_COUNT, &v);
+	if (n && *place(v[0]->frames, "at", at, sizeof(at)) && at[strlen(at) - 1] != ' ')
+		snprintf(where, sizeof(where), " The most of those frees from one place, %llu, were %s.",
+			 (unsigned long long)v[0]->count, at);
 	free(v);
 	add(r, "allocation_churn",
 	    "%llu device allocations (%s) and %llu frees after warm-up (%s) took %s in the calls, %.*f%% "

@@ -187,13 +187,16 @@ static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int cont
 	return -1;
 }
 
-/* A free: its site (device frees with a stack, frames rendered), and
- * the live allocation it ends. */
-static void free_event(struct gs_sites *s, const struct gs_ev *ev, const char *frames, int device)
+/* A free: its site (a device free with a stack, frames rendered, in
+ * each rule's set whose warm-up has ended: bit i of warm), and the live
+ * allocation it ends. */
+static void free_event(struct gs_sites *s, const struct gs_ev *ev, const char *frames, int device, unsigned warm)
 {
-	if (device && frames) {
-		size_t i = site(&s->frees, frames, ev->mem, NULL); /* may move the array */
-		struct gs_site *x = &s->frees.v[i];
+	for (int k = 0; k < 2 && device && frames; k++) {
+		if (!(warm >> k & 1))
+			continue;
+		size_t i = site(&s->frees[k], frames, ev->mem, NULL); /* may move the array */
+		struct gs_site *x = &s->frees[k].v[i];
 		x->count++;
 		x->host_ns += ev->end_ns - ev->start_ns;
 	}
@@ -211,7 +214,8 @@ static void free_event(struct gs_sites *s, const struct gs_ev *ev, const char *f
 	v[j] = v[--*n];
 }
 
-static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, const char *phase)
+static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs_ev *ev, const char *phase,
+			unsigned warm)
 {
 	int alloc = ev->kind == GSPY_KIND_alloc, free_ = ev->kind == GSPY_KIND_free;
 	const struct gs_stack *st = ev->stack_id ? gs_input_stack(in, ev->stack_id) : NULL;
@@ -249,7 +253,7 @@ static void sites_event(struct gs_sites *s, struct gs_input *in, const struct gs
 		return;
 	}
 	if (free_) {
-		free_event(s, ev, st ? buf : NULL, device);
+		free_event(s, ev, st ? buf : NULL, device, warm);
 		return;
 	}
 	if (ev->kind == GSPY_KIND_copy && ev->mem == GSPY_MEM_pageable && st &&
@@ -302,7 +306,9 @@ void gs_sites_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 {
 	struct gs_report *r = p->r;
 	(void)feed;
-	sites_event(&r->sites, p->in, ev, cur ? r->phases[cur].name : NULL);
+	/* Warm-up has ended by the churn's rules (memory.c saw this event first). */
+	unsigned warm = (r->churn[0].warm ? 1u : 0u) | (r->churn[1].warm ? 2u : 0u);
+	sites_event(&r->sites, p->in, ev, cur ? r->phases[cur].name : NULL, warm);
 	if (p->peak_snapshot)
 		gs_sites_snapshot(&r->sites, GS_SNAP_PEAK);
 	p->peak_snapshot = 0;
@@ -377,7 +383,8 @@ static void sites_merge(struct gs_sites *d, const struct gs_sites *s)
 	merge_set(&d->alloc, &s->alloc);
 	merge_set(&d->copy, &s->copy);
 	merge_set(&d->sync, &s->sync);
-	merge_set(&d->frees, &s->frees);
+	merge_set(&d->frees[0], &s->frees[0]);
+	merge_set(&d->frees[1], &s->frees[1]);
 	d->any |= s->any;
 }
 
@@ -399,7 +406,8 @@ static void sites_free(struct gs_sites *s)
 	free_set(&s->copy);
 	free_set(&s->sync);
 	free_set(&s->host);
-	free_set(&s->frees);
+	free_set(&s->frees[0]);
+	free_set(&s->frees[1]);
 	free(s->dev);
 	free(s->hostlive);
 	memset(s, 0, sizeof(*s));

@@ -7,8 +7,9 @@
  *   copy:  pageable copies, each with the stack that allocated its host
  *          buffer when host allocations were recorded;
  *   sync:  waits made inside phases that repeat (per step);
- *   frees: device frees, by stack (allocation churn's frees: a cache
- *          emptied every step).
+ *   frees: device frees after warm-up, by stack, one set for each of
+ *          allocation churn's two rules of warm-up (report.h's churn): a
+ *          cache emptied every step.
  * Memory grows with distinct stacks and live recorded allocations, never
  * with the number of events.
  */
@@ -49,7 +50,7 @@ struct gs_live {
 };
 
 struct gs_sites {
-	struct gs_siteset alloc, copy, sync, host, frees;
+	struct gs_siteset alloc, copy, sync, host, frees[2];
 	struct gs_live *dev, *hostlive; /* live recorded allocations */
 	size_t ndev, devcap, nhost, hostcap;
 	int any; /* some event had a stack */
