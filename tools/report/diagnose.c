@@ -638,7 +638,9 @@ static void churn(struct gs_report *r)
 	char where[300] = "", at[240];
 	const struct gs_site **v;
 	size_t n = gs_sites_sorted(&r->sites.frees[r->phases_repeat ? 0 : 1], GS_BY_COUNT, &v);
-	if (n && *place(v[0]->frames, "at", at, sizeof(at)) && at[strlen(at) - 1] != ' ')
+	if (n)
+		place(v[0]->frames, "at", at, sizeof(at));
+	if (n && at[strlen(at) - 1] != ' ') /* a first frame that renders empty: "at " */
 		snprintf(where, sizeof(where), " The most of those frees from one place, %llu, were %s.",
 			 (unsigned long long)v[0]->count, at);
 	free(v);

@@ -192,14 +192,11 @@ static long live_find(const struct gs_live *v, size_t n, uint64_t addr, int cont
  * allocation it ends. */
 static void free_event(struct gs_sites *s, const struct gs_ev *ev, const char *frames, int device, unsigned warm)
 {
-	for (int k = 0; k < 2 && device && frames; k++) {
-		if (!(warm >> k & 1))
-			continue;
-		size_t i = site(&s->frees[k], frames, ev->mem, NULL); /* may move the array */
-		struct gs_site *x = &s->frees[k].v[i];
-		x->count++;
-		x->host_ns += ev->end_ns - ev->start_ns;
-	}
+	for (int k = 0; device && frames && k < 2; k++)
+		if (warm >> k & 1) {
+			size_t i = site(&s->frees[k], frames, ev->mem, NULL); /* may move the array */
+			s->frees[k].v[i].count++;
+		}
 	int host = ev->mem == GSPY_MEM_host;
 	struct gs_live *v = host ? s->hostlive : s->dev;
 	size_t *n = host ? &s->nhost : &s->ndev;

@@ -7,9 +7,9 @@
  *   copy:  pageable copies, each with the stack that allocated its host
  *          buffer when host allocations were recorded;
  *   sync:  waits made inside phases that repeat (per step);
- *   frees: device frees after warm-up, by stack, one set for each of
- *          allocation churn's two rules of warm-up (report.h's churn): a
- *          cache emptied every step.
+ *   frees: device frees after warm-up, counted by stack, one set for
+ *          each of allocation churn's two rules of warm-up (report.h's
+ *          churn): a cache emptied every step.
  * Memory grows with distinct stacks and live recorded allocations, never
  * with the number of events.
  */
