@@ -10,7 +10,7 @@
 #   PART=52w1 ... PART=52w5 bash tests/gpu/pending.sh   the what-if
 #        suite in five calls, each under 560 s on an H100 (a torch
 #        program's round, slow and fixed untraced and slow traced, about
-#        55 s there: whatif-run4-h100-partial.md): 52w1 pageable and
+#        55 s there: whatif-run4-h100.md, its last section): 52w1 pageable and
 #        dataloader, 52w2 item and empty_cache, 52w3 launch_bound (eight
 #        rounds, HOST_ROUNDS), 52w4 decode (sixteen: 161 s for eight on
 #        an H100, its slow step 1.76 to 3.41 ms by process), 52w5 jax_hostbound,
@@ -19,7 +19,10 @@
 #        each part's whatif folder adds its programs to set runN. Run5,
 #        decode's sixteen rounds: 1,228 s of commands on an H100, 345,
 #        223, 209, 213 and 238 s (whatif-run5-h100.md; about 30 s more a
-#        call held); one set must come from one kind of card.
+#        call held); one set must come from one kind of card. Run6,
+#        decode's eight rounds, on a slower H100: 410, 279, 339, 364
+#        and 172 s (whatif-run6-h100.md): the whole suite then fits a
+#        session's 1,800 s only with decode at eight.
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
@@ -84,7 +87,7 @@ case "${PART:-}" in
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
 52e | 52f)
 	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 2 x
-	# 4 x 3 of 10-18 s (whatif-run4-h100-partial.md), each with a report.
+	# 4 x 3 of 10-18 s (whatif-run4-h100.md), each with a report.
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
 	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
