@@ -463,3 +463,75 @@ def the_replayed_window_spans_250_ms_in_the_later_half_of_the_steps(tmp):
     check(got == (3999, 1250, 200_000, 197_500), f"250 ms of steps: {got}")
     got = steps(20000, 20_000)
     check(got == (19999, 4096, 20_000, 17_500), f"the cap: {got}")
+
+
+def epochs(tmp, times):
+    """A C loop, no GPU records, in 4 occurrences of phase 'epoch', each
+    256 launches of kernel k, times(epoch) = (a launch's ns, from one
+    launch to the next): the trace's path and report. Four phase begins
+    are too few to repeat, so the step must be the launcher's 16 launches,
+    63 steps of 160 us."""
+    ev, t = [], 1_000_000
+    for e in range(4):
+        d, every = times(e)
+        ev.append(phase_event(True, t, "epoch", e))
+        for _ in range(256):
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + d,
+                       "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0})
+            t += every
+        ev.append(phase_event(False, t, "epoch", e))
+    path = write_jsonl(os.path.join(tmp, "epochs.jsonl"), ev)
+    o = report_json(path)
+    step = o["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 63 and step["step_ns"] == 160_000 and step["gpu_ns"] == 0 and
+          step["launches"] == 16, f"step {step}")
+    return path, o
+
+
+@test
+def a_bound_over_fewer_steps_than_the_steps_is_cut_in_all(tmp):
+    """A bound counted over fewer steps than the step's (docs/commands.md,
+    Savings): a C loop, no GPU records, in 4 occurrences of phase 'epoch'
+    (the bound's steps), each 256 kernel launches back to back, 30 us
+    each in the first epoch, 10 us after. Four phase begins are too few to
+    repeat, so the step is the launcher's: 16 launches (no wait: grouped),
+    63 whole steps, the last 40 of 160 us. launch_bound's bound, the
+    launches' 15.36 ms less one launch (15 us) for each of the 4 epochs,
+    15.3 ms, is more than 63 steps of 160 us give back (no GPU work; the
+    steady steps' own launches take all of it): it is cut in all to 63 x
+    160,000 = 10,080,000 ns, and is then over the step's 63 steps: 160,000
+    ns a step, the step's own time. Cut per step
+    of its own instead (4 x 160 us), it mixed the two units; cut in all
+    but kept over its 4 steps, it said "2.5 ms a step" of a 160 us step
+    (and 1.5 ms a step of a 100 us one when the 4 phases were a warm-up
+    before the loop)."""
+    path, o = epochs(tmp, lambda e: (30_000, 30_000) if e == 0 else (10_000, 10_000))
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
+        "ns": 63 * 160_000, "steps": 63, "per_step_ns": 160_000, "bound": "upper",
+        "how": "the 1024 launch calls' host time, 15.4 ms, less one launch (15.0 us) per step; at most the "
+               "steady steps' own, 160.0 us a step"}, f"diagnoses {d}")
+    text = report_text(path)
+    check("Saves up to 160.0 us a step (10.1 ms over 63 steps): the 1024 launch calls' host time, 15.4 ms, less "
+          "one launch (15.0 us) per step; at most the steady steps' own, 160.0 us a step."
+          in " ".join(text.split()), text)
+
+
+@test
+def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
+    """A bound over fewer steps than the step's that needs no cut is over
+    the step's steps all the same (docs/commands.md, Savings): a C loop,
+    no GPU records, in 4 occurrences of phase 'epoch', each 256 kernel
+    launches of 5 us, 5 us apart. The step is the launcher's 16 launches,
+    63 steps of 160 us. launch_bound's bound, the launches' 5.12 ms less
+    one launch (5 us) for each of the 4 epochs, 5,100,000 ns, is under 63
+    steps of 160 us: not cut, and over the 63 steps, 80,952 ns a step.
+    Kept over its 4 epochs, it said "1.3 ms a step" of a 160 us step."""
+    path, o = epochs(tmp, lambda e: (5_000, 10_000))
+    d = o["diagnoses"]
+    check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
+        "ns": 5_100_000, "steps": 63, "per_step_ns": 80_952, "bound": "upper",
+        "how": "the 1024 launch calls' host time, 5.1 ms, less one launch (5.0 us) per step"}, f"diagnoses {d}")
+    text = report_text(path)
+    check("Saves up to 81.0 us a step (5.1 ms over 63 steps): the 1024 launch calls' host time, 5.1 ms, less "
+          "one launch (5.0 us) per step." in " ".join(text.split()), text)
