@@ -561,7 +561,7 @@ def ten_jax_steps_a_dispatch_are_replayed_exactly(tmp):
 @test
 def kernels_started_before_the_last_ends_are_replayed_as_they_ran(tmp):
     """jax_loop's loop, its second kernel started 3 us before the first ends (a programmatic
-    dependent launch, as XLA's kernels on an H100: 11-16% of the what-if
+    dependent launch, as XLA's kernels: about a tenth of the what-if
     suite's JAX loop's GPU time). The GPU is busy 27 us a step, not 30;
     the step as it ran replays the same, 82,300 ns. With ten steps a
     dispatch the GPU sets the pace at 27 us a step, each second kernel
@@ -569,7 +569,7 @@ def kernels_started_before_the_last_ends_are_replayed_as_they_ran(tmp):
     27,000 = 1,082,260 ns, 27,056.5 a step, and the saving is 82,300 -
     27,056.5 = 55,243 ns. Run back to back, as the replay had it, the
     kernels gave 30 us a step and 52,243 ns: the what-if suite's JAX fix
-    replayed 7-8 us a step over the 51 us it ran, and within 1 us with
+    replayed 6-8 us a step over the 51 us it ran, and within 1 us with
     the overlap kept (whatif_changes_replay_close_to_the_fixed_programs)."""
     o = jax_loop(tmp, 12_000)
     step = o["processes"][0]["step"]

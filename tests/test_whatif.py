@@ -99,7 +99,7 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
     empty_cache -0.043, the C program -0.026. The JAX loop's fix replays
     within 1.2 us of the fixed program's 0.051 ms in every set (-0.4% to
     +1.5% of the saving), its kernels' overlap kept; run back to back,
-    they replayed 6-8 us over it, 38% of run5's saving."""
+    they replayed 6-8 us over it, 37% of run5's saving."""
     rows = [r for r in scored() if r["want"] and r["predicted_ms"] is not None]
     check(len(rows) == 48, f"{len(rows)} rows")
     err = {}

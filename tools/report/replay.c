@@ -28,6 +28,7 @@ struct streams {
 	int nmap;
 	uint64_t id[MAX_STREAMS];
 	uint64_t free[MAX_STREAMS];     /* replay: when its queued work ends */
+	uint64_t began[MAX_STREAMS];    /* replay: when the last work queued on it began */
 	uint64_t recorded[MAX_STREAMS]; /* the run: when the work launched so far ended */
 	int n;
 };
@@ -40,7 +41,7 @@ static int stream_at(struct streams *s, uint64_t id)
 	if (s->n == MAX_STREAMS)
 		return 0; /* past 64 streams, the rest share the first: waits err long */
 	s->id[s->n] = id;
-	s->free[s->n] = s->recorded[s->n] = 0;
+	s->free[s->n] = s->recorded[s->n] = s->began[s->n] = 0;
 	return s->n++;
 }
 
@@ -143,8 +144,6 @@ struct sim {
 	struct streams s;
 	const struct gs_item **gpu; /* the window's GPU records, by correlation id */
 	size_t ngpu;
-	uint64_t *ahead; /* by item (rp->it): how long a GPU record ran beside the one before it
-			  * on its stream (a programmatic dependent launch; overlaps()) */
 	uint64_t h;        /* the replay's host clock */
 	uint64_t prev_end; /* the run's: the latest end of a call so far */
 	uint64_t walk_end; /* the latest end of a call's stack walk (after the call's end: in
@@ -179,8 +178,10 @@ static size_t linked(const struct sim *m, uint64_t corr, size_t *first)
 }
 
 /* The call's GPU work queued at the replay's time t: each record on its
- * stream after what is there, for as long as it ran (or, when the copy
- * is now from pinned memory, for its bytes at the pinned bandwidth). */
+ * stream after what is there (or as much before that ends as it ran
+ * beside it in the run, but not before the last work queued there
+ * began), for as long as it ran (or, when the copy is now from pinned
+ * memory, for its bytes at the pinned bandwidth). */
 static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pinned)
 {
 	size_t k, end = linked(m, c->corr, &k);
@@ -190,14 +191,16 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 		uint64_t d = g->end - g->start; /* (steps.c keeps end >= start) */
 		if (pinned && m->rp->pinned_bps > 0)
 			d = (uint64_t)((double)g->bytes / m->rp->pinned_bps * 1e9);
-		/* It may start as far before its stream's last work ends as it
-		 * did in the run. */
-		uint64_t ahead = m->ahead ? m->ahead[g - m->rp->it] : 0;
+		uint64_t ahead = m->rp->ahead ? m->rp->ahead[g - m->rp->it] : 0;
 		uint64_t ready = m->s.free[s] > ahead ? m->s.free[s] - ahead : 0;
+		if (ready < m->s.began[s])
+			ready = m->s.began[s];
 		if (m->ch == GS_CH_GRAPH && m->graph_open)
 			ready += m->rp->node_gap_ns;
 		uint64_t st = t > ready ? t : ready;
-		m->s.free[s] = st + d;
+		m->s.began[s] = st;
+		if (st + d > m->s.free[s])
+			m->s.free[s] = st + d;
 	}
 }
 
@@ -368,52 +371,48 @@ static void call(struct sim *m, const struct gs_item *c)
 		m->walk_end = w;
 }
 
-/* m->ahead: each GPU record's overlap with the work before it on its
- * stream, as the run had it. XLA's kernels start up to a few hundred ns
- * before the last one ends (programmatic dependent launch): on the what-if
- * suite's JAX loop, 11-16% of its GPU time; serialised, its GPU-bound fix
- * replayed 6-8 us a step over the 51 it ran. A record that starts after
- * the last one ended has none; NULL (out of memory) makes none. */
 struct on_stream {
 	uint64_t stream, start;
+	int16_t device;
 	size_t i; /* in rp->it */
 };
 
 static int by_stream_start(const void *a, const void *b)
 {
 	const struct on_stream *x = a, *y = b;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
 	if (x->stream != y->stream)
 		return x->stream < y->stream ? -1 : 1;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static void overlaps(struct sim *m)
+uint64_t *gs_replay_overlaps(const struct gs_replay *rp)
 {
-	const struct gs_replay *rp = m->rp;
 	struct on_stream *o = malloc((rp->n ? rp->n : 1) * sizeof(*o));
+	uint64_t *ahead = calloc(rp->n ? rp->n : 1, sizeof(*ahead));
 	size_t k = 0;
-	m->ahead = calloc(rp->n ? rp->n : 1, sizeof(*m->ahead));
-	if (!o || !m->ahead) {
+	if (!o || !ahead) {
 		free(o);
-		free(m->ahead);
-		m->ahead = NULL;
-		return;
+		free(ahead);
+		return NULL;
 	}
 	for (size_t i = 0; i < rp->n; i++)
 		if (rp->it[i].what == GS_IT_GPU)
-			o[k++] = (struct on_stream){ rp->it[i].stream, rp->it[i].start, i };
+			o[k++] = (struct on_stream){ rp->it[i].stream, rp->it[i].start, rp->it[i].device, i };
 	qsort(o, k, sizeof(*o), by_stream_start);
 	uint64_t end = 0; /* the latest end so far on this stream */
 	for (size_t j = 0; j < k; j++) {
 		const struct gs_item *g = &rp->it[o[j].i];
-		if (j && o[j].stream != o[j - 1].stream)
+		if (j && (o[j].stream != o[j - 1].stream || o[j].device != o[j - 1].device))
 			end = 0;
 		if (g->start < end)
-			m->ahead[o[j].i] = (g->end < end ? g->end : end) - g->start;
+			ahead[o[j].i] = (g->end < end ? g->end : end) - g->start;
 		if (g->end > end)
 			end = g->end;
 	}
 	free(o);
+	return ahead;
 }
 
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
@@ -426,7 +425,6 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 		if (rp->it[i].what == GS_IT_GPU && rp->it[i].corr)
 			m.gpu[m.ngpu++] = &rp->it[i];
 	qsort(m.gpu, m.ngpu, sizeof(*m.gpu), by_corr);
-	overlaps(&m);
 	for (size_t i = 0; i < rp->n; i++) { /* each stream handle's GPU id, from what was launched on it */
 		const struct gs_item *c = &rp->it[i];
 		size_t k;
@@ -447,7 +445,6 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 	m.h += tail;
 	uint64_t end = m.h, gpu = latest(m.s.free, m.s.n);
 	free(m.gpu);
-	free(m.ahead);
 	if (gpu > end)
 		end = gpu;
 	return end > rp->ta ? end - rp->ta : 0;

@@ -526,7 +526,8 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
  * step, and what each change saves a step, with the calls it changes. */
 static void replay_changes(const struct gs_report *r, struct gs_steps *s, const struct gs_replay *rp_)
 {
-	const struct gs_replay rp = *rp_;
+	struct gs_replay rp = *rp_;
+	rp.ahead = gs_replay_overlaps(&rp); /* once: every replay the same model */
 	const struct gs_item *v = rp.it;
 	size_t n = rp.n;
 	uint64_t base = gs_replay_run(&rp, GS_CH_NONE);
@@ -560,6 +561,7 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 				    (ch == GS_CH_WORKERS && rp.data_phase && x->phase == rp.data_phase);
 		}
 	}
+	free(rp.ahead);
 }
 
 /* The steady steps' own host time a step, by kind: what a bound from the
@@ -634,14 +636,12 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	if (!rp.launch_ns)
 		rp.launch_ns = 5000;
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
-	/* What tracing added to each call (docs/measurements.md's overhead
-	 * tables: a record ~300 ns; with CUPTI, a launch-bound loop of ~41
-	 * kernels a 1.1 ms step ran at 0.83-0.88 of untraced: ~4 us a GPU
-	 * record). */
+	/* What tracing added to each call (docs/measurements.md's overhead tables:
+	 * a record ~300 ns; with CUPTI, a launch-bound loop of ~41 kernels a
+	 * 1.1 ms step ran at 0.83-0.88 of untraced: ~4 us a GPU record). */
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
-	/* A graph launch without CUPTI: a graph's in GS_CH_GRAPH, and one
-	 * traced under CUPTI (replay.c's untraced()). */
+	/* A graph launch without CUPTI (GS_CH_GRAPH's, and replay.c's untraced()). */
 	rp.graph_node_ns = 200;
 	rp.graph_base_ns = 2200;
 	rp.stack_ns = gs_replay_mean_walk(v, n, r->proc.stacks_taken, r->proc.stacks_ns);
