@@ -36,10 +36,11 @@ def check(cond, msg):
         raise Fail(msg)
 
 
-def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None, wrap=()):
+def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None, wrap=(), timeout=TIMEOUT):
     """host: preload libgpuspy-host.so after libgpuspy (by default when
     env asks for host allocations, as `gpuspy run` does); wrap: a command
-    that runs the program (unshare ...)."""
+    that runs the program (unshare ...); timeout: seconds before it is
+    taken for hung."""
     e = dict(os.environ)
     e.pop("LD_PRELOAD", None)
     e["LD_LIBRARY_PATH"] = BIN
@@ -51,7 +52,7 @@ def run(prog, args=(), env=None, preload=True, tmp=None, expect_rc=0, host=None,
         e["LD_PRELOAD"] = PRELOAD_PREFIX + LIB + (":" + HOST_LIB if host else "")
     e.update(env or {})
     p = subprocess.run([*wrap, os.path.join(BIN, prog), *args], env=e, capture_output=True,
-                       text=True, timeout=TIMEOUT)
+                       text=True, timeout=timeout)
     if expect_rc is not None:
         check(p.returncode == expect_rc,
               f"{prog} exited {p.returncode}, expected {expect_rc}: {p.stderr.strip()}")
