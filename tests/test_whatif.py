@@ -41,32 +41,35 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     measured: run1's 6-worker DataLoader was still data-bound (12
     workers ran its step at 3.04 ms against 6 workers' 3.49 ms). Each set
     is held to the errors it gives with today's report (median, worst), so
-    that a change to the model that makes one worse fails here. run1
-    alone meets the issue's target (median 15% or less, none beyond 30%):
-    7% and 14%. run2 (12%, 50%) traced each program once against two
-    untraced rounds, and processes of one program differ by 20-30% on the
-    H200 (the DataLoader +46%). run3 (11%, 33%), run5 (3%, 61%) and run6
-    (12%, 56%) miss it by the JAX loop alone, +33%, +61% and +56%: its
-    change replays within 1.2 us of the fixed program in every set (the
-    next test), and its slow step 12-35 us over the untraced median in
-    run3-run6 (-2 and -40 us in run1-run2), where that loop's untraced
-    slow step ran 0.070-0.114 ms by process in run3, 0.091-0.134 in run6.
-    Its kernels' overlap kept (XLA starts each up to a few hundred ns
-    before the last ends) took 6-8 us a step off the replayed fix, which
-    had partly offset that: +17%, +25% and +45% before. run4 (15%, 32%:
-    decode -32%, whose untraced slow step ran 1.76 to 3.41 ms in eight
-    processes, the traced one's replayed 2.01 ms against their median 2.76).
-    run5 ran each round's three runs in a random order (run4's traced
-    pageable program, always run after the fixed one, ran faster than the
-    untraced); its empty_cache() loop's pool saves 1.108 ms against 1.117
-    at 2.3% of the step (the floor of a change worth making is 2%). run6's
-    slow programs ran further apart by process than run5's (pageable 17.5
-    to 20.7 ms, the DataLoader 31.4 to 41.1, decode 1.74 to 3.70)."""
+    that a change to the model that makes one worse fails here. run3 (7%,
+    17%) and run5 (2%, 7%) meet the issue's target (median 15% or less,
+    none beyond 30%). run1 (7%, 41%) and run2 (12%, 66%) traced each
+    program once against two untraced rounds, and processes of one
+    program differ by 20-30% on the H200 (run2's DataLoader +46%); both
+    miss it by the JAX loop, whose one traced process replays its slow
+    step 0.015 and 0.053 ms under their untraced medians (-41%, -66%).
+    The JAX loop's slow step replays within 0.001 ms of the untraced
+    median in run3-run5, +0.020 in run6 (+31%), since a graph launch
+    under CUPTI keeps 12% of its time and the gap before it loses 30% of
+    what the launch lost (docs/design.md#replay); with the launch alone
+    run at 2.2 us and 0.2 us a node, that step sat 12-35 us over the
+    median in run3-run6, the loop's errors +33%, +16%, +61%, +56%. Its
+    kernels' overlap kept (XLA starts each up to a few hundred ns before
+    the last ends) took 6-8 us a step off the replayed fix. run4 (13%,
+    32%: decode -32%, whose untraced slow step ran 1.76 to 3.41 ms in
+    eight processes, the traced one's replayed 2.01 ms against their
+    median 2.76). run5 ran each round's three runs in a random order
+    (run4's traced pageable program, always run after the fixed one, ran
+    faster than the untraced); its empty_cache() loop's pool saves 1.108
+    ms against 1.117 at 2.3% of the step (the floor of a change worth
+    making is 2%). run6's slow programs ran further apart by process
+    than run5's (pageable 17.5 to 20.7 ms, the DataLoader 31.4 to 41.1,
+    decode 1.74 to 3.70: decode +29%)."""
     rows = scored()
     sets = sorted({r["set"] for r in rows})
     check(sets == ["run1", "run2", "run3", "run4", "run5", "run6"] and len(rows) == 60, f"{sets}, {len(rows)} rows")
-    bound = {"run1": (0.07, 0.15), "run2": (0.12, 0.51), "run3": (0.11, 0.33), "run4": (0.15, 0.33),
-             "run5": (0.03, 0.61), "run6": (0.12, 0.56)}
+    bound = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.07, 0.18), "run4": (0.13, 0.33),
+             "run5": (0.03, 0.08), "run6": (0.12, 0.32)}
     for name in sets:
         errs = []
         for r in (r for r in rows if r["set"] == name):

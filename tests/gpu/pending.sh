@@ -43,6 +43,9 @@
 #        untraced one in run1-run4; with each stack walk timed it is not
 #        the walks (107 s on an H100:
 #        tests/gpu/results/round3/whatif-empty-cache-own-h100.md)
+#   PART=52t bash tests/gpu/pending.sh   what CUPTI's activity records
+#        cost the host-bound programs beyond the calls the replay prices,
+#        inside one process (tests/gpu/whatif/cupti_toggle.sh)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh: python3 tests/gpu/whatif/import.py on each
@@ -93,11 +96,14 @@ case "${PART:-}" in
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
+52t)
+	step toggle 500 tests/gpu/whatif/cupti_toggle.sh
+	cat "$R/status.txt" "$R"/toggle/cupti_toggle.md 2>/dev/null ;;
 52c)
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e or 52f"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

@@ -255,8 +255,8 @@ static uint64_t walked(const struct sim *m, uint64_t gap)
 }
 
 /* The host's own work before call c (the gap since the calls before it),
- * as the change leaves it. */
-static uint64_t own_gap(struct sim *m, const struct gs_item *c)
+ * as the change leaves it, less tracing's part in it (beyond: CUPTI's). */
+static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
 {
 	uint64_t gap = c->start > m->prev_end ? c->start - m->prev_end : 0;
 	const struct gs_replay *rp = m->rp;
@@ -264,6 +264,7 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 	 * program's (on a critical path, after a wait, it would count as a
 	 * saving of the change that hides it). */
 	gap -= walked(m, gap);
+	gap -= beyond < gap ? beyond : gap;
 	if (m->ch == GS_CH_WORKERS && rp->data_phase && c->phase == rp->data_phase) {
 		/* The workers load the batch meanwhile: the gap's part in the
 		 * data phase goes (before it began, the host did other work).
@@ -287,22 +288,29 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c)
 }
 
 /* A call's time without tracing: less gpuspy's record and CUPTI's work
- * for its GPU records, never more than half the call. A graph launch's
- * CUPTI work is per kernel node and varies from process to process (on
- * an H100, JAX's 28-node launch took 6.0 us with CUPTI off, 32 to 49 us
- * on it: tests/gpu/results/round3/traced-cost-h100.md), so under CUPTI
- * the launch takes what one takes without it, a base and a part per
- * node (that file's cupti_costs.cu tables: 2.8-3.1 us for 4 nodes,
- * 7.2-7.9 us for 28), if no more than it took traced. */
+ * for its GPU records, never more than half the call. A graph launch
+ * under CUPTI keeps graph_keep_pm of its time: CUPTI's work there is per
+ * kernel node, and it and the launch both run at the process's own
+ * speed (JAX's 28-node step on an H100: 28.0 us with CUPTI, 3.4 us
+ * without, in processes of one speed; 32 to 49 us with it, 6.0 without,
+ * in slower ones: tests/gpu/results/round3/traced-cost-h100.md). */
 static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, uint64_t dur, size_t records)
 {
-	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) { /* CUPTI was on */
-		uint64_t was = dur > rp->record_ns ? dur - rp->record_ns : dur;
-		uint64_t own = rp->graph_base_ns + rp->graph_node_ns * records;
-		return own < was ? own : was;
-	}
+	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) /* CUPTI was on */
+		return dur * rp->graph_keep_pm / 1000;
 	uint64_t traced = rp->record_ns + rp->cupti_ns * records;
 	return dur > 2 * traced ? dur - traced : dur / 2;
+}
+
+/* CUPTI's work for a graph launch outside the call, in the host's gap
+ * before it: XLA sets each kernel node's parameters before a launch, in
+ * driver calls gpuspy does not intercept, and CUPTI adds to each (the
+ * JAX step above: 7.4 us in the gaps against the launch's 24.6). */
+static uint64_t cupti_beyond(const struct gs_replay *rp, const struct gs_item *c, uint64_t traced, uint64_t kept)
+{
+	if (c->kind != GSPY_KIND_launch || !gspy_api_graph_launch(c->api) || !rp->cupti_ns || traced < kept)
+		return 0;
+	return (traced - kept) * rp->graph_beyond_pm / 1000;
 }
 
 static void call(struct sim *m, const struct gs_item *c)
@@ -318,8 +326,9 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (c->start < m->prev_end) /* another thread's call, alongside: only what goes past */
 		dur = c->end > m->prev_end ? c->end - m->prev_end : 0;
 	size_t k0, k1 = linked(m, c->corr, &k0); /* CUPTI's work is per GPU record (a graph's: each node's) */
+	uint64_t traced = dur;
 	dur = untraced(rp, c, dur, k1 - k0);
-	m->h += own_gap(m, c);
+	m->h += own_gap(m, c, cupti_beyond(rp, c, traced, dur));
 	if (m->ch == GS_CH_FUSE && rp->fuse > 1)
 		dur /= rp->fuse;
 	int wait = gs_replay_waits(c);
