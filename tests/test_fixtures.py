@@ -286,7 +286,7 @@ def readme_sample_report_is_todays(tmp):
     for line in want:
         check(line in got[at:], f"README's sample line not in today's report (in its order): {line!r}")
         at = got.index(line, at) + 1
-    check(len(want) >= 20 and "Saves about 4.4 ms a step" in block, f"{len(want)} lines")
+    check(len(want) >= 20 and "Saves about 4.2 ms a step" in block, f"{len(want)} lines")
 
 
 @test

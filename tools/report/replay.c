@@ -335,7 +335,8 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h, 1);
-	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c)) {
+	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) &&
+		   !(rp->wait_every && m->step % rp->wait_every == rp->wait_every - 1)) {
 		/* It waits for nothing: its own part, at most an async call's. */
 		uint64_t w = waited(m, c), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
 										    rp->launch_ns : WAIT_COST_NS;

@@ -46,6 +46,7 @@ struct gs_replay {
 	uint64_t node_gap_ns;  /* the GPU's gap between a graph's kernels */
 	uint32_t data_phase;   /* the loader's phase (0: none) */
 	unsigned fuse;         /* steps a dispatch for GS_CH_FUSE */
+	unsigned wait_every;   /* GS_CH_NOWAIT: the steps still waiting are one in this many (the advice's) */
 	int framework;         /* PyTorch or JAX: the host code between a step's launches is theirs */
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's

@@ -619,7 +619,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	uint64_t ta = wb[0], tb = wb[s->window];
 	struct gs_report *r = p->r;
 	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = s->window, .fuse = 10,
-				.node_gap_ns = 300 }; /* docs/design.md#replay */
+				.wait_every = 20, .node_gap_ns = 300 }; /* docs/design.md#replay */
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
 			if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api))
