@@ -589,6 +589,39 @@ def kernels_started_before_the_last_ends_are_replayed_as_they_ran(tmp):
 
 
 @test
+def cuptis_part_before_a_graph_launch_is_no_more_than_the_gap(tmp):
+    """A JAX loop of 50 steps of 205 us whose graph launch took 200 us
+    under CUPTI, 5 us after the last one ended, its 2 kernels 10 us each.
+    Replayed, the launch keeps 12%, 24,000 ns, and the gap before it
+    would lose 30% of the 176,000 the launch lost, 52,800 ns, more than
+    its 5,000: it loses all of it, no more. The host sets the pace at
+    24,000 ns a step, the last step's kernels 20,000 after it: (40 x
+    24,000 + 20,000) / 40 = 24,500 ns a step. Ten steps a dispatch:
+    2,400 ns, then the GPU's 40 x 20,000, 20,060 a step; it saves 4,440
+    ns a step."""
+    from test_report import write_jsonl
+    ev = []
+    name = "XlaModule:#hlo_module=jit_step,program_id=9#"
+    for k in range(50):
+        t = 1_000_000 + k * 205_000
+        ev += [{"kind": "phase_begin", "api": "nvtxRangePush", "tid": 7, "start_ns": t, "end_ns": t, "result": 0,
+                "device": 0, "name": name},
+               {"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t, "end_ns": t + 200_000, "result": 0,
+                "device": 0, "name": "(graph)", "graph": 17476, "stream": 0, "corr": k + 1}]
+        ev += [{"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 200_500 + i * 10_000,
+                "end_ns": t + 210_500 + i * 10_000, "result": 0, "device": 0, "stream": 7, "corr": k + 1,
+                "name": f"fusion_{i}", "graph_id": 5} for i in range(2)]
+        ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + 200_000,
+                   "end_ns": t + 200_000, "result": 0, "device": 0, "name": name})
+    o = report_json_of(write_jsonl(os.path.join(tmp, "jax.jsonl"), ev, timing="cupti"))
+    step = o["processes"][0]["step"]
+    check(step["step_ns"] == 205_000 and step["replayed_step_ns"] == 24_500 and step["gpu_ns"] == 20_000 and
+          step["replayed_savings_ns"]["fuse"] == 4_440, f"step {step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "host_bound" and d[0]["saving"]["per_step_ns"] == 4_440, f"diagnoses {d}")
+
+
+@test
 def an_upload_before_a_healthy_loop_is_no_finding(tmp):
     """A 64 MiB pageable upload (50 ms), then a GPU-bound loop: 60 steps
     (a phase each) of a 10 us launch whose 2 ms kernel runs back to back
