@@ -535,3 +535,58 @@ def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
     text = report_text(path)
     check("Saves up to 81.0 us a step (5.1 ms over 63 steps): the 1024 launch calls' host time, 5.1 ms, less "
           "one launch (5.0 us) per step." in " ".join(text.split()), text)
+
+
+def graph_loop(tmp, launch_ns, period_ns, kernel_ns, data_ns=0):
+    """A JAX loop of 50 steps of period_ns, each one graph launch of
+    launch_ns under CUPTI at the step's start, its 2 kernels of kernel_ns
+    back to back 500 ns after it; with data_ns, a phase "data" from
+    data_ns before the launch to its end instead of XLA's module."""
+    from test_advice import report_json_of
+    ev = []
+    name = "data" if data_ns else "XlaModule:#hlo_module=jit_step,program_id=9#"
+    for k in range(50):
+        t = 1_000_000 + k * period_ns
+        ev += [{"kind": "phase_begin", "api": "nvtxRangePush", "tid": 7, "start_ns": t - data_ns,
+                "end_ns": t - data_ns, "result": 0, "device": 0, "name": name},
+               {"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t, "end_ns": t + launch_ns,
+                "result": 0, "device": 0, "name": "(graph)", "graph": 17476, "stream": 0, "corr": k + 1}]
+        g = t + launch_ns + 500
+        ev += [{"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g + i * kernel_ns,
+                "end_ns": g + (i + 1) * kernel_ns, "result": 0, "device": 0, "stream": 7, "corr": k + 1,
+                "name": f"fusion_{i}", "graph_id": 5} for i in range(2)]
+        ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + launch_ns,
+                   "end_ns": t + launch_ns, "result": 0, "device": 0, "name": name})
+    return report_json_of(write_jsonl(os.path.join(tmp, f"jax-{launch_ns}.jsonl"), ev, timing="cupti"))
+
+
+@test
+def cuptis_part_before_a_graph_launch_is_no_more_than_the_gap(tmp):
+    """graph_loop: steps of 205 us whose graph launch took 200 us under
+    CUPTI, 5 us after the last one ended, its 2 kernels 10 us each.
+    Replayed, the launch keeps 12%, 24,000 ns, and the gap before it
+    would lose 30% of the 176,000 the launch lost, 52,800 ns, more than
+    its 5,000: it loses all of it, no more. The host sets the pace at
+    24,000 ns a step, the last step's kernels 20,000 after it: (40 x
+    24,000 + 20,000) / 40 = 24,500 ns a step. Ten steps a dispatch:
+    2,400 ns, then the GPU's 40 x 20,000, 20,060 a step; it saves 4,440
+    ns a step. Then a small graph: a 10 us launch in 15 us steps, its
+    kernels 1 us: 12% would be 1,200 ns, under a launch's base, 2,200,
+    which it keeps; the gap loses 30% of 7,800, 2,340 of its 5,000. The
+    host: 2,660 + 2,200 = 4,860 ns a step, but the window's first, with
+    no gap before its launch, and its 5,000 after the last launch (the
+    kernels end within it): (2,200 + 39 x 4,860 + 5,000) / 40 = 4,918.5
+    ns a step."""
+    o = graph_loop(tmp, 200_000, 205_000, 10_000)
+    step = o["processes"][0]["step"]
+    check(step["step_ns"] == 205_000 and step["replayed_step_ns"] == 24_500 and step["gpu_ns"] == 20_000 and
+          step["replayed_savings_ns"]["fuse"] == 4_440, f"step {step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "host_bound" and d[0]["saving"]["per_step_ns"] == 4_440, f"diagnoses {d}")
+    step = graph_loop(tmp, 10_000, 15_000, 1_000)["processes"][0]["step"]
+    check(step["step_ns"] == 15_000 and step["replayed_step_ns"] == 4_918, f"a small graph: step {step}")
+    # Its launch in a data phase begun 3,000 ns before it: loader workers
+    # take the gap's part in the phase, less CUPTI's part already taken
+    # off, 3,000 - 2,340 = 660 ns a step (taken twice, it was 2,610).
+    step = graph_loop(tmp, 10_000, 15_000, 1_000, data_ns=3_000)["processes"][0]["step"]
+    check(step["replayed_step_ns"] == 4_860 and step["replayed_savings_ns"]["workers"] == 660, f"data: step {step}")

@@ -53,8 +53,8 @@ static int observation(const char *id)
 
 static const char *const model[GS_CH_COUNT] = {
 	[GS_CH_PIN] = "the copies replayed as asynchronous copies from pinned memory at %s GB/s (%s)",
-	[GS_CH_NOWAIT] = "the waits replayed as not waiting but in one step of 20, so the host's work after them "
-			 "overlaps the GPU's",
+	[GS_CH_NOWAIT] = "the waits replayed as not waiting but in one step of " GS_STR(GS_WAIT_EVERY)
+			 ", so the host's work after them overlaps the GPU's",
 	[GS_CH_GRAPH] = "each step's launches replayed as one graph launch, the kernels back to back",
 	[GS_CH_WORKERS] = "the data phase's host work replayed in loader workers, alongside the step",
 	[GS_CH_POOL] = "the allocations and frees replayed from a pool: no calls, no synchronization",
@@ -98,16 +98,18 @@ static const char *wait_advice(unsigned fw)
 {
 	switch (fw) {
 	case GS_FW_PYTORCH:
-		return "Keep values on the device: accumulate the loss in a tensor and call .item() every 20 "
-		       "steps (or log asynchronously), so the host's work runs while the GPU computes.";
+		return "Keep values on the device: accumulate the loss in a tensor and call .item() every "
+		       GS_STR(GS_WAIT_EVERY) " steps (or log asynchronously), so the host's work runs while the GPU "
+		       "computes.";
 	case GS_FW_JAX:
-		return "Keep values on the device and fetch them every 20 steps (jax.device_get of a batch of "
-		       "them); drop block_until_ready() from the step.";
+		return "Keep values on the device and fetch them every " GS_STR(GS_WAIT_EVERY) " steps (jax.device_get "
+		       "of a batch of them); drop block_until_ready() from the step.";
 	case GS_FW_CUPY:
-		return "Keep values on the device and fetch them every 20 steps; drop per-step synchronize.";
+		return "Keep values on the device and fetch them every " GS_STR(GS_WAIT_EVERY) " steps; drop per-step "
+		       "synchronize.";
 	}
 	return "Drop the per-step synchronize (or synchronous copy back): order work with events, and read "
-	       "results back every 20 steps.";
+	       "results back every " GS_STR(GS_WAIT_EVERY) " steps.";
 }
 
 static const char *graph_advice(unsigned fw, int inference)

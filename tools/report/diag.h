@@ -14,6 +14,13 @@
 struct gs_report;
 struct gs_diag;
 
+/* The advice reads values back every GS_WAIT_EVERY steps, and the replay
+ * of its change (replay.h's GS_CH_NOWAIT) keeps one step in that many
+ * waiting, so the saving is the advice's. */
+#define GS_WAIT_EVERY 20
+#define GS_STR_(x) #x
+#define GS_STR(x) GS_STR_(x)
+
 /* A diagnosis with this id (static) and text (printf's fmt) added to r's
  * list, in the order they are made; dropped when memory runs out. */
 void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

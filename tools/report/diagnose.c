@@ -79,7 +79,8 @@ static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 	[ADV_PIN_D2H] = {
 		"copy into a pinned buffer (cudaHostAlloc) to make them asynchronous",
 		"copy into a pinned buffer (torch.empty(..., pin_memory=True)) to make them asynchronous",
-		"fetch results every N steps rather than each step (jax.device_get of a batch of them)",
+		"fetch results every " GS_STR(GS_WAIT_EVERY) " steps rather than each step (jax.device_get of a batch "
+		"of them)",
 		"copy into a pinned buffer (cupyx.empty_pinned()) to make them asynchronous",
 	},
 	[ADV_STARVE] = {
@@ -98,9 +99,9 @@ static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 		"Remove per-step .item(), .cpu(), print(tensor) and torch.cuda.synchronize(); copy with "
 		"non_blocking=True from pinned memory.",
 		"Remove per-step block_until_ready(), jax.device_get(), float(x) and print(x) of device arrays: keep "
-		"values on the device and fetch them every N steps.",
+		"values on the device and fetch them every " GS_STR(GS_WAIT_EVERY) " steps.",
 		"Remove per-step .get(), cupy.asnumpy(), float(x) and stream synchronize calls; fetch results every "
-		"N steps.",
+		GS_STR(GS_WAIT_EVERY) " steps.",
 	},
 	[ADV_SYNC_PAGEABLE] = {
 		"Copy from pinned memory (cudaHostAlloc) with cudaMemcpyAsync: a copy from pageable memory makes the "

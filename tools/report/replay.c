@@ -273,6 +273,7 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
 		 * twice, a saving of time that was never in the step). */
 		uint64_t from = m->data_from > m->prev_end ? m->data_from : m->prev_end;
 		uint64_t data = c->start > from ? c->start - from : 0;
+		data -= beyond < data ? beyond : data; /* CUPTI's part, at the gap's end: taken off above */
 		return gap > data ? gap - data : 0;
 	}
 	/* The code between two launches does not run in a replayed graph: a
@@ -296,8 +297,12 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
  * in slower ones: tests/gpu/results/round3/traced-cost-h100.md). */
 static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, uint64_t dur, size_t records)
 {
-	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) /* CUPTI was on */
-		return dur * rp->graph_keep_pm / 1000;
+	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) { /* CUPTI was on */
+		/* never under a launch's base (a graph of a few nodes costs CUPTI little) */
+		uint64_t kept = dur / 1000 * rp->graph_keep_pm + dur % 1000 * rp->graph_keep_pm / 1000;
+		uint64_t base = rp->graph_base_ns < dur ? rp->graph_base_ns : dur;
+		return kept > base ? kept : base;
+	}
 	uint64_t traced = rp->record_ns + rp->cupti_ns * records;
 	return dur > 2 * traced ? dur - traced : dur / 2;
 }
@@ -310,7 +315,23 @@ static uint64_t cupti_beyond(const struct gs_replay *rp, const struct gs_item *c
 {
 	if (c->kind != GSPY_KIND_launch || !gspy_api_graph_launch(c->api) || !rp->cupti_ns || traced < kept)
 		return 0;
-	return (traced - kept) * rp->graph_beyond_pm / 1000;
+	uint64_t lost = traced - kept;
+	return lost / 1000 * rp->graph_beyond_pm + lost % 1000 * rp->graph_beyond_pm / 1000;
+}
+
+/* GS_CH_NOWAIT: whether the step the host is in keeps its waits, the
+ * advice reading values every wait_every steps: round(steps / wait_every)
+ * of the window's steps, at least one, each the last of its share (the
+ * 20th and the 40th of 40). */
+static int still_waits(const struct sim *m)
+{
+	const struct gs_replay *rp = m->rp;
+	if (!rp->wait_every || !rp->bounds || !rp->steps)
+		return 0;
+	size_t w = rp->steps, k = (w + rp->wait_every / 2) / rp->wait_every;
+	if (!k)
+		k = 1;
+	return (m->step + 1) * k / w != m->step * k / w;
 }
 
 static void call(struct sim *m, const struct gs_item *c)
@@ -335,8 +356,7 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h, 1);
-	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) &&
-		   !(rp->wait_every && m->step % rp->wait_every == rp->wait_every - 1)) {
+	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) && !still_waits(m)) {
 		/* It waits for nothing: its own part, at most an async call's. */
 		uint64_t w = waited(m, c), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
 										    rp->launch_ns : WAIT_COST_NS;

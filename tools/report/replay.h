@@ -27,7 +27,7 @@ struct gs_item {
 enum gs_change {
 	GS_CH_NONE,    /* the run as it was: the model's own step */
 	GS_CH_PIN,     /* pageable copies of 1 MiB or more become async copies from pinned memory */
-	GS_CH_NOWAIT,  /* the step's waits (synchronize, a small copy back) no longer block the host */
+	GS_CH_NOWAIT,  /* the step's waits (synchronize, a small copy back) block the host in one step of wait_every only */
 	GS_CH_GRAPH,   /* each step's launches become one graph launch (a graph ends at a wait too) */
 	GS_CH_WORKERS, /* the data phase's host work moves to loader workers */
 	GS_CH_POOL,    /* allocations and frees come from a pool: no cost, no synchronization */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "read/reader.h"
+#include "report/diag.h"
 #include "report/pass.h"
 #include "report/period.h"
 #include "report/section.h"
@@ -619,7 +620,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	uint64_t ta = wb[0], tb = wb[s->window];
 	struct gs_report *r = p->r;
 	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = s->window, .fuse = 10,
-				.wait_every = 20, .node_gap_ns = 300 }; /* docs/design.md#replay */
+				.wait_every = GS_WAIT_EVERY, .node_gap_ns = 300 }; /* docs/design.md#replay */
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
 			if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api))
@@ -632,8 +633,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	s->launches /= s->window;
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
-	rp.launch_ns = median_launch(v, n, rp.ta, rp.tb);
-	if (!rp.launch_ns)
+	if (!(rp.launch_ns = median_launch(v, n, rp.ta, rp.tb)))
 		rp.launch_ns = 5000;
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
 	/* What tracing added to each call (docs/measurements.md's overhead tables:
@@ -641,7 +641,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	 * 1.1 ms step ran at 0.83-0.88 of untraced: ~4 us a GPU record). */
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
-	/* Graph launches without CUPTI: GS_CH_GRAPH's, and one traced under it (docs/design.md#replay). */
+	/* GS_CH_GRAPH's graph launch; the share one traced under CUPTI keeps (docs/design.md#replay). */
 	rp.graph_node_ns = 200, rp.graph_base_ns = 2200;
 	rp.graph_keep_pm = 120, rp.graph_beyond_pm = 300;
 	rp.stack_ns = gs_replay_mean_walk(v, n, r->proc.stacks_taken, r->proc.stacks_ns);
