@@ -537,14 +537,19 @@ def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
           "one launch (5.0 us) per step." in " ".join(text.split()), text)
 
 
-def graph_loop(tmp, launch_ns, period_ns, kernel_ns, data_ns=0):
+def graph_loop(tmp, launch_ns, period_ns, kernel_ns, data_ns=0, xla=True):
     """A JAX loop of 50 steps of period_ns, each one graph launch of
     launch_ns under CUPTI at the step's start, its 2 kernels of kernel_ns
     back to back 500 ns after it; with data_ns, a phase "data" from
-    data_ns before the launch to its end instead of XLA's module."""
+    data_ns before the launch to its end instead of XLA's module (which
+    then runs once, before the loop); without xla, a C program's loop of
+    phases "step"."""
     from test_advice import report_json_of
-    ev = []
-    name = "data" if data_ns else "XlaModule:#hlo_module=jit_step,program_id=9#"
+    xla_name = "XlaModule:#hlo_module=jit_step,program_id=9#"
+    ev = [{"kind": k, "api": a, "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": xla_name}
+          for k, a, t in (("phase_begin", "nvtxRangePush", 400_000), ("phase_end", "nvtxRangePop", 500_000))
+          if data_ns and xla]
+    name = "data" if data_ns else xla_name if xla else "step"
     for k in range(50):
         t = 1_000_000 + k * period_ns
         ev += [{"kind": "phase_begin", "api": "nvtxRangePush", "tid": 7, "start_ns": t - data_ns,
@@ -590,3 +595,8 @@ def cuptis_part_before_a_graph_launch_is_no_more_than_the_gap(tmp):
     # off, 3,000 - 2,340 = 660 ns a step (taken twice, it was 2,610).
     step = graph_loop(tmp, 10_000, 15_000, 1_000, data_ns=3_000)["processes"][0]["step"]
     check(step["replayed_step_ns"] == 4_860 and step["replayed_savings_ns"]["workers"] == 660, f"data: step {step}")
+    # Not XLA's (a C program's graph): the launch takes what one takes
+    # without CUPTI, 2,200 + 2 x 200 = 2,600 ns, the gap stays: (2,600 +
+    # 39 x 7,600 + 5,000) / 40 = 7,600 ns a step.
+    step = graph_loop(tmp, 10_000, 15_000, 1_000, xla=False)["processes"][0]["step"]
+    check(step["replayed_step_ns"] == 7_600, f"not XLA's: step {step}")

@@ -49,7 +49,7 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     miss it by the JAX loop, whose one traced process replays its slow
     step 0.015 and 0.053 ms under their untraced medians (-41%, -66%).
     The JAX loop's slow step replays within 0.001 ms of the untraced
-    median in run3-run5, +0.020 in run6 (+31%), since a graph launch
+    median in run3-run5, +0.020 in run6 (+31%), since a JAX graph launch
     under CUPTI keeps 12% of its time and the gap before it loses 30% of
     what the launch lost (docs/design.md#replay); with the launch alone
     run at 2.2 us and 0.2 us a node, that step sat 12-35 us over the

@@ -289,27 +289,35 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
 }
 
 /* A call's time without tracing: less gpuspy's record and CUPTI's work
- * for its GPU records, never more than half the call. A graph launch
- * under CUPTI keeps graph_keep_pm of its time: CUPTI's work there is per
- * kernel node, and it and the launch both run at the process's own
- * speed (JAX's 28-node step on an H100: 28.0 us with CUPTI, 3.4 us
+ * for its GPU records, never more than half the call. An XLA graph
+ * launch under CUPTI keeps graph_keep_pm of its time: CUPTI's work there
+ * is per kernel node, and it and the launch both run at the process's
+ * own speed (JAX's 28-node step on an H100: 28.0 us with CUPTI, 3.4 us
  * without, in processes of one speed; 32 to 49 us with it, 6.0 without,
- * in slower ones: tests/gpu/results/round3/traced-cost-h100.md). */
+ * in slower ones: tests/gpu/results/round3/traced-cost-h100.md). Any
+ * other graph launch under CUPTI takes what one takes without it, a base
+ * and a part a node (that file's cupti_costs.cu launches of 4 and 28
+ * kernels, 2.8-3.1 and 7.2-7.9 us), if no more than it took traced. */
 static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, uint64_t dur, size_t records)
 {
 	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) { /* CUPTI was on */
+		uint64_t base = rp->graph_base_ns < dur ? rp->graph_base_ns : dur;
+		if (!rp->graph_keep_pm) {
+			uint64_t was = dur > rp->record_ns ? dur - rp->record_ns : dur;
+			uint64_t own = rp->graph_base_ns + rp->graph_node_ns * records;
+			return own < was ? own : was;
+		}
 		/* never under a launch's base (a graph of a few nodes costs CUPTI little) */
 		uint64_t kept = dur / 1000 * rp->graph_keep_pm + dur % 1000 * rp->graph_keep_pm / 1000;
-		uint64_t base = rp->graph_base_ns < dur ? rp->graph_base_ns : dur;
 		return kept > base ? kept : base;
 	}
 	uint64_t traced = rp->record_ns + rp->cupti_ns * records;
 	return dur > 2 * traced ? dur - traced : dur / 2;
 }
 
-/* CUPTI's work for a graph launch outside the call, in the host's gap
- * before it: XLA sets each kernel node's parameters before a launch, in
- * driver calls gpuspy does not intercept, and CUPTI adds to each (the
+/* CUPTI's work for an XLA graph launch outside the call, in the host's
+ * gap before it: XLA sets each kernel node's parameters before a launch,
+ * in driver calls gpuspy does not intercept, and CUPTI adds to each (the
  * JAX step above: 7.4 us in the gaps against the launch's 24.6). */
 static uint64_t cupti_beyond(const struct gs_replay *rp, const struct gs_item *c, uint64_t traced, uint64_t kept)
 {

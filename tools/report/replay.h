@@ -50,12 +50,13 @@ struct gs_replay {
 	int framework;         /* PyTorch or JAX: the host code between a step's launches is theirs */
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
-	 * work for each GPU record a call launched, when CUPTI was on. A
-	 * graph launch traced under CUPTI keeps graph_keep_pm per mille of
-	 * its time, and the host's gap before it loses graph_beyond_pm per
+	 * work for each GPU record a call launched, when CUPTI was on. An
+	 * XLA graph launch traced under CUPTI keeps graph_keep_pm per mille
+	 * of its time, and the host's gap before it loses graph_beyond_pm per
 	 * mille of what the launch lost (CUPTI's work in the calls gpuspy
-	 * does not see). One made by GS_CH_GRAPH takes graph_base_ns, and
-	 * graph_node_ns for each kernel node. */
+	 * does not see); without graph_keep_pm (not JAX), and one made by
+	 * GS_CH_GRAPH, takes graph_base_ns, and graph_node_ns for each
+	 * kernel node. */
 	uint64_t record_ns, cupti_ns, graph_base_ns, graph_node_ns;
 	unsigned graph_keep_pm, graph_beyond_pm;
 	uint64_t stack_ns; /* and a call stack's walk after the call, where the trace did

@@ -641,9 +641,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	 * 1.1 ms step ran at 0.83-0.88 of untraced: ~4 us a GPU record). */
 	rp.record_ns = GS_RECORD_COST_NS;
 	rp.cupti_ns = r->gpu_timing == GSPY_GPU_TIMING_cupti ? 4000 : 0;
-	/* GS_CH_GRAPH's graph launch; the share one traced under CUPTI keeps (docs/design.md#replay). */
+	/* A graph launch without CUPTI; what XLA's traced under it keep (docs/design.md#replay). */
 	rp.graph_node_ns = 200, rp.graph_base_ns = 2200;
-	rp.graph_keep_pm = 120, rp.graph_beyond_pm = 300;
+	rp.graph_keep_pm = r->framework == GS_FW_JAX ? 120 : 0, rp.graph_beyond_pm = rp.graph_keep_pm ? 300 : 0;
 	rp.stack_ns = gs_replay_mean_walk(v, n, r->proc.stacks_taken, r->proc.stacks_ns);
 	steady_own(r, s, v, n, &rp);
 	/* The data phase's own host work, a step: the gaps before its calls,
