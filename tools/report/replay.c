@@ -288,6 +288,18 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
 	return gap;
 }
 
+/* x's pm per mille, without overflow. */
+static uint64_t per_mille(uint64_t x, unsigned pm)
+{
+	return x / 1000 * pm + x % 1000 * pm / 1000;
+}
+
+/* A graph launch recorded while CUPTI was on. */
+static int cupti_graph_launch(const struct gs_replay *rp, const struct gs_item *c)
+{
+	return c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns;
+}
+
 /* A call's time without tracing: less gpuspy's record and CUPTI's work
  * for its GPU records, never more than half the call. An XLA graph
  * launch under CUPTI keeps graph_keep_pm of its time: CUPTI's work there
@@ -300,15 +312,14 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
  * kernels, 2.8-3.1 and 7.2-7.9 us), if no more than it took traced. */
 static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, uint64_t dur, size_t records)
 {
-	if (c->kind == GSPY_KIND_launch && gspy_api_graph_launch(c->api) && rp->cupti_ns) { /* CUPTI was on */
-		uint64_t base = rp->graph_base_ns < dur ? rp->graph_base_ns : dur;
-		if (!rp->graph_keep_pm) {
-			uint64_t was = dur > rp->record_ns ? dur - rp->record_ns : dur;
-			uint64_t own = rp->graph_base_ns + rp->graph_node_ns * records;
-			return own < was ? own : was;
-		}
+	if (cupti_graph_launch(rp, c) && !rp->graph_keep_pm) {
+		uint64_t was = dur > rp->record_ns ? dur - rp->record_ns : dur;
+		uint64_t own = rp->graph_base_ns + rp->graph_node_ns * records;
+		return own < was ? own : was;
+	}
+	if (cupti_graph_launch(rp, c)) {
 		/* never under a launch's base (a graph of a few nodes costs CUPTI little) */
-		uint64_t kept = dur / 1000 * rp->graph_keep_pm + dur % 1000 * rp->graph_keep_pm / 1000;
+		uint64_t kept = per_mille(dur, rp->graph_keep_pm), base = rp->graph_base_ns < dur ? rp->graph_base_ns : dur;
 		return kept > base ? kept : base;
 	}
 	uint64_t traced = rp->record_ns + rp->cupti_ns * records;
@@ -318,13 +329,11 @@ static uint64_t untraced(const struct gs_replay *rp, const struct gs_item *c, ui
 /* CUPTI's work for an XLA graph launch outside the call, in the host's
  * gap before it: XLA sets each kernel node's parameters before a launch,
  * in driver calls gpuspy does not intercept, and CUPTI adds to each (the
- * JAX step above: 7.4 us in the gaps against the launch's 24.6). */
+ * JAX step above: 7.4 us in the gaps against the launch's 24.6). traced
+ * and kept: the launch's time as it ran and as untraced() keeps it. */
 static uint64_t cupti_beyond(const struct gs_replay *rp, const struct gs_item *c, uint64_t traced, uint64_t kept)
 {
-	if (c->kind != GSPY_KIND_launch || !gspy_api_graph_launch(c->api) || !rp->cupti_ns || traced < kept)
-		return 0;
-	uint64_t lost = traced - kept;
-	return lost / 1000 * rp->graph_beyond_pm + lost % 1000 * rp->graph_beyond_pm / 1000;
+	return cupti_graph_launch(rp, c) && kept < traced ? per_mille(traced - kept, rp->graph_beyond_pm) : 0;
 }
 
 /* GS_CH_NOWAIT: whether the step the host is in keeps its waits, the
