@@ -46,6 +46,10 @@
 #   PART=52t bash tests/gpu/pending.sh   what CUPTI's activity records
 #        cost the host-bound programs beyond the calls the replay prices,
 #        inside one process (tests/gpu/whatif/cupti_toggle.sh)
+#   PART=52p bash tests/gpu/pending.sh   whether the host-bound programs'
+#        spread by process is the CPU they land on: each CPU's Python speed,
+#        then the JAX loop unpinned, on the fastest four and on the slowest
+#        four (tests/gpu/whatif/cpu_speed.sh)
 #   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh: python3 tests/gpu/whatif/import.py on each
@@ -99,11 +103,14 @@ case "${PART:-}" in
 52t)
 	step toggle 500 tests/gpu/whatif/cupti_toggle.sh
 	cat "$R/status.txt" "$R"/toggle/cupti_toggle.md 2>/dev/null ;;
+52p)
+	step cpu 500 tests/gpu/whatif/cpu_speed.sh
+	cat "$R/status.txt" "$R"/cpu/cpu_speed.md 2>/dev/null ;;
 52c)
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52p or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"
