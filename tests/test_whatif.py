@@ -32,8 +32,8 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     """The what-if suite (tests/gpu/whatif/, docs/measurements.md): ten
     programs run on the H200 slow and fixed, untraced in rounds (the
     saving each fix realized: realized.json), and traced; each run of the
-    suite is a set (run1: whatif/, run2 to run6: whatif/runN; run4 to
-    run6 ran on an H100, their realized.json's card). From each slow
+    suite is a set (run1: whatif/, run2 to run7: whatif/runN; run4 to
+    run7 ran on an H100, their realized.json's card). From each slow
     program's trace the report must (a) give the diagnosis the fix
     answers first (none for the one-time upload and the healthy loop),
     (b) predict a saving a step never more than the step, and (c) make no
@@ -42,7 +42,7 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     workers ran its step at 3.04 ms against 6 workers' 3.49 ms). Each set
     is held to the errors it gives with today's report (median, worst), so
     that a change to the model that makes one worse fails here. run3 (6%,
-    17%) and run5 (1%, 7%) meet the issue's target (median 15% or less,
+    17%), run5 (1%, 7%) and run7 (6%, 28%) meet the issue's target (median 15% or less,
     none beyond 30%). run1 (6%, 41%) and run2 (12%, 66%) traced each
     program once against two untraced rounds, and processes of one
     program differ by 20-30% on the H200 (run2's DataLoader +46%); both
@@ -65,13 +65,18 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     making is 2%). run6's slow programs ran further apart by process
     than run5's (pageable 17.5 to 20.7 ms, the DataLoader 31.4 to 41.1,
     decode 1.74 to 3.70: decode +29%). .item()'s change keeps the wait of
-    one step in 20, as the advice and its fix read every 20 steps: +1% in
-    five sets, +5% in run6 (+6% to +10% when it kept none)."""
+    one step in 20, as the advice and its fix read every 20 steps: +0% to
+    +1% in six sets, +5% in run6 (+6% to +10% when it kept none). run7,
+    the whole suite run again with this model, misses most by the two
+    pageable programs (-28%, -25%), whose traced processes ran faster than
+    the untraced ones (pageable 17.8 to 18.5 ms a step against 17.8 to
+    22.1): pageable's error is negative in all seven sets."""
     rows = scored()
     sets = sorted({r["set"] for r in rows})
-    check(sets == ["run1", "run2", "run3", "run4", "run5", "run6"] and len(rows) == 60, f"{sets}, {len(rows)} rows")
+    check(sets == ["run1", "run2", "run3", "run4", "run5", "run6", "run7"] and len(rows) == 70,
+          f"{sets}, {len(rows)} rows")
     bound = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.07, 0.18), "run4": (0.13, 0.33),
-             "run5": (0.02, 0.08), "run6": (0.11, 0.32)}
+             "run5": (0.02, 0.08), "run6": (0.11, 0.32), "run7": (0.07, 0.29)}
     for name in sets:
         errs = []
         for r in (r for r in rows if r["set"] == name):
@@ -105,9 +110,10 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
     empty_cache -0.043, the C program -0.026. The JAX loop's fix replays
     within 1.2 us of the fixed program's 0.051 ms in every set (-0.4% to
     +1.5% of the saving), its kernels' overlap kept; run back to back,
-    they replayed 6-8 us over it, 37% of run5's saving."""
+    they replayed 6-8 us over it, 37% of run5's saving. In run7 the
+    largest is the DataLoader's, +0.858 ms (+3.2%)."""
     rows = [r for r in scored() if r["want"] and r["predicted_ms"] is not None]
-    check(len(rows) == 48, f"{len(rows)} rows")
+    check(len(rows) == 56, f"{len(rows)} rows")
     err = {}
     for r in rows:
         rc = r["step"]["replayed_step_ns"] / 1e6 - r["predicted_ms"]

@@ -22,7 +22,9 @@
 #        call held); one set must come from one kind of card. Run6,
 #        decode's eight rounds, on a slower H100: 410, 279, 339, 364
 #        and 172 s (whatif-run6-h100.md): the whole suite then fits a
-#        session's 1,800 s only with decode at eight.
+#        session's 1,800 s only with decode at eight. Run7, on another
+#        slow H100, HOST_ROUNDS=7 for 52w3 and 52w5 and 5 for 52w4: 427,
+#        305, 336, 434 and 135 s (the same file's second part).
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
