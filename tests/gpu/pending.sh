@@ -48,6 +48,11 @@
 #   PART=52t bash tests/gpu/pending.sh   what CUPTI's activity records
 #        cost the host-bound programs beyond the calls the replay prices,
 #        inside one process (tests/gpu/whatif/cupti_toggle.sh)
+#   PART=52g bash tests/gpu/pending.sh   why the two pageable programs'
+#        traced processes ran faster than their untraced ones in every
+#        set (run7: 17.8-18.5 against 17.8-22.1 ms a step): slow only,
+#        untraced, untraced beside a busy CPU, gpuspy without CUPTI,
+#        without stacks and whole, four rounds (traced_cost.sh)
 #   PART=52p bash tests/gpu/pending.sh   whether the host-bound programs'
 #        spread by process is the CPU they land on: each CPU's Python speed,
 #        then the JAX loop unpinned, on the fastest four and on the slowest
@@ -94,11 +99,12 @@ case "${PART:-}" in
 52d)
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
-52e | 52f)
+52e | 52f | 52g)
 	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 2 x
 	# 4 x 3 of 10-18 s (whatif-run4-h100.md), each with a report.
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
 	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
+	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
@@ -112,7 +118,7 @@ case "${PART:-}" in
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52p or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52p or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

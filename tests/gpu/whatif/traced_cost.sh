@@ -17,6 +17,10 @@
 #   nostacks gpuspy with CUPTI, without call stacks (GPUSPY_STACKS=off)
 #   notorch  gpuspy with CUPTI, without its PyTorch helper (GPUSPY_TORCH=0:
 #            no phases, no module hooks)
+#   busy     untraced, beside a shell loop that keeps one other CPU busy
+#            for the run: whether a traced process's copies from pageable
+#            memory run faster (the what-if suite's run7) for gpuspy's own
+#            threads being awake, a state of the machine, not a change
 # Each run prints its steady step (whatif step_ms=...); each gpuspy run's
 # report gives the step its replay makes of it with tracing's cost taken
 # off (the "replayed" table: against none's, what the replay leaves or
@@ -40,6 +44,10 @@ run_mode() { # mode out args...
 	mkdir -p "$WORK/t" # (gpuspy makes no directory: without it, no trace, no cost)
 	case $m in
 	none) timeout --foreground 120 "$@" ;;
+	busy) (while :; do :; done) &
+		local spin=$!
+		timeout --foreground 120 "$@"
+		kill $spin 2> /dev/null; wait $spin 2> /dev/null ;;
 	bare) timeout --foreground 120 env CUPTI_COUNT_OUT="$WORK/count-%p.json" \
 		CUDA_INJECTION64_PATH="$WORK/libcupti_count.so" "$@" ;;
 	nocupti) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_CUPTI=off LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
