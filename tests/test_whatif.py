@@ -27,6 +27,10 @@ def scored():
         return _rows
 
 
+# The line of each program that its first diagnosis names (tests/gpu/whatif/).
+LINE = {"pageable": "pageable.py:19", "item": "item.py:29", "empty_cache": "empty_cache.py:23"}
+
+
 @test
 def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     """The what-if suite (tests/gpu/whatif/, docs/measurements.md): ten
@@ -35,7 +39,12 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     suite is a set (run1: whatif/, run2 to run7: whatif/runN; run4 to
     run7 ran on an H100, their realized.json's card). From each slow
     program's trace the report must (a) give the diagnosis the fix
-    answers first (none for the one-time upload and the healthy loop),
+    answers first (none for the one-time upload and the healthy loop), at
+    the program's own line where it names one: the pageable copy, the
+    .item() and the empty_cache() (the launch-bound, decode, JAX and
+    DataLoader diagnoses name the step, no line: a launch keeps no call
+    stack by default; the C program's copy names its function, built
+    without -g),
     (b) predict a saving a step never more than the step, and (c) make no
     such diagnosis of the fixed program. The one exception to (c) is
     measured: run1's 6-worker DataLoader was still data-bound (12
@@ -82,6 +91,7 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
         for r in (r for r in rows if r["set"] == name):
             what = f"{name} {r['program']}"
             check(r["first"] == r["want"], f"{what}: first diagnosis {r['first']}, want {r['want']}")
+            check(r["at"] == LINE.get(r["program"]), f"{what}: at {r['at']}, want {LINE.get(r['program'])}")
             if r["want"]:
                 check(r["predicted_ms"] is not None, f"{what}: no saving a step")
                 check(r["predicted_ms"] * 1e6 <= r["step"]["step_ns"], f"{what}: saving beyond the step")

@@ -15,6 +15,7 @@ model).
 Usage: score.py [--json | --parts] [GPUSPY]"""
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -46,6 +47,12 @@ def report(gpuspy, fix, name, tmp):
     return json.loads(p.stdout)
 
 
+def own_line(first):
+    """The program's own line that a diagnosis names ("item.py:29"), or None."""
+    m = re.search(r"\(([^()]*\.py:\d+)\)", first["text"]) if first else None
+    return os.path.basename(m.group(1)) if m else None
+
+
 def score(gpuspy, name, fix):
     realized = json.load(open(os.path.join(fix, "realized.json")))["programs"]
     rows = []
@@ -72,7 +79,7 @@ def score(gpuspy, name, fix):
                          "untraced_ms": [slow_ms, fixed_ms],
                          "step": slow["processes"][0].get("step", {}),
                          "fixed_says": [x["id"] for x in fixed["diagnoses"] if want and x["id"] == want],
-                         "slow_ids": [x["id"] for x in d]})
+                         "slow_ids": [x["id"] for x in d], "at": own_line(first)})
     return rows
 
 
@@ -91,15 +98,15 @@ def main():
 
 def table(name, rows):
     print(f"\n{name}:\n")
-    print("| program | right first diagnosis | predicted ms/step | realized ms/step | error "
+    print("| program | right first diagnosis | at | predicted ms/step | realized ms/step | error "
           "| realized by one slow process | fixed run says it |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         ok = r["first"] == r["want"]
         lo, hi = r["realized_range_ms"]
         pred = "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}"
         err = "" if r["error"] is None else f"{100 * r['error']:+.0f}%"
-        print(f"| {r['program']} | {'yes' if ok else 'no'} ({r['first'] or 'none'}) | {pred} | "
+        print(f"| {r['program']} | {'yes' if ok else 'no'} ({r['first'] or 'none'}) | {r['at'] or '-'} | {pred} | "
               f"{r['realized_ms']:.3f} | {err} | {lo:.3f} to {hi:.3f} | {', '.join(r['fixed_says']) or '-'} |")
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
     if errs:
