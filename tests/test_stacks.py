@@ -437,3 +437,53 @@ def python_frames_with_and_without_the_gil(tmp):
                    capture_output=True, text=True, timeout=TIMEOUT, check=True)
     ev, stacks = dump_stacks(os.path.join(tmp, traces(tmp)[0]))
     check(not any(".py:" in f for fr in stacks.values() for f in fr), "Python frames with GPUSPY_PYTHON_FRAMES=0")
+
+
+@test
+def a_launch_bound_step_names_the_function_its_launches_come_from(tmp):
+    """test_advice.py's a_graph_of_the_steps_launches_is_replayed_exactly
+    loop, one launch in four with a stack (GPUSPY_STACK_LAUNCHES=4):
+    launch i from line 31 + i % 10 of forward (through PyTorch's frames, not the program's), but
+    i = 16 from sample. forward has 4 of the 5 stacked launches of a step
+    (a third or more: sites.c's gs_sites_step_line), at lines 31, 35, 39
+    and 33: the diagnosis says "from forward (/w/decode.py:31-39)". With
+    sample's share above forward's it names sample, one line. The replay
+    is unchanged (no walk timed)."""
+    from test_advice import report_json_of
+    from test_report import write_jsonl
+    for sample_from, want in (((16,), "from forward (/w/decode.py:31-39) and"),
+                              ((0, 4, 16), "from sample (/w/decode.py:50)")):
+        ev, corr = [], 0
+        frames = {100 + i: ["at::native::launch (libtorch_cuda.so+0x10)"] +
+                  ["sample (/w/decode.py:50)" if i in sample_from else f"forward (/w/decode.py:{31 + i % 10})"] +
+                  ["<module> (/w/decode.py:59)"] for i in range(0, 20, 4)}
+        for k in range(50):
+            for i in range(20):
+                t = 1_000_000 + k * 340_000 + i * 12_000
+                corr += 1
+                ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
+                           "result": 0, "device": 0, "name": f"k{i}", "grid": [1, 1, 1], "block": [32, 1, 1],
+                           "stream": 0, "corr": corr, **({"stack": 100 + i} if i % 4 == 0 else {})})
+                ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
+                           "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": f"k{i}"})
+        o = report_json_of(write_jsonl(os.path.join(tmp, "lines.jsonl"), ev, timing="cupti", frames=frames))
+        d, step = o["diagnoses"], o["processes"][0]["step"]
+        check(step["replayed_savings_ns"]["graph"] == 145_800 and step["launches_from"] == want.split("from ")[1]
+              .removesuffix(" and"), f"step {step}")
+        check(len(d) == 1 and d[0]["text"].startswith(f"Each step launches 20 kernels one by one {want}"),
+              f"diagnoses {d}")
+
+
+@test
+def a_jax_step_names_the_line_that_dispatches_it(tmp):
+    """test_advice.py's host-bound JAX loop, each graph launch with a
+    stack through XLA's frames from timed_loop's line 50: the host_bound
+    diagnosis says where its steps are dispatched, after its finding and
+    before its advice; its saving is unchanged (46,734 ns a step)."""
+    from test_advice import jax_loop
+    o = jax_loop(tmp, 15_000, frames=["xla::PjRtStreamExecutorClient::Execute (libjax.so+0x10)",
+                                      "timed_loop (/w/jax_hostbound.py:50)", "<module> (/w/jax_hostbound.py:57)"])
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "host_bound" and d[0]["saving"]["per_step_ns"] == 46_734 and
+          d[0]["text"].split("\n")[0].endswith(" Its steps are dispatched at timed_loop (/w/jax_hostbound.py:50).")
+          and o["processes"][0]["step"]["launches_from"] == "timed_loop (/w/jax_hostbound.py:50)", f"diagnoses {d}")

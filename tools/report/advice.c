@@ -137,6 +137,21 @@ static const char *times(char *buf, size_t cap, uint64_t count, uint64_t steps)
 	return buf;
 }
 
+/* "Its steps are dispatched at F." after a diagnosis of more work a
+ * dispatch (ch), before its advice (the text's first line break), where F
+ * is known. */
+static void dispatched_at(struct gs_diag *d, int ch, const char *where)
+{
+	const char *nl = strchr(d->text, '\n');
+	size_t k = nl ? (size_t)(nl - d->text) : strlen(d->text), cap = strlen(d->text) + strlen(where) + 40;
+	char *t = ch == GS_CH_FUSE && *where ? malloc(cap) : NULL;
+	if (!t)
+		return;
+	snprintf(t, cap, "%.*s Its steps are dispatched at %s.%s", (int)k, d->text, where, d->text + k);
+	free(d->text);
+	d->text = t;
+}
+
 /* The diagnoses the replay found that no other names. */
 static void add_new(struct gs_report *r, int ch)
 {
@@ -153,16 +168,18 @@ static void add_new(struct gs_report *r, int ch)
 			    gs_fmt_ns(a, w->after_ns), wait_advice(r->framework));
 	} else if (ch == GS_CH_GRAPH) {
 		gs_diag_add(r, "launch_bound",
-			    "Each step launches %llu kernels one by one and the GPU works %s of its %s (%.0f%%): it "
+			    "Each step launches %llu kernels one by one%s%s and the GPU works %s of its %s (%.0f%%): it "
 			    "waits for the host between small kernels.\n%s",
-			    (unsigned long long)s->launches, gs_fmt_ns(a, s->gpu_ns), gs_fmt_ns(b, s->step_ns),
+			    (unsigned long long)s->launches, *s->launch_where ? " from " : "", s->launch_where,
+			    gs_fmt_ns(a, s->gpu_ns), gs_fmt_ns(b, s->step_ns),
 			    s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
 			    graph_advice(r->framework, inference));
 	} else if (ch == GS_CH_FUSE) {
 		gs_diag_add(r, "host_bound",
-			    "Each step is dispatched from the host, which takes longer than the GPU's %s of work "
+			    "Each step is dispatched from the host%s%s, which takes longer than the GPU's %s of work "
 			    "a step (%s).\nDispatch several steps at once: lax.scan or lax.fori_loop over the steps "
-			    "in one jitted call.", gs_fmt_ns(a, s->gpu_ns), gs_fmt_ns(b, s->step_ns));
+			    "in one jitted call.", *s->launch_where ? " at " : "", s->launch_where,
+			    gs_fmt_ns(a, s->gpu_ns), gs_fmt_ns(b, s->step_ns));
 	} else if (ch == GS_CH_PIN) {
 		gs_diag_add(r, "pageable_copies",
 			    "Each step copies from pageable memory: the driver stages the bytes and the copy cannot "
@@ -348,6 +365,7 @@ void gs_steps_diagnose(struct gs_report *r)
 		else if (ch != GS_CH_NONE) {
 			if (ok[ch] && !used[ch]) {
 				set_saving(r, d, ch);
+				dispatched_at(d, ch, s->launch_where);
 				used[ch] = 1;
 			} else {
 				drop = 1;

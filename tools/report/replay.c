@@ -231,6 +231,28 @@ static void note_recorded(struct sim *m, const struct gs_item *c)
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+uint64_t gs_replay_median_launch(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb)
+{
+	uint64_t *d = malloc((n ? n : 1) * sizeof(*d)), x = 0;
+	size_t m = 0;
+	for (size_t i = 0; d && i < n; i++)
+		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && v[i].start >= ta && v[i].start < tb &&
+		    !gspy_api_graph_launch(v[i].api))
+			d[m++] = v[i].end - v[i].start;
+	if (m) {
+		qsort(d, m, sizeof(*d), cmp_u64);
+		x = d[m / 2];
+	}
+	free(d);
+	return x;
+}
+
 uint64_t gs_replay_mean_walk(const struct gs_item *v, size_t n, uint64_t taken, uint64_t ns)
 {
 	for (size_t i = 0; i < n; i++)

@@ -78,6 +78,9 @@ uint64_t *gs_replay_overlaps(const struct gs_replay *rp);
  * walks, their total ns); none in one that times them (such a stack was
  * taken elsewhere: a host allocation's, inside its call). */
 uint64_t gs_replay_mean_walk(const struct gs_item *v, size_t n, uint64_t taken, uint64_t ns);
+/* The median host time of a kernel launch (graph launches aside) that
+ * starts in [ta, tb); 0 with none. */
+uint64_t gs_replay_median_launch(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb);
 
 /* The window replayed with change made: its length in ns (divide by
  * steps for a step). */

@@ -353,6 +353,71 @@ void gs_sites_own_line(struct gs_sites *s, struct gs_input *in, uint32_t stack_i
 	}
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A frame "f (path:N)" split at its line: the length before ":N)" and N;
+ * 0 without a line. */
+static size_t frame_line(const char *f, unsigned *line)
+{
+	size_t k = strlen(f);
+	if (k < 4 || f[k - 1] != ')')
+		return 0;
+	size_t d = k - 1;
+	while (d > 0 && f[d - 1] >= '0' && f[d - 1] <= '9')
+		d--;
+	if (d == k - 1 || d == 0 || f[d - 1] != ':')
+		return 0;
+	*line = (unsigned)strtoul(f + d, NULL, 10);
+	return d - 1;
+}
+
+void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, size_t n, char *out, size_t cap)
+{
+	enum { GROUPS = 32 };
+	struct { char key[240]; size_t len, count; unsigned lo, hi; } g[GROUPS];
+	size_t ng = 0, total = 0;
+	*out = 0;
+	qsort(ids, n, sizeof(*ids), cmp_u32);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && ids[j] == ids[i]; j++)
+			;
+		char f[240];
+		unsigned line = 0;
+		gs_sites_own_line(s, in, ids[i], f, sizeof(f));
+		if (!*f)
+			continue;
+		total += j - i;
+		size_t len = frame_line(f, &line), k = 0;
+		while (k < ng && !(g[k].len == len && !strncmp(g[k].key, f, len ? len : sizeof(f))))
+			k++;
+		if (k == ng) {
+			if (ng == GROUPS)
+				continue;
+			snprintf(g[ng].key, sizeof(g[ng].key), "%s", f);
+			g[ng].len = len, g[ng].count = 0, g[ng].lo = g[ng].hi = line;
+			ng++;
+		}
+		g[k].count += j - i;
+		g[k].lo = line < g[k].lo ? line : g[k].lo;
+		g[k].hi = line > g[k].hi ? line : g[k].hi;
+	}
+	size_t best = 0;
+	for (size_t k = 1; k < ng; k++)
+		if (g[k].count > g[best].count)
+			best = k;
+	/* One function and file for a third of the launches or more. */
+	if (!ng || g[best].count * 3 < total)
+		return;
+	if (!g[best].len || g[best].lo == g[best].hi)
+		snprintf(out, cap, "%s", g[best].key);
+	else
+		snprintf(out, cap, "%.*s:%u-%u)", (int)g[best].len, g[best].key, g[best].lo, g[best].hi);
+}
+
 static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
 {
 	for (size_t i = 0; i < s->n; i++) {

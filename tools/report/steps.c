@@ -284,28 +284,6 @@ static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *
 	return 25e9;
 }
 
-static uint64_t median_u64(uint64_t *v, size_t n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_u64);
-	return v[n / 2];
-}
-
-/* The window's median host time of a kernel launch (graph launches aside). */
-static uint64_t median_launch(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb)
-{
-	uint64_t *d = malloc((n ? n : 1) * sizeof(*d));
-	size_t m = 0;
-	for (size_t i = 0; d && i < n; i++)
-		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && v[i].start >= ta && v[i].start < tb &&
-		    !gspy_api_graph_launch(v[i].api))
-			d[m++] = v[i].end - v[i].start;
-	uint64_t x = median_u64(d, m);
-	free(d);
-	return x;
-}
-
 /* The waits a step could drop: how many, the line of the one that waits
  * longest in all, and the host's own work right after each (what could
  * have run while the GPU worked). */
@@ -605,12 +583,10 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 		if (phase && v[i].start >= rp->ta && v[i].phase < r->nphases && gs_data_phase(r->phases[v[i].phase].name))
 			from = i;
 	}
-	s->launch_path_ns /= s->window;
-	s->wait_host_ns /= s->window;
-	s->pageable_host_ns[0] /= s->window;
-	s->pageable_host_ns[1] /= s->window;
-	s->alloc_host_ns /= s->window;
-	s->data_host_ns /= s->window;
+	uint64_t *per[] = { &s->launch_path_ns, &s->wait_host_ns, s->pageable_host_ns, s->pageable_host_ns + 1,
+			    &s->alloc_host_ns, &s->data_host_ns };
+	for (size_t k = 0; k < sizeof(per) / sizeof(*per); k++)
+		*per[k] /= s->window;
 }
 
 /* Replays the window [ta, tb) as it ran and with each change: fills
@@ -621,19 +597,25 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	struct gs_report *r = p->r;
 	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = s->window, .fuse = 10,
 				.wait_every = GS_WAIT_EVERY, .node_gap_ns = 300 }; /* docs/design.md#replay */
+	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids)); /* the window's launches' stacks */
+	size_t nids = 0;
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
-			if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api))
-				s->launches++;
+			int launch = v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch;
+			s->launches += launch && !gspy_api_graph_launch(v[i].api);
+			if (launch && v[i].stack_id && ids)
+				ids[nids++] = v[i].stack_id;
 			if (v[i].what == GS_IT_PHASE && !rp.data_phase && v[i].phase < r->nphases &&
 			    gs_data_phase(r->phases[v[i].phase].name))
 				rp.data_phase = v[i].phase;
 		}
+	gs_sites_step_line(&r->sites, p->in, ids, nids, s->launch_where, sizeof(s->launch_where));
+	free(ids);
 	s->gpu_ns /= s->window;
 	s->launches /= s->window;
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
-	if (!(rp.launch_ns = median_launch(v, n, rp.ta, rp.tb)))
+	if (!(rp.launch_ns = gs_replay_median_launch(v, n, rp.ta, rp.tb)))
 		rp.launch_ns = 5000;
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
 	/* What tracing added to each call (docs/measurements.md's overhead tables:
@@ -772,6 +754,8 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
 	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);
 	cJSON_AddNumberToObject(j, "launches", (double)s->launches);
+	if (*s->launch_where)
+		cJSON_AddStringToObject(j, "launches_from", s->launch_where);
 	cJSON_AddNumberToObject(j, "pinned_bytes_per_s", s->pinned_bps);
 	cJSON *own = cJSON_AddObjectToObject(j, "steady_host_ns"); /* a step's, what a bound may claim */
 	cJSON_AddNumberToObject(own, "waits", (double)s->wait_host_ns);

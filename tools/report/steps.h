@@ -32,6 +32,7 @@ struct gs_steps {
 	uint64_t model_ns;      /* the replay's own step, nothing changed */
 	uint64_t gpu_ns;        /* GPU work a step */
 	uint64_t launches;      /* kernel launches a step (host calls) */
+	char launch_where[240]; /* the program's function they come from (sites.h), "" unknown */
 	uint64_t launch_path_ns; /* the host's time a step in launches and the dispatch between them */
 	/* The replayed steps' own host time a step in waits (a synchronize,
 	 * a blocking copy), in pageable copies (h2d, d2h) and in device
