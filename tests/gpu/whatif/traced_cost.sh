@@ -17,6 +17,11 @@
 #   nostacks gpuspy with CUPTI, without call stacks (GPUSPY_STACKS=off)
 #   notorch  gpuspy with CUPTI, without its PyTorch helper (GPUSPY_TORCH=0:
 #            no phases, no module hooks)
+#   launches gpuspy's defaults and GPUSPY_STACK_LAUNCHES=TC_LAUNCH_EVERY
+#            (default 64): what a stack on one launch in N costs, and the
+#            function the report then says the step's launches come from
+#            (each gpuspy run's launches_from and first diagnosis, listed
+#            after the tables)
 #   busy     untraced, beside a shell loop that keeps one other CPU busy
 #            for the run: whether a traced process's copies from pageable
 #            memory run faster (the what-if suite's run7) for gpuspy's own
@@ -56,13 +61,20 @@ run_mode() { # mode out args...
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	nostacks) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACKS=off \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
+	launches) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACK_LAUNCHES="${TC_LAUNCH_EVERY:-64}" \
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	notorch) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_TORCH=0 \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	esac > "$o" 2> "$o.err"
 	# The replay's step of a traced run, ms (the report's replayed_step_ns).
 	[ -d "$WORK/t" ] && ls "$WORK"/t/*.gspy > /dev/null 2>&1 && timeout 120 ./tools/gpuspy report --json "$WORK/t" 2> /dev/null |
-		python3 -c 'import json, sys; s = json.load(sys.stdin)["processes"][0].get("step", {}); print(s.get("replayed_step_ns", 0) / 1e6)' \
-		>> "$WORK/replayed-$m.txt"
+		python3 -c 'import json, sys
+o = json.load(sys.stdin)
+s, d = o["processes"][0].get("step", {}), (o.get("diagnoses") or [{}])[0]
+print(s.get("replayed_step_ns", 0) / 1e6)
+t = d.get("text", "").split("\n")[0][:240]
+open(sys.argv[1], "a").write("%s: from %s; %s: %s\n" % (sys.argv[2], s.get("launches_from", "-"), d.get("id"), t))' \
+		"$WORK/from.txt" "$(basename "$o")" >> "$WORK/replayed-$m.txt"
 	# The first round's traces of each gpuspy mode stay, to be read part
 	# by part (step_parts.py).
 	[ -d "$WORK/t" ] && [ ! -e "$o.gspy" ] && mv "$(ls "$WORK"/t/*.gspy | head -1)" "$o.gspy" 2> /dev/null
@@ -112,6 +124,7 @@ for (k, t), v in rows.items():
     print(f"| {k} | {t} | " + " | ".join(f"{x:.4f}" if x else "-" for x in med) + " | " +
           " | ".join(f"{x / none:.3f}" if none and x else "-" for x in med[1:]) + " |")
 PY
+[ -s "$WORK/from.txt" ] && { echo; echo "Each traced run's launches_from and first diagnosis:"; echo; sed 's/^/    /' "$WORK/from.txt"; } >> "$OUT/traced_cost.md"
 # The first two rounds' traces come back, to be replayed again as the model changes.
 (cd "$WORK" && ls *.gspy > /dev/null 2>&1 && tar cJf "$OUT/traces.tar.xz" *.gspy)
 case " ${TC_PROGS:-jax_hostbound} " in *" jax_hostbound "*) # step_parts.py reads graph launches
