@@ -344,6 +344,24 @@ def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
           f"diagnoses {o['diagnoses']}")
 
 
+def launch_loop(name=lambda i: f"k{i}", stack=lambda i: None):
+    """A launch-bound loop's events: 50 steps of 340 us, each launching 20
+    kernels named name(i), a 10 us call every 12 us whose 3 us kernel
+    starts 5 us into it, then 102 us of the host's own work; launch i with
+    the stack stack(i), if any."""
+    ev, corr = [], 0
+    for k in range(50):
+        for i in range(20):
+            t = 1_000_000 + k * 340_000 + i * 12_000
+            corr += 1
+            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
+                       "result": 0, "device": 0, "name": name(i), "grid": [1, 1, 1], "block": [32, 1, 1],
+                       "stream": 0, "corr": corr, **({"stack": stack(i)} if stack(i) else {})})
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
+                       "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": name(i)})
+    return ev
+
+
 @test
 def a_graph_of_the_steps_launches_is_replayed_exactly(tmp):
     """A launch-bound loop on a timeline known to the nanosecond: each
@@ -358,17 +376,7 @@ def a_graph_of_the_steps_launches_is_replayed_exactly(tmp):
     + 19 x 1 us between nodes behind it. So launch_bound, first and alone,
     saves 254 - 108.2 = 145.8 us a step."""
     from test_report import write_jsonl
-    ev, corr = [], 0
-    for k in range(50):
-        for i in range(20):
-            t = 1_000_000 + k * 340_000 + i * 12_000
-            corr += 1
-            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
-                       "result": 0, "device": 0, "name": f"k{i}", "grid": [1, 1, 1], "block": [32, 1, 1],
-                       "stream": 0, "corr": corr})
-            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
-                       "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": f"k{i}"})
-    path = write_jsonl(os.path.join(tmp, "graph.jsonl"), ev, timing="cupti")
+    path = write_jsonl(os.path.join(tmp, "graph.jsonl"), launch_loop(), timing="cupti")
     o = report_json_of(path)
     step = o["processes"][0]["step"]
     check(step["found"] and step["steps"] == 49 and step["step_ns"] == 340_000 and step["launches"] == 20 and
@@ -388,17 +396,7 @@ def an_eager_decode_loop_is_told_to_graph_its_token(tmp):
     forward as a CUDA graph with a static KV cache (generate's
     cache_implementation="static", torch.compile's reduce-overhead)."""
     from test_report import write_jsonl
-    ev, corr = [], 0
-    for k in range(50):
-        for i in range(20):
-            t = 1_000_000 + k * 340_000 + i * 12_000
-            corr += 1
-            name = f"void at::native::elementwise_kernel_{i}<128, 4>(int)"
-            ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
-                       "result": 0, "device": 0, "name": name, "grid": [1, 1, 1], "block": [32, 1, 1],
-                       "stream": 0, "corr": corr})
-            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
-                       "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": name})
+    ev = launch_loop(name=lambda i: f"void at::native::elementwise_kernel_{i}<128, 4>(int)")
     path = write_jsonl(os.path.join(tmp, "decode.jsonl"), ev, timing="cupti")
     o = report_json_of(path)
     check(o["processes"][0]["framework"] == "PyTorch", o["processes"][0].get("framework"))

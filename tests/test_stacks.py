@@ -449,23 +449,14 @@ def a_launch_bound_step_names_the_function_its_launches_come_from(tmp):
     and 33: the diagnosis says "from forward (/w/decode.py:31-39)". With
     sample's share above forward's it names sample, one line. The replay
     is unchanged (no walk timed)."""
-    from test_advice import report_json_of
+    from test_advice import launch_loop, report_json_of
     from test_report import write_jsonl
     for sample_from, want in (((16,), "from forward (/w/decode.py:31-39) and"),
                               ((0, 4, 16), "from sample (/w/decode.py:50)")):
-        ev, corr = [], 0
         frames = {100 + i: ["at::native::launch (libtorch_cuda.so+0x10)"] +
                   ["sample (/w/decode.py:50)" if i in sample_from else f"forward (/w/decode.py:{31 + i % 10})"] +
                   ["<module> (/w/decode.py:59)"] for i in range(0, 20, 4)}
-        for k in range(50):
-            for i in range(20):
-                t = 1_000_000 + k * 340_000 + i * 12_000
-                corr += 1
-                ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + 10_000,
-                           "result": 0, "device": 0, "name": f"k{i}", "grid": [1, 1, 1], "block": [32, 1, 1],
-                           "stream": 0, "corr": corr, **({"stack": 100 + i} if i % 4 == 0 else {})})
-                ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 5_000,
-                           "end_ns": t + 8_000, "result": 0, "device": 0, "stream": 7, "corr": corr, "name": f"k{i}"})
+        ev = launch_loop(stack=lambda i: 100 + i if i % 4 == 0 else None)
         o = report_json_of(write_jsonl(os.path.join(tmp, "lines.jsonl"), ev, timing="cupti", frames=frames))
         d, step = o["diagnoses"], o["processes"][0]["step"]
         check(step["replayed_savings_ns"]["graph"] == 145_800 and step["launches_from"] == want.split("from ")[1]
