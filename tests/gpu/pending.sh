@@ -55,7 +55,7 @@
 #        without stacks and whole, four rounds (traced_cost.sh)
 #   PART=52s bash tests/gpu/pending.sh   what a stack on one launch in 64
 #        costs the launch-bound, decode and JAX loops (slow, untraced,
-#        gpuspy, gpuspy with GPUSPY_STACK_LAUNCHES=64, four rounds), and
+#        gpuspy, gpuspy with GPUSPY_STACK_LAUNCHES=64, three rounds), and
 #        the function each report then says their launches come from
 #        (traced_cost.sh's mode launches)
 #   PART=52p bash tests/gpu/pending.sh   whether the host-bound programs'
@@ -110,7 +110,7 @@ case "${PART:-}" in
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
 	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
 	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
-	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none gpuspy launches" rounds=4
+	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none gpuspy launches" rounds=3
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;

@@ -381,16 +381,17 @@ void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, 
 	struct { char key[240]; size_t len, count; unsigned lo, hi; } g[GROUPS];
 	size_t ng = 0, total = 0;
 	*out = 0;
-	qsort(ids, n, sizeof(*ids), cmp_u32);
+	if (n > 1)
+		qsort(ids, n, sizeof(*ids), cmp_u32);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && ids[j] == ids[i]; j++)
 			;
 		char f[240];
 		unsigned line = 0;
 		gs_sites_own_line(s, in, ids[i], f, sizeof(f));
+		total += j - i; /* a third of the launches with a stack, own frame or not */
 		if (!*f)
 			continue;
-		total += j - i;
 		size_t len = frame_line(f, &line), k = 0;
 		while (k < ng && !(g[k].len == len && !strncmp(g[k].key, f, len ? len : sizeof(f))))
 			k++;
@@ -412,10 +413,10 @@ void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, 
 	/* One function and file for a third of the launches or more. */
 	if (!ng || g[best].count * 3 < total)
 		return;
-	if (!g[best].len || g[best].lo == g[best].hi)
-		snprintf(out, cap, "%s", g[best].key);
-	else
+	int w = !g[best].len || g[best].lo == g[best].hi ? -1 :
 		snprintf(out, cap, "%.*s:%u-%u)", (int)g[best].len, g[best].key, g[best].lo, g[best].hi);
+	if (w < 0 || (size_t)w >= cap) /* one line, or a range too long to say whole: the first frame seen */
+		snprintf(out, cap, "%s", g[best].key);
 }
 
 static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)

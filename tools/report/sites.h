@@ -72,8 +72,10 @@ int gs_sites_frames(struct gs_sites *s, struct gs_input *in, const struct gs_ev 
 void gs_sites_own_line(struct gs_sites *s, struct gs_input *in, uint32_t stack_id, char *out, size_t cap);
 /* Where a step's launches come from (ids: their stacks, sorted in place):
  * the program's own function whose frames are the innermost own frame of
- * a third of them or more, as "f (path:L1-L2)" (one line: the frame as
- * it is); "" when no function has that share or no launch has a stack. */
+ * a third of them or more (those without an own frame count too), as
+ * "f (path:L1-L2)" (one line, or a range that does not fit: the first
+ * frame seen); "" when no function has that share or no launch has a
+ * stack. */
 void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, size_t n, char *out, size_t cap);
 /* The waits in repeated phases that carry no stack (GPUSPY_STACK_MIN). */
 void gs_sites_unsited(const struct gs_siteset *set, uint64_t *n, uint64_t *ns);

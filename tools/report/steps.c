@@ -597,7 +597,10 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	struct gs_report *r = p->r;
 	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = s->window, .fuse = 10,
 				.wait_every = GS_WAIT_EVERY, .node_gap_ns = 300 }; /* docs/design.md#replay */
-	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids)); /* the window's launches' stacks */
+	/* The window's launches' stacks, graph launches' too (a JAX step is
+	 * one: host_bound says where it is dispatched; launch_bound's steps
+	 * launch kernels one by one). */
+	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
 	size_t nids = 0;
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {

@@ -19,7 +19,7 @@ set -u
 . tests/gpu/setup.sh /tmp/gpuspy-cpu-speed
 SWEEPS=${SWEEPS:-3}
 ROUNDS=${ROUNDS:-6}
-N=$(nproc)
+CPUS=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))') # those it may use
 P="python3 tests/gpu/whatif/jax_hostbound.py"
 step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 steal() { awk '/^cpu[0-9]/ { print substr($1, 4), $9 }' /proc/stat; }
@@ -28,7 +28,7 @@ M="$OUT/cpu_speed.md"
 	echo "# SWEEPS=$SWEEPS ROUNDS=$ROUNDS bash tests/gpu/whatif/cpu_speed.sh"
 	echo
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-	echo "$N CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+	echo "CPUs $CPUS; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 	echo
 	echo '```'
 	lscpu -e 2>&1 | head -40
@@ -38,7 +38,7 @@ M="$OUT/cpu_speed.md"
 } > "$M"
 for s in $(seq "$SWEEPS"); do
 	steal > "$WORK/steal-$s.a"
-	for c in $(seq 0 $((N - 1))); do
+	for c in $CPUS; do
 		echo "$c $(taskset -c "$c" python3 tests/gpu/whatif/cpu_speed.py)"
 	done > "$WORK/sweep-$s.txt"
 	steal > "$WORK/steal-$s.b"
@@ -78,6 +78,7 @@ for r in $(seq "$ROUNDS"); do
 	timeout --foreground 120 $P > "$WORK/free-$r.out" 2>&1
 	timeout --foreground 120 taskset -c "$FAST" $P > "$WORK/fast-$r.out" 2>&1
 	timeout --foreground 120 taskset -c "$SLOW" $P > "$WORK/slow-$r.out" 2>&1
-	echo "| $r | $(step_ms "$WORK/free-$r.out") | $(step_ms "$WORK/fast-$r.out") | $(step_ms "$WORK/slow-$r.out") |" >> "$M"
+	f=$(step_ms "$WORK/free-$r.out") q=$(step_ms "$WORK/fast-$r.out") s=$(step_ms "$WORK/slow-$r.out")
+	echo "| $r | $f | $q | $s |" >> "$M"
 done
 cat "$M"

@@ -22,8 +22,8 @@
 #            function the report then says the step's launches come from
 #            (each gpuspy run's launches_from and first diagnosis, listed
 #            after the tables)
-#   busy     untraced, beside a shell loop that keeps one other CPU busy
-#            for the run: whether a traced process's copies from pageable
+#   busy     untraced, beside a shell loop that keeps a CPU busy for the
+#            run (the scheduler's choice of which): whether a traced process's copies from pageable
 #            memory run faster (the what-if suite's run7) for gpuspy's own
 #            threads being awake, a state of the machine, not a change
 # Each run prints its steady step (whatif step_ms=...); each gpuspy run's
@@ -74,7 +74,7 @@ s, d = o["processes"][0].get("step", {}), (o.get("diagnoses") or [{}])[0]
 print(s.get("replayed_step_ns", 0) / 1e6)
 t = d.get("text", "").split("\n")[0][:240]
 open(sys.argv[1], "a").write("%s: from %s; %s: %s\n" % (sys.argv[2], s.get("launches_from", "-"), d.get("id"), t))' \
-		"$WORK/from.txt" "$(basename "$o")" >> "$WORK/replayed-$m.txt"
+		"$WORK/from.txt" "$p $v $m, round $r" >> "$WORK/replayed-$m.txt" # (the caller's p v m r)
 	# The first round's traces of each gpuspy mode stay, to be read part
 	# by part (step_parts.py).
 	[ -d "$WORK/t" ] && [ ! -e "$o.gspy" ] && mv "$(ls "$WORK"/t/*.gspy | head -1)" "$o.gspy" 2> /dev/null
@@ -124,7 +124,10 @@ for (k, t), v in rows.items():
     print(f"| {k} | {t} | " + " | ".join(f"{x:.4f}" if x else "-" for x in med) + " | " +
           " | ".join(f"{x / none:.3f}" if none and x else "-" for x in med[1:]) + " |")
 PY
-[ -s "$WORK/from.txt" ] && { echo; echo "Each traced run's launches_from and first diagnosis:"; echo; sed 's/^/    /' "$WORK/from.txt"; } >> "$OUT/traced_cost.md"
+[ -s "$WORK/from.txt" ] && {
+	echo; echo "Each traced run's launches_from and first diagnosis:"; echo
+	sed 's/^/    /' "$WORK/from.txt"
+} >> "$OUT/traced_cost.md"
 # The first two rounds' traces come back, to be replayed again as the model changes.
 (cd "$WORK" && ls *.gspy > /dev/null 2>&1 && tar cJf "$OUT/traces.tar.xz" *.gspy)
 case " ${TC_PROGS:-jax_hostbound} " in *" jax_hostbound "*) # step_parts.py reads graph launches
