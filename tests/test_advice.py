@@ -529,25 +529,25 @@ def a_loader_phase_by_any_data_name_is_replayed_the_same(tmp):
               and d[0]["saving"]["per_step_ns"] == 790_000, f"{name}: {d}")
 
 
-def jax_loop(tmp, second_at, frames=None):
-    """A host-bound JAX loop's report: 50 steps of 100 us, each a run of
+def jax_loop(tmp, second_at, frames=None, kernels=2, kernel_ns=15_000, period=100_000):
+    """A host-bound JAX loop's report: 50 steps of 100 us (period), each a run of
     the jitted step (XLA's range "XlaModule:#hlo_module=jit_step"), whose
-    20.3 us dispatch at 20 us launches its graph: 2 kernels of 15 us on the
-    GPU, the second second_at ns after the first starts; each launch with
-    the stack frames, if given."""
+    20.3 us dispatch at 20 us launches its graph: 2 kernels (kernels) of
+    15 us (kernel_ns) on the GPU, each second_at ns after the one before
+    starts; each launch with the stack frames, if given."""
     from test_report import write_jsonl
     ev = []
     name = "XlaModule:#hlo_module=jit_step,program_id=9#"
     for k in range(50):
-        t = 1_000_000 + k * 100_000
+        t = 1_000_000 + k * period
         ev.append({"kind": "phase_begin", "api": "nvtxRangePush", "tid": 7, "start_ns": t, "end_ns": t,
                    "result": 0, "device": 0, "name": name})
         ev.append({"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t + 20_000,
                    "end_ns": t + 40_300, "result": 0, "device": 0, "name": "(graph)", "graph": 17476,
                    "stream": 0, "corr": k + 1, **({"stack": 1} if frames else {})})
-        for i in range(2):
+        for i in range(kernels):
             g = t + 41_000 + i * second_at
-            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g, "end_ns": g + 15_000,
+            ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g, "end_ns": g + kernel_ns,
                        "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": f"fusion_{i}", "graph_id": 5})
         ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + 41_000,
                    "end_ns": t + 41_000, "result": 0, "device": 0, "name": name})

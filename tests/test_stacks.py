@@ -487,3 +487,22 @@ def a_jax_step_names_the_line_that_dispatches_it(tmp):
     check(d and d[0]["id"] == "host_bound" and d[0]["saving"]["per_step_ns"] == 46_734 and
           d[0]["text"].split("\n")[0].endswith(" Its steps are dispatched at timed_loop (/w/jax_hostbound.py:50).")
           and o["processes"][0]["step"]["launches_from"] == "timed_loop (/w/jax_hostbound.py:50)", f"diagnoses {d}")
+
+
+@test
+def a_jax_step_the_gpu_nearly_keeps_up_with_names_its_dispatch_line(tmp):
+    """The same loop at 200 us a step, 3 kernels of 52 us back to back: the
+    GPU works 156 us of each step and idles 44 us (22%) before the next
+    dispatch's work, under the quarter diagnose.c's host_bound asks. The
+    replay still has the host set the pace (its step 176,777 ns, the GPU
+    under 80% of the step), so the diagnosis is the replay's own, in its
+    words, at the dispatching line."""
+    from test_advice import jax_loop
+    o = jax_loop(tmp, 52_000, frames=["timed_loop (/w/jax_hostbound.py:50)"], kernels=3, kernel_ns=52_000,
+                 period=200_000)
+    d, step = o["diagnoses"], o["processes"][0]["step"]
+    check(step["replayed_step_ns"] == 176_777 and step["gpu_ns"] == 156_000, f"step {step}")
+    check(len(d) == 1 and d[0]["id"] == "host_bound" and d[0]["text"].startswith(
+        "Each step is dispatched from the host at timed_loop (/w/jax_hostbound.py:50), which takes longer than "
+        "the GPU's 156.0 us of work a step (200.0 us).") and d[0]["saving"]["per_step_ns"] > 4_000,
+        f"diagnoses {d}")
