@@ -79,8 +79,11 @@ def main():
             continue
         for v, files in got.items():
             write(fix, f"{p}-{v}", files)
+        # Each round's prediction as the report on the GPU made it (the
+        # rounds' spread: score.py's standard error).
         realized["programs"][p] = {"slow_ms": r["slow_ms"], "fixed_ms": r["fixed_ms"],
-                                   "realized_ms": round(r["realized_ms"], 4)}
+                                   "realized_ms": round(r["realized_ms"], 4),
+                                   "predictions_ms": r.get("predictions_ms")}
         print(f"{p}: {len(got['slow'])} + {len(got['fixed'])} traces, realized {r['realized_ms']:.3f} ms a step")
     with open(path, "w") as f:
         json.dump(realized, f, indent=1)

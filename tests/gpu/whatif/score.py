@@ -6,7 +6,9 @@ and the fixed program's report, which must not make the diagnosis it
 fixed. Each run of the suite on the H200 is a set (whatif/ itself is
 run1, whatif/run2 the next...; import.py): every set is scored. Prints
 the tables docs/measurements.md shows, with what each untraced slow
-process alone would have realized (the program's own spread); --json for
+process alone would have realized (the program's own spread) and, where
+the set kept each round's prediction, one standard error of the error;
+--json for
 the rows; --parts for where each error comes from: the replayed slow step
 against the untraced slow processes' median (the traced process's own
 speed, and tracing's cost as the replay takes it off), and the step
@@ -73,8 +75,15 @@ def score(gpuspy, name, fix):
             fixed_ms = statistics.median(realized[prog]["fixed_ms"])
             each = [x - fixed_ms for x in realized[prog]["slow_ms"]]
             slow_ms = statistics.median(realized[prog]["slow_ms"])
+            # One standard error of the error, the difference of two
+            # medians over the rounds (1.2533 sd / sqrt(n) each), where the
+            # set kept each round's prediction (import.py, from run7 on).
+            preds = [x for x in realized[prog].get("predictions_ms") or [] if x is not None]
+            s_ms = realized[prog]["slow_ms"]
+            se = 1.2533 * (statistics.variance(s_ms) / len(s_ms) + statistics.variance(preds) / len(preds)) ** 0.5 \
+                / real if want and len(preds) > 1 and len(s_ms) > 1 and real else None
             rows.append({"set": name, "program": prog, "want": want, "first": first["id"] if first else None,
-                         "predicted_ms": per, "realized_ms": real, "error": err,
+                         "predicted_ms": per, "realized_ms": real, "error": err, "error_se": se,
                          "realized_range_ms": [min(each), max(each)],
                          "untraced_ms": [slow_ms, fixed_ms],
                          "step": slow["processes"][0].get("step", {}),
@@ -98,16 +107,17 @@ def main():
 
 def table(name, rows):
     print(f"\n{name}:\n")
-    print("| program | right first diagnosis | at | predicted ms/step | realized ms/step | error "
+    print("| program | right first diagnosis | at | predicted ms/step | realized ms/step | error | one SE "
           "| realized by one slow process | fixed run says it |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         ok = r["first"] == r["want"]
         lo, hi = r["realized_range_ms"]
         pred = "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}"
         err = "" if r["error"] is None else f"{100 * r['error']:+.0f}%"
+        se = "" if r["error_se"] is None else f"{100 * r['error_se']:.0f}%"
         print(f"| {r['program']} | {'yes' if ok else 'no'} ({r['first'] or 'none'}) | {r['at'] or '-'} | {pred} | "
-              f"{r['realized_ms']:.3f} | {err} | {lo:.3f} to {hi:.3f} | {', '.join(r['fixed_says']) or '-'} |")
+              f"{r['realized_ms']:.3f} | {err} | {se} | {lo:.3f} to {hi:.3f} | {', '.join(r['fixed_says']) or '-'} |")
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
     if errs:
         print(f"\nmedian |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
