@@ -14,7 +14,9 @@ against the untraced slow processes' median (the traced process's own
 speed, and tracing's cost as the replay takes it off), and the step
 replayed with the change against the untraced fixed ones' (the change's
 model).
-Usage: score.py [--json | --parts] [GPUSPY]"""
+--bias for each program's signed errors over the sets, the median and
+how many fell under and over: where the model leans, beyond chance.
+Usage: score.py [--json | --parts | --bias] [GPUSPY]"""
 import json
 import os
 import re
@@ -93,11 +95,14 @@ def score(gpuspy, name, fix):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--json", "--parts")]
+    args = [a for a in sys.argv[1:] if a not in ("--json", "--parts", "--bias")]
     gpuspy = args[0] if args else os.path.join(ROOT, "tools", "gpuspy")
     every = [r for name, fix in sets() for r in score(gpuspy, name, fix)]
     if "--json" in sys.argv:
         json.dump(every, sys.stdout, indent=1)
+        return
+    if "--bias" in sys.argv:
+        bias(every)
         return
     for name, _ in sets():
         (parts if "--parts" in sys.argv else table)(name, [r for r in every if r["set"] == name])
@@ -121,6 +126,18 @@ def table(name, rows):
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
     if errs:
         print(f"\nmedian |error| {100 * statistics.median(errs):.0f}%, worst {100 * max(errs):.0f}%")
+
+
+def bias(rows):
+    """Each program's signed errors over the sets: a model that leans one
+    way errs to that side in most sets."""
+    print("| program | errors, set by set | median | under, over |")
+    print("| --- | --- | --- | --- |")
+    for prog in EXPECT:
+        e = [r["error"] for r in rows if r["program"] == prog and r["error"] is not None]
+        if e:
+            print(f"| {prog} | {', '.join(f'{100 * x:+.0f}%' for x in e)} | {100 * statistics.median(e):+.0f}% "
+                  f"| {sum(x < 0 for x in e)}, {sum(x > 0 for x in e)} |")
 
 
 def parts(name, rows):
