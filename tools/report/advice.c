@@ -137,21 +137,6 @@ static const char *times(char *buf, size_t cap, uint64_t count, uint64_t steps)
 	return buf;
 }
 
-/* "Its steps are dispatched at F." after a diagnosis of more work a
- * dispatch (ch), before its advice (the text's first line break), where F
- * is known. */
-static void dispatched_at(struct gs_diag *d, int ch, const char *where)
-{
-	const char *nl = strchr(d->text, '\n');
-	size_t k = nl ? (size_t)(nl - d->text) : strlen(d->text), cap = strlen(d->text) + strlen(where) + 40;
-	char *t = ch == GS_CH_FUSE && *where ? malloc(cap) : NULL;
-	if (!t)
-		return;
-	snprintf(t, cap, "%.*s Its steps are dispatched at %s.%s", (int)k, d->text, where, d->text + k);
-	free(d->text);
-	d->text = t;
-}
-
 /* The diagnoses the replay found that no other names. */
 static void add_new(struct gs_report *r, int ch)
 {
@@ -365,7 +350,6 @@ void gs_steps_diagnose(struct gs_report *r)
 		else if (ch != GS_CH_NONE) {
 			if (ok[ch] && !used[ch]) {
 				set_saving(r, d, ch);
-				dispatched_at(d, ch, s->launch_where);
 				used[ch] = 1;
 			} else {
 				drop = 1;

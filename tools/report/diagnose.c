@@ -12,6 +12,7 @@
 #include "report/diag.h"
 #include "report/report.h"
 #include "report/section.h"
+#include "report/steps.h"
 #include "util/units.h"
 #include "util/escape.h"
 
@@ -526,12 +527,14 @@ static void host_bound(struct gs_report *r)
 		return;
 	uint64_t window = last - first->first_ns;
 	char a[32], b[32], nm[1024];
+	/* Where a JAX step is dispatched, where its launches keep stacks (steps.c). */
+	const char *at = r->framework == GS_FW_JAX && r->steps ? r->steps->launch_where : "";
 	add(r, "host_bound",
 	    "In the loop (%s, from the first '%s' on), the GPU sat idle %s (%.0f%%) waiting for the host: the "
 	    "work after each of those gaps was launched only after the GPU had gone idle. The host sets the "
-	    "pace.\n%s",
+	    "pace.%s%s%s\n%s",
 	    gs_fmt_ns(b, window), pn(nm, first->name), gs_fmt_ns(a, idle), 100.0 * (double)idle / (double)window,
-	    advice(r, ADV_HOST));
+	    *at ? " Its steps are dispatched at " : "", at, *at ? "." : "", advice(r, ADV_HOST));
 	saving(r, idle, 0, "the GPU's idle time waiting for the host, which it would spend working were the "
 	       "host ahead");
 }
