@@ -553,6 +553,37 @@ def _hide_hooks(torch):
         rec.create_script_module = _around(make, _script_pre, _script_post)
 
 
+# Where each DataLoader was made, for the report's data diagnoses: the line
+# that sets its num_workers (the caller of the outermost __init__, past a
+# subclass's own __init__ calling super()).
+_made_at = weakref.WeakKeyDictionary()
+
+
+def _loader_made(args, kwargs):
+    self, f = args[0], _caller(sys._getframe(1))
+    while f.f_back is not None and f.f_code.co_name == "__init__" and f.f_locals.get("self") is self:
+        f = f.f_back
+    _made_at[self] = f"{f.f_code.co_name} ({f.f_code.co_filename}:{f.f_lineno})"
+
+
+def _keep(token, rv, ok):
+    return rv
+
+
+@_guarded
+def _loader_mark(loader):
+    """Each pass over a DataLoader: the report's mark of its workers (with
+    workers its data phase is a wait for them, loader_behind) and of where
+    it was made."""
+    n = getattr(loader, "num_workers", 0)
+    if _lib and isinstance(n, int) and n >= 0:
+        try:
+            at = _made_at.get(loader)
+        except TypeError:  # a subclass that is not hashable
+            at = None
+        _lib.gpuspy_mark(f"DataLoader num_workers={n}{' made at ' + at if at else ''}".encode("utf-8", "replace"))
+
+
 def _hook_torch(torch):
     global _is_compiling
     _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _not_compiling
@@ -563,14 +594,12 @@ def _hook_torch(torch):
     @functools.wraps(loader_iter)
     def __iter__(self):
         _learn()
-        # Workers load the batches: the report's data phase is then a wait
-        # for them (its loader_behind), not loading on this thread.
-        n = getattr(self, "num_workers", 0)
-        if isinstance(n, int) and n > 0 and _lib:
-            _lib.gpuspy_mark(b"DataLoader num_workers=%d" % n)
+        _loader_mark(self)
         return loader_iter(self)
 
     torch.utils.data.DataLoader.__iter__ = __iter__
+    if "__init__" in vars(torch.utils.data.DataLoader):  # its own, not object's
+        torch.utils.data.DataLoader.__init__ = _around(torch.utils.data.DataLoader.__init__, _loader_made, _keep)
 
     _torch[0] = torch
     if _C:

@@ -458,9 +458,18 @@ def loader_workers_are_replayed_exactly(tmp):
     201.4 us a step: it saves (39,676,000 - 8,076,000) / 40 = 790,000 ns
     a step, the data phase's work exactly, and 4 workers keep up (790 us
     of loading a batch against the 201.9 us step left). With the CPUs the
-    process may use in the trace, the workers are that many less one."""
+    process may use in the trace, the workers are that many less one.
+    The helper marked two DataLoaders: one made at train.py:30, iterated
+    before the loop and again in its middle, and the loop's, made at
+    train.py:12 and iterated last before the steady state: the diagnosis
+    names the loop's."""
     from test_report import write_jsonl
-    ev = loader_steps()
+
+    def mark(t, line):
+        return {"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": t, "end_ns": t, "result": 0,
+                "device": 0, "name": f"DataLoader num_workers=0 made at <module> (/w/train.py:{line})"}
+    ev = [mark(100_000, 30), mark(900_000, 12)] + loader_steps()
+    ev.insert(next(i for i, e in enumerate(ev) if e["start_ns"] > 30_500_000), mark(30_500_000, 30))
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
     o = report_json_of(path)
     step = o["processes"][0]["step"]
@@ -468,6 +477,8 @@ def loader_workers_are_replayed_exactly(tmp):
           and step["replayed_step_ns"] == 991_900 and step["replayed_savings_ns"]["workers"] == 790_000, f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
+    check("the GPU waits for data, from the DataLoader made at <module> (/w/train.py:12).\n" in d[0]["text"],
+          d[0]["text"])
     check(step["loader_workers"] == 4 and "(4 workers keep up: a batch takes 790.0 us to load, the step then 201.9 us)"
           in d[0]["saving"]["how"], d[0]["saving"])
     # The same program on 2 CPUs (the trace's header): one worker beside
@@ -478,12 +489,26 @@ def loader_workers_are_replayed_exactly(tmp):
     check(o["processes"][0]["step"]["replayed_savings_ns"]["workers"] == 201_900, f"{o['processes'][0]['step']}")
     check("(4 workers would keep up, a batch taking 790.0 us to load; this process may use 2 CPUs: with 1 worker "
           "the step is 790.0 us)" in o["diagnoses"][0]["saving"]["how"], o["diagnoses"][0]["saving"])
+    # Each step's kernel launched inside its data phase, at 500 us (GPU
+    # augmentation: the GPU busy 25% of the phase): no phase of starvation,
+    # but the replay's own diagnosis, which names the same DataLoader.
+    for e in ev:
+        if e["kind"] in ("launch", "gpu_kernel"):
+            e["start_ns"] -= 310_000
+            e["end_ns"] -= 310_000
+    ev.sort(key=lambda e: e["start_ns"])
+    path = write_jsonl(os.path.join(tmp, "busy.jsonl"), ev, timing="cupti")
+    d = {x["id"]: x for x in report_json_of(path)["diagnoses"]}
+    check("data_starvation" in d and d["data_starvation"]["text"].startswith(
+        "Each step loads its data on the main thread, from the DataLoader made at <module> (/w/train.py:12), while "
+        "the GPU waits.\n"), f"{d}")
 
 
 @test
 def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
     """The loop of loader_workers_are_replayed_exactly, but the helper
-    marked its DataLoader as loading in 6 worker processes: its 790 us in
+    marked its DataLoader (made at train.py:12) as loading in 6 worker
+    processes: its 790 us in
     'data' a step are the step waiting for them, which the replay of
     moving the loading to workers does not model. So no data_starvation
     and no "about": loader_behind, first, whose saving is an upper bound:
@@ -491,7 +516,7 @@ def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
     ahead; it names the CPUs the process may use (8: up to 7 workers)."""
     from test_report import write_jsonl
     ev = [{"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": 900_000, "end_ns": 900_000, "result": 0,
-           "device": 0, "name": "DataLoader num_workers=6"}] + loader_steps()
+           "device": 0, "name": "DataLoader num_workers=6 made at <module> (/w/train.py:12)"}] + loader_steps()
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
     set_cpus(path, 8)
     o = report_json_of(path)
@@ -499,7 +524,8 @@ def a_loader_whose_workers_fall_behind_gets_a_bound(tmp):
     ids = [x["id"] for x in d]
     check("data_starvation" not in ids and ids and ids[0] == "loader_behind", f"diagnoses {ids}")
     check(d[0]["text"].startswith("Phase 'data' takes 80% of the time in phases (40.0 ms over 50 occurrences) "
-                                  "waiting for the DataLoader's 6 worker processes") and
+                                  "waiting for the 6 worker processes of the DataLoader made at <module> "
+                                  "(/w/train.py:12), and the GPU") and
           "(this process may use 8 CPUs: up to 7 workers beside the step)" in d[0]["text"], d[0]["text"])
     check(d[0]["saving"]["bound"] == "upper" and d[0]["saving"]["ns"] == 40_000_000, f"{d[0]['saving']}")
     check("loader_workers" not in o["processes"][0]["step"], "workers to keep up, where the program has its own")

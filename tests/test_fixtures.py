@@ -308,7 +308,8 @@ def fixture_no_bound_a_step_is_more_than_a_step_gives_back(tmp):
                               capture_output=True, text=True, timeout=TIMEOUT).stdout
     d = diagnoses(report("whatif/run2/dataloader-fixed"))
     check(len(d) == 2 and d[0].startswith("Phase 'data' takes 24% of the time in phases (115.1 ms over 68 "
-                                          "occurrences) waiting for the DataLoader's 6 worker processes") and
+                                          "occurrences) waiting for the 6 worker processes of the DataLoader, "
+                                          "and the GPU") and
           "Saves up to 1.7 ms a step" in d[0] and d[1].startswith("GPU 0 drew under 70%"), f"{d}")
     # The fixed .item() loop's launch-bound bound (run1), cut to the
     # 353.2 us its 31.9 ms step spends beyond its 31.6 ms of GPU work, is

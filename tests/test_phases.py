@@ -189,7 +189,10 @@ def torch_phases_without_code_changes(tmp):
     _, ev = only_trace(tmp)
     got = [(e["kind"], e["name"], e["step"]) for e in ev if e["kind"].startswith("phase")]
     check(got == torch_sequence(3), f"torch phases {got}")
-    check(all(e["api"].startswith("torch_phase") for e in ev), "phases not from the torch hooks")
+    check(all(e["api"].startswith("torch_phase") for e in ev if e["kind"] != "mark"), "phases not from the torch hooks")
+    # One pass over one DataLoader: its mark, with where it was made.
+    marks = [e["name"] for e in ev if e["kind"] == "mark"]
+    check(marks == [f"DataLoader num_workers=0 made at <module> ({TORCH_LOOP}:15)"], f"marks {marks}")
     # The same through gpuspy run, with its report.
     d = os.path.join(tmp, "run")
     e = dict(os.environ)
@@ -447,8 +450,8 @@ def torch_pause_resume(tmp):
     _, ev = only_trace(tmp)
     got = [(e["kind"], e["name"], e.get("step")) for e in ev if e["kind"].startswith(("phase", "mark"))]
     full = torch_sequence(3)
-    want = full[:10] + [full[10], ("phase_end", "data", 1), ("mark", "(paused)", None),
-                        ("mark", "(resumed)", None)] + full[20:]
+    want = [("mark", f"DataLoader num_workers=0 made at <module> ({TORCH_LOOP}:15)", None)] + full[:10] + \
+        [full[10], ("phase_end", "data", 1), ("mark", "(paused)", None), ("mark", "(resumed)", None)] + full[20:]
     check(got == want, f"phases around a pause {got}")
 
 
@@ -506,7 +509,7 @@ def torch_helper_builtins_and_python_version_agree(tmp):
         _, ev = only_trace(d)
         seqs[mode] = [(e["kind"], e["name"], e.get("step")) for e in ev
                       if e["kind"].startswith(("phase", "mark"))]
-    check(seqs["builtins"] == seqs["python"] and len(seqs["python"]) == 46,
+    check(seqs["builtins"] == seqs["python"] and len(seqs["python"]) == 47,
           f"builtins {seqs['builtins']} vs python {seqs['python']}")
     script = ("import gpuspy_torch as g\n"
               "c = g._C\n"
@@ -639,25 +642,34 @@ def torch_compile_sees_no_helper(tmp):
 
 @test
 def torch_loader_workers_are_marked(tmp):
-    """A DataLoader with worker processes (num_workers=2), iterated twice:
-    the helper marks each pass "DataLoader num_workers=2", which the
-    report reads as a data phase that waits for workers (loader_behind);
-    one with none (num_workers=0) is not marked."""
+    """A DataLoader with 2 workers iterated twice, one with none, a subclass
+    whose __init__ calls super's: the helper marks each pass with its
+    workers (a data phase then waits for them: loader_behind) and where it
+    was made (past a subclass's __init__), which the data diagnoses name.
+    DataLoader's signature is still its own."""
     if SANITIZED:
         raise Skip("PyTorch under a sanitized preload is not run")
     if not have_torch():
         raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
-    code = ("import torch\n"
+    code = ("import inspect, torch\n"
             "data = torch.utils.data.TensorDataset(torch.randn(32, 8))\n"
+            "class Mine(torch.utils.data.DataLoader):\n"
+            "    def __init__(self, d, **kw):\n"
+            "        super().__init__(d, batch_size=8, **kw)\n"
             "for w in (2, 2, 0):\n"
             "    for (x,) in torch.utils.data.DataLoader(data, batch_size=8, num_workers=w):\n"
             "        pass\n"
-            "print('done')\n")
+            "for (x,) in Mine(data):\n"
+            "    pass\n"
+            "print(list(inspect.signature(torch.utils.data.DataLoader).parameters)[:2])\n")
     p = run_py(["-c", code], tmp)
-    check(p.returncode == 0 and p.stdout == "done\n", f"{p.returncode} {p.stdout!r} {p.stderr[-300:]}")
+    check(p.returncode == 0 and p.stdout == "['dataset', 'batch_size']\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-300:]}")
     _, ev = only_trace(tmp)
     marks = [e["name"] for e in ev if e["kind"] == "mark"]
-    check(marks == ["DataLoader num_workers=2"] * 2, f"marks {marks}")
+    at = " made at <module> (<string>:%d)"
+    check(marks == ["DataLoader num_workers=2" + at % 7] * 2 + ["DataLoader num_workers=0" + at % 7,
+                                                               "DataLoader num_workers=0" + at % 9], f"marks {marks}")
 
 
 # What a training script does with its model besides training it, after the

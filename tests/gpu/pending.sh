@@ -58,6 +58,9 @@
 #        gpuspy, gpuspy with GPUSPY_STACK_LAUNCHES=64, three rounds), and
 #        the function each report then says their launches come from
 #        (traced_cost.sh's mode launches)
+#   PART=52L bash tests/gpu/pending.sh   the starved DataLoader's line: its
+#        slow program untraced and under gpuspy, two rounds, each report's
+#        first diagnosis (which names where the DataLoader was made)
 #   PART=52p bash tests/gpu/pending.sh   whether the host-bound programs'
 #        spread by process is the CPU they land on: each CPU's Python speed,
 #        then the JAX loop unpinned, on the fastest four and on the slowest
@@ -104,13 +107,14 @@ case "${PART:-}" in
 52d)
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
-52e | 52f | 52g | 52s)
+52e | 52f | 52g | 52s | 52L)
 	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 2 x
 	# 4 x 3 of 10-18 s (whatif-run4-h100.md), each with a report.
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
 	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
 	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
 	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none gpuspy launches" rounds=3
+	[ $PART = 52L ] && progs="dataloader" modes="none gpuspy" rounds=2
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
@@ -124,7 +128,7 @@ case "${PART:-}" in
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52p, 52s or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52L, 52p, 52s or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

@@ -297,6 +297,15 @@ static int pct_digits(double share)
 	return share > 0 && share < 0.01 ? 1 : 0;
 }
 
+/* pre + "FUNC (FILE:LINE)" where the PyTorch helper marked where the loop's
+ * DataLoader was made, else "". */
+static const char *loader_made(const struct gs_report *r, const char *pre, char *buf, size_t cap)
+{
+	const char *at = gs_loader_at(r, r->steps && r->steps->found ? r->steps->steady_from : UINT64_MAX);
+	snprintf(buf, cap, "%s%s", *at ? pre : "", at);
+	return buf;
+}
+
 /* A DataLoader that already loads in worker processes (the helper's
  * mark): the data phase is the step waiting for them, and more of them,
  * or cheaper samples, is the change. How much that gives back depends on
@@ -304,17 +313,18 @@ static int pct_digits(double share)
  * no CUDA calls): no replay, an upper bound. */
 static void behind(struct gs_report *r, const struct gs_phase_stat *p, double share, double busy)
 {
-	char w[32], most[96] = "", nm[1024];
+	char w[32], most[96] = "", nm[1024], made[300];
 	if (r->proc.cpus > r->loader_workers + 1)
 		snprintf(most, sizeof(most), " (this process may use %u CPUs: up to %u workers beside the step)",
 			 r->proc.cpus, r->proc.cpus - 1);
 	add(r, "loader_behind",
-	    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) waiting for the DataLoader's "
-	    "%u worker processes, and the GPU is busy only %.*f%% of it: the workers do not keep up.\n"
+	    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) waiting for the "
+	    "%u worker processes of the DataLoader%s, and the GPU is busy only %.*f%% of it: the workers do "
+	    "not keep up.\n"
 	    "Give the loader more workers%s, or make each sample cheaper (decode or augment on the GPU, "
 	    "cache what repeats).",
 	    pn(nm, p->name), 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, r->loader_workers,
-	    pct_digits(busy), 100 * busy, most);
+	    loader_made(r, " made at ", made, sizeof(made)), pct_digits(busy), 100 * busy, most);
 	char a[32];
 	saving(r, p->wall_ns, 0, "the wait in '%s' (%s), were the workers always a batch ahead: at most all of it",
 	       pn(nm, p->name), gs_fmt_ns(a, p->wall_ns));
@@ -332,7 +342,7 @@ static void starvation(struct gs_report *r, uint64_t span)
 		double share = (double)p->wall_ns / (double)span;
 		if (share < 0.2)
 			continue;
-		char w[32], nm[1024];
+		char w[32], nm[1024], made[300];
 		if (r->gpu_timing == GSPY_GPU_TIMING_cupti) {
 			double busy = p->wall_ns ? (double)p->gpu_busy_ns / (double)p->wall_ns : 0;
 			if (busy >= 0.2)
@@ -344,10 +354,10 @@ static void starvation(struct gs_report *r, uint64_t span)
 			}
 			add(r, "data_starvation",
 			    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and the GPU is "
-			    "busy only %.*f%% of it (%s idle): the GPU waits for data.\n%s",
+			    "busy only %.*f%% of it (%s idle): the GPU waits for data%s.\n%s",
 			    pn(nm, p->name), 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count,
 			    pct_digits(busy), 100 * busy, gs_fmt_ns(idle, p->wall_ns - p->gpu_busy_ns),
-			    advice(r, ADV_STARVE));
+			    loader_made(r, ", from the DataLoader made at ", made, sizeof(made)), advice(r, ADV_STARVE));
 			overlap_saving(r, p, span);
 			continue;
 		}
@@ -365,9 +375,9 @@ static void starvation(struct gs_report *r, uint64_t span)
 		add(r, "data_starvation",
 		    "Phase '%s' takes %.0f%% of the time in phases (%s over %llu occurrences) and launches no "
 		    "GPU work: "
-		    "the GPU waits for data (host-side estimate%s).\n%s",
+		    "the GPU waits for data (host-side estimate%s)%s.\n%s",
 		    pn(nm, p->name), 100 * share, gs_fmt_ns(w, p->wall_ns), (unsigned long long)p->count, bound,
-		    advice(r, ADV_STARVE));
+		    loader_made(r, ", from the DataLoader made at ", made, sizeof(made)), advice(r, ADV_STARVE));
 		overlap_saving(r, p, span);
 	}
 }

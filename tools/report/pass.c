@@ -8,6 +8,7 @@
  * grows with the number of distinct phase and kernel names, never with
  * the number of events.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,16 +96,33 @@ static size_t launching_phase(struct gs_pass *p, const struct gs_ev *ev, size_t 
 	return ph;
 }
 
-/* The PyTorch helper's mark of a DataLoader with worker processes. */
-static void loader_mark(struct gs_report *r, const char *name)
+/* The PyTorch helper's mark of a pass over a DataLoader: "DataLoader
+ * num_workers=N", then " made at FUNC (FILE:LINE)" where it knew. */
+static void loader_mark(struct gs_report *r, const struct gs_ev *ev)
 {
-	static const char pre[] = "DataLoader num_workers=";
-	if (!name || strncmp(name, pre, sizeof(pre) - 1))
+	static const char pre[] = "DataLoader num_workers=", made[] = " made at ";
+	const char *name = ev->name;
+	if (!name || strncmp(name, pre, sizeof(pre) - 1) || !isdigit((unsigned char)name[sizeof(pre) - 1]))
 		return;
 	char *end;
 	unsigned long n = strtoul(name + sizeof(pre) - 1, &end, 10);
-	if (*end == '\0' && n > r->loader_workers && n <= 4096)
+	if (*end != '\0' && strncmp(end, made, sizeof(made) - 1))
+		return;
+	if (n > r->loader_workers && n <= 4096)
 		r->loader_workers = (unsigned)n;
+	const char *at = *end ? end + sizeof(made) - 1 : NULL;
+	if (!at || !*at || strlen(at) >= sizeof(r->loader[0].at))
+		return;
+	size_t i = 0;
+	while (i < r->nloaders && strcmp(r->loader[i].at, at))
+		i++;
+	if (i == r->nloaders) {
+		if (i == sizeof(r->loader) / sizeof(r->loader[0]))
+			return; /* the first four made are kept */
+		snprintf(r->loader[r->nloaders++].at, sizeof(r->loader[0].at), "%s", at);
+	}
+	if (ev->start_ns > r->loader[i].last_ns)
+		r->loader[i].last_ns = ev->start_ns;
 }
 
 /* An event that is not a phase's: its class and its phase. */
@@ -112,7 +130,7 @@ static void hand_out(struct gs_pass *p, const struct gs_ev *ev)
 {
 	size_t cur = gs_timeline_current(p);
 	if (ev->kind == GSPY_KIND_mark) {
-		loader_mark(p->r, ev->name);
+		loader_mark(p->r, ev);
 		gs_fault_mark(p, ev);
 		return;
 	}

@@ -55,6 +55,15 @@ int gs_data_phase(const char *name)
 	return name && strcasestr(name, "data") != NULL;
 }
 
+const char *gs_loader_at(const struct gs_report *r, uint64_t before)
+{
+	const struct gs_loader *best = r->nloaders ? &r->loader[0] : NULL;
+	for (size_t i = 0; i < r->nloaders; i++)
+		if (r->loader[i].last_ns <= before && (best->last_ns > before || r->loader[i].last_ns > best->last_ns))
+			best = &r->loader[i];
+	return best ? best->at : "";
+}
+
 uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records)
 {
 	uint64_t n = r->nevents > r->gpu_records ? r->nevents - r->gpu_records : 0;
