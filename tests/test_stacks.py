@@ -475,6 +475,32 @@ def a_launch_bound_step_names_the_function_its_launches_come_from(tmp):
 
 
 @test
+def a_step_launching_from_hundreds_of_functions_names_the_one_with_a_third(tmp):
+    """launch_loop with every launch stacked: its first 12 a step each from
+    a function of its own (480 functions in the steps that count, their
+    stacks interned first), its last 8 from forward's lines 31-38 (two
+    fifths). The count is kept for every function, not for the first 32
+    seen (which left forward out): "from forward (/w/decode.py:31-38)"."""
+    from test_advice import launch_loop, report_json_of
+    from test_report import write_jsonl
+    ev = launch_loop(stack=lambda i: 100_000 + i)
+    frames, n = {}, 0
+    for e in ev:
+        if e["kind"] != "launch":
+            continue
+        i = n % 20
+        if i < 12:
+            e["stack"] = 1_000 + n
+            frames[e["stack"]] = ["at::native::launch (libtorch_cuda.so+0x10)", f"f{n} (/w/decode.py:{100 + n})"]
+        else:
+            frames[e["stack"]] = ["at::native::launch (libtorch_cuda.so+0x10)", f"forward (/w/decode.py:{19 + i})"]
+        n += 1
+    o = report_json_of(write_jsonl(os.path.join(tmp, "many.jsonl"), ev, timing="cupti", frames=frames))
+    step = o["processes"][0]["step"]
+    check(step.get("launches_from") == "forward (/w/decode.py:31-38)", f"step {step}")
+
+
+@test
 def a_jax_step_names_the_line_that_dispatches_it(tmp):
     """test_advice.py's host-bound JAX loop, each graph launch with a
     stack through XLA's frames from timed_loop's line 50: the host_bound

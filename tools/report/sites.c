@@ -377,12 +377,16 @@ static size_t frame_line(const char *f, unsigned *line)
 
 void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, size_t n, char *out, size_t cap)
 {
-	enum { GROUPS = 32 };
-	struct { char key[240]; size_t len, count; unsigned lo, hi; } g[GROUPS];
-	size_t ng = 0, total = 0;
+	struct group { char key[240]; size_t len, count; unsigned lo, hi; } *g;
+	size_t ng = 0, total = 0, distinct = n ? 1 : 0;
 	*out = 0;
 	if (n > 1)
 		qsort(ids, n, sizeof(*ids), cmp_u32);
+	for (size_t i = 1; i < n; i++)
+		distinct += ids[i] != ids[i - 1];
+	if (!distinct)
+		return;
+	g = xcalloc(distinct, sizeof(*g)); /* a group a function and file at most */
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && ids[j] == ids[i]; j++)
 			;
@@ -396,8 +400,6 @@ void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, 
 		while (k < ng && !(g[k].len == len && !strncmp(g[k].key, f, len ? len : sizeof(f))))
 			k++;
 		if (k == ng) {
-			if (ng == GROUPS)
-				continue;
 			snprintf(g[ng].key, sizeof(g[ng].key), "%s", f);
 			g[ng].len = len, g[ng].count = 0, g[ng].lo = g[ng].hi = line;
 			ng++;
@@ -411,12 +413,13 @@ void gs_sites_step_line(struct gs_sites *s, struct gs_input *in, uint32_t *ids, 
 		if (g[k].count > g[best].count)
 			best = k;
 	/* One function and file for a third of the launches or more. */
-	if (!ng || g[best].count * 3 < total)
-		return;
-	int w = !g[best].len || g[best].lo == g[best].hi ? -1 :
-		snprintf(out, cap, "%.*s:%u-%u)", (int)g[best].len, g[best].key, g[best].lo, g[best].hi);
-	if (w < 0 || (size_t)w >= cap) /* one line, or a range too long to say whole: the first frame seen */
-		snprintf(out, cap, "%s", g[best].key);
+	if (ng && g[best].count * 3 >= total) {
+		int w = !g[best].len || g[best].lo == g[best].hi ? -1 :
+			snprintf(out, cap, "%.*s:%u-%u)", (int)g[best].len, g[best].key, g[best].lo, g[best].hi);
+		if (w < 0 || (size_t)w >= cap) /* one line, or a range too long to say whole: the first frame seen */
+			snprintf(out, cap, "%s", g[best].key);
+	}
+	free(g);
 }
 
 static void merge_set(struct gs_siteset *d, const struct gs_siteset *s)
