@@ -93,7 +93,15 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 				 "a number (1..64)", "native frames kept per stack" },
 	[GS_OPT_STACK_LAUNCHES] = { "GPUSPY_STACK_LAUNCHES", GS_OPT_UINT, GS_BY_LIB, 0, "0", 0, 1000000000, NULL,
 				    "a number (0..1000000000)",
-				    "`N`: one kernel launch in N (per thread) gets a stack; `0`: none" },
+				    "`N`: one kernel launch in N (per thread) gets a stack, the first included, in place of "
+				    "`GPUSPY_STACK_LAUNCH_PERIOD`'s sampling; `0`: none" },
+	[GS_OPT_STACK_LAUNCH_PERIOD] = { "GPUSPY_STACK_LAUNCH_PERIOD", GS_OPT_DURATION, GS_BY_LIB, 10000000, "10ms",
+					 0, 0, NULL, "a duration (e.g. 10ms)",
+					 "with `GPUSPY_STACK_LAUNCHES` unset: a thread's kernel launch gets a stack "
+					 "when about this long (half to one and a half times it, at random) has passed "
+					 "since its last one that got one, its first included: the line a launch-bound "
+					 "step's diagnosis names, at a bounded cost (a stack through PyTorch takes "
+					 "15-25 us on the H200); `0`: none" },
 	[GS_OPT_STACK_MIN] = { "GPUSPY_STACK_MIN", GS_OPT_DURATION, GS_BY_LIB, 0, "waits: 10us", 0, 0, NULL,
 			       "a duration (e.g. 20us)",
 			       "a duration (`250` ns, or `20us`, `1ms`, `1s`): waits, memsets, copies that are "

@@ -63,6 +63,7 @@ struct gs_tls {
 	uint32_t device_misses;  /* calls answered -1 from the cache */
 	uint32_t stacks_n;       /* stacks unwound by glibc so far (stacks.c) */
 	uint32_t launch_n;       /* launches seen, for stack sampling */
+	uint64_t launch_next;    /* raw clock: the next launch to get a stack (sampling by time) */
 	/* The last launch's Python frames, innermost first (code object,
 	 * instruction), kept cheaply in case its kernel faults (stacks.c). */
 	uintptr_t launch_py[GS_LAUNCH_PY][2];
@@ -123,6 +124,8 @@ struct gs_config {
 	uint32_t stacks;      /* GSPY_STACKS_* that are on */
 	uint32_t stack_depth; /* GPUSPY_STACK_DEPTH */
 	uint32_t stack_launch_every; /* GPUSPY_STACK_LAUNCHES: 1 in N, 0 none */
+	uint64_t stack_launch_period_ns;    /* GPUSPY_STACK_LAUNCH_PERIOD, unless the above is set; 0 none */
+	uint64_t stack_launch_period_ticks; /* the same in clock units */
 	uint64_t stack_min_ns;    /* GPUSPY_STACK_MIN, 0 = every call */
 	uint64_t stack_min_ticks; /* the same in the record clock's units (stacks.c) */
 	uint64_t wait_stack_min_ns;    /* for waits: GPUSPY_STACK_MIN, or 10 us by default */

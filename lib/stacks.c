@@ -419,9 +419,18 @@ static inline __attribute__((always_inline)) uint64_t take(struct gspy_record *r
 uint64_t gs_stack_note(struct gspy_record *r)
 {
 	struct gs_tls *t = &gs_tls;
-	if (r->kind == GSPY_KIND_launch) {
-		if (!gs_cfg.stack_launch_every || t->launch_n++ % gs_cfg.stack_launch_every)
+	if (r->kind == GSPY_KIND_launch && gs_cfg.stack_launch_every) {
+		if (t->launch_n++ % gs_cfg.stack_launch_every)
 			return 0;
+	} else if (r->kind == GSPY_KIND_launch) {
+		/* By time: a stack costs the thread at most one walk a period
+		 * whatever its launch rate. The next is half to one and a half
+		 * periods on, from the clock's low bits, so that a step whose
+		 * period divides it is not sampled at one launch of its own. */
+		uint64_t p = gs_cfg.stack_launch_period_ticks;
+		if (!p || r->start < t->launch_next)
+			return 0;
+		t->launch_next = r->start + p / 2 + (r->start * 0x9E3779B97F4A7C15ull >> 20) % p;
 	}
 	/* By default only what the report's call sites use keeps a stack:
 	 * allocations, frees, pageable copies and waits. Memsets (which only
@@ -624,6 +633,9 @@ static void stacks_setup(void)
 	uint64_t w = gs_optu(GS_OPT_STACKS); /* 0: off; bits on|all|glibc */
 	gs_cfg.stack_depth = (unsigned)gs_optu(GS_OPT_STACK_DEPTH);
 	gs_cfg.stack_launch_every = (unsigned)gs_optu(GS_OPT_STACK_LAUNCHES);
+	/* GPUSPY_STACK_LAUNCHES set, 0 too, replaces sampling by time. */
+	int every = gs_opt[GS_OPT_STACK_LAUNCHES].set && !gs_opt[GS_OPT_STACK_LAUNCHES].bad;
+	gs_cfg.stack_launch_period_ns = every ? 0 : gs_optu(GS_OPT_STACK_LAUNCH_PERIOD);
 	gs_cfg.stack_min_ns = gs_optu(GS_OPT_STACK_MIN);
 	/* Unset, waits have their own threshold; set, it is every kind's. */
 	int set = gs_opt[GS_OPT_STACK_MIN].set && !gs_opt[GS_OPT_STACK_MIN].bad;
@@ -718,7 +730,7 @@ static void stacks_load(void)
 	__atomic_store_n(&gs_g.stack_kinds,
 			 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
 				 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
-				 1u << GSPY_KIND_unmap | (gs_cfg.stack_launch_every ? 1u << GSPY_KIND_launch : 0),
+				 1u << GSPY_KIND_unmap | (gs_cfg.stack_launch_every || gs_cfg.stack_launch_period_ns ? 1u << GSPY_KIND_launch : 0),
 			 __ATOMIC_RELEASE);
 	gs_release();
 }
@@ -733,6 +745,7 @@ static void stacks_clock(struct gspy_header *h)
 {
 	gs_cfg.stack_min_ticks = ticks_of(gs_cfg.stack_min_ns, h);
 	gs_cfg.wait_stack_min_ticks = ticks_of(gs_cfg.wait_stack_min_ns, h);
+	gs_cfg.stack_launch_period_ticks = ticks_of(gs_cfg.stack_launch_period_ns, h);
 }
 
 /* The child of a fork writes a new file: every id is stale. */

@@ -25,6 +25,12 @@ SLACK = 64 << 10  # what the trim at exit keeps past the string table's used byt
 # make check-sanitize: the sanitizer runtime must come first in LD_PRELOAD.
 PRELOAD_PREFIX = os.environ.get("GPUSPY_TEST_PRELOAD_PREFIX", "")
 SANITIZED = bool(PRELOAD_PREFIX)
+# A launch gets a stack once in GPUSPY_STACK_LAUNCH_PERIOD (10 ms) by
+# default: exact counts of stacks would hang on how fast a run went (a
+# sanitized one, a loaded machine). In the tests it is an hour: each
+# thread's first launch gets one. test_stacks's launch_stacks_by_time runs
+# the sampling itself.
+os.environ.setdefault("GPUSPY_STACK_LAUNCH_PERIOD", "3600s")
 
 
 class Fail(Exception):

@@ -725,8 +725,9 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
     thread's first sticky failure writes them as a mark at that launch's
     start (GSPY_MARK_FAULT_SITE), and the report gives the launch's own
     line, not the synchronize's where the error surfaced, the H200's
-    `torch.cuda.synchronize()`. Without CUPTI, whose launches keep
-    nothing, and with Python frames off: the line where it surfaced, past
+    `torch.cuda.synchronize()`. Without CUPTI and launch stacks (no stack
+    walk holding the GIL turns Python frames on: the launches keep
+    nothing), and with Python frames off: the line where it surfaced, past
     ctypes' own frames (libffi's, _ctypes_callproc). When the first call
     to fail is a later launch (PyTorch's next operation, often), the
     faulted one is still named at its line."""
@@ -738,7 +739,7 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
     line = lambda tag: src_line(PY_FAULT, "# " + tag)
     first = ("   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
              "cudaDeviceSynchronize, and 1 call failed in all")
-    runs = (("cupti", {}, []), ("launch", {}, ["launch"]), ("nocupti", {"GPUSPY_CUPTI": "off"}, []),
+    runs = (("cupti", {}, []), ("launch", {}, ["launch"]), ("nocupti", {"GPUSPY_CUPTI": "off", "GPUSPY_STACK_LAUNCHES": "0"}, []),
             ("nopython", {"GPUSPY_PYTHON_FRAMES": "0"}, []))
     for name, extra, args in runs:
         d = os.path.join(tmp, name)

@@ -302,7 +302,8 @@ def stacks_skip_a_streams_wait_on_an_event(tmp):
 @test
 def stacks_default_kinds(tmp):
     """By default only what the report's call sites use keeps a stack:
-    allocations, frees, pageable copies and waits, not memsets nor pinned
+    allocations, frees, pageable copies and waits, a launch once in
+    GPUSPY_STACK_LAUNCH_PERIOD (here an hour: the first), not memsets nor pinned
     or device-to-device copies; GPUSPY_STACKS=all (also with glibc) gives
     those theirs; off with anything else, or a word it does not know, is
     refused with a warning and stacks stay on; "," (no word) is on; the
@@ -323,7 +324,7 @@ def stacks_default_kinds(tmp):
         check(proc["stacks"] == ("all" if got == every else "on"), f"{prog} {value}: stacks {proc['stacks']}")
         return got, "\n".join(proc.get("notes", []))
     on = {"alloc": (2, 2), "free": (2, 2), "copy/pageable/d2h": (2, 2), "copy/pageable/h2d": (2, 2),
-          "copy/pinned/d2h": (0, 2), "copy/pinned/h2d": (0, 1), "copy/d2d": (0, 1), "launch": (0, 3),
+          "copy/pinned/d2h": (0, 2), "copy/pinned/h2d": (0, 1), "copy/d2d": (0, 1), "launch": (1, 3),
           "memset": (0, 1), "sync": (2, 2)}
     every = dict(on, **{"copy/pinned/d2h": (2, 2), "copy/pinned/h2d": (1, 1), "copy/d2d": (1, 1),
                         "memset": (1, 1)})
@@ -335,6 +336,40 @@ def stacks_default_kinds(tmp):
             check(got == want, f"{prog} GPUSPY_STACKS={value}: (with a stack, of) {got}")
             check(err == (f"GPUSPY_STACKS={value} is not off, nor a list of on, all and glibc; using on"
                           if warned else ""), f"{prog} GPUSPY_STACKS={value}: notes {err!r}")
+
+
+@test
+def launch_stacks_by_time(tmp):
+    """GPUSPY_STACK_LAUNCH_PERIOD (the tests' harness sets it to an hour):
+    a thread's launch gets a stack when half to one and a half periods
+    have passed since its last one that got one, the first included.
+    prog_train's 69 launches of 4 ms each (the double's FAKECUDA_LAUNCH_NS)
+    with a period of 10 ms: the first has one; each later one with a stack
+    starts 5 ms or more after the last before it, each without under 15
+    ms after it, which over 276 ms or more leaves 14 at least. A period of
+    0, or GPUSPY_STACK_LAUNCHES=0, gives none; GPUSPY_STACK_LAUNCHES=3
+    every third, the first included, whatever the period."""
+    def launches(env):
+        for f in traces(tmp):
+            os.unlink(os.path.join(tmp, f))
+        p = run("prog_train", ["3", "10"], tmp=tmp, env=env)
+        check(gpuspy_lines(p.stderr) == [], f"{env}: stderr {p.stderr!r}")
+        proc, ev = only_trace(tmp)
+        return proc, [("stack" in e, e["start_ns"], e["tid"]) for e in ev if e["kind"] == "launch"]
+    proc, got = launches({"GPUSPY_STACK_LAUNCH_PERIOD": "10ms", "FAKECUDA_LAUNCH_NS": "4000000"})
+    check(len(got) == 69 and len({t for _, _, t in got}) == 1 and got[0][0], f"launches {got[:3]}")
+    last, bad = got[0][1], []
+    for stacked, start, _ in got[1:]:
+        if stacked and start - last < 5_000_000 - 1000 or not stacked and start - last >= 15_000_000 + 1000:
+            bad.append((stacked, start - last))
+        last = start if stacked else last
+    n = sum(x for x, _, _ in got)
+    check(not bad and n >= 14 and proc["stacks_taken"] >= n, f"{n} stacked; against the rule: {bad}")
+    for env in ({"GPUSPY_STACK_LAUNCH_PERIOD": "0"}, {"GPUSPY_STACK_LAUNCH_PERIOD": "10ms", "GPUSPY_STACK_LAUNCHES": "0"}):
+        _, got = launches(dict(env, FAKECUDA_LAUNCH_NS="4000000"))
+        check(len(got) == 69 and not any(x for x, _, _ in got), f"{env}: {sum(x for x, _, _ in got)} stacked")
+    _, got = launches({"GPUSPY_STACK_LAUNCH_PERIOD": "1ns", "GPUSPY_STACK_LAUNCHES": "3"})
+    check([i for i, (x, _, _) in enumerate(got) if x] == list(range(0, 69, 3)), f"every third: {got}")
 
 
 @test

@@ -53,11 +53,12 @@
 #        set (run7: 17.8-18.5 against 17.8-22.1 ms a step): slow only,
 #        untraced, untraced beside a busy CPU, gpuspy without CUPTI,
 #        without stacks and whole, four rounds (traced_cost.sh)
-#   PART=52s bash tests/gpu/pending.sh   what a stack on one launch in 64
-#        costs the launch-bound, decode and JAX loops (slow, untraced,
-#        gpuspy, gpuspy with GPUSPY_STACK_LAUNCHES=64, three rounds), and
-#        the function each report then says their launches come from
-#        (traced_cost.sh's mode launches)
+#   PART=52s bash tests/gpu/pending.sh   what a launch's stack sampled every
+#        10 ms (GPUSPY_STACK_LAUNCH_PERIOD, the default) costs the
+#        launch-bound, decode and JAX loops (slow: untraced, gpuspy with
+#        GPUSPY_STACK_LAUNCHES=0, gpuspy, three rounds), and the function
+#        each report then says their launches come from (traced_cost.sh's
+#        list after its tables)
 #   PART=52L bash tests/gpu/pending.sh   the starved DataLoader's line: its
 #        slow program untraced and under gpuspy, two rounds, each report's
 #        first diagnosis (which names where the DataLoader was made)
@@ -113,7 +114,7 @@ case "${PART:-}" in
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
 	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
 	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
-	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none gpuspy launches" rounds=3
+	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none nolaunches gpuspy" rounds=3
 	[ $PART = 52L ] && progs="dataloader" modes="none gpuspy" rounds=2
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh

@@ -22,6 +22,9 @@
 #            function the report then says the step's launches come from
 #            (each gpuspy run's launches_from and first diagnosis, listed
 #            after the tables)
+#   nolaunches gpuspy's defaults and GPUSPY_STACK_LAUNCHES=0: no launch
+#            keeps a stack (against gpuspy: what the default's one a
+#            thread every GPUSPY_STACK_LAUNCH_PERIOD, 10 ms, costs)
 #   busy     untraced, beside a shell loop that keeps a CPU busy for the
 #            run (the scheduler's choice of which): whether a traced process's copies from pageable
 #            memory run faster (the what-if suite's run7) for gpuspy's own
@@ -62,6 +65,8 @@ run_mode() { # mode out args...
 	nostacks) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACKS=off \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	launches) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACK_LAUNCHES="${TC_LAUNCH_EVERY:-64}" \
+		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
+	nolaunches) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_STACK_LAUNCHES=0 \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
 	notorch) timeout --foreground 120 env GPUSPY_DIR="$WORK/t" GPUSPY_TORCH=0 \
 		LD_PRELOAD="$ROOT/lib/libgpuspy.so" "$@" ;;
