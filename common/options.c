@@ -91,10 +91,10 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 			    "alone: no call stacks. See `commands.md`, Call stacks" },
 	[GS_OPT_STACK_DEPTH] = { "GPUSPY_STACK_DEPTH", GS_OPT_UINT, GS_BY_LIB, 32, "32", 1, 64, NULL,
 				 "a number (1..64)", "native frames kept per stack" },
-	[GS_OPT_STACK_LAUNCHES] = { "GPUSPY_STACK_LAUNCHES", GS_OPT_UINT, GS_BY_LIB, 0, "0", 0, 1000000000, NULL,
+	[GS_OPT_STACK_LAUNCHES] = { "GPUSPY_STACK_LAUNCHES", GS_OPT_UINT, GS_BY_LIB, 0, "unset", 0, 1000000000, NULL,
 				    "a number (0..1000000000)",
 				    "`N`: one kernel launch in N (per thread) gets a stack, the first included, in place of "
-				    "`GPUSPY_STACK_LAUNCH_PERIOD`'s sampling; `0`: none" },
+				    "`GPUSPY_STACK_LAUNCH_PERIOD`'s sampling by time (unset); `0`: none" },
 	[GS_OPT_STACK_LAUNCH_PERIOD] = { "GPUSPY_STACK_LAUNCH_PERIOD", GS_OPT_DURATION, GS_BY_LIB, 10000000, "10ms",
 					 0, 0, NULL, "a duration (e.g. 10ms)",
 					 "with `GPUSPY_STACK_LAUNCHES` unset: a thread's kernel launch gets a stack "

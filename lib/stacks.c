@@ -424,13 +424,9 @@ uint64_t gs_stack_note(struct gspy_record *r)
 			return 0;
 	} else if (r->kind == GSPY_KIND_launch) {
 		/* By time: a stack costs the thread at most one walk a period
-		 * whatever its launch rate. The next is half to one and a half
-		 * periods on, from the clock's low bits, so that a step whose
-		 * period divides it is not sampled at one launch of its own. */
-		uint64_t p = gs_cfg.stack_launch_period_ticks;
-		if (!p || r->start < t->launch_next)
+		 * whatever its launch rate (the next is set below, once taken). */
+		if (!gs_cfg.stack_launch_period_ticks || r->start < t->launch_next)
 			return 0;
-		t->launch_next = r->start + p / 2 + (r->start * 0x9E3779B97F4A7C15ull >> 20) % p;
 	}
 	/* By default only what the report's call sites use keeps a stack:
 	 * allocations, frees, pageable copies and waits. Memsets (which only
@@ -456,6 +452,12 @@ uint64_t gs_stack_note(struct gspy_record *r)
 		       : other || r->kind == GSPY_KIND_launch ? gs_cfg.stack_min_ticks : 0;
 	if (r->end - r->start < min)
 		return 0;
+	uint64_t p = gs_cfg.stack_launch_period_ticks;
+	if (r->kind == GSPY_KIND_launch && !gs_cfg.stack_launch_every && p)
+		/* half to one and a half periods on, from the clock's low bits,
+		 * so that a step whose period divides it is not sampled at one
+		 * launch of its own */
+		t->launch_next = r->start + p / 2 + (r->start * 0x9E3779B97F4A7C15ull >> 20) % p;
 	return take(r);
 }
 

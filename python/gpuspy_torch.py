@@ -554,16 +554,34 @@ def _hide_hooks(torch):
 
 
 # Where each DataLoader was made, for the report's data diagnoses: the line
-# that sets its num_workers (the caller of the outermost __init__, past a
-# subclass's own __init__ calling super()).
-_made_at = weakref.WeakKeyDictionary()
+# that sets its num_workers, the caller of the outermost __init__ (past a
+# subclass's own and the wrappers around them, Lightning's). Keyed by id,
+# with a weak reference: a subclass's __hash__ and __eq__ are never called.
+_made_at = {}  # id(loader) -> (weakref.ref(loader), "FUNC (FILE:LINE)")
+
+
+def _init_codes(cls):
+    """The code of every __init__ along cls's MRO, and of what each wraps."""
+    codes = set(_around_codes)
+    for k in cls.__mro__:
+        f = vars(k).get("__init__")
+        for _ in range(16):  # a __wrapped__ chain, never a cycle
+            code = getattr(f, "__code__", None)
+            if code is None:
+                break
+            codes.add(code)
+            f = getattr(f, "__wrapped__", None)
+    return codes
 
 
 def _loader_made(args, kwargs):
     self, f = args[0], _caller(sys._getframe(1))
-    while f.f_back is not None and f.f_code.co_name == "__init__" and f.f_locals.get("self") is self:
+    codes = _init_codes(type(self))
+    while f.f_back is not None and f.f_code in codes:
         f = f.f_back
-    _made_at[self] = f"{f.f_code.co_name} ({f.f_code.co_filename}:{f.f_lineno})"
+    key = id(self)
+    _made_at[key] = (weakref.ref(self, lambda _r, k=key: _made_at.pop(k, None)),
+                     f"{f.f_code.co_name} ({f.f_code.co_filename}:{f.f_lineno})")
 
 
 def _keep(token, rv, ok):
@@ -577,9 +595,8 @@ def _loader_mark(loader):
     it was made."""
     n = getattr(loader, "num_workers", 0)
     if _lib and isinstance(n, int) and n >= 0:
-        try:
-            at = _made_at.get(loader)
-        except TypeError:  # a subclass that is not hashable
+        ref, at = _made_at.get(id(loader), (None, None))
+        if ref is None or ref() is not loader:
             at = None
         _lib.gpuspy_mark(f"DataLoader num_workers={n}{' made at ' + at if at else ''}".encode("utf-8", "replace"))
 

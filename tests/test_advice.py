@@ -459,17 +459,19 @@ def loader_workers_are_replayed_exactly(tmp):
     a step, the data phase's work exactly, and 4 workers keep up (790 us
     of loading a batch against the 201.9 us step left). With the CPUs the
     process may use in the trace, the workers are that many less one.
-    The helper marked two DataLoaders: one made at train.py:30, iterated
-    before the loop and again in its middle, and the loop's, made at
-    train.py:12 and iterated last before the steady state: the diagnosis
-    names the loop's."""
+    The helper marked two DataLoaders: one made at train.py:30 with 6
+    workers, iterated before the loop and again in its middle, and the
+    loop's, made at train.py:12 with none, iterated last before the steady
+    state and again in the middle (an epoch): the diagnosis names the
+    loop's, and its workers, none (no loader_behind)."""
     from test_report import write_jsonl
 
-    def mark(t, line):
+    def mark(t, line, w=0):
         return {"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": t, "end_ns": t, "result": 0,
-                "device": 0, "name": f"DataLoader num_workers=0 made at <module> (/w/train.py:{line})"}
-    ev = [mark(100_000, 30), mark(900_000, 12)] + loader_steps()
-    ev.insert(next(i for i, e in enumerate(ev) if e["start_ns"] > 30_500_000), mark(30_500_000, 30))
+                "device": 0, "name": f"DataLoader num_workers={w} made at <module> (/w/train.py:{line})"}
+    ev = [mark(100_000, 30, 6), mark(900_000, 12)] + loader_steps()
+    for t, line, w in ((30_500_000, 30, 6), (31_500_000, 12, 0)):
+        ev.insert(next(i for i, e in enumerate(ev) if e["start_ns"] > t), mark(t, line, w))
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
     o = report_json_of(path)
     step = o["processes"][0]["step"]

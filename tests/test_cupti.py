@@ -725,9 +725,11 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
     thread's first sticky failure writes them as a mark at that launch's
     start (GSPY_MARK_FAULT_SITE), and the report gives the launch's own
     line, not the synchronize's where the error surfaced, the H200's
-    `torch.cuda.synchronize()`. Without CUPTI and launch stacks (no stack
-    walk holding the GIL turns Python frames on: the launches keep
-    nothing), and with Python frames off: the line where it surfaced, past
+    `torch.cuda.synchronize()`. The same without CUPTI, its launches
+    sampled for their stacks (the default). Without CUPTI and launch
+    stacks (nothing turns Python frames on while ctypes has released the
+    GIL: the launches keep nothing), and with Python frames off: the line
+    where it surfaced, past
     ctypes' own frames (libffi's, _ctypes_callproc). When the first call
     to fail is a later launch (PyTorch's next operation, often), the
     faulted one is still named at its line."""
@@ -740,6 +742,7 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
     first = ("   GPU kernel check_index faulted (a device-side assert): error 710 (cudaErrorAssert) from "
              "cudaDeviceSynchronize, and 1 call failed in all")
     runs = (("cupti", {}, []), ("launch", {}, ["launch"]), ("nocupti", {"GPUSPY_CUPTI": "off", "GPUSPY_STACK_LAUNCHES": "0"}, []),
+            ("sampled", {"GPUSPY_CUPTI": "off"}, []),
             ("nopython", {"GPUSPY_PYTHON_FRAMES": "0"}, []))
     for name, extra, args in runs:
         d = os.path.join(tmp, name)
@@ -752,8 +755,8 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
         ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
         marks = [e for e in ev if e["kind"] == "mark"]
         lines, f = fault_report(d)
-        if name in ("cupti", "launch"):
-            head = first if name == "cupti" else first.replace(
+        if name in ("cupti", "launch", "sampled"):
+            head = first if name != "launch" else first.replace(
                 "from cudaDeviceSynchronize, and 1 call failed", "from cudaLaunchKernel, and 2 calls failed")
             launch = next(e for e in ev if e["kind"] == "launch" and e.get("name") == "check_index")
             check(len(marks) == 1 and marks[0]["name"] == "gpuspy: the launch before the fault" and

@@ -7,7 +7,7 @@ jitted steps and compilations."""
 import json
 import os
 
-from harness import ROOT, check, report_json, report_text, test
+from harness import ROOT, SANITIZED, Skip, check, have_torch, only_trace, report_json, report_text, run_py, test
 from test_report import kernel_steps, phase_event, write_jsonl
 
 
@@ -600,3 +600,42 @@ def cuptis_part_before_a_graph_launch_is_no_more_than_the_gap(tmp):
     # 39 x 7,600 + 5,000) / 40 = 7,600 ns a step.
     step = graph_loop(tmp, 10_000, 15_000, 1_000, xla=False)["processes"][0]["step"]
     check(step["replayed_step_ns"] == 7_600, f"not XLA's: step {step}")
+
+
+@test
+def torch_loader_workers_are_marked(tmp):
+    """A DataLoader with 2 workers iterated twice, one with none, a subclass
+    whose __init__ (its self named `me`) calls super's, wrapped as
+    Lightning does: the helper marks each pass with its workers (a data
+    phase then waits for them: loader_behind) and where it was made (past
+    the __init__s and their wrappers), which the data diagnoses name.
+    DataLoader's signature is still its own."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    code = ("import functools, inspect, torch\n"
+            "data = torch.utils.data.TensorDataset(torch.randn(32, 8))\n"
+            "class Mine(torch.utils.data.DataLoader):\n"
+            "    def __init__(me, d, **kw):\n"
+            "        super().__init__(d, batch_size=8, **kw)\n"
+            "def wrap(init):\n"
+            "    @functools.wraps(init)\n"
+            "    def wrapper(obj, *a, **kw):\n"
+            "        init(obj, *a, **kw)\n"
+            "    return wrapper\n"
+            "Mine.__init__ = wrap(Mine.__init__)\n"
+            "for w in (2, 2, 0):\n"
+            "    for (x,) in torch.utils.data.DataLoader(data, batch_size=8, num_workers=w):\n"
+            "        pass\n"
+            "for (x,) in Mine(data):\n"
+            "    pass\n"
+            "print(list(inspect.signature(torch.utils.data.DataLoader).parameters)[:2])\n")
+    p = run_py(["-c", code], tmp)
+    check(p.returncode == 0 and p.stdout == "['dataset', 'batch_size']\n",
+          f"{p.returncode} {p.stdout!r} {p.stderr[-300:]}")
+    _, ev = only_trace(tmp)
+    marks = [e["name"] for e in ev if e["kind"] == "mark"]
+    at = " made at <module> (<string>:%d)"
+    check(marks == ["DataLoader num_workers=2" + at % 13] * 2 + ["DataLoader num_workers=0" + at % 13,
+                                                                "DataLoader num_workers=0" + at % 15], f"marks {marks}")

@@ -640,38 +640,6 @@ def torch_compile_sees_no_helper(tmp):
                   f"{how} {mode}: phases {dict(counts)} {got}")
 
 
-@test
-def torch_loader_workers_are_marked(tmp):
-    """A DataLoader with 2 workers iterated twice, one with none, a subclass
-    whose __init__ calls super's: the helper marks each pass with its
-    workers (a data phase then waits for them: loader_behind) and where it
-    was made (past a subclass's __init__), which the data diagnoses name.
-    DataLoader's signature is still its own."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
-    code = ("import inspect, torch\n"
-            "data = torch.utils.data.TensorDataset(torch.randn(32, 8))\n"
-            "class Mine(torch.utils.data.DataLoader):\n"
-            "    def __init__(self, d, **kw):\n"
-            "        super().__init__(d, batch_size=8, **kw)\n"
-            "for w in (2, 2, 0):\n"
-            "    for (x,) in torch.utils.data.DataLoader(data, batch_size=8, num_workers=w):\n"
-            "        pass\n"
-            "for (x,) in Mine(data):\n"
-            "    pass\n"
-            "print(list(inspect.signature(torch.utils.data.DataLoader).parameters)[:2])\n")
-    p = run_py(["-c", code], tmp)
-    check(p.returncode == 0 and p.stdout == "['dataset', 'batch_size']\n",
-          f"{p.returncode} {p.stdout!r} {p.stderr[-300:]}")
-    _, ev = only_trace(tmp)
-    marks = [e["name"] for e in ev if e["kind"] == "mark"]
-    at = " made at <module> (<string>:%d)"
-    check(marks == ["DataLoader num_workers=2" + at % 7] * 2 + ["DataLoader num_workers=0" + at % 7,
-                                                               "DataLoader num_workers=0" + at % 9], f"marks {marks}")
-
-
 # What a training script does with its model besides training it, after the
 # helper has put its forward hook on the model: each as untraced.
 TORCH_EXPORT = os.path.join(ROOT, "tests", "progs", "torch_export.py")

@@ -175,10 +175,10 @@ static void add_new(struct gs_report *r, int ch)
 			    "GPU.\nAllocate once and reuse (no torch.cuda.empty_cache() in the loop; a memory pool).",
 			    (unsigned long long)(s->change[ch].count / s->window));
 	} else if (ch == GS_CH_WORKERS) {
-		const char *at = gs_loader_at(r, s->steady_from);
+		const struct gs_loader *l = gs_loader_at(r, s->steady_from);
 		gs_diag_add(r, "data_starvation", "Each step loads its data on the main thread%s%s%s while the GPU "
 			    "waits.\nLoad ahead in workers: DataLoader(num_workers=N, pin_memory=True).",
-			    *at ? ", from the DataLoader made at " : "", at, *at ? "," : "");
+			    l ? ", from the DataLoader made at " : "", l ? l->at : "", l ? "," : "");
 	}
 	(void)c;
 	if (r->ndiag > before) /* gs_diag_add adds nothing when memory runs out */

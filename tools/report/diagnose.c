@@ -301,8 +301,8 @@ static int pct_digits(double share)
  * DataLoader was made, else "". */
 static const char *loader_made(const struct gs_report *r, const char *pre, char *buf, size_t cap)
 {
-	const char *at = gs_loader_at(r, r->steps && r->steps->found ? r->steps->steady_from : UINT64_MAX);
-	snprintf(buf, cap, "%s%s", *at ? pre : "", at);
+	const struct gs_loader *l = gs_loader_at(r, r->steps && r->steps->found ? r->steps->steady_from : UINT64_MAX);
+	snprintf(buf, cap, "%s%s", l ? pre : "", l ? l->at : "");
 	return buf;
 }
 

@@ -15,6 +15,7 @@
 #include "report/pass.h"
 #include "report/section.h"
 #include "report/series.h"
+#include "util/xalloc.h"
 
 #define CORR_SLOTS (1u << 20)
 
@@ -108,21 +109,29 @@ static void loader_mark(struct gs_report *r, const struct gs_ev *ev)
 	unsigned long n = strtoul(name + sizeof(pre) - 1, &end, 10);
 	if (*end != '\0' && strncmp(end, made, sizeof(made) - 1))
 		return;
-	if (n > r->loader_workers && n <= 4096)
-		r->loader_workers = (unsigned)n;
+	if (n > 4096)
+		return;
+	if (n > r->loader_workers)
+		r->loader_workers = (unsigned)n; /* until the loop's own is known (gs_loader_at) */
 	const char *at = *end ? end + sizeof(made) - 1 : NULL;
 	if (!at || !*at || strlen(at) >= sizeof(r->loader[0].at))
 		return;
 	size_t i = 0;
-	while (i < r->nloaders && strcmp(r->loader[i].at, at))
+	while (i < r->nloaders && (strcmp(r->loader[i].at, at) || r->loader[i].workers != n))
 		i++;
 	if (i == r->nloaders) {
-		if (i == sizeof(r->loader) / sizeof(r->loader[0]))
-			return; /* the first four made are kept */
-		snprintf(r->loader[r->nloaders++].at, sizeof(r->loader[0].at), "%s", at);
+		if (i == GS_LOADERS)
+			return; /* the first made are kept */
+		if (!r->loader)
+			r->loader = xcalloc(GS_LOADERS, sizeof(*r->loader));
+		snprintf(r->loader[i].at, sizeof(r->loader[i].at), "%s", at);
+		r->loader[r->nloaders++].workers = (unsigned)n;
 	}
-	if (ev->start_ns > r->loader[i].last_ns)
-		r->loader[i].last_ns = ev->start_ns;
+	if (r->nloader_pass == r->loader_pass_cap) {
+		r->loader_pass_cap = r->loader_pass_cap ? 2 * r->loader_pass_cap : 16;
+		r->loader_pass = xrealloc(r->loader_pass, r->loader_pass_cap * sizeof(*r->loader_pass));
+	}
+	r->loader_pass[r->nloader_pass++] = (struct gs_loader_pass){ .ns = ev->start_ns, .loader = i };
 }
 
 /* An event that is not a phase's: its class and its phase. */

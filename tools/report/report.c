@@ -55,13 +55,13 @@ int gs_data_phase(const char *name)
 	return name && strcasestr(name, "data") != NULL;
 }
 
-const char *gs_loader_at(const struct gs_report *r, uint64_t before)
+const struct gs_loader *gs_loader_at(const struct gs_report *r, uint64_t before)
 {
-	const struct gs_loader *best = r->nloaders ? &r->loader[0] : NULL;
-	for (size_t i = 0; i < r->nloaders; i++)
-		if (r->loader[i].last_ns <= before && (best->last_ns > before || r->loader[i].last_ns > best->last_ns))
-			best = &r->loader[i];
-	return best ? best->at : "";
+	const struct gs_loader_pass *best = NULL;
+	for (size_t i = 0; i < r->nloader_pass; i++)
+		if (r->loader_pass[i].ns <= before && (!best || r->loader_pass[i].ns >= best->ns))
+			best = &r->loader_pass[i];
+	return best ? &r->loader[best->loader] : r->nloaders ? &r->loader[0] : NULL;
 }
 
 uint64_t gs_own_ns(const struct gs_report *r, uint64_t *host_records)
@@ -82,6 +82,8 @@ void gs_report_free(struct gs_report *r)
 		free(r->diag[i].how);
 	}
 	free(r->diag);
+	free(r->loader);
+	free(r->loader_pass);
 	gs_series_free(r->series);
 	memset(r, 0, sizeof(*r));
 }

@@ -158,13 +158,19 @@ struct gs_report {
 	/* The most worker processes a DataLoader the helper saw had (its mark
 	 * "DataLoader num_workers=N"): the data phase is then a wait for them. */
 	unsigned loader_workers;
-	/* Where the DataLoaders were made (the mark's "made at FUNC (FILE:LINE)")
-	 * and when each was last iterated (gs_loader_at). */
+	/* Where the DataLoaders were made (the mark's "made at FUNC (FILE:LINE)",
+	 * the first GS_LOADERS), with their workers, and each pass over one:
+	 * when, and which (gs_loader_at). */
 	struct gs_loader {
 		char at[240];
-		uint64_t last_ns;
-	} loader[4];
+		unsigned workers;
+	} *loader;
 	size_t nloaders;
+	struct gs_loader_pass {
+		uint64_t ns;
+		size_t loader;
+	} *loader_pass;
+	size_t nloader_pass, loader_pass_cap;
 	struct gs_growth growth; /* reserved memory step by step (memory.c) */
 	/* Calls that failed: counted here, per entry point and error code,
 	 * and nowhere else (no totals, bandwidths, sites or memory). */
@@ -207,10 +213,11 @@ size_t gs_report_phase(struct gs_report *r, const char *name);
  * any case: "data", "load_data", "DataLoader"): data_starvation's phase,
  * and the one the replay's loader workers take (report.c). */
 int gs_data_phase(const char *name);
-/* Where the DataLoader iterated last before `before` was made (the one a
+/* The DataLoader whose pass began last at or before `before` (the one a
  * loop that starts then takes its batches from), else the first seen;
- * "" when the helper marked none (report.c). */
-const char *gs_loader_at(const struct gs_report *r, uint64_t before);
+ * NULL when the helper marked where none was made (report.c). */
+#define GS_LOADERS 64
+const struct gs_loader *gs_loader_at(const struct gs_report *r, uint64_t before);
 void gs_report_free(struct gs_report *r);
 
 /* gpuspy's own time on the program's threads, estimated: each host record

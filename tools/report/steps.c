@@ -659,6 +659,11 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 {
 	uint64_t *wb = xcalloc(WINDOW_MAX + 1, sizeof(*wb));
 	if (find_step(p, s, v, n, wb)) {
+		/* The loop's DataLoader, where the helper marked where each was
+		 * made: its workers, not the most any loader had. */
+		const struct gs_loader *l = gs_loader_at(p->r, s->steady_from);
+		if (l)
+			p->r->loader_workers = l->workers;
 		replay_window(p, s, v, n, wb);
 		once_costs(p, s, v, n);
 	}
