@@ -486,7 +486,9 @@ def a_launch_bound_step_names_the_function_its_launches_come_from(tmp):
     name the frame as it is. With only PyTorch's frames in 4 of the 5
     (the backward pass's launches, from the autograd thread), forward's
     one is under a third: no function is named. The replay is unchanged
-    (no walk timed)."""
+    (no walk timed). gpuspy's own frames between them (its PyTorch helper's
+    wrapper run from a source tree, its library's builtin; the H100's
+    optimizer launches) are not the program's."""
     from test_advice import launch_loop, report_json_of
     from test_report import write_jsonl
     cases = ((16,), "forward (/w/decode.py:31-39)", "forward"), ((0, 4, 16), "sample (/w/decode.py:50)", "sample"), \
@@ -499,7 +501,8 @@ def a_launch_bound_step_names_the_function_its_launches_come_from(tmp):
                 return ["at::native::launch (libtorch_cuda.so+0x10)", "start_thread (libc.so.6)"]
             else:
                 f = own or "forward (/w/decode.py:31)"
-            return ["at::native::launch (libtorch_cuda.so+0x10)", f, "<module> (/w/decode.py:59)"]
+            return ["at::native::launch (libtorch_cuda.so+0x10)", "libgpuspy.so+0x2e452",
+                    "_wrap.<locals>.wrapper (/src/gpuspy/python/gpuspy_torch.py:233)", f, "<module> (/w/decode.py:59)"]
         frames = {100 + i: stack_of(i) for i in range(0, 20, 4)}
         ev = launch_loop(stack=lambda i: 100 + i if i % 4 == 0 else None)
         o = report_json_of(write_jsonl(os.path.join(tmp, "lines.jsonl"), ev, timing="cupti", frames=frames))

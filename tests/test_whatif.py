@@ -134,3 +134,31 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
         check(abs(e) <= bound, f"{r['set']} {r['program']}: the change replayed {e:+.1%} of the saving off the fix")
     check(abs(err[("run4", "decode")]) < 0.01 and abs(err[("run4", "launch_bound")]) < 0.03,
           f"run4's graphs: {err[('run4', 'decode')]:+.2%}, {err[('run4', 'launch_bound')]:+.2%}")
+
+
+@test
+def each_diagnosis_names_its_line_on_traces_from_the_gpu(tmp):
+    """The launch-bound, decode, JAX and DataLoader programs of the what-if
+    suite, slow, traced on an H100 with the defaults (tests/gpu/pending.sh
+    PART=52s and 52L: tests/fixtures/h200/lines-h100/, and
+    tests/gpu/results/round3/launch-stacks-h100.md): a launch's stack
+    sampled every 10 ms gives the first diagnosis the function the step
+    launches from, with its lines (the step's function, the decoder's
+    forward, the JAX loop's dispatch), past gpuspy's own PyTorch helper
+    frames between them; the helper's mark gives the DataLoader's diagnosis
+    the line where the loader was made."""
+    import tarfile
+    want = {"launch_bound-slow": ("launch_bound", "eager (tests/gpu/whatif/launch_bound.py:21-23)"),
+            "decode-slow": ("launch_bound", "forward (tests/gpu/whatif/decode.py:35-40)"),
+            "jax_hostbound-slow": ("host_bound", "timed_loop (tests/gpu/whatif/jax_hostbound.py:50)"),
+            "dataloader-slow": ("data_starvation", "<module> (tests/gpu/whatif/dataloader.py:31)")}
+    fix = os.path.join(os.path.dirname(BIN), "fixtures", "h200", "lines-h100")
+    gpuspy = os.path.join(os.path.dirname(BIN), "..", "tools", "gpuspy")
+    for name, (diag, line) in want.items():
+        with tarfile.open(os.path.join(fix, name + ".tar.gz")) as t:
+            t.extractall(tmp)
+        p = subprocess.run([gpuspy, "report", "--json", os.path.join(tmp, name, "trace.gspy")], capture_output=True,
+                           text=True, timeout=300)
+        d = json.loads(p.stdout)["diagnoses"][0]
+        text = d["text"].replace("/work/main/", "")
+        check(d["id"] == diag and line in text.split("\n")[0], f"{name}: {d['id']}: {text}")

@@ -83,6 +83,10 @@ const char *gs_frame_owner(const char *f)
 	/* Python frames, "function (file.py:line)": packages and the standard
 	 * library are not the program's; its own files are. */
 	if (strstr(f, ".py:")) {
+		/* gpuspy's PyTorch helper, run from a source tree (its wrappers
+		 * sit between a phase's caller and PyTorch) */
+		if (strstr(f, "/gpuspy_torch.py:") || strstr(f, "/sitecustomize.py:") || strstr(f, "/python/gpuspy/"))
+			return "gpuspy";
 		if (strstr(f, "/site-packages/") || strstr(f, "/dist-packages/"))
 			return "a Python package";
 		if (strstr(f, "/lib/python3") || strstr(f, "(<frozen "))
@@ -98,7 +102,7 @@ const char *gs_frame_owner(const char *f)
 		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
 		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
 		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
-		{ "ld-linux", "the loader" }, { "libffi", "ctypes" },
+		{ "ld-linux", "the loader" }, { "libffi", "ctypes" }, { "libgpuspy", "gpuspy" },
 	};
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
 		if (in_module(f, mods[i].mod))
