@@ -53,6 +53,9 @@
 #        set (run7: 17.8-18.5 against 17.8-22.1 ms a step): slow only,
 #        untraced, untraced beside a busy CPU, gpuspy without CUPTI,
 #        without stacks and whole, four rounds (traced_cost.sh)
+#   PART=52G bash tests/gpu/pending.sh   52g made small for a session's
+#        last minutes: pageable only, untraced, beside a busy CPU and under
+#        gpuspy, three rounds
 #   PART=52s bash tests/gpu/pending.sh   what a launch's stack sampled every
 #        10 ms (GPUSPY_STACK_LAUNCH_PERIOD, the default) costs the
 #        launch-bound, decode and JAX loops (slow: untraced, gpuspy with
@@ -110,7 +113,7 @@ case "${PART:-}" in
 52d)
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
-52e | 52f | 52g | 52s | 52L)
+52e | 52f | 52g | 52G | 52s | 52L)
 	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 2 x
 	# 4 x 3 of 10-18 s (whatif-run4-h100.md), each with a report.
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
@@ -118,6 +121,7 @@ case "${PART:-}" in
 	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
 	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none nolaunches gpuspy" rounds=3
 	[ $PART = 52L ] && progs="dataloader" modes="none gpuspy" rounds=2
+	[ $PART = 52G ] && progs="pageable" modes="none busy gpuspy" rounds=3
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
@@ -131,7 +135,7 @@ case "${PART:-}" in
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52L, 52p, 52s or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52p, 52s or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"
