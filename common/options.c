@@ -100,8 +100,8 @@ const struct gs_opt_def gs_opt_defs[GS_OPT_N] = {
 					 "with `GPUSPY_STACK_LAUNCHES` unset: a thread's kernel launch gets a stack "
 					 "when about this long (half to one and a half times it, at random) has passed "
 					 "since its last one that got one, its first included: the line a launch-bound "
-					 "step's diagnosis names, at a bounded cost (a stack through PyTorch takes "
-					 "15-25 us on the H200); `0`: none" },
+					 "step's diagnosis names, at a bounded cost (a stack through PyTorch or XLA "
+					 "took 36-64 us on an H100: 0.2-0.5% of a launching thread's time); `0`: none" },
 	[GS_OPT_STACK_MIN] = { "GPUSPY_STACK_MIN", GS_OPT_DURATION, GS_BY_LIB, 0, "waits: 10us", 0, 0, NULL,
 			       "a duration (e.g. 20us)",
 			       "a duration (`250` ns, or `20us`, `1ms`, `1s`): waits, memsets, copies that are "

@@ -727,12 +727,12 @@ static void stacks_load(void)
 		py_lookup();
 		gs_pyframes_lookup();
 	}
-	int all = stack_all;
+	int all = stack_all, launches = gs_cfg.stack_launch_every || gs_cfg.stack_launch_period_ns;
 	/* Last: the hooks take stacks once they see their kind here. */
 	__atomic_store_n(&gs_g.stack_kinds,
 			 1u << GSPY_KIND_alloc | 1u << GSPY_KIND_free | 1u << GSPY_KIND_copy |
 				 (all ? 1u << GSPY_KIND_memset : 0) | 1u << GSPY_KIND_sync | 1u << GSPY_KIND_map |
-				 1u << GSPY_KIND_unmap | (gs_cfg.stack_launch_every || gs_cfg.stack_launch_period_ns ? 1u << GSPY_KIND_launch : 0),
+				 1u << GSPY_KIND_unmap | (launches ? 1u << GSPY_KIND_launch : 0),
 			 __ATOMIC_RELEASE);
 	gs_release();
 }
