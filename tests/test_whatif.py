@@ -141,7 +141,7 @@ def each_diagnosis_names_its_line_on_traces_from_the_gpu(tmp):
     """The launch-bound, decode, JAX and DataLoader programs of the what-if
     suite, slow, traced on an H100 with the defaults (tests/gpu/pending.sh
     PART=52s and 52L: tests/fixtures/h200/lines-h100/, and
-    tests/gpu/results/round3/launch-stacks-h100.md): a launch's stack
+    tests/gpu/results/round3/traced-cost-h100.md): a launch's stack
     sampled every 10 ms gives the first diagnosis the function the step
     launches from, with its lines (the step's function, the decoder's
     forward, the JAX loop's dispatch), past gpuspy's own PyTorch helper

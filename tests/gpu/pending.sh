@@ -63,7 +63,7 @@
 #        each report then says their launches come from (traced_cost.sh's
 #        list after its tables). Run with ROUNDS=2, then ROUNDS=1 PART=52L,
 #        in one call on an H100: 199 s
-#        (tests/gpu/results/round3/launch-stacks-h100.md)
+#        (tests/gpu/results/round3/traced-cost-h100.md)
 #   PART=52L bash tests/gpu/pending.sh   the starved DataLoader's line: its
 #        slow program untraced and under gpuspy, two rounds, each report's
 #        first diagnosis (which names where the DataLoader was made)
