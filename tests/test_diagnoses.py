@@ -639,3 +639,23 @@ def torch_loader_workers_are_marked(tmp):
     at = " made at <module> (<string>:%d)"
     check(marks == ["DataLoader num_workers=2" + at % 13] * 2 + ["DataLoader num_workers=0" + at % 13,
                                                                 "DataLoader num_workers=0" + at % 15], f"marks {marks}")
+
+
+@test
+def malformed_loader_marks_are_passed_over(tmp):
+    """test_advice.py's starved loader, its one well-formed mark (no
+    workers, made at train.py:12) followed, before the loop, by marks the
+    helper never writes: no number, a number run into letters, -1, 99,999
+    workers, "made at" with nothing after it, a site of 300 characters.
+    Each is left out (else, iterated last, it would be the one named): the
+    diagnosis names train.py:12, data_starvation first."""
+    from test_advice import loader_steps
+    bad = ["DataLoader num_workers=0 made at <module> (/w/train.py:12)",
+           "DataLoader num_workers=", "DataLoader num_workers=5x", "DataLoader num_workers=-1 made at f (/w/a.py:1)",
+           "DataLoader num_workers=99999 made at f (/w/a.py:2)", "DataLoader num_workers=0 made at ",
+           "DataLoader num_workers=0 made at f (/w/" + "x" * 300 + ".py:3)"]
+    ev = [{"kind": "mark", "api": "gpuspy_mark", "tid": 7, "start_ns": 100_000 + 1000 * i, "end_ns": 100_000 + 1000 * i,
+           "result": 0, "device": 0, "name": n} for i, n in enumerate(bad)] + loader_steps()
+    d = report_json(write_jsonl(os.path.join(tmp, "marks.jsonl"), ev, timing="cupti"))["diagnoses"]
+    check(d and d[0]["id"] == "data_starvation" and "the GPU waits for data, from the DataLoader made at <module> "
+          "(/w/train.py:12).\n" in d[0]["text"], f"{d}")
