@@ -419,15 +419,15 @@ static inline __attribute__((always_inline)) uint64_t take(struct gspy_record *r
 uint64_t gs_stack_note(struct gspy_record *r)
 {
 	struct gs_tls *t = &gs_tls;
-	if (r->kind == GSPY_KIND_launch && gs_cfg.stack_launch_every) {
-		if (t->launch_n++ % gs_cfg.stack_launch_every)
-			return 0;
-	} else if (r->kind == GSPY_KIND_launch) {
-		/* By time: a stack costs the thread at most one walk a period
-		 * whatever its launch rate (the next is set below, once taken). */
-		if (!gs_cfg.stack_launch_period_ticks || r->start < t->launch_next)
-			return 0;
-	}
+	/* A launch: one in N, or by time (a stack costs the thread at most
+	 * one walk a period whatever its launch rate; the next is set below,
+	 * once this one is taken). */
+	uint64_t p = gs_cfg.stack_launch_period_ticks;
+	int timed = r->kind == GSPY_KIND_launch && !gs_cfg.stack_launch_every;
+	if (r->kind == GSPY_KIND_launch && !timed && t->launch_n++ % gs_cfg.stack_launch_every)
+		return 0;
+	if (timed && (!p || r->start < t->launch_next))
+		return 0;
 	/* By default only what the report's call sites use keeps a stack:
 	 * allocations, frees, pageable copies and waits. Memsets (which only
 	 * GPUSPY_STACKS=all puts in gs_g.stack_kinds) and other copies need
@@ -452,8 +452,7 @@ uint64_t gs_stack_note(struct gspy_record *r)
 		       : other || r->kind == GSPY_KIND_launch ? gs_cfg.stack_min_ticks : 0;
 	if (r->end - r->start < min)
 		return 0;
-	uint64_t p = gs_cfg.stack_launch_period_ticks;
-	if (r->kind == GSPY_KIND_launch && !gs_cfg.stack_launch_every && p)
+	if (timed)
 		/* half to one and a half periods on, from the clock's low bits,
 		 * so that a step whose period divides it is not sampled at one
 		 * launch of its own */
