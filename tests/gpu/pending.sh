@@ -53,9 +53,9 @@
 #        set (run7: 17.8-18.5 against 17.8-22.1 ms a step): slow only,
 #        untraced, untraced beside a busy CPU, gpuspy without CUPTI,
 #        without stacks and whole, four rounds (traced_cost.sh)
-#   PART=52G bash tests/gpu/pending.sh   52g made small for a session's
-#        last minutes: pageable only, untraced, beside a busy CPU and under
-#        gpuspy, three rounds
+#   PART=52G bash tests/gpu/pending.sh   52g made small, one call of
+#        about 250 s: pageable only, untraced, beside a busy CPU, gpuspy
+#        without CUPTI, without its PyTorch helper and whole, four rounds
 #   PART=52s bash tests/gpu/pending.sh   what a launch's stack sampled every
 #        10 ms (GPUSPY_STACK_LAUNCH_PERIOD, the default) costs the
 #        launch-bound, decode and JAX loops (slow: untraced, gpuspy with
@@ -121,7 +121,7 @@ case "${PART:-}" in
 	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
 	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none nolaunches gpuspy" rounds=3
 	[ $PART = 52L ] && progs="dataloader" modes="none gpuspy" rounds=2
-	[ $PART = 52G ] && progs="pageable" modes="none busy gpuspy" rounds=3
+	[ $PART = 52G ] && progs="pageable" modes="none busy nocupti notorch gpuspy" rounds=4
 	TC_PROGS=$progs TC_VARIANTS=slow TC_MODES=$modes TC_BENCH=0 ROUNDS=${ROUNDS:-$rounds} \
 		step cost 540 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
