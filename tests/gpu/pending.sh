@@ -24,7 +24,9 @@
 #        and 172 s (whatif-run6-h100.md): the whole suite then fits a
 #        session's 1,800 s only with decode at eight. Run7, on another
 #        slow H100, HOST_ROUNDS=7 for 52w3 and 52w5 and 5 for 52w4: 427,
-#        305, 336, 434 and 135 s (the same file's second part).
+#        305, 336, 434 and 135 s (the same file's second part). Run8, on a
+#        fast H100: 321 and 211 s, then 52w3, 52w4 and 52w5 in one call of
+#        421 s, each with its own OUT, HOST_ROUNDS 5, 8 and 5 (its last part).
 #   PART=52c bash tests/gpu/pending.sh   what tracing adds to the host-bound
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
