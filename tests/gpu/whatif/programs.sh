@@ -8,4 +8,7 @@ command_of() { # prog -> its command line
 	*) echo "python3 $W/$1.py" ;;
 	esac
 }
-build_sync_copies() { mkdir -p "$WORK/bin" && nvcc -O2 -o "$WORK/bin/sync_copies" "$W/sync_copies.cu"; }
+# -g (host debug information; the code is -O2's) so that its report can
+# name the copy's line, as a program built for debugging gets (run1-run8
+# built it without: their reports name its function).
+build_sync_copies() { mkdir -p "$WORK/bin" && nvcc -O2 -g -o "$WORK/bin/sync_copies" "$W/sync_copies.cu"; }
