@@ -52,8 +52,9 @@ def report(gpuspy, fix, name, tmp):
 
 
 def own_line(first):
-    """The program's own line that a diagnosis names ("item.py:29"), or None."""
-    m = re.search(r"\(([^()]*\.py:\d+(?:-\d+)?)\)", first["text"]) if first else None
+    """The program's own line that a diagnosis names ("item.py:29",
+    "sync_copies.cu:40"), or None."""
+    m = re.search(r"\(([^()]*\.(?:py|c|cc|cpp|cu):\d+(?:-\d+)?)\)", first["text"]) if first else None
     return os.path.basename(m.group(1)) if m else None
 
 
