@@ -101,10 +101,11 @@ def diff_counts_what_a_step_does(tmp):
 def diff_real_runs_of_one_program(tmp):
     """prog_train twice: what a step does is the same (launches, copies,
     allocations; their times depend on the machine's load, so they are
-    not asserted); with its data phase three times as long: the step time
-    and the data phase regress, what a step does does not."""
+    not asserted); with its data phase ten times as long: the step time
+    and the data phase regress, what a step does does not (three times
+    as long was within the noise of runs on a loaded 2-core machine)."""
     runs = []
-    for name, data_us in (("a", "2000"), ("b", "2000"), ("slow", "6000")):
+    for name, data_us in (("a", "2000"), ("b", "2000"), ("slow", "20000")):
         d = os.path.join(tmp, name)
         os.makedirs(d)
         run("prog_train", ["20", data_us], tmp=d)
