@@ -322,7 +322,8 @@ def fixture_no_bound_a_step_is_more_than_a_step_gives_back(tmp):
 def fixture_churn_is_said_at_the_empty_cache_line(tmp):
     """The what-if suite's empty_cache() loop (run5, an H100): its pool's
     saving, 2.3% of the 48.3 ms step, passes the floor of a change worth
-    making (a replayed saving's 1%; run8's, 1.7%, too), and the diagnosis names the line whose frees churn,
+    making (a replayed saving's 1%; run8's pool, replayed at 1.7%, too), and
+    the diagnosis names the line whose frees churn,
     `torch.cuda.empty_cache()` at empty_cache.py:23, which made 320 of
     the 356 device frees after warm-up (the step's allocations come from
     line 18, the model's forward). The fixed loop, without it, is told

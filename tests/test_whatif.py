@@ -89,7 +89,8 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     the whole suite run again with this model, misses most by the two
     pageable programs (-28%, -25%), whose traced processes ran faster than
     the untraced ones (pageable 17.8 to 18.5 ms a step against 17.8 to
-    22.1): pageable's error is negative in all seven sets."""
+    22.1): pageable's error is negative in all eight sets (run8, whose
+    processes ran close together: -2%)."""
     rows = scored()
     sets = sorted({r["set"] for r in rows})
     check(sets == ["run1", "run2", "run3", "run4", "run5", "run6", "run7", "run8"] and len(rows) == 80,

@@ -149,19 +149,16 @@ static void add_new(struct gs_report *r, int ch)
 		/* With little host work after the waits, what the change gives
 		 * back is each wait's round trip: the wait's return, then the
 		 * next launch's way to the GPU, while the GPU idles. */
-		if (w->after_ns < s->step_ns / 100)
-			gs_diag_add(r, "step_waits",
-				    "Each step waits for the GPU %s%s%s, and the GPU idles from the end of its work until "
-				    "the wait returns and the host's next launch reaches it (the host works only %s "
-				    "after the waits).\n%s",
-				    times(c, sizeof(c), w->count, s->window), *w->where ? " at " : "", w->where,
-				    gs_fmt_ns(a, w->after_ns), wait_advice(r->framework));
-		else
-			gs_diag_add(r, "step_waits",
-				    "Each step waits for the GPU %s%s%s, then works %s on the host while the GPU idles: "
-				    "that work could have run while the GPU computed.\n%s",
-				    times(c, sizeof(c), w->count, s->window), *w->where ? " at " : "", w->where,
-				    gs_fmt_ns(a, w->after_ns), wait_advice(r->framework));
+		int little = w->after_ns < s->step_ns / 100;
+		gs_diag_add(r, "step_waits", "Each step waits for the GPU %s%s%s, %s%s%s\n%s",
+			    times(c, sizeof(c), w->count, s->window), *w->where ? " at " : "", w->where,
+			    little ? "and the GPU idles from the end of its work until the wait returns and the host's "
+				     "next launch reaches it (the host works only "
+				   : "then works ",
+			    gs_fmt_ns(a, w->after_ns),
+			    little ? " after the waits)."
+				   : " on the host while the GPU idles: that work could have run while the GPU computed.",
+			    wait_advice(r->framework));
 	} else if (ch == GS_CH_GRAPH) {
 		gs_diag_add(r, "launch_bound",
 			    "Each step launches %llu kernels one by one%s%s and the GPU works %s of its %s (%.0f%%): it "
