@@ -64,7 +64,11 @@ class Browser:
                 raise BrowserError(f"chromium did not answer in {self.timeout} s")
             chunk = os.read(self.r, 1 << 16)
             if not chunk:
-                raise BrowserError("chromium closed its pipe")
+                try:  # its exit status says how it went (a signal: killed, or it crashed)
+                    status = self.p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    status = "still running"
+                raise BrowserError(f"chromium closed its pipe (exit status {status})")
             self.buf += chunk
         msg, self.buf = self.buf.split(b"\0", 1)
         return json.loads(msg)
