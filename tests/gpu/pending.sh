@@ -73,7 +73,8 @@
 #        spread by process is the CPU they land on: each CPU's Python speed,
 #        then the JAX loop unpinned, on the fastest four and on the slowest
 #        four (tests/gpu/whatif/cpu_speed.sh)
-#   (ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
+#   (tests/gpu/parts.sh runs a list of parts over calls, as time allows;
+#   ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
 # (tests/gpu/whatif/run.sh: python3 tests/gpu/whatif/import.py on each
 # part's whatif folder makes them a fixture set.)
