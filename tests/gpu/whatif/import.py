@@ -84,6 +84,12 @@ def main():
         realized["programs"][p] = {"slow_ms": r["slow_ms"], "fixed_ms": r["fixed_ms"],
                                    "realized_ms": round(r["realized_ms"], 4),
                                    "predictions_ms": r.get("predictions_ms")}
+        # The median round's first diagnosis as the GPU machine's report said
+        # it: there the program's binary is, so a C program's frames name
+        # their lines (the report here names a stripped offset).
+        first = (r.get("slow_diagnoses") or [None])[0]
+        if first:
+            realized["programs"][p]["gpu_first"] = {"id": first["id"], "text": first["text"].split("\n")[0]}
         print(f"{p}: {len(got['slow'])} + {len(got['fixed'])} traces, realized {r['realized_ms']:.3f} ms a step")
     with open(path, "w") as f:
         json.dump(realized, f, indent=1)
