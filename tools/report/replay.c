@@ -205,17 +205,16 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 }
 
 /* What the run shows the call waited for: the part of it before the GPU
- * work it waits for was done (the work launched before it). */
+ * work launched before it was done. The rest is the call's own, also
+ * before its copy's GPU record begins: a pageable copy's staging of its
+ * first chunk, the driver's latency. Counted as waiting, it cost the
+ * what-if suite's C program 0.12-0.32 ms a step: its replayed slow step
+ * fell 1.2-1.8% under its untraced one in the three sets whose processes
+ * ran alike, and comes 0.1-0.8% over it as the call's own. */
 static uint64_t waited(struct sim *m, const struct gs_item *c)
 {
 	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
 	uint64_t done = s < 0 ? latest(m->s.recorded, m->s.n) : m->s.recorded[s];
-	if (c->kind == GSPY_KIND_copy) { /* and the copy itself waits for its stream */
-		size_t k, end = linked(m, c->corr, &k);
-		for (; k < end; k++)
-			if (m->gpu[k]->start > done)
-				done = m->gpu[k]->start;
-	}
 	uint64_t dur = c->end - c->start;
 	uint64_t w = done > c->start ? done - c->start : 0;
 	return w < dur ? w : dur;
