@@ -14,7 +14,10 @@
 # runs over is cut 20 s before the call's end (STEP_SECS), so that its
 # programs done come back. The variables pending.sh reads
 # (HOST_ROUNDS, ROUNDS, EXITS, ZOO_SECS) pass through; HOST_ROUNDS is set
-# by part as in run8 unless given: 5 for 52w3 and 52w5, 8 for 52w4.
+# by part as in run8 unless given: 5 for 52w3 and 52w5, 8 for 52w4; 54
+# runs EXITS=fault and the zoo cut at ZOO_SECS=200 (run8's), or sooner to
+# end within the call. A part is marked done when its every step exited 0
+# (the zoo cut by its time too); ONLY is refused (a part run in part).
 set -u
 B=${OUT:-/tmp/gpuspy-gpu}
 DONE=/tmp/gpuspy-parts.done
@@ -31,30 +34,45 @@ expect() { # a part's seconds on a fast H100
 slowness() {
 	awk '{ t += $2; e += $3 } END { s = e ? int(100 * t / e) : 100; print (s < 100 ? 100 : s) }' "$DONE"
 }
+# Whether a part's every step ended well (summary.md's "NAME: exit N"
+# lines), the zoo cut by its ZOO_SECS aside.
+whole() {
+	[ -s "$1" ] && grep -q ': exit ' "$1" && ! grep -E '^[a-z]+: exit [0-9]+$' "$1" |
+		grep -v ': exit 0$' | grep -qv '^zoo: exit 124$'
+}
+if [ -n "${ONLY:-}" ]; then
+	echo "parts.sh: ONLY would run a part in part and mark it done; call pending.sh for that" >&2
+	exit 2
+fi
 start=$SECONDS
 for p in ${PARTS:-52w1 52w2 52w3 52w5 52w4 54}; do
 	grep -q "^$p " "$DONE" && { echo "$p: done in an earlier call"; continue; }
 	want=$(( $(expect "$p") * $(slowness) * 120 / 10000 ))
 	left=$(( CALL_SECS - (SECONDS - start) ))
 	step=$(( left - 20 )); [ $step -gt 560 ] && step=560
-	if [ "$want" -gt "$left" ]; then
-		echo "$p: left for the next call (expects $want s, $left s left)"
+	if [ "$want" -gt $(( CALL_SECS - 20 )) ]; then
+		echo "$p: expects $want s, more than one call of CALL_SECS=$CALL_SECS gives it"
+		continue
+	elif [ "$want" -gt "$step" ]; then
+		echo "$p: left for the next call (expects $want s, $step s left)"
 		continue
 	fi
-	hr=${HOST_ROUNDS:-}
-	[ -z "$hr" ] && case $p in 52w3 | 52w5) hr=5 ;; 52w4) hr=8 ;; esac
+	vars=(OUT="$B/$p" PART="$p" STEP_SECS="$step")
+	case $p in
+	52w3 | 52w5) vars+=(HOST_ROUNDS="${HOST_ROUNDS:-5}") ;;
+	52w4) vars+=(HOST_ROUNDS="${HOST_ROUNDS:-8}") ;;
+	54) # the exits' 100 s, the zoo, 30 s for its table: within the step
+		z=${ZOO_SECS:-200}; [ "$z" -gt $(( step - 130 )) ] && z=$(( step - 130 ))
+		vars+=(EXITS="${EXITS:-fault}" ZOO_SECS="$z") ;;
+	esac
 	t0=$SECONDS
-	if [ -n "$hr" ]; then
-		OUT=$B/$p PART=$p STEP_SECS=$step HOST_ROUNDS=$hr bash tests/gpu/pending.sh > /dev/null 2>&1
-	else
-		OUT=$B/$p PART=$p STEP_SECS=$step bash tests/gpu/pending.sh > /dev/null 2>&1
-	fi
+	env "${vars[@]}" bash tests/gpu/pending.sh > /dev/null 2>&1
 	t=$(( SECONDS - t0 ))
-	if grep -q ': exit 124' "$B/$p/summary.md" 2> /dev/null; then
-		echo "$p: cut short after $t s (expected $want s): its programs done came back; not marked done"
-	else
+	if whole "$B/$p/summary.md"; then
 		echo "$p $t $(expect "$p")" >> "$DONE"
 		echo "$p: $t s (expected $want s on this machine)"
+	else
+		echo "$p: cut short or failed after $t s (expected $want s): what it finished came back; not marked done"
 	fi
 	cat "$B/$p/summary.md" 2> /dev/null
 done

@@ -78,13 +78,16 @@ for p in $PROGS; do
 		done
 	done
 	traced "$d" fixed 1 $c --fix
-	# What is done so far comes back even if a later program runs out the clock.
+	# What is done so far comes back even if a later program runs out the
+	# clock: each file written beside, then renamed over the last one (a
+	# cut while writing keeps the programs before).
 	done_progs="${done_progs:-} $p"
-	python3 "$W/summarize.py" "$WORK" $done_progs > "$OUT/whatif.md"
-	cp "$WORK/whatif.json" "$OUT/" 2>/dev/null
-	(cd "$WORK" && tar cJf "$OUT/traces.tar.xz" $(for q in $done_progs; do
+	python3 "$W/summarize.py" "$WORK" $done_progs > "$OUT/whatif.md.new" && mv "$OUT/whatif.md.new" "$OUT/whatif.md"
+	cp "$WORK/whatif.json" "$OUT/whatif.json.new" 2>/dev/null && mv "$OUT/whatif.json.new" "$OUT/whatif.json"
+	(cd "$WORK" && tar cJf "$OUT/traces.new.tar.xz" $(for q in $done_progs; do
 		m=$(cat "$q/median_round" 2>/dev/null || echo 1)
-		echo $q/slow-t$m $q/fixed-t1 $q/*.txt $q/*.out $q/*.err $q/*.stat; done))
+		echo $q/slow-t$m $q/fixed-t1 $q/*.txt $q/*.out $q/*.err $q/*.stat; done)) &&
+		mv "$OUT/traces.new.tar.xz" "$OUT/traces.tar.xz"
 done
 cat "$OUT/whatif.md"
 ls -la "$OUT"
