@@ -659,3 +659,46 @@ def malformed_loader_marks_are_passed_over(tmp):
     d = report_json(write_jsonl(os.path.join(tmp, "marks.jsonl"), ev, timing="cupti"))["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and "the GPU waits for data, from the DataLoader made at <module> "
           "(/w/train.py:12).\n" in d[0]["text"], f"{d}")
+
+
+@test
+def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
+    """A synchronous 4 MiB copy back from pageable memory on the legacy
+    default stream, each 1 ms step: its call from 50 to 500 us; its stream's
+    kernel ends at 145 us, another stream's at 425 us, and the copy's GPU
+    record runs from 430 to 490 us. The host is held until 500 us whatever
+    it waited for: the run replayed as it was keeps the step, 982.1 us (1
+    ms less tracing's cost in the three calls, 0.3 us for gpuspy's record
+    and 4 us for CUPTI's of each one's GPU record, and the main kernel's
+    5 us from its launch to its start, which the replay does not keep),
+    where counting the part before the copy's GPU record as waiting for
+    its own stream dropped 285 us of it (697.1 us). Pinned, the copy holds
+    the host a launch's 10 us: it saves 430.7 us a step, the copy's
+    440.7 us in the replay (from 41.4 us, the host's time at its call,
+    to 482.1) less that launch."""
+    ev = []
+
+    def call(kind, api, t, d, **kw):
+        return dict(kind=kind, api=api, tid=7, start_ns=t, end_ns=t + d, result=0, device=0, **kw)
+
+    def gpu(kind, t, d, c, stream, **kw):
+        return dict(kind=kind, api="cupti_kernel" if kind == "gpu_kernel" else "cupti_memcpy", tid=200,
+                    start_ns=t, end_ns=t + d, result=0, device=0, stream=stream, corr=c, **kw)
+    for k in range(20):
+        t, c = 1_000_000 + k * 1_000_000, 3 * k
+        ev += [phase_event(True, t, "load", k),
+               call("launch", "cuLaunchKernel", t + 10_000, 10_000, name="side", grid=[1, 1, 1], block=[32, 1, 1],
+                    stream=0x22, corr=c + 1),
+               gpu("gpu_kernel", t + 25_000, 400_000, c + 1, 8, name="side"),
+               call("launch", "cuLaunchKernel", t + 30_000, 10_000, name="main", grid=[1, 1, 1], block=[32, 1, 1],
+                    stream=0, corr=c + 2),
+               gpu("gpu_kernel", t + 45_000, 100_000, c + 2, 7, name="main"),
+               call("copy", "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20, dir="d2h", host_mem="pageable",
+                    stream=0, corr=c + 3),
+               gpu("gpu_copy", t + 430_000, 60_000, c + 3, 7, bytes=4 << 20, dir="d2h"),
+               phase_event(False, t + 500_000, "load", k), phase_event(True, t + 500_000, "compute", k),
+               phase_event(False, t + 1_000_000, "compute", k)]
+    o = report_json(write_jsonl(os.path.join(tmp, "copy.jsonl"), ev, timing="cupti"))
+    step = o["processes"][0]["step"]
+    check(step["what"] == "the cycle of phases load, compute" and step["step_ns"] == 1_000_000 and
+          step["replayed_step_ns"] == 982_100 and step["replayed_savings_ns"]["pin"] == 430_700, f"{step}")
