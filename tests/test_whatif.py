@@ -87,7 +87,7 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     one step in 20, as the advice and its fix read every 20 steps: +0% to
     +1% in six sets, +5% in run6 (+6% to +10% when it kept none). run7,
     the whole suite run again with this model, misses most by the two
-    pageable programs (-28%, -25%), whose traced processes ran faster than
+    pageable programs (-28%, -23%), whose traced processes ran faster than
     the untraced ones (pageable 17.8 to 18.5 ms a step against 17.8 to
     22.1): pageable's error is negative in all nine sets (run8, whose
     processes ran close together: -2%). run9 (4%, 6%), eight of the ten
