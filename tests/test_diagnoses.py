@@ -665,40 +665,50 @@ def malformed_loader_marks_are_passed_over(tmp):
 def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     """A synchronous 4 MiB copy back from pageable memory on the legacy
     default stream, each 1 ms step: its call from 50 to 500 us; its stream's
-    kernel ends at 145 us, another stream's at 425 us, and the copy's GPU
-    record runs from 430 to 490 us. The host is held until 500 us whatever
-    it waited for: the run replayed as it was keeps the step, 982.1 us (1
-    ms less tracing's cost in the three calls, 0.3 us for gpuspy's record
-    and 4 us for CUPTI's of each one's GPU record, and the main kernel's
-    5 us from its launch to its start, which the replay does not keep),
-    where counting the part before the copy's GPU record as waiting for
-    its own stream dropped 285 us of it (697.1 us). Pinned, the copy holds
-    the host a launch's 10 us: it saves 430.7 us a step, the copy's
-    440.7 us in the replay (from 41.4 us, the host's time at its call,
-    to 482.1) less that launch."""
-    ev = []
-
+    kernel ends at 145 us, another stream's (launched at 10 us, started at
+    25) at 425 us, and the copy's GPU record runs from 430 to 490 us. The
+    copy waits for the other stream's kernel (the legacy stream's rule),
+    then holds the host 70 us of its own: the run replayed as it was keeps
+    the step, 986.4 us (1 ms less tracing's cost in the side kernel's
+    launch and in the copy, 4.3 us each: 0.3 us for gpuspy's record and 4
+    us for CUPTI's of its GPU record, and that kernel's 5 us from launch to
+    start, which the replay does not keep). Counting the part before the
+    copy's GPU record as waiting for its own stream alone dropped 289.3 us
+    (697.1 us). Pinned, the copy holds the host a launch's 10 us, and its
+    GPU work still follows the side kernel: 433.2 us a step (the host's
+    435.0 less the last copy's GPU time past the host's end of the window,
+    over its 18 steps). With a cudaStreamSynchronize after the copy the
+    host waits for the pinned copy, which starts after the side kernel
+    ends: pinning saves nothing (-97.1 us, the copy at PCIe gen4's 25 GB/s
+    slower than the 60 us it ran)."""
     def call(kind, api, t, d, **kw):
         return dict(kind=kind, api=api, tid=7, start_ns=t, end_ns=t + d, result=0, device=0, **kw)
 
     def gpu(kind, t, d, c, stream, **kw):
         return dict(kind=kind, api="cupti_kernel" if kind == "gpu_kernel" else "cupti_memcpy", tid=200,
                     start_ns=t, end_ns=t + d, result=0, device=0, stream=stream, corr=c, **kw)
-    for k in range(20):
-        t, c = 1_000_000 + k * 1_000_000, 3 * k
-        ev += [phase_event(True, t, "load", k),
-               call("launch", "cuLaunchKernel", t + 10_000, 10_000, name="side", grid=[1, 1, 1], block=[32, 1, 1],
-                    stream=0x22, corr=c + 1),
-               gpu("gpu_kernel", t + 25_000, 400_000, c + 1, 8, name="side"),
-               call("launch", "cuLaunchKernel", t + 30_000, 10_000, name="main", grid=[1, 1, 1], block=[32, 1, 1],
-                    stream=0, corr=c + 2),
-               gpu("gpu_kernel", t + 45_000, 100_000, c + 2, 7, name="main"),
-               call("copy", "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20, dir="d2h", host_mem="pageable",
-                    stream=0, corr=c + 3),
-               gpu("gpu_copy", t + 430_000, 60_000, c + 3, 7, bytes=4 << 20, dir="d2h"),
-               phase_event(False, t + 500_000, "load", k), phase_event(True, t + 500_000, "compute", k),
-               phase_event(False, t + 1_000_000, "compute", k)]
-    o = report_json(write_jsonl(os.path.join(tmp, "copy.jsonl"), ev, timing="cupti"))
-    step = o["processes"][0]["step"]
+
+    def step_of(sync):
+        ev = []
+        for k in range(20):
+            t, c = 1_000_000 + k * 1_000_000, 3 * k
+            ev += [phase_event(True, t, "load", k),
+                   call("launch", "cuLaunchKernel", t + 10_000, 10_000, name="side", grid=[1, 1, 1], block=[32, 1, 1],
+                        stream=0x22, corr=c + 1),
+                   gpu("gpu_kernel", t + 25_000, 400_000, c + 1, 8, name="side"),
+                   call("launch", "cuLaunchKernel", t + 30_000, 10_000, name="main", grid=[1, 1, 1], block=[32, 1, 1],
+                        stream=0, corr=c + 2),
+                   gpu("gpu_kernel", t + 45_000, 100_000, c + 2, 7, name="main"),
+                   call("copy", "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20, dir="d2h", host_mem="pageable",
+                        stream=0, corr=c + 3),
+                   gpu("gpu_copy", t + 430_000, 60_000, c + 3, 7, bytes=4 << 20, dir="d2h"),
+                   phase_event(False, t + 500_000, "load", k), phase_event(True, t + 500_000, "compute", k),
+                   phase_event(False, t + 1_000_000, "compute", k)]
+            if sync:  # the program waits for the copy's stream after it: a pinned copy then saves nothing
+                ev.insert(len(ev) - 3, call("sync", "cudaStreamSynchronize", t + 500_000, 1_000, stream=0))
+        o = report_json(write_jsonl(os.path.join(tmp, f"copy{sync}.jsonl"), ev, timing="cupti"))
+        return o["processes"][0]["step"]
+    step, synced = step_of(False), step_of(True)
     check(step["what"] == "the cycle of phases load, compute" and step["step_ns"] == 1_000_000 and
-          step["replayed_step_ns"] == 982_100 and step["replayed_savings_ns"]["pin"] == 430_700, f"{step}")
+          step["replayed_step_ns"] == 986_400 and step["replayed_savings_ns"]["pin"] == 433_218, f"{step}")
+    check(synced["replayed_savings_ns"]["pin"] == -97_072, f"{synced}")

@@ -205,16 +205,36 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 }
 
 /* What the run shows the call waited for: the part of it before the GPU
- * work launched before it was done. The rest is the call's own, also
- * before its copy's GPU record begins: a pageable copy's staging of its
- * first chunk, the driver's latency. Counted as waiting, it cost the
- * what-if suite's C program 0.12-0.32 ms a step: its replayed slow step
- * fell 1.2-1.8% under its untraced one in the three sets whose processes
- * ran alike, and comes 0.1-0.8% over it as the call's own. */
-static uint64_t waited(struct sim *m, const struct gs_item *c)
+ * work launched before it was done, on its stream, and for a copy, on
+ * another stream whose work ended after that and before the copy's GPU
+ * record began (the legacy default stream waits for the others; an event
+ * orders two). The rest is the call's own, also before its GPU record
+ * begins: a pageable copy's staging of its first chunk, the driver's
+ * latency. Counted as waiting, that cost the what-if suite's C program
+ * 0.12-0.32 ms a step: its replayed slow step fell 1.2-1.8% under its
+ * untraced one in the three sets whose processes ran alike, and comes
+ * 0.1-0.8% over it as the call's own. *deps: when the other streams it
+ * waited for are free in the replay (0: none), which the copy's GPU work
+ * waits for too, however the change makes it. */
+static uint64_t waited(struct sim *m, const struct gs_item *c, uint64_t *deps)
 {
 	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
 	uint64_t done = s < 0 ? latest(m->s.recorded, m->s.n) : m->s.recorded[s];
+	*deps = 0;
+	if (c->kind == GSPY_KIND_copy) {
+		size_t k, end = linked(m, c->corr, &k);
+		uint64_t first = UINT64_MAX, own = done;
+		for (; k < end; k++)
+			if (m->gpu[k]->start < first)
+				first = m->gpu[k]->start;
+		for (int t = 0; first != UINT64_MAX && t < m->s.n; t++)
+			if (m->s.recorded[t] > own && m->s.recorded[t] <= first) {
+				if (m->s.recorded[t] > done)
+					done = m->s.recorded[t];
+				if (m->s.free[t] > *deps)
+					*deps = m->s.free[t];
+			}
+	}
 	uint64_t dur = c->end - c->start;
 	uint64_t w = done > c->start ? done - c->start : 0;
 	return w < dur ? w : dur;
@@ -391,23 +411,27 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (m->ch == GS_CH_FUSE && rp->fuse > 1)
 		dur /= rp->fuse;
 	int wait = gs_replay_waits(c);
+	uint64_t deps;
 	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
+		waited(m, c, &deps);
 		m->h += rp->launch_ns;
-		queue_gpu(m, c, m->h, 1);
+		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
 	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) && !still_waits(m)) {
 		/* It waits for nothing: its own part, at most an async call's. */
-		uint64_t w = waited(m, c), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
+		uint64_t w = waited(m, c, &deps), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
 										    rp->launch_ns : WAIT_COST_NS;
 		m->h += own < cap ? own : cap;
-		queue_gpu(m, c, m->h, 0);
+		queue_gpu(m, c, m->h > deps ? m->h : deps, 0);
 	} else if (m->ch == GS_CH_POOL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free)) {
 		/* from the pool: no call, no synchronization */
 	} else if (wait) {
 		/* It waits for its stream (or all of them), then costs what it
 		 * cost beyond its wait: a blocking copy's own part is the copy. */
-		uint64_t w = waited(m, c), own = dur > w ? dur - w : 0;
+		uint64_t w = waited(m, c, &deps), own = dur > w ? dur - w : 0;
 		int s = device_wide(c) ? -1 : call_stream(&m->s, c);
 		uint64_t until = s < 0 ? latest(m->s.free, m->s.n) : m->s.free[s];
+		if (deps > until)
+			until = deps;
 		m->h = (m->h > until ? m->h : until) + own;
 		size_t k, end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
 		for (; k < end; k++) {
