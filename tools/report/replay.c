@@ -223,12 +223,12 @@ static uint64_t waited(struct sim *m, const struct gs_item *c, uint64_t *deps)
 	*deps = 0;
 	if (c->kind == GSPY_KIND_copy) {
 		size_t k, end = linked(m, c->corr, &k);
-		uint64_t first = UINT64_MAX, own = done;
+		uint64_t first = UINT64_MAX, on_stream = done;
 		for (; k < end; k++)
 			if (m->gpu[k]->start < first)
 				first = m->gpu[k]->start;
 		for (int t = 0; first != UINT64_MAX && t < m->s.n; t++)
-			if (m->s.recorded[t] > own && m->s.recorded[t] <= first) {
+			if (m->s.recorded[t] > on_stream && m->s.recorded[t] <= first) {
 				if (m->s.recorded[t] > done)
 					done = m->s.recorded[t];
 				if (m->s.free[t] > *deps)
