@@ -762,15 +762,8 @@ def loader_workers_take_a_stack_walk_off_once(tmp):
     with workers the data phase's own work goes, 100 + 590 - 50 = 640 us a
     step, and no more: the walk, already off the gap, was taken off again
     (690 us) when the gap's data part passed its length."""
-    from test_report import phase_event, write_jsonl
+    from test_report import gpu_record as gpu, host_call as call, phase_event, write_jsonl
     ev, corr = [], 0
-
-    def call(kind, api, t, d, **kw):
-        return dict(kind=kind, api=api, tid=7, start_ns=t, end_ns=t + d, result=0, device=0, stream=0, **kw)
-
-    def gpu(kind, t, d, c, **kw):
-        return dict(kind=kind, api="cupti_kernel" if kind == "gpu_kernel" else "cupti_memcpy", tid=200, start_ns=t, end_ns=t + d, result=0, device=0,
-                    stream=7, corr=c, **kw)
     for k in range(20):
         t = 1_000_000 + k * 1_000_000
         ev += [phase_event(True, t, "data", k),

@@ -681,12 +681,7 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     host waits for the pinned copy, which starts after the side kernel
     ends: pinning saves nothing (-97.1 us, the copy at PCIe gen4's 25 GB/s
     slower than the 60 us it ran)."""
-    def call(kind, api, t, d, **kw):
-        return dict(kind=kind, api=api, tid=7, start_ns=t, end_ns=t + d, result=0, device=0, **kw)
-
-    def gpu(kind, t, d, c, stream, **kw):
-        return dict(kind=kind, api="cupti_kernel" if kind == "gpu_kernel" else "cupti_memcpy", tid=200,
-                    start_ns=t, end_ns=t + d, result=0, device=0, stream=stream, corr=c, **kw)
+    from test_report import gpu_record as gpu, host_call as call
 
     def step_of(sync):
         ev = []

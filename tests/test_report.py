@@ -21,6 +21,18 @@ def phase_event(begin, t, name, step):
             "name": name, "step": step}
 
 
+def host_call(kind, api, t, d, stream=0, **kw):
+    """A call of thread 7 from t for d ns, for write_jsonl."""
+    return dict(kind=kind, api=api, tid=7, start_ns=t, end_ns=t + d, result=0, device=0, stream=stream, **kw)
+
+
+def gpu_record(kind, t, d, corr, stream=7, **kw):
+    """CUPTI's record of a kernel (gpu_kernel) or a copy run from t for d
+    ns on stream, launched by the call of corr, for write_jsonl."""
+    return dict(kind=kind, api="cupti_kernel" if kind == "gpu_kernel" else "cupti_memcpy", tid=200, start_ns=t,
+                end_ns=t + d, result=0, device=0, stream=stream, corr=corr, **kw)
+
+
 def kernel_steps(periods, gpu):
     """Phase 'step' once a period (ns, one each): each launches at 1 us a
     5 us kernel call, whose kernel runs gpu = (from, to) ns into the step;
