@@ -10,7 +10,7 @@ run_variant() { # name cflags runtime targets tests...
 	dir=build/$name
 	rm -rf "$dir"; mkdir -p "$dir"
 	git ls-files -z | xargs -0 cp --parents -t "$dir"
-	( cd "$dir" && make -s $targets CFLAGS="-O1 -g -fno-omit-frame-pointer $flags" > build.log 2>&1 ) \
+	( cd "$dir" && make -s -j"$(nproc 2>/dev/null || echo 2)" $targets CFLAGS="-O1 -g -fno-omit-frame-pointer $flags" > build.log 2>&1 ) \
 		|| { tail -20 "$dir/build.log"; exit 1; }
 	echo "== $name: $(basename "$rt") preloaded first"
 	GPUSPY_TEST_PRELOAD_PREFIX="$rt:" python3 "$dir/tests/run.py" -j"$(nproc 2>/dev/null || echo 2)" "$@"

@@ -201,7 +201,7 @@ TEST_TOPICS := $(patsubst tests/test_%.py,%,$(wildcard tests/test_*.py))
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: deps
-	@$(MAKE) --no-print-directory test-build examples
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) test-build examples
 	@$(MAKE) --no-print-directory -k -O -j$(TEST_JOBS) $(TEST_TOPICS:%=test-topic-%)
 	@echo "all $(words $(TEST_TOPICS)) test topics passed"
 
@@ -212,7 +212,7 @@ test-topic-%:
 # The long scale tests (@slow in tests/: threads by the dozen, forks and
 # header writes in a loop) that `make test` leaves out; test-all is both.
 test-slow: deps
-	@$(MAKE) --no-print-directory test-build examples
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) test-build examples
 	@python3 tests/run.py -j$(TEST_JOBS) --slow
 
 test-all: test test-slow

@@ -17,6 +17,7 @@ model).
 --bias for each program's signed errors over the sets, the median and
 how many fell under and over: where the model leans, beyond chance.
 Usage: score.py [--json | --parts | --bias] [GPUSPY]"""
+import concurrent.futures
 import json
 import os
 import re
@@ -98,7 +99,10 @@ def score(gpuspy, name, fix):
 def main():
     args = [a for a in sys.argv[1:] if a not in ("--json", "--parts", "--bias")]
     gpuspy = args[0] if args else os.path.join(ROOT, "tools", "gpuspy")
-    every = [r for name, fix in sets() for r in score(gpuspy, name, fix)]
+    # The sets are scored apart (each its own reports, in a folder of its
+    # own), one per core at a time; the rows keep the sets' order.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        every = [r for rows in pool.map(lambda s: score(gpuspy, *s), sets()) for r in rows]
     if "--json" in sys.argv:
         json.dump(every, sys.stdout, indent=1)
         return
