@@ -680,10 +680,15 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     over its 18 steps). With a cudaStreamSynchronize after the copy the
     host waits for the pinned copy, which starts after the side kernel
     ends: pinning saves nothing (-97.1 us, the copy at PCIe gen4's 25 GB/s
-    slower than the 60 us it ran)."""
+    slower than the 60 us it ran), where the program is not PyTorch's. In
+    PyTorch's (its phases carry steps), a synchronize of the copy's stream
+    right after the copy, on its thread, is its blocking copy's own
+    (copy_ with non_blocking=False: cudaMemcpyAsync, then
+    cudaStreamSynchronize); the advice's non_blocking=True drops it with
+    the block: 433.2 us, its 1 us taken as an async call's."""
     from test_report import gpu_record as gpu, host_call as call
 
-    def step_of(sync):
+    def step_of(sync, torch=False):
         ev = []
         for k in range(20):
             t, c = 1_000_000 + k * 1_000_000, 3 * k
@@ -701,9 +706,13 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
                    phase_event(False, t + 1_000_000, "compute", k)]
             if sync:  # the program waits for the copy's stream after it: a pinned copy then saves nothing
                 ev.insert(len(ev) - 3, call("sync", "cudaStreamSynchronize", t + 500_000, 1_000, stream=0))
-        o = report_json(write_jsonl(os.path.join(tmp, f"copy{sync}.jsonl"), ev, timing="cupti"))
+        for e in ev if not torch else []:  # a phase's step is the PyTorch helper's
+            e.pop("step", None)
+        o = report_json(write_jsonl(os.path.join(tmp, f"copy{sync}{torch}.jsonl"), ev, timing="cupti"))
+        check(o["processes"][0]["framework"] == ("PyTorch" if torch else "CUDA"), o["processes"][0]["framework"])
         return o["processes"][0]["step"]
-    step, synced = step_of(False), step_of(True)
+    step, synced, torch_synced = step_of(False), step_of(True), step_of(True, torch=True)
     check(step["what"] == "the cycle of phases load, compute" and step["step_ns"] == 1_000_000 and
           step["replayed_step_ns"] == 986_400 and step["replayed_savings_ns"]["pin"] == 433_218, f"{step}")
     check(synced["replayed_savings_ns"]["pin"] == -97_072, f"{synced}")
+    check(torch_synced["replayed_savings_ns"]["pin"] == 433_201, f"{torch_synced}")

@@ -152,6 +152,9 @@ struct sim {
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
 	size_t step;       /* the step the host is in (rp->bounds) */
+	int pinned_open;   /* GS_CH_PIN: the last call of thread pinned_tid was a copy pinned, on pinned_stream */
+	uint32_t pinned_tid;
+	int pinned_stream;
 };
 
 static int by_corr(const void *a, const void *b)
@@ -392,6 +395,20 @@ static int still_waits(const struct sim *m)
 	return (m->step + 1) * k / w != m->step * k / w;
 }
 
+/* GS_CH_PIN: whether c is the synchronize of the copy its thread just
+ * pinned. PyTorch's blocking copy (non_blocking=False) is an async copy,
+ * then a synchronize of its stream; with non_blocking=True, as the advice
+ * says, the synchronize goes with the block. Any call of that thread
+ * ends the copy's turn. */
+static int pinned_sync(struct sim *m, const struct gs_item *c)
+{
+	if (!m->pinned_open || c->tid != m->pinned_tid)
+		return 0;
+	m->pinned_open = 0;
+	return c->kind == GSPY_KIND_sync && gs_replay_waits(c) && !device_wide(c) && m->pinned_stream >= 0 &&
+	       call_stream(&m->s, c) == m->pinned_stream;
+}
+
 static void call(struct sim *m, const struct gs_item *c)
 {
 	const struct gs_replay *rp = m->rp;
@@ -412,11 +429,17 @@ static void call(struct sim *m, const struct gs_item *c)
 		dur /= rp->fuse;
 	int wait = gs_replay_waits(c);
 	uint64_t deps;
+	int copy_sync = pinned_sync(m, c);
 	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
 		waited(m, c, &deps);
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
-	} else if (m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) && !still_waits(m)) {
+		if (rp->copy_syncs && !device_wide(c)) {
+			m->pinned_open = 1;
+			m->pinned_tid = c->tid;
+			m->pinned_stream = call_stream(&m->s, c);
+		}
+	} else if ((m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) && !still_waits(m)) || copy_sync) {
 		/* It waits for nothing: its own part, at most an async call's. */
 		uint64_t w = waited(m, c, &deps), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
 										    rp->launch_ns : WAIT_COST_NS;

@@ -48,6 +48,7 @@ struct gs_replay {
 	unsigned fuse;         /* steps a dispatch for GS_CH_FUSE */
 	unsigned wait_every;   /* GS_CH_NOWAIT: the steps still waiting are one in this many (the advice's) */
 	int framework;         /* PyTorch or JAX: the host code between a step's launches is theirs */
+	int copy_syncs;        /* PyTorch: a blocking copy is an async copy, then a synchronize of its stream */
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
 	 * work for each GPU record a call launched, when CUPTI was on. An

@@ -618,6 +618,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	s->launches /= s->window;
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
+	rp.copy_syncs = r->framework == GS_FW_PYTORCH;
 	if (!(rp.launch_ns = gs_replay_median_launch(v, n, rp.ta, rp.tb)))
 		rp.launch_ns = 5000;
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
