@@ -682,13 +682,14 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     ends: pinning saves nothing (-97.1 us, the copy at PCIe gen4's 25 GB/s
     slower than the 60 us it ran), where the program is not PyTorch's. In
     PyTorch's (its phases carry steps), a synchronize of the copy's stream
-    right after the copy, on its thread, is its blocking copy's own
-    (copy_ with non_blocking=False: cudaMemcpyAsync, then
+    right after a host-to-device copy, on its thread, is its blocking
+    copy's own (copy_ with non_blocking=False: cudaMemcpyAsync, then
     cudaStreamSynchronize); the advice's non_blocking=True drops it with
-    the block: 433.2 us, its 1 us taken as an async call's."""
+    the block: 433.2 us, its 1 us taken as an async call's. After a copy
+    back it stays (-97.1 us): the host reads what it copied."""
     from test_report import gpu_record as gpu, host_call as call
 
-    def step_of(sync, torch=False):
+    def step_of(sync, torch=False, way="d2h"):
         ev = []
         for k in range(20):
             t, c = 1_000_000 + k * 1_000_000, 3 * k
@@ -699,20 +700,22 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
                    call("launch", "cuLaunchKernel", t + 30_000, 10_000, name="main", grid=[1, 1, 1], block=[32, 1, 1],
                         stream=0, corr=c + 2),
                    gpu("gpu_kernel", t + 45_000, 100_000, c + 2, 7, name="main"),
-                   call("copy", "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20, dir="d2h", host_mem="pageable",
+                   call("copy", "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20, dir=way, host_mem="pageable",
                         stream=0, corr=c + 3),
-                   gpu("gpu_copy", t + 430_000, 60_000, c + 3, 7, bytes=4 << 20, dir="d2h"),
+                   gpu("gpu_copy", t + 430_000, 60_000, c + 3, 7, bytes=4 << 20, dir=way),
                    phase_event(False, t + 500_000, "load", k), phase_event(True, t + 500_000, "compute", k),
                    phase_event(False, t + 1_000_000, "compute", k)]
             if sync:  # the program waits for the copy's stream after it: a pinned copy then saves nothing
                 ev.insert(len(ev) - 3, call("sync", "cudaStreamSynchronize", t + 500_000, 1_000, stream=0))
         for e in ev if not torch else []:  # a phase's step is the PyTorch helper's
             e.pop("step", None)
-        o = report_json(write_jsonl(os.path.join(tmp, f"copy{sync}{torch}.jsonl"), ev, timing="cupti"))
+        o = report_json(write_jsonl(os.path.join(tmp, f"copy{sync}{torch}{way}.jsonl"), ev, timing="cupti"))
         check(o["processes"][0]["framework"] == ("PyTorch" if torch else "CUDA"), o["processes"][0]["framework"])
         return o["processes"][0]["step"]
-    step, synced, torch_synced = step_of(False), step_of(True), step_of(True, torch=True)
+    step, synced, torch_synced = step_of(False), step_of(True), step_of(True, torch=True, way="h2d")
     check(step["what"] == "the cycle of phases load, compute" and step["step_ns"] == 1_000_000 and
           step["replayed_step_ns"] == 986_400 and step["replayed_savings_ns"]["pin"] == 433_218, f"{step}")
     check(synced["replayed_savings_ns"]["pin"] == -97_072, f"{synced}")
     check(torch_synced["replayed_savings_ns"]["pin"] == 433_201, f"{torch_synced}")
+    torch_back = step_of(True, torch=True)
+    check(torch_back["replayed_savings_ns"]["pin"] == -97_072, f"{torch_back}")

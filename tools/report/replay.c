@@ -395,10 +395,12 @@ static int still_waits(const struct sim *m)
 	return (m->step + 1) * k / w != m->step * k / w;
 }
 
-/* GS_CH_PIN: whether c is the synchronize of the copy its thread just
- * pinned. PyTorch's blocking copy (non_blocking=False) is an async copy,
- * then a synchronize of its stream; with non_blocking=True, as the advice
- * says, the synchronize goes with the block. Any call of that thread
+/* GS_CH_PIN: whether c is the synchronize of the host-to-device copy its
+ * thread just pinned. PyTorch's blocking copy (non_blocking=False) is an
+ * async copy, then a synchronize of its stream; with non_blocking=True,
+ * as the advice says, the synchronize goes with the block. A copy back
+ * keeps it: the host reads what it copied, so a program that copies it
+ * without blocking synchronizes before it reads. Any call of that thread
  * ends the copy's turn. */
 static int pinned_sync(struct sim *m, const struct gs_item *c)
 {
@@ -434,7 +436,7 @@ static void call(struct sim *m, const struct gs_item *c)
 		waited(m, c, &deps);
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
-		if (rp->copy_syncs && !device_wide(c)) {
+		if (rp->copy_syncs && c->dir == GSPY_DIR_h2d && !device_wide(c)) {
 			m->pinned_open = 1;
 			m->pinned_tid = c->tid;
 			m->pinned_stream = call_stream(&m->s, c);
