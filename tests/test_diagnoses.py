@@ -686,7 +686,9 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     copy's own (copy_ with non_blocking=False: cudaMemcpyAsync, then
     cudaStreamSynchronize); the advice's non_blocking=True drops it with
     the block: 433.2 us, its 1 us taken as an async call's. After a copy
-    back it stays (-97.1 us): the host reads what it copied."""
+    back it stays (-97.1 us): the host reads what it copied; and with a
+    call of its thread between them (an event wait), it is the program's
+    own and stays too (-97.0 us)."""
     from test_report import gpu_record as gpu, host_call as call
 
     def step_of(sync, torch=False, way="d2h"):
@@ -700,13 +702,16 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
                    call("launch", "cuLaunchKernel", t + 30_000, 10_000, name="main", grid=[1, 1, 1], block=[32, 1, 1],
                         stream=0, corr=c + 2),
                    gpu("gpu_kernel", t + 45_000, 100_000, c + 2, 7, name="main"),
-                   call("copy", "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20, dir=way, host_mem="pageable",
-                        stream=0, corr=c + 3),
+                   call("copy", "cudaMemcpyAsync" if torch else "cudaMemcpy", t + 50_000, 450_000, bytes=4 << 20,
+                        dir=way, host_mem="pageable", stream=0, corr=c + 3, **{"async": torch}),
                    gpu("gpu_copy", t + 430_000, 60_000, c + 3, 7, bytes=4 << 20, dir=way),
                    phase_event(False, t + 500_000, "load", k), phase_event(True, t + 500_000, "compute", k),
                    phase_event(False, t + 1_000_000, "compute", k)]
             if sync:  # the program waits for the copy's stream after it: a pinned copy then saves nothing
-                ev.insert(len(ev) - 3, call("sync", "cudaStreamSynchronize", t + 500_000, 1_000, stream=0))
+                ev.insert(len(ev) - 3, call("sync", "cudaStreamSynchronize", t + 500_000 + 200 * (sync == "between"),
+                                            1_000 - 200 * (sync == "between"), stream=0))
+            if sync == "between":  # another call of its thread first: the program's own synchronize
+                ev.insert(len(ev) - 4, call("sync", "cudaStreamWaitEvent", t + 500_000, 200, stream=0))
         for e in ev if not torch else []:  # a phase's step is the PyTorch helper's
             e.pop("step", None)
         o = report_json(write_jsonl(os.path.join(tmp, f"copy{sync}{torch}{way}.jsonl"), ev, timing="cupti"))
@@ -717,5 +722,6 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
           step["replayed_step_ns"] == 986_400 and step["replayed_savings_ns"]["pin"] == 433_218, f"{step}")
     check(synced["replayed_savings_ns"]["pin"] == -97_072, f"{synced}")
     check(torch_synced["replayed_savings_ns"]["pin"] == 433_201, f"{torch_synced}")
-    torch_back = step_of(True, torch=True)
+    torch_back, torch_own = step_of(True, torch=True), step_of("between", torch=True, way="h2d")
     check(torch_back["replayed_savings_ns"]["pin"] == -97_072, f"{torch_back}")
+    check(torch_own["replayed_savings_ns"]["pin"] == -96_972, f"{torch_own}")

@@ -396,12 +396,14 @@ static int still_waits(const struct sim *m)
 }
 
 /* GS_CH_PIN: whether c is the synchronize of the host-to-device copy its
- * thread just pinned. PyTorch's blocking copy (non_blocking=False) is an
- * async copy, then a synchronize of its stream; with non_blocking=True,
- * as the advice says, the synchronize goes with the block. A copy back
- * keeps it: the host reads what it copied, so a program that copies it
- * without blocking synchronizes before it reads. Any call of that thread
- * ends the copy's turn. */
+ * thread just pinned. PyTorch's blocking copy (non_blocking=False) is a
+ * cudaMemcpyAsync, then a synchronize of its stream; with
+ * non_blocking=True, as the advice says, the synchronize goes with the
+ * block. A copy back keeps it: the host reads what it copied, so a
+ * program that copies it without blocking synchronizes before it reads.
+ * Any call of that thread ends the copy's turn. One copy is open at a
+ * time: another thread's pinned copy meanwhile closes it, and its
+ * synchronize is kept (a saving missed, never one made up). */
 static int pinned_sync(struct sim *m, const struct gs_item *c)
 {
 	if (!m->pinned_open || c->tid != m->pinned_tid)
@@ -436,7 +438,7 @@ static void call(struct sim *m, const struct gs_item *c)
 		waited(m, c, &deps);
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
-		if (rp->copy_syncs && c->dir == GSPY_DIR_h2d && !device_wide(c)) {
+		if (rp->copy_syncs && c->async && c->dir == GSPY_DIR_h2d) {
 			m->pinned_open = 1;
 			m->pinned_tid = c->tid;
 			m->pinned_stream = call_stream(&m->s, c);
