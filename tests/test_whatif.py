@@ -152,10 +152,10 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
     which still waited), .item() -0.101 (its fix reads the losses once
     every 20 steps, as the replay does: -0.315 when it kept no wait),
     launch_bound +0.056, decode +0.003, empty_cache -0.043, the C program
-    -0.026. The JAX loop's fix replays
-    within 1.3 us of the fixed program's 0.051 ms in every set (-0.4% to
-    +4.1% of the saving), its kernels' overlap kept; run back to back,
-    they replayed 6-8 us over it, 37% of run5's saving. In run7 the
+    -0.026. The JAX loop's fix replays within 1.3 us of the fixed
+    program's 0.051 ms in every set (-0.4% to +4.1% of the saving), its
+    kernels' overlap kept; run back to back, they replayed 6-8 us over
+    it, 37% of run5's saving. In run7 the
     largest is the DataLoader's, +0.858 ms (+3.2%)."""
     rows = [r for r in scored() if r["want"] and r["predicted_ms"] is not None]
     check(len(rows) == 78, f"{len(rows)} rows")
