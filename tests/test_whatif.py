@@ -13,6 +13,9 @@ import threading
 
 from harness import BIN, check, test
 
+sys.path.insert(0, os.path.join(os.path.dirname(BIN), "gpu", "whatif"))
+from score import own_line  # noqa: E402  (the line a diagnosis names, as score.py reads it)
+
 _rows = []
 _lock = threading.Lock()
 
@@ -221,8 +224,7 @@ def the_gpu_machines_reports_name_each_programs_line(tmp):
             if p not in diag:
                 check(first is None, f"{name} {p}: {first}")
                 continue
-            m = first and re.search(r"[(/]([\w.]+\.(?:py|cu):\d+(?:-\d+)?)\)", first["text"])
-            at = m and m.group(1)
+            at = own_line(first)
             right = at == "sync_copies.cu:50" if p == "sync_copies" else named_right(name, p, at)
             check(first and first["id"] == diag[p] and right, f"{name} {p}: {first}")
 

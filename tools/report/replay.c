@@ -152,9 +152,8 @@ struct sim {
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
 	size_t step;       /* the step the host is in (rp->bounds) */
-	int pinned_open;   /* GS_CH_PIN: the last call of thread pinned_tid was a copy pinned, on pinned_stream */
+	int pinned_stream; /* GS_CH_PIN: the last call of thread pinned_tid pinned a copy on it (-1: none) */
 	uint32_t pinned_tid;
-	int pinned_stream;
 };
 
 static int by_corr(const void *a, const void *b)
@@ -404,13 +403,13 @@ static int still_waits(const struct sim *m)
  * Any call of that thread ends the copy's turn. One copy is open at a
  * time: another thread's pinned copy meanwhile closes it, and its
  * synchronize is kept (a saving missed, never one made up). */
-static int pinned_sync(struct sim *m, const struct gs_item *c)
+static int pinned_sync(struct sim *m, const struct gs_item *c, int wait)
 {
-	if (!m->pinned_open || c->tid != m->pinned_tid)
+	int s = m->pinned_stream;
+	if (s < 0 || c->tid != m->pinned_tid)
 		return 0;
-	m->pinned_open = 0;
-	return c->kind == GSPY_KIND_sync && gs_replay_waits(c) && !device_wide(c) && m->pinned_stream >= 0 &&
-	       call_stream(&m->s, c) == m->pinned_stream;
+	m->pinned_stream = -1;
+	return c->kind == GSPY_KIND_sync && wait && !device_wide(c) && call_stream(&m->s, c) == s;
 }
 
 static void call(struct sim *m, const struct gs_item *c)
@@ -433,13 +432,12 @@ static void call(struct sim *m, const struct gs_item *c)
 		dur /= rp->fuse;
 	int wait = gs_replay_waits(c);
 	uint64_t deps;
-	int copy_sync = pinned_sync(m, c);
+	int copy_sync = pinned_sync(m, c, wait);
 	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
 		waited(m, c, &deps);
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
 		if (rp->copy_syncs && c->async && c->dir == GSPY_DIR_h2d) {
-			m->pinned_open = 1;
 			m->pinned_tid = c->tid;
 			m->pinned_stream = call_stream(&m->s, c);
 		}
@@ -536,7 +534,7 @@ uint64_t *gs_replay_overlaps(const struct gs_replay *rp)
 
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 {
-	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta };
+	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .pinned_stream = -1 };
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
 	if (!m.gpu)
 		return rp->tb - rp->ta;

@@ -162,4 +162,5 @@ def parts(name, rows):
               f"| {r['predicted_ms'] - r['realized_ms']:+.3f} |")
 
 
-main()
+if __name__ == "__main__":
+    main()
