@@ -50,6 +50,16 @@
 #   PART=52t bash tests/gpu/pending.sh   what CUPTI's activity records
 #        cost the host-bound programs beyond the calls the replay prices,
 #        inside one process (tests/gpu/whatif/cupti_toggle.sh)
+#   PART=52j bash tests/gpu/pending.sh   the JAX loop's tracing cost on
+#        this card, small enough for what is left of a session (about
+#        120 s): CUPTI's records on and off in one process (two), the
+#        slow loop untraced, untraced beside a busy CPU, under gpuspy
+#        without CUPTI and whole (two rounds), and one graph launch of 4
+#        and 28 kernels with and without CUPTI (bench/gpu/cupti_costs.cu,
+#        five rounds). The replay's JAX constants were fitted on H100s;
+#        on the H200 its replayed slow step sat 15-53 us under the
+#        untraced median in three of four sets (score.py --parts): either
+#        CUPTI costs less there or untraced processes run slower
 #   PART=52g bash tests/gpu/pending.sh   why the two pageable programs'
 #        traced processes ran faster than their untraced ones in every
 #        set (run7: 17.8-18.5 against 17.8-22.1 ms a step): slow only,
@@ -136,11 +146,16 @@ case "${PART:-}" in
 52p)
 	step cpu 500 tests/gpu/whatif/cpu_speed.sh
 	cat "$R/status.txt" "$R"/cpu/cpu_speed.md 2>/dev/null ;;
+52j)
+	TG_PROGS="jax_hostbound:--steps=60000" TG_REPS=2 step toggle 60 tests/gpu/whatif/cupti_toggle.sh
+	TC_PROGS=jax_hostbound TC_VARIANTS=slow TC_MODES="none busy nocupti gpuspy" ROUNDS=2 CC_ROUNDS=5 \
+		step cost 120 tests/gpu/whatif/traced_cost.sh
+	cat "$R/status.txt" "$R"/toggle/cupti_toggle.md "$R"/cost/traced_cost.md 2>/dev/null ;;
 52c)
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52p, 52s or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52p, 52s or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"
