@@ -51,8 +51,8 @@
 #        cost the host-bound programs beyond the calls the replay prices,
 #        inside one process (tests/gpu/whatif/cupti_toggle.sh)
 #   PART=52j bash tests/gpu/pending.sh   the JAX loop's tracing cost on
-#        this card, small enough for what is left of a session (about
-#        120 s): CUPTI's records on and off in one process (two), the
+#        this card, small enough for what is left of a session (under
+#        210 s): CUPTI's records on and off in one process (two), the
 #        slow loop untraced, untraced beside a busy CPU, under gpuspy
 #        without CUPTI and whole (two rounds), and one graph launch of 4
 #        and 28 kernels with and without CUPTI (bench/gpu/cupti_costs.cu,
@@ -147,7 +147,7 @@ case "${PART:-}" in
 	step cpu 500 tests/gpu/whatif/cpu_speed.sh
 	cat "$R/status.txt" "$R"/cpu/cpu_speed.md 2>/dev/null ;;
 52j)
-	TG_PROGS="jax_hostbound:--steps=60000" TG_REPS=2 step toggle 60 tests/gpu/whatif/cupti_toggle.sh
+	TG_PROGS="jax_hostbound:--steps=30000" TG_REPS=2 step toggle 90 tests/gpu/whatif/cupti_toggle.sh
 	TC_PROGS=jax_hostbound TC_VARIANTS=slow TC_MODES="none busy nocupti gpuspy" ROUNDS=2 CC_ROUNDS=5 \
 		step cost 120 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/toggle/cupti_toggle.md "$R"/cost/traced_cost.md 2>/dev/null ;;
