@@ -83,17 +83,17 @@ def named_right(name, program, at):
 # again with this model, misses most by the two pageable programs (-26%,
 # -23%), whose traced processes ran faster than the untraced ones (pageable
 # 17.8 to 18.5 ms a step against 17.8 to 22.1): pageable's error is negative
-# in eight sets of ten (+1% in run5 and run10), its change replayed within 0.1
-# ms of the fixed program in all, PyTorch's synchronize after a blocking copy
-# dropped with non_blocking=True. run9 (4%, 6%), eight of the ten programs on
-# another H100 with today's defaults (the device time of its session ran out
-# before the launch-bound and decode loops). run10 (3%, 12%: the JAX loop
-# +12%, whose saving is 0.020 ms), all ten programs on a third H100 with
-# today's defaults, every first diagnosis right and at its line, every fixed
-# program quiet. run11 (9%, 58%), all ten on the H200 with today's library,
-# misses by the JAX loop (-58%: its five traced processes predicted
-# 0.020-0.031 ms, its untraced slow processes ran 0.074 to 0.149 ms a step);
-# without it, decode's -14% is the worst.
+# in eight sets of eleven (+1% in run5 and run10, +13% in run11), its change
+# replayed within 0.1 ms of the fixed program in all, PyTorch's synchronize
+# after a blocking copy dropped with non_blocking=True. run9 (4%, 6%), eight
+# of the ten programs on another H100 with today's defaults (the device time
+# of its session ran out before the launch-bound and decode loops). run10 (3%,
+# 12%: the JAX loop +12%, whose saving is 0.020 ms), all ten programs on a
+# third H100 with today's defaults, every first diagnosis right and at its
+# line, every fixed program quiet. run11 (9%, 58%), all ten on the H200 with
+# today's library, misses by the JAX loop (-58%: its five traced processes
+# predicted 0.020-0.031 ms, its untraced slow processes ran 0.074 to 0.149 ms
+# a step); without it, decode's -14% is the worst.
 SET_BOUNDS = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.07, 0.18), "run4": (0.13, 0.33),
               "run5": (0.02, 0.08), "run6": (0.12, 0.32), "run7": (0.07, 0.28), "run8": (0.02, 0.16),
               "run9": (0.05, 0.07), "run10": (0.04, 0.13), "run11": (0.10, 0.59)}
