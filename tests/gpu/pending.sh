@@ -31,9 +31,13 @@
 #        JAX step, part by part (tests/gpu/whatif/traced_cost.sh; run on
 #        an H100: tests/gpu/results/round3/traced-cost-h100.md)
 #   PART=52e, PART=52f bash tests/gpu/pending.sh   what tracing adds to
-#        decode and launch_bound (52e), empty_cache and pageable (52f),
+#        decode and launch_bound (52e), the empty_cache() loop (52f: its
+#        traced slow step runs 0.22 ms a step further over its untraced
+#        one than its fix's does, and the replay leaves 0.1 of it, run11;
+#        the first cudaFree after the GPU's last work returns 236 us after
+#        it, the next seven in 48-81 us each),
 #        slow only, untraced, gpuspy without CUPTI, without stacks,
-#        without its PyTorch helper (52e) and whole, four rounds (52f:
+#        without its PyTorch helper and whole, four rounds (52f:
 #        three), and the
 #        step each traced run's replay makes of it: whether
 #        the replay takes off what tracing added (traced_cost.sh; run4's
@@ -129,10 +133,10 @@ case "${PART:-}" in
 	step spread 540 tests/gpu/whatif/jax_spread.sh
 	cat "$R/status.txt" "$R"/spread/jax_spread.md 2>/dev/null ;;
 52e | 52f | 52g | 52G | 52s | 52L)
-	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 2 x
-	# 4 x 3 of 10-18 s (whatif-run4-h100.md), each with a report.
+	# 52e: 2 x 5 modes x 4 rounds of runs of 7-13 s on an H100; 52f: 5
+	# x 3 of 10-18 s (whatif-run4-h100.md), each with a report.
 	progs="decode launch_bound" modes="none nocupti nostacks notorch gpuspy" rounds=4
-	[ $PART = 52f ] && progs="empty_cache pageable" modes="none nocupti nostacks gpuspy" rounds=3
+	[ $PART = 52f ] && progs="empty_cache" modes="none nocupti nostacks notorch gpuspy" rounds=3
 	[ $PART = 52g ] && progs="pageable sync_copies" modes="none busy nocupti nostacks gpuspy" rounds=4
 	[ $PART = 52s ] && progs="launch_bound decode jax_hostbound" modes="none nolaunches gpuspy" rounds=3
 	[ $PART = 52L ] && progs="dataloader" modes="none gpuspy" rounds=2
