@@ -392,3 +392,45 @@ def advice_keeps_its_promises_on_random_traces(tmp):
     bad = sweep(tmp, range(1, 101 if SANITIZED else 401))
     check(not bad, f"{len(bad)} traces break a promise: " + "\n".join(f"seed {k}: {v}" for k, v in
                                                                        sorted(bad.items())[:5]))
+
+
+@test
+def a_forged_call_end_saves_no_more_than_the_step(tmp):
+    """One wait of wait_step_trace's 50 steps (the 46th, in the replayed
+    window) forged to end 2^62 ns after it began: no call outlasts the
+    window, so the replay stays near the run (its unchanged step within
+    10% of the measured 1,025 us, where it took the forged end whole,
+    1.2e17 ns a step) and every change saves a step no more than the step; the
+    diagnosis's total is its saving a step times the steps, not wrapped."""
+    from test_advice import report_json_of, wait_step_trace
+    path = wait_step_trace(tmp)
+    ev = [json.loads(line) for line in open(path).read().splitlines()]
+    syncs = [i for i, e in enumerate(ev) if e.get("api") == "cudaStreamSynchronize"]
+    ev[syncs[45]]["end_ns"] = ev[syncs[45]]["start_ns"] + 2 ** 62
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(e) for e in ev) + "\n")
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["steps"] == 49 and step["step_ns"] == 1_025_000
+          and abs(step["replayed_step_ns"] - 1_025_000) < 102_500, f"step {step}")
+    check(all(0 <= v <= step["step_ns"] for v in step["replayed_savings_ns"].values()), f"{step['replayed_savings_ns']}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "step_waits" and 0 < d[0]["saving"]["per_step_ns"] <= step["step_ns"]
+          and d[0]["saving"]["ns"] == d[0]["saving"]["per_step_ns"] * 49, f"diagnoses {d}")
+
+
+@test
+def one_cpu_gets_no_loader_workers_saving(tmp):
+    """The starved loader of loader_workers_are_replayed_exactly (790 us
+    of loading a 1 ms step, 790 us saved with workers), in a process that
+    may use one CPU (the trace's header): no worker can load beside the
+    step, so moving the loading to workers saves nothing, and no
+    diagnosis tells it to (with 2 CPUs, 201.9 us a step: test_advice.py)."""
+    from test_advice import loader_steps, report_json_of, set_cpus
+    from test_report import write_jsonl
+    path = write_jsonl(os.path.join(tmp, "data.jsonl"), loader_steps(), timing="cupti")
+    set_cpus(path, 1)
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["replayed_savings_ns"]["workers"] == 0, f"{step}")
+    check(not any(x["id"] == "data_starvation" for x in o["diagnoses"]), f"{o['diagnoses']}")

@@ -61,6 +61,13 @@ static const char *const model[GS_CH_COUNT] = {
 	[GS_CH_FUSE] = "the step's host work replayed once every 10 steps (10 steps a dispatch)",
 };
 
+/* a * b, or UINT64_MAX past it (a forged trace's times). */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t p;
+	return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
 static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 {
 	const struct gs_steps *s = r->steps;
@@ -89,7 +96,7 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 		 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns));
 	free(d->how);
 	d->how = strdup(buf);
-	d->save_ns = (uint64_t)s->change[ch].save_ns * s->steps;
+	d->save_ns = s->change[ch].save_ns > 0 ? mul_sat((uint64_t)s->change[ch].save_ns, s->steps) : 0;
 	d->steps = s->steps;
 	d->about = 1;
 }
@@ -215,13 +222,6 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 		return c->count >= s->window;
 	}
 	return 0;
-}
-
-/* a * b, or UINT64_MAX past it (a forged trace's times). */
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-	uint64_t p;
-	return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
 }
 
 /* Cuts bound d to per_step a step over the step's steps (a bound over

@@ -421,9 +421,12 @@ static void call(struct sim *m, const struct gs_item *c)
 		m->graph_open = 0;
 		m->prev_capturable = 0;
 	}
-	uint64_t dur = c->end - c->start;
+	/* No call outlasts the window: what a call took past its end is the
+	 * next step's (and a forged end of 2^62 ns stays out of the model). */
+	uint64_t end = c->end < rp->tb ? c->end : rp->tb;
+	uint64_t dur = end > c->start ? end - c->start : 0;
 	if (c->start < m->prev_end) /* another thread's call, alongside: only what goes past */
-		dur = c->end > m->prev_end ? c->end - m->prev_end : 0;
+		dur = end > m->prev_end ? end - m->prev_end : 0;
 	size_t k0, k1 = linked(m, c->corr, &k0); /* CUPTI's work is per GPU record (a graph's: each node's) */
 	uint64_t traced = dur;
 	dur = untraced(rp, c, dur, k1 - k0);
@@ -458,8 +461,8 @@ static void call(struct sim *m, const struct gs_item *c)
 		if (deps > until)
 			until = deps;
 		m->h = (m->h > until ? m->h : until) + own;
-		size_t k, end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
-		for (; k < end; k++) {
+		size_t k, k_end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
+		for (; k < k_end; k++) {
 			int gs = stream_at(&m->s, m->gpu[k]->stream);
 			if (m->s.free[gs] < m->h)
 				m->s.free[gs] = m->h;
@@ -481,10 +484,10 @@ static void call(struct sim *m, const struct gs_item *c)
 	m->prev_capturable = capturable(c);
 	m->prev_phase = c->phase;
 	note_recorded(m, c);
-	if (c->end > m->prev_end)
-		m->prev_end = c->end;
-	uint64_t w = c->end + walk(rp, c);
-	if (w > m->walk_end && w >= c->end)
+	if (end > m->prev_end)
+		m->prev_end = end;
+	uint64_t w = end + walk(rp, c);
+	if (w > m->walk_end && w >= end)
 		m->walk_end = w;
 }
 

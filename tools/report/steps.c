@@ -526,10 +526,14 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 			 * header), less the one the step keeps, the step is no
 			 * shorter than that. */
 			uint64_t floor = r->proc.cpus > 1 ? c->after_ns * s->window / (r->proc.cpus - 1) : 0;
+			if (r->proc.cpus == 1) /* no CPU for a worker beside the step */
+				floor = base;
 			if (t < floor)
 				t = floor;
 		}
 		c->save_ns = gs_diff_per(base, t, s->window);
+		if (c->save_ns > (int64_t)s->step_ns) /* never more than the step */
+			c->save_ns = (int64_t)s->step_ns;
 		for (size_t i = 0; i < n; i++) {
 			const struct gs_item *x = &v[i];
 			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
@@ -755,7 +759,8 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 		return;
 	cJSON_AddStringToObject(j, "what", s->what);
 	cJSON_AddNumberToObject(j, "steps", (double)s->steps);
-	cJSON_AddNumberToObject(j, "steady_from_ns", (double)(s->steady_from - r->t_first));
+	uint64_t from = s->steady_from > r->t_first ? s->steady_from - r->t_first : 0; /* JSON Lines: any order */
+	cJSON_AddNumberToObject(j, "steady_from_ns", (double)from);
 	cJSON_AddNumberToObject(j, "warmup_ns", (double)s->warmup_ns);
 	cJSON_AddNumberToObject(j, "searched_from_ns", (double)(s->searched_from - r->t_first));
 	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
