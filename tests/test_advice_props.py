@@ -413,7 +413,8 @@ def a_forged_call_end_saves_no_more_than_the_step(tmp):
     step = o["processes"][0]["step"]
     check(step["steps"] == 49 and step["step_ns"] == 1_025_000
           and abs(step["replayed_step_ns"] - 1_025_000) < 102_500, f"step {step}")
-    check(all(0 <= v <= step["step_ns"] for v in step["replayed_savings_ns"].values()), f"{step['replayed_savings_ns']}")
+    saves = step["replayed_savings_ns"]
+    check(all(0 <= v <= step["step_ns"] for v in saves.values()), f"{saves}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "step_waits" and 0 < d[0]["saving"]["per_step_ns"] <= step["step_ns"]
           and d[0]["saving"]["ns"] == d[0]["saving"]["per_step_ns"] * 49, f"diagnoses {d}")
@@ -434,3 +435,31 @@ def one_cpu_gets_no_loader_workers_saving(tmp):
     step = o["processes"][0]["step"]
     check(step["replayed_savings_ns"]["workers"] == 0, f"{step}")
     check(not any(x["id"] == "data_starvation" for x in o["diagnoses"]), f"{o['diagnoses']}")
+
+
+@test
+def one_forged_pinned_copy_sets_no_bandwidth(tmp):
+    """The bandwidth a pinned copy is replayed at is the run's own pinned
+    copies' bytes over their time: wait_step_trace with two pinned uploads
+    before its loop, 16 MiB in 838,861 ns and 1 MiB forged to take 1 ns,
+    gives 17 MiB over 838,862 ns, not the forged record's 1 MiB a
+    nanosecond (1.05e15 bytes a second, which made every pinned copy
+    free)."""
+    from test_advice import report_json_of, wait_step_trace
+    path = wait_step_trace(tmp)
+    lines = open(path).read().splitlines()
+    ev = []
+    for k, (size, ns) in enumerate(((16 << 20, 838_861), (1 << 20, 1))):
+        t = 100_000 + k * 400_000
+        copy = {"type": "event", "result": 0, "bytes": size, "dir": "h2d", "host_mem": "pinned", "device": 0,
+                "corr": 1000 + k}
+        ev.append(dict(copy, kind="copy", api="cudaMemcpyAsync", tid=7, start_ns=t, end_ns=t + 5_000, stream=0,
+                       **{"async": True}))
+        ev.append(dict(copy, kind="gpu_copy", api="cupti_memcpy", tid=200, start_ns=t + 10_000,
+                       end_ns=t + 10_000 + ns, stream=7))
+    head = json.loads(lines[0])
+    head["events"] += len(ev)
+    with open(path, "w") as f:
+        f.write("\n".join([json.dumps(head)] + [json.dumps(e) for e in ev] + lines[1:]) + "\n")
+    step = report_json_of(path)["processes"][0]["step"]
+    check(step["pinned_bytes_per_s"] == (17 << 20) * 1e9 / 838_862, f"{step}")

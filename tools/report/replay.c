@@ -191,8 +191,10 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 		const struct gs_item *g = m->gpu[k];
 		int s = stream_at(&m->s, g->stream);
 		uint64_t d = g->end - g->start; /* (steps.c keeps end >= start) */
-		if (pinned && m->rp->pinned_bps > 0)
-			d = (uint64_t)((double)g->bytes / m->rp->pinned_bps * 1e9);
+		if (pinned && m->rp->pinned_bps > 0) { /* a forged rate of near nothing: capped, not undefined */
+			double x = (double)g->bytes / m->rp->pinned_bps * 1e9;
+			d = x < 1e18 ? (uint64_t)x : (uint64_t)1e18;
+		}
 		uint64_t ahead = m->rp->ahead ? m->rp->ahead[g - m->rp->it] : 0;
 		uint64_t ready = m->s.free[s] > ahead ? m->s.free[s] - ahead : 0;
 		if (ready < m->s.began[s])

@@ -256,22 +256,23 @@ static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
  * pinned copies of 1 MiB or more where there are some, else the PCIe link
  * NVML saw at 87% of its raw rate (the H200's pinned copies of 64 MiB ran
  * at 54.8 GB/s on its gen5 x16 link: the what-if suite's fixed pageable
- * program, docs/measurements.md), else PCIe gen4 x16's. */
+ * program, docs/measurements.md), else PCIe gen4 x16's. The run's copies
+ * give their bytes over their time, so that no one record (a forged one
+ * of a nanosecond) sets it. */
 static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *v, size_t n,
 			       const char **from)
 {
-	double best = 0;
+	double bytes = 0, ns = 0;
 	for (size_t i = 0; i < n; i++) /* GPU copy records of pinned memory */
 		if (v[i].what == GS_IT_GPU && v[i].kind == GSPY_KIND_gpu_copy && v[i].mem == GSPY_MEM_pinned &&
 		    v[i].bytes >= (1u << 20) && v[i].end > v[i].start &&
 		    (v[i].dir == GSPY_DIR_h2d || v[i].dir == GSPY_DIR_d2h)) {
-			double b = (double)v[i].bytes * 1e9 / (double)(v[i].end - v[i].start);
-			if (b > best)
-				best = b;
+			bytes += (double)v[i].bytes;
+			ns += (double)(v[i].end - v[i].start);
 		}
-	if (best > 0) {
+	if (bytes > 0) {
 		*from = "the run's own pinned copies";
-		return best;
+		return bytes * 1e9 / ns;
 	}
 	for (int d = 0; d < GSPY_DEVICES; d++)
 		if (r->tele[d].gen_max && r->tele[d].width_max) {
@@ -762,7 +763,8 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	uint64_t from = s->steady_from > r->t_first ? s->steady_from - r->t_first : 0; /* JSON Lines: any order */
 	cJSON_AddNumberToObject(j, "steady_from_ns", (double)from);
 	cJSON_AddNumberToObject(j, "warmup_ns", (double)s->warmup_ns);
-	cJSON_AddNumberToObject(j, "searched_from_ns", (double)(s->searched_from - r->t_first));
+	cJSON_AddNumberToObject(j, "searched_from_ns",
+				(double)(s->searched_from > r->t_first ? s->searched_from - r->t_first : 0));
 	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
 	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
 	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
