@@ -253,12 +253,10 @@ static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
 }
 
 /* The bandwidth a pageable copy would get from pinned memory: the run's own
- * pinned copies of 1 MiB or more where there are some, else the PCIe link
- * NVML saw at 87% of its raw rate (the H200's pinned copies of 64 MiB ran
- * at 54.8 GB/s on its gen5 x16 link: the what-if suite's fixed pageable
- * program, docs/measurements.md), else PCIe gen4 x16's. The run's copies
- * give their bytes over their time, so that no one record (a forged one
- * of a nanosecond) sets it. */
+ * pinned copies of 1 MiB or more, their bytes over their time (no one record
+ * sets it), else the PCIe link NVML saw at 87% of its raw rate (the H200's
+ * 64 MiB pinned copies: 54.8 GB/s on gen5 x16, the what-if suite's fixed
+ * pageable program, docs/measurements.md), else PCIe gen4 x16's. */
 static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *v, size_t n,
 			       const char **from)
 {
@@ -522,19 +520,17 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 			uint64_t step = t / s->window;
 			if (rp.data_phase && c->after_ns && !r->loader_workers && step)
 				c->workers = (c->after_ns + step - 1) / step;
-			/* N workers load a batch every data-work / N at best:
-			 * with the CPUs the process could use known (the trace's
-			 * header), less the one the step keeps, the step is no
-			 * shorter than that. */
-			uint64_t floor = r->proc.cpus > 1 ? c->after_ns * s->window / (r->proc.cpus - 1) : 0;
-			if (r->proc.cpus == 1) /* no CPU for a worker beside the step */
-				floor = base;
+			/* N workers load a batch every data-work / N at best: with
+			 * the CPUs the process could use known (the trace's header),
+			 * less the one the step keeps (one CPU: no worker), the
+			 * step is no shorter than that. */
+			uint64_t floor = r->proc.cpus > 1 ? c->after_ns * s->window / (r->proc.cpus - 1)
+					 : r->proc.cpus == 1 ? base : 0;
 			if (t < floor)
 				t = floor;
 		}
-		c->save_ns = gs_diff_per(base, t, s->window);
-		if (c->save_ns > (int64_t)s->step_ns) /* never more than the step */
-			c->save_ns = (int64_t)s->step_ns;
+		c->save_ns = gs_diff_per(base, t, s->window); /* never more than the step: */
+		c->save_ns = c->save_ns < (int64_t)s->step_ns ? c->save_ns : (int64_t)s->step_ns;
 		for (size_t i = 0; i < n; i++) {
 			const struct gs_item *x = &v[i];
 			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
@@ -697,6 +693,12 @@ void gs_steps_free(struct gs_report *r)
 	r->steps = NULL;
 }
 
+/* t from the run's first event, never wrapped (JSON Lines: any order). */
+static uint64_t since_first(const struct gs_report *r, uint64_t t)
+{
+	return t > r->t_first ? t - r->t_first : 0;
+}
+
 void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
 	const struct gs_steps *s = r->steps;
@@ -712,9 +714,9 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 	fprintf(f, "  %s\n", s->what);
 	if (s->kept_last)
 		fprintf(f, "  searched from %s on (a long run's step is found in its last %u events)\n",
-			gs_fmt_ns(a, s->searched_from - r->t_first), RING);
+			gs_fmt_ns(a, since_first(r, s->searched_from)), RING);
 	fprintf(f, "  %llu steps%s, steady from %s\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
-		s->warmup_ns ? gs_fmt_ns(a, s->steady_from - r->t_first) : s->kept_last ? "there" : "the start");
+		s->warmup_ns ? gs_fmt_ns(a, since_first(r, s->steady_from)) : s->kept_last ? "there" : "the start");
 	if (s->warmup_ns)
 		fprintf(f, "  (the %s before is warm-up: left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
 			s->gpu_ns ? "every figure a step" : "the step's time");
@@ -760,11 +762,9 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 		return;
 	cJSON_AddStringToObject(j, "what", s->what);
 	cJSON_AddNumberToObject(j, "steps", (double)s->steps);
-	uint64_t from = s->steady_from > r->t_first ? s->steady_from - r->t_first : 0; /* JSON Lines: any order */
-	cJSON_AddNumberToObject(j, "steady_from_ns", (double)from);
+	cJSON_AddNumberToObject(j, "steady_from_ns", (double)since_first(r, s->steady_from));
 	cJSON_AddNumberToObject(j, "warmup_ns", (double)s->warmup_ns);
-	cJSON_AddNumberToObject(j, "searched_from_ns",
-				(double)(s->searched_from > r->t_first ? s->searched_from - r->t_first : 0));
+	cJSON_AddNumberToObject(j, "searched_from_ns", (double)since_first(r, s->searched_from));
 	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
 	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
 	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
