@@ -728,9 +728,11 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
     `torch.cuda.synchronize()`. The same without CUPTI, its launches
     sampled for their stacks (the default). Without CUPTI and launch
     stacks (nothing turns Python frames on while ctypes has released the
-    GIL: the launches keep nothing), and with Python frames off: the line
-    where it surfaced, past
-    ctypes' own frames (libffi's, _ctypes_callproc). When the first call
+    GIL: the launches keep nothing): the line where it surfaced, past
+    ctypes' own frames (libffi's, _ctypes_callproc). With Python frames
+    off and every launch's stack taken: no line at all, though a Python
+    built from source has the interpreter's lines ("run_mod
+    (pythonrun.c:1731)" is not the program's). When the first call
     to fail is a later launch (PyTorch's next operation, often), the
     faulted one is still named at its line."""
     if SANITIZED:
@@ -743,7 +745,7 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
              "cudaDeviceSynchronize, and 1 call failed in all")
     runs = (("cupti", {}, []), ("launch", {}, ["launch"]), ("nocupti", {"GPUSPY_CUPTI": "off", "GPUSPY_STACK_LAUNCHES": "0"}, []),
             ("sampled", {"GPUSPY_CUPTI": "off"}, []),
-            ("nopython", {"GPUSPY_PYTHON_FRAMES": "0"}, []))
+            ("nopython", {"GPUSPY_PYTHON_FRAMES": "0", "GPUSPY_STACK_LAUNCHES": "1"}, []))
     for name, extra, args in runs:
         d = os.path.join(tmp, name)
         os.makedirs(d)
@@ -778,3 +780,6 @@ def cupti_a_faulted_kernel_launched_from_python_is_named_at_its_line(tmp):
                 check(lines == [first, f"     the error surfaced at {where}; CUDA_LAUNCH_BLOCKING=1 makes the "
                                        "launch itself fail"], f"{name}:\n" + "\n".join(lines))
             check("launched_at" not in f and f["kernel"] == "check_index", f"{name}: fault {f}")
+            if name == "nopython": # the interpreter's frames, with lines or not, are nobody's line
+                check("surfaced_at" not in f and not any(" the error surfaced" in l for l in lines),
+                      f"{name}: fault {f}\n" + "\n".join(lines))

@@ -186,6 +186,21 @@ static int inlined_call_site(Dwfl_Module *m, uint64_t rel, const char **file, in
 	return 1;
 }
 
+/* The Python interpreter's, ctypes' and the C library's frames keep their
+ * module, not their line, where their debug information is at hand (a
+ * Python built from source, libc6-dbg): the report tells the program's own
+ * frames from theirs by module, "run_mod+0x8f (python3.11)", where
+ * "run_mod (pythonrun.c:1731)" would pass for the program's. */
+static int runtime_module(const struct module *mod)
+{
+	static const char *const names[] = { "python3", "libpython3", "libc.so", "ld-linux", "libffi" };
+	const char *b = mod ? basename_of(mod->path) : "";
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(b, names[i], strlen(names[i])))
+			return 1;
+	return 0;
+}
+
 /* One return address, rendered. */
 static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 {
@@ -202,7 +217,7 @@ static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 	if (file && fn)
 		inlined_call_site(m, rel, &file, &line);
 	char buf[4096];
-	if (fn && file && line > 0)
+	if (fn && file && line > 0 && !runtime_module(mod))
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", gs_demangle(fn), basename_of(file), line);
 	else if (fn)
 		snprintf(buf, sizeof(buf), "%s+0x%llx (%s)", gs_demangle(fn), (unsigned long long)off,
