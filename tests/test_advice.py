@@ -555,12 +555,13 @@ def a_loader_phase_by_any_data_name_is_replayed_the_same(tmp):
               and d[0]["saving"]["per_step_ns"] == 790_000, f"{name}: {d}")
 
 
-def jax_loop(tmp, second_at, frames=None, kernels=2, kernel_ns=15_000, period=100_000):
+def jax_loop(tmp, second_at, frames=None, kernels=2, kernel_ns=15_000, period=100_000, extra=None):
     """A host-bound JAX loop's report: 50 steps of 100 us (period), each a run of
     the jitted step (XLA's range "XlaModule:#hlo_module=jit_step"), whose
     20.3 us dispatch at 20 us launches its graph: 2 kernels (kernels) of
     15 us (kernel_ns) on the GPU, each second_at ns after the one before
-    starts; each launch with the stack frames, if given."""
+    starts; each launch with the stack frames, if given; extra(k, t): more
+    events of step k, begun at t."""
     from test_report import write_jsonl
     ev = []
     name = "XlaModule:#hlo_module=jit_step,program_id=9#"
@@ -577,6 +578,7 @@ def jax_loop(tmp, second_at, frames=None, kernels=2, kernel_ns=15_000, period=10
                        "result": 0, "device": 0, "stream": 7, "corr": k + 1, "name": f"fusion_{i}", "graph_id": 5})
         ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + 41_000,
                    "end_ns": t + 41_000, "result": 0, "device": 0, "name": name})
+        ev += extra(k, t) if extra else []
     return report_json_of(write_jsonl(os.path.join(tmp, "jax.jsonl"), ev, timing="cupti",
                                       frames={1: frames} if frames else None))
 

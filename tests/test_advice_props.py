@@ -463,3 +463,59 @@ def one_forged_pinned_copy_sets_no_bandwidth(tmp):
         f.write("\n".join([json.dumps(head)] + [json.dumps(e) for e in ev] + lines[1:]) + "\n")
     step = report_json_of(path)["processes"][0]["step"]
     check(step["pinned_bytes_per_s"] == (17 << 20) * 1e9 / 838_862, f"{step}")
+
+
+@test
+def fused_steps_still_copy_their_data(tmp):
+    """jax_loop's loop with a blocking 1 MiB upload each step, after the
+    graph launch: a 40 us call whose copy (38 us, on a stream of its own)
+    runs beside the kernels. Replayed as it ran, a step is the 32,641 ns
+    gap before the launch (ten_jax_steps_a_dispatch_are_replayed_exactly),
+    the launch's 2,436, the 1,700 gap after it and the copy untraced,
+    40,000 less its record (300) and CUPTI's (4,000): 72,477 ns. With ten
+    steps a dispatch the host's own work is a tenth, 3,264 + 243 + 170 ns,
+    but the data still moves every step (a dispatch of ten steps copies
+    ten steps' data): the copy keeps its 35,700 ns, and the host, not the
+    GPU's 30 us, sets the pace: 39,377 ns a step. Divided by ten too, the
+    copy gave the GPU's pace, 30.0 us, and 9.3 us a step more saved."""
+    from test_advice import jax_loop
+
+    def upload(k, t):
+        c = {"result": 0, "device": 0, "bytes": 1 << 20, "dir": "h2d", "corr": 1000 + k}
+        return [dict(c, kind="copy", api="cudaMemcpy", tid=7, start_ns=t + 42_000, end_ns=t + 82_000, stream=1,
+                     host_mem="pageable"),
+                dict(c, kind="gpu_copy", api="cupti_memcpy", tid=200, start_ns=t + 43_000, end_ns=t + 81_000,
+                     stream=8)]
+    step = jax_loop(tmp, 15_000, extra=upload)["processes"][0]["step"]
+    fused = step["replayed_step_ns"] - step["replayed_savings_ns"]["fuse"]
+    check(step["step_ns"] == 100_000 and step["replayed_step_ns"] == 72_477 and fused == 39_377,
+          f"fused step {fused}: {step}")
+
+
+@test
+def two_devices_default_streams_are_kept_apart(tmp):
+    """One thread, 50 steps of 1 ms on two devices: an 800 us kernel on
+    device 0's default stream, a 10 us kernel on device 1's, and a
+    synchronize of device 1's default stream that returns when its kernel
+    ends. Both streams have the handle 0 and CUPTI's id 7, each in its
+    own context: keyed without the device, the replay queued device 1's
+    kernel after device 0's, and each step's synchronize waited for it
+    (1.77 ms a step replayed, and dropping the synchronize saved 0.76 ms
+    of it). Kept apart, the step replays as it ran,
+    within 2%."""
+    from test_advice import report_json_of
+    from test_report import write_jsonl
+    ev = []
+    for k in range(50):
+        t = 1_000_000 + k * 1_000_000
+        for dev, at, dur, name in ((0, 0, 800_000, "big"), (1, 15_000, 10_000, "small")):
+            corr = 2 * k + dev + 1
+            ev.append(dict(kind="launch", api="cuLaunchKernel", tid=7, start_ns=t + at, end_ns=t + at + 10_000,
+                           result=0, device=dev, name=name, grid=[1, 1, 1], block=[32, 1, 1], stream=0, corr=corr))
+            ev.append(dict(kind="gpu_kernel", api="cupti_kernel", tid=200, start_ns=t + at + 15_000,
+                           end_ns=t + at + 15_000 + dur, result=0, device=dev, stream=7, corr=corr, name=name))
+        ev.append(dict(kind="sync", api="cudaStreamSynchronize", tid=7, start_ns=t + 26_000, end_ns=t + 45_000,
+                       result=0, device=1, stream=0))
+    step = report_json_of(write_jsonl(os.path.join(tmp, "two.jsonl"), ev, timing="cupti"))["processes"][0]["step"]
+    check(step["found"] and step["step_ns"] == 1_000_000 and
+          abs(step["replayed_step_ns"] - 1_000_000) <= 20_000, f"{step}")

@@ -23,33 +23,40 @@
 #define MIB (1ull << 20)
 #define WAIT_COST_NS 5000 /* a wait that finds nothing to wait for (a synchronize's own cost) */
 
+/* Streams are keyed with their device: two devices' default streams have
+ * one handle (0), and CUPTI numbers each context's streams apart. */
 struct streams {
 	uint64_t handle[MAX_STREAMS], cupti[MAX_STREAMS]; /* a call's stream handle, its GPU records' id */
+	int16_t hdev[MAX_STREAMS], cdev[MAX_STREAMS];    /* the call's device, the records' */
 	int nmap;
 	uint64_t id[MAX_STREAMS];
+	int16_t dev[MAX_STREAMS];
 	uint64_t free[MAX_STREAMS];     /* replay: when its queued work ends */
 	uint64_t began[MAX_STREAMS];    /* replay: when the last work queued on it began */
 	uint64_t recorded[MAX_STREAMS]; /* the run: when the work launched so far ended */
 	int n;
 };
 
-static int stream_at(struct streams *s, uint64_t id)
+static int stream_at(struct streams *s, int16_t dev, uint64_t id)
 {
 	for (int i = 0; i < s->n; i++)
-		if (s->id[i] == id)
+		if (s->id[i] == id && s->dev[i] == dev)
 			return i;
 	if (s->n == MAX_STREAMS)
 		return 0; /* past 64 streams, the rest share the first: waits err long */
 	s->id[s->n] = id;
+	s->dev[s->n] = dev;
 	s->free[s->n] = s->recorded[s->n] = s->began[s->n] = 0;
 	return s->n++;
 }
 
-static uint64_t latest(const uint64_t *v, int n)
+/* The latest of v over the streams of device dev (-1: every device's; a
+ * stream of no known device is every device's). */
+static uint64_t latest(const struct streams *s, const uint64_t *v, int dev)
 {
 	uint64_t m = 0;
-	for (int i = 0; i < n; i++)
-		if (v[i] > m)
+	for (int i = 0; i < s->n; i++)
+		if (v[i] > m && (dev < 0 || s->dev[i] == dev || s->dev[i] < 0))
 			m = v[i];
 	return m;
 }
@@ -60,18 +67,20 @@ static uint64_t latest(const uint64_t *v, int n)
 static int call_stream(struct streams *s, const struct gs_item *c)
 {
 	for (int i = 0; i < s->nmap; i++)
-		if (s->handle[i] == c->stream)
-			return stream_at(s, s->cupti[i]);
+		if (s->handle[i] == c->stream && s->hdev[i] == c->device)
+			return stream_at(s, s->cdev[i], s->cupti[i]);
 	return -1;
 }
 
-static void learn_stream(struct streams *s, uint64_t handle, uint64_t cupti)
+static void learn_stream(struct streams *s, int16_t dev, uint64_t handle, int16_t gdev, uint64_t cupti)
 {
 	for (int i = 0; i < s->nmap; i++)
-		if (s->handle[i] == handle)
+		if (s->handle[i] == handle && s->hdev[i] == dev)
 			return;
 	if (s->nmap < MAX_STREAMS) {
 		s->handle[s->nmap] = handle;
+		s->hdev[s->nmap] = dev;
+		s->cdev[s->nmap] = gdev;
 		s->cupti[s->nmap++] = cupti;
 	}
 }
@@ -189,7 +198,7 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 	size_t k, end = linked(m, c->corr, &k);
 	for (; k < end; k++) {
 		const struct gs_item *g = m->gpu[k];
-		int s = stream_at(&m->s, g->stream);
+		int s = stream_at(&m->s, g->device, g->stream);
 		uint64_t d = g->end - g->start; /* (steps.c keeps end >= start) */
 		if (pinned && m->rp->pinned_bps > 0) { /* a forged rate of near nothing: capped, not undefined */
 			double x = (double)g->bytes / m->rp->pinned_bps * 1e9;
@@ -223,7 +232,7 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 static uint64_t waited(struct sim *m, const struct gs_item *c, uint64_t *deps)
 {
 	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
-	uint64_t done = s < 0 ? latest(m->s.recorded, m->s.n) : m->s.recorded[s];
+	uint64_t done = s < 0 ? latest(&m->s, m->s.recorded, c->device) : m->s.recorded[s];
 	*deps = 0;
 	if (c->kind == GSPY_KIND_copy) {
 		size_t k, end = linked(m, c->corr, &k);
@@ -248,7 +257,7 @@ static void note_recorded(struct sim *m, const struct gs_item *c)
 {
 	size_t k, end = linked(m, c->corr, &k);
 	for (; k < end; k++) {
-		int s = stream_at(&m->s, m->gpu[k]->stream);
+		int s = stream_at(&m->s, m->gpu[k]->device, m->gpu[k]->stream);
 		if (m->gpu[k]->end > m->s.recorded[s])
 			m->s.recorded[s] = m->gpu[k]->end;
 	}
@@ -433,8 +442,10 @@ static void call(struct sim *m, const struct gs_item *c)
 	uint64_t traced = dur;
 	dur = untraced(rp, c, dur, k1 - k0);
 	m->h += own_gap(m, c, cupti_beyond(rp, c, traced, dur));
-	if (m->ch == GS_CH_FUSE && rp->fuse > 1)
-		dur /= rp->fuse;
+	/* Several steps a dispatch: a call's host cost is paid once a
+	 * dispatch, but a copy of 1 MiB or more moves its bytes every step
+	 * (a dispatch of ten steps copies ten steps' data): it keeps its time. */
+	uint64_t div = m->ch == GS_CH_FUSE && rp->fuse > 1 && !(c->kind == GSPY_KIND_copy && c->bytes >= MIB) ? rp->fuse : 1;
 	int wait = gs_replay_waits(c);
 	uint64_t deps;
 	int copy_sync = pinned_sync(m, c, wait);
@@ -457,15 +468,15 @@ static void call(struct sim *m, const struct gs_item *c)
 	} else if (wait) {
 		/* It waits for its stream (or all of them), then costs what it
 		 * cost beyond its wait: a blocking copy's own part is the copy. */
-		uint64_t w = waited(m, c, &deps), own = dur > w ? dur - w : 0;
+		uint64_t w = waited(m, c, &deps), own = (dur > w ? dur - w : 0) / div;
 		int s = device_wide(c) ? -1 : call_stream(&m->s, c);
-		uint64_t until = s < 0 ? latest(m->s.free, m->s.n) : m->s.free[s];
+		uint64_t until = s < 0 ? latest(&m->s, m->s.free, c->device) : m->s.free[s];
 		if (deps > until)
 			until = deps;
 		m->h = (m->h > until ? m->h : until) + own;
 		size_t k, k_end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
 		for (; k < k_end; k++) {
-			int gs = stream_at(&m->s, m->gpu[k]->stream);
+			int gs = stream_at(&m->s, m->gpu[k]->device, m->gpu[k]->stream);
 			if (m->s.free[gs] < m->h)
 				m->s.free[gs] = m->h;
 		}
@@ -477,7 +488,7 @@ static void call(struct sim *m, const struct gs_item *c)
 		m->h += rp->graph_node_ns;
 		queue_gpu(m, c, m->h, 0);
 	} else {
-		m->h += dur;
+		m->h += dur / div;
 		if (capturable(c))
 			queue_gpu(m, c, m->h, 0);
 	}
@@ -551,7 +562,7 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 		const struct gs_item *c = &rp->it[i];
 		size_t k;
 		if (c->what == GS_IT_CALL && c->corr && linked(&m, c->corr, &k) > k)
-			learn_stream(&m.s, c->stream, m.gpu[k]->stream);
+			learn_stream(&m.s, c->device, c->stream, m.gpu[k]->device, m.gpu[k]->stream);
 	}
 	for (size_t i = 0; i < rp->n; i++) {
 		const struct gs_item *c = &rp->it[i];
@@ -561,11 +572,11 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 			call(&m, c);
 	}
 	/* The host's own work after the last call, to the window's end (less
-	 * that call's stack walk, as in own_gap). */
+	 * that call's stack walk, and divided as own_gap divides a gap). */
 	uint64_t tail = rp->tb > m.prev_end ? rp->tb - m.prev_end : 0;
 	tail -= walked(&m, tail);
-	m.h += tail;
-	uint64_t end = m.h, gpu = latest(m.s.free, m.s.n);
+	m.h += change == GS_CH_FUSE && rp->fuse > 1 ? tail / rp->fuse : tail;
+	uint64_t end = m.h, gpu = latest(&m.s, m.s.free, -1);
 	free(m.gpu);
 	if (gpu > end)
 		end = gpu;
