@@ -34,6 +34,7 @@ struct streams {
 	uint64_t free[MAX_STREAMS];     /* replay: when its queued work ends */
 	uint64_t began[MAX_STREAMS];    /* replay: when the last work queued on it began */
 	uint64_t recorded[MAX_STREAMS]; /* the run: when the work launched so far ended */
+	uint8_t blind[MAX_STREAMS];     /* work was launched on it whose GPU record is missing */
 	int n;
 };
 
@@ -47,6 +48,7 @@ static int stream_at(struct streams *s, int16_t dev, uint64_t id)
 	s->id[s->n] = id;
 	s->dev[s->n] = dev;
 	s->free[s->n] = s->recorded[s->n] = s->began[s->n] = 0;
+	s->blind[s->n] = 0;
 	return s->n++;
 }
 
@@ -158,6 +160,7 @@ struct sim {
 	uint64_t walk_end; /* the latest end of a call's stack walk (after the call's end: in
 			    * the gaps after it, whatever other threads' calls end meanwhile) */
 	int prev_capturable, graph_open; /* GS_CH_GRAPH: the last call; a graph launched this step */
+	int blind_unknown; /* work without a record was launched before any stream was known */
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
 	size_t step;       /* the step the host is in (rp->bounds) */
@@ -423,6 +426,37 @@ static int pinned_sync(struct sim *m, const struct gs_item *c, int wait)
 	return c->kind == GSPY_KIND_sync && wait && !device_wide(c) && call_stream(&m->s, c) == s;
 }
 
+/* A call whose GPU work has no record (CUPTI dropped it, or the run
+ * ended first): its stream's work is not known until a wait that stays
+ * finds it done, so a wait on it is not dropped (a saving missed, never
+ * one made up of work the replay cannot see). A stream not known: all. */
+static void note_blind(struct sim *m, const struct gs_item *c, size_t records)
+{
+	if (records || !c->corr || !(c->kind == GSPY_KIND_launch || c->kind == GSPY_KIND_memset ||
+				     c->kind == GSPY_KIND_copy))
+		return;
+	int s = call_stream(&m->s, c);
+	for (int i = 0; i < m->s.n; i++)
+		m->s.blind[i] |= s < 0 || i == s;
+	m->blind_unknown |= s < 0 && !m->s.n;
+}
+
+/* Whether wait c covers a stream left blind; with clear, the wait stays
+ * and its streams are known again. */
+static int blind_wait(struct sim *m, const struct gs_item *c, int clear)
+{
+	int s = device_wide(c) ? -1 : call_stream(&m->s, c), hit = m->blind_unknown;
+	for (int i = 0; i < m->s.n; i++)
+		if (s < 0 ? (c->device < 0 || m->s.dev[i] == c->device || m->s.dev[i] < 0) : i == s) {
+			hit |= m->s.blind[i];
+			if (clear)
+				m->s.blind[i] = 0;
+		}
+	if (clear && s < 0)
+		m->blind_unknown = 0;
+	return hit;
+}
+
 static void call(struct sim *m, const struct gs_item *c)
 {
 	const struct gs_replay *rp = m->rp;
@@ -439,6 +473,7 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (c->start < m->prev_end) /* another thread's call, alongside: only what goes past */
 		dur = end > m->prev_end ? end - m->prev_end : 0;
 	size_t k0, k1 = linked(m, c->corr, &k0); /* CUPTI's work is per GPU record (a graph's: each node's) */
+	note_blind(m, c, k1 - k0);
 	uint64_t traced = dur;
 	dur = untraced(rp, c, dur, k1 - k0);
 	m->h += own_gap(m, c, cupti_beyond(rp, c, traced, dur));
@@ -457,7 +492,8 @@ static void call(struct sim *m, const struct gs_item *c)
 			m->pinned_tid = c->tid;
 			m->pinned_stream = call_stream(&m->s, c);
 		}
-	} else if ((m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) && !still_waits(m)) || copy_sync) {
+	} else if ((m->ch == GS_CH_NOWAIT && gs_replay_droppable_wait(c) && !still_waits(m) && !blind_wait(m, c, 0)) ||
+		   copy_sync) {
 		/* It waits for nothing: its own part, at most an async call's. */
 		uint64_t w = waited(m, c, &deps), own = dur > w ? dur - w : 0, cap = rp->launch_ns < WAIT_COST_NS ?
 										    rp->launch_ns : WAIT_COST_NS;
@@ -469,6 +505,7 @@ static void call(struct sim *m, const struct gs_item *c)
 		/* It waits for its stream (or all of them), then costs what it
 		 * cost beyond its wait: a blocking copy's own part is the copy. */
 		uint64_t w = waited(m, c, &deps), own = (dur > w ? dur - w : 0) / div;
+		blind_wait(m, c, 1);
 		int s = device_wide(c) ? -1 : call_stream(&m->s, c);
 		uint64_t until = s < 0 ? latest(&m->s, m->s.free, c->device) : m->s.free[s];
 		if (deps > until)
