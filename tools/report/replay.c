@@ -480,7 +480,8 @@ static void call(struct sim *m, const struct gs_item *c)
 	/* Several steps a dispatch: a call's host cost is paid once a
 	 * dispatch, but a copy of 1 MiB or more moves its bytes every step
 	 * (a dispatch of ten steps copies ten steps' data): it keeps its time. */
-	uint64_t div = m->ch == GS_CH_FUSE && rp->fuse > 1 && !(c->kind == GSPY_KIND_copy && c->bytes >= MIB) ? rp->fuse : 1;
+	int bulk = c->kind == GSPY_KIND_copy && c->bytes >= MIB;
+	uint64_t div = m->ch == GS_CH_FUSE && rp->fuse > 1 && !bulk ? rp->fuse : 1;
 	int wait = gs_replay_waits(c);
 	uint64_t deps;
 	int copy_sync = pinned_sync(m, c, wait);
