@@ -457,6 +457,26 @@ static int blind_wait(struct sim *m, const struct gs_item *c, int clear)
 	return hit;
 }
 
+/* Wait c, kept: it waits for its stream (or all of them), then costs what
+ * it cost beyond its wait (dur, untraced), divided by div: a blocking
+ * copy's own part is the copy. */
+static void wait_for(struct sim *m, const struct gs_item *c, uint64_t dur, uint64_t div)
+{
+	uint64_t deps, w = waited(m, c, &deps), own = (dur > w ? dur - w : 0) / div;
+	blind_wait(m, c, 1);
+	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
+	uint64_t until = s < 0 ? latest(&m->s, m->s.free, c->device) : m->s.free[s];
+	if (deps > until)
+		until = deps;
+	m->h = (m->h > until ? m->h : until) + own;
+	size_t k, k_end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
+	for (; k < k_end; k++) {
+		int gs = stream_at(&m->s, m->gpu[k]->device, m->gpu[k]->stream);
+		if (m->s.free[gs] < m->h)
+			m->s.free[gs] = m->h;
+	}
+}
+
 static void call(struct sim *m, const struct gs_item *c)
 {
 	const struct gs_replay *rp = m->rp;
@@ -503,21 +523,7 @@ static void call(struct sim *m, const struct gs_item *c)
 	} else if (m->ch == GS_CH_POOL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free)) {
 		/* from the pool: no call, no synchronization */
 	} else if (wait) {
-		/* It waits for its stream (or all of them), then costs what it
-		 * cost beyond its wait: a blocking copy's own part is the copy. */
-		uint64_t w = waited(m, c, &deps), own = (dur > w ? dur - w : 0) / div;
-		blind_wait(m, c, 1);
-		int s = device_wide(c) ? -1 : call_stream(&m->s, c);
-		uint64_t until = s < 0 ? latest(&m->s, m->s.free, c->device) : m->s.free[s];
-		if (deps > until)
-			until = deps;
-		m->h = (m->h > until ? m->h : until) + own;
-		size_t k, k_end = linked(m, c->corr, &k); /* a blocking copy's own GPU record ends with it */
-		for (; k < k_end; k++) {
-			int gs = stream_at(&m->s, m->gpu[k]->device, m->gpu[k]->stream);
-			if (m->s.free[gs] < m->h)
-				m->s.free[gs] = m->h;
-		}
+		wait_for(m, c, dur, div);
 	} else if (m->ch == GS_CH_GRAPH && capturable(c)) {
 		if (!m->graph_open) { /* the step's one graph launch: its base, then a part a node */
 			m->h += rp->graph_base_ns;
