@@ -60,10 +60,12 @@ static struct {
 	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 	CUptiResult (*cb_name)(CUpti_CallbackDomain, uint32_t, const char **);
 	CUptiResult (*result_string)(CUptiResult, const char **);
+	CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
 	CUpti_SubscriberHandle sub;
 	pthread_mutex_t lock; /* correlation map, names */
 	int atexit_done, exiting;
 	unsigned long unfinished; /* GPU records without times, left out */
+	unsigned long ndropped;   /* GPU records CUPTI dropped for want of buffer space */
 	int faulted; /* a call failed with a sticky error: a kernel faulted */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
@@ -223,6 +225,19 @@ static int by_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The records CUPTI dropped from the queue a buffer came back from (its
+ * count since the last ask): the first drop is noted at once, in the
+ * file's header (a process killed later keeps it), the total at exit. */
+static void note_dropped(CUcontext ctx, uint32_t stream)
+{
+	size_t d = 0;
+	if (!c.dropped || c.dropped(ctx, stream, &d) != CUPTI_SUCCESS || !d)
+		return;
+	if (!__atomic_fetch_add(&c.ndropped, d, __ATOMIC_RELAXED))
+		gs_warn("CUPTI dropped GPU records for want of buffer space: some kernels, copies and memsets "
+			"have no times");
+}
+
 /* CUPTI's worker (or a flushing thread) hands back a full buffer: write its
  * GPU records sorted by start, so that this thread's stream stays ordered
  * for the reader. */
@@ -285,6 +300,7 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
 		free(v);
 	}
 	free(buf);
+	note_dropped(ctx, stream);
 	gs_release();
 	errno = e;
 }
@@ -408,6 +424,9 @@ static void flush_at_exit(void)
 	else if (n)
 		gs_warn("%lu GPU records had no times (GPU work still running at exit): left out of the trace",
 			n);
+	unsigned long dropped = __atomic_load_n(&c.ndropped, __ATOMIC_RELAXED);
+	if (dropped)
+		gs_warn("CUPTI dropped %lu GPU records in all: their kernels, copies and memsets have no times", dropped);
 	gs_events_exit();
 }
 
@@ -487,6 +506,7 @@ static unsigned cupti_start(void)
 	SYM(flush_period, "cuptiActivityFlushPeriod");
 	SYM(result_string, "cuptiGetResultString");
 	SYM(enable_domain, "cuptiEnableDomain");
+	SYM(dropped, "cuptiActivityGetNumDroppedRecords");
 	CUptiResult rc = c.subscribe(&c.sub, on_api, NULL);
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		gs_warn("another tool holds CUPTI (torch.profiler, Nsight Systems, ...): it gets the GPU "
@@ -639,6 +659,7 @@ static void cupti_forked(void)
 	c.exit_word = 0;
 	c.faulted = 0; /* its own calls say whether it faults */
 	c.unfinished = 0;
+	c.ndropped = 0;
 	timing_done = 0;
 	gs_cupti_deferred = 0;
 }

@@ -624,3 +624,26 @@ def thread_cancelled_as_the_allocation_table_fills(tmp):
     got = [e["api"] for e in ev]
     check(got.count("cuMemAlloc_v2") == 65536 + 2 and got[-2:] == ["cuMemcpyHtoD_v2", "cuMemAlloc_v2"],
           f"{got.count('cuMemAlloc_v2')} allocations; last calls {got[-3:]}")
+
+
+@test
+def gpu_records_cupti_dropped_are_said(tmp):
+    """CUPTI drops the records it has no buffer space for and counts them
+    (cuptiActivityGetNumDroppedRecords, asked as each buffer comes back):
+    prog_train 3 100's 78 GPU records with the 10th to the 14th dropped
+    (FAKECUPTI_DROP) leave 73 in the trace, and its notes say so, the
+    first drop at once (a process killed later keeps it) and the total at
+    exit; the report shows both. None dropped: no note."""
+    for drop, kept in (("10:5", 73), ("0:0", 78)):
+        d = os.path.join(tmp, drop.replace(":", "_"))
+        os.makedirs(d)
+        run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_DROP=drop), tmp=d)
+        head, ev = only_trace(d)
+        gpu = [e for e in ev if e["kind"] in ("gpu_kernel", "gpu_copy", "gpu_memset")]
+        notes = [n for n in head.get("notes", []) if "CUPTI dropped" in n]
+        want = ["CUPTI dropped GPU records for want of buffer space: some kernels, copies and memsets have no times",
+                "CUPTI dropped 5 GPU records in all: their kernels, copies and memsets have no times"]
+        want = want if kept < 78 else []
+        check(len(gpu) == kept and notes == want, f"{drop}: {len(gpu)} GPU records, notes {head.get('notes')}")
+        text = report_text(d)
+        check(all(f"     {n}\n" in text for n in want), f"{drop}: the report does not show the notes:\n{text}")

@@ -29,6 +29,10 @@
  *    the buffer being filled without times, those of kernels that ended
  *    and were waited for before the assert too: what the H200's CUPTI did
  *    (tests/gpu/exits.sh); but those FAKECUPTI_FAULT leaves without an end.
+ *  - records that find no buffer space are dropped and counted, and
+ *    cuptiActivityGetNumDroppedRecords gives the count since its last
+ *    call; FAKECUPTI_DROP=K:N drops the Kth record and the N-1 after it
+ *    (1-based), as when the client declined a buffer mid-run.
  * The GPU: each stream runs its work in order; work starts 1 us after the
  * call that queued it, or when the stream's previous work ends if later,
  * and takes the time fakecuda.h gives it, in the timestamp callback's
@@ -98,6 +102,7 @@ static struct {
 	struct { unsigned long long handle; int device; uint64_t busy; } streams[256];
 	int nstreams;
 	unsigned long callbacks, records, at_destroy, flushes;
+	unsigned long seen, dropped; /* records made; dropped since cuptiActivityGetNumDroppedRecords */
 } s;
 
 static uint64_t mono(void)
@@ -250,6 +255,9 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 	}
 	uint64_t *busy;
 	uint32_t sid = stream_id(w->stream, w->device, &busy);
+	const char *drop = getenv("FAKECUPTI_DROP");
+	unsigned long k = 0, n = 0, at = ++s.seen;
+	int dropped = drop && sscanf(drop, "%lu:%lu", &k, &n) == 2 && at >= k && at < k + n;
 	double r = per_ns();
 	uint64_t start = t + (uint64_t)(1000 * r) > *busy ? t + (uint64_t)(1000 * r) : *busy;
 	uint64_t end = start + (uint64_t)((double)w->ns * r);
@@ -259,14 +267,18 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 	((x)->kind = (CUpti_ActivityKind)kind, (x)->start = start, (x)->end = end,        \
 	 (x)->deviceId = (uint32_t)w->device, (x)->streamId = sid, (x)->correlationId = corr, \
 	 (x)->graphId = w->graph, s.records++)
-	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+	if (dropped) {
+		s.dropped++; /* its work runs; its record is not made */
+	} else if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 		CUpti_ActivityKernel10 *k = room(sizeof(*k));
+		s.dropped += !k;
 		if (k) {
 			COMMON(k);
 			k->name = w->name;
 		}
 	} else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
 		CUpti_ActivityMemcpy6 *m = room(sizeof(*m));
+		s.dropped += !m;
 		if (m) {
 			COMMON(m);
 			m->copyKind = copy_kind(w->src, w->dst);
@@ -276,6 +288,7 @@ static void on_work(unsigned corr, const struct fakecuda_work *w)
 		}
 	} else {
 		CUpti_ActivityMemset4 *m = room(sizeof(*m));
+		s.dropped += !m;
 		if (m) {
 			COMMON(m);
 			m->bytes = w->bytes;
@@ -611,6 +624,18 @@ EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_
 	if (p >= buf + valid)
 		return CUPTI_ERROR_MAX_LIMIT_REACHED;
 	*rec = (CUpti_Activity *)p;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *dropped)
+{
+	(void)ctx; (void)stream; /* one queue, as CUPTI's global one */
+	if (!dropped)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	*dropped = s.dropped;
+	s.dropped = 0;
+	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
 
