@@ -224,6 +224,19 @@ def pinning_a_pageable_copy_is_replayed_exactly(tmp):
     1,671,088 ns a step: it saves (40 x 2,981,400 - (5,700 + 40 x
     1,671,088)) / 40 = 1,310,169 ns a step, first among the diagnoses."""
     from test_report import write_jsonl
+    path = write_jsonl(os.path.join(tmp, "pin.jsonl"), pin_steps(), timing="cupti")
+    o = report_json_of(path)
+    step = o["processes"][0]["step"]
+    check(step["steps"] == 49 and step["step_ns"] == 3_000_000 and step["replayed_step_ns"] == 2_981_400
+          and step["pinned_bytes_per_s"] == 25e9, f"step {step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "pageable_copies" and d[0]["saving"]["per_step_ns"] == 1_310_169
+          and d[0]["saving"]["bound"] == "estimate" and "25.0 GB/s (PCIe gen4 x16's usual 25 GB/s"
+          in d[0]["saving"]["how"], f"diagnoses {d}")
+
+
+def pin_steps():
+    """pinning_a_pageable_copy_is_replayed_exactly's events."""
     ev = []
     for k in range(50):
         t = 1_000_000 + k * 3_000_000
@@ -238,15 +251,7 @@ def pinning_a_pageable_copy_is_replayed_exactly(tmp):
         ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": t + 1_020_000,
                    "end_ns": t + 2_510_000, "result": 0, "bytes": 16 << 20, "dir": "h2d", "device": 0, "stream": 7,
                    "corr": 2 * k + 2})
-    path = write_jsonl(os.path.join(tmp, "pin.jsonl"), ev, timing="cupti")
-    o = report_json_of(path)
-    step = o["processes"][0]["step"]
-    check(step["steps"] == 49 and step["step_ns"] == 3_000_000 and step["replayed_step_ns"] == 2_981_400
-          and step["pinned_bytes_per_s"] == 25e9, f"step {step}")
-    d = o["diagnoses"]
-    check(d and d[0]["id"] == "pageable_copies" and d[0]["saving"]["per_step_ns"] == 1_310_169
-          and d[0]["saving"]["bound"] == "estimate" and "25.0 GB/s (PCIe gen4 x16's usual 25 GB/s"
-          in d[0]["saving"]["how"], f"diagnoses {d}")
+    return ev
 
 
 @test

@@ -24,7 +24,9 @@
 #define WAIT_COST_NS 5000 /* a wait that finds nothing to wait for (a synchronize's own cost) */
 
 /* Streams are keyed with their device: two devices' default streams have
- * one handle (0), and CUPTI numbers each context's streams apart. */
+ * one handle (0, or cudaStreamLegacy's 1, cudaStreamPerThread's 2), and
+ * CUPTI numbers each context's streams apart. Another stream's handle is
+ * the process's own, whichever device is current when it is named. */
 struct streams {
 	uint64_t handle[MAX_STREAMS], cupti[MAX_STREAMS]; /* a call's stream handle, its GPU records' id */
 	int16_t hdev[MAX_STREAMS], cdev[MAX_STREAMS];    /* the call's device, the records' */
@@ -66,10 +68,18 @@ static uint64_t latest(const struct streams *s, const uint64_t *v, int dev)
 /* The GPU records' stream of a call's stream handle (the two differ:
  * CUPTI numbers streams, a call names them by handle): learned from the
  * calls that launched work; -1 when not known (then: all streams). */
+static int same_handle(const struct streams *s, int i, uint64_t handle, int16_t dev)
+{
+	return s->handle[i] == handle && (handle > 2 || s->hdev[i] == dev);
+}
+
 static int call_stream(struct streams *s, const struct gs_item *c)
 {
 	for (int i = 0; i < s->nmap; i++)
-		if (s->handle[i] == c->stream && s->hdev[i] == c->device)
+		if (same_handle(s, i, c->stream, c->device))
+			return stream_at(s, s->cdev[i], s->cupti[i]);
+	for (int i = 0; c->device < 0 && i < s->nmap; i++) /* a default stream's, its device not known */
+		if (s->handle[i] == c->stream)
 			return stream_at(s, s->cdev[i], s->cupti[i]);
 	return -1;
 }
@@ -77,7 +87,7 @@ static int call_stream(struct streams *s, const struct gs_item *c)
 static void learn_stream(struct streams *s, int16_t dev, uint64_t handle, int16_t gdev, uint64_t cupti)
 {
 	for (int i = 0; i < s->nmap; i++)
-		if (s->handle[i] == handle && s->hdev[i] == dev)
+		if (same_handle(s, i, handle, dev))
 			return;
 	if (s->nmap < MAX_STREAMS) {
 		s->handle[s->nmap] = handle;
@@ -85,6 +95,13 @@ static void learn_stream(struct streams *s, int16_t dev, uint64_t handle, int16_
 		s->cdev[s->nmap] = gdev;
 		s->cupti[s->nmap++] = cupti;
 	}
+}
+
+/* The device a device-wide wait covers: an event's is not recorded
+ * (the caller's current device need not be its), so all (-1). */
+static int wide_device(const struct gs_item *c)
+{
+	return c->api == GSPY_API_cuEventSynchronize || c->api == GSPY_API_cudaEventSynchronize ? -1 : c->device;
 }
 
 static int device_wide(const struct gs_item *c)
@@ -235,16 +252,18 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 static uint64_t waited(struct sim *m, const struct gs_item *c, uint64_t *deps)
 {
 	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
-	uint64_t done = s < 0 ? latest(&m->s, m->s.recorded, c->device) : m->s.recorded[s];
+	uint64_t done = s < 0 ? latest(&m->s, m->s.recorded, wide_device(c)) : m->s.recorded[s];
 	*deps = 0;
 	if (c->kind == GSPY_KIND_copy) {
 		size_t k, end = linked(m, c->corr, &k);
 		uint64_t first = UINT64_MAX, on_stream = done;
+		int dev = k < end ? m->gpu[k]->device : -1; /* the legacy stream orders its own device's */
 		for (; k < end; k++)
 			if (m->gpu[k]->start < first)
 				first = m->gpu[k]->start;
 		for (int t = 0; first != UINT64_MAX && t < m->s.n; t++)
-			if (m->s.recorded[t] > on_stream && m->s.recorded[t] <= first) {
+			if (m->s.recorded[t] > on_stream && m->s.recorded[t] <= first &&
+			    (dev < 0 || m->s.dev[t] < 0 || m->s.dev[t] == dev)) {
 				if (m->s.recorded[t] > done)
 					done = m->s.recorded[t];
 				if (m->s.free[t] > *deps)
@@ -432,8 +451,9 @@ static int pinned_sync(struct sim *m, const struct gs_item *c, int wait)
  * one made up of work the replay cannot see). A stream not known: all. */
 static void note_blind(struct sim *m, const struct gs_item *c, size_t records)
 {
-	if (records || !c->corr || !(c->kind == GSPY_KIND_launch || c->kind == GSPY_KIND_memset ||
-				     c->kind == GSPY_KIND_copy))
+	int work = (c->kind == GSPY_KIND_launch && !gspy_api_host_func(c->api)) ||
+		   ((c->kind == GSPY_KIND_memset || c->kind == GSPY_KIND_copy) && c->bytes && c->dir != GSPY_DIR_h2h);
+	if (records || !c->corr || !work) /* a host function, an empty or host-to-host copy: no record */
 		return;
 	int s = call_stream(&m->s, c);
 	for (int i = 0; i < m->s.n; i++)
@@ -447,7 +467,7 @@ static int blind_wait(struct sim *m, const struct gs_item *c, int clear)
 {
 	int s = device_wide(c) ? -1 : call_stream(&m->s, c), hit = m->blind_unknown;
 	for (int i = 0; i < m->s.n; i++)
-		if (s < 0 ? (c->device < 0 || m->s.dev[i] == c->device || m->s.dev[i] < 0) : i == s) {
+		if (s < 0 ? (wide_device(c) < 0 || m->s.dev[i] == c->device || m->s.dev[i] < 0) : i == s) {
 			hit |= m->s.blind[i];
 			if (clear)
 				m->s.blind[i] = 0;
@@ -459,13 +479,16 @@ static int blind_wait(struct sim *m, const struct gs_item *c, int clear)
 
 /* Wait c, kept: it waits for its stream (or all of them), then costs what
  * it cost beyond its wait (dur, untraced), divided by div: a blocking
- * copy's own part is the copy. */
+ * copy's own part is the copy. Its streams are known again after it. */
 static void wait_for(struct sim *m, const struct gs_item *c, uint64_t dur, uint64_t div)
 {
+	/* What a wait on work without its record waited for is not known:
+	 * its own part is not divided (it may be the wait). */
+	if (blind_wait(m, c, 1))
+		div = 1;
 	uint64_t deps, w = waited(m, c, &deps), own = (dur > w ? dur - w : 0) / div;
-	blind_wait(m, c, 1);
 	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
-	uint64_t until = s < 0 ? latest(&m->s, m->s.free, c->device) : m->s.free[s];
+	uint64_t until = s < 0 ? latest(&m->s, m->s.free, wide_device(c)) : m->s.free[s];
 	if (deps > until)
 		until = deps;
 	m->h = (m->h > until ? m->h : until) + own;
@@ -505,7 +528,7 @@ static void call(struct sim *m, const struct gs_item *c)
 	int wait = gs_replay_waits(c);
 	uint64_t deps;
 	int copy_sync = pinned_sync(m, c, wait);
-	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c)) {
+	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c) && k1 > k0) { /* (its GPU copy not seen: it stays) */
 		waited(m, c, &deps);
 		m->h += rp->launch_ns;
 		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
