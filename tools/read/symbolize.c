@@ -186,19 +186,41 @@ static int inlined_call_site(Dwfl_Module *m, uint64_t rel, const char **file, in
 	return 1;
 }
 
-/* The Python interpreter's, ctypes' and the C library's frames keep their
- * module, not their line, where their debug information is at hand (a
- * Python built from source, libc6-dbg): the report tells the program's own
- * frames from theirs by module, "run_mod+0x8f (python3.11)", where
- * "run_mod (pythonrun.c:1731)" would pass for the program's. */
-static int runtime_module(const struct module *mod)
+/* Frames of a module: "function+0xOFF (module)", "module+0xOFF", or the
+ * module's name itself. */
+static int in_module(const char *f, const char *mod)
 {
-	static const char *const names[] = { "python3", "libpython3", "libc.so", "ld-linux", "libffi" };
-	const char *b = mod ? basename_of(mod->path) : "";
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strncmp(b, names[i], strlen(names[i])))
-			return 1;
-	return 0;
+	size_t n = strlen(mod);
+	if (!strncmp(f, mod, n))
+		return 1;
+	const char *p = strrchr(f, '(');
+	return p && !strncmp(p + 1, mod, n);
+}
+
+const char *gs_module_owner(const char *f)
+{
+	static const struct { const char *mod, *owner; } mods[] = {
+		{ "libcuda.so", "the CUDA driver" }, { "libcudart.so", "the CUDA runtime" },
+		{ "libcublas", "cuBLAS" }, { "libcudnn", "cuDNN" }, { "libnccl", "NCCL" },
+		{ "libcufft", "cuFFT" }, { "libcurand", "cuRAND" }, { "libcusparse", "cuSPARSE" },
+		{ "libcusolver", "cuSOLVER" }, { "libnvrtc", "NVRTC" }, { "libnvJitLink", "nvJitLink" },
+		{ "libc10", "PyTorch" }, { "libtorch", "PyTorch" }, { "libshm", "PyTorch" }, { "_C.cpython", "PyTorch" },
+		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
+		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
+		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
+		{ "libpthread", "the C library" }, { "ld-linux", "the loader" }, { "libffi", "ctypes" },
+		{ "libgpuspy", "gpuspy" },
+	};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+		if (in_module(f, mods[i].mod))
+			return mods[i].owner;
+	/* A compiled Python module ("runtime.cpython-312-x86_64-linux-gnu.so",
+	 * CuPy's and others'): the program's own line is the Python frame
+	 * that called into it. */
+	const char *ext = strstr(f, ".cpython-");
+	if (ext && strstr(ext, ".so"))
+		return "a Python extension module";
+	return NULL;
 }
 
 /* One return address, rendered. */
@@ -217,7 +239,12 @@ static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 	if (file && fn)
 		inlined_call_site(m, rel, &file, &line);
 	char buf[4096];
-	if (fn && file && line > 0 && !runtime_module(mod))
+	/* A library's frame keeps its module, not its line, where its debug
+	 * information is at hand (a Python built from source, libc6-dbg): the
+	 * report tells the program's own frames from theirs by module,
+	 * "run_mod+0x8f (python3.11)", where "run_mod (pythonrun.c:1731)"
+	 * would pass for the program's. */
+	if (fn && file && line > 0 && !(mod && gs_module_owner(basename_of(mod->path))))
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", gs_demangle(fn), basename_of(file), line);
 	else if (fn)
 		snprintf(buf, sizeof(buf), "%s+0x%llx (%s)", gs_demangle(fn), (unsigned long long)off,

@@ -28,4 +28,11 @@ struct gs_symbolizer *gs_sym_open(const struct gs_trace *t);
 const struct gs_stack *gs_sym_stack(struct gs_symbolizer *s, uint32_t id);
 void gs_sym_close(struct gs_symbolizer *s);
 
+/* Whose a frame's module is, where it is not the program's ("the CUDA
+ * runtime", "the Python interpreter", "a Python extension module"); NULL
+ * for the program's own or one not known. frame: "function+0xOFF
+ * (module)", "module+0xOFF", or a module's file name. Frames of those
+ * modules are rendered with their module, never their line. */
+const char *gs_module_owner(const char *frame);
+
 #endif

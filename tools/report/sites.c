@@ -8,6 +8,7 @@
 #include "report/report.h"
 #include "report/section.h"
 #include "report/sites.h"
+#include "read/symbolize.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 #include "util/escape.h"
@@ -68,16 +69,6 @@ static size_t site(struct gs_siteset *set, const char *frames, unsigned mem, con
 	return set->n - 1;
 }
 
-/* Frames of a module: "function+0xOFF (module)", or "module+0xOFF" unsymbolized. */
-static int in_module(const char *f, const char *mod)
-{
-	size_t n = strlen(mod);
-	if (!strncmp(f, mod, n))
-		return 1;
-	const char *p = strrchr(f, '(');
-	return p && !strncmp(p + 1, mod, n);
-}
-
 const char *gs_frame_owner(const char *f)
 {
 	/* Python frames, "function (file.py:line)": packages and the standard
@@ -93,26 +84,9 @@ const char *gs_frame_owner(const char *f)
 			return "Python's library";
 		return NULL;
 	}
-	static const struct { const char *mod, *owner; } mods[] = {
-		{ "libcuda.so", "the CUDA driver" }, { "libcudart.so", "the CUDA runtime" },
-		{ "libcublas", "cuBLAS" }, { "libcudnn", "cuDNN" }, { "libnccl", "NCCL" },
-		{ "libcufft", "cuFFT" }, { "libcurand", "cuRAND" }, { "libcusparse", "cuSPARSE" },
-		{ "libcusolver", "cuSOLVER" }, { "libnvrtc", "NVRTC" }, { "libnvJitLink", "nvJitLink" },
-		{ "libc10", "PyTorch" }, { "libtorch", "PyTorch" }, { "libshm", "PyTorch" }, { "_C.cpython", "PyTorch" },
-		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
-		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
-		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
-		{ "ld-linux", "the loader" }, { "libffi", "ctypes" }, { "libgpuspy", "gpuspy" },
-	};
-	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
-		if (in_module(f, mods[i].mod))
-			return mods[i].owner;
-	/* A compiled Python module ("runtime.cpython-312-x86_64-linux-gnu.so",
-	 * CuPy's and others'): the program's own line is the Python frame
-	 * that called into it. */
-	const char *ext = strstr(f, ".cpython-");
-	if (ext && strstr(ext, ".so"))
-		return "a Python extension module";
+	const char *owner = gs_module_owner(f); /* symbolize.c's table */
+	if (owner)
+		return owner;
 	/* Symbolized frames without a module ("function (file.c:line)"). */
 	static const struct { const char *prefix, *owner; } syms[] = {
 		{ "cudart::", "the CUDA runtime" }, { "__cudart", "the CUDA runtime" },
