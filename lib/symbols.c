@@ -463,6 +463,11 @@ void *gs_real_resolve(unsigned api)
 		 * may be the program's). Its lock is the one the runtime's own
 		 * lazy start-up takes. */
 		p = gs_real_dlsym(RTLD_NEXT, name);
+		/* A cudart outside the global scope, that a library dlopen'ed
+		 * RTLD_LOCAL needs (a Python extension module's): its calls
+		 * bind to gpuspy's wrappers all the same (each got 999). */
+		if (!p || gs_in_self(p))
+			p = next_after((const void *)gs_real_resolve, name);
 	}
 	if (gs_in_self(p))
 		p = NULL;

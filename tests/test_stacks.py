@@ -579,3 +579,43 @@ def a_jax_step_the_gpu_nearly_keeps_up_with_names_its_dispatch_line(tmp):
         "Each step is dispatched from the host at timed_loop (/w/jax_hostbound.py:50), which takes longer than "
         "the GPU's 156.0 us of work a step (200.0 us).") and d[0]["saving"]["per_step_ns"] > 4_000,
         f"diagnoses {d}")
+
+
+@test
+def a_programs_own_library_keeps_its_lines(tmp):
+    """A library of the program's own that links the runtime, built with
+    debug information and named as a module of others might be
+    (cupy_myop.so, a myop.cpython-311-x86_64-linux-gnu.so extension),
+    loaded by Python's ctypes (RTLD_LOCAL, as Python imports extension
+    modules: its cudart is outside the global scope) and allocating:
+    its cudaMalloc reaches the runtime and succeeds (gpuspy's wrapper
+    found no runtime there: every call got 999), and its frame keeps its
+    line ("my_alloc (myop.c:5)"), while the runtime's, the interpreter's,
+    libffi's and the C library's keep their module, never a line (a
+    Python built from source has the interpreter's: "run_mod
+    (pythonrun.c:1731)" would pass for the program's); ctypes' own
+    module may keep its lines (the report knows its functions)."""
+    if SANITIZED:
+        raise Skip("Python under a sanitized preload is not run")
+    src = os.path.join(tmp, "myop.c")
+    with open(src, "w") as f:
+        f.write("#include <stddef.h>\nint cudaMalloc(void **p, size_t n);\n\nint my_alloc(void)\n"
+                "{ void *p; return cudaMalloc(&p, 4096); }\n")
+    for name in ("cupy_myop.so", "myop.cpython-311-x86_64-linux-gnu.so"):
+        so = os.path.join(tmp, name)
+        subprocess.run(["cc", "-g", "-O0", "-shared", "-fPIC", "-o", so, src, "-L" + BIN, "-l:libcudart.so.13"],
+                       check=True, timeout=TIMEOUT)
+        d = os.path.join(tmp, name + ".d")
+        os.makedirs(d)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPY_")}
+        env.update(GPUSPY_DIR=d, LD_PRELOAD=LIB, LD_LIBRARY_PATH=BIN, GPUSPY_PYTHON_FRAMES="0")
+        p = subprocess.run([sys.executable, "-c", f"import ctypes; print(ctypes.CDLL({so!r}).my_alloc())"],
+                           env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and p.stdout == "0\n", f"{name}: {p.returncode} {p.stdout!r} {p.stderr}")
+        ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
+        alloc = [e for e in ev if e["kind"] == "alloc" and e.get("bytes") == 4096]
+        frames = stacks[alloc[0]["stack"]] if len(alloc) == 1 else []
+        lined = [f for f in frames if re.search(r"\([\w.-]+\.[ch]:\d+\)$", f)]
+        check(lined and lined[0] == "my_alloc (myop.c:5)" and frames[0] == lined[0] and
+              all(f.startswith(("_ctypes", "PyCFuncPtr")) for f in lined[1:]) and
+              any(f.startswith("__libc_start_main") for f in frames), f"{name}: {alloc} {frames}")

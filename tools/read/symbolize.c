@@ -197,20 +197,38 @@ static int in_module(const char *f, const char *mod)
 	return p && !strncmp(p + 1, mod, n);
 }
 
+/* Modules (by the start of their file name) that are not the program's;
+ * lib: a library's, which never holds the program's own code (not "cupy"
+ * or "_C.cpython", names a program's own module may take). */
+static const struct { const char *mod, *owner; int lib; } mods[] = {
+	{ "libcuda.so", "the CUDA driver", 1 }, { "libcudart.so", "the CUDA runtime", 1 },
+	{ "libcublas", "cuBLAS", 1 }, { "libcudnn", "cuDNN", 1 }, { "libnccl", "NCCL", 1 },
+	{ "libcufft", "cuFFT", 1 }, { "libcurand", "cuRAND", 1 }, { "libcusparse", "cuSPARSE", 1 },
+	{ "libcusolver", "cuSOLVER", 1 }, { "libnvrtc", "NVRTC", 1 }, { "libnvJitLink", "nvJitLink", 1 },
+	{ "libc10", "PyTorch", 1 }, { "libtorch", "PyTorch", 1 }, { "libshm", "PyTorch", 1 },
+	{ "_C.cpython", "PyTorch", 0 }, { "xla_", "XLA", 0 }, { "libxla", "XLA", 1 }, { "libjax", "JAX", 1 },
+	{ "_jax", "JAX", 0 }, { "jaxlib", "JAX", 0 }, { "cupy", "CuPy", 0 },
+	{ "libpython3", "the Python interpreter", 1 }, { "python3", "the Python interpreter", 0 },
+	{ "libstdc++", "the C++ library", 1 }, { "libc.so", "the C library", 1 },
+	{ "libgcc_s", "the C library", 1 }, { "libpthread", "the C library", 1 },
+	{ "ld-linux", "the loader", 1 }, { "libffi", "ctypes", 1 }, { "libgpuspy", "gpuspy", 1 },
+};
+
+/* A library's module, or the Python interpreter's executable
+ * ("python3", "python3.11"): its frames keep their module, not their line. */
+static int library_module(const char *name)
+{
+	if (!strncmp(name, "python3", 7) && (!name[7] || (name[7] == '.' && strspn(name + 8, "0123456789") &&
+							   !name[8 + strspn(name + 8, "0123456789")])))
+		return 1;
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+		if (mods[i].lib && !strncmp(name, mods[i].mod, strlen(mods[i].mod)))
+			return 1;
+	return 0;
+}
+
 const char *gs_module_owner(const char *f)
 {
-	static const struct { const char *mod, *owner; } mods[] = {
-		{ "libcuda.so", "the CUDA driver" }, { "libcudart.so", "the CUDA runtime" },
-		{ "libcublas", "cuBLAS" }, { "libcudnn", "cuDNN" }, { "libnccl", "NCCL" },
-		{ "libcufft", "cuFFT" }, { "libcurand", "cuRAND" }, { "libcusparse", "cuSPARSE" },
-		{ "libcusolver", "cuSOLVER" }, { "libnvrtc", "NVRTC" }, { "libnvJitLink", "nvJitLink" },
-		{ "libc10", "PyTorch" }, { "libtorch", "PyTorch" }, { "libshm", "PyTorch" }, { "_C.cpython", "PyTorch" },
-		{ "xla_", "XLA" }, { "libxla", "XLA" }, { "libjax", "JAX" }, { "_jax", "JAX" }, { "jaxlib", "JAX" },
-		{ "cupy", "CuPy" }, { "libpython3", "the Python interpreter" }, { "python3", "the Python interpreter" },
-		{ "libstdc++", "the C++ library" }, { "libc.so", "the C library" }, { "libgcc_s", "the C library" },
-		{ "libpthread", "the C library" }, { "ld-linux", "the loader" }, { "libffi", "ctypes" },
-		{ "libgpuspy", "gpuspy" },
-	};
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
 		if (in_module(f, mods[i].mod))
 			return mods[i].owner;
@@ -244,7 +262,7 @@ static char *render_pc(struct gs_symbolizer *s, uint64_t pc)
 	 * report tells the program's own frames from theirs by module,
 	 * "run_mod+0x8f (python3.11)", where "run_mod (pythonrun.c:1731)"
 	 * would pass for the program's. */
-	if (fn && file && line > 0 && !(mod && gs_module_owner(basename_of(mod->path))))
+	if (fn && file && line > 0 && !(mod && library_module(basename_of(mod->path))))
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", gs_demangle(fn), basename_of(file), line);
 	else if (fn)
 		snprintf(buf, sizeof(buf), "%s+0x%llx (%s)", gs_demangle(fn), (unsigned long long)off,

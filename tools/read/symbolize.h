@@ -31,8 +31,11 @@ void gs_sym_close(struct gs_symbolizer *s);
 /* Whose a frame's module is, where it is not the program's ("the CUDA
  * runtime", "the Python interpreter", "a Python extension module"); NULL
  * for the program's own or one not known. frame: "function+0xOFF
- * (module)", "module+0xOFF", or a module's file name. Frames of those
- * modules are rendered with their module, never their line. */
+ * (module)", "module+0xOFF", or a module's file name; a frame whose
+ * function or source file name starts like a module's (a "cupy_" one)
+ * is taken for it too. Frames of the libraries among them (the CUDA
+ * libraries, the C and C++ libraries, the interpreter's) are rendered
+ * with their module, never their line. */
 const char *gs_module_owner(const char *frame);
 
 #endif
