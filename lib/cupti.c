@@ -66,6 +66,7 @@ static struct {
 	int atexit_done, exiting;
 	unsigned long unfinished; /* GPU records without times, left out */
 	unsigned long ndropped;   /* GPU records CUPTI dropped for want of buffer space */
+	int dropped_said;         /* their total is noted (once, at the process's end) */
 	int faulted; /* a call failed with a sticky error: a kernel faulted */
 	int injected; /* CUDA_INJECTION64_PATH: no wrapper is in the call path */
 	unsigned flush_s; /* GPUSPY_CUPTI_FLUSH: busy flush interval, seconds */
@@ -226,8 +227,11 @@ static int by_start(const void *a, const void *b)
 }
 
 /* The records CUPTI dropped from the queue a buffer came back from (its
- * count since the last ask): the first drop is noted at once, in the
- * file's header (a process killed later keeps it), the total at exit. */
+ * count since the last ask; ctx NULL: the global queue, which every
+ * buffer comes from since CUDA 6.0): the first drop is noted at once, in
+ * the file's header (a process killed later keeps it), the total at the
+ * process's end (dropped_total). Asked after each flush too: records are
+ * dropped when no buffer is there, so none may come back after them. */
 static void note_dropped(CUcontext ctx, uint32_t stream)
 {
 	size_t d = 0;
@@ -236,6 +240,18 @@ static void note_dropped(CUcontext ctx, uint32_t stream)
 	if (!__atomic_fetch_add(&c.ndropped, d, __ATOMIC_RELAXED))
 		gs_warn("CUPTI dropped GPU records for want of buffer space: some kernels, copies and memsets "
 			"have no times");
+}
+
+/* After the last flush (exit's, or _exit's and a fatal signal's on the
+ * flusher thread): the drops since the last buffer, then the total, once. */
+static void dropped_total(void)
+{
+	gs_hold();
+	note_dropped(NULL, 0);
+	unsigned long n = __atomic_load_n(&c.ndropped, __ATOMIC_RELAXED);
+	if (n && !__atomic_exchange_n(&c.dropped_said, 1, __ATOMIC_ACQ_REL))
+		gs_warn("CUPTI dropped %lu GPU records in all: their kernels, copies and memsets have no times", n);
+	gs_release();
 }
 
 /* CUPTI's worker (or a flushing thread) hands back a full buffer: write its
@@ -336,8 +352,10 @@ static void *flusher(void *arg)
 			syscall(SYS_futex, &c.exit_word, FUTEX_WAIT_PRIVATE, w, &second, NULL, 0);
 		w = __atomic_load_n(&c.exit_word, __ATOMIC_ACQUIRE);
 		if (w == 1) {
-			if (!__atomic_exchange_n(&c.exiting, 1, __ATOMIC_ACQ_REL))
+			if (!__atomic_exchange_n(&c.exiting, 1, __ATOMIC_ACQ_REL)) {
 				c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+				dropped_total();
+			}
 			__atomic_store_n(&c.exit_word, 2, __ATOMIC_RELEASE);
 			syscall(SYS_futex, &c.exit_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 			for (;;)
@@ -352,8 +370,12 @@ static void *flusher(void *arg)
 		if (busy && ++busy_for < c.flush_s)
 			continue;
 		busy_for = 0;
-		if (!__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE)) {
 			c.flush_all(0);
+			gs_hold();
+			note_dropped(NULL, 0);
+			gs_release();
+		}
 	}
 	return NULL;
 }
@@ -424,9 +446,8 @@ static void flush_at_exit(void)
 	else if (n)
 		gs_warn("%lu GPU records had no times (GPU work still running at exit): left out of the trace",
 			n);
-	unsigned long dropped = __atomic_load_n(&c.ndropped, __ATOMIC_RELAXED);
-	if (dropped)
-		gs_warn("CUPTI dropped %lu GPU records in all: their kernels, copies and memsets have no times", dropped);
+	if (own && gs_g.cupti)
+		dropped_total();
 	gs_events_exit();
 }
 
@@ -660,6 +681,7 @@ static void cupti_forked(void)
 	c.faulted = 0; /* its own calls say whether it faults */
 	c.unfinished = 0;
 	c.ndropped = 0;
+	c.dropped_said = 0;
 	timing_done = 0;
 	gs_cupti_deferred = 0;
 }

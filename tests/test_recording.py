@@ -629,21 +629,28 @@ def thread_cancelled_as_the_allocation_table_fills(tmp):
 @test
 def gpu_records_cupti_dropped_are_said(tmp):
     """CUPTI drops the records it has no buffer space for and counts them
-    (cuptiActivityGetNumDroppedRecords, asked as each buffer comes back):
-    prog_train 3 100's 78 GPU records with the 10th to the 14th dropped
-    (FAKECUPTI_DROP) leave 73 in the trace, and its notes say so, the
-    first drop at once (a process killed later keeps it) and the total at
-    exit; the report shows both. None dropped: no note."""
-    for drop, kept in (("10:5", 73), ("0:0", 78)):
-        d = os.path.join(tmp, drop.replace(":", "_"))
+    (cuptiActivityGetNumDroppedRecords): asked as each buffer comes back,
+    after each flush, and after the last, so that drops after the last
+    buffer count too. prog_train 3 100's 78 GPU records with the 10th to
+    the 14th dropped (FAKECUPTI_DROP) leave 73 in the trace, and its notes
+    say so, the first drop at once (a process killed later keeps it) and
+    the total at the end: by exit, by _exit (the flusher thread's flush)
+    and by SIGABRT (the same). With 1.5 s steps, flushed every second,
+    the last buffer comes back before the last 26 records are dropped:
+    52 kept, both notes. The report shows them. None dropped: no note."""
+    first = "CUPTI dropped GPU records for want of buffer space: some kernels, copies and memsets have no times"
+    total = "CUPTI dropped {} GPU records in all: their kernels, copies and memsets have no times"
+    cases = (("10:5", ["3", "100"], 0, 73), ("0:0", ["3", "100"], 0, 78), ("10:5", ["3", "100", "_exit"], 7, 73),
+             ("10:5", ["3", "100", "abort"], -6, 73), ("53:26", ["3", "1500000"], 0, 52))
+    for k, (drop, args, rc, kept) in enumerate(cases):
+        d = os.path.join(tmp, str(k))
         os.makedirs(d)
-        run("prog_train", ["3", "100"], env=dict(CUPTI_ENV, FAKECUPTI_DROP=drop), tmp=d)
+        run("prog_train", args, env=dict(CUPTI_ENV, FAKECUPTI_DROP=drop, GPUSPY_CUPTI_FLUSH="1"), tmp=d,
+            expect_rc=rc)
         head, ev = only_trace(d)
         gpu = [e for e in ev if e["kind"] in ("gpu_kernel", "gpu_copy", "gpu_memset")]
         notes = [n for n in head.get("notes", []) if "CUPTI dropped" in n]
-        want = ["CUPTI dropped GPU records for want of buffer space: some kernels, copies and memsets have no times",
-                "CUPTI dropped 5 GPU records in all: their kernels, copies and memsets have no times"]
-        want = want if kept < 78 else []
-        check(len(gpu) == kept and notes == want, f"{drop}: {len(gpu)} GPU records, notes {head.get('notes')}")
+        want = [first, total.format(78 - kept)] if kept < 78 else []
+        check(len(gpu) == kept and notes == want, f"{drop} {args}: {len(gpu)} GPU records, notes {head.get('notes')}")
         text = report_text(d)
         check(all(f"     {n}\n" in text for n in want), f"{drop}: the report does not show the notes:\n{text}")
