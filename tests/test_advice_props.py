@@ -498,20 +498,23 @@ def two_devices_default_streams_are_kept_apart(tmp):
     default stream, a 10 us kernel on device 1's, and a wait that returns
     when the small kernel ends: a synchronize of device 1's default
     stream, cudaDeviceSynchronize on device 1, or (one device, the two
-    kernels on streams 0x100 and 0x200) a synchronize of 0x200 made with
-    no current device (-1). Both default streams have the handle 0 and
+    kernels on streams 0x100 and 0x200, or 0x100 and the default stream)
+    a synchronize of the small kernel's stream made with no current
+    device (-1). Both default streams have the handle 0 and
     CUPTI's id 7, each in its own context: keyed without the device, the
     replay queued device 1's kernel after device 0's, and each step's
     wait waited for it (1.77 ms a step replayed, and dropping the wait
     saved 0.76 ms of it); a device's synchronize waited for the other's
     too; a stream's handle named with no device matched no stream, and
-    its wait became one for all. Kept apart, each step replays as it ran,
-    within 2%."""
+    its wait became one for all; a default stream's with no device is the
+    one stream of that handle seen. Kept apart, each step replays as it
+    ran, within 2%."""
     from test_advice import report_json_of
     from test_report import write_jsonl
     cases = (("stream", (0, 1), (0, 0), dict(api="cudaStreamSynchronize", device=1, stream=0)),
              ("device", (0, 1), (0, 0), dict(api="cudaDeviceSynchronize", device=1)),
-             ("handle", (0, 0), (0x100, 0x200), dict(api="cudaStreamSynchronize", device=-1, stream=0x200)))
+             ("handle", (0, 0), (0x100, 0x200), dict(api="cudaStreamSynchronize", device=-1, stream=0x200)),
+             ("default", (0, 0), (0x100, 0), dict(api="cudaStreamSynchronize", device=-1, stream=0)))
     for name, devs, handles, sync in cases:
         ev = []
         for k in range(50):
@@ -595,3 +598,28 @@ def a_host_function_is_no_lost_record(tmp):
         f.write("\n".join(json.dumps(e) for e in out) + "\n")
     step = report_json_of(path)["processes"][0]["step"]
     check(len(out) - len(ev) == 50 and step["replayed_savings_ns"]["no_wait"] == 389_880, f"{step}")
+
+
+@test
+def an_events_wait_covers_every_device(tmp):
+    """wait_step_trace's .item() loop, its wait a cudaEventSynchronize
+    made while device 1 is current, its kernels on device 0 and the
+    records of the 21st to 30th missing: the event's device is not
+    recorded, so the wait covers every device's streams, and those steps
+    keep their waits (297,765 ns a step saved, as with a stream's wait:
+    a_wait_on_work_without_its_record_is_not_dropped). Taken for device
+    1's, it covered none of the lost work and dropped them all: 484,362."""
+    from test_advice import report_json_of, wait_step_trace
+    path = wait_step_trace(tmp)
+    ev = [json.loads(line) for line in open(path).read().splitlines()]
+    gone = [i for i, e in enumerate(ev) if e.get("kind") == "gpu_kernel"][20:30]
+    ev = [e for i, e in enumerate(ev) if i not in gone]
+    for e in ev:
+        if e.get("api") == "cudaStreamSynchronize":
+            e.update(api="cudaEventSynchronize", device=1)
+            e.pop("stream")
+    ev[0]["events"] -= len(gone)
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(e) for e in ev) + "\n")
+    step = report_json_of(path)["processes"][0]["step"]
+    check(step["steps"] == 49 and step["replayed_savings_ns"]["no_wait"] == 297_765, f"{step}")

@@ -78,10 +78,16 @@ static int call_stream(struct streams *s, const struct gs_item *c)
 	for (int i = 0; i < s->nmap; i++)
 		if (same_handle(s, i, c->stream, c->device))
 			return stream_at(s, s->cdev[i], s->cupti[i]);
-	for (int i = 0; c->device < 0 && i < s->nmap; i++) /* a default stream's, its device not known */
-		if (s->handle[i] == c->stream)
-			return stream_at(s, s->cdev[i], s->cupti[i]);
-	return -1;
+	/* A default stream's, its device not known: the one stream of that
+	 * handle, if only one device's was seen (else all of them). */
+	int found = -1;
+	for (int i = 0; c->device < 0 && i < s->nmap; i++)
+		if (s->handle[i] == c->stream) {
+			if (found >= 0 && (s->cdev[i] != s->cdev[found] || s->cupti[i] != s->cupti[found]))
+				return -1;
+			found = i;
+		}
+	return found < 0 ? -1 : stream_at(s, s->cdev[found], s->cupti[found]);
 }
 
 static void learn_stream(struct streams *s, int16_t dev, uint64_t handle, int16_t gdev, uint64_t cupti)
@@ -257,13 +263,11 @@ static uint64_t waited(struct sim *m, const struct gs_item *c, uint64_t *deps)
 	if (c->kind == GSPY_KIND_copy) {
 		size_t k, end = linked(m, c->corr, &k);
 		uint64_t first = UINT64_MAX, on_stream = done;
-		int dev = k < end ? m->gpu[k]->device : -1; /* the legacy stream orders its own device's */
 		for (; k < end; k++)
 			if (m->gpu[k]->start < first)
 				first = m->gpu[k]->start;
 		for (int t = 0; first != UINT64_MAX && t < m->s.n; t++)
-			if (m->s.recorded[t] > on_stream && m->s.recorded[t] <= first &&
-			    (dev < 0 || m->s.dev[t] < 0 || m->s.dev[t] == dev)) {
+			if (m->s.recorded[t] > on_stream && m->s.recorded[t] <= first) { /* any device's: an event orders two */
 				if (m->s.recorded[t] > done)
 					done = m->s.recorded[t];
 				if (m->s.free[t] > *deps)
@@ -452,8 +456,8 @@ static int pinned_sync(struct sim *m, const struct gs_item *c, int wait)
 static void note_blind(struct sim *m, const struct gs_item *c, size_t records)
 {
 	int work = (c->kind == GSPY_KIND_launch && !gspy_api_host_func(c->api)) ||
-		   ((c->kind == GSPY_KIND_memset || c->kind == GSPY_KIND_copy) && c->bytes && c->dir != GSPY_DIR_h2h);
-	if (records || !c->corr || !work) /* a host function, an empty or host-to-host copy: no record */
+		   ((c->kind == GSPY_KIND_memset || c->kind == GSPY_KIND_copy) && c->bytes);
+	if (records || !c->corr || !work) /* a host function, an empty copy: no record */
 		return;
 	int s = call_stream(&m->s, c);
 	for (int i = 0; i < m->s.n; i++)
