@@ -460,12 +460,10 @@ void *gs_real_resolve(unsigned api)
 	} else {
 		/* A runtime one: dlsym's RTLD_NEXT, the only answer that knows
 		 * the loader's global scope (one of several copies of cudart
-		 * may be the program's). Its lock is the one the runtime's own
-		 * lazy start-up takes. */
+		 * may be the program's; its lock is the one the runtime's own
+		 * lazy start-up takes), else the first listed: a cudart only a
+		 * library dlopen'ed RTLD_LOCAL needs (each call got 999). */
 		p = gs_real_dlsym(RTLD_NEXT, name);
-		/* A cudart outside the global scope, that a library dlopen'ed
-		 * RTLD_LOCAL needs (a Python extension module's): its calls
-		 * bind to gpuspy's wrappers all the same (each got 999). */
 		if (!p || gs_in_self(p))
 			p = next_after((const void *)gs_real_resolve, name);
 	}
@@ -555,16 +553,18 @@ static int by_proc(const char *symbol, long version, uint64_t flags, int *newest
 
 /*
  * p, a lookup's answer for hook i, unless it is gpuspy's own export of a
- * name nothing else in the process defines (no CUDA library, or one too
- * old for that entry point): the loader would have found nothing, and a
- * program that probes for CUDA (dlsym(RTLD_DEFAULT, "cudaMalloc")) must
- * take its path without CUDA, not call a wrapper that can only fail. A
+ * name nothing else defines (the runtime's: in the global scope; no CUDA
+ * library, or one too old): the loader would have found nothing, and a
+ * program that probes for CUDA (dlsym(RTLD_DEFAULT, "cudaMalloc")) takes
+ * its path without CUDA, not a wrapper of a runtime it cannot see. A
  * reference bound when the program was loaded (a weak undefined symbol)
  * is the loader's, not dlsym's: gpuspy's export answers it all the same.
  */
 static void *unless_absent(unsigned i, void *p)
 {
-	return p && gs_in_self(p) && gs_real_resolve(i) == (void *)missing_real ? NULL : p;
+	const char *n = hooks[i].name, *rt = n[0] == 'c' && n[1] == 'u' && n[2] != 'd' ? NULL : n;
+	void *q = p && gs_in_self(p) ? (rt ? gs_real_dlsym(RTLD_NEXT, rt) : gs_real_resolve(i)) : NULL;
+	return p && gs_in_self(p) && (!q || q == (void *)missing_real || gs_in_self(q)) ? NULL : p;
 }
 
 GS_EARLY GS_API void *dlsym(void *handle, const char *name)

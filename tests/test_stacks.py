@@ -589,7 +589,9 @@ def a_programs_own_library_keeps_its_lines(tmp):
     loaded by Python's ctypes (RTLD_LOCAL, as Python imports extension
     modules: its cudart is outside the global scope) and allocating:
     its cudaMalloc reaches the runtime and succeeds (gpuspy's wrapper
-    found no runtime there: every call got 999), and its frame keeps its
+    found no runtime there: every call got 999), while a probe of the
+    global scope (dlsym(RTLD_DEFAULT, "cudaMalloc")) still finds none,
+    as untraced; and its frame keeps its
     line ("my_alloc (myop.c:5)"), while the runtime's, the interpreter's,
     libffi's and the C library's keep their module, never a line (a
     Python built from source has the interpreter's: "run_mod
@@ -609,9 +611,10 @@ def a_programs_own_library_keeps_its_lines(tmp):
         os.makedirs(d)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPY_")}
         env.update(GPUSPY_DIR=d, LD_PRELOAD=LIB, LD_LIBRARY_PATH=BIN, GPUSPY_PYTHON_FRAMES="0")
-        p = subprocess.run([sys.executable, "-c", f"import ctypes; print(ctypes.CDLL({so!r}).my_alloc())"],
-                           env=env, capture_output=True, text=True, timeout=TIMEOUT)
-        check(p.returncode == 0 and p.stdout == "0\n", f"{name}: {p.returncode} {p.stdout!r} {p.stderr}")
+        py = (f"import ctypes; lib = ctypes.CDLL({so!r}); c = ctypes.CDLL(None); c.dlsym.restype = ctypes.c_void_p; "
+              "print(bool(c.dlsym(None, b'cudaMalloc')), lib.my_alloc())")
+        p = subprocess.run([sys.executable, "-c", py], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 0 and p.stdout == "False 0\n", f"{name}: {p.returncode} {p.stdout!r} {p.stderr}")
         ev, stacks = dump_stacks(os.path.join(d, traces(d)[0]))
         alloc = [e for e in ev if e["kind"] == "alloc" and e.get("bytes") == 4096]
         frames = stacks[alloc[0]["stack"]] if len(alloc) == 1 else []
