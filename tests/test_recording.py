@@ -642,6 +642,8 @@ def gpu_records_cupti_dropped_are_said(tmp):
     total = "CUPTI dropped {} GPU records in all: their kernels, copies and memsets have no times"
     cases = (("10:5", ["3", "100"], 0, 73), ("0:0", ["3", "100"], 0, 78), ("10:5", ["3", "100", "_exit"], 7, 73),
              ("10:5", ["3", "100", "abort"], -6, 73), ("53:26", ["3", "1500000"], 0, 52))
+    if SANITIZED:  # the sanitizer's own _exit goes straight to libc's, and it reports abort() itself
+        cases = [c for c in cases if c[1][-1] not in ("_exit", "abort")]
     for k, (drop, args, rc, kept) in enumerate(cases):
         d = os.path.join(tmp, str(k))
         os.makedirs(d)
