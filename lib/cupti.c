@@ -235,23 +235,22 @@ static int by_start(const void *a, const void *b)
 static void note_dropped(CUcontext ctx, uint32_t stream)
 {
 	size_t d = 0;
-	if (!c.dropped || c.dropped(ctx, stream, &d) != CUPTI_SUCCESS || !d)
-		return;
-	if (!__atomic_fetch_add(&c.ndropped, d, __ATOMIC_RELAXED))
+	gs_hold(); /* gpuspy's own calls */
+	if (c.dropped && c.dropped(ctx, stream, &d) == CUPTI_SUCCESS && d &&
+	    !__atomic_fetch_add(&c.ndropped, d, __ATOMIC_RELAXED))
 		gs_warn("CUPTI dropped GPU records for want of buffer space: some kernels, copies and memsets "
 			"have no times");
+	gs_release();
 }
 
 /* After the last flush (exit's, or _exit's and a fatal signal's on the
  * flusher thread): the drops since the last buffer, then the total, once. */
 static void dropped_total(void)
 {
-	gs_hold();
 	note_dropped(NULL, 0);
 	unsigned long n = __atomic_load_n(&c.ndropped, __ATOMIC_RELAXED);
 	if (n && !__atomic_exchange_n(&c.dropped_said, 1, __ATOMIC_ACQ_REL))
 		gs_warn("CUPTI dropped %lu GPU records in all: their kernels, copies and memsets have no times", n);
-	gs_release();
 }
 
 /* CUPTI's worker (or a flushing thread) hands back a full buffer: write its
@@ -372,9 +371,7 @@ static void *flusher(void *arg)
 		busy_for = 0;
 		if (!__atomic_load_n(&c.exiting, __ATOMIC_ACQUIRE)) {
 			c.flush_all(0);
-			gs_hold();
 			note_dropped(NULL, 0);
-			gs_release();
 		}
 	}
 	return NULL;

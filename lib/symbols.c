@@ -553,18 +553,18 @@ static int by_proc(const char *symbol, long version, uint64_t flags, int *newest
 
 /*
  * p, a lookup's answer for hook i, unless it is gpuspy's own export of a
- * name nothing else defines (the runtime's: in the global scope; no CUDA
- * library, or one too old): the loader would have found nothing, and a
- * program that probes for CUDA (dlsym(RTLD_DEFAULT, "cudaMalloc")) takes
- * its path without CUDA, not a wrapper of a runtime it cannot see. A
- * reference bound when the program was loaded (a weak undefined symbol)
- * is the loader's, not dlsym's: gpuspy's export answers it all the same.
+ * name nothing else defines (a runtime's: in the global scope, where the
+ * loader looks; no CUDA library, or one too old): a program that probes
+ * for CUDA (dlsym(RTLD_DEFAULT, "cudaMalloc")) takes its path without it.
+ * A weak reference the loader bound at load time gets gpuspy's export.
  */
 static void *unless_absent(unsigned i, void *p)
 {
-	const char *n = hooks[i].name, *rt = n[0] == 'c' && n[1] == 'u' && n[2] != 'd' ? NULL : n;
-	void *q = p && gs_in_self(p) ? (rt ? gs_real_dlsym(RTLD_NEXT, rt) : gs_real_resolve(i)) : NULL;
-	return p && gs_in_self(p) && (!q || q == (void *)missing_real || gs_in_self(q)) ? NULL : p;
+	const char *n = hooks[i].name;
+	if (!p || !gs_in_self(p))
+		return p;
+	void *q = n[0] == 'c' && n[1] == 'u' && n[2] != 'd' ? gs_real_resolve(i) : gs_real_dlsym(RTLD_NEXT, n);
+	return q && q != (void *)missing_real && !gs_in_self(q) ? p : NULL;
 }
 
 GS_EARLY GS_API void *dlsym(void *handle, const char *name)

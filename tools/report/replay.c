@@ -243,6 +243,12 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 	}
 }
 
+/* The stream a wait waits for; -1: all of its device's (or every one's). */
+static int wait_stream(struct sim *m, const struct gs_item *c)
+{
+	return device_wide(c) ? -1 : call_stream(&m->s, c);
+}
+
 /* What the run shows the call waited for: the part of it before the GPU
  * work launched before it was done, on its stream, and for a copy, on
  * another stream whose work ended after that and before the copy's GPU
@@ -257,7 +263,7 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
  * waits for too, however the change makes it. */
 static uint64_t waited(struct sim *m, const struct gs_item *c, uint64_t *deps)
 {
-	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
+	int s = wait_stream(m, c);
 	uint64_t done = s < 0 ? latest(&m->s, m->s.recorded, wide_device(c)) : m->s.recorded[s];
 	*deps = 0;
 	if (c->kind == GSPY_KIND_copy) {
@@ -469,7 +475,7 @@ static void note_blind(struct sim *m, const struct gs_item *c, size_t records)
  * and its streams are known again. */
 static int blind_wait(struct sim *m, const struct gs_item *c, int clear)
 {
-	int s = device_wide(c) ? -1 : call_stream(&m->s, c), hit = m->blind_unknown;
+	int s = wait_stream(m, c), hit = m->blind_unknown;
 	for (int i = 0; i < m->s.n; i++)
 		if (s < 0 ? (wide_device(c) < 0 || m->s.dev[i] == c->device || m->s.dev[i] < 0) : i == s) {
 			hit |= m->s.blind[i];
@@ -491,7 +497,7 @@ static void wait_for(struct sim *m, const struct gs_item *c, uint64_t dur, uint6
 	if (blind_wait(m, c, 1))
 		div = 1;
 	uint64_t deps, w = waited(m, c, &deps), own = (dur > w ? dur - w : 0) / div;
-	int s = device_wide(c) ? -1 : call_stream(&m->s, c);
+	int s = wait_stream(m, c);
 	uint64_t until = s < 0 ? latest(&m->s, m->s.free, wide_device(c)) : m->s.free[s];
 	if (deps > until)
 		until = deps;
