@@ -433,7 +433,7 @@ def stacks_min_duration(tmp):
     check(proc["stack_min_ns"] == 0 and proc["wait_stack_min_ns"] == 10000 and got["sync"][1] == 3 and
           got["launch"] == (69, 69) and got["copy/pageable"] == (9, 9), f"{proc} {got}")
     check(short == 0 or re.search(rf"\({short} {'wait' if short == 1 else 'waits'} inside repeated phases, "
-                                  r"[0-9.]+ us in all, (was|were) shorter than 10\.0 us and carry no stack: "
+                                  r"[0-9.]+ [nu]s in all, (was|were) shorter than 10\.0 us and carry no stack: "
                                   r"GPUSPY_STACK_MIN\)", report_text(tmp)), "no note of the waits without a site")
     proc, got, _ = kinds({"FAKECUDA_SYNC_NS": "0", "GPUSPY_STACK_MIN": "0"})
     check(proc["wait_stack_min_ns"] == 0 and got["sync"] == (3, 3), f"GPUSPY_STACK_MIN=0: every wait {got}")
