@@ -623,3 +623,35 @@ def an_events_wait_covers_every_device(tmp):
         f.write("\n".join(json.dumps(e) for e in ev) + "\n")
     step = report_json_of(path)["processes"][0]["step"]
     check(step["steps"] == 49 and step["replayed_savings_ns"]["no_wait"] == 297_765, f"{step}")
+
+
+@test
+def a_step_on_eighty_streams_waits_for_its_own(tmp):
+    """One thread, 50 steps of 1 ms, each on 80 streams: an 800 us kernel
+    on the first, a 5 us one on each of the 79 others (a launch every
+    2 us), then a synchronize of the last stream, which returns when its
+    kernel ends. Past 64 streams the replay's table once gave every later
+    stream the first one's slot, and the synchronize waited for the
+    800 us kernel: 1,714,250 ns a step replayed. Grown as streams come,
+    each step replays as it ran less tracing's cost: 939,200 ns (each
+    1.5 us launch untraced at half, its record and CUPTI's 4.3 us being
+    more than half of it: 60,000; the synchronize's record, 300; its
+    kernel started as its launch returned, 500 sooner)."""
+    from test_advice import report_json_of
+    from test_report import write_jsonl
+    ev = []
+    for k in range(50):
+        t = 1_000_000 + k * 1_000_000
+        for i in range(80):
+            corr, at, dur = 80 * k + i + 1, 2_000 * i, 800_000 if i == 0 else 5_000
+            ev.append(dict(kind="launch", api="cuLaunchKernel", tid=7, start_ns=t + at, end_ns=t + at + 1_500,
+                           result=0, device=0, name=f"k{i}", grid=[1, 1, 1], block=[32, 1, 1],
+                           stream=0x1000 + i, corr=corr))
+            ev.append(dict(kind="gpu_kernel", api="cupti_kernel", tid=200, start_ns=t + at + 2_000,
+                           end_ns=t + at + 2_000 + dur, result=0, device=0, stream=100 + i, corr=corr,
+                           name=f"k{i}"))
+        ev.append(dict(kind="sync", api="cudaStreamSynchronize", tid=7, start_ns=t + 160_000, end_ns=t + 166_500,
+                       result=0, device=0, stream=0x1000 + 79))
+    step = report_json_of(write_jsonl(os.path.join(tmp, "streams.jsonl"), ev, timing="cupti"))["processes"][0]["step"]
+    check(step["found"] and step["steps"] == 49 and step["step_ns"] == 1_000_000 and
+          step["replayed_step_ns"] == 939_200, f"{step}")

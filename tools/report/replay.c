@@ -19,34 +19,73 @@
 #include "report/replay.h"
 #include "gpuspy/format.h"
 
-#define MAX_STREAMS 64
 #define MIB (1ull << 20)
 #define WAIT_COST_NS 5000 /* a wait that finds nothing to wait for (a synchronize's own cost) */
 
 /* Streams are keyed with their device: two devices' default streams have
  * one handle (0, or cudaStreamLegacy's 1, cudaStreamPerThread's 2), and
  * CUPTI numbers each context's streams apart. Another stream's handle is
- * the process's own, whichever device is current when it is named. */
+ * the process's own, whichever device is current when it is named. The
+ * tables grow as streams are seen (PyTorch's pool alone holds 32 a
+ * priority a device); should memory run out, the rest share the first
+ * stream, and their waits err long. */
 struct streams {
-	uint64_t handle[MAX_STREAMS], cupti[MAX_STREAMS]; /* a call's stream handle, its GPU records' id */
-	int16_t hdev[MAX_STREAMS], cdev[MAX_STREAMS];    /* the call's device, the records' */
-	int nmap;
-	uint64_t id[MAX_STREAMS];
-	int16_t dev[MAX_STREAMS];
-	uint64_t free[MAX_STREAMS];     /* replay: when its queued work ends */
-	uint64_t began[MAX_STREAMS];    /* replay: when the last work queued on it began */
-	uint64_t recorded[MAX_STREAMS]; /* the run: when the work launched so far ended */
-	uint8_t blind[MAX_STREAMS];     /* work was launched on it whose GPU record is missing */
-	int n;
+	uint64_t *handle, *cupti; /* a call's stream handle, its GPU records' id */
+	int16_t *hdev, *cdev;     /* the call's device, the records' */
+	int nmap, mapcap;
+	uint64_t *id;
+	int16_t *dev;
+	uint64_t *free;     /* replay: when its queued work ends */
+	uint64_t *began;    /* replay: when the last work queued on it began */
+	uint64_t *recorded; /* the run: when the work launched so far ended */
+	uint8_t *blind;     /* work was launched on it whose GPU record is missing */
+	int n, cap;
 };
+
+/* The array at p (a pointer's address) grown to cap elements of size
+ * each: 0 when memory ran out, the array then as it was. */
+static int grow(void *p, size_t size, int cap)
+{
+	void *q = realloc(*(void **)p, size * (size_t)cap);
+	if (q)
+		*(void **)p = q;
+	return q != NULL;
+}
+
+static int more_streams(struct streams *s)
+{
+	int cap = s->cap ? 2 * s->cap : 16;
+	int ok = grow(&s->id, sizeof(*s->id), cap) & grow(&s->dev, sizeof(*s->dev), cap) &
+		 grow(&s->free, sizeof(*s->free), cap) & grow(&s->began, sizeof(*s->began), cap) &
+		 grow(&s->recorded, sizeof(*s->recorded), cap) & grow(&s->blind, sizeof(*s->blind), cap);
+	if (ok)
+		s->cap = cap;
+	return ok;
+}
+
+static int more_handles(struct streams *s)
+{
+	int cap = s->mapcap ? 2 * s->mapcap : 16;
+	int ok = grow(&s->handle, sizeof(*s->handle), cap) & grow(&s->cupti, sizeof(*s->cupti), cap) &
+		 grow(&s->hdev, sizeof(*s->hdev), cap) & grow(&s->cdev, sizeof(*s->cdev), cap);
+	if (ok)
+		s->mapcap = cap;
+	return ok;
+}
+
+static void drop_streams(struct streams *s)
+{
+	free(s->handle), free(s->cupti), free(s->hdev), free(s->cdev);
+	free(s->id), free(s->dev), free(s->free), free(s->began), free(s->recorded), free(s->blind);
+}
 
 static int stream_at(struct streams *s, int16_t dev, uint64_t id)
 {
 	for (int i = 0; i < s->n; i++)
 		if (s->id[i] == id && s->dev[i] == dev)
 			return i;
-	if (s->n == MAX_STREAMS)
-		return 0; /* past 64 streams, the rest share the first: waits err long */
+	if (s->n == s->cap && !more_streams(s))
+		return 0;
 	s->id[s->n] = id;
 	s->dev[s->n] = dev;
 	s->free[s->n] = s->recorded[s->n] = s->began[s->n] = 0;
@@ -95,7 +134,7 @@ static void learn_stream(struct streams *s, int16_t dev, uint64_t handle, int16_
 	for (int i = 0; i < s->nmap; i++)
 		if (same_handle(s, i, handle, dev))
 			return;
-	if (s->nmap < MAX_STREAMS) {
+	if (s->nmap < s->mapcap || more_handles(s)) {
 		s->handle[s->nmap] = handle;
 		s->hdev[s->nmap] = dev;
 		s->cdev[s->nmap] = gdev;
@@ -629,8 +668,11 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 {
 	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .pinned_stream = -1 };
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
-	if (!m.gpu)
+	if (!m.gpu || !more_streams(&m.s)) { /* (stream_at's stream 0 is then always there) */
+		free(m.gpu);
+		drop_streams(&m.s);
 		return rp->tb - rp->ta;
+	}
 	for (size_t i = 0; i < rp->n; i++)
 		if (rp->it[i].what == GS_IT_GPU && rp->it[i].corr)
 			m.gpu[m.ngpu++] = &rp->it[i];
@@ -655,6 +697,7 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 	m.h += change == GS_CH_FUSE && rp->fuse > 1 ? tail / rp->fuse : tail;
 	uint64_t end = m.h, gpu = latest(&m.s, m.s.free, -1);
 	free(m.gpu);
+	drop_streams(&m.s);
 	if (gpu > end)
 		end = gpu;
 	return end > rp->ta ? end - rp->ta : 0;
