@@ -42,22 +42,26 @@ struct streams {
 	int n, cap;
 };
 
-/* The array at p (a pointer's address) grown to cap elements of size
- * each: 0 when memory ran out, the array then as it was. */
-static int grow(void *p, size_t size, int cap)
-{
-	void *q = realloc(*(void **)p, size * (size_t)cap);
-	if (q)
-		*(void **)p = q;
-	return q != NULL;
-}
+/* Array f of s grown to cap elements; ok cleared when memory ran out
+ * (the array then as it was). */
+#define GROW(s, f, cap, ok)                                                  \
+	do {                                                                 \
+		__typeof__((s)->f) q_ = realloc((s)->f, sizeof(*(s)->f) * (size_t)(cap)); \
+		if (q_)                                                      \
+			(s)->f = q_;                                         \
+		else                                                         \
+			(ok) = 0;                                            \
+	} while (0)
 
 static int more_streams(struct streams *s)
 {
-	int cap = s->cap ? 2 * s->cap : 16;
-	int ok = grow(&s->id, sizeof(*s->id), cap) & grow(&s->dev, sizeof(*s->dev), cap) &
-		 grow(&s->free, sizeof(*s->free), cap) & grow(&s->began, sizeof(*s->began), cap) &
-		 grow(&s->recorded, sizeof(*s->recorded), cap) & grow(&s->blind, sizeof(*s->blind), cap);
+	int cap = s->cap ? 2 * s->cap : 16, ok = 1;
+	GROW(s, id, cap, ok);
+	GROW(s, dev, cap, ok);
+	GROW(s, free, cap, ok);
+	GROW(s, began, cap, ok);
+	GROW(s, recorded, cap, ok);
+	GROW(s, blind, cap, ok);
 	if (ok)
 		s->cap = cap;
 	return ok;
@@ -65,9 +69,11 @@ static int more_streams(struct streams *s)
 
 static int more_handles(struct streams *s)
 {
-	int cap = s->mapcap ? 2 * s->mapcap : 16;
-	int ok = grow(&s->handle, sizeof(*s->handle), cap) & grow(&s->cupti, sizeof(*s->cupti), cap) &
-		 grow(&s->hdev, sizeof(*s->hdev), cap) & grow(&s->cdev, sizeof(*s->cdev), cap);
+	int cap = s->mapcap ? 2 * s->mapcap : 16, ok = 1;
+	GROW(s, handle, cap, ok);
+	GROW(s, cupti, cap, ok);
+	GROW(s, hdev, cap, ok);
+	GROW(s, cdev, cap, ok);
 	if (ok)
 		s->mapcap = cap;
 	return ok;
