@@ -32,14 +32,14 @@
 struct streams {
 	uint64_t *handle, *cupti; /* a call's stream handle, its GPU records' id */
 	int16_t *hdev, *cdev;     /* the call's device, the records' */
-	int nmap, mapcap;
+	int nmap;
 	uint64_t *id;
 	int16_t *dev;
 	uint64_t *free;     /* replay: when its queued work ends */
 	uint64_t *began;    /* replay: when the last work queued on it began */
 	uint64_t *recorded; /* the run: when the work launched so far ended */
 	uint8_t *blind;     /* work was launched on it whose GPU record is missing */
-	int n, cap;
+	int n, cap; /* each table's room */
 };
 
 /* Array f of s grown to cap elements; ok cleared when memory ran out
@@ -53,9 +53,14 @@ struct streams {
 			(ok) = 0;                                            \
 	} while (0)
 
-static int more_streams(struct streams *s)
+/* Both tables grown to twice their room: 0 when memory ran out. */
+static int more_room(struct streams *s)
 {
 	int cap = s->cap ? 2 * s->cap : 16, ok = 1;
+	GROW(s, handle, cap, ok);
+	GROW(s, cupti, cap, ok);
+	GROW(s, hdev, cap, ok);
+	GROW(s, cdev, cap, ok);
 	GROW(s, id, cap, ok);
 	GROW(s, dev, cap, ok);
 	GROW(s, free, cap, ok);
@@ -64,18 +69,6 @@ static int more_streams(struct streams *s)
 	GROW(s, blind, cap, ok);
 	if (ok)
 		s->cap = cap;
-	return ok;
-}
-
-static int more_handles(struct streams *s)
-{
-	int cap = s->mapcap ? 2 * s->mapcap : 16, ok = 1;
-	GROW(s, handle, cap, ok);
-	GROW(s, cupti, cap, ok);
-	GROW(s, hdev, cap, ok);
-	GROW(s, cdev, cap, ok);
-	if (ok)
-		s->mapcap = cap;
 	return ok;
 }
 
@@ -90,7 +83,7 @@ static int stream_at(struct streams *s, int16_t dev, uint64_t id)
 	for (int i = 0; i < s->n; i++)
 		if (s->id[i] == id && s->dev[i] == dev)
 			return i;
-	if (s->n == s->cap && !more_streams(s))
+	if (s->n == s->cap && !more_room(s))
 		return 0;
 	s->id[s->n] = id;
 	s->dev[s->n] = dev;
@@ -140,7 +133,7 @@ static void learn_stream(struct streams *s, int16_t dev, uint64_t handle, int16_
 	for (int i = 0; i < s->nmap; i++)
 		if (same_handle(s, i, handle, dev))
 			return;
-	if (s->nmap < s->mapcap || more_handles(s)) {
+	if (s->nmap < s->cap || more_room(s)) {
 		s->handle[s->nmap] = handle;
 		s->hdev[s->nmap] = dev;
 		s->cdev[s->nmap] = gdev;
@@ -674,7 +667,7 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 {
 	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .pinned_stream = -1 };
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
-	if (!m.gpu || !more_streams(&m.s)) { /* (stream_at's stream 0 is then always there) */
+	if (!m.gpu || !more_room(&m.s)) { /* (stream_at's stream 0 is then always there) */
 		free(m.gpu);
 		drop_streams(&m.s);
 		return rp->tb - rp->ta;
