@@ -441,6 +441,7 @@ static int missing_real(void)
 	return 999;
 }
 
+#define driver_name(n) ((n)[0] == 'c' && (n)[1] == 'u' && (n)[2] != 'd') /* cu*, not cuda* */
 /* The real function behind wrapper api: the next definition after
  * libgpuspy (an interposer preloaded after it, or the library), else
  * libcuda's own. Never an address inside libgpuspy: a libcuda linked
@@ -451,7 +452,7 @@ void *gs_real_resolve(unsigned api)
 {
 	const char *name = hooks[api].name;
 	void *p;
-	if (name[0] == 'c' && name[1] == 'u' && name[2] != 'd') {
+	if (driver_name(name)) {
 		/* A driver entry point: found without the loader lock (only
 		 * interposers and libcuda define these names). */
 		p = next_after((const void *)gs_real_resolve, name);
@@ -560,10 +561,9 @@ static int by_proc(const char *symbol, long version, uint64_t flags, int *newest
  */
 static void *unless_absent(unsigned i, void *p)
 {
-	const char *n = hooks[i].name;
 	if (!p || !gs_in_self(p))
 		return p;
-	void *q = n[0] == 'c' && n[1] == 'u' && n[2] != 'd' ? gs_real_resolve(i) : gs_real_dlsym(RTLD_NEXT, n);
+	void *q = driver_name(hooks[i].name) ? gs_real_resolve(i) : gs_real_dlsym(RTLD_NEXT, hooks[i].name);
 	return q && q != (void *)missing_real && !gs_in_self(q) ? p : NULL;
 }
 

@@ -214,12 +214,20 @@ static const struct { const char *mod, *owner; int lib; } mods[] = {
 	{ "ld-linux", "the loader", 1 }, { "libffi", "ctypes", 1 }, { "libgpuspy", "gpuspy", 1 },
 };
 
-/* A library's module, or the Python interpreter's executable
- * ("python3", "python3.11"): its frames keep their module, not their line. */
+/* The Python interpreter's executable: "python3", "python3.11". */
+static int python_executable(const char *name)
+{
+	if (strncmp(name, "python3", 7))
+		return 0;
+	size_t digits = name[7] == '.' ? strspn(name + 8, "0123456789") : 0;
+	return !name[7] || (digits && !name[8 + digits]);
+}
+
+/* A library's module, or the interpreter's executable: its frames keep
+ * their module, not their line. */
 static int library_module(const char *name)
 {
-	if (!strncmp(name, "python3", 7) && (!name[7] || (name[7] == '.' && strspn(name + 8, "0123456789") &&
-							   !name[8 + strspn(name + 8, "0123456789")])))
+	if (python_executable(name))
 		return 1;
 	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
 		if (mods[i].lib && !strncmp(name, mods[i].mod, strlen(mods[i].mod)))
