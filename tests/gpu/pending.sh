@@ -87,6 +87,11 @@
 #        spread by process is the CPU they land on: each CPU's Python speed,
 #        then the JAX loop unpinned, on the fastest four and on the slowest
 #        four (tests/gpu/whatif/cpu_speed.sh)
+#   PART=52m bash tests/gpu/pending.sh   why the JAX loop's processes run
+#        its slow step in two modes, and a set's traced ones in one:
+#        untraced, without address-space randomisation, on one CPU,
+#        under libgpuspy without CUPTI, traced, traced without
+#        randomisation (tests/gpu/whatif/jax_modes.sh)
 #   (tests/gpu/parts.sh runs a list of parts over calls, as time allows;
 #   ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
@@ -150,6 +155,9 @@ case "${PART:-}" in
 52p)
 	step cpu 500 tests/gpu/whatif/cpu_speed.sh
 	cat "$R/status.txt" "$R"/cpu/cpu_speed.md 2>/dev/null ;;
+52m)
+	step modes 560 tests/gpu/whatif/jax_modes.sh
+	cat "$R/status.txt" "$R"/modes/jax_modes.md 2>/dev/null ;;
 52j)
 	TG_PROGS="jax_hostbound:--steps=30000" TG_REPS=2 step toggle 90 tests/gpu/whatif/cupti_toggle.sh
 	TC_PROGS=jax_hostbound TC_VARIANTS=slow TC_MODES="none busy nocupti gpuspy" ROUNDS=2 CC_ROUNDS=5 \
@@ -159,7 +167,7 @@ case "${PART:-}" in
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52p, 52s or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52m, 52p, 52s or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"

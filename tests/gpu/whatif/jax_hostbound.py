@@ -9,7 +9,10 @@ H200 while its fix's held at 0.052-0.053 (tests/gpu/results/round3/
 whatif-run3.md and the fixtures' realized.json).
 --ab N: both in one process, N blocks of each in turn, the slow loop then
 its fix (what a fix saves in this process, its speed being its own:
-tests/gpu/whatif/jax_spread.sh)."""
+tests/gpu/whatif/jax_spread.sh).
+--blocks N: the timed steps in N blocks, a line each with its ms a step
+and the CPU the loop's thread ran on after it (tests/gpu/whatif/
+jax_modes.sh: whether a process's speed is its own from start to end)."""
 import time
 
 import jax
@@ -17,7 +20,7 @@ import jax.numpy as jnp
 
 from common import args
 
-a = args(steps=5000, warmup=200, ab=0)
+a = args(steps=5000, warmup=200, ab=0, blocks=0)
 k = jax.random.PRNGKey(0)
 params = [jax.random.normal(k, (256, 256)) * 0.05 for _ in range(6)]
 x = jax.random.normal(k, (64, 256))
@@ -38,6 +41,14 @@ def step(p, x):
 @jax.jit
 def ten(p, x):
     return jax.lax.scan(lambda p, _: (step(p, x), None), p, None, length=10)[0]
+
+
+def cpu(tid=None):
+    """The CPU a thread of this process (default: this one) last ran on,
+    its stat's 39th field."""
+    import threading
+    with open(f"/proc/self/task/{tid or threading.get_native_id()}/stat") as st:
+        return int(st.read().rsplit(")", 1)[1].split()[36])
 
 
 def timed_loop(f, per, steps):
@@ -62,5 +73,13 @@ if a.ab:
     print(f"whatif ab slow_ms={s_ms:.4f} fixed_ms={f_ms:.4f} blocks={a.ab} steps={a.steps}", flush=True)
 else:
     f, per = (ten, 10) if a.fix else (step, 1)
+    for b in range(a.blocks):
+        print(f"whatif block={b} ms={timed_loop(f, per, a.steps // a.blocks):.4f} cpu={cpu()}", flush=True)
     ms = timed_loop(f, per, a.steps)
+    if a.blocks:  # the process's threads, where they last ran, and its huge pages
+        import os
+        tasks = os.listdir("/proc/self/task")
+        cpus = sorted({cpu(t) for t in tasks})
+        thp = [ln.split()[1] for ln in open("/proc/self/smaps_rollup") if ln.startswith("AnonHugePages:")]
+        print(f"whatif threads={len(tasks)} cpus={','.join(map(str, cpus))} thp_kb={thp[0] if thp else '-'}", flush=True)
     print(f"whatif step_ms={ms:.4f} steps={a.steps // per * per}", flush=True)
