@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""jax_modes.sh's tables from its work folder (WAY-ROUND/out, and
-report.json for the traced ways): a row a process, then each way's
-median and range of the step, and of its blocks' spread."""
+"""jax_modes.sh's tables from its work folder (WAY-ROUND/out, and for
+the traced ways report.json: its prediction, and the step of the traced
+window its replay started from): a row a process; each way's median and
+range of the step, and its blocks' spread in a process; then each way's
+blocks together, by percentile (a speed that moves within processes
+shows in the blocks, one that is a process's own in the steps)."""
 import json
 import os
 import re
@@ -46,7 +49,7 @@ def main(work):
             if p:
                 rows.setdefault(w, []).append((int(r), p))
     print("| way | round | step ms | blocks: min, max | loop thread's CPUs | threads | their CPUs | huge pages kB "
-          "| predicted | replayed step |")
+          "| predicted | traced window's step |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for w in WAYS:
         for r, p in sorted(rows.get(w, []), key=lambda x: x[0]):
@@ -62,6 +65,13 @@ def main(work):
         if s:
             print(f"| {w} | {len(s)} | {f(statistics.median(s))} | {f(min(s))} | {f(max(s))} "
                   f"| {f(statistics.median(sp), 2) if sp else '-'}, {f(max(sp), 2) if sp else '-'} |")
+
+    print("\n| way | blocks | p10 | p25 | median | p75 | p90 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for w in WAYS:
+        b = sorted(x for _, p in rows.get(w, []) for x, _ in p["blocks"])
+        if b:
+            print(f"| {w} | {len(b)} | " + " | ".join(f(b[int(len(b) * q)]) for q in (0.1, 0.25, 0.5, 0.75, 0.9)) + " |")
 
 
 if __name__ == "__main__":
