@@ -92,6 +92,10 @@
 #        untraced, without address-space randomisation, on one CPU,
 #        under libgpuspy without CUPTI, traced, traced without
 #        randomisation (tests/gpu/whatif/jax_modes.sh)
+#   PART=52l OLD=build/gpuspy-OLD bash tests/gpu/pending.sh   the JAX
+#        loop's what-if over runs of 30000 steps (about 3 s), with the
+#        report and, to compare, a report built before a change to the
+#        replay's window (tests/gpu/whatif/jax_long.sh)
 #   (tests/gpu/parts.sh runs a list of parts over calls, as time allows;
 #   ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
@@ -158,6 +162,9 @@ case "${PART:-}" in
 52m)
 	step modes 560 tests/gpu/whatif/jax_modes.sh
 	cat "$R/status.txt" "$R"/modes/jax_modes.md 2>/dev/null ;;
+52l)
+	ROUNDS=${ROUNDS:-8} OLD=${OLD:-} step long 560 tests/gpu/whatif/jax_long.sh
+	cat "$R/status.txt" "$R"/long/jax_long.md 2>/dev/null ;;
 52j)
 	TG_PROGS="jax_hostbound:--steps=30000" TG_REPS=2 step toggle 90 tests/gpu/whatif/cupti_toggle.sh
 	TC_PROGS=jax_hostbound TC_VARIANTS=slow TC_MODES="none busy nocupti gpuspy" ROUNDS=2 CC_ROUNDS=5 \
@@ -167,7 +174,7 @@ case "${PART:-}" in
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52m, 52p, 52s or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52l, 52m, 52p, 52s or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"
