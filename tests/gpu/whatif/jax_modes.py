@@ -26,10 +26,9 @@ def process(d):
     facts = re.search(r"^whatif threads=(\d+) cpus=(\S*) thp_kb=(\S+)", text, re.M)
     pred = replayed = None
     try:
-        first = json.load(open(os.path.join(d, "report.json")))["diagnoses"][0]
-        pred = first["saving"]["per_step_ns"] / 1e6
-        rm = re.search(r"steady steps of ([0-9.]+) us", first["saving"]["how"])
-        replayed = float(rm.group(1)) / 1e3 if rm else None
+        rep = json.load(open(os.path.join(d, "report.json")))
+        replayed = rep["processes"][0]["step"]["step_ns"] / 1e6  # the window's, as traced
+        pred = rep["diagnoses"][0]["saving"]["per_step_ns"] / 1e6
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         pass
     return {"step": float(m.group(1)) if m else None, "blocks": blocks,
