@@ -3,10 +3,12 @@
 from Python once per step (each call's dispatch costs more than the GPU's
 work).
 Fix: 10 steps a call with lax.scan, so the host dispatches once per 10.
-Timed over 5000 steps (about 0.5 s) after 200: over 500 steps (50 ms) the
-slow loop's step ran 0.070 to 0.137 ms from one process to the next on the
-H200 while its fix's held at 0.052-0.053 (tests/gpu/results/round3/
-whatif-run3.md and the fixtures' realized.json).
+Timed over 30000 steps (about 3 s) after 200: a process moves between a
+fast and a slow speed (0.07 and 0.10-0.14 ms) every few hundred ms, so
+that the 5000 steps of run1-run11 (0.5 s) ran 0.070 to 0.149 ms from one
+process to the next while the fix's held at 0.051-0.053; over 30000 the
+slow processes of an H100 ran 0.067 to 0.102 (tests/gpu/results/round3/
+jax-spread-h100.md, its 52m and 52l parts).
 --ab N: both in one process, N blocks of each in turn, the slow loop then
 its fix (what a fix saves in this process, its speed being its own:
 tests/gpu/whatif/jax_spread.sh).
@@ -20,7 +22,7 @@ import jax.numpy as jnp
 
 from common import args
 
-a = args(steps=5000, warmup=200, ab=0, blocks=0)
+a = args(steps=30000, warmup=200, ab=0, blocks=0)
 k = jax.random.PRNGKey(0)
 params = [jax.random.normal(k, (256, 256)) * 0.05 for _ in range(6)]
 x = jax.random.normal(k, (64, 256))

@@ -24,7 +24,7 @@ set -u
 . tests/gpu/setup.sh /tmp/gpuspy-jax-modes
 ROUNDS=${ROUNDS:-8}
 LIMIT=${LIMIT:-120}
-P="python3 tests/gpu/whatif/jax_hostbound.py --blocks 10"
+P="python3 tests/gpu/whatif/jax_hostbound.py --blocks 10 --steps 5000"
 NOASLR="env PYTHONHASHSEED=0 setarch $(uname -m) -R"
 ONE=$(python3 -c 'import os; print(sorted(os.sched_getaffinity(0))[2])')
 run() { # way round
