@@ -439,19 +439,20 @@ def jax_runs_of_the_jitted_step_are_the_phases(tmp):
 
 
 @test
-def the_replayed_window_spans_250_ms_in_the_later_half_of_the_steps(tmp):
+def the_replayed_window_spans_2_s_in_the_later_half_of_the_steps(tmp):
     """Steps of one phase, each a 5 us launch of a 5 us kernel, replayed
     (docs/design.md#replay) over the last 40 steps, or more until they
-    span 250 ms while they are the later half of the steps, 4096 at most.
+    span 2 s while they are the later half of the steps, 32768 at most.
     Each replayed step is its length less the launch's tracing cost (4 us
     a GPU record, capped at half the 5 us call: 2.5 us).
     * 400 steps of 300 us (120 ms), then 600 of 100 us (60 ms): 999
       whole steps. The half rule stops the window at 499 steps, all of
-      them of the fast part, 97,500 ns a step; reaching 250 ms back would
+      them of the fast part, 97,500 ns a step; reaching 2 s back would
       have taken in every slow step.
-    * 4000 steps of 200 us: 250 ms is 1250 of them, fewer than half.
-    * 20000 steps of 20 us: 250 ms is 12,500 of them, half is 9,999: the
-      cap, 4096."""
+    * 4000 steps of 200 us (0.8 s): the later half, 1999 of them.
+    * 25000 steps of 200 us (5 s): 2 s is 10,000 of them, fewer than half.
+    * 70000 steps of 20 us: 2 s is all of them, half is 34,999: the cap,
+      32768."""
     def steps(n, step_ns, warm=0):
         ev = kernel_steps([3 * step_ns] * warm + [step_ns] * (n - warm), gpu=(7000, 12_000))
         path = write_jsonl(os.path.join(tmp, f"w{n}.jsonl"), ev, timing="cupti")
@@ -460,9 +461,11 @@ def the_replayed_window_spans_250_ms_in_the_later_half_of_the_steps(tmp):
     got = steps(1000, 100_000, warm=400)
     check(got == (999, 499, 100_000, 97_500), f"after a slow start: {got}")
     got = steps(4000, 200_000)
-    check(got == (3999, 1250, 200_000, 197_500), f"250 ms of steps: {got}")
-    got = steps(20000, 20_000)
-    check(got == (19999, 4096, 20_000, 17_500), f"the cap: {got}")
+    check(got == (3999, 1999, 200_000, 197_500), f"the later half: {got}")
+    got = steps(25000, 200_000)
+    check(got == (24999, 10000, 200_000, 197_500), f"2 s of steps: {got}")
+    got = steps(70000, 20_000)
+    check(got == (69999, 32768, 20_000, 17_500), f"the cap: {got}")
 
 
 def epochs(tmp, times):

@@ -138,14 +138,14 @@ def cut_binary_traces_are_read_or_refused(tmp):
 @test
 def long_runs_step_is_searched_in_its_last_events(tmp):
     """A run longer than the events the step is searched in
-    (tests/bin/mktrace: 400,000 events, one step of 14 in a phase "fwd",
+    (tests/bin/mktrace: 1,500,000 events, one step of 14 in a phase "fwd",
     the same from the first): the report says from when it searched, and
     what came before is no warm-up (it said "the 108.7 ms before is
     warm-up" of steps that had been the same); --json: warmup_ns 0,
     searched_from_ns the first event searched, the steady state from
     there, within a step."""
     src = os.path.join(tmp, "long.gspy")
-    p = subprocess.run([os.path.join(BIN, "mktrace"), src, "400000", "1", str(64 << 20), "65536"],
+    p = subprocess.run([os.path.join(BIN, "mktrace"), src, "1500000", "1", str(256 << 20), "65536"],
                        capture_output=True, timeout=TIMEOUT)
     check(p.returncode == 0, "mktrace failed")
     step = json.loads(gspy("report", "--json", src).stdout)["processes"][0]["step"]
@@ -153,7 +153,7 @@ def long_runs_step_is_searched_in_its_last_events(tmp):
           0 <= step["steady_from_ns"] - step["searched_from_ns"] <= step["step_ns"], f"{step}")
     text = gspy("report", src).stdout
     want = [f"  searched from {step['searched_from_ns'] / 1e6:.1f} ms on (a long run's step is found in its last "
-            "262144 events)", f"  {step['steps']} steps, the run's last, steady from there"]
+            "1048576 events)", f"  {step['steps']} steps, the run's last, steady from there"]
     got = text.split("  the cycle of phases fwd\n")[1].splitlines()[:2]
     check(got == want, f"{got}")
 

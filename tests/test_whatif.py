@@ -93,10 +93,17 @@ def named_right(name, program, at):
 # line, every fixed program quiet. run11 (9%, 58%), all ten on the H200 with
 # today's library, misses by the JAX loop (-58%: its five traced processes
 # predicted 0.020-0.031 ms, its untraced slow processes ran 0.074 to 0.149 ms
-# a step); without it, decode's -14% is the worst.
-SET_BOUNDS = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.07, 0.18), "run4": (0.13, 0.33),
-              "run5": (0.02, 0.08), "run6": (0.12, 0.32), "run7": (0.07, 0.28), "run8": (0.02, 0.16),
-              "run9": (0.05, 0.07), "run10": (0.04, 0.13), "run11": (0.10, 0.59)}
+# a step); without it, decode's -14% is the worst. The replay's window then
+# grew from 250 ms to 2 s within the later half of the steps (a host-bound
+# process moves between a fast and a slow speed every few hundred ms:
+# jax-spread-h100.md, its 52m and 52l parts): these sets' runs are short, the
+# half rule binds, and run3 (9%), run4 (19%, 36%: the JAX loop -3% to +36%),
+# run6 (37%) and run8 (27%) read worse, within those loops' one standard
+# error (20-24% of their savings); over runs of 30000 steps on an H100 the
+# JAX loop's error went from -31% to -8%.
+SET_BOUNDS = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.10, 0.18), "run4": (0.20, 0.37),
+              "run5": (0.02, 0.09), "run6": (0.12, 0.38), "run7": (0.08, 0.28), "run8": (0.02, 0.28),
+              "run9": (0.05, 0.07), "run10": (0.04, 0.13), "run11": (0.10, 0.60)}
 
 
 @test
@@ -191,7 +198,7 @@ def each_diagnosis_names_its_line_on_traces_from_the_gpu(tmp):
     the line where the loader was made."""
     import tarfile
     want = {"launch_bound-slow": ("launch_bound", "eager (tests/gpu/whatif/launch_bound.py:21-23)"),
-            "decode-slow": ("launch_bound", "forward (tests/gpu/whatif/decode.py:35-40)"),
+            "decode-slow": ("launch_bound", "forward (tests/gpu/whatif/decode.py:34-40)"),
             "jax_hostbound-slow": ("host_bound", "timed_loop (tests/gpu/whatif/jax_hostbound.py:50)"),
             "dataloader-slow": ("data_starvation", "<module> (tests/gpu/whatif/dataloader.py:31)")}
     fix = os.path.join(os.path.dirname(BIN), "fixtures", "h200", "lines-h100")

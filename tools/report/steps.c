@@ -27,17 +27,16 @@
 #include "util/xalloc.h"
 #include "util/escape.h"
 
-#define RING (1u << 18)  /* events kept: the run's last ones */
+#define RING (1u << 20)  /* events kept: the run's last ones (pages touched as filled) */
 /* The steps replayed, the last ones: WINDOW_MIN of them, or as many as
  * there are; then more, until they span WINDOW_NS, while they stay the
  * later half of the steps (an earlier, slower stretch is not the steady
- * state), and no more than WINDOW_MAX. Forty steps of a 0.15 ms JAX step
- * are 6 ms: replayed over them, eight processes' predictions ran from 25
- * to 156 us; over 250 ms, from 38 to 97 us
- * (tests/gpu/results/round3/jax-spread-h100.md). */
+ * state), and no more than WINDOW_MAX. A host-bound process's speed moves
+ * by half between stretches of a few hundred ms: 2 s hold several
+ * (tests/gpu/results/round3/jax-spread-h100.md, jax_modes.sh's part). */
 #define WINDOW_MIN 40
-#define WINDOW_NS 250000000ull
-#define WINDOW_MAX 4096
+#define WINDOW_NS 2000000000ull
+#define WINDOW_MAX 32768
 
 struct gs_step_ring {
 	struct gs_item *v;
