@@ -20,7 +20,7 @@ set -u
 SWEEPS=${SWEEPS:-3}
 ROUNDS=${ROUNDS:-6}
 CPUS=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))') # those it may use
-P="python3 tests/gpu/whatif/jax_hostbound.py"
+P="python3 tests/gpu/whatif/jax_hostbound.py --steps 5000" # as jax_spread.sh's
 step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 steal() { awk '/^cpu[0-9]/ { print substr($1, 4), $9 }' /proc/stat; }
 M="$OUT/cpu_speed.md"

@@ -19,7 +19,7 @@ set -u
 . tests/gpu/setup.sh /tmp/gpuspy-jax-spread
 ROUNDS=${ROUNDS:-8}
 LIMIT=${LIMIT:-120}
-P="python3 tests/gpu/whatif/jax_hostbound.py"
+P="python3 tests/gpu/whatif/jax_hostbound.py --steps 5000" # as its results ran
 PIN=; [ "${PIN_CORES-0-3}" ] && command -v taskset > /dev/null && PIN="taskset -c ${PIN_CORES:-0-3}"
 {
 	echo "# ROUNDS=$ROUNDS PIN_CORES=${PIN_CORES-0-3} bash tests/gpu/whatif/jax_spread.sh"
