@@ -145,7 +145,7 @@ def long_runs_step_is_searched_in_its_last_events(tmp):
     searched_from_ns the first event searched, the steady state from
     there, within a step."""
     src = os.path.join(tmp, "long.gspy")
-    p = subprocess.run([os.path.join(BIN, "mktrace"), src, "1500000", "1", str(256 << 20), "65536"],
+    p = subprocess.run([os.path.join(BIN, "mktrace"), src, "1500000", "1", str(64 << 20), "65536"],
                        capture_output=True, timeout=TIMEOUT)
     check(p.returncode == 0, "mktrace failed")
     step = json.loads(gspy("report", "--json", src).stdout)["processes"][0]["step"]

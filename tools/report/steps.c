@@ -404,16 +404,19 @@ static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint
 	return width / steps;
 }
 
-/* The ring as one array, oldest first (it is in the pass's time order). */
+static void reverse(struct gs_item *v, size_t i, size_t j) /* v[i..j) */
+{
+	for (struct gs_item t; i + 1 < j; i++, j--)
+		t = v[i], v[i] = v[j - 1], v[j - 1] = t;
+}
+
+/* The ring made one array in place, oldest first (the pass's time order),
+ * not copied; only a full ring wraps: it is rotated left by its head. */
 static struct gs_item *linear(struct gs_step_ring *g)
 {
-	struct gs_item *v = malloc((g->n ? g->n : 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	size_t first = RING - g->head < g->n ? RING - g->head : g->n;
-	memcpy(v, g->v + g->head, first * sizeof(*v));
-	memcpy(v + first, g->v, (g->n - first) * sizeof(*v));
-	return v;
+	if (g->head)
+		reverse(g->v, 0, g->head), reverse(g->v, g->head, RING), reverse(g->v, 0, RING), g->head = 0;
+	return g->v;
 }
 
 static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_item *v, size_t n)
@@ -676,10 +679,7 @@ void gs_steps_finish(struct gs_pass *p)
 	struct gs_step_ring *g = p->steps;
 	struct gs_steps *s = p->r->steps = xcalloc(1, sizeof(*s));
 	if (g) {
-		struct gs_item *v = linear(g);
-		if (v)
-			find(p, s, v, g->n);
-		free(v);
+		find(p, s, linear(g), g->n);
 		free(g->v);
 		free(g);
 		p->steps = NULL;

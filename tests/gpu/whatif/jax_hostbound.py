@@ -3,18 +3,13 @@
 from Python once per step (each call's dispatch costs more than the GPU's
 work).
 Fix: 10 steps a call with lax.scan, so the host dispatches once per 10.
-Timed over 30000 steps (about 3 s) after 200: a process moves between a
-fast and a slow speed (0.07 and 0.10-0.14 ms) every few hundred ms, so
-that the 5000 steps of run1-run11 (0.5 s) ran 0.070 to 0.149 ms from one
-process to the next while the fix's held at 0.051-0.053; over 30000 the
-slow processes of an H100 ran 0.067 to 0.102 (tests/gpu/results/round3/
-jax-spread-h100.md, its 52m and 52l parts).
+Timed over 30000 steps (3 s) after 200: a process's speed moves between
+0.07 and 0.10-0.14 ms a step every few hundred ms, so 5000 steps (run1-11)
+ran 0.070-0.149 ms by process, 30000 0.067-0.102 (an H100; fix 0.051-0.053:
+tests/gpu/results/round3/jax-spread-h100.md, its 52m and 52l parts).
 --ab N: both in one process, N blocks of each in turn, the slow loop then
 its fix (what a fix saves in this process, its speed being its own:
-tests/gpu/whatif/jax_spread.sh).
---blocks N: the timed steps in N blocks, a line each with its ms a step
-and the CPU the loop's thread ran on after it (tests/gpu/whatif/
-jax_modes.sh: whether a process's speed is its own from start to end)."""
+tests/gpu/whatif/jax_spread.sh). --blocks N: see cpu()."""
 import time
 
 import jax
@@ -45,14 +40,6 @@ def ten(p, x):
     return jax.lax.scan(lambda p, _: (step(p, x), None), p, None, length=10)[0]
 
 
-def cpu(tid=None):
-    """The CPU a thread of this process (default: this one) last ran on,
-    its stat's 39th field."""
-    import threading
-    with open(f"/proc/self/task/{tid or threading.get_native_id()}/stat") as st:
-        return int(st.read().rsplit(")", 1)[1].split()[36])
-
-
 def timed_loop(f, per, steps):
     """ms a step of f over steps steps, f doing per steps a call."""
     global params
@@ -63,6 +50,20 @@ def timed_loop(f, per, steps):
         params = f(params, x)
     jax.block_until_ready(params)
     return (time.perf_counter() - t) * 1e3 / (n * per)
+
+
+def cpu(tid=None):
+    """The CPU a thread of this process (default: this one) last ran on,
+    its stat's 39th field, or None if it has ended. With --blocks N, the
+    steps run first in N blocks of steps/N, a line each with its ms a step
+    and this CPU, then as without it (tests/gpu/whatif/jax_modes.sh:
+    whether a process's speed is its own from start to end)."""
+    import threading
+    try:
+        with open(f"/proc/self/task/{tid or threading.get_native_id()}/stat") as st:
+            return int(st.read().rsplit(")", 1)[1].split()[36])
+    except OSError:
+        return None
 
 
 for f, per in ([(step, 1), (ten, 10)] if a.ab else [(ten, 10) if a.fix else (step, 1)]):
@@ -81,7 +82,8 @@ else:
     if a.blocks:  # the process's threads, where they last ran, and its huge pages
         import os
         tasks = os.listdir("/proc/self/task")
-        cpus = sorted({cpu(t) for t in tasks})
-        thp = [ln.split()[1] for ln in open("/proc/self/smaps_rollup") if ln.startswith("AnonHugePages:")]
+        cpus = sorted({c for c in map(cpu, tasks) if c is not None})
+        with open("/proc/self/smaps_rollup") as sm:
+            thp = [ln.split()[1] for ln in sm if ln.startswith("AnonHugePages:")]
         print(f"whatif threads={len(tasks)} cpus={','.join(map(str, cpus))} thp_kb={thp[0] if thp else '-'}", flush=True)
     print(f"whatif step_ms={ms:.4f} steps={a.steps // per * per}", flush=True)

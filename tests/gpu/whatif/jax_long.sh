@@ -68,10 +68,14 @@ for r in range(1, n + 1):
     a, b = rep(f"{d}/report.json"), rep(f"{d}/report-old.json")
     rows.append((s, x, a[1], b[1]))
     print(f"| {r} | {f(s)} | {f(x)} | {f(t)} | {a[0]} | {f(a[1])} | {a[2]}, {f(a[3])} | {f(b[1])} | {b[2]}, {f(b[3])} |")
-med = lambda i: statistics.median([q[i] for q in rows if q[i] is not None] or [0])
-real = med(0) - med(1)
-print(f"\nMedians: slow {med(0):.4f}, fixed {med(1):.4f}, realized {real:.4f}; predicted {med(2):.4f} "
-      f"({100 * (med(2) - real) / real:+.0f}%), before the change {med(3):.4f} ({100 * (med(3) - real) / real:+.0f}%)")
+def med(i):
+    v = [q[i] for q in rows if q[i] is not None]
+    return statistics.median(v) if v else None
+def err(v, real):
+    return f"{f(v)} ({100 * (v - real) / real:+.0f}%)" if v is not None and real else f(v)
+real = med(0) - med(1) if med(0) is not None and med(1) is not None else None
+print(f"\nMedians: slow {f(med(0))}, fixed {f(med(1))}, realized {f(real)}; predicted {err(med(2), real)}, "
+      f"before the change {err(med(3), real)}")
 PY
 } > "$OUT/jax_long.md"
 (cd "$WORK" && tar cJf "$OUT/jax_long.tar.xz" r*/*.out r*/*.err r*/*.json 2> /dev/null)
