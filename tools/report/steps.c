@@ -62,10 +62,8 @@ static uint32_t token(const struct gs_ev *ev)
 		h = fnv(ev->name, strlen(ev->name), h);
 	else
 		h = fnv(&ev->api, sizeof(ev->api), h);
-	if (ev->kind == GSPY_KIND_copy) {
-		h = fnv(&ev->dir, 1, h);
-		h = fnv(&ev->mem, 1, h);
-	}
+	if (ev->kind == GSPY_KIND_copy)
+		h = fnv(&ev->mem, 1, fnv(&ev->dir, 1, h));
 	return h ? h : 1;
 }
 
@@ -410,12 +408,15 @@ static void reverse(struct gs_item *v, size_t i, size_t j) /* v[i..j) */
 		t = v[i], v[i] = v[j - 1], v[j - 1] = t;
 }
 
-/* The ring made one array in place, oldest first (the pass's time order),
- * not copied; only a full ring wraps: it is rotated left by its head. */
+/* The ring made one array in place, oldest first (the pass's time order). */
 static struct gs_item *linear(struct gs_step_ring *g)
 {
-	if (g->head)
-		reverse(g->v, 0, g->head), reverse(g->v, g->head, RING), reverse(g->v, 0, RING), g->head = 0;
+	if (g->head) { /* only a full ring wraps: rotated left by its head */
+		reverse(g->v, 0, g->head);
+		reverse(g->v, g->head, RING);
+		reverse(g->v, 0, RING);
+		g->head = 0;
+	}
 	return g->v;
 }
 
