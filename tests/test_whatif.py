@@ -48,7 +48,7 @@ def named_right(name, program, at):
     """Whether a program's first diagnosis names its line: decode's is the
     span of forward()'s lines whose launches kept a stack (a launch's is
     sampled every 10 ms, so the span moves by process: 35-43 in run8,
-    33-40 in run10, 31-40 in run11), each within forward's body (decode.py:31-45)."""
+    33-40 in run10, 31-40 in run11 and run12), each within forward's body (decode.py:31-45)."""
     want = line(name, program)
     if program != "decode" or want is None or at is None:
         return at == want
@@ -100,10 +100,13 @@ def named_right(name, program, at):
 # half rule binds, and run3 (9%), run4 (19%, 36%: the JAX loop -3% to +36%),
 # run6 (37%) and run8 (27%) read worse, within those loops' one standard
 # error (20-24% of their savings); over runs of 30000 steps on an H100 the
-# JAX loop's error went from -31% to -8%.
+# JAX loop's error went from -31% to -8%. run12 (10%, 25%), all ten on an H100
+# with the 2 s window and the 30000-step JAX loop (-14%), meets the target:
+# its worst, pageable -25%, is within 1.7 of its standard errors (15%).
 SET_BOUNDS = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.10, 0.18), "run4": (0.20, 0.37),
               "run5": (0.02, 0.09), "run6": (0.12, 0.38), "run7": (0.08, 0.28), "run8": (0.02, 0.28),
-              "run9": (0.05, 0.07), "run10": (0.04, 0.13), "run11": (0.10, 0.60)}
+              "run9": (0.05, 0.07), "run10": (0.04, 0.13), "run11": (0.10, 0.60),
+              "run12": (0.11, 0.26)}
 
 
 @test
@@ -111,8 +114,8 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     """The what-if suite (tests/gpu/whatif/, docs/measurements.md): ten
     programs run on the H200 slow and fixed, untraced in rounds (the
     saving each fix realized: realized.json), and traced; each run of the
-    suite is a set (run1: whatif/, run2 to run11: whatif/runN; run4 to
-    run10 ran on an H100, their realized.json's card). From each slow
+    suite is a set (run1: whatif/, run2 to run12: whatif/runN; run4 to
+    run10 and run12 ran on an H100, their realized.json's card). From each slow
     program's trace the report must (a) give the diagnosis the fix
     answers first (none for the one-time upload and the healthy loop), at
     the program's own line: in run1-run7 the pageable copy, the .item()
@@ -129,8 +132,8 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     that a change to the model that makes one worse fails here."""
     rows = scored()
     sets = sorted({r["set"] for r in rows})
-    check(sets == ["run1", "run10", "run11", "run2", "run3", "run4", "run5", "run6", "run7", "run8", "run9"]
-          and len(rows) == 108,
+    check(sets == ["run1", "run10", "run11", "run12", "run2", "run3", "run4", "run5", "run6", "run7", "run8", "run9"]
+          and len(rows) == 118,
           f"{sets}, {len(rows)} rows")
     for name in sets:
         errs = []
@@ -172,7 +175,7 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
     it, 37% of run5's saving. In run7 the
     largest is the DataLoader's, +0.858 ms (+3.2%)."""
     rows = [r for r in scored() if r["want"] and r["predicted_ms"] is not None]
-    check(len(rows) == 86, f"{len(rows)} rows")
+    check(len(rows) == 94, f"{len(rows)} rows")
     err = {}
     for r in rows:
         rc = r["step"]["replayed_step_ns"] / 1e6 - r["predicted_ms"]
@@ -226,7 +229,7 @@ def the_gpu_machines_reports_name_each_programs_line(tmp):
     diag = {"pageable": "pageable_copies", "dataloader": "data_starvation", "item": "step_waits",
             "empty_cache": "allocation_churn", "jax_hostbound": "host_bound", "sync_copies": "pageable_copies",
             "launch_bound": "launch_bound", "decode": "launch_bound"}
-    for name, missing in (("run9", {"launch_bound", "decode"}), ("run10", set()), ("run11", set())):
+    for name, missing in (("run9", {"launch_bound", "decode"}), ("run10", set()), ("run11", set()), ("run12", set())):
         path = os.path.join(os.path.dirname(BIN), "fixtures", "h200", "whatif", name, "realized.json")
         programs = json.load(open(path))["programs"]
         check(sorted(programs) == sorted(set(diag) - missing | {"upload_once", "healthy"}), f"{sorted(programs)}")
