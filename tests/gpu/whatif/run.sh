@@ -39,14 +39,16 @@ step_ms() { sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 # shared its CPUs (steal: the hypervisor's other guests; busy: this one's).
 cpu_stat() { head -1 /proc/stat >> "$1"; }
 traced() { # dir slow|fixed round command [--fix]: traced, then its reports
-	local d=$1 v=$2 r=$3; shift 3
+	local d=$1 v=$2 r=$3 t0=$SECONDS t1; shift 3
 	mkdir -p "$d/$v-t$r"
 	cpu_stat "$d/$v-traced-$r.stat"
 	GPUSPY_DIR="$d/$v-t$r" LD_PRELOAD="$ROOT/lib/libgpuspy.so" timeout --foreground $LIMIT "$@" > "$d/$v-traced-$r.out" 2> "$d/$v-traced-$r.err"
 	cpu_stat "$d/$v-traced-$r.stat"
-	echo "$(basename "$d") $v traced round $r: $(step_ms "$d/$v-traced-$r.out") ms"
+	t1=$SECONDS
 	./tools/gpuspy report --json "$d/$v-t$r" > "$d/$v-report-$r.json" 2> "$d/$v-report-$r.err"
 	./tools/gpuspy report --color never "$d/$v-t$r" > "$d/$v-report-$r.txt" 2>> "$d/$v-report-$r.err"
+	# The seconds the traced run took, then its two reports: where a part's time goes.
+	echo "$(basename "$d") $v traced round $r: $(step_ms "$d/$v-traced-$r.out") ms ($((t1 - t0)) s, reports $((SECONDS - t1)) s)"
 }
 for p in $PROGS; do
 	d="$WORK/$p"; mkdir -p "$d"
@@ -71,10 +73,11 @@ for p in $PROGS; do
 			fi
 			f=; [ $v = fixed ] && f=--fix
 			cpu_stat "$d/$v-$r.stat"
+			t0=$SECONDS
 			timeout --foreground $LIMIT $c $f > "$d/$v-$r.out" 2> "$d/$v-$r.err"
 			rc=$?
 			cpu_stat "$d/$v-$r.stat"
-			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $rc)"
+			echo "$p $v round $r: $(step_ms "$d/$v-$r.out") ms (exit $rc, $((SECONDS - t0)) s)"
 		done
 	done
 	traced "$d" fixed 1 $c --fix
