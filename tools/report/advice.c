@@ -17,6 +17,7 @@
 #include "report/section.h"
 #include "report/steps.h"
 #include "util/units.h"
+#include "util/xalloc.h"
 
 /* Which change each diagnosis of the loop proposes. A step of many small
  * launches folds into a graph; a JAX step the host dispatches more slowly
@@ -95,7 +96,7 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	snprintf(buf, sizeof(buf), "%s; replayed over the last %llu steady steps of %s", m,
 		 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns));
 	free(d->how);
-	d->how = strdup(buf);
+	d->how = xstrdup(buf);
 	d->save_ns = s->change[ch].save_ns > 0 ? mul_sat((uint64_t)s->change[ch].save_ns, s->steps) : 0;
 	d->steps = s->steps;
 	d->about = 1;
@@ -196,7 +197,7 @@ static void add_new(struct gs_report *r, int ch)
 			    l ? ", from the DataLoader made at " : "", l ? l->at : "", l ? "," : "");
 	}
 	(void)c;
-	if (r->ndiag > before) /* gs_diag_add adds nothing when memory runs out */
+	if (r->ndiag > before) /* a change above added its diagnosis */
 		set_saving(r, &r->diag[r->ndiag - 1], ch);
 }
 
@@ -347,7 +348,7 @@ void gs_steps_diagnose(struct gs_report *r)
 	 * cut to the steady steps' own calls of their kind and to the step
 	 * (waits of a warm-up, or a long first step, over the phases' count
 	 * said more than a step a step). */
-	if (!s->gpu_ns) {
+	if (!s->gpu_ns || s->replay_off) { /* (or a replay slower than the run: steps.h) */
 		for (size_t i = 0; i < r->ndiag; i++) {
 			struct gs_diag *d = &r->diag[i];
 			if (cap_to_steady(s, d, floor) || cap_to_step(s, d, floor)) {

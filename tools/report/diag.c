@@ -8,6 +8,7 @@
 #include "report/diag.h"
 #include "report/report.h"
 #include "util/units.h"
+#include "util/xalloc.h"
 
 void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...)
 {
@@ -16,16 +17,10 @@ void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	struct gs_diag *d = realloc(r->diag, (r->ndiag + 1) * sizeof(*d));
-	char *t = strdup(buf);
-	if (!d || !t) {
-		free(t);
-		if (d)
-			r->diag = d;
-		return;
-	}
-	r->diag = d;
-	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = t };
+	/* Out of memory is the command's one-line error (xalloc.h): a diagnosis
+	 * is never left out, so its saving is never set on the one before. */
+	r->diag = xrealloc(r->diag, (r->ndiag + 1) * sizeof(*r->diag));
+	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = xstrdup(buf) };
 	r->ndiag++;
 }
 

@@ -22,7 +22,8 @@ struct gs_diag;
 #define GS_STR(x) GS_STR_(x)
 
 /* A diagnosis with this id (static) and text (printf's fmt) added to r's
- * list, in the order they are made; dropped when memory runs out. */
+ * list, in the order they are made (out of memory: the command's one-line
+ * error, util/xalloc.h). */
 void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "Saves up to 1.2 ms a step, 120 ms in all over 100 steps: HOW." in buf,
  * or NULL for a diagnosis without a saving. */

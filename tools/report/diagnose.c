@@ -14,6 +14,7 @@
 #include "report/section.h"
 #include "report/steps.h"
 #include "util/units.h"
+#include "util/xalloc.h"
 #include "util/escape.h"
 
 #define add gs_diag_add
@@ -35,7 +36,7 @@ static void saving(struct gs_report *r, uint64_t save_ns, int about, const char 
 	d->save_ns = save_ns;
 	d->steps = gs_mem_steps(r);
 	d->about = about;
-	d->how = strdup(buf);
+	d->how = xstrdup(buf);
 }
 
 /* What pinning the pageable copies of one direction saves: their host

@@ -193,6 +193,12 @@ int gs_replay_pinnable(const struct gs_item *c)
 	       (c->dir == GSPY_DIR_h2d || c->dir == GSPY_DIR_d2h) && c->bytes >= MIB;
 }
 
+int gs_replay_poolable(const struct gs_item *c)
+{
+	return c->what == GS_IT_CALL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free) &&
+	       c->mem == GSPY_MEM_device;
+}
+
 int gs_replay_droppable_wait(const struct gs_item *c)
 {
 	if (!gs_replay_waits(c))
@@ -591,7 +597,7 @@ static void call(struct sim *m, const struct gs_item *c)
 										    rp->launch_ns : WAIT_COST_NS;
 		m->h += own < cap ? own : cap;
 		queue_gpu(m, c, m->h > deps ? m->h : deps, 0);
-	} else if (m->ch == GS_CH_POOL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free)) {
+	} else if (m->ch == GS_CH_POOL && gs_replay_poolable(c)) {
 		/* from the pool: no call, no synchronization */
 	} else if (wait) {
 		wait_for(m, c, dur, div);

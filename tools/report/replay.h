@@ -94,5 +94,8 @@ int gs_replay_waits(const struct gs_item *c);
 int gs_replay_droppable_wait(const struct gs_item *c);
 /* A pageable copy worth pinning (1 MiB or more). */
 int gs_replay_pinnable(const struct gs_item *c);
+/* A device allocation or free, which a pool would serve (not the host's
+ * malloc, free or mmap that --host-alloc records, nor pinned memory). */
+int gs_replay_poolable(const struct gs_item *c);
 
 #endif

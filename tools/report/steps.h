@@ -30,6 +30,7 @@ struct gs_steps {
 	uint64_t steady_from;   /* when the steady state begins */
 	uint64_t step_ns;       /* the steady step, median */
 	uint64_t model_ns;      /* the replay's own step, nothing changed */
+	int replay_off;         /* model_ns over the run's step by a tenth: no savings replayed (steps.c) */
 	uint64_t gpu_ns;        /* GPU work a step */
 	uint64_t launches;      /* kernel launches a step (host calls) */
 	char launch_where[240]; /* the program's function they come from (sites.h), "" unknown */
