@@ -101,7 +101,8 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 		return;
 	it->start = ev->start_ns;
 	it->end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns; /* a forged end before its start: none */
-	it->phase = (uint32_t)phase;
+	/* A call's top-level phase (the data phase holds the user's ranges in it). */
+	it->phase = feed == GS_FEED_HOST && p->tl.depth ? (uint32_t)p->tl.stack[0].idx : (uint32_t)phase;
 	if (feed == GS_FEED_PHASE) {
 		it->what = GS_IT_PHASE;
 		it->tok = (uint32_t)phase + 1;
@@ -250,8 +251,7 @@ static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
  * sets it), else the PCIe link NVML saw at 87% of its raw rate (the H200's
  * 64 MiB pinned copies: 54.8 GB/s on gen5 x16, the what-if suite's fixed
  * pageable program, docs/measurements.md), else PCIe gen4 x16's. */
-static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *v, size_t n,
-			       const char **from)
+static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *v, size_t n, const char **from)
 {
 	double bytes = 0, ns = 0;
 	for (size_t i = 0; i < n; i++) /* GPU copy records of pinned memory */

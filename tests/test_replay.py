@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: MIT
+"""The replay's edges, on made-up traces whose times are known to the
+nanosecond: where it cannot be the run (threads that call CUDA at once,
+on its one host clock), what a change leaves as it was (the host's own
+allocations beside a pool), and the data phase with the user's ranges in
+it (docs/design.md#replay, docs/limitations.md)."""
+import os
+
+from harness import check, report_json, report_text, test
+from test_report import phase_event, write_jsonl
+
+
+def call(kind, api, t0, t1, tid=7, device=0, **kw):
+    """A call of thread tid from t0 to t1 ns, for write_jsonl."""
+    return dict(kind=kind, api=api, tid=tid, start_ns=t0, end_ns=t1, result=0, device=device, **kw)
+
+
+def two_threads(tmp, name, b_off, period):
+    """Threads 7 and 8 (b_off ns later), a GPU each, every period ns: a 1 ms
+    kernel (10 us after its 5 us call) and a synchronize to 1 us after it."""
+    from test_report import gpu_record
+    ev, corr = [], 0
+    for k in range(60):
+        for tid, dev, t in ((7, 0, 1_000_000 + k * period), (8, 1, 1_000_000 + k * period + b_off)):
+            corr += 1
+            ev += [call("launch", "cuLaunchKernel", t, t + 5_000, tid, dev, name=f"k{dev}", grid=[1, 1, 1],
+                        block=[32, 1, 1], stream=0, corr=corr),
+                   dict(gpu_record("gpu_kernel", t + 10_000, 1_000_000, corr, name=f"k{dev}"), device=dev),
+                   call("sync", "cudaStreamSynchronize", t + 6_000, t + 1_011_000, tid, dev, stream=0)]
+    ev.sort(key=lambda e: e["start_ns"])
+    return write_jsonl(os.path.join(tmp, name), ev, timing="cupti", threads=2)
+
+
+@test
+def a_replay_slower_than_the_run_gives_no_replayed_saving(tmp):
+    """One host clock replays a call made during another thread's wait after
+    it (docs/limitations.md): thread 8's kernel a wait late, 2.5 ms a step of
+    a 1.5 ms run, dropping the waits "saved" 1.4 ms of a possible 0.5. Over
+    the run by a tenth, the replay is not it: said, and no saving replayed.
+    Thread 8 in turn (every 2.5 ms): the run (2,484,400 ns), a saving."""
+    o = report_json(two_threads(tmp, "at-once.jsonl", 10_000, 1_500_000))
+    step = o["processes"][0]["step"]
+    check(step["step_ns"] == 1_500_000 and step["replayed_step_ns"] > 2_000_000 and not step["replay_is_the_run"]
+          and o["diagnoses"] == [], f"step {step}, diagnoses {o['diagnoses']}")
+    text = report_text(os.path.join(tmp, "at-once.jsonl"))
+    check("does not fit it (threads that call CUDA at once?): the savings below are bounds" in text, text)
+    o = report_json(two_threads(tmp, "in-turn.jsonl", 1_012_000, 2_500_000))
+    step, waits = o["processes"][0]["step"], [d for d in o["diagnoses"] if d["id"] == "step_waits"]
+    check(step["replay_is_the_run"] and step["replayed_step_ns"] == 2_484_400, f"step {step}")
+    check(len(waits) == 1 and waits[0]["saving"]["how"].startswith("the waits replayed as not waiting"),
+          f"diagnoses {o['diagnoses']}")
+
+
+@test
+def a_pool_is_no_change_for_the_hosts_own_allocations(tmp):
+    """--host-alloc's calls (mem "host": malloc 300 us, free 200 us a step) are no device memory a pool
+    would serve: no allocation_churn from them (it took their 500 us a step). A cudaMalloc and a
+    cudaFree of 200 us each are: 400 us a step, less tracing's cost."""
+    from test_report import gpu_record
+    for device in (False, True):
+        ev = []
+        for k in range(60):
+            t, host, dev = 1_000_000 + k * 2_000_000, 0x7f0000000000 + k * (16 << 20), 0x10000000 + k * (64 << 20)
+            ev += [call("alloc", "malloc", t, t + 300_000, bytes=8 << 20, mem="host", addr=host),
+                   call("launch", "cuLaunchKernel", t + 310_000, t + 315_000, name="k", grid=[1, 1, 1],
+                        block=[32, 1, 1], stream=0, corr=k + 1),
+                   gpu_record("gpu_kernel", t + 320_000, 1_000_000, k + 1),
+                   call("sync", "cudaStreamSynchronize", t + 316_000, t + 1_321_000, stream=0),
+                   call("free", "free", t + 1_330_000, t + 1_530_000, bytes=8 << 20, mem="host", addr=host)]
+            ev += [call("alloc", "cudaMalloc", t + 1_540_000, t + 1_740_000, bytes=64 << 20, mem="device", addr=dev),
+                   call("free", "cudaFree", t + 1_750_000, t + 1_950_000, bytes=64 << 20, mem="device",
+                        addr=dev)] if device else []
+        o = report_json(write_jsonl(os.path.join(tmp, f"host-{device}.jsonl"), ev, timing="cupti"))
+        churn = [d for d in o["diagnoses"] if d["id"] == "allocation_churn"]
+        check(len(churn) == device, f"device allocations {device}: diagnoses {o['diagnoses']}")
+        sv = churn[0]["saving"] if churn else {}
+        check(not device or (churn[0]["text"].startswith("48 device allocations") and 390_000 < sv["per_step_ns"]
+                             <= 400_000 and sv["how"].startswith("the allocations and frees replayed from a pool")),
+              f"{churn}")
+
+
+@test
+def a_range_inside_the_data_phase_is_the_data_phases(tmp):
+    """test_advice's starved loader (loader_steps: 'data' works 790 us on the
+    host, then copies its batch) with the copy inside a range of the user's,
+    'augment', from 700 us: its calls are still the data phase's, and the
+    workers' change still takes the whole 790 us of loading off each step,
+    and the loop is diagnosed starved (when a call took its innermost
+    phase, the change took nothing off, and the loop got no diagnosis)."""
+    from test_advice import loader_steps
+    ev = []
+    for e in loader_steps():
+        if e["kind"] == "copy":
+            t = e["start_ns"] - 90_000
+            ev += [dict(phase_event(True, t, "augment", 0)), e, dict(phase_event(False, e["end_ns"], "augment", 0))]
+        else:
+            ev.append(e)
+    ev.sort(key=lambda e: e["start_ns"])
+    o = report_json(write_jsonl(os.path.join(tmp, "augment.jsonl"), ev, timing="cupti"))
+    step = o["processes"][0]["step"]
+    check(step["what"] == "the cycle of phases data, forward" and step["replayed_savings_ns"]["workers"] == 790_000,
+          f"{step}")
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
