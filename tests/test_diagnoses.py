@@ -728,5 +728,3 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     torch_back, torch_own = step_of(True, torch=True), step_of("between", torch=True, way="h2d")
     check(torch_back["replayed_savings_ns"]["pin"] == -97_072, f"{torch_back}")
     check(torch_own["replayed_savings_ns"]["pin"] == -96_972, f"{torch_own}")
-
-

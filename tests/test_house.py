@@ -247,10 +247,11 @@ ROOM_EXCEPTIONS = set()
 # timeline, the table, the results' own code, the merge's frame, what the
 # diagnoses are made with, the series over time, the frameworks, the
 # program's own period (an algorithm the steps are found with), the
-# replay and the advice made from it (the steps section's diagnose), and
-# the faulted kernel the steps section finds, said in the process's lines.
+# replay and the advice made from it (the steps section's diagnose), the
+# steps section's text and JSON (steps_show.c: steps.c finds and replays),
+# and the faulted kernel the steps section finds, said in the process's lines.
 NOT_SECTIONS = {"pass.c", "timeline.c", "sections.c", "report.c", "merge.c", "diag.c", "series.c",
-                "frameworks.c", "period.c", "replay.c", "advice.c", "fault.c"}
+                "frameworks.c", "period.c", "replay.c", "advice.c", "fault.c", "steps_show.c"}
 
 
 @test

@@ -83,7 +83,7 @@ def named_right(name, program, at):
 # again with this model, misses most by the two pageable programs (-26%,
 # -23%), whose traced processes ran faster than the untraced ones (pageable
 # 17.8 to 18.5 ms a step against 17.8 to 22.1): pageable's error is negative
-# in eight sets of eleven (+1% in run5 and run10, +13% in run11), its change
+# in nine sets of twelve (+1% in run5 and run10, +13% in run11), its change
 # replayed within 0.1 ms of the fixed program in all, PyTorch's synchronize
 # after a blocking copy dropped with non_blocking=True. run9 (4%, 6%), eight
 # of the ten programs on another H100 with today's defaults (the device time

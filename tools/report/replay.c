@@ -196,7 +196,7 @@ int gs_replay_pinnable(const struct gs_item *c)
 int gs_replay_poolable(const struct gs_item *c)
 {
 	return c->what == GS_IT_CALL && (c->kind == GSPY_KIND_alloc || c->kind == GSPY_KIND_free) &&
-	       c->mem == GSPY_MEM_device;
+	       (c->mem == GSPY_MEM_device || c->mem == GSPY_MEM_managed); /* (allocation_churn's memory) */
 }
 
 int gs_replay_droppable_wait(const struct gs_item *c)

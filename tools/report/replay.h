@@ -17,7 +17,8 @@ enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE };
 struct gs_item {
 	uint64_t start, end, bytes, stream, corr; /* end >= start (steps.c clamps a forged one) */
 	uint64_t own_ns; /* gpuspy's stack walk after the call (0: none, or not timed) */
-	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: its phase */
+	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: a call's
+					     * top-level phase, a GPU record's launching call's innermost */
 	uint16_t api;
 	uint8_t what, kind, dir, mem, async;
 	int16_t device;
@@ -94,8 +95,8 @@ int gs_replay_waits(const struct gs_item *c);
 int gs_replay_droppable_wait(const struct gs_item *c);
 /* A pageable copy worth pinning (1 MiB or more). */
 int gs_replay_pinnable(const struct gs_item *c);
-/* A device allocation or free, which a pool would serve (not the host's
- * malloc, free or mmap that --host-alloc records, nor pinned memory). */
+/* A device (or managed) allocation or free, which a pool would serve (not
+ * the host's malloc, free or mmap that --host-alloc records, nor pinned). */
 int gs_replay_poolable(const struct gs_item *c);
 
 #endif

@@ -24,7 +24,7 @@
 #include "util/xalloc.h"
 #include "util/escape.h"
 
-#define RING (1u << 20)  /* events kept: the run's last ones (pages touched as filled) */
+#define RING GS_STEPS_RING
 /* The steps replayed, the last: WINDOW_MIN, then more up to WINDOW_NS while
  * they stay the later half of the steps (an earlier, slower stretch is not
  * the steady state), WINDOW_MAX at most. A host-bound process's speed moves
@@ -510,8 +510,9 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 	size_t n = rp.n;
 	uint64_t base = gs_replay_run(&rp, GS_CH_NONE);
 	s->model_ns = base / s->window;
-	/* Tracing's cost off, a replay is the run or faster (the GPU machine's traces: 0.52-1.00 of it);
-	 * slower, it is not the run (threads that call at once share its one host clock): no replays. */
+	/* Taking tracing's cost off, a replay is the run or faster (every trace
+	 * of the GPU machine's: 0.52-1.00 of it); slower, it is not the run
+	 * (threads that call at once share its one host clock): no replays. */
 	s->replay_off = s->model_ns > s->step_ns + s->step_ns / 10;
 	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++) {
 		struct gs_step_change *c = &s->change[ch];
@@ -691,110 +692,4 @@ void gs_steps_free(struct gs_report *r)
 {
 	free(r->steps);
 	r->steps = NULL;
-}
-
-/* t from the run's first event, never wrapped (JSON Lines: any order). */
-static uint64_t since_first(const struct gs_report *r, uint64_t t) { return t > r->t_first ? t - r->t_first : 0; }
-
-void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
-{
-	const struct gs_steps *s = r->steps;
-	char a[32], b[32], c[32], d[32];
-	if (!s)
-		return;
-	fprintf(f, "\n  %sStep%s\n", st->bold, st->reset);
-	if (!s->found) {
-		fprintf(f, "  none found: no phase, range or sequence of calls repeats, so the figures are the "
-			   "run's totals\n");
-		return;
-	}
-	fprintf(f, "  %s\n", s->what);
-	if (s->kept_last)
-		fprintf(f, "  searched from %s on (a long run's step is found in its last %u events)\n",
-			gs_fmt_ns(a, since_first(r, s->searched_from)), RING);
-	fprintf(f, "  %llu steps%s, steady from %s\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
-		s->warmup_ns ? gs_fmt_ns(a, since_first(r, s->steady_from)) : s->kept_last ? "there" : "the start");
-	if (s->warmup_ns)
-		fprintf(f, "  (the %s before is warm-up: left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
-			s->gpu_ns ? "every figure a step" : "the step's time");
-	if (!s->gpu_ns) { /* no GPU records: nothing to replay the GPU's side with */
-		fprintf(f, "  a step: %s; %llu kernel %s\n  no GPU times: the savings below are bounds from the "
-			   "run's totals, warm-up included, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches,
-			gs_pl(s->launches, "launch", "launches"));
-	} else {
-		fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel %s\n", gs_fmt_ns(a, s->step_ns),
-			gs_fmt_ns(b, s->gpu_ns), s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
-			(unsigned long long)s->launches, gs_pl(s->launches, "launch", "launches"));
-		fprintf(f, "  replayed: %s a step over the last %llu (the run: %s); %s\n", gs_fmt_ns(c, s->model_ns),
-			(unsigned long long)s->window, gs_fmt_ns(d, s->step_ns), s->replay_off ?
-			"slower than the run, the model does not fit it (threads that call CUDA at once?): the savings below "
-			"are bounds from the run's totals" : "the savings below are replays");
-	}
-	uint64_t compile_ns = 0, compiles = 0; /* a framework's compilations: once a run, never a step's */
-	for (size_t i = 1; i < r->nphases; i++)
-		if (r->phases[i].compile) {
-			compile_ns += r->phases[i].wall_ns;
-			compiles += r->phases[i].count;
-		}
-	if (compiles)
-		fprintf(f, "  one-time costs: compilation %s (%llu %s), left out of every figure a step\n",
-			gs_fmt_ns(c, compile_ns), (unsigned long long)compiles, gs_pl(compiles, "time", "times"));
-	if (s->once_copies)
-		fprintf(f, "  one-time costs before the steady state: %llu host-to-device %s, %s, %s%s%s\n",
-			(unsigned long long)s->once_copies, s->once_copies == 1 ? "copy" : "copies",
-			gs_fmt_bytes(a, s->once_copy_bytes), gs_fmt_ns(b, s->once_copy_ns),
-			*s->once_where ? "\n    the largest at " : "", gs_tail_of(s->once_where, 78));
-}
-
-static const char *const change_names[GS_CH_COUNT] = { "none", "pin", "no_wait", "graph", "workers", "pool",
-						      "fuse" };
-
-void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *st)
-{
-	(void)st;
-	const struct gs_steps *s = r->steps;
-	if (!s)
-		return;
-	cJSON *j = cJSON_AddObjectToObject(o, "step");
-	cJSON_AddBoolToObject(j, "found", s->found);
-	if (!s->found)
-		return;
-	cJSON_AddStringToObject(j, "what", s->what);
-	cJSON_AddNumberToObject(j, "steps", (double)s->steps);
-	cJSON_AddNumberToObject(j, "steady_from_ns", (double)since_first(r, s->steady_from));
-	cJSON_AddNumberToObject(j, "warmup_ns", (double)s->warmup_ns);
-	cJSON_AddNumberToObject(j, "searched_from_ns", (double)since_first(r, s->searched_from));
-	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
-	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
-	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
-	cJSON_AddBoolToObject(j, "replay_is_the_run", !s->replay_off);
-	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);
-	cJSON_AddNumberToObject(j, "launches", (double)s->launches);
-	if (*s->launch_where)
-		cJSON_AddStringToObject(j, "launches_from", s->launch_where);
-	cJSON_AddNumberToObject(j, "pinned_bytes_per_s", s->pinned_bps);
-	cJSON *own = cJSON_AddObjectToObject(j, "steady_host_ns"); /* a step's, what a bound may claim */
-	cJSON_AddNumberToObject(own, "waits", (double)s->wait_host_ns);
-	cJSON_AddNumberToObject(own, "pageable_h2d", (double)s->pageable_host_ns[0]);
-	cJSON_AddNumberToObject(own, "pageable_d2h", (double)s->pageable_host_ns[1]);
-	cJSON_AddNumberToObject(own, "allocs", (double)s->alloc_host_ns);
-	cJSON_AddNumberToObject(own, "data", (double)s->data_host_ns);
-	cJSON_AddNumberToObject(own, "launches", (double)s->launch_path_ns);
-	if (s->gpu_ns) { /* without GPU records nothing was replayed */
-		cJSON *c = cJSON_AddObjectToObject(j, "replayed_savings_ns");
-		for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
-			cJSON_AddNumberToObject(c, change_names[ch], (double)s->change[ch].save_ns);
-		if (s->change[GS_CH_WORKERS].workers)
-			cJSON_AddNumberToObject(j, "loader_workers", (double)s->change[GS_CH_WORKERS].workers);
-	}
-	cJSON *once = cJSON_AddObjectToObject(j, "one_time");
-	cJSON_AddNumberToObject(once, "h2d_copies", (double)s->once_copies);
-	cJSON_AddNumberToObject(once, "h2d_bytes", (double)s->once_copy_bytes);
-	cJSON_AddNumberToObject(once, "h2d_ns", (double)s->once_copy_ns);
-	double compile_ns = 0;
-	for (size_t i = 1; i < r->nphases; i++)
-		compile_ns += r->phases[i].compile ? (double)r->phases[i].wall_ns : 0;
-	cJSON_AddNumberToObject(once, "compile_ns", compile_ns);
-	if (*s->once_where)
-		cJSON_AddStringToObject(once, "h2d_largest_at", s->once_where);
 }

@@ -11,6 +11,9 @@
 
 #include "report/replay.h"
 
+/* Events the step is searched in: the run's last ones. */
+#define GS_STEPS_RING (1u << 20)
+
 struct gs_step_change {
 	int64_t save_ns;     /* a step, replayed (may be negative: the change would cost) */
 	uint64_t count;      /* the calls it changes, in the window */
