@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The replay's edges, on made-up traces whose times are known to the
-nanosecond: where it cannot be the run (threads that call CUDA at once,
+"""The step and its replay at their edges, on made-up traces whose times
+are known to the nanosecond: a period a call short of the step; where the
+replay cannot be the run (threads that call CUDA at once,
 on its one host clock), what a change leaves as it was (the host's own
 allocations beside a pool), and the data phase with the user's ranges in
 it (docs/design.md#replay, docs/limitations.md)."""
@@ -113,3 +114,34 @@ def a_range_inside_the_data_phase_is_the_data_phases(tmp):
           f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
+
+
+@test
+def a_period_a_call_short_of_the_step_is_not_taken(tmp):
+    """A C loop's step: two pinned uploads, 30 kernels (k0-k29), a
+    synchronize and 60 us on the host, 194 us in all. The period search
+    allows a call of slack either way, so 32 calls (the second upload is 32
+    before the next step's first) also matched and, the smaller, was taken:
+    206 steps of 188.2 us, whose waits fell in fewer than all, and the
+    step's wait went unsaid. The length that recurs exactly is the step."""
+    from test_report import gpu_record
+    ev, t, corr = [], 1_000_000, 0
+    for _ in range(200):
+        for k in range(32):
+            corr += 1
+            if k < 2:
+                ev += [call("copy", "cudaMemcpyAsync", t, t + 3_000, bytes=4096, dir="h2d", host_mem="pinned",
+                            stream=0, corr=corr, **{"async": True}),
+                       gpu_record("gpu_copy", t + 1_000, 1_000, corr, bytes=4096, dir="h2d")]
+            else:
+                ev += [call("launch", "cuLaunchKernel", t, t + 3_000, name=f"k{k - 2}", grid=[1, 1, 1],
+                            block=[32, 1, 1], stream=0, corr=corr),
+                       gpu_record("gpu_kernel", t + 1_000, 2_000, corr, name=f"k{k - 2}")]
+            t += 4_000
+        ev.append(call("sync", "cudaStreamSynchronize", t, t + 5_000, stream=0))
+        t += 66_000
+    o = report_json(write_jsonl(os.path.join(tmp, "c-loop.jsonl"), ev, timing="cupti"))
+    step = o["processes"][0]["step"]
+    check(step["what"].startswith("the 33 calls that repeat on thread 7") and step["steps"] == 199
+          and step["step_ns"] == 194_000, f"{step}")
+    check("step_waits" in [d["id"] for d in o["diagnoses"]], f"diagnoses {o['diagnoses']}")

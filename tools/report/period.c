@@ -114,6 +114,15 @@ static int recurs(const uint32_t *tok, size_t n, size_t i, size_t p, size_t w)
 	return 0;
 }
 
+/* The share of calls from start that recur exactly p later. */
+static double exact(const uint32_t *tok, size_t n, size_t start, size_t p)
+{
+	size_t same = 0, all = 0;
+	for (size_t i = start; i + p < n; i++, all++)
+		same += tok[i] == tok[i + p];
+	return all ? (double)same / (double)all : 0;
+}
+
 /* Tries period p: the steady state's start and its share of matches. */
 static int try_period(const uint32_t *tok, size_t n, size_t p, size_t *start, double *match)
 {
@@ -175,6 +184,23 @@ int gs_period_find(const uint32_t *tok, size_t n, uint32_t anchor_tok, struct gs
 		out->period = p;
 		out->start = start[c];
 		out->match = match[c];
+		/* recurs() allows p/16 calls either way, so a period up to that
+		 * much short of the step's matches too (two uploads a step: the
+		 * second is a step less one call before the next step's first):
+		 * of p and the lengths just over it, the one that recurs exactly
+		 * most is the step's. */
+		double e = exact(tok, n, out->start, p);
+		for (size_t q = p + 1, w = p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0; q <= p + w && q < n; q++) {
+			size_t sq;
+			double mq, eq = exact(tok, n, out->start, q);
+			if (eq > e && try_period(tok, n, q, &sq, &mq)) {
+				e = eq;
+				out->period = q;
+				out->start = sq;
+				out->match = mq;
+			}
+		}
+		p = out->period;
 		/* A repetition begins after the wait that ends the one before
 		 * (the step's .item() or synchronize), where there is one. */
 		for (size_t i = out->start; anchor_tok && i < out->start + p; i++)
