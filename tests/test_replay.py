@@ -145,3 +145,34 @@ def a_period_a_call_short_of_the_step_is_not_taken(tmp):
     check(step["what"].startswith("the 33 calls that repeat on thread 7") and step["steps"] == 199
           and step["step_ns"] == 194_000, f"{step}")
     check("step_waits" in [d["id"] for d in o["diagnoses"]], f"diagnoses {o['diagnoses']}")
+
+
+@test
+def pinning_is_said_of_the_direction_it_saves_in(tmp):
+    """Each 1.2 ms step uploads 64 KiB from pageable memory, launches 20
+    kernels and copies 8 MiB back into pageable memory (1 ms, most of it
+    waiting for the kernels). Pinning replays the copies of 1 MiB or more,
+    here the copy back: its saving is the copy back's diagnosis's. The
+    upload's diagnosis, first, took it whole ("200 copies, 4.0 ms on the
+    host ... saves about 745 us a step") and the copy back's went unsaid."""
+    from test_report import gpu_record
+    ev, t, corr = [], 1_000_000, 0
+
+    def copy(t, d, size, way, off, gd):
+        return [call("copy", "cudaMemcpy", t, t + d, bytes=size, dir=way, host_mem="pageable", stream=0, corr=corr),
+                gpu_record("gpu_copy", t + off, gd, corr, bytes=size, dir=way)]
+    for _ in range(200):
+        corr += 1
+        ev += copy(t, 20_000, 64 << 10, "h2d", 5_000, 10_000)
+        t += 21_000
+        for k in range(20):
+            corr += 1
+            ev += [call("launch", "cuLaunchKernel", t, t + 4_000, name=f"k{k}", grid=[1, 1, 1], block=[32, 1, 1],
+                        stream=0, corr=corr), gpu_record("gpu_kernel", t + 1_000, 20_000, corr, name=f"k{k}")]
+            t += 5_000
+        corr += 1
+        ev += copy(t, 1_000_000, 8 << 20, "d2h", 300_000, 650_000)
+        t += 1_101_000
+    d = report_json(write_jsonl(os.path.join(tmp, "both-ways.jsonl"), ev, timing="cupti"))["diagnoses"]
+    pin = [(x["id"], x["saving"]["how"][:42]) for x in d if x["id"].startswith("pageable_copies")]
+    check(pin == [("pageable_copies_d2h", "the copies replayed as asynchronous copies")], f"diagnoses {d}")

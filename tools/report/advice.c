@@ -374,7 +374,11 @@ void gs_steps_diagnose(struct gs_report *r)
 		if (ch == GS_CH_GRAPH)
 			drop = 1;
 		else if (ch != GS_CH_NONE) {
-			if (ok[ch] && !used[ch]) {
+			/* Pinning replays both directions' copies: its saving is
+			 * the diagnosis's whose direction has some in the steps
+			 * (not an upload's, of small copies, from a copy back's). */
+			if (ok[ch] && !used[ch] &&
+			    (ch != GS_CH_PIN || s->pinnable[!strcmp(d->id, "pageable_copies_d2h")])) {
 				set_saving(r, d, ch);
 				used[ch] = 1;
 			} else {

@@ -539,6 +539,8 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 			const struct gs_item *x = &v[i];
 			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
 				continue;
+			if (ch == GS_CH_PIN && gs_replay_pinnable(x))
+				s->pinnable[x->dir == GSPY_DIR_d2h]++;
 			c->count += (ch == GS_CH_PIN && gs_replay_pinnable(x)) ||
 				    (ch == GS_CH_POOL && gs_replay_poolable(x)) ||
 				    (ch == GS_CH_GRAPH && x->kind == GSPY_KIND_launch && !gspy_api_graph_launch(x->api)) ||
