@@ -334,6 +334,11 @@ void gs_steps_diagnose(struct gs_report *r)
 			r->diag[i].steps = 0;
 		return;
 	}
+	/* A bound over no steps (a run with no phases has none to count) is
+	 * over the step's, unless it is a one-time cost: cut to them below. */
+	for (size_t i = 0; i < r->ndiag; i++)
+		if (r->diag[i].how && !r->diag[i].steps && !r->diag[i].once)
+			r->diag[i].steps = s->steps;
 	/* A bound ("up to", from the run's totals) worth a change is 2% of
 	 * the step at least: twice what the what-if suite's steps moved
 	 * between processes with nothing changed (healthy, upload_once:

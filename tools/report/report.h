@@ -200,6 +200,7 @@ struct gs_diag {
 	char *how;
 	int about;        /* 1: save_ns is an estimate ("about"), 0: an upper bound ("up to") */
 	int context;      /* an observation with no change to make (telemetry): shown as context */
+	int once;         /* 1: a one-time cost (steps 0: an upload before the loop, compilation) */
 };
 
 /* Analyse one trace (.gspy or JSON Lines). nofollow: as gs_input_open's.
