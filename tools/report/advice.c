@@ -321,6 +321,15 @@ static void worth_making(const struct gs_report *r, int64_t floor, int *ok)
 		ok[GS_CH_WORKERS] = 0;
 }
 
+/* A bound over no steps (a run with no phases has none to count) is over
+ * the step's, unless it is a one-time cost: gs_steps_diagnose cuts it. */
+static void over_the_steps(struct gs_report *r)
+{
+	for (size_t i = 0; i < r->ndiag; i++)
+		if (r->diag[i].how && !r->diag[i].steps && !r->diag[i].once)
+			r->diag[i].steps = r->steps->steps;
+}
+
 void gs_steps_diagnose(struct gs_report *r)
 {
 	struct gs_steps *s = r->steps;
@@ -334,11 +343,7 @@ void gs_steps_diagnose(struct gs_report *r)
 			r->diag[i].steps = 0;
 		return;
 	}
-	/* A bound over no steps (a run with no phases has none to count) is
-	 * over the step's, unless it is a one-time cost: cut to them below. */
-	for (size_t i = 0; i < r->ndiag; i++)
-		if (r->diag[i].how && !r->diag[i].steps && !r->diag[i].once)
-			r->diag[i].steps = s->steps;
+	over_the_steps(r);
 	/* A bound ("up to", from the run's totals) worth a change is 2% of
 	 * the step at least: twice what the what-if suite's steps moved
 	 * between processes with nothing changed (healthy, upload_once:
