@@ -120,8 +120,8 @@ def a_range_inside_the_data_phase_is_the_data_phases(tmp):
 def a_period_a_call_short_of_the_step_is_not_taken(tmp):
     """A C loop's step: two pinned uploads, 30 kernels (k0-k29), a
     synchronize and 60 us on the host, 194 us in all. The period search
-    allows a call of slack either way, so 32 calls (the second upload is 32
-    before the next step's first) also matched and, the smaller, was taken:
+    allows p/16 calls of slack either way (2 for 32), so 32 calls (the second
+    upload is 32 before the next step's first) also matched and, the smaller, was taken:
     206 steps of 188.2 us, whose waits fell in fewer than all, and the
     step's wait went unsaid. The length that recurs exactly is the step."""
     from test_report import gpu_record
@@ -149,33 +149,36 @@ def a_period_a_call_short_of_the_step_is_not_taken(tmp):
 
 @test
 def pinning_is_said_of_the_direction_it_saves_in(tmp):
-    """Each 1.2 ms step uploads 64 KiB from pageable memory, launches 20
+    """Each 1.2 ms step uploads from pageable memory (20 us), launches 20
     kernels and copies 8 MiB back into pageable memory (1 ms, most of it
-    waiting for the kernels). Pinning replays the copies of 1 MiB or more,
-    here the copy back: its saving is the copy back's diagnosis's. The
-    upload's diagnosis, first, took it whole ("200 copies, 4.0 ms on the
-    host ... saves about 745 us a step") and the copy back's went unsaid."""
+    waiting for the kernels). Pinning replays the copies of 1 MiB or more:
+    with an upload of 64 KiB, the copy back alone, and its saving, 745 us
+    a step, is the copy back's diagnosis's (the upload's, first, took it,
+    and the copy back's went unsaid). With an upload of 2 MiB, both ways
+    (a pinned buffer serves both), and the first diagnosis says so."""
     from test_report import gpu_record
-    ev, t, corr = [], 1_000_000, 0
 
-    def copy(t, d, size, way, off, gd):
+    def copy(t, d, size, way, off, gd, corr):
         return [call("copy", "cudaMemcpy", t, t + d, bytes=size, dir=way, host_mem="pageable", stream=0, corr=corr),
                 gpu_record("gpu_copy", t + off, gd, corr, bytes=size, dir=way)]
-    for _ in range(200):
-        corr += 1
-        ev += copy(t, 20_000, 64 << 10, "h2d", 5_000, 10_000)
-        t += 21_000
-        for k in range(20):
-            corr += 1
-            ev += [call("launch", "cuLaunchKernel", t, t + 4_000, name=f"k{k}", grid=[1, 1, 1], block=[32, 1, 1],
-                        stream=0, corr=corr), gpu_record("gpu_kernel", t + 1_000, 20_000, corr, name=f"k{k}")]
-            t += 5_000
-        corr += 1
-        ev += copy(t, 1_000_000, 8 << 20, "d2h", 300_000, 650_000)
-        t += 1_101_000
-    d = report_json(write_jsonl(os.path.join(tmp, "both-ways.jsonl"), ev, timing="cupti"))["diagnoses"]
-    pin = [(x["id"], x["saving"]["how"][:42]) for x in d if x["id"].startswith("pageable_copies")]
-    check(pin == [("pageable_copies_d2h", "the copies replayed as asynchronous copies")], f"diagnoses {d}")
+    for up in (64 << 10, 2 << 20):
+        ev, t, corr = [], 1_000_000, 0
+        for _ in range(200):
+            ev += copy(t, 20_000, up, "h2d", 5_000, 10_000, corr := corr + 1)
+            t += 21_000
+            for k in range(20):
+                ev += [call("launch", "cuLaunchKernel", t, t + 4_000, name=f"k{k}", grid=[1, 1, 1], block=[32, 1, 1],
+                            stream=0, corr=(corr := corr + 1)), gpu_record("gpu_kernel", t + 1_000, 20_000, corr,
+                                                                           name=f"k{k}")]
+                t += 5_000
+            ev += copy(t, 1_000_000, 8 << 20, "d2h", 300_000, 650_000, corr := corr + 1)
+            t += 1_101_000
+        o = report_json(write_jsonl(os.path.join(tmp, f"both-ways-{up}.jsonl"), ev, timing="cupti"))
+        pin = [(x["id"], x["saving"]["per_step_ns"], "the uploads and the copies back alike" in x["saving"]["how"])
+               for x in o["diagnoses"] if x["id"].startswith("pageable_copies")]
+        saved = o["processes"][0]["step"]["replayed_savings_ns"]["pin"]
+        want = [("pageable_copies_d2h", 745_156, False)] if up < 1 << 20 else [("pageable_copies", saved, True)]
+        check(pin == want, f"upload of {up} B: {pin}, {saved}")
 
 
 @test

@@ -75,6 +75,8 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	char m[300], bw[32], step[32], buf[600];
 	snprintf(bw, sizeof(bw), "%.1f", s->pinned_bps / 1e9);
 	snprintf(m, sizeof(m), model[ch], bw, s->pinned_from);
+	if (ch == GS_CH_PIN && s->pinnable[0] && s->pinnable[1]) /* the fix, a pinned buffer, serves both */
+		snprintf(m + strlen(m), sizeof(m) - strlen(m), ", the uploads and the copies back alike");
 	if (ch == GS_CH_WORKERS && s->change[ch].workers) {
 		/* How many workers the saving takes: the user's num_workers. */
 		const struct gs_step_change *c = &s->change[ch];
@@ -321,13 +323,37 @@ static void worth_making(const struct gs_report *r, int64_t floor, int *ok)
 		ok[GS_CH_WORKERS] = 0;
 }
 
-/* A bound over no steps (a run with no phases has none to count) is over
- * the step's, unless it is a one-time cost: gs_steps_diagnose cuts it. */
+/* A bound over no steps in a run with no phases (none to count) is over
+ * the step's, unless it is a one-time cost: gs_steps_diagnose cuts it. (A
+ * run whose phases do not repeat keeps its totals: a phase done once, a
+ * load before two epochs, is no step's.) */
 static void over_the_steps(struct gs_report *r)
 {
-	for (size_t i = 0; i < r->ndiag; i++)
+	for (size_t i = 0; r->nphases <= 1 && i < r->ndiag; i++)
 		if (r->diag[i].how && !r->diag[i].steps && !r->diag[i].once)
 			r->diag[i].steps = r->steps->steps;
+}
+
+/* Without GPU records (CUPTI off) the replay cannot say what the GPU
+ * would do: the diagnoses keep their bounds from the run's totals, cut to
+ * the steady steps' own calls of their kind and to the step (waits of a
+ * warm-up, or a long first step, over the phases' count said more than a
+ * step a step), in the order of what they save. */
+static void keep_bounds(struct gs_report *r, int64_t floor)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < r->ndiag; i++) {
+		struct gs_diag *d = &r->diag[i];
+		if (cap_to_steady(r->steps, d, floor) || cap_to_step(r->steps, d, floor)) {
+			free(d->text);
+			free(d->how);
+			continue;
+		}
+		r->diag[keep++] = *d;
+	}
+	r->ndiag = keep;
+	if (r->ndiag > 1)
+		qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);
 }
 
 void gs_steps_diagnose(struct gs_report *r)
@@ -353,22 +379,8 @@ void gs_steps_diagnose(struct gs_report *r)
 	 * H100 and replayed 5% over it, where the healthy and one-time
 	 * upload loops replay no change above 0.1% (docs/measurements.md). */
 	int64_t floor = step_share(s, 2), about_floor = step_share(s, 1);
-	/* Without GPU records (CUPTI off) the replay cannot say what the GPU
-	 * would do: the diagnoses keep their bounds from the run's totals,
-	 * cut to the steady steps' own calls of their kind and to the step
-	 * (waits of a warm-up, or a long first step, over the phases' count
-	 * said more than a step a step). */
 	if (!s->gpu_ns || s->replay_off) { /* (or a replay slower than the run: steps.h) */
-		for (size_t i = 0; i < r->ndiag; i++) {
-			struct gs_diag *d = &r->diag[i];
-			if (cap_to_steady(s, d, floor) || cap_to_step(s, d, floor)) {
-				free(d->text);
-				free(d->how);
-				continue;
-			}
-			r->diag[keep++] = *d;
-		}
-		r->ndiag = keep;
+		keep_bounds(r, floor);
 		return;
 	}
 	int jax = r->framework == GS_FW_JAX;

@@ -189,10 +189,10 @@ int gs_period_find(const uint32_t *tok, size_t n, uint32_t anchor_tok, struct gs
 		 * second is a step less one call before the next step's first):
 		 * of p and the lengths just over it, the one that recurs exactly
 		 * most is the step's. */
-		double e = exact(tok, n, out->start, p);
+		double e = exact(tok, n, start[c], p);
 		for (size_t q = p + 1, w = p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0; q <= p + w && q < n; q++) {
 			size_t sq;
-			double mq, eq = exact(tok, n, out->start, q);
+			double mq, eq = exact(tok, n, start[c], q);
 			if (eq > e && try_period(tok, n, q, &sq, &mq)) {
 				e = eq;
 				out->period = q;
