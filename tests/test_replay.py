@@ -205,3 +205,33 @@ def a_bound_in_a_program_without_phases_is_a_steps(tmp):
         d = report_json(write_jsonl(os.path.join(tmp, f"c-{every}.jsonl"), ev))["diagnoses"]
         pin = [x["saving"]["per_step_ns"] for x in d if x["id"] == "pageable_copies"]
         check(pin == ([2_000_000] if every else []), f"every step {every}: {d}")
+
+
+@test
+def a_wait_on_another_thread_keeps_the_step_whole(tmp):
+    """No phases: the main thread (7) launches 6 forward kernels, autograd's
+    (8) 12 backward ones, the main thread 4 optimizer kernels and copies the
+    loss back (.item()), then 40 us of Python: 225 us a step. Thread 8
+    launches most, and its 12 calls repeat with no wait of its own, so a
+    period of under 16 launches was grouped into two: 149 steps of 450 us,
+    "waits for the GPU 2 times". Another thread's wait in the period keeps
+    it whole: 299 steps of 225 us, 22 launches, one wait."""
+    from test_report import gpu_record
+    ev, t, corr = [], 1_000_000, 0
+    for _ in range(300):
+        calls = [(7, "fwd", k) for k in range(6)] + [(8, "bwd", k) for k in range(12)]
+        for tid, name, k in calls + [(7, "opt", k) for k in range(4)]:
+            corr += 1
+            ev += [call("launch", "cuLaunchKernel", t, t + 5_000, tid, name=f"{name}{k}", grid=[1, 1, 1],
+                        block=[32, 1, 1], stream=0, corr=corr), gpu_record("gpu_kernel", t + 1_000, 9_000, corr,
+                                                                           name=f"{name}{k}")]
+            t += 8_000
+        corr += 1
+        ev += [call("copy", "cudaMemcpyAsync", t, t + 8_000, bytes=4, dir="d2h", host_mem="pageable", stream=0,
+                    corr=corr), gpu_record("gpu_copy", t + 6_000, 1_000, corr, bytes=4, dir="d2h")]
+        t += 49_000
+    ev.sort(key=lambda e: e["start_ns"])
+    o = report_json(write_jsonl(os.path.join(tmp, "two-threads.jsonl"), ev, timing="cupti", threads=2))
+    step, d = o["processes"][0]["step"], o["diagnoses"]
+    check(step["steps"] == 299 and step["launches"] == 22 and abs(step["step_ns"] - 225_000) <= 10, f"{step}")
+    check(d and d[0]["id"] == "step_waits" and d[0]["text"].startswith("Each step waits for the GPU once"), f"{d}")

@@ -166,6 +166,12 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 				launches += v[at[j]].kind == GSPY_KIND_launch;
 				waits += gs_replay_waits(&v[at[j]]);
 			}
+			/* Another thread's wait in the period is the step's too (PyTorch's
+			 * .item() on the main thread, backward launched on autograd's). */
+			uint64_t t0 = first < m ? v[at[first]].start : UINT64_MAX,
+				 t1 = first + per->period < m ? v[at[first + per->period]].start : UINT64_MAX;
+			for (size_t i = 0; !waits && launches < GROUP_LAUNCHES && i < n; i++)
+				waits += v[i].start >= t0 && v[i].start < t1 && gs_replay_waits(&v[i]);
 			if (!waits && launches < GROUP_LAUNCHES) {
 				size_t group = (GROUP_LAUNCHES + (launches ? launches : 1) - 1) / (launches ? launches : 1);
 				per->period *= group;
