@@ -41,6 +41,12 @@ static int change_of(const char *id, int jax, int graph)
 	return GS_CH_NONE;
 }
 
+/* 1: d is of the copies back (pageable_copies_d2h), 0: of the uploads. */
+static int copy_back(const struct gs_diag *d)
+{
+	return !strcmp(d->id, "pageable_copies_d2h");
+}
+
 /* Telemetry's observations: context, not changes to make. */
 static int observation(const char *id)
 {
@@ -75,13 +81,14 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	char m[300], bw[32], step[32], buf[600];
 	snprintf(bw, sizeof(bw), "%.1f", s->pinned_bps / 1e9);
 	snprintf(m, sizeof(m), model[ch], bw, s->pinned_from);
+	size_t k = strlen(m);
 	if (ch == GS_CH_PIN && s->pinnable[0] && s->pinnable[1]) /* the fix, a pinned buffer, serves both */
-		snprintf(m + strlen(m), sizeof(m) - strlen(m), ", the uploads and the copies back alike");
+		snprintf(m + k, sizeof(m) - k, ", the uploads and the copies back alike");
 	if (ch == GS_CH_WORKERS && s->change[ch].workers) {
 		/* How many workers the saving takes: the user's num_workers. */
 		const struct gs_step_change *c = &s->change[ch];
 		char load[32], to[32];
-		size_t k = strlen(m);
+		k = strlen(m);
 		unsigned long long n = (unsigned long long)c->workers;
 		int64_t left = (int64_t)s->model_ns - c->save_ns; /* the step replayed with the workers */
 		uint64_t after = left > 0 ? (uint64_t)left : 0;
@@ -279,7 +286,7 @@ static int cap_to_steady(const struct gs_steps *s, struct gs_diag *d, int64_t fl
 	if (!strcmp(d->id, "sync_stalls"))
 		own = s->wait_host_ns;
 	else if (!strcmp(d->id, "pageable_copies") || !strcmp(d->id, "pageable_copies_d2h"))
-		own = s->pageable_host_ns[!strcmp(d->id, "pageable_copies_d2h")];
+		own = s->pageable_host_ns[copy_back(d)];
 	else if (!strcmp(d->id, "allocation_churn"))
 		own = s->alloc_host_ns;
 	else if (!strcmp(d->id, "data_starvation"))
@@ -329,7 +336,9 @@ static void worth_making(const struct gs_report *r, int64_t floor, int *ok)
  * load before two epochs, is no step's.) */
 static void over_the_steps(struct gs_report *r)
 {
-	for (size_t i = 0; r->nphases <= 1 && i < r->ndiag; i++)
+	if (r->nphases > 1)
+		return;
+	for (size_t i = 0; i < r->ndiag; i++)
 		if (r->diag[i].how && !r->diag[i].steps && !r->diag[i].once)
 			r->diag[i].steps = r->steps->steps;
 }
@@ -400,7 +409,7 @@ void gs_steps_diagnose(struct gs_report *r)
 			 * the diagnosis's whose direction has some in the steps
 			 * (not an upload's, of small copies, from a copy back's). */
 			if (ok[ch] && !used[ch] &&
-			    (ch != GS_CH_PIN || s->pinnable[!strcmp(d->id, "pageable_copies_d2h")])) {
+			    (ch != GS_CH_PIN || s->pinnable[copy_back(d)])) {
 				set_saving(r, d, ch);
 				used[ch] = 1;
 			} else {

@@ -39,6 +39,13 @@ static void saving(struct gs_report *r, uint64_t save_ns, int about, const char 
 	d->how = xstrdup(buf);
 }
 
+/* The last diagnosis's saving is a one-time cost: over no steps. */
+static void once(struct gs_report *r)
+{
+	r->diag[r->ndiag - 1].steps = 0;
+	r->diag[r->ndiag - 1].once = 1;
+}
+
 /* What pinning the pageable copies of one direction saves: their host
  * time less the same bytes at the pinned bandwidth this run measured on
  * the GPU (CUPTI), an estimate; without a pinned copy to measure, their
@@ -263,7 +270,7 @@ static void pageable(struct gs_report *r, uint64_t span)
 	if (h->count && !one_off) {
 		pin_saving(r, GSPY_DIR_h2d);
 		if (r->phases_repeat && !r->pageable_h2d_warm)
-			r->diag[r->ndiag - 1].steps = 0, r->diag[r->ndiag - 1].once = 1; /* before the loop, once */
+			once(r); /* copies made once, before the loop: not a step's */
 	}
 	if (d->count >= 10) {
 		add(r, "pageable_copies_d2h",
@@ -704,7 +711,7 @@ static void compilation(struct gs_report *r, uint64_t span)
 	    100.0 * (double)c->wall_ns / (double)span, runs, advice(r, ADV_COMPILE));
 	saving(r, c->wall_ns, 0, "the compilations' time, which a run that finds its programs in the persistent "
 	       "cache does not spend");
-	r->diag[r->ndiag - 1].steps = 0, r->diag[r->ndiag - 1].once = 1; /* once a run, not a step */
+	once(r); /* once a run, not a step */
 }
 
 void gs_report_diagnose(struct gs_report *r)

@@ -103,6 +103,12 @@ static size_t candidates(const uint32_t *tok, size_t n, size_t *out)
 	return m;
 }
 
+/* How many calls either way a call may recur from a period p later. */
+static size_t slack(size_t p)
+{
+	return p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0;
+}
+
 /* tok[i] recurs a period later, give or take w calls. */
 static int recurs(const uint32_t *tok, size_t n, size_t i, size_t p, size_t w)
 {
@@ -127,7 +133,7 @@ static double exact(const uint32_t *tok, size_t n, size_t start, size_t p)
 static int try_period(const uint32_t *tok, size_t n, size_t p, size_t *start, double *match)
 {
 	size_t end = n - p; /* tok[i] is compared with tok[i + p] for i < end */
-	size_t w = p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0;
+	size_t w = slack(p);
 	/* The run's end (a last synchronize, a final copy back) is no
 	 * repetition: up to two periods of it are left off. */
 	for (size_t k = 0; k < 2 * p && end > 0 && !recurs(tok, n, end - 1, p, w); k++)
@@ -190,7 +196,7 @@ int gs_period_find(const uint32_t *tok, size_t n, uint32_t anchor_tok, struct gs
 		 * of p and the lengths just over it, the one that recurs exactly
 		 * most is the step's. */
 		double e = exact(tok, n, start[c], p);
-		for (size_t q = p + 1, w = p >= 16 ? (p / 16 < 8 ? p / 16 : 8) : 0; q <= p + w && q < n; q++) {
+		for (size_t q = p + 1; q <= p + slack(p) && q < n; q++) {
 			size_t sq;
 			double mq, eq = exact(tok, n, start[c], q);
 			if (eq > e && try_period(tok, n, q, &sq, &mq)) {

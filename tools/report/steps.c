@@ -24,7 +24,6 @@
 #include "util/xalloc.h"
 #include "util/escape.h"
 
-#define RING GS_STEPS_RING
 /* The steps replayed, the last: WINDOW_MIN, then more up to WINDOW_NS while
  * they stay the later half of the steps (an earlier, slower stretch is not
  * the steady state), WINDOW_MAX at most. A host-bound process's speed moves
@@ -68,7 +67,7 @@ static struct gs_step_ring *ring(struct gs_pass *p)
 {
 	if (!p->steps) {
 		struct gs_step_ring *g = calloc(1, sizeof(*g));
-		if (g && !(g->v = malloc(RING * sizeof(*g->v)))) {
+		if (g && !(g->v = malloc(GS_STEPS_RING * sizeof(*g->v)))) {
 			free(g);
 			g = NULL;
 		}
@@ -83,11 +82,11 @@ static struct gs_item *push(struct gs_pass *p)
 	if (!g)
 		return NULL;
 	g->seen++;
-	struct gs_item *it = &g->v[(g->head + g->n) % RING];
-	if (g->n < RING)
+	struct gs_item *it = &g->v[(g->head + g->n) % GS_STEPS_RING];
+	if (g->n < GS_STEPS_RING)
 		g->n++;
 	else
-		g->head = (g->head + 1) % RING;
+		g->head = (g->head + 1) % GS_STEPS_RING;
 	memset(it, 0, sizeof(*it));
 	return it;
 }
@@ -414,8 +413,8 @@ static struct gs_item *linear(struct gs_step_ring *g)
 {
 	if (g->head) { /* only a full ring wraps: rotated left by its head */
 		reverse(g->v, 0, g->head);
-		reverse(g->v, g->head, RING);
-		reverse(g->v, 0, RING);
+		reverse(g->v, g->head, GS_STEPS_RING);
+		reverse(g->v, 0, GS_STEPS_RING);
 		g->head = 0;
 	}
 	return g->v;
@@ -476,7 +475,7 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->found = 1;
 	s->steps = nb - 1;
 	s->steady_from = b[0];
-	s->kept_last = p->steps->seen > RING;
+	s->kept_last = p->steps->seen > GS_STEPS_RING;
 	/* No warm-up is seen in a long run's events that were not kept, nor
 	 * in the part of a step the kept ones begin in. */
 	s->searched_from = s->kept_last && n && v[0].start > r->t_first ? v[0].start : r->t_first;
