@@ -384,6 +384,9 @@ def report_of_many_traces_keeps_memory_bounded(tmp):
     rc, peak_kib = (int(x) for x in p.stderr.split()[-2:])
     check(rc == 0, f"report: exit {rc}")
     check(b"60 processes" in p.stdout and b"(prog_stacks.c:" in p.stdout, f"report: {p.stdout[:400]!r}")
+    if SANITIZED:
+        # ASan's quarantine alone keeps up to 256 MiB of freed memory.
+        raise Skip("read and symbolized; a sanitizer's quarantine and shadow make the peak not ours")
     check(peak_kib < 100 * 1024, f"peak resident memory {peak_kib // 1024} MiB")
 
 
