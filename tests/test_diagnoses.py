@@ -369,11 +369,12 @@ def pinning_saving_at_the_measured_pinned_bandwidth(tmp):
 @test
 def graph_saving_keeps_one_launch_a_step(tmp):
     """Launch-bound: folding a step's launches into one graph launch saves
-    at most the launch calls' host time less one launch a step: 4 steps of
-    1000 launches of 4 us each (16 ms) keep 4 x 4 us. Four phases are too
-    few to repeat: the report's step is 16 of the launches (249 steps),
-    and the bound, over fewer steps than that, is over the step's steps
-    (docs/commands.md, Savings)."""
+    at most the launch calls' host time less one launch a step: 4 phases
+    of 1000 launches of 4 us each (16 ms). Four phases are too few to
+    repeat: the report's step is 16 of the launches (249 steps), and the
+    bound, over fewer steps than that, is over the step's steps
+    (docs/commands.md, Savings), which keep 249 x 4 us (4 x 4 us, one a
+    phase, said a launch a step too many)."""
     ev = []
     for step in range(4):
         t0 = 1_000_000 + step * 10_000_000
@@ -387,7 +388,7 @@ def graph_saving_keeps_one_launch_a_step(tmp):
     o = report_json(write_jsonl(os.path.join(tmp, "launches.jsonl"), ev))
     d = [x for x in o["diagnoses"] if x["id"] == "launch_bound"]
     check(o["processes"][0]["step"]["steps"] == 249, f"step {o['processes'][0]['step']}")
-    check(len(d) == 1 and d[0]["saving"]["ns"] == 16_000_000 - 4 * 4000 and d[0]["saving"]["steps"] == 249 and
+    check(len(d) == 1 and d[0]["saving"]["ns"] == 16_000_000 - 249 * 4000 and d[0]["saving"]["steps"] == 249 and
           d[0]["saving"]["how"] == "the 4000 launch calls' host time, 16.0 ms, less one launch (4.0 us) per step",
           f"launch-bound saving {d}")
 
@@ -499,8 +500,8 @@ def a_bound_over_fewer_steps_than_the_steps_is_cut_in_all(tmp):
     each in the first epoch, 10 us after. Four phase begins are too few to
     repeat, so the step is the launcher's: 16 launches (no wait: grouped),
     63 whole steps, the last 40 of 160 us. launch_bound's bound, the
-    launches' 15.36 ms less one launch (15 us) for each of the 4 epochs,
-    15.3 ms, is more than 63 steps of 160 us give back (no GPU work; the
+    launches' 15.36 ms less one launch (15 us) for each of the 63 steps,
+    14.4 ms, is more than 63 steps of 160 us give back (no GPU work; the
     steady steps' own launches take all of it): it is cut in all to 63 x
     160,000 = 10,080,000 ns, and is then over the step's 63 steps: 160,000
     ns a step, the step's own time. Cut per step
@@ -527,16 +528,17 @@ def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
     no GPU records, in 4 occurrences of phase 'epoch', each 256 kernel
     launches of 5 us, 5 us apart. The step is the launcher's 16 launches,
     63 steps of 160 us. launch_bound's bound, the launches' 5.12 ms less
-    one launch (5 us) for each of the 4 epochs, 5,100,000 ns, is under 63
-    steps of 160 us: not cut, and over the 63 steps, 80,952 ns a step.
-    Kept over its 4 epochs, it said "1.3 ms a step" of a 160 us step."""
+    one launch (5 us) for each of the 63 steps it is over, 4,805,000 ns, is
+    under 63 steps of 160 us: not cut, 76,269 ns a step. Kept over its 4
+    epochs, it said "1.3 ms a step" of a 160 us step; less one launch an
+    epoch but over 63 steps, 80,952 ns (a launch a step too many)."""
     path, o = epochs(tmp, lambda e: (5_000, 10_000))
     d = o["diagnoses"]
     check(len(d) == 1 and d[0]["id"] == "launch_bound" and d[0]["saving"] == {
-        "ns": 5_100_000, "steps": 63, "per_step_ns": 80_952, "bound": "upper",
+        "ns": 4_805_000, "steps": 63, "per_step_ns": 76_269, "bound": "upper",
         "how": "the 1024 launch calls' host time, 5.1 ms, less one launch (5.0 us) per step"}, f"diagnoses {d}")
     text = report_text(path)
-    check("Saves up to 81.0 us a step (5.1 ms over 63 steps): the 1024 launch calls' host time, 5.1 ms, less "
+    check("Saves up to 76.3 us a step (4.8 ms over 63 steps): the 1024 launch calls' host time, 5.1 ms, less "
           "one launch (5.0 us) per step." in " ".join(text.split()), text)
 
 

@@ -424,11 +424,22 @@ static void stalls(struct gs_report *r)
 	}
 }
 
+/* The steps a bound is over in the end (advice.c's over_the_steps and
+ * cut_bound): PyTorch's or the phases', or the step's where they are more
+ * (a run with no phases: theirs alone). */
+static uint64_t bound_steps(const struct gs_report *r)
+{
+	uint64_t steps = gs_mem_steps(r);
+	if (r->steps && r->steps->found && r->steps->steps > steps)
+		steps = r->steps->steps;
+	return steps;
+}
+
 /* Folding a step's launches into one graph launch: the launch calls' host
  * time less one launch (at their mean) per step. */
 static uint64_t fold_saving(struct gs_report *r, uint64_t launch_n, uint64_t launch_ns)
 {
-	uint64_t steps = gs_mem_steps(r), left = steps ? steps : 1;
+	uint64_t steps = bound_steps(r), left = steps ? steps : 1;
 	if (!launch_n)
 		return 0;
 	double mean = (double)launch_ns / (double)launch_n;
@@ -437,7 +448,7 @@ static uint64_t fold_saving(struct gs_report *r, uint64_t launch_n, uint64_t lau
 
 static void graph_saving(struct gs_report *r, uint64_t launch_n, uint64_t launch_ns)
 {
-	uint64_t steps = gs_mem_steps(r);
+	uint64_t steps = bound_steps(r);
 	char a[32], m[32];
 	saving(r, fold_saving(r, launch_n, launch_ns), 0,
 	       "the %llu launch calls' host time, %s, less one launch (%s) per %s", (unsigned long long)launch_n,
