@@ -340,7 +340,7 @@ def a_pool_instead_of_malloc_and_free_is_replayed_exactly(tmp):
     path = write_jsonl(os.path.join(tmp, "pool.jsonl"), ev, timing="cupti")
     o = report_json_of(path)
     step = o["processes"][0]["step"]
-    check(step["what"] == "the cycle of phases step" and step["replayed_step_ns"] == 1_485_100, f"step {step}")
+    check(step["what"] == "PyTorch's optimizer steps: step" and step["replayed_step_ns"] == 1_485_100, f"step {step}")
     churn = [d for d in o["diagnoses"] if d["id"] == "allocation_churn"]
     check(len(churn) == 1 and churn[0]["saving"]["per_step_ns"] == 484_832
           and churn[0]["saving"]["how"].startswith("the allocations and frees replayed from a pool"),
@@ -478,7 +478,7 @@ def loader_workers_are_replayed_exactly(tmp):
     path = write_jsonl(os.path.join(tmp, "data.jsonl"), ev, timing="cupti")
     o = report_json_of(path)
     step = o["processes"][0]["step"]
-    check(step["what"] == "the cycle of phases data, forward" and step["step_ns"] == 1_000_000
+    check(step["what"] == "PyTorch's optimizer steps: data, forward" and step["step_ns"] == 1_000_000
           and step["replayed_step_ns"] == 991_900 and step["replayed_savings_ns"]["workers"] == 790_000, f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
@@ -794,7 +794,7 @@ def loader_workers_take_a_stack_walk_off_once(tmp):
         f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
     o = report_json_of(path)
     step = o["processes"][0]["step"]
-    check(step["what"] == "the cycle of phases data, forward" and step["step_ns"] == 1_000_000 and
+    check(step["what"] == "PyTorch's optimizer steps: data, forward" and step["step_ns"] == 1_000_000 and
           step["replayed_step_ns"] == 937_100 and step["replayed_savings_ns"]["workers"] == 640_000, f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 640_000, f"diagnoses {d}")

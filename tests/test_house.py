@@ -246,12 +246,13 @@ ROOM_EXCEPTIONS = set()
 # Files under tools/report/ that are no section: the pass and its
 # timeline, the table, the results' own code, the merge's frame, what the
 # diagnoses are made with, the series over time, the frameworks, the
-# program's own period (an algorithm the steps are found with), the
+# program's own period and where the steps begin (the algorithms the steps
+# are found with), the
 # replay and the advice made from it (the steps section's diagnose), the
 # steps section's text and JSON (steps_show.c: steps.c finds and replays),
 # and the faulted kernel the steps section finds, said in the process's lines.
 NOT_SECTIONS = {"pass.c", "timeline.c", "sections.c", "report.c", "merge.c", "diag.c", "series.c",
-                "frameworks.c", "period.c", "replay.c", "advice.c", "fault.c", "steps_show.c"}
+                "frameworks.c", "period.c", "bounds.c", "replay.c", "advice.c", "fault.c", "steps_show.c"}
 
 
 @test

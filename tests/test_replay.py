@@ -110,7 +110,7 @@ def a_range_inside_the_data_phase_is_the_data_phases(tmp):
     ev.sort(key=lambda e: e["start_ns"])
     o = report_json(write_jsonl(os.path.join(tmp, "augment.jsonl"), ev, timing="cupti"))
     step = o["processes"][0]["step"]
-    check(step["what"] == "the cycle of phases data, forward" and step["replayed_savings_ns"]["workers"] == 790_000,
+    check(step["what"] == "PyTorch's optimizer steps: data, forward" and step["replayed_savings_ns"]["workers"] == 790_000,
           f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
@@ -235,3 +235,84 @@ def a_wait_on_another_thread_keeps_the_step_whole(tmp):
     step, d = o["processes"][0]["step"], o["diagnoses"]
     check(step["steps"] == 299 and step["launches"] == 22 and abs(step["step_ns"] - 225_000) <= 10, f"{step}")
     check(d and d[0]["id"] == "step_waits" and d[0]["text"].startswith("Each step waits for the GPU once"), f"{d}")
+
+
+def helper_loop(path, epochs, steps, evals, every, gan=False):
+    """The PyTorch helper's phases (their step: the optimizer steps done) of
+    a training loop, 1 ms a step: data 200 us, zero_grad (an "optimizer"
+    phase too), forward and backward launching 5 kernels each, the
+    optimizer's 2, then .item(), a 50 us copy back. An evaluation batch,
+    400 us: data 100 us, forward, .item(). `evals` batches after the last
+    epoch, or after every one. gan: a second optimizer's zero_grad,
+    forward, backward and step after the first's (2 ms a step)."""
+    from test_report import gpu_record, phase_event
+    ev, t, corr, step = [], 1_000_000, 0, 0
+
+    def phase(name, work):
+        nonlocal t, corr
+        ev.append(phase_event(True, t, name, step))
+        t += work
+        for _ in range(5 if name in ("forward", "backward") else 2 if name == "optimizer" and not work else 0):
+            corr += 1
+            ev.extend([call("launch", "cuLaunchKernel", t, t + 5_000, name=f"{name}{corr % 5}", grid=[1, 1, 1],
+                            block=[32, 1, 1], stream=0, corr=corr),
+                       gpu_record("gpu_kernel", t + 8_000, 30_000, corr, name=f"{name}{corr % 5}")])
+            t += 20_000
+        ev.append(phase_event(False, t, name, step))
+
+    def item(t0, period):
+        nonlocal t, corr
+        corr += 1
+        ev.extend([call("copy", "cudaMemcpyAsync", t, t + 50_000, bytes=4, dir="d2h", host_mem="pageable", stream=0,
+                        corr=corr), gpu_record("gpu_copy", t + 45_000, 2_000, corr, bytes=4, dir="d2h")])
+        t = t0 + period
+
+    for e in range(epochs):
+        for _ in range(steps):
+            t0 = t
+            phase("data", 200_000), phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0)
+            phase("optimizer", 0)
+            step += 1
+            if gan:
+                phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0), phase("optimizer", 0)
+                step += 1
+            item(t0, 2_000_000 if gan else 1_000_000)
+        for _ in range(evals if every or e == epochs - 1 else 0):
+            t0 = t
+            phase("data", 100_000), phase("forward", 0)
+            item(t0, 400_000)
+    ev.sort(key=lambda x: x["start_ns"])
+    return write_jsonl(path, ev, timing="cupti")
+
+
+@test
+def an_evaluation_is_not_taken_for_the_training_step(tmp):
+    """The helper's phases, 60 training steps of 1 ms then 30 evaluation
+    batches of 400 us: the cycle of phases took the evaluation's (data,
+    forward) for the loop, 29 steps of 400 us, the training for warm-up.
+    Its step count marks PyTorch's optimizer steps: 60 steps of 1 ms, the
+    .item() wait replayed as without the evaluation (61,940 ns a step).
+    With 10 evaluation batches after each of 4 epochs of 20 steps, the
+    step was the epoch (4 of 22 ms, "waits 26.5 times"): now 80 steps of
+    1 ms, the 3 that hold an evaluation left out of the replay, which is
+    the last epoch's 19 after its first. Two optimizers taking turns (a
+    GAN's) count two steps an iteration: a step of the two."""
+    def step_of(path):
+        o = report_json(path)
+        return o["processes"][0]["step"], [(d["id"], d["saving"]["per_step_ns"]) for d in o["diagnoses"]]
+    plain = step_of(helper_loop(os.path.join(tmp, "plain.jsonl"), 1, 60, 0, False))
+    check(plain[0]["steps"] == 59 and plain[1] == [("step_waits", 61_940)], f"no evaluation: {plain}")
+    step, d = step_of(helper_loop(os.path.join(tmp, "end.jsonl"), 1, 60, 30, False))
+    check(step["what"] == "PyTorch's optimizer steps: data, optimizer, forward, backward, optimizer" and step["steps"] == 60
+          and step["step_ns"] == 1_000_000 and d == plain[1], f"evaluation at the end: {step}, {d}")
+    path = helper_loop(os.path.join(tmp, "every.jsonl"), 4, 20, 10, True)
+    step, d = step_of(path)
+    check((step["steps"], step["step_ns"], step["replayed_steps"], step["steps_with_other_phases"])
+          == (80, 1_000_000, 19, 3) and [x for x, _ in d] == ["step_waits"] and abs(d[0][1] - 61_940) < 500,
+          f"an evaluation every epoch: {step}, {d}")
+    step, d = step_of(helper_loop(os.path.join(tmp, "gan.jsonl"), 1, 60, 0, False, gan=True))
+    check((step["steps"], step["step_ns"], step["launches"]) == (59, 2_000_000, 24) and step["what"].startswith(
+        "PyTorch's optimizer steps, two a step (two optimizers take turns): data, optimizer, ..."), f"two optimizers: {step}")
+    text = report_text(path)
+    check("  80 steps, steady from the start\n  3 of them with other phases too (an evaluation?) are left out of "
+          "the replay\n" in text and "Each step waits for the GPU once," in text, text)

@@ -339,7 +339,7 @@ static void note_recorded(struct sim *m, const struct gs_item *c)
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
+int gs_cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
@@ -354,7 +354,7 @@ uint64_t gs_replay_median_launch(const struct gs_item *v, size_t n, uint64_t ta,
 		    !gspy_api_graph_launch(v[i].api))
 			d[m++] = v[i].end - v[i].start;
 	if (m) {
-		qsort(d, m, sizeof(*d), cmp_u64);
+		qsort(d, m, sizeof(*d), gs_cmp_u64);
 		x = d[m / 2];
 	}
 	free(d);

@@ -15,7 +15,8 @@
  * top-level phase's begin (what). */
 enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE };
 struct gs_item {
-	uint64_t start, end, bytes, stream, corr; /* end >= start (steps.c clamps a forged one) */
+	uint64_t start, end, bytes, stream, corr; /* end >= start (steps.c clamps a forged one); a phase's
+						    * corr: the PyTorch helper's step count + 1 (0: none) */
 	uint64_t own_ns; /* gpuspy's stack walk after the call (0: none, or not timed) */
 	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: a call's
 					     * top-level phase, a GPU record's launching call's innermost */
@@ -91,6 +92,9 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change);
 /* Whether a call waits for the GPU (a synchronize, a blocking copy, a
  * free that synchronizes) and, of those, whether it is a wait the program
  * could drop (a synchronize, or a small copy back: its cost is the wait). */
+/* qsort's comparison of two uint64_t, ascending. */
+int gs_cmp_u64(const void *a, const void *b);
+
 int gs_replay_waits(const struct gs_item *c);
 int gs_replay_droppable_wait(const struct gs_item *c);
 /* A pageable copy worth pinning (1 MiB or more). */

@@ -2,10 +2,11 @@
 /*
  * The step section (steps.h): the repeated unit of work of any program. The
  * pass keeps the latest events in a ring (bounded memory); at its end the step
- * is found: the cycle of top-level phases (PyTorch's data, forward, backward,
- * optimizer; an NVTX range or the user's phase; XLA's runs of a jitted
- * function) when it repeats, else the program's own period, the repeating
- * kernels, copies and waits of the thread that launches most (period.c). What
+ * is found (bounds.c): PyTorch's optimizer steps where the helper counted
+ * them, else the cycle of top-level phases (an NVTX range or the user's
+ * phase; XLA's runs of a jitted function) when it repeats, else the
+ * program's own period, the repeating kernels, copies and waits of the
+ * thread that launches most (period.c). What
  * comes before the steady state is warm-up (compilation, autotuning, uploads),
  * left out of every figure a step. The last steps are then replayed
  * (replay.c), once as they ran and once per change.
@@ -14,15 +15,14 @@
 #include <string.h>
 
 #include "read/reader.h"
+#include "report/bounds.h"
 #include "report/diag.h"
 #include "report/pass.h"
-#include "report/period.h"
 #include "report/section.h"
 #include "report/sites.h"
 #include "report/steps.h"
 #include "util/units.h"
 #include "util/xalloc.h"
-#include "util/escape.h"
 
 /* The steps replayed, the last: WINDOW_MIN, then more up to WINDOW_NS while
  * they stay the later half of the steps (an earlier, slower stretch is not
@@ -105,6 +105,7 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	if (feed == GS_FEED_PHASE) {
 		it->what = GS_IT_PHASE;
 		it->tok = (uint32_t)phase + 1;
+		it->corr = ev->has_step && ev->step < UINT64_MAX ? ev->step + 1 : 0;
 		return;
 	}
 	it->what = feed == GS_FEED_GPU ? GS_IT_GPU : GS_IT_CALL;
@@ -122,133 +123,6 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	it->own_ns = ev->own_ns;
 	if (it->what == GS_IT_CALL)
 		it->tok = token(ev);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Step boundaries from the period of the tokens of the items sel picked:
- * the times of the repetitions' first items. Returns how many (reps + 1
- * where the next repetition began, else reps), 0 with no period. */
-static int is_phase(const struct gs_item *it, uint32_t unused)
-{
-	(void)unused;
-	return it->what == GS_IT_PHASE;
-}
-
-/* A period of a few launches and no wait (a C loop that launches one
- * kernel, over and over) is grouped into steps of GROUP_LAUNCHES launches
- * at least: what a graph of the loop's iterations would hold. */
-#define GROUP_LAUNCHES 16
-
-static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const struct gs_item *, uint32_t),
-			 uint32_t arg, uint32_t anchor, uint64_t **out, struct gs_period *per)
-{
-	size_t m = 0;
-	uint32_t *tok = malloc((n ? n : 1) * sizeof(*tok));
-	size_t *at = malloc((n ? n : 1) * sizeof(*at));
-	size_t nb = 0;
-	*out = NULL;
-	if (tok && at) {
-		for (size_t i = 0; i < n; i++)
-			if (sel(&v[i], arg)) {
-				tok[m] = v[i].tok;
-				at[m++] = i;
-			}
-		int found = gs_period_find(tok, m, anchor, per) == 1;
-		if (found && sel != is_phase) {
-			size_t launches = 0, waits = 0, first = per->start + per->anchor;
-			for (size_t j = first; j < first + per->period && j < m; j++) {
-				launches += v[at[j]].kind == GSPY_KIND_launch;
-				waits += gs_replay_waits(&v[at[j]]);
-			}
-			/* Another thread's wait in the period is the step's too (PyTorch's
-			 * .item() on the main thread, backward launched on autograd's). */
-			uint64_t t0 = first < m ? v[at[first]].start : UINT64_MAX,
-				 t1 = first + per->period < m ? v[at[first + per->period]].start : UINT64_MAX;
-			for (size_t i = 0; !waits && launches < GROUP_LAUNCHES && i < n; i++)
-				waits += v[i].start >= t0 && v[i].start < t1 && gs_replay_waits(&v[i]);
-			if (!waits && launches < GROUP_LAUNCHES) {
-				size_t group = (GROUP_LAUNCHES + (launches ? launches : 1) - 1) / (launches ? launches : 1);
-				per->period *= group;
-				per->reps /= group;
-			}
-		}
-		if (found && per->reps >= 3) {
-			*out = xrealloc(NULL, (per->reps + 1) * sizeof(**out));
-			for (size_t k = 0; k <= per->reps; k++) {
-				size_t j = per->start + per->anchor + k * per->period;
-				if (j < m)
-					(*out)[nb++] = v[at[j]].start;
-			}
-		}
-	}
-	free(tok);
-	free(at);
-	for (size_t k = 1; k < nb; k++)
-		if ((*out)[k] <= (*out)[k - 1])
-			nb = 0; /* not in time order (a JSON Lines file written out of order): no step */
-	if (nb < 4) {
-		free(*out);
-		*out = NULL;
-		return 0;
-	}
-	return nb;
-}
-
-
-static int thread_work(const struct gs_item *it, uint32_t tid)
-{
-	return it->what == GS_IT_CALL && it->tid == tid &&
-	       (it->kind == GSPY_KIND_launch || it->kind == GSPY_KIND_copy || it->kind == GSPY_KIND_memset ||
-		it->kind == GSPY_KIND_sync);
-}
-
-/* The thread that launches most; the token of its most frequent wait
- * (a step ends with it, where the program waits once a step). */
-static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
-{
-	struct count { uint32_t key, n; } t[64], w[16];
-	size_t nt = 0;
-	size_t nw = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].what != GS_IT_CALL || v[i].kind != GSPY_KIND_launch)
-			continue;
-		size_t k = 0;
-		while (k < nt && t[k].key != v[i].tid)
-			k++;
-		if (k == nt && nt < 64)
-			t[nt++] = (struct count){ v[i].tid, 0 };
-		if (k < nt)
-			t[k].n++;
-	}
-	uint32_t best = 0, bn = 0;
-	for (size_t k = 0; k < nt; k++)
-		if (t[k].n > bn) {
-			bn = t[k].n;
-			best = t[k].key;
-		}
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].tid != best || !gs_replay_droppable_wait(&v[i]))
-			continue;
-		size_t k = 0;
-		while (k < nw && w[k].key != v[i].tok)
-			k++;
-		if (k == nw && nw < 16)
-			w[nw++] = (struct count){ v[i].tok, 0 };
-		if (k < nw)
-			w[k].n++;
-	}
-	*wait_tok = 0;
-	for (size_t k = 0, wn = 0; k < nw; k++)
-		if (w[k].n > wn) {
-			wn = w[k].n;
-			*wait_tok = w[k].key;
-		}
-	return best;
 }
 
 /* The bandwidth a pageable copy would get from pinned memory: the run's own
@@ -327,28 +201,6 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		gs_sites_own_line(&p->r->sites, p->in, worst->stack_id, c->where, sizeof(c->where));
 }
 
-static void describe_phases(struct gs_report *r, const struct gs_item *v, size_t n, const struct gs_period *per,
-			    char *out, size_t cap)
-{
-	size_t len = (size_t)snprintf(out, cap, "the cycle of phases ");
-	size_t seen = 0;
-	for (size_t i = 0, k = 0; i < n && seen < per->period && len < cap; i++) {
-		if (v[i].what != GS_IT_PHASE)
-			continue;
-		if (k++ < per->start + per->anchor)
-			continue;
-		size_t ph = v[i].phase < r->nphases ? v[i].phase : 0;
-		char e[4 * 90 + 1]; /* one line: a newline in a name would pass for the report's own */
-		const char *nm = gs_term_line(e, sizeof(e), r->phases[ph].name, 90);
-		if (len + strlen(nm) + 2 > 90) { /* the line fits the report's 100 columns */
-			snprintf(out + len, cap - len, ", ...");
-			return;
-		}
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", seen ? ", " : "", nm);
-		seen++;
-	}
-}
-
 static int cmp_span(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
@@ -370,9 +222,9 @@ static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint
 		if (v[i].what == GS_IT_CALL && v[i].corr && v[i].start >= ta && v[i].start < tb)
 			corr[nc++] = v[i].corr;
 	if (corr)
-		qsort(corr, nc, sizeof(*corr), cmp_u64);
+		qsort(corr, nc, sizeof(*corr), gs_cmp_u64);
 	for (size_t i = 0; nc && i < n; i++)
-		if (v[i].what == GS_IT_GPU && v[i].corr && bsearch(&v[i].corr, corr, nc, sizeof(*corr), cmp_u64)) {
+		if (v[i].what == GS_IT_GPU && v[i].corr && bsearch(&v[i].corr, corr, nc, sizeof(*corr), gs_cmp_u64)) {
 			if (span) {
 				span[2 * ns] = v[i].start;
 				span[2 * ns + 1] = v[i].end;
@@ -437,37 +289,79 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
 		gs_sites_own_line(&p->r->sites, p->in, big->stack_id, s->once_where, sizeof(s->once_where));
 }
 
+/* The window of steps replayed: the last, the very last left out when no
+ * step followed it (the run's end, a final synchronize or evaluation), and
+ * those after the last GPU record (CUPTI hands its records over late: a
+ * window recorded on demand, or a run killed, ends without them). Marked
+ * steps with other phases than most (odd: an evaluation's) are left out
+ * where the last stretch without one holds six steps or more: *apart, how
+ * many. Returns the first step, *k1_out the step after the last. */
+static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, size_t nb, const uint8_t *odd,
+			size_t *k1_out, uint64_t *apart)
+{
+	size_t k1 = nb - 1, floor = 0;
+	uint64_t gpu_last = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].what == GS_IT_GPU && v[i].start > gpu_last)
+			gpu_last = v[i].start;
+	while (gpu_last && k1 > 3 && b[k1] > gpu_last)
+		k1--;
+	size_t j = k1, i = k1;
+	while (odd && j > 0 && odd[j - 1])
+		j--;
+	for (i = j; odd && i > 0 && !odd[i - 1]; i--)
+		;
+	if (odd && j - i >= 6 && (j < k1 || i > 0)) {
+		k1 = j;
+		floor = i;
+		for (size_t k = 0; k + 1 < nb; k++)
+			*apart += odd[k];
+	}
+	size_t k0 = k1;
+	while (k0 > floor && k1 - k0 < WINDOW_MAX &&
+	       (k1 - k0 < WINDOW_MIN || (b[k1] - b[k0] < WINDOW_NS && k1 - k0 < k1 / 2)))
+		k0--;
+	if (k0 == 0 && k1 >= 6)
+		k0 = 1; /* the first steady step still warms caches and allocators */
+	*k1_out = k1;
+	return k0;
+}
+
 /* Finds the step (fills r->steps' first part) and its window of steady
  * steps: their begins into wb (s->window + 1 of them, WINDOW_MAX + 1 at
  * most). 1, or 0 with no step. */
 static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t *wb)
 {
 	struct gs_report *r = p->r;
-	struct gs_period per;
 	uint64_t *b = NULL;
-	size_t nb = boundaries(v, n, is_phase, 0, 0, &b, &per);
+	uint8_t *odd = NULL;
+	int pairs = 0;
+	size_t nb = gs_bounds_marked(v, n, p->steps->seen <= GS_STEPS_RING, &b, &odd, &pairs);
+	int marked = nb != 0;
+	if (!marked)
+		nb = gs_bounds_phases(r, v, n, &b, s->what, sizeof(s->what));
 	/* A cycle of phases is the loop only if it runs to the end: phases
 	 * that stop early (a warm-up's eager steps before a graph is captured
 	 * and replayed) are not the steps that follow. Past its last
-	 * boundary, no more launches than two of its steps make. */
+	 * boundary (counted steps: past the last phase, an evaluation's after
+	 * the training), no more launches than two of its steps make. */
+	uint64_t end = nb ? b[nb - 1] : 0;
+	for (size_t i = 0; marked && i < n; i++)
+		if (v[i].what == GS_IT_PHASE && v[i].start > end)
+			end = v[i].start;
 	size_t in = 0, after = 0;
 	for (size_t i = 0; nb && i < n; i++)
 		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch)
-			in += v[i].start >= b[0] && v[i].start < b[nb - 1], after += v[i].start >= b[nb - 1];
+			in += v[i].start >= b[0] && v[i].start < b[nb - 1], after += v[i].start >= end;
 	if (nb && after > 2 * in / (nb - 1) + 16) {
 		free(b);
+		free(odd);
 		b = NULL;
+		odd = NULL;
 		nb = 0;
 	}
-	if (nb) {
-		describe_phases(r, v, n, &per, s->what, sizeof(s->what));
-	} else {
-		uint32_t wait_tok, tid = launcher(v, n, &wait_tok);
-		nb = tid ? boundaries(v, n, thread_work, tid, wait_tok, &b, &per) : 0;
-		if (nb)
-			snprintf(s->what, sizeof(s->what), "the %zu calls that repeat on thread %u (kernels, copies "
-				 "and waits; no phase repeats)", per.period, tid);
-	}
+	if (!nb)
+		nb = gs_bounds_calls(v, n, &b, s->what, sizeof(s->what));
 	if (!nb) {
 		free(b);
 		return 0;
@@ -481,27 +375,15 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->searched_from = s->kept_last && n && v[0].start > r->t_first ? v[0].start : r->t_first;
 	s->warmup_ns = b[0] > s->searched_from && !(s->kept_last && nb > 1 && b[0] - s->searched_from <= b[1] - b[0]) ?
 			       b[0] - s->searched_from : 0;
-	/* The window: the last steps, the very last left out when no step
-	 * followed it (the run's end, a final synchronize or evaluation), and
-	 * those after the last GPU record (CUPTI hands its records over late:
-	 * a window recorded on demand, or a run killed, ends without them). */
-	size_t k1 = nb - 1;
-	uint64_t gpu_last = 0;
-	for (size_t i = 0; i < n; i++)
-		if (v[i].what == GS_IT_GPU && v[i].start > gpu_last)
-			gpu_last = v[i].start;
-	while (gpu_last && k1 > 3 && b[k1] > gpu_last)
-		k1--;
-	size_t k0 = k1;
-	while (k0 > 0 && k1 - k0 < WINDOW_MAX &&
-	       (k1 - k0 < WINDOW_MIN || (b[k1] - b[k0] < WINDOW_NS && k1 - k0 < k1 / 2)))
-		k0--;
-	if (k0 == 0 && k1 >= 6)
-		k0 = 1; /* the first steady step still warms caches and allocators */
+	size_t k1, k0 = window_of(v, n, b, nb, odd, &k1, &s->odd_steps);
+	if (marked) /* the phases of the window's first step (a step of the commonest) */
+		gs_bounds_describe(r, v, n, b[k0], b[k0 + 1], pairs ? "PyTorch's optimizer steps, two a step (two "
+				   "optimizers take turns): " : "PyTorch's optimizer steps: ", s->what, sizeof(s->what));
 	s->window = k1 - k0;
 	s->step_ns = window_step(v, n, b[k0], b[k1], s->window, &s->gpu_ns);
 	memcpy(wb, b + k0, (s->window + 1) * sizeof(*wb));
 	free(b);
+	free(odd);
 	return 1;
 }
 

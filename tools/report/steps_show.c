@@ -34,6 +34,9 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 			gs_fmt_ns(a, since_first(r, s->searched_from)), GS_STEPS_RING);
 	fprintf(f, "  %llu steps%s, steady from %s\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
 		s->warmup_ns ? gs_fmt_ns(a, since_first(r, s->steady_from)) : s->kept_last ? "there" : "the start");
+	if (s->odd_steps)
+		fprintf(f, "  %llu of them with other phases too (an evaluation?) are left out of the replay\n",
+			(unsigned long long)s->odd_steps);
 	if (s->warmup_ns)
 		fprintf(f, "  (the %s before is warm-up: left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
 			s->gpu_ns ? "every figure a step" : "the step's time");
@@ -87,6 +90,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(j, "step_ns", (double)s->step_ns);
 	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
 	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
+	cJSON_AddNumberToObject(j, "steps_with_other_phases", (double)s->odd_steps);
 	if (s->gpu_ns) /* (without GPU records nothing is replayed) */
 		cJSON_AddBoolToObject(j, "replay_is_the_run", !s->replay_off);
 	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where the steps begin (bounds.h): at PyTorch's optimizer steps where the
+ * helper counted them, else at the repetitions of the cycle of top-level
+ * phases, else of the calls of the thread that launches most (period.c
+ * finds the period of either). steps.c takes the first that holds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/bounds.h"
+#include "report/period.h"
+#include "report/report.h"
+#include "util/escape.h"
+#include "util/xalloc.h"
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int is_phase(const struct gs_item *it, uint32_t unused)
+{
+	(void)unused;
+	return it->what == GS_IT_PHASE;
+}
+
+/* A period of a few launches and no wait (a C loop that launches one
+ * kernel, over and over) is grouped into steps of GROUP_LAUNCHES launches
+ * at least: what a graph of the loop's iterations would hold. */
+#define GROUP_LAUNCHES 16
+
+/* Step boundaries from the period of the tokens of the items sel picked:
+ * the times of the repetitions' first items. Returns how many (reps + 1
+ * where the next repetition began, else reps), 0 with no period. */
+static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const struct gs_item *, uint32_t),
+			 uint32_t arg, uint32_t anchor, uint64_t **out, struct gs_period *per)
+{
+	size_t m = 0;
+	uint32_t *tok = malloc((n ? n : 1) * sizeof(*tok));
+	size_t *at = malloc((n ? n : 1) * sizeof(*at));
+	size_t nb = 0;
+	*out = NULL;
+	if (tok && at) {
+		for (size_t i = 0; i < n; i++)
+			if (sel(&v[i], arg)) {
+				tok[m] = v[i].tok;
+				at[m++] = i;
+			}
+		int found = gs_period_find(tok, m, anchor, per) == 1;
+		if (found && sel != is_phase) {
+			size_t launches = 0, waits = 0, first = per->start + per->anchor;
+			for (size_t j = first; j < first + per->period && j < m; j++) {
+				launches += v[at[j]].kind == GSPY_KIND_launch;
+				waits += gs_replay_waits(&v[at[j]]);
+			}
+			/* Another thread's wait in the period is the step's too (PyTorch's
+			 * .item() on the main thread, backward launched on autograd's). */
+			uint64_t t0 = first < m ? v[at[first]].start : UINT64_MAX,
+				 t1 = first + per->period < m ? v[at[first + per->period]].start : UINT64_MAX;
+			for (size_t i = 0; !waits && launches < GROUP_LAUNCHES && i < n; i++)
+				waits += v[i].start >= t0 && v[i].start < t1 && gs_replay_waits(&v[i]);
+			if (!waits && launches < GROUP_LAUNCHES) {
+				size_t group = (GROUP_LAUNCHES + (launches ? launches : 1) - 1) / (launches ? launches : 1);
+				per->period *= group;
+				per->reps /= group;
+			}
+		}
+		if (found && per->reps >= 3) {
+			*out = xrealloc(NULL, (per->reps + 1) * sizeof(**out));
+			for (size_t k = 0; k <= per->reps; k++) {
+				size_t j = per->start + per->anchor + k * per->period;
+				if (j < m)
+					(*out)[nb++] = v[at[j]].start;
+			}
+		}
+	}
+	free(tok);
+	free(at);
+	for (size_t k = 1; k < nb; k++)
+		if ((*out)[k] <= (*out)[k - 1])
+			nb = 0; /* not in time order (a JSON Lines file written out of order): no step */
+	if (nb < 4) {
+		free(*out);
+		*out = NULL;
+		return 0;
+	}
+	return nb;
+}
+
+size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd, int *pairs)
+{
+	size_t nb = 0, cap = 0;
+	uint64_t *b = NULL, last = 0;
+	uint32_t *sig = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].what != GS_IT_PHASE || !v[i].corr)
+			continue; /* (a phase of the user's, unmarked, is no step's begin) */
+		if (v[i].corr > last && (last || whole)) {
+			if (nb && v[i].start <= b[nb - 1]) {
+				nb = 0; /* not in time order (a JSON Lines file written out of order): no step */
+				break;
+			}
+			if (nb == cap) {
+				cap = cap ? 2 * cap : 64;
+				b = xrealloc(b, cap * sizeof(*b));
+				sig = xrealloc(sig, cap * sizeof(*sig));
+			}
+			b[nb] = v[i].start;
+			sig[nb++] = 0;
+		}
+		last = v[i].corr;
+		if (nb)
+			sig[nb - 1] = sig[nb - 1] * 31u + v[i].tok;
+	}
+	/* Two optimizers take turns (a GAN's): steps alike every other one,
+	 * not every one, are grouped in twos. */
+	size_t same1 = 0, same2 = 0;
+	for (size_t k = 0; k + 3 < nb; k++)
+		same1 += sig[k] == sig[k + 1], same2 += sig[k] == sig[k + 2];
+	if (nb > 8 && same1 * 2 < nb - 3 && same2 * 10 >= (nb - 3) * 9) {
+		for (size_t k = 0; 2 * k < nb; k++) {
+			b[k] = b[2 * k];
+			sig[k] = 2 * k + 1 < nb ? sig[2 * k] * 31u + sig[2 * k + 1] : sig[2 * k];
+		}
+		nb = (nb + 1) / 2;
+		*pairs = 1;
+	}
+	/* The commonest steps' phases; the leading steps without them are
+	 * warm-up (a model's first pass before the loop, in step 0). */
+	size_t k0 = 0;
+	uint32_t *d = nb >= 5 ? xcalloc(nb - 1, sizeof(*d)) : NULL;
+	if (d) {
+		memcpy(d, sig, (nb - 1) * sizeof(*d));
+		qsort(d, nb - 1, sizeof(*d), cmp_u32);
+		uint32_t mode = d[0];
+		for (size_t k = 0, run = 0, best = 0; k < nb - 1; k++) {
+			run = k && d[k] == d[k - 1] ? run + 1 : 1;
+			if (run > best) {
+				best = run;
+				mode = d[k];
+			}
+		}
+		while (k0 < (nb - 1) / 2 && sig[k0] != mode)
+			k0++;
+		*odd = xcalloc(nb, 1);
+		for (size_t k = k0; k + 1 < nb; k++)
+			(*odd)[k - k0] = sig[k] != mode;
+	}
+	free(d);
+	free(sig);
+	if (nb - k0 < 5) {
+		free(b);
+		free(*odd);
+		*odd = NULL;
+		return 0;
+	}
+	memmove(b, b + k0, (nb - k0) * sizeof(*b));
+	*out = b;
+	return nb - k0;
+}
+
+static int thread_work(const struct gs_item *it, uint32_t tid)
+{
+	return it->what == GS_IT_CALL && it->tid == tid &&
+	       (it->kind == GSPY_KIND_launch || it->kind == GSPY_KIND_copy || it->kind == GSPY_KIND_memset ||
+		it->kind == GSPY_KIND_sync);
+}
+
+/* The thread that launches most; the token of its most frequent wait
+ * (a step ends with it, where the program waits once a step). */
+static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
+{
+	struct count { uint32_t key, n; } t[64], w[16];
+	size_t nt = 0;
+	size_t nw = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].what != GS_IT_CALL || v[i].kind != GSPY_KIND_launch)
+			continue;
+		size_t k = 0;
+		while (k < nt && t[k].key != v[i].tid)
+			k++;
+		if (k == nt && nt < 64)
+			t[nt++] = (struct count){ v[i].tid, 0 };
+		if (k < nt)
+			t[k].n++;
+	}
+	uint32_t best = 0, bn = 0;
+	for (size_t k = 0; k < nt; k++)
+		if (t[k].n > bn) {
+			bn = t[k].n;
+			best = t[k].key;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].tid != best || !gs_replay_droppable_wait(&v[i]))
+			continue;
+		size_t k = 0;
+		while (k < nw && w[k].key != v[i].tok)
+			k++;
+		if (k == nw && nw < 16)
+			w[nw++] = (struct count){ v[i].tok, 0 };
+		if (k < nw)
+			w[k].n++;
+	}
+	*wait_tok = 0;
+	for (size_t k = 0, wn = 0; k < nw; k++)
+		if (w[k].n > wn) {
+			wn = w[k].n;
+			*wait_tok = w[k].key;
+		}
+	return best;
+}
+
+/* Adds phase ph's name to the list in out (a line that fits the report's
+ * 100 columns); 0 when full, ", ..." added. */
+static int add_name(const struct gs_report *r, uint32_t ph, char *out, size_t cap, size_t *len, size_t *seen)
+{
+	char e[4 * 90 + 1]; /* one line: a newline in a name would pass for the report's own */
+	const char *nm = gs_term_line(e, sizeof(e), r->phases[ph < r->nphases ? ph : 0].name, 90);
+	if (*len >= cap)
+		return 0;
+	if (*len + strlen(nm) + 2 > 90) {
+		snprintf(out + *len, cap - *len, ", ...");
+		return 0;
+	}
+	*len += (size_t)snprintf(out + *len, cap - *len, "%s%s", *seen ? ", " : "", nm);
+	(*seen)++;
+	return 1;
+}
+
+static void describe_phases(const struct gs_report *r, const struct gs_item *v, size_t n, const struct gs_period *per,
+			    char *out, size_t cap)
+{
+	size_t len = (size_t)snprintf(out, cap, "the cycle of phases "), seen = 0;
+	for (size_t i = 0, k = 0; i < n && seen < per->period; i++)
+		if (v[i].what == GS_IT_PHASE && k++ >= per->start + per->anchor &&
+		    !add_name(r, v[i].phase, out, cap, &len, &seen))
+			return;
+}
+
+void gs_bounds_describe(const struct gs_report *r, const struct gs_item *v, size_t n, uint64_t t0, uint64_t t1,
+			const char *head, char *out, size_t cap)
+{
+	size_t len = (size_t)snprintf(out, cap, "%s", head), seen = 0;
+	for (size_t i = 0; i < n && v[i].start < t1; i++)
+		if (v[i].what == GS_IT_PHASE && v[i].start >= t0 && !add_name(r, v[i].phase, out, cap, &len, &seen))
+			return;
+}
+
+size_t gs_bounds_phases(const struct gs_report *r, const struct gs_item *v, size_t n, uint64_t **out, char *what,
+			size_t cap)
+{
+	struct gs_period per;
+	size_t nb = boundaries(v, n, is_phase, 0, 0, out, &per);
+	if (nb)
+		describe_phases(r, v, n, &per, what, cap);
+	return nb;
+}
+
+size_t gs_bounds_calls(const struct gs_item *v, size_t n, uint64_t **out, char *what, size_t cap)
+{
+	struct gs_period per;
+	uint32_t wait_tok, tid = launcher(v, n, &wait_tok);
+	size_t nb = tid ? boundaries(v, n, thread_work, tid, wait_tok, out, &per) : 0;
+	if (nb)
+		snprintf(what, cap, "the %zu calls that repeat on thread %u (kernels, copies and waits; no phase "
+			 "repeats)", per.period, tid);
+	return nb;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where the steps begin (bounds.c): each finder returns the begins of the
+ * steps it found, in time order (the last begins a step that may not end),
+ * into a new array *out; 0, and *out NULL, where it finds fewer than four.
+ */
+#ifndef GPUSPY_BOUNDS_H
+#define GPUSPY_BOUNDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/replay.h"
+
+struct gs_report;
+
+/* PyTorch's optimizer steps, where the helper counted them: its phases
+ * carry the count of optimizer steps done, and a step begins at the first
+ * top-level phase of each new count (and at the first phase where whole:
+ * not only a long run's last events, which may begin mid-step). The cycle
+ * of phases would take an evaluation loop after the training for the
+ * loop, or an epoch with its evaluation for the step; counted, an
+ * evaluation falls in the step it begins (its count is the next step's),
+ * and one after the last step in none. Two optimizers that take turns (a
+ * GAN's) make a step of two counts (*pairs). The leading steps whose
+ * phases are not the commonest steps' are warm-up (a model's first pass
+ * before the loop); *odd: one a begin, a later such step (an evaluation's
+ * phases are in it). */
+size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd, int *pairs);
+
+/* The top-level phases that begin in [t0, t1), after head, into out: a
+ * line that fits the report's columns. */
+void gs_bounds_describe(const struct gs_report *r, const struct gs_item *v, size_t n, uint64_t t0, uint64_t t1,
+			const char *head, char *out, size_t cap);
+
+/* The repetitions of the cycle of top-level phases; what: the cycle, said. */
+size_t gs_bounds_phases(const struct gs_report *r, const struct gs_item *v, size_t n, uint64_t **out, char *what,
+			size_t cap);
+
+/* The repetitions of the kernels, copies and waits of the thread that
+ * launches most; what: said. */
+size_t gs_bounds_calls(const struct gs_item *v, size_t n, uint64_t **out, char *what, size_t cap);
+
+#endif
