@@ -3,8 +3,9 @@
 are known to the nanosecond: a period a call short of the step; where the
 replay cannot be the run (threads that call CUDA at once,
 on its one host clock), what a change leaves as it was (the host's own
-allocations beside a pool), and the data phase with the user's ranges in
-it (docs/design.md#replay, docs/limitations.md)."""
+allocations beside a pool), the data phase with the user's ranges in
+it, and a training run's optimizer steps beside its evaluation
+(docs/design.md#replay, docs/limitations.md)."""
 import os
 
 from harness import check, report_json, report_text, test
