@@ -111,7 +111,8 @@ def a_range_inside_the_data_phase_is_the_data_phases(tmp):
     ev.sort(key=lambda e: e["start_ns"])
     o = report_json(write_jsonl(os.path.join(tmp, "augment.jsonl"), ev, timing="cupti"))
     step = o["processes"][0]["step"]
-    check(step["what"] == "PyTorch's optimizer steps: data, forward" and step["replayed_savings_ns"]["workers"] == 790_000,
+    check(step["what"] == "PyTorch's optimizer steps: data, forward"
+          and step["replayed_savings_ns"]["workers"] == 790_000,
           f"{step}")
     d = o["diagnoses"]
     check(d and d[0]["id"] == "data_starvation" and d[0]["saving"]["per_step_ns"] == 790_000, f"diagnoses {d}")
@@ -238,14 +239,18 @@ def a_wait_on_another_thread_keeps_the_step_whole(tmp):
     check(d and d[0]["id"] == "step_waits" and d[0]["text"].startswith("Each step waits for the GPU once"), f"{d}")
 
 
-def helper_loop(path, epochs, steps, evals, every, gan=False):
+def helper_loop(path, epochs, steps, evals, every, critic=0, wrap=False, tail=0, frozen=0):
     """The PyTorch helper's phases (their step: the optimizer steps done) of
     a training loop, 1 ms a step: data 200 us, zero_grad (an "optimizer"
     phase too), forward and backward launching 5 kernels each, the
     optimizer's 2, then .item(), a 50 us copy back. An evaluation batch,
     400 us: data 100 us, forward, .item(). `evals` batches after the last
-    epoch, or after every one. gan: a second optimizer's zero_grad,
-    forward, backward and step after the first's (2 ms a step)."""
+    epoch, or after every one, inside the user's range 'validation' where
+    wrap; `tail` steps more after the last. critic: that many steps of a
+    first optimizer, each with its batch, then a second's zero_grad,
+    forward, backward and step, all in (critic + 1) ms. frozen: then that
+    many steps of 700 us whose count stays (a CUDA graph of the step
+    replayed): data, 10 launches, .item()."""
     from test_report import gpu_record, phase_event
     ev, t, corr, step = [], 1_000_000, 0, 0
 
@@ -268,20 +273,44 @@ def helper_loop(path, epochs, steps, evals, every, gan=False):
                         corr=corr), gpu_record("gpu_copy", t + 45_000, 2_000, corr, bytes=4, dir="d2h")])
         t = t0 + period
 
-    for e in range(epochs):
-        for _ in range(steps):
-            t0 = t
+    def train():
+        nonlocal step
+        t0 = t
+        for _ in range(critic or 1):
             phase("data", 200_000), phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0)
             phase("optimizer", 0)
             step += 1
-            if gan:
-                phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0), phase("optimizer", 0)
-                step += 1
-            item(t0, 2_000_000 if gan else 1_000_000)
-        for _ in range(evals if every or e == epochs - 1 else 0):
-            t0 = t
-            phase("data", 100_000), phase("forward", 0)
-            item(t0, 400_000)
+        if critic:
+            phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0), phase("optimizer", 0)
+            step += 1
+        item(t0, (critic + 1) * 1_000_000)
+
+    def validation(begin):  # the user's range: no step count
+        if wrap:
+            ev.append({k: v for k, v in phase_event(begin, t, "validation", 0).items() if k != "step"})
+
+    for e in range(epochs):
+        for _ in range(steps):
+            train()
+        if every or e == epochs - 1:
+            validation(True)
+            for _ in range(evals):
+                t0 = t
+                phase("data", 100_000), phase("forward", 0)
+                item(t0, 400_000)
+            validation(False)
+    for _ in range(tail):
+        train()
+    for _ in range(frozen):
+        t0 = t
+        phase("data", 200_000)
+        for _ in range(10):
+            corr += 1
+            ev.extend([call("launch", "cuLaunchKernel", t, t + 5_000, name=f"g{corr % 10}", grid=[1, 1, 1],
+                            block=[32, 1, 1], stream=0, corr=corr),
+                       gpu_record("gpu_kernel", t + 8_000, 30_000, corr, name=f"g{corr % 10}")])
+            t += 20_000
+        item(t0, 700_000)
     ev.sort(key=lambda x: x["start_ns"])
     return write_jsonl(path, ev, timing="cupti")
 
@@ -304,16 +333,48 @@ def an_evaluation_is_not_taken_for_the_training_step(tmp):
     plain = step_of(helper_loop(os.path.join(tmp, "plain.jsonl"), 1, 60, 0, False))
     check(plain[0]["steps"] == 59 and plain[1] == [("step_waits", 61_940)], f"no evaluation: {plain}")
     step, d = step_of(helper_loop(os.path.join(tmp, "end.jsonl"), 1, 60, 30, False))
-    check(step["what"] == "PyTorch's optimizer steps: data, optimizer, forward, backward, optimizer" and step["steps"] == 60
+    check(step["what"] == "PyTorch's optimizer steps: data, optimizer, forward, backward, optimizer"
+          and step["steps"] == 60
           and step["step_ns"] == 1_000_000 and d == plain[1], f"evaluation at the end: {step}, {d}")
     path = helper_loop(os.path.join(tmp, "every.jsonl"), 4, 20, 10, True)
     step, d = step_of(path)
     check((step["steps"], step["step_ns"], step["replayed_steps"], step["steps_with_other_phases"])
           == (80, 1_000_000, 19, 3) and [x for x, _ in d] == ["step_waits"] and abs(d[0][1] - 61_940) < 500,
           f"an evaluation every epoch: {step}, {d}")
-    step, d = step_of(helper_loop(os.path.join(tmp, "gan.jsonl"), 1, 60, 0, False, gan=True))
+    step, d = step_of(helper_loop(os.path.join(tmp, "gan.jsonl"), 1, 60, 0, False, critic=1))
     check((step["steps"], step["step_ns"], step["launches"]) == (59, 2_000_000, 24) and step["what"].startswith(
-        "PyTorch's optimizer steps, two a step (two optimizers take turns): data, optimizer, ..."), f"two optimizers: {step}")
+        "PyTorch's optimizer steps, 2 counted a step: data, optimizer, forward, backward, optimizer, ..."),
+        f"two optimizers: {step}")
     text = report_text(path)
     check("  80 steps, steady from the start\n  3 of them with other phases too (an evaluation?) are left out of "
           "the replay\n" in text and "Each step waits for the GPU once," in text, text)
+
+
+@test
+def counted_steps_at_their_edges(tmp):
+    """The optimizer steps the helper counted, where the evaluation is in
+    the user's range 'validation' (the helper's phases inside it were left
+    out: no step at all), where the run stops 3 steps after an evaluation
+    (the last stretch of steps without one too short: the one before it is
+    replayed), where a critic steps 5 times to a generator's once (no
+    group: 985 us "steps", the generator's .item() unsaid), and where the
+    count stops while steps go on (a CUDA graph of the step replayed: its
+    300 steps of 700 us, not the 12 counted before them)."""
+    def step_of(name, *args, **kw):
+        o = report_json(helper_loop(os.path.join(tmp, name), *args, **kw))
+        return o["processes"][0]["step"], [(d["id"], d["saving"]["per_step_ns"]) for d in o["diagnoses"]]
+    step, d = step_of("range.jsonl", 4, 20, 10, True, wrap=True)
+    check((step["steps"], step["step_ns"], step["replayed_steps"]) == (80, 1_000_000, 18) and
+          [x for x, _ in d] == ["step_waits"] and abs(d[0][1] - 61_940) < 500, f"in a range: {step} {d}")
+    step, d = step_of("range-end.jsonl", 1, 60, 30, False, wrap=True)
+    check((step["steps"], step["step_ns"]) == (60, 1_000_000) and d == [("step_waits", 61_940)], f"{step} {d}")
+    step, d = step_of("stopped.jsonl", 4, 20, 10, True, tail=3)
+    check((step["steps"], step["step_ns"], step["replayed_steps"], step["steps_with_other_phases"]) ==
+          (82, 1_000_000, 19, 4) and d == [("step_waits", 61_768)], f"stopped after an evaluation: {step} {d}")
+    step, d = step_of("critic.jsonl", 1, 60, 0, False, critic=5)
+    check(step["what"].startswith("PyTorch's optimizer steps, 6 counted a step: data, optimizer, forward,") and
+          (step["steps"], step["step_ns"]) == (59, 6_000_000) and [x for x, _ in d] == ["step_waits"],
+          f"a critic: {step} {d}")
+    step, d = step_of("frozen.jsonl", 1, 12, 0, False, frozen=300)
+    check((step["what"], step["steps"], step["step_ns"]) == ("the cycle of phases data", 299, 700_000),
+          f"a count that stops: {step} {d}")

@@ -407,9 +407,11 @@ void gs_steps_diagnose(struct gs_report *r)
 		else if (ch != GS_CH_NONE) {
 			/* Pinning replays both directions' copies: its saving is
 			 * the diagnosis's whose direction has some in the steps
-			 * (not an upload's, of small copies, from a copy back's). */
-			if (ok[ch] && !used[ch] &&
-			    (ch != GS_CH_PIN || s->pinnable[copy_back(d)])) {
+			 * (not an upload's, of small copies, from a copy back's).
+			 * A phase's waits are the step's only where its longest
+			 * is (not an evaluation's, outside the replayed steps). */
+			if (ok[ch] && !used[ch] && (ch != GS_CH_PIN || s->pinnable[copy_back(d)]) &&
+			    (!d->phase || d->phase == s->change[GS_CH_NOWAIT].phase)) {
 				set_saving(r, d, ch);
 				used[ch] = 1;
 			} else {

@@ -90,18 +90,38 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 	return nb;
 }
 
-size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd, int *pairs)
+/* The smallest g of 1..GROUP_MAX such that nine in ten of the steps'
+ * phases are those of the step g later; 1 where none is. */
+#define GROUP_MAX 8
+
+static size_t group_of(const uint32_t *sig, size_t steps)
+{
+	for (size_t g = 1; g <= GROUP_MAX && steps >= 4 * g; g++) {
+		size_t same = 0;
+		for (size_t k = 0; k + g < steps; k++)
+			same += sig[k] == sig[k + g];
+		if (same * 10 >= (steps - g) * 9)
+			return g;
+	}
+	return 1;
+}
+
+/* The begins of the counted steps into b (and their phases' hash into sig),
+ * *nb of them: none where they are not in time order. */
+static void counted(const struct gs_item *v, size_t n, int whole, uint64_t **bp, uint32_t **sigp, size_t *nbp)
 {
 	size_t nb = 0, cap = 0;
 	uint64_t *b = NULL, last = 0;
 	uint32_t *sig = NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (v[i].what != GS_IT_PHASE || !v[i].corr)
-			continue; /* (a phase of the user's, unmarked, is no step's begin) */
+		if (v[i].what != GS_IT_PHASE && v[i].what != GS_IT_MARK)
+			continue;
+		/* A new count, above every one before (a phase of the user's,
+		 * unmarked or of a count gone back, begins none). */
 		if (v[i].corr > last && (last || whole)) {
 			if (nb && v[i].start <= b[nb - 1]) {
-				nb = 0; /* not in time order (a JSON Lines file written out of order): no step */
-				break;
+				*bp = b, *sigp = sig, *nbp = 0; /* a JSON Lines file written out of order */
+				return;
 			}
 			if (nb == cap) {
 				cap = cap ? 2 * cap : 64;
@@ -111,22 +131,33 @@ size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t *
 			b[nb] = v[i].start;
 			sig[nb++] = 0;
 		}
-		last = v[i].corr;
+		if (v[i].corr > last)
+			last = v[i].corr;
 		if (nb)
 			sig[nb - 1] = sig[nb - 1] * 31u + v[i].tok;
 	}
-	/* Two optimizers take turns (a GAN's): steps alike every other one,
-	 * not every one, are grouped in twos. */
-	size_t same1 = 0, same2 = 0;
-	for (size_t k = 0; k + 3 < nb; k++)
-		same1 += sig[k] == sig[k + 1], same2 += sig[k] == sig[k + 2];
-	if (nb > 8 && same1 * 2 < nb - 3 && same2 * 10 >= (nb - 3) * 9) {
-		for (size_t k = 0; 2 * k < nb; k++) {
-			b[k] = b[2 * k];
-			sig[k] = 2 * k + 1 < nb ? sig[2 * k] * 31u + sig[2 * k + 1] : sig[2 * k];
+	*bp = b, *sigp = sig, *nbp = nb;
+}
+
+size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd, size_t *group)
+{
+	size_t nb;
+	uint64_t *b;
+	uint32_t *sig;
+	counted(v, n, whole, &b, &sig, &nb);
+	/* Steps whose phases repeat every g counts, not every one (two
+	 * optimizers taking turns, a critic's five steps to a generator's
+	 * one, an evaluation every few steps) are grouped g a step. */
+	*group = nb > 1 ? group_of(sig, nb - 1) : 1;
+	if (*group > 1) {
+		size_t g = *group, m = 0;
+		for (size_t k = 0; k < nb; k += g, m++) {
+			b[m] = b[k];
+			sig[m] = sig[k];
+			for (size_t j = k + 1; j < k + g && j < nb; j++)
+				sig[m] = sig[m] * 31u + sig[j];
 		}
-		nb = (nb + 1) / 2;
-		*pairs = 1;
+		nb = m;
 	}
 	/* The commonest steps' phases; the leading steps without them are
 	 * warm-up (a model's first pass before the loop, in step 0). */
@@ -151,7 +182,7 @@ size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t *
 	}
 	free(d);
 	free(sig);
-	if (nb - k0 < 5) {
+	if (nb < 5 || nb - k0 < 5) {
 		free(b);
 		free(*odd);
 		*odd = NULL;
@@ -218,9 +249,16 @@ static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
 static int add_name(const struct gs_report *r, uint32_t ph, char *out, size_t cap, size_t *len, size_t *seen)
 {
 	char e[4 * 90 + 1]; /* one line: a newline in a name would pass for the report's own */
-	const char *nm = gs_term_line(e, sizeof(e), r->phases[ph < r->nphases ? ph : 0].name, 90);
+	/* (the first name is cut to fit: the list is never empty) */
+	size_t max = *seen ? 90 : *len + 16 < 90 ? 90 - *len - 6 : 10;
+	const char *nm = gs_term_line(e, sizeof(e), r->phases[ph < r->nphases ? ph : 0].name, max);
 	if (*len >= cap)
 		return 0;
+	if (!*seen && *len + strlen(nm) > 90) {
+		*len += (size_t)snprintf(out + *len, cap - *len, "%s...", nm);
+		(*seen)++;
+		return 0;
+	}
 	if (*len + strlen(nm) + 2 > 90) {
 		snprintf(out + *len, cap - *len, ", ...");
 		return 0;
@@ -244,9 +282,11 @@ void gs_bounds_describe(const struct gs_report *r, const struct gs_item *v, size
 			const char *head, char *out, size_t cap)
 {
 	size_t len = (size_t)snprintf(out, cap, "%s", head), seen = 0;
-	for (size_t i = 0; i < n && v[i].start < t1; i++)
-		if (v[i].what == GS_IT_PHASE && v[i].start >= t0 && !add_name(r, v[i].phase, out, cap, &len, &seen))
-			return;
+	/* The top-level phases; none, the counted ones inside the user's range. */
+	for (int what = GS_IT_PHASE; what <= GS_IT_MARK && !seen; what++)
+		for (size_t i = 0; i < n && v[i].start < t1; i++)
+			if (v[i].what == what && v[i].start >= t0 && !add_name(r, v[i].phase, out, cap, &len, &seen))
+				return;
 }
 
 size_t gs_bounds_phases(const struct gs_report *r, const struct gs_item *v, size_t n, uint64_t **out, char *what,

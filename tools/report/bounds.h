@@ -16,20 +16,25 @@ struct gs_report;
 
 /* PyTorch's optimizer steps, where the helper counted them: its phases
  * carry the count of optimizer steps done, and a step begins at the first
- * top-level phase of each new count (and at the first phase where whole:
- * not only a long run's last events, which may begin mid-step). The cycle
- * of phases would take an evaluation loop after the training for the
- * loop, or an epoch with its evaluation for the step; counted, an
- * evaluation falls in the step it begins (its count is the next step's),
- * and one after the last step in none. Two optimizers that take turns (a
- * GAN's) make a step of two counts (*pairs). The leading steps whose
+ * phase of each new count, at any depth (the helper's phases may be inside
+ * the user's range), and at the first phase where whole: not only a long
+ * run's last events, which may begin mid-step. The cycle of phases would
+ * take an evaluation loop after the training for the loop, or an epoch
+ * with its evaluation for the step; counted, an evaluation falls in the
+ * step it begins (its count is the next step's), and one after the last
+ * step in none. Steps whose phases (the user's top-level ones too) repeat
+ * every g counts and not every one, g up to 8, make a step of g counts
+ * (*group): two optimizers that take turns, a critic's five steps to a
+ * generator's one, an evaluation every few steps. The leading steps whose
  * phases are not the commonest steps' are warm-up (a model's first pass
  * before the loop); *odd: one a begin, a later such step (an evaluation's
  * phases are in it). */
-size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd, int *pairs);
+size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd,
+			size_t *group);
 
-/* The top-level phases that begin in [t0, t1), after head, into out: a
- * line that fits the report's columns. */
+/* The top-level phases that begin in [t0, t1) (none: the counted phases
+ * inside the user's range), after head, into out: a line that fits the
+ * report's columns. */
 void gs_bounds_describe(const struct gs_report *r, const struct gs_item *v, size_t n, uint64_t t0, uint64_t t1,
 			const char *head, char *out, size_t cap);
 

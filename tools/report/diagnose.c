@@ -421,6 +421,7 @@ static void stalls(struct gs_report *r)
 		for (int d = 0; d < GSPY_DIR_COUNT; d++)
 			wait += p->c.copy_sync[d][0].host_ns + p->c.copy_sync[d][1].host_ns;
 		saving(r, wait, 0, "the host's time in those waits and synchronous copies (the GPU's work stays)");
+		r->diag[r->ndiag - 1].phase = i;
 	}
 }
 

@@ -11,9 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One event kept for the replay: a host call, a GPU record, or a
- * top-level phase's begin (what). */
-enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE };
+/* One event kept for the replay: a host call, a GPU record, a top-level
+ * phase's begin, or a nested phase's begin kept for its step count alone
+ * (GS_IT_MARK: the PyTorch helper's phases inside the user's range). */
+enum { GS_IT_CALL, GS_IT_GPU, GS_IT_PHASE, GS_IT_MARK };
 struct gs_item {
 	uint64_t start, end, bytes, stream, corr; /* end >= start (steps.c clamps a forged one); a phase's
 						    * corr: the PyTorch helper's step count + 1 (0: none) */

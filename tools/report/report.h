@@ -201,6 +201,7 @@ struct gs_diag {
 	int about;        /* 1: save_ns is an estimate ("about"), 0: an upper bound ("up to") */
 	int context;      /* an observation with no change to make (telemetry): shown as context */
 	int once;         /* 1: a one-time cost (steps 0: an upload before the loop, compilation) */
+	size_t phase;     /* the phase it is of (sync_stalls), 0: the run's */
 };
 
 /* Analyse one trace (.gspy or JSON Lines). nofollow: as gs_input_open's.

@@ -93,8 +93,8 @@ static struct gs_item *push(struct gs_pass *p)
 
 void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase)
 {
-	if (feed == GS_FEED_PHASE && p->phase_depth != 0)
-		return; /* the cycle is of top-level phases */
+	if (feed == GS_FEED_PHASE && p->phase_depth != 0 && !ev->has_step)
+		return; /* the cycle is of top-level phases; a step count is kept at any depth */
 	struct gs_item *it = push(p);
 	if (!it)
 		return;
@@ -103,7 +103,7 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	/* A call's top-level phase (the data phase holds the user's ranges in it). */
 	it->phase = feed == GS_FEED_HOST && p->tl.depth ? (uint32_t)p->tl.stack[0].idx : (uint32_t)phase;
 	if (feed == GS_FEED_PHASE) {
-		it->what = GS_IT_PHASE;
+		it->what = p->phase_depth ? GS_IT_MARK : GS_IT_PHASE;
 		it->tok = (uint32_t)phase + 1;
 		it->corr = ev->has_step && ev->step < UINT64_MAX ? ev->step + 1 : 0;
 		return;
@@ -162,7 +162,7 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		  struct gs_step_change *c, uint64_t steps)
 {
 	const struct gs_item *worst = NULL;
-	uint64_t worst_ns = 0, after = 0;
+	uint64_t worst_ns = 0, after = 0, longest = 0;
 	/* Each call's thread's next call, found in one backward pass (a scan
 	 * forward from each wait would be quadratic in threads that wait once
 	 * and never call again). */
@@ -189,6 +189,10 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		if (d >= worst_ns && v[i].stack_id) {
 			worst_ns = d;
 			worst = &v[i];
+		}
+		if (d >= longest) {
+			longest = d;
+			c->phase = v[i].phase;
 		}
 		size_t j = next && seen ? next[i] : SIZE_MAX;
 		if (j != SIZE_MAX && v[j].start > v[i].end)
@@ -292,10 +296,11 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
 /* The window of steps replayed: the last, the very last left out when no
  * step followed it (the run's end, a final synchronize or evaluation), and
  * those after the last GPU record (CUPTI hands its records over late: a
- * window recorded on demand, or a run killed, ends without them). Marked
- * steps with other phases than most (odd: an evaluation's) are left out
- * where the last stretch without one holds six steps or more: *apart, how
- * many. Returns the first step, *k1_out the step after the last. */
+ * window recorded on demand, or a run killed, ends without them). Counted
+ * steps with other phases than most (odd: an evaluation's) are left out:
+ * the window is the latest stretch without one of WINDOW_MIN steps, else
+ * the longest, where it holds six or more (*apart: how many are odd).
+ * Returns the first step, *k1_out the step after the last. */
 static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, size_t nb, const uint8_t *odd,
 			size_t *k1_out, uint64_t *apart)
 {
@@ -306,14 +311,20 @@ static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, si
 			gpu_last = v[i].start;
 	while (gpu_last && k1 > 3 && b[k1] > gpu_last)
 		k1--;
-	size_t j = k1, i = k1;
-	while (odd && j > 0 && odd[j - 1])
-		j--;
-	for (i = j; odd && i > 0 && !odd[i - 1]; i--)
-		;
-	if (odd && j - i >= 6 && (j < k1 || i > 0)) {
-		k1 = j;
-		floor = i;
+	size_t bi = 0, bj = 0; /* the stretch [bi, bj) */
+	for (size_t j = k1, i; odd && j > 0; j = i) {
+		while (j > 0 && odd[j - 1])
+			j--;
+		for (i = j; i > 0 && !odd[i - 1]; i--)
+			;
+		if (j - i > bj - bi)
+			bi = i, bj = j;
+		if (j - i >= WINDOW_MIN)
+			break;
+	}
+	if (bj - bi >= 6 && (bj < k1 || bi > 0)) {
+		k1 = bj;
+		floor = bi;
 		for (size_t k = 0; k + 1 < nb; k++)
 			*apart += odd[k];
 	}
@@ -327,6 +338,43 @@ static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, si
 	return k0;
 }
 
+/* The steps' begins (bounds.h), the first finder that holds: PyTorch's
+ * counted steps, the cycle of phases, the calls of the thread that
+ * launches most. A finder's steps are the loop only if they run to the
+ * end: phases that stop early (a warm-up's eager steps before a graph is
+ * captured and replayed) are not the steps that follow. Past the cycle's
+ * last begin, no more launches than two of its steps make; past the last
+ * counted step's, no longer than the counted steps (an evaluation after
+ * the training, not the graph's replays after a count that stopped). */
+static size_t begins(struct gs_pass *p, struct gs_steps *s, const struct gs_item *v, size_t n, uint64_t **b,
+		     uint8_t **odd, size_t *group)
+{
+	uint64_t t_end = 0;
+	for (size_t i = 0; i < n; i++)
+		t_end = v[i].start > t_end ? v[i].start : t_end;
+	size_t nb = gs_bounds_marked(v, n, p->steps->seen <= GS_STEPS_RING, b, odd, group);
+	if (nb && t_end - (*b)[nb - 1] > (*b)[nb - 1] - (*b)[0]) {
+		free(*b);
+		free(*odd);
+		*b = NULL;
+		*odd = NULL;
+		nb = 0;
+	}
+	if (nb)
+		return nb;
+	nb = gs_bounds_phases(p->r, v, n, b, s->what, sizeof(s->what));
+	size_t in = 0, after = 0;
+	for (size_t i = 0; nb && i < n; i++)
+		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch)
+			in += v[i].start >= (*b)[0] && v[i].start < (*b)[nb - 1], after += v[i].start >= (*b)[nb - 1];
+	if (nb && after > 2 * in / (nb - 1) + 16) {
+		free(*b);
+		*b = NULL;
+		nb = 0;
+	}
+	return nb ? nb : gs_bounds_calls(v, n, b, s->what, sizeof(s->what));
+}
+
 /* Finds the step (fills r->steps' first part) and its window of steady
  * steps: their begins into wb (s->window + 1 of them, WINDOW_MAX + 1 at
  * most). 1, or 0 with no step. */
@@ -335,33 +383,7 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	struct gs_report *r = p->r;
 	uint64_t *b = NULL;
 	uint8_t *odd = NULL;
-	int pairs = 0;
-	size_t nb = gs_bounds_marked(v, n, p->steps->seen <= GS_STEPS_RING, &b, &odd, &pairs);
-	int marked = nb != 0;
-	if (!marked)
-		nb = gs_bounds_phases(r, v, n, &b, s->what, sizeof(s->what));
-	/* A cycle of phases is the loop only if it runs to the end: phases
-	 * that stop early (a warm-up's eager steps before a graph is captured
-	 * and replayed) are not the steps that follow. Past its last
-	 * boundary (counted steps: past the last phase, an evaluation's after
-	 * the training), no more launches than two of its steps make. */
-	uint64_t end = nb ? b[nb - 1] : 0;
-	for (size_t i = 0; marked && i < n; i++)
-		if (v[i].what == GS_IT_PHASE && v[i].start > end)
-			end = v[i].start;
-	size_t in = 0, after = 0;
-	for (size_t i = 0; nb && i < n; i++)
-		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch)
-			in += v[i].start >= b[0] && v[i].start < b[nb - 1], after += v[i].start >= end;
-	if (nb && after > 2 * in / (nb - 1) + 16) {
-		free(b);
-		free(odd);
-		b = NULL;
-		odd = NULL;
-		nb = 0;
-	}
-	if (!nb)
-		nb = gs_bounds_calls(v, n, &b, s->what, sizeof(s->what));
+	size_t group = 1, nb = begins(p, s, v, n, &b, &odd, &group);
 	if (!nb) {
 		free(b);
 		return 0;
@@ -371,14 +393,23 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->steady_from = b[0];
 	s->kept_last = p->steps->seen > GS_STEPS_RING;
 	/* No warm-up is seen in a long run's events that were not kept, nor
-	 * in the part of a step the kept ones begin in. */
+	 * in the part of a step the kept ones begin in (a counted step may
+	 * hold an evaluation: longer than the next). */
 	s->searched_from = s->kept_last && n && v[0].start > r->t_first ? v[0].start : r->t_first;
-	s->warmup_ns = b[0] > s->searched_from && !(s->kept_last && nb > 1 && b[0] - s->searched_from <= b[1] - b[0]) ?
-			       b[0] - s->searched_from : 0;
+	int mid_step = s->kept_last && (odd || (nb > 1 && b[0] - s->searched_from <= b[1] - b[0]));
+	s->warmup_ns = b[0] > s->searched_from && !mid_step ? b[0] - s->searched_from : 0;
 	size_t k1, k0 = window_of(v, n, b, nb, odd, &k1, &s->odd_steps);
-	if (marked) /* the phases of the window's first step (a step of the commonest) */
-		gs_bounds_describe(r, v, n, b[k0], b[k0 + 1], pairs ? "PyTorch's optimizer steps, two a step (two "
-				   "optimizers take turns): " : "PyTorch's optimizer steps: ", s->what, sizeof(s->what));
+	if (odd) { /* the phases of the window's first step of the commonest */
+		size_t k = k0;
+		while (k + 1 < k1 && odd[k])
+			k++;
+		char head[128];
+		if (group > 1)
+			snprintf(head, sizeof(head), "PyTorch's optimizer steps, %zu counted a step: ", group);
+		else
+			snprintf(head, sizeof(head), "PyTorch's optimizer steps: ");
+		gs_bounds_describe(r, v, n, b[k], b[k + 1], head, s->what, sizeof(s->what));
+	}
 	s->window = k1 - k0;
 	s->step_ns = window_step(v, n, b[k0], b[k1], s->window, &s->gpu_ns);
 	memcpy(wb, b + k0, (s->window + 1) * sizeof(*wb));
