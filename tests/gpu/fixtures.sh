@@ -9,6 +9,7 @@
 # $OUT/fixtures.md. From the repository root:
 #   bash tests/gpu/fixtures.sh          (carry: dist)
 #   FIXTURES="oom leak" bash tests/gpu/fixtures.sh
+#   FIXTURES=train_eval bash tests/gpu/fixtures.sh   (an evaluation every epoch: not yet a fixture)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 WORK=/tmp/gpuspy-fixtures
