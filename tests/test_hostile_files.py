@@ -679,3 +679,28 @@ def output_that_never_arrives_is_no_success(tmp):
             p = subprocess.run([GPUSPY, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
         check(p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("gpuspy: error:") and
               "No space left on device" in p.stderr, f"{args}: exit {p.returncode} {p.stderr!r}")
+
+
+@test
+def a_record_forged_to_end_near_2_64_is_in_plain_sight(tmp):
+    """One GPU record of a 60-step loop (test_replay's helper_loop) made to
+    end 1000 ns short of 2^64: report, text and --json, and export end
+    within the timeout, status 0, and say the run lasted about
+    18,446,744,073 s (docs/security.md): a wrong figure in plain sight,
+    not a hang or a crash."""
+    from test_replay import helper_loop
+    path = helper_loop(os.path.join(tmp, "t.jsonl"), 1, 60, 0, False)
+    lines, forged = [], False
+    for line in open(path).read().splitlines():
+        e = json.loads(line)
+        if not forged and e.get("kind") == "gpu_kernel" and e["start_ns"] > 30_000_000:
+            e["end_ns"], forged = 2 ** 64 - 1000, True
+        lines.append(json.dumps(e))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    o = report_json(path)
+    check(forged and o["duration_ns"] > 1.8e19 and o["processes"][0]["step"]["step_ns"] > 1e17, f"{o['duration_ns']}")
+    check(", 18446744073.71 s traced, 2160 events" in report_text(path), "the forged run's length not said")
+    p = subprocess.run([GPUSPY, "export", "--format", "chrome", "-o", os.path.join(tmp, "t.json"), path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and os.path.getsize(os.path.join(tmp, "t.json")) > 100_000, p.stderr)
