@@ -239,80 +239,122 @@ def a_wait_on_another_thread_keeps_the_step_whole(tmp):
     check(d and d[0]["id"] == "step_waits" and d[0]["text"].startswith("Each step waits for the GPU once"), f"{d}")
 
 
-def helper_loop(path, epochs, steps, evals, every, critic=0, wrap=False, tail=0, frozen=0):
+class HelperLoop:
+    """helper_loop's events as they are made: the time, the correlation
+    ids and the optimizer steps done so far."""
+
+    def __init__(self, critic, slow, skips, item_in_forward):
+        self.ev, self.t, self.corr, self.step, self.n = [], 1_000_000, 0, 0, 0
+        self.critic, self.slow, self.skips, self.item_in_forward = critic, slow, skips, item_in_forward
+
+    def launch(self, name):
+        from test_report import gpu_record
+        self.corr += 1
+        self.ev.extend([call("launch", "cuLaunchKernel", self.t, self.t + 5_000, name=name, grid=[1, 1, 1],
+                             block=[32, 1, 1], stream=0, corr=self.corr),
+                        gpu_record("gpu_kernel", self.t + 8_000, 30_000, self.corr, name=name)])
+        self.t += 20_000
+
+    def phase(self, name, work, item=False):
+        from test_report import phase_event
+        self.ev.append(phase_event(True, self.t, name, self.step))
+        self.t += work
+        for _ in range(5 if name in ("forward", "backward") else 2 if name == "optimizer" and not work else 0):
+            self.launch(f"{name}{(self.corr + 1) % 5}")
+        if item:
+            self.wait(self.t, 0)
+        self.ev.append(phase_event(False, self.t, name, self.step))
+
+    def wait(self, t0, period):
+        """.item(): a copy back of 4 bytes, then the step's time to t0 + period."""
+        from test_report import gpu_record
+        self.corr += 1
+        self.ev.extend([call("copy", "cudaMemcpyAsync", self.t, self.t + 50_000, bytes=4, dir="d2h",
+                             host_mem="pageable", stream=0, corr=self.corr),
+                        gpu_record("gpu_copy", self.t + 45_000, 2_000, self.corr, bytes=4, dir="d2h")])
+        self.t = max(self.t + 50_000, t0 + period)
+
+    def end(self, t0, period):
+        """The step's end: its .item(), unless in forward."""
+        if self.item_in_forward:
+            self.t = max(self.t, t0 + period)
+        else:
+            self.wait(t0, period)
+
+    def train(self):
+        t0, first, fwd = self.t, self.n < self.slow, self.item_in_forward
+        self.n += 1
+        if self.n - 1 in self.skips:
+            self.phase("data", 200_000), self.phase("optimizer", 10_000), self.phase("forward", 0, fwd)
+            return self.end(t0, 500_000)
+        for _ in range(self.critic or 1):
+            self.phase("data", 200_000), self.phase("optimizer", 10_000)
+            self.phase("forward", 50_000_000 if first else 0, fwd)
+            self.phase("backward", 20_000_000 if first else 0), self.phase("optimizer", 0)
+            self.step += 1
+        if self.critic:
+            self.phase("optimizer", 10_000), self.phase("forward", 0), self.phase("backward", 0)
+            self.phase("optimizer", 0)
+            self.step += 1
+        self.end(t0, (self.critic + 1) * 1_000_000)
+
+    def evaluate(self):
+        t0 = self.t
+        self.phase("data", 100_000), self.phase("forward", 0, self.item_in_forward)
+        self.end(t0, 400_000)
+
+    def replayed(self):
+        """A step of a CUDA graph replayed, its count staying: data, 10 launches, .item()."""
+        t0 = self.t
+        self.phase("data", 200_000)
+        for _ in range(10):
+            self.launch(f"g{(self.corr + 1) % 10}")
+        self.wait(t0, 700_000)
+
+    def user_range(self, name, begin):
+        """The user's range: no step count."""
+        from test_report import phase_event
+        self.ev.append({k: v for k, v in phase_event(begin, self.t, name, 0).items() if k != "step"})
+
+
+def helper_loop(path, epochs, steps, evals, every, critic=0, wrap=None, tail=0, frozen=0, slow=0, skips=(),
+                item_in_forward=False):
     """The PyTorch helper's phases (their step: the optimizer steps done) of
     a training loop, 1 ms a step: data 200 us, zero_grad (an "optimizer"
     phase too), forward and backward launching 5 kernels each, the
     optimizer's 2, then .item(), a 50 us copy back. An evaluation batch,
     400 us: data 100 us, forward, .item(). `evals` batches after the last
     epoch, or after every one, inside the user's range 'validation' where
-    wrap; `tail` steps more after the last. critic: that many steps of a
-    first optimizer, each with its batch, then a second's zero_grad,
-    forward, backward and step, all in (critic + 1) ms. frozen: then that
-    many steps of 700 us whose count stays (a CUDA graph of the step
-    replayed): data, 10 launches, .item()."""
-    from test_report import gpu_record, phase_event
-    ev, t, corr, step = [], 1_000_000, 0, 0
-
-    def phase(name, work):
-        nonlocal t, corr
-        ev.append(phase_event(True, t, name, step))
-        t += work
-        for _ in range(5 if name in ("forward", "backward") else 2 if name == "optimizer" and not work else 0):
-            corr += 1
-            ev.extend([call("launch", "cuLaunchKernel", t, t + 5_000, name=f"{name}{corr % 5}", grid=[1, 1, 1],
-                            block=[32, 1, 1], stream=0, corr=corr),
-                       gpu_record("gpu_kernel", t + 8_000, 30_000, corr, name=f"{name}{corr % 5}")])
-            t += 20_000
-        ev.append(phase_event(False, t, name, step))
-
-    def item(t0, period):
-        nonlocal t, corr
-        corr += 1
-        ev.extend([call("copy", "cudaMemcpyAsync", t, t + 50_000, bytes=4, dir="d2h", host_mem="pageable", stream=0,
-                        corr=corr), gpu_record("gpu_copy", t + 45_000, 2_000, corr, bytes=4, dir="d2h")])
-        t = t0 + period
-
-    def train():
-        nonlocal step
-        t0 = t
-        for _ in range(critic or 1):
-            phase("data", 200_000), phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0)
-            phase("optimizer", 0)
-            step += 1
-        if critic:
-            phase("optimizer", 10_000), phase("forward", 0), phase("backward", 0), phase("optimizer", 0)
-            step += 1
-        item(t0, (critic + 1) * 1_000_000)
-
-    def validation(begin):  # the user's range: no step count
-        if wrap:
-            ev.append({k: v for k, v in phase_event(begin, t, "validation", 0).items() if k != "step"})
-
+    wrap is "validation" (each epoch in 'epoch' where it is "epoch");
+    `tail` steps more after the last. critic: that many steps of a first
+    optimizer, each with its batch, then a second's zero_grad, forward,
+    backward and step, all in (critic + 1) ms. frozen: then that many
+    steps of 700 us whose count stays (a CUDA graph of the step replayed):
+    data, 10 launches, .item(). slow: the first steps compile (forward and
+    backward 50 and 20 ms more on the host). skips: the steps (from 0) that
+    skip backward and the optimizer's step (a loss not finite), 500 us.
+    item_in_forward: the .item() in forward, before backward."""
+    loop = HelperLoop(critic, slow, skips, item_in_forward)
     for e in range(epochs):
+        if wrap == "epoch":
+            loop.user_range("epoch", True)
         for _ in range(steps):
-            train()
+            loop.train()
         if every or e == epochs - 1:
-            validation(True)
+            if wrap == "validation":
+                loop.user_range("validation", True)
             for _ in range(evals):
-                t0 = t
-                phase("data", 100_000), phase("forward", 0)
-                item(t0, 400_000)
-            validation(False)
+                loop.evaluate()
+            if wrap == "validation":
+                loop.user_range("validation", False)
+        if wrap == "epoch":
+            loop.user_range("epoch", False)
     for _ in range(tail):
-        train()
+        loop.train()
     for _ in range(frozen):
-        t0 = t
-        phase("data", 200_000)
-        for _ in range(10):
-            corr += 1
-            ev.extend([call("launch", "cuLaunchKernel", t, t + 5_000, name=f"g{corr % 10}", grid=[1, 1, 1],
-                            block=[32, 1, 1], stream=0, corr=corr),
-                       gpu_record("gpu_kernel", t + 8_000, 30_000, corr, name=f"g{corr % 10}")])
-            t += 20_000
-        item(t0, 700_000)
-    ev.sort(key=lambda x: x["start_ns"])
-    return write_jsonl(path, ev, timing="cupti")
+        loop.replayed()
+    loop.ev.sort(key=lambda x: x["start_ns"])
+    return write_jsonl(path, loop.ev, timing="cupti")
 
 
 @test
@@ -363,10 +405,10 @@ def counted_steps_at_their_edges(tmp):
     def step_of(name, *args, **kw):
         o = report_json(helper_loop(os.path.join(tmp, name), *args, **kw))
         return o["processes"][0]["step"], [(d["id"], d["saving"]["per_step_ns"]) for d in o["diagnoses"]]
-    step, d = step_of("range.jsonl", 4, 20, 10, True, wrap=True)
+    step, d = step_of("range.jsonl", 4, 20, 10, True, wrap="validation")
     check((step["steps"], step["step_ns"], step["replayed_steps"]) == (80, 1_000_000, 18) and
           [x for x, _ in d] == ["step_waits"] and abs(d[0][1] - 61_940) < 500, f"in a range: {step} {d}")
-    step, d = step_of("range-end.jsonl", 1, 60, 30, False, wrap=True)
+    step, d = step_of("range-end.jsonl", 1, 60, 30, False, wrap="validation")
     check((step["steps"], step["step_ns"]) == (60, 1_000_000) and d == [("step_waits", 61_940)], f"{step} {d}")
     step, d = step_of("stopped.jsonl", 4, 20, 10, True, tail=3)
     check((step["steps"], step["step_ns"], step["replayed_steps"], step["steps_with_other_phases"]) ==
@@ -378,3 +420,36 @@ def counted_steps_at_their_edges(tmp):
     step, d = step_of("frozen.jsonl", 1, 12, 0, False, frozen=300)
     check((step["what"], step["steps"], step["step_ns"]) == ("the cycle of phases data", 299, 700_000),
           f"a count that stops: {step} {d}")
+
+
+@test
+def counted_steps_beside_compilation_skips_and_evaluations(tmp):
+    """More of the helper's counted steps: the first 3 steps compile (70 ms
+    more each) before 6 epochs of 20 steps and an evaluation (the replay
+    took the longest stretch without one, the first epoch's, compilation
+    and all: 8.3 ms "steps"); 60 steps then 160 evaluation batches, longer
+    than the training (taken for the loop: 400 us steps); 300 steps of
+    which 5% skip backward and the optimizer's step, at random (seed 3:
+    grouped "2 counted a step", 2 ms); the .item() inside forward, each
+    epoch in the user's range (the phase's sync_stalls dropped for a
+    step_waits); an evaluation every 8 steps (grouped 8 a step, its
+    waits the step's: 79.5 us an optimizer step, 28% over the loop's)."""
+    import random
+    def step_of(name, *args, **kw):
+        o = report_json(helper_loop(os.path.join(tmp, name), *args, **kw))
+        return o["processes"][0]["step"], [(d["id"], d["saving"]["per_step_ns"]) for d in o["diagnoses"]]
+    step, d = step_of("compile.jsonl", 6, 20, 10, True, slow=3)
+    check((step["steps"], step["step_ns"], step["replayed_steps"]) == (120, 1_000_000, 19) and
+          ("step_waits", 61_768) in d, f"compilation first: {step} {d}")
+    step, d = step_of("long.jsonl", 1, 60, 160, False)
+    check((step["steps"], step["step_ns"]) == (60, 1_000_000) and d == [("step_waits", 61_940)], f"{step} {d}")
+    rnd = random.Random(3)
+    step, d = step_of("skips.jsonl", 1, 300, 0, False, skips={i for i in range(300) if rnd.random() < 0.05})
+    check(step["what"].startswith("PyTorch's optimizer steps: data,") and step["step_ns"] == 1_000_000 and
+          d == [("step_waits", 61_577)], f"steps skipped: {step} {d}")
+    step, d = step_of("forward.jsonl", 4, 20, 10, True, wrap="epoch", item_in_forward=True)
+    check(step["steps"] == 80 and d == [("sync_stalls", 45_189)], f".item() in forward: {step} {d}")
+    step, d = step_of("every8.jsonl", 25, 8, 3, True)
+    check(step["what"].startswith("PyTorch's optimizer steps: data, optimizer,") and
+          (step["steps"], step["step_ns"], step["replayed_steps"]) == (200, 1_000_000, 7) and
+          d == [("step_waits", 65_200)], f"an evaluation every 8 steps: {step} {d}")

@@ -411,7 +411,8 @@ void gs_steps_diagnose(struct gs_report *r)
 			 * A phase's waits are the step's only where its longest
 			 * is (not an evaluation's, outside the replayed steps). */
 			if (ok[ch] && !used[ch] && (ch != GS_CH_PIN || s->pinnable[copy_back(d)]) &&
-			    (!d->phase || d->phase == s->change[GS_CH_NOWAIT].phase)) {
+			    (!d->phase || d->phase == s->change[GS_CH_NOWAIT].phase ||
+			     d->phase == s->change[GS_CH_NOWAIT].inner)) {
 				set_saving(r, d, ch);
 				used[ch] = 1;
 			} else {

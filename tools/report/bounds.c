@@ -90,67 +90,122 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 	return nb;
 }
 
-/* The smallest g of 1..GROUP_MAX such that nine in ten of the steps'
- * phases are those of the step g later; 1 where none is. */
+/* The smallest g of 2..GROUP_MAX such that nine in ten of the steps'
+ * phases are those of the step g later, and a fifth more of them than of
+ * the next step's (a step skipped now and then is no period); 1 where
+ * none is. */
 #define GROUP_MAX 8
 
 static size_t group_of(const uint32_t *sig, size_t steps)
 {
-	for (size_t g = 1; g <= GROUP_MAX && steps >= 4 * g; g++) {
+	size_t same1 = 0;
+	for (size_t k = 0; k + 1 < steps; k++)
+		same1 += sig[k] == sig[k + 1];
+	for (size_t g = 2; g <= GROUP_MAX && steps >= 4 * g; g++) {
 		size_t same = 0;
 		for (size_t k = 0; k + g < steps; k++)
 			same += sig[k] == sig[k + g];
-		if (same * 10 >= (steps - g) * 9)
+		if (same * 10 >= (steps - g) * 9 && same * 10 >= same1 * 10 + (steps - g) * 2)
 			return g;
 	}
 	return 1;
 }
 
-/* The begins of the counted steps into b (and their phases' hash into sig),
- * *nb of them: none where they are not in time order. */
-static void counted(const struct gs_item *v, size_t n, int whole, uint64_t **bp, uint32_t **sigp, size_t *nbp)
+/* The commonest of n hashes. */
+static uint32_t mode_of(const uint32_t *sig, size_t n)
 {
-	size_t nb = 0, cap = 0;
-	uint64_t *b = NULL, last = 0;
-	uint32_t *sig = NULL;
+	uint32_t *d = xcalloc(n ? n : 1, sizeof(*d)), mode = n ? sig[0] : 0;
+	memcpy(d, sig, n * sizeof(*d));
+	qsort(d, n, sizeof(*d), cmp_u32);
+	for (size_t k = 0, run = 0, best = 0; k < n; k++) {
+		run = k && d[k] == d[k - 1] ? run + 1 : 1;
+		if (run > best) {
+			best = run;
+			mode = d[k];
+		}
+	}
+	free(d);
+	return mode;
+}
+
+/* The counted steps: their begins, their phases' hash and how many more
+ * forward phases than backward ones they hold (an evaluation's forwards
+ * have none). */
+struct counts {
+	uint64_t *b;
+	uint32_t *sig;
+	int32_t *fwd;
+	size_t nb;
+};
+
+/* The begins of the counted steps: none where they are not in time order. */
+static void counted(const struct gs_report *r, const struct gs_item *v, size_t n, int whole, struct counts *c)
+{
+	size_t cap = 0;
+	uint64_t last = 0;
+	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].what != GS_IT_PHASE && v[i].what != GS_IT_MARK)
 			continue;
 		/* A new count, above every one before (a phase of the user's,
 		 * unmarked or of a count gone back, begins none). */
 		if (v[i].corr > last && (last || whole)) {
-			if (nb && v[i].start <= b[nb - 1]) {
-				*bp = b, *sigp = sig, *nbp = 0; /* a JSON Lines file written out of order */
+			if (c->nb && v[i].start <= c->b[c->nb - 1]) {
+				c->nb = 0; /* a JSON Lines file written out of order */
 				return;
 			}
-			if (nb == cap) {
+			if (c->nb == cap) {
 				cap = cap ? 2 * cap : 64;
-				b = xrealloc(b, cap * sizeof(*b));
-				sig = xrealloc(sig, cap * sizeof(*sig));
+				c->b = xrealloc(c->b, cap * sizeof(*c->b));
+				c->sig = xrealloc(c->sig, cap * sizeof(*c->sig));
+				c->fwd = xrealloc(c->fwd, cap * sizeof(*c->fwd));
 			}
-			b[nb] = v[i].start;
-			sig[nb++] = 0;
+			c->b[c->nb] = v[i].start;
+			c->sig[c->nb] = 0;
+			c->fwd[c->nb++] = 0;
 		}
 		if (v[i].corr > last)
 			last = v[i].corr;
-		if (nb)
-			sig[nb - 1] = sig[nb - 1] * 31u + v[i].tok;
+		if (!c->nb)
+			continue;
+		c->sig[c->nb - 1] = c->sig[c->nb - 1] * 31u + v[i].tok;
+		const char *nm = v[i].phase < r->nphases ? r->phases[v[i].phase].name : "";
+		c->fwd[c->nb - 1] += !strcmp(nm, "forward") - !strcmp(nm, "backward");
 	}
-	*bp = b, *sigp = sig, *nbp = nb;
 }
 
-size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd, size_t *group)
+/* g counts a step, unless the counts unlike the commonest hold more
+ * forwards than it (an evaluation every few steps: those are the steps
+ * apart, not a period of the loop's). */
+static size_t group(const struct counts *c)
 {
-	size_t nb;
-	uint64_t *b;
-	uint32_t *sig;
-	counted(v, n, whole, &b, &sig, &nb);
+	size_t steps = c->nb ? c->nb - 1 : 0, g = group_of(c->sig, steps);
+	uint32_t mode = g > 1 ? mode_of(c->sig, steps) : 0;
+	int32_t fwd = 0;
+	for (size_t k = 0; g > 1 && k < steps; k++)
+		if (c->sig[k] == mode)
+			fwd = c->fwd[k];
+	size_t evaluations = 0, unlike = 0;
+	for (size_t k = 0; g > 1 && k < steps; k++)
+		if (c->sig[k] != mode)
+			unlike++, evaluations += c->fwd[k] > fwd;
+	return unlike && evaluations == unlike ? 1 : g;
+}
+
+size_t gs_bounds_marked(const struct gs_report *r, const struct gs_item *v, size_t n, int whole, uint64_t **out,
+			uint8_t **odd, size_t *groupp)
+{
+	struct counts c;
+	counted(r, v, n, whole, &c);
+	size_t nb = c.nb, g = *groupp = group(&c);
+	uint64_t *b = c.b;
+	uint32_t *sig = c.sig;
+	free(c.fwd);
 	/* Steps whose phases repeat every g counts, not every one (two
 	 * optimizers taking turns, a critic's five steps to a generator's
-	 * one, an evaluation every few steps) are grouped g a step. */
-	*group = nb > 1 ? group_of(sig, nb - 1) : 1;
-	if (*group > 1) {
-		size_t g = *group, m = 0;
+	 * one) are grouped g a step. */
+	if (g > 1) {
+		size_t m = 0;
 		for (size_t k = 0; k < nb; k += g, m++) {
 			b[m] = b[k];
 			sig[m] = sig[k];
@@ -162,25 +217,14 @@ size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t *
 	/* The commonest steps' phases; the leading steps without them are
 	 * warm-up (a model's first pass before the loop, in step 0). */
 	size_t k0 = 0;
-	uint32_t *d = nb >= 5 ? xcalloc(nb - 1, sizeof(*d)) : NULL;
-	if (d) {
-		memcpy(d, sig, (nb - 1) * sizeof(*d));
-		qsort(d, nb - 1, sizeof(*d), cmp_u32);
-		uint32_t mode = d[0];
-		for (size_t k = 0, run = 0, best = 0; k < nb - 1; k++) {
-			run = k && d[k] == d[k - 1] ? run + 1 : 1;
-			if (run > best) {
-				best = run;
-				mode = d[k];
-			}
-		}
+	if (nb >= 5) {
+		uint32_t mode = mode_of(sig, nb - 1);
 		while (k0 < (nb - 1) / 2 && sig[k0] != mode)
 			k0++;
 		*odd = xcalloc(nb, 1);
 		for (size_t k = k0; k + 1 < nb; k++)
 			(*odd)[k - k0] = sig[k] != mode;
 	}
-	free(d);
 	free(sig);
 	if (nb < 5 || nb - k0 < 5) {
 		free(b);
@@ -251,7 +295,8 @@ static int add_name(const struct gs_report *r, uint32_t ph, char *out, size_t ca
 	char e[4 * 90 + 1]; /* one line: a newline in a name would pass for the report's own */
 	/* (the first name is cut to fit: the list is never empty) */
 	size_t max = *seen ? 90 : *len + 16 < 90 ? 90 - *len - 6 : 10;
-	const char *nm = gs_term_line(e, sizeof(e), r->phases[ph < r->nphases ? ph : 0].name, max);
+	/* (an escaped name is longer than its bytes: cut to max columns as escaped) */
+	const char *nm = gs_term_line(e, max + 1, r->phases[ph < r->nphases ? ph : 0].name, max);
 	if (*len >= cap)
 		return 0;
 	if (!*seen && *len + strlen(nm) > 90) {

@@ -25,12 +25,13 @@ struct gs_report;
  * step in none. Steps whose phases (the user's top-level ones too) repeat
  * every g counts and not every one, g up to 8, make a step of g counts
  * (*group): two optimizers that take turns, a critic's five steps to a
- * generator's one, an evaluation every few steps. The leading steps whose
+ * generator's one; not an evaluation every few steps (its steps hold more
+ * forward phases than backward ones: they are odd). The leading steps whose
  * phases are not the commonest steps' are warm-up (a model's first pass
  * before the loop); *odd: one a begin, a later such step (an evaluation's
  * phases are in it). */
-size_t gs_bounds_marked(const struct gs_item *v, size_t n, int whole, uint64_t **out, uint8_t **odd,
-			size_t *group);
+size_t gs_bounds_marked(const struct gs_report *r, const struct gs_item *v, size_t n, int whole, uint64_t **out,
+			uint8_t **odd, size_t *group);
 
 /* The top-level phases that begin in [t0, t1) (none: the counted phases
  * inside the user's range), after head, into out: a line that fits the

@@ -21,6 +21,7 @@ struct gs_item {
 	uint64_t own_ns; /* gpuspy's stack walk after the call (0: none, or not timed) */
 	uint32_t tid, tok, stack_id, phase; /* tok: the call's kind of work (steps.c); phase: a call's
 					     * top-level phase, a GPU record's launching call's innermost */
+	uint32_t inner;  /* a call's innermost phase */
 	uint16_t api;
 	uint8_t what, kind, dir, mem, async;
 	int16_t device;

@@ -102,6 +102,7 @@ void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, si
 	it->end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns; /* a forged end before its start: none */
 	/* A call's top-level phase (the data phase holds the user's ranges in it). */
 	it->phase = feed == GS_FEED_HOST && p->tl.depth ? (uint32_t)p->tl.stack[0].idx : (uint32_t)phase;
+	it->inner = (uint32_t)phase;
 	if (feed == GS_FEED_PHASE) {
 		it->what = p->phase_depth ? GS_IT_MARK : GS_IT_PHASE;
 		it->tok = (uint32_t)phase + 1;
@@ -193,6 +194,7 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		if (d >= longest) {
 			longest = d;
 			c->phase = v[i].phase;
+			c->inner = v[i].inner;
 		}
 		size_t j = next && seen ? next[i] : SIZE_MAX;
 		if (j != SIZE_MAX && v[j].start > v[i].end)
@@ -298,8 +300,10 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
  * those after the last GPU record (CUPTI hands its records over late: a
  * window recorded on demand, or a run killed, ends without them). Counted
  * steps with other phases than most (odd: an evaluation's) are left out:
- * the window is the latest stretch without one of WINDOW_MIN steps, else
- * the longest, where it holds six or more (*apart: how many are odd).
+ * the window is in the last stretch without one, or where that holds
+ * under six steps (a run stopped after an evaluation) the one before, if
+ * it holds six or more (*apart: how many are odd; an earlier stretch may
+ * be the warm-up's, as the first epoch's slow first steps).
  * Returns the first step, *k1_out the step after the last. */
 static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, size_t nb, const uint8_t *odd,
 			size_t *k1_out, uint64_t *apart)
@@ -311,16 +315,13 @@ static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, si
 			gpu_last = v[i].start;
 	while (gpu_last && k1 > 3 && b[k1] > gpu_last)
 		k1--;
-	size_t bi = 0, bj = 0; /* the stretch [bi, bj) */
-	for (size_t j = k1, i; odd && j > 0; j = i) {
+	size_t bi = 0, bj = 0, tries = 0; /* the stretch [bi, bj): the last, or the one before it */
+	for (size_t j = k1, i; odd && j > 0 && bj - bi < 6 && tries++ < 2; j = i) {
 		while (j > 0 && odd[j - 1])
 			j--;
 		for (i = j; i > 0 && !odd[i - 1]; i--)
 			;
-		if (j - i > bj - bi)
-			bi = i, bj = j;
-		if (j - i >= WINDOW_MIN)
-			break;
+		bi = i, bj = j;
 	}
 	if (bj - bi >= 6 && (bj < k1 || bi > 0)) {
 		k1 = bj;
@@ -344,16 +345,17 @@ static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, si
  * end: phases that stop early (a warm-up's eager steps before a graph is
  * captured and replayed) are not the steps that follow. Past the cycle's
  * last begin, no more launches than two of its steps make; past the last
- * counted step's, no longer than the counted steps (an evaluation after
- * the training, not the graph's replays after a count that stopped). */
+ * counted step's, no longer than four times the counted steps (an
+ * evaluation after the training, even longer than it; not a CUDA graph's
+ * replays after the count stopped, 17 times as long). */
 static size_t begins(struct gs_pass *p, struct gs_steps *s, const struct gs_item *v, size_t n, uint64_t **b,
 		     uint8_t **odd, size_t *group)
 {
 	uint64_t t_end = 0;
 	for (size_t i = 0; i < n; i++)
 		t_end = v[i].start > t_end ? v[i].start : t_end;
-	size_t nb = gs_bounds_marked(v, n, p->steps->seen <= GS_STEPS_RING, b, odd, group);
-	if (nb && t_end - (*b)[nb - 1] > (*b)[nb - 1] - (*b)[0]) {
+	size_t nb = gs_bounds_marked(p->r, v, n, p->steps->seen <= GS_STEPS_RING, b, odd, group);
+	if (nb && (t_end - (*b)[nb - 1]) / 4 > (*b)[nb - 1] - (*b)[0]) {
 		free(*b);
 		free(*odd);
 		*b = NULL;

@@ -21,7 +21,7 @@ struct gs_step_change {
 	uint64_t after_ns;   /* waits: the host's own work right after the wait, a step;
 			      * workers: the data phase's own host work, a step */
 	uint64_t workers;    /* workers: how many load a batch within the replayed step */
-	uint32_t phase;      /* waits: the top-level phase of the one that waits longest (0: none) */
+	uint32_t phase, inner; /* waits: the top-level and innermost phases of the one that waits longest */
 };
 
 struct gs_steps {
