@@ -244,47 +244,48 @@ static int thread_work(const struct gs_item *it, uint32_t tid)
 		it->kind == GSPY_KIND_sync);
 }
 
+/* A tally of up to cap keys: count one more of key. */
+struct tally {
+	struct { uint32_t key, n; } k[64];
+	size_t n, cap;
+};
+
+static void tally_add(struct tally *t, uint32_t key)
+{
+	size_t k = 0;
+	while (k < t->n && t->k[k].key != key)
+		k++;
+	if (k == t->n && t->n < t->cap)
+		t->k[t->n++].key = key, t->k[k].n = 0;
+	if (k < t->n)
+		t->k[k].n++;
+}
+
+/* The key counted most (the first of those), 0 with none. */
+static uint32_t tally_top(const struct tally *t)
+{
+	uint32_t best = 0, bn = 0;
+	for (size_t k = 0; k < t->n; k++)
+		if (t->k[k].n > bn) {
+			bn = t->k[k].n;
+			best = t->k[k].key;
+		}
+	return best;
+}
+
 /* The thread that launches most; the token of its most frequent wait
  * (a step ends with it, where the program waits once a step). */
 static uint32_t launcher(const struct gs_item *v, size_t n, uint32_t *wait_tok)
 {
-	struct count { uint32_t key, n; } t[64], w[16];
-	size_t nt = 0;
-	size_t nw = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].what != GS_IT_CALL || v[i].kind != GSPY_KIND_launch)
-			continue;
-		size_t k = 0;
-		while (k < nt && t[k].key != v[i].tid)
-			k++;
-		if (k == nt && nt < 64)
-			t[nt++] = (struct count){ v[i].tid, 0 };
-		if (k < nt)
-			t[k].n++;
-	}
-	uint32_t best = 0, bn = 0;
-	for (size_t k = 0; k < nt; k++)
-		if (t[k].n > bn) {
-			bn = t[k].n;
-			best = t[k].key;
-		}
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].tid != best || !gs_replay_droppable_wait(&v[i]))
-			continue;
-		size_t k = 0;
-		while (k < nw && w[k].key != v[i].tok)
-			k++;
-		if (k == nw && nw < 16)
-			w[nw++] = (struct count){ v[i].tok, 0 };
-		if (k < nw)
-			w[k].n++;
-	}
-	*wait_tok = 0;
-	for (size_t k = 0, wn = 0; k < nw; k++)
-		if (w[k].n > wn) {
-			wn = w[k].n;
-			*wait_tok = w[k].key;
-		}
+	struct tally threads = { .cap = 64 }, waits = { .cap = 16 };
+	for (size_t i = 0; i < n; i++)
+		if (v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch)
+			tally_add(&threads, v[i].tid);
+	uint32_t best = tally_top(&threads);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].tid == best && gs_replay_droppable_wait(&v[i]))
+			tally_add(&waits, v[i].tok);
+	*wait_tok = tally_top(&waits);
 	return best;
 }
 
