@@ -21,7 +21,7 @@ nvcc -O2 "$Z/vmm.cu" -lcuda -o "$B/vmm" &&
 nvcc -O2 "$Z/ipc.cu" -o "$B/ipc" &&
 nvcc -O2 "$Z/callbacks.cu" -o "$B/callbacks" &&
 nvcc -O2 "$Z/ctx_migrate.cu" -lcuda -o "$B/ctx_migrate" || exit 1
-CASES="${ZOO_CASES:-resnet_loader transformers_adamw torch_compile_ro jax_step cupy_kernels lightning_fit um_streams_cublas graph_nodes dynpar vmm ipc callbacks ctx_migrate oom}"
+CASES="${ZOO_CASES:-resnet_loader transformers_adamw torch_compile_ro jax_step cupy_kernels lightning_fit train_eval um_streams_cublas graph_nodes dynpar vmm ipc callbacks ctx_migrate oom}"
 run_pair() { # name command...
 	local name=$1; shift
 	case " $CASES " in *" $name "*) ;; *) return 0 ;; esac
@@ -48,6 +48,7 @@ run_pair torch_compile_ro python3 "$Z/torch_compile_ro.py"
 run_pair jax_step python3 "$Z/jax_step.py"
 run_pair cupy_kernels python3 "$Z/cupy_kernels.py"
 run_pair lightning_fit python3 "$Z/lightning_fit.py"
+run_pair train_eval python3 "$Z/train_eval.py"
 run_pair um_streams_cublas "$B/um_streams_cublas"
 run_pair graph_nodes "$B/graph_nodes"
 run_pair dynpar "$B/dynpar"
