@@ -84,6 +84,9 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	size_t k = strlen(m);
 	if (ch == GS_CH_PIN && s->pinnable[0] && s->pinnable[1]) /* the fix, a pinned buffer, serves both */
 		snprintf(m + k, sizeof(m) - k, ", the uploads and the copies back alike");
+	k = strlen(m);
+	if (ch == GS_CH_PIN && s->pinnable[1]) /* replay.c: the host reads what it copies back */
+		snprintf(m + k, sizeof(m) - k, " (a copy back that blocked still waits for its bytes)");
 	if (ch == GS_CH_WORKERS && s->change[ch].workers) {
 		/* How many workers the saving takes: the user's num_workers. */
 		const struct gs_step_change *c = &s->change[ch];

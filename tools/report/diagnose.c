@@ -86,11 +86,11 @@ static const char *const advice_text[ADV_COUNT][GS_FW_COUNT] = {
 		"cupy.cuda.alloc_pinned_memory), then copy on a stream of your own.",
 	},
 	[ADV_PIN_D2H] = {
-		"copy into a pinned buffer (cudaHostAlloc) to make them asynchronous",
-		"copy into a pinned buffer (torch.empty(..., pin_memory=True)) to make them asynchronous",
+		"copy into a pinned buffer (cudaHostAlloc), which the GPU writes without staging",
+		"copy into a pinned buffer (torch.empty(..., pin_memory=True)), which the GPU writes without staging",
 		"fetch results every " GS_STR(GS_WAIT_EVERY) " steps rather than each step (jax.device_get of a batch "
 		"of them)",
-		"copy into a pinned buffer (cupyx.empty_pinned()) to make them asynchronous",
+		"copy into a pinned buffer (cupyx.empty_pinned()), which the GPU writes without staging",
 	},
 	[ADV_STARVE] = {
 		"Load ahead: prepare the next batch on another thread while the GPU runs, and copy it asynchronously "

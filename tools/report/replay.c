@@ -263,9 +263,10 @@ static size_t linked(const struct sim *m, uint64_t corr, size_t *first)
  * beside it in the run, but not before the last work queued there
  * began), for as long as it ran (or, when the copy is now from pinned
  * memory, for its bytes at the pinned bandwidth). */
-static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pinned)
+static uint64_t queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pinned)
 {
 	size_t k, end = linked(m, c->corr, &k);
+	uint64_t done = 0; /* when the last of it ends */
 	for (; k < end; k++) {
 		const struct gs_item *g = m->gpu[k];
 		int s = stream_at(&m->s, g->device, g->stream);
@@ -284,7 +285,10 @@ static void queue_gpu(struct sim *m, const struct gs_item *c, uint64_t t, int pi
 		m->s.began[s] = st;
 		if (st + d > m->s.free[s])
 			m->s.free[s] = st + d;
+		if (st + d > done)
+			done = st + d;
 	}
+	return done;
 }
 
 /* The stream a wait waits for; -1: all of its device's (or every one's). */
@@ -584,7 +588,12 @@ static void call(struct sim *m, const struct gs_item *c)
 	if (m->ch == GS_CH_PIN && gs_replay_pinnable(c) && k1 > k0) { /* (its GPU copy not seen: it stays) */
 		waited(m, c, &deps);
 		m->h += rp->launch_ns;
-		queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
+		uint64_t done = queue_gpu(m, c, m->h > deps ? m->h : deps, 1);
+		/* A copy back that blocked still waits for its bytes: the host
+		 * reads what it copied (only the copy is faster; its wait for the
+		 * work before it stays, a wait's to drop, not pinning's). */
+		if (c->dir == GSPY_DIR_d2h && !c->async && done > m->h)
+			m->h = done;
 		if (rp->copy_syncs && c->async && c->dir == GSPY_DIR_h2d) {
 			m->pinned_tid = c->tid;
 			m->pinned_stream = call_stream(&m->s, c);
