@@ -480,3 +480,27 @@ def a_pinned_copy_back_still_waits_for_its_bytes(tmp):
     d = [(x["id"], x["saving"]["per_step_ns"]) for x in o["diagnoses"]]
     check(d[:1] == [("pageable_copies_d2h", 237_928)] and "(a copy back that blocked still waits for its bytes)"
           in o["diagnoses"][0]["saving"]["how"], f"{o['diagnoses']}")
+
+
+@test
+def a_scalar_copied_back_without_gpu_records_is_a_wait(tmp):
+    """CUPTI off: each 1.015 ms step of a C loop launches two kernels, then
+    copies 4 bytes back with cudaMemcpy (703 us, nearly all of it waiting
+    for the kernels), then works 300 us on the host. It was told to pin
+    the copies back, "up to 703 us a step" (4 bytes; the GPU's work stays
+    whatever the memory). A copy back under 1 MiB is a wait: dropping it
+    overlaps the 300 us after it with the GPU's work, at most the shorter
+    of the two, said at its line."""
+    ev = []
+    for k in range(50):
+        t = 1_000_000 + k * 1_015_000
+        ev += [call("launch", "cuLaunchKernel", t, t + 5_000, name="kA", grid=[1, 1, 1], block=[32, 1, 1], stream=0),
+               call("launch", "cuLaunchKernel", t + 6_000, t + 11_000, name="kB", grid=[1, 1, 1], block=[32, 1, 1],
+                    stream=0),
+               call("copy", "cudaMemcpy", t + 12_000, t + 715_000, bytes=4, dir="d2h", host_mem="pageable", stream=0,
+                    stack=1)]
+    frames = {1: ["cudaMemcpy (libcudart.so.12+0x1)", "read_loss (solver.c:88)", "main (solver.c:140)"]}
+    o = report_json(write_jsonl(os.path.join(tmp, "scalar.jsonl"), ev, frames=frames))
+    d = [(x["id"], x["saving"]["per_step_ns"], x["saving"]["bound"]) for x in o["diagnoses"]]
+    check(d == [("step_waits", 300_000, "upper")] and "once at read_loss (solver.c:88)" in o["diagnoses"][0]["text"],
+          f"{o['diagnoses']}")

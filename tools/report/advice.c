@@ -346,6 +346,31 @@ static void over_the_steps(struct gs_report *r)
 			r->diag[i].steps = r->steps->steps;
 }
 
+/* Without GPU records, waits each step makes (a copy back of a scalar, a
+ * synchronize) that no diagnosis names: dropping them overlaps the host's
+ * work after them with the GPU's, whose time is not known, so they save
+ * at most the shorter of the two, a step. */
+static void wait_bound(struct gs_report *r, int64_t floor)
+{
+	const struct gs_steps *s = r->steps;
+	const struct gs_step_change *w = &s->change[GS_CH_NOWAIT];
+	for (size_t i = 0; i < r->ndiag; i++)
+		if (change_of(r->diag[i].id, 0, 0) == GS_CH_NOWAIT)
+			return;
+	uint64_t bound = s->wait_host_ns < w->after_ns ? s->wait_host_ns : w->after_ns;
+	if (w->count < s->window || (int64_t)bound < floor)
+		return;
+	add_new(r, GS_CH_NOWAIT);
+	struct gs_diag *d = &r->diag[r->ndiag - 1];
+	char a[32], b[32], how[200];
+	snprintf(how, sizeof(how), "the waits' host time or the host's work after them, the shorter (%s, %s a step): "
+		 "no GPU times to replay", gs_fmt_ns(a, s->wait_host_ns), gs_fmt_ns(b, w->after_ns));
+	d->how = xstrdup(how);
+	d->steps = s->steps;
+	d->save_ns = mul_sat(bound, s->steps);
+	d->about = 0;
+}
+
 /* Without GPU records (CUPTI off) the replay cannot say what the GPU
  * would do: the diagnoses keep their bounds from the run's totals, cut to
  * the steady steps' own calls of their kind and to the step (waits of a
@@ -392,6 +417,8 @@ void gs_steps_diagnose(struct gs_report *r)
 	 * upload loops replay no change above 0.1% (docs/measurements.md). */
 	int64_t floor = step_share(s, 2), about_floor = step_share(s, 1);
 	if (!s->gpu_ns || s->replay_off) { /* (or a replay slower than the run: steps.h) */
+		if (!s->gpu_ns)
+			wait_bound(r, floor);
 		keep_bounds(r, floor);
 		return;
 	}

@@ -272,7 +272,9 @@ static void pageable(struct gs_report *r, uint64_t span)
 		if (r->phases_repeat && !r->pageable_h2d_warm)
 			once(r); /* copies made once, before the loop: not a step's */
 	}
-	if (d->count >= 10) {
+	/* A copy back under 1 MiB costs its wait for the work before it, not
+	 * its bytes: a wait (step_waits, sync_stalls), not pinning's. */
+	if (r->pageable_d2h_big >= 10) {
 		add(r, "pageable_copies_d2h",
 		    "%llu device-to-host copies (%s) land in pageable memory; %s.",
 		    (unsigned long long)d->count, gs_fmt_bytes(b, d->bytes), advice(r, ADV_PIN_D2H));

@@ -153,6 +153,7 @@ void gs_phases_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, s
 	}
 	/* A framework's compilation uploads what it autotunes with: not a step's copy. */
 	r->pageable_h2d_warm += r->phases_repeat && pc && ev->dir == GSPY_DIR_h2d && !r->phases[cur].compile;
+	r->pageable_d2h_big += pc && ev->dir == GSPY_DIR_d2h && ev->bytes >= (1u << 20);
 }
 
 void gs_phases_finish(struct gs_pass *p)
@@ -182,6 +183,8 @@ static void cats_merge(struct gs_cats *d, const struct gs_cats *s)
 void gs_phases_merge(struct gs_report *d, const struct gs_report *s)
 {
 	cats_merge(&d->total, &s->total);
+	d->pageable_h2d_warm += s->pageable_h2d_warm;
+	d->pageable_d2h_big += s->pageable_d2h_big;
 	for (size_t i = 0; i < s->nphases; i++) {
 		size_t at = gs_report_phase(d, s->phases[i].name); /* may move d->phases */
 		struct gs_phase_stat *p = &d->phases[at];

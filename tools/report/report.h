@@ -131,6 +131,7 @@ struct gs_report {
 	} churn[2];
 	int phases_repeat;
 	uint64_t pageable_h2d_warm; /* pageable H2D copies from a phase's second occurrence on */
+	uint64_t pageable_d2h_big;  /* pageable D2H copies of 1 MiB or more (a smaller one's cost is its wait) */
 	unsigned gpu_timing;            /* enum gspy_gpu_timing of the inputs */
 	struct gs_device_gpu dev[GSPY_DEVICES];
 	struct gs_tele tele[GSPY_DEVICES];
