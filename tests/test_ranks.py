@@ -267,3 +267,26 @@ def ranks_without_collectives_name_the_slowest(tmp):
     o = json.loads(report(tmp, "--json"))["ranks"]
     check(o["straggler"] is None and [x["straggler_steps"] for x in o["ranks"]] == [0, 0, 0, 0]
           and o["slowest"] == {"rank": 2, "lead_ns": 3_000_000}, f"{o}")
+
+
+@test
+def ranks_alike_name_no_rank(tmp):
+    """Ranks within a fiftieth of a step of each other are alike: four
+    ranks with no collective, steps of 10.000, 10.001, 10.002 and 10.0005
+    ms, name no slowest (rank 2 was, "1.5 us longer"); four with equal
+    all-reduces every step name no straggler (the first rank was, in
+    every step, "0 ns a step after the others' mean"), nor a slowest in
+    --json, which is said only without collectives."""
+    os.makedirs(os.path.join(tmp, "plain"))
+    for r, extra in enumerate((0, 1_000, 2_000, 500)):
+        plain_rank(os.path.join(tmp, "plain", f"r{r}.jsonl"), r, STEP + extra)
+    text = report(os.path.join(tmp, "plain"), "--color", "never")
+    o = json.loads(report(os.path.join(tmp, "plain"), "--json"))["ranks"]
+    check("slowest:" not in text and "slowest" not in o and o["straggler"] is None, f"{o} {text[-600:]}")
+    os.makedirs(os.path.join(tmp, "nccl"))
+    for r in range(4):
+        rank_trace(os.path.join(tmp, "nccl", f"r{r}.jsonl"), r, 3_000_000, 4_000_000)
+    text = report(os.path.join(tmp, "nccl"), "--color", "never")
+    o = json.loads(report(os.path.join(tmp, "nccl"), "--json"))["ranks"]
+    check("straggler:" not in text and o["straggler"] is None and "slowest" not in o and
+          [x["straggler_steps"] for x in o["ranks"]] == [0, 0, 0, 0], f"{o} {text[-600:]}")

@@ -29,6 +29,12 @@
 #include "util/units.h"
 #include "util/escape.h"
 
+/* A rank is named (the straggler a step, the slowest) only where it leads
+ * the others by a fiftieth of the step or more: ranks within that are
+ * alike (a lead of 1.5 us of 10 ms named one, and with collectives of
+ * equal times every step's tie went to the first rank, "0 ns after"). */
+#define LEAD_MARGIN 50
+
 struct rank_stat {
 	const struct gs_report *r;
 	uint64_t steps, step_ns, coll_ns; /* past the first step: sums */
@@ -150,6 +156,11 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 			k->v[i].waited_ns += (uint64_t)((coll[i] - least) * (double)steps + 0.5);
 		struct rank_stat *s = &k->v[who];
 		double others = m > 1 ? (sum - least) / (double)(m - 1) : least;
+		/* Others that waited for it under LEAD_MARGIN of its step: ranks
+		 * alike, none the straggler (ties went to the first rank). */
+		const struct gs_step_point *pw = &s->r->series->step[p + (size_t)first_point(s->r->series)];
+		if ((others - least) * LEAD_MARGIN < (double)pw->total_ns / (double)pw->n)
+			continue;
 		s->straggler_steps += steps;
 		s->lead_ns += (uint64_t)((others - least) * (double)steps + 0.5);
 		s->caused_ns += (uint64_t)(((sum - least) - least * (double)(m - 1)) * (double)steps + 0.5);
@@ -167,7 +178,8 @@ static const struct rank_stat *straggler(const struct ranks *k)
 }
 
 /* Without collectives: the rank whose steps are the longest, and its lead
- * over the others' mean, a step (0 for fewer than two ranks). */
+ * over the others' mean, a step; none (lead 0) for fewer than two ranks,
+ * or a lead under 1/LEAD_MARGIN of the others' step (ranks alike). */
 static const struct rank_stat *slowest(const struct ranks *k, uint64_t *lead)
 {
 	const struct rank_stat *s = NULL;
@@ -181,8 +193,9 @@ static const struct rank_stat *slowest(const struct ranks *k, uint64_t *lead)
 			s = x;
 		}
 	}
-	*lead = s && k->n > 1 ? (uint64_t)(most - (sum - most) / (double)(k->n - 1) + 0.5) : 0;
-	return s;
+	double others = k->n > 1 ? (sum - most) / (double)(k->n - 1) : 0;
+	*lead = s && k->n > 1 && (most - others) * LEAD_MARGIN >= others ? (uint64_t)(most - others + 0.5) : 0;
+	return *lead ? s : NULL;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -436,8 +449,8 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNullToObject(o, "straggler");
 	}
 	uint64_t lead;
-	const struct rank_stat *sl = slowest(&k, &lead);
-	if (sl && lead) {
+	const struct rank_stat *sl = k.collectives ? NULL : slowest(&k, &lead);
+	if (sl) {
 		cJSON *j = cJSON_AddObjectToObject(o, "slowest");
 		cJSON_AddNumberToObject(j, "rank", sl->r->proc.rank);
 		cJSON_AddNumberToObject(j, "lead_ns", (double)lead);
