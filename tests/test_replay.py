@@ -504,3 +504,38 @@ def a_scalar_copied_back_without_gpu_records_is_a_wait(tmp):
     d = [(x["id"], x["saving"]["per_step_ns"], x["saving"]["bound"]) for x in o["diagnoses"]]
     check(d == [("step_waits", 300_000, "upper")] and "once at read_loss (solver.c:88)" in o["diagnoses"][0]["text"],
           f"{o['diagnoses']}")
+
+
+@test
+def a_batched_generate_is_told_in_decode_terms(tmp):
+    """The PyTorch helper's phases of a batched generate: each batch 'data'
+    (200 us) then 'forward' over 40 tokens of 30 small kernels and a 4-byte
+    copy back with a synchronize; no backward nor optimizer phase. Its
+    phases repeat, which took it for training ("capture the step in a CUDA
+    graph"); it is a loop of forwards: the decode step, a static KV cache
+    for generate. The saving is the replay's, as before: 2.036 ms a step."""
+    from test_report import gpu_record, phase_event
+    ev, corr, t = [], 0, 1_000_000
+    for _ in range(12):
+        ev += [phase_event(True, t, "data", 0), phase_event(False, t + 200_000, "data", 0)]
+        t += 200_000
+        ev.append(phase_event(True, t, "forward", 0))
+        for _ in range(40):
+            for i in range(30):
+                name = f"elementwise_kernel_{i}"
+                ev += [call("launch", "cuLaunchKernel", t + i * 10_000, t + i * 10_000 + 8_000, name=name,
+                            grid=[1, 1, 1], block=[32, 1, 1], stream=0, corr=(corr := corr + 1)),
+                       gpu_record("gpu_kernel", t + i * 10_000 + 5_000, 4_000, corr, name=name)]
+            tc = t + 300_000
+            ev += [call("copy", "cudaMemcpyAsync", tc, tc + 10_000, bytes=4, dir="d2h", host_mem="pageable",
+                        stream=0, corr=(corr := corr + 1), **{"async": True}),
+                   gpu_record("gpu_copy", tc + 6_000, 2_000, corr, bytes=4, dir="d2h"),
+                   call("sync", "cudaStreamSynchronize", tc + 10_500, tc + 15_000, stream=0)]
+            t += 370_000
+        ev.append(phase_event(False, t, "forward", 0))
+    ev.sort(key=lambda e: e["start_ns"])
+    o = report_json(write_jsonl(os.path.join(tmp, "generate.jsonl"), ev, timing="cupti"))
+    d = o["diagnoses"]
+    check(d and d[0]["id"] == "launch_bound" and d[0]["saving"]["per_step_ns"] == 2_036_000 and
+          "capture the decode step in a CUDA graph" in d[0]["text"] and 'cache_implementation="static"' in d[0]["text"],
+          f"{d}")

@@ -157,13 +157,29 @@ static const char *times(char *buf, size_t cap, uint64_t count, uint64_t steps)
 	return buf;
 }
 
+/* A loop of forwards: no backward nor optimizer phase ran (the PyTorch
+ * helper's), and forwards did or no phase repeats (a batched generate's
+ * data and forward phases repeat: inference still). */
+static int inferring(const struct gs_report *r)
+{
+	int forward = 0;
+	for (size_t i = 1; i < r->nphases; i++) {
+		if (!r->phases[i].count)
+			continue;
+		if (!strcmp(r->phases[i].name, "backward") || !strcmp(r->phases[i].name, "optimizer"))
+			return 0;
+		forward |= !strcmp(r->phases[i].name, "forward");
+	}
+	return forward || !r->phases_repeat;
+}
+
 /* The diagnoses the replay found that no other names. */
 static void add_new(struct gs_report *r, int ch)
 {
 	const struct gs_steps *s = r->steps;
 	size_t before = r->ndiag;
 	char a[32], b[32], c[32];
-	int inference = !r->phases_repeat; /* no optimizer nor training phases: a loop of forwards */
+	int inference = inferring(r);
 	if (ch == GS_CH_NOWAIT) {
 		const struct gs_step_change *w = &s->change[ch];
 		/* With little host work after the waits, what the change gives
