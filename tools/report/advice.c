@@ -381,6 +381,7 @@ static void wait_bound(struct gs_report *r, int64_t floor)
 	char a[32], b[32], how[200];
 	snprintf(how, sizeof(how), "the waits' host time or the host's work after them, the shorter (%s, %s a step): "
 		 "no GPU times to replay", gs_fmt_ns(a, s->wait_host_ns), gs_fmt_ns(b, w->after_ns));
+	free(d->how); /* (add_new's, of a replay without GPU times) */
 	d->how = xstrdup(how);
 	d->steps = s->steps;
 	d->save_ns = mul_sat(bound, s->steps);
