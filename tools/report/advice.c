@@ -173,8 +173,9 @@ static int inferring(const struct gs_report *r)
 	return forward || !r->phases_repeat;
 }
 
-/* The diagnoses the replay found that no other names. */
-static void add_new(struct gs_report *r, int ch)
+/* The diagnosis of change ch that no other names, said (its saving not
+ * set); 1 where one was added. */
+static int add_said(struct gs_report *r, int ch)
 {
 	const struct gs_steps *s = r->steps;
 	size_t before = r->ndiag;
@@ -225,7 +226,13 @@ static void add_new(struct gs_report *r, int ch)
 			    l ? ", from the DataLoader made at " : "", l ? l->at : "", l ? "," : "");
 	}
 	(void)c;
-	if (r->ndiag > before) /* a change above added its diagnosis */
+	return r->ndiag > before;
+}
+
+/* The diagnoses the replay found that no other names, with their replayed savings. */
+static void add_new(struct gs_report *r, int ch)
+{
+	if (add_said(r, ch))
 		set_saving(r, &r->diag[r->ndiag - 1], ch);
 }
 
@@ -376,12 +383,12 @@ static void wait_bound(struct gs_report *r, int64_t floor)
 	uint64_t bound = s->wait_host_ns < w->after_ns ? s->wait_host_ns : w->after_ns;
 	if (w->count < s->window || (int64_t)bound < floor)
 		return;
-	add_new(r, GS_CH_NOWAIT);
+	if (!add_said(r, GS_CH_NOWAIT))
+		return;
 	struct gs_diag *d = &r->diag[r->ndiag - 1];
 	char a[32], b[32], how[200];
 	snprintf(how, sizeof(how), "the waits' host time or the host's work after them, the shorter (%s, %s a step): "
 		 "no GPU times to replay", gs_fmt_ns(a, s->wait_host_ns), gs_fmt_ns(b, w->after_ns));
-	free(d->how); /* (add_new's, of a replay without GPU times) */
 	d->how = xstrdup(how);
 	d->steps = s->steps;
 	d->save_ns = mul_sat(bound, s->steps);

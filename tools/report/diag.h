@@ -18,6 +18,10 @@ struct gs_diag;
  * of its change (replay.h's GS_CH_NOWAIT) keeps one step in that many
  * waiting, so the saving is the advice's. */
 #define GS_WAIT_EVERY 20
+/* A copy of this many bytes or more is pinning's to speed (replay.h's
+ * GS_CH_PIN); a smaller copy back costs its wait for the work before it,
+ * a wait's to drop (GS_CH_NOWAIT, step_waits). */
+#define GS_PIN_BYTES (1u << 20)
 #define GS_STR_(x) #x
 #define GS_STR(x) GS_STR_(x)
 

@@ -56,7 +56,7 @@ static void pin_saving(struct gs_report *r, int dir)
 	const struct gs_agg *pg = &r->total.copy[dir][GS_PAGEABLE];
 	const struct gs_agg *pin = &r->total.copy[dir][GS_PINNED];
 	char t[32], bw[32];
-	if (pin->gpu_ns && pin->gpu_bytes >= (1u << 20)) {
+	if (pin->gpu_ns && pin->gpu_bytes >= GS_PIN_BYTES) {
 		double at_pinned = (double)pg->bytes * (double)pin->gpu_ns / (double)pin->gpu_bytes;
 		uint64_t save = (double)pg->host_ns > at_pinned ? pg->host_ns - (uint64_t)at_pinned : 0;
 		saving(r, save, 1,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/diag.h"
 #include "report/pass.h"
 #include "report/report.h"
 #include "report/section.h"
@@ -153,7 +154,7 @@ void gs_phases_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, s
 	}
 	/* A framework's compilation uploads what it autotunes with: not a step's copy. */
 	r->pageable_h2d_warm += r->phases_repeat && pc && ev->dir == GSPY_DIR_h2d && !r->phases[cur].compile;
-	r->pageable_d2h_big += pc && ev->dir == GSPY_DIR_d2h && ev->bytes >= (1u << 20);
+	r->pageable_d2h_big += pc && ev->dir == GSPY_DIR_d2h && ev->bytes >= GS_PIN_BYTES;
 }
 
 void gs_phases_finish(struct gs_pass *p)

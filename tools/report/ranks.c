@@ -130,7 +130,7 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 	for (size_t i = 0; i < n; i++)
 		k->v[i].r = procs[i];
 	for (size_t p = 0; p < points; p++) {
-		double coll[1024], least = -1, sum = 0;
+		double coll[1024], least = -1, sum = 0, who_step = 0;
 		size_t who = 0, m = k->n < 1024 ? k->n : 1024;
 		uint64_t steps = 0;
 		for (size_t i = 0; i < m; i++) {
@@ -146,6 +146,7 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 			if (least < 0 || coll[i] < least) {
 				least = coll[i];
 				who = i;
+				who_step = (double)pt->total_ns / (double)pt->n;
 			}
 			steps = pt->n;
 		}
@@ -158,8 +159,7 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 		double others = m > 1 ? (sum - least) / (double)(m - 1) : least;
 		/* Others that waited for it under LEAD_MARGIN of its step: ranks
 		 * alike, none the straggler (ties went to the first rank). */
-		const struct gs_step_point *pw = &s->r->series->step[p + (size_t)first_point(s->r->series)];
-		if ((others - least) * LEAD_MARGIN < (double)pw->total_ns / (double)pw->n)
+		if ((others - least) * LEAD_MARGIN < who_step)
 			continue;
 		s->straggler_steps += steps;
 		s->lead_ns += (uint64_t)((others - least) * (double)steps + 0.5);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/diag.h"
 #include "report/replay.h"
 #include "gpuspy/format.h"
 
@@ -190,7 +191,7 @@ int gs_replay_waits(const struct gs_item *c)
 int gs_replay_pinnable(const struct gs_item *c)
 {
 	return c->what == GS_IT_CALL && c->kind == GSPY_KIND_copy && pageable(c) &&
-	       (c->dir == GSPY_DIR_h2d || c->dir == GSPY_DIR_d2h) && c->bytes >= MIB;
+	       (c->dir == GSPY_DIR_h2d || c->dir == GSPY_DIR_d2h) && c->bytes >= GS_PIN_BYTES;
 }
 
 int gs_replay_poolable(const struct gs_item *c)
@@ -207,7 +208,7 @@ int gs_replay_droppable_wait(const struct gs_item *c)
 		return 1;
 	/* A copy back of a few values (.item(), .cpu() of a scalar): its cost
 	 * is the wait for the work before it, not the bytes. */
-	return c->kind == GSPY_KIND_copy && c->dir == GSPY_DIR_d2h && c->bytes < MIB;
+	return c->kind == GSPY_KIND_copy && c->dir == GSPY_DIR_d2h && c->bytes < GS_PIN_BYTES;
 }
 
 static int capturable(const struct gs_item *c)

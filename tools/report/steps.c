@@ -136,7 +136,7 @@ static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *
 	double bytes = 0, ns = 0;
 	for (size_t i = 0; i < n; i++) /* GPU copy records of pinned memory */
 		if (v[i].what == GS_IT_GPU && v[i].kind == GSPY_KIND_gpu_copy && v[i].mem == GSPY_MEM_pinned &&
-		    v[i].bytes >= (1u << 20) && v[i].end > v[i].start &&
+		    v[i].bytes >= GS_PIN_BYTES && v[i].end > v[i].start &&
 		    (v[i].dir == GSPY_DIR_h2d || v[i].dir == GSPY_DIR_d2h)) {
 			bytes += (double)v[i].bytes;
 			ns += (double)(v[i].end - v[i].start);

@@ -16,6 +16,19 @@ static uint64_t since_first(const struct gs_report *r, uint64_t t)
 	return t > r->t_first ? t - r->t_first : 0;
 }
 
+/* A framework's compilations: once a run, never a step's. Their time; *n: how many. */
+static uint64_t compilations(const struct gs_report *r, uint64_t *n)
+{
+	uint64_t ns = 0;
+	*n = 0;
+	for (size_t i = 1; i < r->nphases; i++)
+		if (r->phases[i].compile) {
+			ns += r->phases[i].wall_ns;
+			*n += r->phases[i].count;
+		}
+	return ns;
+}
+
 void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
 	const struct gs_steps *s = r->steps;
@@ -53,12 +66,7 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 			",\n  slower than the run: the model does not fit it (threads that call CUDA at once?), and the\n"
 			"  savings below are bounds from the run's totals, not replays" : "; the savings below are replays");
 	}
-	uint64_t compile_ns = 0, compiles = 0; /* a framework's compilations: once a run, never a step's */
-	for (size_t i = 1; i < r->nphases; i++)
-		if (r->phases[i].compile) {
-			compile_ns += r->phases[i].wall_ns;
-			compiles += r->phases[i].count;
-		}
+	uint64_t compiles, compile_ns = compilations(r, &compiles);
 	if (compiles)
 		fprintf(f, "  one-time costs: compilation %s (%llu %s), left out of every figure a step\n",
 			gs_fmt_ns(c, compile_ns), (unsigned long long)compiles, gs_pl(compiles, "time", "times"));
@@ -116,10 +124,8 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(once, "h2d_copies", (double)s->once_copies);
 	cJSON_AddNumberToObject(once, "h2d_bytes", (double)s->once_copy_bytes);
 	cJSON_AddNumberToObject(once, "h2d_ns", (double)s->once_copy_ns);
-	double compile_ns = 0;
-	for (size_t i = 1; i < r->nphases; i++)
-		compile_ns += r->phases[i].compile ? (double)r->phases[i].wall_ns : 0;
-	cJSON_AddNumberToObject(once, "compile_ns", compile_ns);
+	uint64_t compiles;
+	cJSON_AddNumberToObject(once, "compile_ns", (double)compilations(r, &compiles));
 	if (*s->once_where)
 		cJSON_AddStringToObject(once, "h2d_largest_at", s->once_where);
 }
