@@ -227,9 +227,12 @@ def ranks_duplicate_rank_is_refused(tmp):
             check("== ranks" not in p.stdout and p.stdout.count("rank 0 (pid 100)") == 2, p.stdout[-1500:])
 
 
-def plain_rank(path, rank, step_ns, steps=12):
+def plain_rank(path, rank, step_ns, steps=12, phases=True, second="k"):
     """Rank `rank` with no collective: each step a phase "forward" of half
-    the step, then "backward" to its end, one kernel in each (CUPTI)."""
+    the step, then "backward" to its end, one kernel in each (CUPTI).
+    Without phases (a C program's loop), the same kernels, and a
+    cuStreamSynchronize to the step's end after the second (named
+    `second`: an NCCL all-reduce's, say)."""
     t = 10 ** 12
     lines = [{"type": "process", "format_version": 2, "pid": 100 + rank, "ppid": 1, "host": "node0",
               "rank": rank, "local_rank": rank, "command": "train.py", "events": 0, "dropped": 0,
@@ -237,16 +240,21 @@ def plain_rank(path, rank, step_ns, steps=12):
               "gpu_timing": "cupti", "device_mem": [1 << 34], "clock": "monotonic"}]
     for k in range(steps):
         for name, s, e in (("forward", t, t + step_ns // 2), ("backward", t + step_ns // 2, t + step_ns)):
-            lines.append({"type": "event", "kind": "phase_begin", "api": "gpuspy_phase_push", "tid": 100 + rank,
-                          "start_ns": s, "end_ns": s, "result": 0, "name": name})
+            if phases:
+                lines.append({"type": "event", "kind": "phase_begin", "api": "gpuspy_phase_push",
+                              "tid": 100 + rank, "start_ns": s, "end_ns": s, "result": 0, "name": name})
             lines.append({"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 100 + rank,
-                          "start_ns": s + 100, "end_ns": s + 5000, "result": 0, "name": "k", "stream": 7,
-                          "device": 0, "corr": 2 * k + (name == "backward") + 1})
+                          "start_ns": s + 100, "end_ns": s + 5000, "result": 0, "stream": 7, "device": 0,
+                          "name": second if name == "backward" else "k", "corr": 2 * k + (name == "backward") + 1})
             lines.append({"type": "event", "kind": "gpu_kernel", "api": "cupti_kernel", "tid": 100 + rank,
-                          "start_ns": s + 6000, "end_ns": s + 1006000, "result": 0, "name": "k", "stream": 7,
-                          "device": 0, "corr": 2 * k + (name == "backward") + 1})
-            lines.append({"type": "event", "kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 100 + rank,
-                          "start_ns": e, "end_ns": e, "result": 0, "name": name})
+                          "start_ns": s + 6000, "end_ns": s + 1006000, "result": 0, "stream": 7, "device": 0,
+                          "name": second if name == "backward" else "k", "corr": 2 * k + (name == "backward") + 1})
+            if phases:
+                lines.append({"type": "event", "kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 100 + rank,
+                              "start_ns": e, "end_ns": e, "result": 0, "name": name})
+            elif name == "backward":
+                lines.append({"type": "event", "kind": "sync", "api": "cuStreamSynchronize", "tid": 100 + rank,
+                              "start_ns": s + 6000, "end_ns": e - 1000, "result": 0, "stream": 7, "device": 0})
         t += step_ns
     with open(path, "w") as f:
         f.write("\n".join(json.dumps(x) for x in lines) + "\n")
@@ -267,6 +275,34 @@ def ranks_without_collectives_name_the_slowest(tmp):
     o = json.loads(report(tmp, "--json"))["ranks"]
     check(o["straggler"] is None and [x["straggler_steps"] for x in o["ranks"]] == [0, 0, 0, 0]
           and o["slowest"] == {"rank": 2, "lead_ns": 3_000_000}, f"{o}")
+
+
+@test
+def ranks_without_phases_compare_their_own_steps(tmp):
+    """Four ranks of a C loop, no phase (two kernels and a synchronize a
+    step), rank 2's steps 13 ms against 10: each rank's own step is
+    found (11 steps past the first), the table set from those, not
+    matched across ranks, and rank 2 named the slowest, 3 ms ahead. (No
+    ranks table at all had been printed: ranks were compared only by
+    phase series.) With an NCCL all-reduce as the second kernel, every
+    rank's step would be the slowest's: no rank is named."""
+    for d, second in (("plain", "k"), ("nccl", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")):
+        os.makedirs(os.path.join(tmp, d))
+        for r in range(4):
+            plain_rank(os.path.join(tmp, d, f"r{r}.jsonl"), r, 13_000_000 if r == 2 else STEP, phases=False,
+                       second=second)
+    text = report(os.path.join(tmp, "plain"), "--color", "never")
+    check("== ranks: 4 of one job, each its own steady step (the median), not matched across ranks\n" in text
+          and re.search(r"\n +2 +11 +13\.0 ms +n/a", text) and "  slowest: rank 2, its steps 3.0 ms longer than "
+          "the others' mean (13.0 ms a step)\n" in text, text[-900:])
+    o = json.loads(report(os.path.join(tmp, "plain"), "--json"))["ranks"]
+    check(o["matched"] == "none" and o["slowest"] == {"rank": 2, "lead_ns": 3_000_000} and
+          [(x["steps"], x["step_ns"]) for x in o["ranks"]] == [(11, 110_000_000)] * 2 + [(11, 143_000_000)] +
+          [(11, 110_000_000)], f"{o}")
+    text = report(os.path.join(tmp, "nccl"), "--color", "never")
+    o = json.loads(report(os.path.join(tmp, "nccl"), "--json"))["ranks"]
+    check("slowest" not in o and o["straggler"] is None and "slowest:" not in text and "  collectives ran, but no "
+          "phases match one rank's steps to another's" in text, f"{o} {text[-700:]}")
 
 
 @test

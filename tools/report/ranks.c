@@ -26,6 +26,7 @@
 #include "report/report.h"
 #include "report/section.h"
 #include "report/series.h"
+#include "report/steps.h"
 #include "util/units.h"
 #include "util/escape.h"
 
@@ -48,6 +49,8 @@ struct ranks {
 	size_t n;
 	uint64_t steps;      /* steps compared (past the first, on every rank) */
 	int collectives;     /* some rank ran collective kernels */
+	int own_steps;       /* no phase series: each rank's step (steps.h), its median, unmatched */
+	int coll_unmatched;  /* own_steps, and some rank ran collectives: no rank can be named */
 };
 
 static int first_point(const struct gs_series *s)
@@ -104,6 +107,34 @@ int gs_ranks_duplicate(struct gs_report *const *procs, size_t n, char *msg, size
 	return same >= 2;
 }
 
+/* Ranks without phases (a C program's loop): each rank's own step, found
+ * as any program's is (steps.c), its median and count. Nothing matches a
+ * step of one rank to another's, so no straggler; the slowest is named
+ * only without collectives (with them, every rank's step is the slowest's). */
+static int ranks_by_own_step(struct gs_report *const *procs, size_t n, struct ranks *k)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_steps *st = procs[i]->steps;
+		if (procs[i]->proc.rank < 0 || !st || !st->found || st->steps < 2)
+			return 0;
+	}
+	if (n < 2 || !(k->v = calloc(n, sizeof(*k->v))))
+		return 0;
+	k->n = n;
+	k->own_steps = 1;
+	k->steps = (uint64_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_steps *st = procs[i]->steps;
+		k->v[i].r = procs[i];
+		k->v[i].steps = st->steps;
+		k->v[i].step_ns = st->step_ns * st->steps;
+		k->coll_unmatched |= procs[i]->coll_n > 0 || procs[i]->coll_host;
+		if (st->steps < k->steps)
+			k->steps = st->steps;
+	}
+	return 1;
+}
+
 /* 1 when procs are ranks of a job (two or more, each with RANK and steps,
  * no rank twice). */
 static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
@@ -114,8 +145,10 @@ static int ranks_of(struct gs_report *const *procs, size_t n, struct ranks *k)
 	size_t with = 0, points = (size_t)-1;
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_series *s = procs[i]->series;
-		if (procs[i]->proc.rank < 0 || !s || s->nsteps < 2)
+		if (procs[i]->proc.rank < 0)
 			return 0;
+		if (!s || s->nsteps < 2)
+			return ranks_by_own_step(procs, n, k);
 		size_t p = s->nsteps - (size_t)first_point(s);
 		if (p < points)
 			points = p;
@@ -320,7 +353,10 @@ static void rank_notes(FILE *f, const struct ranks *k)
 	for (size_t i = 0; i < k->n; i++)
 		host |= k->v[i].r->coll_host;
 	const struct rank_stat *s = straggler(k);
-	if (!k->collectives) {
+	if (k->coll_unmatched) {
+		fprintf(f, "  collectives ran, but no phases match one rank's steps to another's: which rank the others "
+			   "waited for is not known\n");
+	} else if (!k->collectives) {
 		uint64_t lead;
 		const struct rank_stat *sl = slowest(k, &lead);
 		fprintf(f, "  no collectives in these traces (NCCL's kernels, with CUPTI, or gloo's all-reduces of CUDA "
@@ -351,14 +387,25 @@ static void rank_notes(FILE *f, const struct ranks *k)
 	}
 }
 
-#define RANKS_HEAD "%zu of one job, %llu steps compared (the first left out), matched by their order"
+/* The table's head: how the ranks' steps were compared. */
+static const char *ranks_head(char *b, size_t len, const struct ranks *k)
+{
+	if (k->own_steps)
+		snprintf(b, len, "%zu of one job, each its own steady step (the median), not matched across ranks",
+			 k->n);
+	else
+		snprintf(b, len, "%zu of one job, %llu steps compared (the first left out), matched by their order",
+			 k->n, (unsigned long long)k->steps);
+	return b;
+}
 
 void gs_ranks_print(FILE *f, struct gs_report *const *procs, size_t n, const struct gs_style *style)
 {
 	struct ranks k;
 	if (!ranks_of(procs, n, &k))
 		return;
-	fprintf(f, "\n%s== ranks%s: " RANKS_HEAD "\n", style->bold, style->reset, k.n, (unsigned long long)k.steps);
+	char head[160];
+	fprintf(f, "\n%s== ranks%s: %s\n", style->bold, style->reset, ranks_head(head, sizeof(head), &k));
 	fprintf(f, "  %6s %7s %10s %12s %10s %10s %8s %9s %10s\n", rank_cols[0], rank_cols[1], rank_cols[2],
 		rank_cols[3], rank_cols[4], rank_cols[5], rank_cols[6], rank_cols[7], rank_cols[8]);
 	for (size_t i = 0; i < k.n; i++) {
@@ -378,8 +425,7 @@ cJSON *gs_ranks_table(struct gs_report *const *procs, size_t n)
 		return NULL;
 	cJSON *o = cJSON_CreateObject();
 	char head[160], *notes = NULL;
-	snprintf(head, sizeof(head), RANKS_HEAD, k.n, (unsigned long long)k.steps);
-	cJSON_AddStringToObject(o, "head", head);
+	cJSON_AddStringToObject(o, "head", ranks_head(head, sizeof(head), &k));
 	cJSON *cols = cJSON_AddArrayToObject(o, "columns"), *rows = cJSON_AddArrayToObject(o, "rows");
 	for (int j = 0; j < RANK_COLS; j++)
 		cJSON_AddItemToArray(cols, cJSON_CreateString(rank_cols[j]));
@@ -410,6 +456,7 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		return cJSON_CreateNull();
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "ranks");
 	cJSON_AddNumberToObject(o, "steps", (double)k.steps);
+	cJSON_AddStringToObject(o, "matched", k.own_steps ? "none" : "by order");
 	for (size_t i = 0; i < k.n; i++) {
 		const struct rank_stat *x = &k.v[i];
 		cJSON *j = cJSON_CreateObject();
@@ -449,7 +496,7 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNullToObject(o, "straggler");
 	}
 	uint64_t lead;
-	const struct rank_stat *sl = k.collectives ? NULL : slowest(&k, &lead);
+	const struct rank_stat *sl = k.collectives || k.coll_unmatched ? NULL : slowest(&k, &lead);
 	if (sl) {
 		cJSON *j = cJSON_AddObjectToObject(o, "slowest");
 		cJSON_AddNumberToObject(j, "rank", sl->r->proc.rank);
