@@ -236,3 +236,70 @@ def telemetry_link_sets_the_pinned_rate_of_a_replay(tmp):
         "the copies replayed as asynchronous copies from pinned memory at 54.8 GB/s (the PCIe link NVML saw, "
         "at 87% of its rate)") and o["processes"][0]["step"]["pinned_bytes_per_s"] == 3.94e9 * 16 * 0.87,
           f"{pin} {o['processes'][0]['step'].get('pinned_bytes_per_s')}")
+
+
+def throttled_loop(path, kernel_ns, held_in_loop=True, reasons=0x40, steps=40, step=10_000_000):
+    """A loop of `steps` 10 ms steps: a kernel of kernel_ns (CUPTI) and a
+    synchronize to its end, then the host's work; NVML every 10 ms from
+    300 ms before it, idle at 1980 MHz there, busy (GPU-Util 95) in the
+    loop at 1500 of 1980 MHz, held back for `reasons` (NVML's bits: 0x40
+    hardware thermal slowdown). Not held in the loop: busy and held
+    before it (a warm-up), at 1980 MHz in it."""
+    t0 = 10 ** 12
+    lines = [{"type": "process", "format_version": 3, "pid": 100, "ppid": 1, "host": "h", "rank": -1,
+              "local_rank": -1, "command": "loop", "events": 0, "dropped": 0, "clean_exit": True,
+              "state": "exited", "truncated": False, "threads": 1, "start_ns": t0 - 300_000_000, "nvml_ms": 10,
+              "nvml": "on", "gpu_timing": "cupti", "device_mem": [1 << 34], "clock": "monotonic"}]
+    ev = []
+    for k in range(steps):
+        t = t0 + k * step
+        ev.append(dict(kind="launch", api="cuLaunchKernel", start_ns=t, end_ns=t + 10_000, name="gemm", corr=k + 1))
+        ev.append(dict(kind="gpu_kernel", api="cupti_kernel", start_ns=t + 20_000, end_ns=t + 20_000 + kernel_ns,
+                       name="gemm", corr=k + 1))
+        ev.append(dict(kind="sync", api="cuStreamSynchronize", start_ns=t + 15_000, end_ns=t + 30_000 + kernel_ns))
+    for i in range(-30, steps):
+        t, held = t0 + i * step + 5_000_000, (i >= 0) == held_in_loop
+        ev.append(dict(kind="nvml", api="nvml_sample", tid=101, start_ns=t, end_ns=t + 8000, uuid="GPU-fake-0",
+                       util_gpu=95 if i >= 0 or not held_in_loop else 0, util_mem=10, used_mib=1024, other_mib=0,
+                       power_dw=6000, limit_w=700, sm_mhz=1500 if held else 1980, sm_max_mhz=1980, mem_mhz=2619,
+                       mem_max_mhz=2619, reasons=reasons if held else 0, temp_c=60, tx_mbs=0, rx_mbs=0, gen=5,
+                       gen_max=5, width=16, width_max=16))
+    ev = [{"type": "event", "tid": 100, "result": 0, "stream": 7, "device": 0, **e} for e in ev]
+    ev.sort(key=lambda e: e["start_ns"])
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in lines + ev) + "\n")
+
+
+@test
+def clocks_held_back_in_a_gpu_bound_loop_are_a_diagnosis(tmp):
+    """Clocks held back are context, no change to make, but where the
+    loop's step is the GPU's work and heat held them back in it: then a
+    diagnosis, bounded by the GPU's work at the max clock, 9 ms a step
+    at 1500 of 1980 MHz: 9 ms x 480 / 1980 = 2.18 ms a step over the 39
+    steady steps. Held back in a host-bound loop (its kernels 2 ms of a
+    10 ms step), only before a GPU-bound loop, or in it by the software
+    power cap alone (the GPU at its power limit, as designed): context,
+    its lines with no change to make (it had said "-> Check the power
+    limit" under "nothing to change for it")."""
+    path = os.path.join(tmp, "gpu.jsonl")
+    throttled_loop(path, 9_000_000)
+    o = report_json(path)
+    d = o["diagnoses"][0]
+    check(d["id"] == "clocks_throttled" and d["saving"]["steps"] == 39 and d["saving"]["bound"] == "upper" and
+          d["saving"]["per_step_ns"] == 9_000_000 * 480 // 1980 and d["text"].startswith(
+              "GPU 0's clocks were held back in 100% of the loop's busy samples (hardware thermal slowdown): the SM clock "
+              "averaged 1500 of 1980 MHz there, and the GPU's work holds 90% of the step.\n  Raise the power limit")
+          and "clocks_throttled" not in [x["id"] for x in o["context"]], f"{o['diagnoses']} {o['context']}")
+    check("    -> Raise the power limit or improve the cooling" in report_text(path), "no change line")
+    for name, kernel, in_loop, why in (("host", 2_000_000, True, 0x40), ("before", 9_000_000, False, 0x40),
+                                       ("cap", 9_000_000, True, 0x4)):
+        path = os.path.join(tmp, name + ".jsonl")
+        throttled_loop(path, kernel, in_loop, why)
+        o = report_json(path)
+        ctx = [x["text"] for x in o["context"] if x["id"] == "clocks_throttled"]
+        check(len(ctx) == 1 and "clocks_throttled" not in [x["id"] for x in o["diagnoses"]] and
+              "\n" not in ctx[0], f"{name}: {o['diagnoses']} {o['context']}")
+        text = report_text(path)
+        context = text[text.index("\nContext ("):]
+        check("->" not in context and "Check the power limit" not in text and
+              (name == "cap" or "\n    GPU-Util counts any kernel resident" in context), f"{name}: {context}")

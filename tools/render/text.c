@@ -188,8 +188,14 @@ static void diagnoses(FILE *f, struct gs_report *const *procs, size_t n, const s
 			snprintf(first, sizeof(first), "  %s*%s %s%s", st->yellow, st->reset,
 				 n > 1 ? procs[i]->label : "", n > 1 ? ": " : "");
 			wrap(f, first, 4, t, nl ? (size_t)(nl - t) : strlen(t));
-			if (nl)
+			if (nl && !ctx) { /* the change to make */
 				wrap(f, "    -> ", 7, nl + 1, strlen(nl + 1));
+			} else if (nl) { /* context: no change to make, its lines go on */
+				const char *c = nl + 1;
+				while (*c == ' ')
+					c++;
+				wrap(f, "    ", 4, c, strlen(c));
+			}
 			char save[700];
 			if (gs_diag_saving(&procs[i]->diag[j], save, sizeof(save)))
 				wrap(f, "       ", 7, save, strlen(save));

@@ -8,7 +8,8 @@
  * the replay shows saves time that no other diagnosis names (a wait every
  * step, a decode loop's launches) gets a diagnosis of its own, at its
  * line. They come in the order of what they save. Telemetry's
- * observations stay in its section: nothing to change there.
+ * observations stay context, nothing to change there, but for clocks held
+ * back in a loop the GPU's work holds (gs_tele_loop).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -484,6 +485,7 @@ void gs_steps_diagnose(struct gs_report *r)
 	for (int ch = GS_CH_PIN; ch < GS_CH_COUNT; ch++)
 		if (!used[ch] && ok[ch])
 			add_new(r, ch);
+	gs_tele_loop(r, s, floor);
 	if (r->ndiag > 1)
 		qsort(r->diag, r->ndiag, sizeof(*r->diag), by_saving);
 }

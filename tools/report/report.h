@@ -73,7 +73,17 @@ struct gs_tele {
 	uint64_t link_n, link_low_n; /* samples moving PCIe data; of those, on a link below its max */
 	uint32_t gen, gen_max, width, width_max; /* the last link seen below its max, or the last */
 	char uuid[64];
+	/* The last GS_TELE_KEEP samples' times, busy, SM clocks and what held
+	 * a busy one back that a change can lift (reasons' bits, telemetry.c;
+	 * allocated at the first): were the clocks held back in the loop? */
+	struct gs_tele_sample {
+		uint64_t t;
+		uint32_t sm_mhz;
+		uint8_t busy, slowed;
+	} *keep;
+	uint64_t kept; /* samples seen; the next goes to keep[kept % GS_TELE_KEEP] */
 };
+#define GS_TELE_KEEP 4096
 
 /* The framework a process runs on, from its allocations' stacks, its
  * phases and its kernels' names; the diagnoses advise in its terms. */

@@ -8,6 +8,7 @@
  * process's memory, heat, and GPU-Util against the GPU's real busy time.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -17,11 +18,18 @@
 #include "report/report.h"
 #include "report/section.h"
 #include "report/series.h"
+#include "report/steps.h"
 #include "util/units.h"
 #include "util/escape.h"
+#include "util/xalloc.h"
 
-/* Reasons that slow a GPU that has work: power and thermal limits. */
+/* Reasons that slow a GPU that has work: power and thermal limits. Of
+ * those, the ones a change can lift: heat and the board's power brake.
+ * The software power cap holds a busy GPU at its power limit, as designed,
+ * which is no change to make (the H200's GPU-bound loop, whatif/healthy.py,
+ * was held so in nearly all its busy samples in every what-if set). */
 #define SLOWING (0x4u | 0x8u | 0x20u | 0x40u | 0x80u)
+#define LIFTABLE (0x8u | 0x20u | 0x40u | 0x80u)
 #define HOT_C 85
 #define LINK_MOVING_MBS 100 /* PCIe TX + RX from which a sample counts as moving data */
 
@@ -77,6 +85,12 @@ void gs_tele_event(struct gs_pass *pass, unsigned feed, const struct gs_ev *ev, 
 			t->reason_n[i] += (s->reasons & reasons[i].bit) != 0;
 		t->slowed_n += busy && (s->reasons & SLOWING);
 	}
+	if (!t->keep)
+		t->keep = xcalloc(GS_TELE_KEEP, sizeof(*t->keep));
+	t->keep[t->kept++ % GS_TELE_KEEP] = (struct gs_tele_sample){
+		ev->start_ns, s->sm_mhz, (uint8_t)busy,
+		(uint8_t)(busy && s->reasons != GSPY_NVML_NA ? s->reasons & LIFTABLE : 0)
+	};
 	if (s->temp_c != GSPY_NVML_NA) {
 		t->temp_n++;
 		if (s->temp_c > t->temp_max)
@@ -107,6 +121,8 @@ void gs_tele_merge(struct gs_report *dst, const struct gs_report *src)
 			continue;
 		if (!a->n) {
 			*a = *b;
+			a->keep = NULL; /* the loop is one process's: a whole of several keeps none */
+			a->kept = 0;
 			continue;
 		}
 		a->first_ns = b->first_ns < a->first_ns ? b->first_ns : a->first_ns;
@@ -195,8 +211,7 @@ void gs_tele_diagnose(struct gs_report *r)
 			reason_list(why, sizeof(why), t);
 			gs_diag_add(r, "clocks_throttled",
 				    "GPU %d's clocks were held back in %.0f%% of the busy samples (about %s): %s; the SM "
-				    "clock averaged %.0f of %u MHz.\n  Check the power limit and cooling "
-				    "(`nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE`).",
+				    "clock averaged %.0f of %u MHz.",
 				    d, pct(t->slowed_n, t->busy_n), gs_fmt_ns(a, t->slowed_n * t->period_ns), why,
 				    t->sm_n ? t->sm_sum / (double)t->sm_n : 0.0, t->sm_max);
 		}
@@ -209,7 +224,7 @@ void gs_tele_diagnose(struct gs_report *r)
 		if (t->link_low_n && pct(t->link_low_n, t->link_n) >= 50)
 			gs_diag_add(r, "pcie_link_below_max",
 				    "GPU %d's PCIe link ran at gen%u x%u while moving data (%.0f%% of those samples); "
-				    "it can run gen%u x%u.\n  Check the slot, riser and BIOS link settings.",
+				    "it can run gen%u x%u.\n  The slot, a riser or the BIOS's link settings can hold it there.",
 				    d, t->gen, t->width, pct(t->link_low_n, t->link_n), t->gen_max, t->width_max);
 		if (t->other_max)
 			gs_diag_add(r, "other_process_memory",
@@ -218,6 +233,84 @@ void gs_tele_diagnose(struct gs_report *r)
 		if (t->hot_n)
 			gs_diag_add(r, "gpu_hot", "GPU %d reached %u C (%d C or more in %.0f%% of the samples).", d,
 				    t->temp_max, HOT_C, pct(t->hot_n, t->temp_n));
+	}
+}
+
+/* The loop's busy samples on device d from `from` on (those kept): how
+ * many, how many held back for a reason a change can lift (the reasons'
+ * bits in *why), and their mean SM clock (0: none known). */
+static uint64_t loop_samples(const struct gs_tele *t, uint64_t from, uint64_t *slowed, unsigned *why, double *sm)
+{
+	uint64_t busy = 0, sum = 0, n = 0;
+	*slowed = 0;
+	*why = 0;
+	for (uint64_t i = t->kept > GS_TELE_KEEP ? t->kept - GS_TELE_KEEP : 0; t->keep && i < t->kept; i++) {
+		const struct gs_tele_sample *x = &t->keep[i % GS_TELE_KEEP];
+		if (x->t < from || !x->busy)
+			continue;
+		busy++;
+		*slowed += x->slowed != 0;
+		*why |= x->slowed;
+		if (x->sm_mhz)
+			sum += x->sm_mhz, n++;
+	}
+	*sm = n ? (double)sum / (double)n : 0;
+	return busy;
+}
+
+void gs_tele_loop(struct gs_report *r, const struct gs_steps *s, int64_t floor)
+{
+	char a[32], why[256], text[1024], how[240];
+	if (!s->found || !s->gpu_ns || s->gpu_ns * 2 < s->step_ns)
+		return; /* the step does not wait on the GPU's work: faster kernels would not shorten it */
+	uint64_t gpu = s->gpu_ns < s->step_ns ? s->gpu_ns : s->step_ns;
+	for (int d = 0; d < GSPY_DEVICES; d++) {
+		const struct gs_tele *t = &r->tele[d];
+		uint64_t slowed;
+		unsigned bits;
+		double sm;
+		uint64_t busy = loop_samples(t, s->steady_from, &slowed, &bits, &sm);
+		if (busy < 5 || slowed * 10 < busy || !t->sm_max || sm <= 0 || sm >= t->sm_max)
+			continue;
+		uint64_t bound = (uint64_t)((double)gpu * ((double)t->sm_max - sm) / (double)t->sm_max);
+		char head[16];
+		snprintf(head, sizeof(head), "GPU %d's", d);
+		struct gs_diag *g = NULL;
+		for (size_t i = 0; i < r->ndiag && !g; i++)
+			if (!strcmp(r->diag[i].id, "clocks_throttled") && !strncmp(r->diag[i].text, head, strlen(head)))
+				g = &r->diag[i];
+		if (!g || (int64_t)bound < floor)
+			continue;
+		size_t w = 0;
+		why[0] = 0;
+		for (int i = 0; i < GS_NVML_REASONS && w < sizeof(why); i++)
+			if (bits & reasons[i].bit)
+				w += (size_t)snprintf(why + w, sizeof(why) - w, "%s%s", w ? ", " : "", reasons[i].text);
+		snprintf(text, sizeof(text),
+			 "GPU %d's clocks were held back in %.0f%% of the loop's busy samples (%s): the SM clock averaged "
+			 "%.0f of %u MHz there, and the GPU's work holds %.0f%% of the step.\n  Raise the power limit or "
+			 "improve the cooling: `nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE` says which held it back "
+			 "(the limit: `nvidia-smi -pl`, as root).",
+			 d, 100.0 * (double)slowed / (double)busy, why, sm, t->sm_max,
+			 100.0 * (double)gpu / (double)s->step_ns);
+		snprintf(how, sizeof(how), "the GPU's work a step (%s) at the max clock, not %.0f MHz; kernels bound by "
+			 "memory gain less", gs_fmt_ns(a, gpu), sm);
+		free(g->text);
+		free(g->how);
+		g->text = xstrdup(text);
+		g->how = xstrdup(how);
+		g->context = 0;
+		g->about = 0;
+		g->steps = s->steps;
+		g->save_ns = bound * s->steps;
+	}
+}
+
+void gs_tele_free(struct gs_report *r)
+{
+	for (int d = 0; d < GSPY_DEVICES; d++) {
+		free(r->tele[d].keep);
+		r->tele[d].keep = NULL;
 	}
 }
 
