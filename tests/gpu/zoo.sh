@@ -14,14 +14,18 @@ Z=tests/gpu/zoo
 gcc -O2 -shared -fPIC -I/usr/local/cuda/include tests/gpu/cupti_count.c -o "$WORK/libcupti_count.so" \
 	-L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,/usr/local/cuda/lib64 || exit 1
 B="$WORK/bin"; mkdir -p "$B"
-nvcc -O2 -Xcompiler -fopenmp "$Z/um_streams_cublas.cu" -lcublas -o "$B/um_streams_cublas" &&
-nvcc -O2 "$Z/graph_nodes.cu" -o "$B/graph_nodes" &&
-nvcc -O2 -rdc=true "$Z/dynpar.cu" -lcudadevrt -o "$B/dynpar" &&
-nvcc -O2 "$Z/vmm.cu" -lcuda -o "$B/vmm" &&
-nvcc -O2 "$Z/ipc.cu" -o "$B/ipc" &&
-nvcc -O2 "$Z/callbacks.cu" -o "$B/callbacks" &&
-nvcc -O2 "$Z/ctx_migrate.cu" -lcuda -o "$B/ctx_migrate" || exit 1
 CASES="${ZOO_CASES:-resnet_loader transformers_adamw torch_compile_ro jax_step cupy_kernels lightning_fit train_eval um_streams_cublas graph_nodes dynpar vmm ipc callbacks ctx_migrate oom}"
+build() { # name nvcc-arguments...: the C cases, only those in CASES (a few cases start sooner)
+	local name=$1; shift
+	case " $CASES " in *" $name "*) nvcc -O2 "$@" -o "$B/$name" ;; esac
+}
+build um_streams_cublas -Xcompiler -fopenmp "$Z/um_streams_cublas.cu" -lcublas &&
+build graph_nodes "$Z/graph_nodes.cu" &&
+build dynpar -rdc=true "$Z/dynpar.cu" -lcudadevrt &&
+build vmm "$Z/vmm.cu" -lcuda &&
+build ipc "$Z/ipc.cu" &&
+build callbacks "$Z/callbacks.cu" &&
+build ctx_migrate "$Z/ctx_migrate.cu" -lcuda || exit 1
 run_pair() { # name command...
 	local name=$1; shift
 	case " $CASES " in *" $name "*) ;; *) return 0 ;; esac
