@@ -275,6 +275,12 @@ static int cut_bound(const struct gs_steps *s, struct gs_diag *d, uint64_t per_s
 		return 0;
 	if (d->steps < s->steps)
 		d->steps = s->steps;
+	/* A bound under the floor a step is no change worth making (a data
+	 * phase's waits, 8 us of a 2.3 ms step). Not a starved loop's: its
+	 * bound is what overlapping the data phase hides, where workers
+	 * shrink the phase itself (a replay says it, with GPU records). */
+	if ((int64_t)(d->save_ns / d->steps) < floor && strcmp(d->id, "data_starvation"))
+		return 1;
 	if (d->save_ns <= mul_sat(per_step, d->steps))
 		return 0;
 	if ((int64_t)per_step < floor)
