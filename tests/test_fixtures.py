@@ -28,6 +28,7 @@ def fixture_report(tmp, name, *args):
 def diagnoses(text):
     """The diagnoses, each as one line of words (the report wraps them)."""
     part = text.split("\nDiagnoses\n", 1)[1] if "\nDiagnoses\n" in text else ""
+    part = part.split("\nContext (", 1)[0]  # telemetry's observations: not diagnoses
     items = [" ".join(d.split()) for d in ("\n" + part).split("\n  * ") if d.strip()]
     return items
 
@@ -308,10 +309,10 @@ def fixture_no_bound_a_step_is_more_than_a_step_gives_back(tmp):
         return subprocess.run([GPUSPY, "report", "--color", "never", os.path.join(tmp, os.path.basename(name))],
                               capture_output=True, text=True, timeout=TIMEOUT).stdout
     d = diagnoses(report("whatif/run2/dataloader-fixed"))
-    check(len(d) == 2 and d[0].startswith("Phase 'data' takes 24% of the time in phases (115.1 ms over 68 "
+    check(len(d) == 1 and d[0].startswith("Phase 'data' takes 24% of the time in phases (115.1 ms over 68 "
                                           "occurrences) waiting for the 6 worker processes of the DataLoader, "
                                           "and the GPU") and
-          "Saves up to 1.7 ms a step" in d[0] and d[1].startswith("GPU 0 drew under 70%"), f"{d}")
+          "Saves up to 1.7 ms a step" in d[0], f"{d}")
     # The fixed .item() loop's launch-bound bound (run1), cut to the
     # 353.2 us its 31.9 ms step spends beyond its 31.6 ms of GPU work, is
     # under 2% of the step: no change worth making, no diagnosis.
@@ -352,3 +353,27 @@ def fixture_churn_is_said_at_the_empty_cache_line(tmp):
     check(len(d) == 1 and d[0].startswith("352 device allocations (25 GiB) and 356 frees after warm-up") and
           "(/work/main/tests/gpu/whatif/empty_cache.py:23). -> " in d[0] and
           "Saves about 792.8 us a step (34.9 ms over 44 steps)" in d[0], f"run8: {d}")
+
+
+@test
+def fixture_train_eval_steps_are_the_optimizers(tmp):
+    """train_eval.py (the zoo's, on an H100, CUPTI off): 4 epochs of 40
+    optimizer steps, each epoch followed by 10 evaluation batches. The
+    step is PyTorch's optimizer step, all 160 of them, not the
+    evaluation's batch nor the epoch; the 3 steps that hold an evaluation
+    before the last are apart; the model's upload (6 copies, 5.0 MiB, at
+    line 13) is a one-time cost. The one diagnosis is the starved
+    DataLoader made at line 15 (no workers); the data phase's 400 waits
+    after its pageable copies, 8 us of a 2.3 ms step, are under the floor
+    of a change worth making and are not said."""
+    text = fixture_report(tmp, "train_eval")
+    d = diagnoses(text)
+    check(len(d) == 1 and d[0].startswith("Phase 'data' takes 27% of the time in phases") and
+          re.search(r"from the DataLoader made at <module> \(\S*/train_eval\.py:15\)", d[0]), f"{d}")
+    o = json.loads(subprocess.run([GPUSPY, "report", "--json", os.path.join(tmp, "train_eval")], capture_output=True,
+                                  text=True, timeout=TIMEOUT).stdout)
+    s = o["processes"][0]["step"]
+    check(s["what"] == "PyTorch's optimizer steps: data, optimizer, forward, backward, optimizer" and
+          s["steps"] == 160 and s["steps_with_other_phases"] == 3 and 2_200_000 < s["step_ns"] < 2_400_000, f"{s}")
+    check("  one-time costs before the steady state: 6 host-to-device copies, 5.0 MiB" in text and
+          re.search(r"the largest at <module> \(\S*/train_eval\.py:13\)", text), text[-1500:])
