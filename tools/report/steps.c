@@ -393,6 +393,7 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->found = 1;
 	s->steps = nb - 1;
 	s->steady_from = b[0];
+	s->steady_to = b[nb - 1];
 	s->kept_last = p->steps->seen > GS_STEPS_RING;
 	/* No warm-up is seen in a long run's events that were not kept, nor
 	 * in the part of a step the kept ones begin in (a counted step may

@@ -33,6 +33,7 @@ struct gs_steps {
 	uint64_t warmup_ns;     /* from the first event searched to the steady state */
 	uint64_t searched_from; /* the first event searched (the run's first, unless kept_last) */
 	uint64_t steady_from;   /* when the steady state begins */
+	uint64_t steady_to;     /* when the last step found ends */
 	uint64_t step_ns;       /* the steady step, median */
 	uint64_t model_ns;      /* the replay's own step, nothing changed */
 	int replay_off;         /* model_ns over the run's step by a tenth: no savings replayed (steps.c) */

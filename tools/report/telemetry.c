@@ -236,74 +236,99 @@ void gs_tele_diagnose(struct gs_report *r)
 	}
 }
 
-/* The loop's busy samples on device d from `from` on (those kept): how
- * many, how many held back for a reason a change can lift (the reasons'
- * bits in *why), and their mean SM clock (0: none known). */
-static uint64_t loop_samples(const struct gs_tele *t, uint64_t from, uint64_t *slowed, unsigned *why, double *sm)
+/* The loop's busy samples on a device, those kept from `from` to `to`:
+ * how many; how many were held back for a reason a change can lift, those
+ * reasons' bits, and what they lost, the sum of (max - clock) / max; the
+ * mean SM clock of them all (0: none known). */
+struct loop_tele {
+	uint64_t busy, slowed;
+	unsigned why;
+	double lost, sm;
+};
+
+static void loop_samples(const struct gs_tele *t, uint64_t from, uint64_t to, struct loop_tele *o)
 {
-	uint64_t busy = 0, sum = 0, n = 0;
-	*slowed = 0;
-	*why = 0;
+	uint64_t sum = 0, n = 0;
+	memset(o, 0, sizeof(*o));
 	for (uint64_t i = t->kept > GS_TELE_KEEP ? t->kept - GS_TELE_KEEP : 0; t->keep && i < t->kept; i++) {
 		const struct gs_tele_sample *x = &t->keep[i % GS_TELE_KEEP];
-		if (x->t < from || !x->busy)
+		if (x->t < from || x->t > to || !x->busy)
 			continue;
-		busy++;
-		*slowed += x->slowed != 0;
-		*why |= x->slowed;
+		o->busy++;
 		if (x->sm_mhz)
 			sum += x->sm_mhz, n++;
+		if (!x->slowed)
+			continue;
+		o->slowed++;
+		o->why |= x->slowed;
+		if (x->sm_mhz && x->sm_mhz < t->sm_max)
+			o->lost += (double)(t->sm_max - x->sm_mhz) / (double)t->sm_max;
 	}
-	*sm = n ? (double)sum / (double)n : 0;
-	return busy;
+	o->sm = n ? (double)sum / (double)n : 0;
+}
+
+/* The device the process's kernels kept busiest (CUPTI), -1 none: the
+ * loop's, whose clocks the step waits on. (Another device's samples show
+ * other processes' work too: GPU-Util counts any kernel resident.) */
+static int loop_device(const struct gs_report *r)
+{
+	int best = -1;
+	for (int d = 0; d < GSPY_DEVICES; d++)
+		if (r->dev[d].busy_ns && (best < 0 || r->dev[d].busy_ns > r->dev[best].busy_ns))
+			best = d;
+	return best;
 }
 
 void gs_tele_loop(struct gs_report *r, const struct gs_steps *s, int64_t floor)
 {
 	char a[32], why[256], text[1024], how[240];
-	if (!s->found || !s->gpu_ns || s->gpu_ns * 2 < s->step_ns)
+	int d = loop_device(r);
+	if (!s->found || !s->gpu_ns || s->gpu_ns * 2 < s->step_ns || d < 0)
 		return; /* the step does not wait on the GPU's work: faster kernels would not shorten it */
+	const struct gs_tele *t = &r->tele[d];
+	struct loop_tele o;
+	loop_samples(t, s->steady_from, s->steady_to, &o);
+	if (o.busy < 5 || o.slowed * 10 < o.busy || !t->sm_max || o.sm <= 0)
+		return;
+	/* Each held-back sample stands for its share of the loop's busy time,
+	 * the GPU's work slowed by (max - clock) / max in it. */
 	uint64_t gpu = s->gpu_ns < s->step_ns ? s->gpu_ns : s->step_ns;
-	for (int d = 0; d < GSPY_DEVICES; d++) {
-		const struct gs_tele *t = &r->tele[d];
-		uint64_t slowed;
-		unsigned bits;
-		double sm;
-		uint64_t busy = loop_samples(t, s->steady_from, &slowed, &bits, &sm);
-		if (busy < 5 || slowed * 10 < busy || !t->sm_max || sm <= 0 || sm >= t->sm_max)
-			continue;
-		uint64_t bound = (uint64_t)((double)gpu * ((double)t->sm_max - sm) / (double)t->sm_max);
-		char head[16];
-		snprintf(head, sizeof(head), "GPU %d's", d);
-		struct gs_diag *g = NULL;
-		for (size_t i = 0; i < r->ndiag && !g; i++)
-			if (!strcmp(r->diag[i].id, "clocks_throttled") && !strncmp(r->diag[i].text, head, strlen(head)))
-				g = &r->diag[i];
-		if (!g || (int64_t)bound < floor)
-			continue;
-		size_t w = 0;
-		why[0] = 0;
-		for (int i = 0; i < GS_NVML_REASONS && w < sizeof(why); i++)
-			if (bits & reasons[i].bit)
-				w += (size_t)snprintf(why + w, sizeof(why) - w, "%s%s", w ? ", " : "", reasons[i].text);
-		snprintf(text, sizeof(text),
-			 "GPU %d's clocks were held back in %.0f%% of the loop's busy samples (%s): the SM clock averaged "
-			 "%.0f of %u MHz there, and the GPU's work holds %.0f%% of the step.\n  Raise the power limit or "
-			 "improve the cooling: `nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE` says which held it back "
-			 "(the limit: `nvidia-smi -pl`, as root).",
-			 d, 100.0 * (double)slowed / (double)busy, why, sm, t->sm_max,
-			 100.0 * (double)gpu / (double)s->step_ns);
-		snprintf(how, sizeof(how), "the GPU's work a step (%s) at the max clock, not %.0f MHz; kernels bound by "
-			 "memory gain less", gs_fmt_ns(a, gpu), sm);
+	uint64_t bound = (uint64_t)((double)gpu * o.lost / (double)o.busy);
+	if ((int64_t)bound < floor)
+		return;
+	size_t w = 0;
+	why[0] = 0;
+	for (int i = 0; i < GS_NVML_REASONS && w < sizeof(why); i++)
+		if (o.why & reasons[i].bit)
+			w += (size_t)snprintf(why + w, sizeof(why) - w, "%s%s", w ? ", " : "", reasons[i].text);
+	snprintf(text, sizeof(text),
+		 "GPU %d's clocks were held back in %.0f%% of the loop's busy samples (%s): the SM clock averaged "
+		 "%.0f of %u MHz there, and the GPU's work holds %.0f%% of the step.\n  Raise the power limit or "
+		 "improve the cooling: `nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE` says which held it back "
+		 "(the limit: `nvidia-smi -pl`, as root).",
+		 d, 100.0 * (double)o.slowed / (double)o.busy, why, o.sm, t->sm_max,
+		 100.0 * (double)gpu / (double)s->step_ns);
+	snprintf(how, sizeof(how), "the GPU's work a step (%s) at the max clock in the samples held back; "
+		 "kernels bound by memory gain less", gs_fmt_ns(a, gpu));
+	char head[24];
+	snprintf(head, sizeof(head), "GPU %d's", d);
+	struct gs_diag *g = NULL;
+	for (size_t i = 0; i < r->ndiag && !g; i++)
+		if (!strcmp(r->diag[i].id, "clocks_throttled") && !strncmp(r->diag[i].text, head, strlen(head)))
+			g = &r->diag[i];
+	if (!g) { /* the run's samples did not make it context: the loop's alone do */
+		gs_diag_add(r, "clocks_throttled", "%s", text);
+		g = &r->diag[r->ndiag - 1];
+	} else {
 		free(g->text);
-		free(g->how);
 		g->text = xstrdup(text);
-		g->how = xstrdup(how);
-		g->context = 0;
-		g->about = 0;
-		g->steps = s->steps;
-		g->save_ns = bound * s->steps;
 	}
+	free(g->how);
+	g->how = xstrdup(how);
+	g->context = 0;
+	g->about = 0;
+	g->steps = s->steps;
+	g->save_ns = bound * s->steps;
 }
 
 void gs_tele_free(struct gs_report *r)
