@@ -227,18 +227,24 @@ def ranks_duplicate_rank_is_refused(tmp):
             check("== ranks" not in p.stdout and p.stdout.count("rank 0 (pid 100)") == 2, p.stdout[-1500:])
 
 
-def plain_rank(path, rank, step_ns, steps=12, phases=True, second="k"):
+def plain_rank(path, rank, step_ns, steps=12, phases=True, second="k", cupti=True, odd_extra=False):
     """Rank `rank` with no collective: each step a phase "forward" of half
     the step, then "backward" to its end, one kernel in each (CUPTI).
     Without phases (a C program's loop), the same kernels, and a
     cuStreamSynchronize to the step's end after the second (named
-    `second`: an NCCL all-reduce's, say)."""
+    `second`: an NCCL all-reduce's, say); odd_extra: a third kernel in
+    every other step (its period two of them). Without CUPTI, no GPU
+    records."""
     t = 10 ** 12
     lines = [{"type": "process", "format_version": 2, "pid": 100 + rank, "ppid": 1, "host": "node0",
               "rank": rank, "local_rank": rank, "command": "train.py", "events": 0, "dropped": 0,
               "clean_exit": True, "state": "exited", "truncated": False, "threads": 1, "start_ns": t,
-              "gpu_timing": "cupti", "device_mem": [1 << 34], "clock": "monotonic"}]
+              "gpu_timing": "cupti" if cupti else "none", "device_mem": [1 << 34], "clock": "monotonic"}]
     for k in range(steps):
+        if odd_extra and k % 2:
+            lines.append({"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 100 + rank,
+                          "start_ns": t + 10, "end_ns": t + 90, "result": 0, "stream": 7, "device": 0,
+                          "name": "extra", "corr": 1000 + k})
         for name, s, e in (("forward", t, t + step_ns // 2), ("backward", t + step_ns // 2, t + step_ns)):
             if phases:
                 lines.append({"type": "event", "kind": "phase_begin", "api": "gpuspy_phase_push",
@@ -246,9 +252,11 @@ def plain_rank(path, rank, step_ns, steps=12, phases=True, second="k"):
             lines.append({"type": "event", "kind": "launch", "api": "cuLaunchKernel", "tid": 100 + rank,
                           "start_ns": s + 100, "end_ns": s + 5000, "result": 0, "stream": 7, "device": 0,
                           "name": second if name == "backward" else "k", "corr": 2 * k + (name == "backward") + 1})
-            lines.append({"type": "event", "kind": "gpu_kernel", "api": "cupti_kernel", "tid": 100 + rank,
-                          "start_ns": s + 6000, "end_ns": s + 1006000, "result": 0, "stream": 7, "device": 0,
-                          "name": second if name == "backward" else "k", "corr": 2 * k + (name == "backward") + 1})
+            if cupti:
+                lines.append({"type": "event", "kind": "gpu_kernel", "api": "cupti_kernel", "tid": 100 + rank,
+                              "start_ns": s + 6000, "end_ns": s + 1006000, "result": 0, "stream": 7, "device": 0,
+                              "name": second if name == "backward" else "k",
+                              "corr": 2 * k + (name == "backward") + 1})
             if phases:
                 lines.append({"type": "event", "kind": "phase_end", "api": "gpuspy_phase_pop", "tid": 100 + rank,
                               "start_ns": e, "end_ns": e, "result": 0, "name": name})
@@ -285,24 +293,37 @@ def ranks_without_phases_compare_their_own_steps(tmp):
     matched across ranks, and rank 2 named the slowest, 3 ms ahead. (No
     ranks table at all had been printed: ranks were compared only by
     phase series.) With an NCCL all-reduce as the second kernel, every
-    rank's step would be the slowest's: no rank is named."""
-    for d, second in (("plain", "k"), ("nccl", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")):
+    rank's step would be the slowest's: no rank is named, with CUPTI or
+    without (its launches say it), and the collectives are said, not
+    counted in "the rest". Rank 0 with a third kernel every other step,
+    its step found as two of the others': the steps are unlike, no rank
+    is named (rank 0 had been, "10.0 ms longer")."""
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    for d, kw in (("plain", {}), ("nccl", dict(second=nccl)), ("host", dict(second=nccl, cupti=False)),
+                  ("unlike", {})):
         os.makedirs(os.path.join(tmp, d))
         for r in range(4):
             plain_rank(os.path.join(tmp, d, f"r{r}.jsonl"), r, 13_000_000 if r == 2 else STEP, phases=False,
-                       second=second)
+                       steps=12 if d != "unlike" else 24, odd_extra=d == "unlike" and r == 0, **kw)
     text = report(os.path.join(tmp, "plain"), "--color", "never")
     check("== ranks: 4 of one job, each its own steady step (the median), not matched across ranks\n" in text
           and re.search(r"\n +2 +11 +13\.0 ms +n/a", text) and "  slowest: rank 2, its steps 3.0 ms longer than "
           "the others' mean (13.0 ms a step)\n" in text, text[-900:])
     o = json.loads(report(os.path.join(tmp, "plain"), "--json"))["ranks"]
-    check(o["matched"] == "none" and o["slowest"] == {"rank": 2, "lead_ns": 3_000_000} and
+    check(o["matched"] == "none" and o["alike"] and o["slowest"] == {"rank": 2, "lead_ns": 3_000_000} and
           [(x["steps"], x["step_ns"]) for x in o["ranks"]] == [(11, 110_000_000)] * 2 + [(11, 143_000_000)] +
           [(11, 110_000_000)], f"{o}")
-    text = report(os.path.join(tmp, "nccl"), "--color", "never")
-    o = json.loads(report(os.path.join(tmp, "nccl"), "--json"))["ranks"]
-    check("slowest" not in o and o["straggler"] is None and "slowest:" not in text and "  collectives ran, but no "
-          "phases match one rank's steps to another's" in text, f"{o} {text[-700:]}")
+    for d, n in (("nccl", 12), ("host", 12)):
+        text = report(os.path.join(tmp, d), "--color", "never")
+        o = json.loads(report(os.path.join(tmp, d), "--json"))["ranks"]
+        check("slowest" not in o and o["straggler"] is None and "slowest:" not in text and "  collectives ran, but "
+              "no phases match one rank's steps to another's" in text and re.search(r"\n +2 +11 +13\.0 ms +n/a +n/a +n/a",
+                                                                                   text) and
+              [(x["collectives"], x["collectives_n"]) for x in o["ranks"]] == [("nccl", n)] * 4, f"{d}: {o} {text[-900:]}")
+    text = report(os.path.join(tmp, "unlike"), "--color", "never")
+    o = json.loads(report(os.path.join(tmp, "unlike"), "--json"))["ranks"]
+    check("slowest" not in o and not o["alike"] and "slowest:" not in text and "  the ranks' steps are not alike"
+          in text, f"{o} {text[-900:]}")
 
 
 @test

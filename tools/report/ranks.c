@@ -51,6 +51,7 @@ struct ranks {
 	int collectives;     /* some rank ran collective kernels */
 	int own_steps;       /* no phase series: each rank's step (steps.h), its median, unmatched */
 	int coll_unmatched;  /* own_steps, and some rank ran collectives: no rank can be named */
+	int unlike;          /* own_steps with unlike launches a step: none named */
 };
 
 static int first_point(const struct gs_series *s)
@@ -107,10 +108,23 @@ int gs_ranks_duplicate(struct gs_report *const *procs, size_t n, char *msg, size
 	return same >= 2;
 }
 
+/* How many of NCCL's kernels r launched: its collectives, with CUPTI or
+ * without. */
+static uint64_t launched_nccl(const struct gs_report *r)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < r->kernels_cap && r->kernels; i++)
+		if (r->kernels[i].name && !strncmp(r->kernels[i].name, "nccl", 4))
+			n += r->kernels[i].count;
+	return n;
+}
+
 /* Ranks without phases (a C program's loop): each rank's own step, found
  * as any program's is (steps.c), its median and count. Nothing matches a
  * step of one rank to another's, so no straggler; the slowest is named
- * only without collectives (with them, every rank's step is the slowest's). */
+ * only without collectives (with them, every rank's step is the slowest's)
+ * and where the ranks' steps are alike, with the same launches (a rank
+ * whose step was found as four of the others' is not slower). */
 static int ranks_by_own_step(struct gs_report *const *procs, size_t n, struct ranks *k)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -128,7 +142,8 @@ static int ranks_by_own_step(struct gs_report *const *procs, size_t n, struct ra
 		k->v[i].r = procs[i];
 		k->v[i].steps = st->steps;
 		k->v[i].step_ns = st->step_ns * st->steps;
-		k->coll_unmatched |= procs[i]->coll_n > 0 || procs[i]->coll_host;
+		k->coll_unmatched |= procs[i]->coll_n > 0 || procs[i]->coll_host || launched_nccl(procs[i]);
+		k->unlike |= st->launches != procs[0]->steps->launches; /* (what names each rank's thread) */
 		if (st->steps < k->steps)
 			k->steps = st->steps;
 	}
@@ -334,6 +349,8 @@ static void rank_row(const struct ranks *k, const struct rank_stat *x, char cell
 		gs_fmt_ns(cell[4], x->steps ? x->waited_ns / x->steps : 0);
 	}
 	gs_fmt_ns(cell[5], st > co ? st - co : 0);
+	if (k->coll_unmatched) /* collectives ran, their time a step not known */
+		snprintf(cell[5], 32, "n/a");
 	snprintf(cell[6], 32, "n/a");
 	if (x->r->coll_overlap_known && x->r->coll_span_ns) {
 		double pct = 100.0 * (double)x->r->coll_overlap_ns / (double)x->r->coll_span_ns;
@@ -356,6 +373,9 @@ static void rank_notes(FILE *f, const struct ranks *k)
 	if (k->coll_unmatched) {
 		fprintf(f, "  collectives ran, but no phases match one rank's steps to another's: which rank the others "
 			   "waited for is not known\n");
+	} else if (k->unlike) {
+		fprintf(f, "  the ranks' steps are not alike (each found on its own, with other launches a step): no rank "
+			   "is named the slowest\n");
 	} else if (!k->collectives) {
 		uint64_t lead;
 		const struct rank_stat *sl = slowest(k, &lead);
@@ -376,7 +396,7 @@ static void rank_notes(FILE *f, const struct ranks *k)
 				gs_fmt_ns(a, s->lead_ns / s->straggler_steps), gs_fmt_ns(d, s->caused_ns / s->straggler_steps));
 	}
 	/* Clocks, by the collectives' ends (never by trusting the hosts'). */
-	for (size_t i = 1; k->collectives && i < k->n; i++) {
+	for (size_t i = 1; (k->collectives || k->coll_unmatched) && i < k->n; i++) {
 		int64_t off, spread;
 		size_t m = clock_offset(k->v[0].r, k->v[i].r, &off, &spread);
 		if (!m)
@@ -457,6 +477,8 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "ranks");
 	cJSON_AddNumberToObject(o, "steps", (double)k.steps);
 	cJSON_AddStringToObject(o, "matched", k.own_steps ? "none" : "by order");
+	if (k.own_steps)
+		cJSON_AddBoolToObject(o, "alike", !k.unlike);
 	for (size_t i = 0; i < k.n; i++) {
 		const struct rank_stat *x = &k.v[i];
 		cJSON *j = cJSON_CreateObject();
@@ -464,7 +486,13 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNumberToObject(j, "pid", x->r->proc.pid);
 		cJSON_AddNumberToObject(j, "steps", (double)x->steps);
 		cJSON_AddNumberToObject(j, "step_ns", (double)x->step_ns);
-		if (k.collectives) {
+		if (k.coll_unmatched) { /* ran, their time a step not known */
+			cJSON_AddNullToObject(j, "collective_ns");
+			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : launched_nccl(x->r) ? "nccl"
+												   : "none");
+			cJSON_AddNumberToObject(j, "collectives_n",
+						(double)(x->r->coll_n ? x->r->coll_n : launched_nccl(x->r)));
+		} else if (k.collectives) {
 			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
 			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->r->coll_n ? "nccl" : "none");
 			cJSON_AddNumberToObject(j, "collectives_n", (double)x->r->coll_n);
@@ -478,7 +506,7 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		}
 		cJSON_AddNumberToObject(j, "straggler_steps", (double)x->straggler_steps);
 		int64_t off, spread;
-		if (k.collectives && clock_offset(k.v[0].r, x->r, &off, &spread)) {
+		if ((k.collectives || k.coll_unmatched) && clock_offset(k.v[0].r, x->r, &off, &spread)) {
 			cJSON_AddNumberToObject(j, "clock_offset_ns", (double)off);
 			cJSON_AddNumberToObject(j, "clock_spread_ns", (double)spread);
 		}
@@ -496,7 +524,7 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNullToObject(o, "straggler");
 	}
 	uint64_t lead;
-	const struct rank_stat *sl = k.collectives || k.coll_unmatched ? NULL : slowest(&k, &lead);
+	const struct rank_stat *sl = k.collectives || k.coll_unmatched || k.unlike ? NULL : slowest(&k, &lead);
 	if (sl) {
 		cJSON *j = cJSON_AddObjectToObject(o, "slowest");
 		cJSON_AddNumberToObject(j, "rank", sl->r->proc.rank);
