@@ -432,8 +432,8 @@ def jax_runs_of_the_jitted_step_are_the_phases(tmp):
     d = {x["id"]: x for x in o["diagnoses"]}
     share = round(100 * 300 * ms / o["duration_ns"])
     check(d["xla_compile"]["text"].startswith(
-        f"XLA compiled 2 times for 300.0 ms, {share}% of the run; the step, jit_step, then ran 12 times over 23.0 ms, "
-        "12.0 ms of it inside its ranges.\n"
+        f"XLA compiled 2 times for 300.0 ms, {share}% of the run; the step, jit_step, then ran 12 times in the 23.0 ms "
+        "from its first run to its last, 12.0 ms of it inside its ranges.\n"
         "Compile less: keep shapes, dtypes and static arguments the same") and
           d["xla_compile"]["saving"] == {"ns": 300 * ms, "steps": 0, "per_step_ns": 0, "bound": "upper",
                                          "how": "the compilations' time, which a run that finds its programs in "
@@ -732,3 +732,28 @@ def a_blocking_copys_time_before_its_gpu_record_is_its_own(tmp):
     torch_back, torch_own = step_of(True, torch=True), step_of("between", torch=True, way="h2d")
     check(torch_back["replayed_savings_ns"]["pin"] == -97_072, f"{torch_back}")
     check(torch_own["replayed_savings_ns"]["pin"] == -96_972, f"{torch_own}")
+
+
+@test
+def xla_compile_keeps_a_long_step_name_whole(tmp):
+    """A jitted step of a 400-character name (its phase keeps the first
+    128): xla_compile's sentence of its runs, and the advice after it,
+    are whole (the sentence had been cut at 200 bytes, mid-word: "inside
+    its r.")."""
+    def rng(begin, t, name):
+        return {"kind": "phase_begin" if begin else "phase_end", "api": "nvtxRangePush" if begin else "nvtxRangePop",
+                "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": name}
+
+    def alloc(t, addr):
+        return {"kind": "alloc", "api": "cuMemAlloc_v2", "tid": 7, "start_ns": t, "end_ns": t + 1000, "result": 0,
+                "bytes": 1 << 20, "mem": "device", "addr": addr, "device": 0}
+    ms, step = 1_000_000, "jit_" + "long" * 99
+    ev, t = [rng(True, ms, f"XlaCompile:#module={step}#"), rng(False, 301 * ms, f"XlaCompile:#module={step}#")], 302 * ms
+    for k in range(12):
+        name = f"XlaModule:#hlo_module={step},program_id=9#"
+        ev += [rng(True, t, name), alloc(t + 1000, (k + 1) << 24), rng(False, t + ms, name)]
+        t += 2 * ms
+    d = {x["id"]: x["text"] for x in report_json(write_jsonl(os.path.join(tmp, "jax.jsonl"), ev))["diagnoses"]}
+    check("the step, jit_longlonglong" in d.get("xla_compile", "") and ", then ran 12 times in the 23.0 ms from its "
+          "first run to its last, 12.0 ms of it inside its ranges.\nCompile less: keep shapes" in d["xla_compile"] and
+          d["xla_compile"].endswith(")."), f"{d.get('xla_compile')!r}")

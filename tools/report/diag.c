@@ -12,15 +12,19 @@
 
 void gs_diag_add(struct gs_report *r, const char *id, const char *fmt, ...)
 {
-	char buf[1024];
-	va_list ap;
+	va_list ap, again;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap); /* whole, however long the names in it */
 	va_end(ap);
+	char *text = xcalloc(n > 0 ? (size_t)n + 1 : 1, 1);
+	if (n > 0)
+		vsnprintf(text, (size_t)n + 1, fmt, again);
+	va_end(again);
 	/* Out of memory is the command's one-line error (xalloc.h): a diagnosis
 	 * is never left out, so its saving is never set on the one before. */
 	r->diag = xrealloc(r->diag, (r->ndiag + 1) * sizeof(*r->diag));
-	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = xstrdup(buf) };
+	r->diag[r->ndiag] = (struct gs_diag){ .id = id, .text = text };
 	r->ndiag++;
 }
 

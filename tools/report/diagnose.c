@@ -714,13 +714,14 @@ static void compilation(struct gs_report *r, uint64_t span)
 			c = &r->phases[i];
 	if (!c || !span || c->wall_ns * 5 < span)
 		return;
-	char t[32], s[32], w[32], runs[200] = "", nm[1024];
+	char t[32], s[32], w[32], nm[1024], runs[sizeof(nm) + 160] = "";
 	if (r->growth.phase && !r->growth.by_step) {
-		/* Over the time from its first run to its last, the host's
-		 * work between them too (its ranges alone had read as the loop's). */
+		/* From its first run to its last, the host's work between them
+		 * and any compilation among them too (its ranges alone had read
+		 * as the loop's time). */
 		const struct gs_phase_stat *p = &r->phases[r->growth.phase];
-		snprintf(runs, sizeof(runs), "; the step, %s, then ran %llu times over %s, %s of it inside its ranges",
-			 pn(nm, p->name), (unsigned long long)p->count,
+		snprintf(runs, sizeof(runs), "; the step, %s, then ran %llu times in the %s from its first run to its "
+			 "last, %s of it inside its ranges", pn(nm, p->name), (unsigned long long)p->count,
 			 gs_fmt_ns(s, p->last_ns > p->first_ns ? p->last_ns - p->first_ns : 0), gs_fmt_ns(w, p->wall_ns));
 	}
 	add(r, "xla_compile", "XLA compiled %llu time%s for %s, %.0f%% of the run%s.\n%s",
