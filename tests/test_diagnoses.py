@@ -393,6 +393,18 @@ def graph_saving_keeps_one_launch_a_step(tmp):
           f"launch-bound saving {d}")
 
 
+def xla_range(begin, t, name):
+    """An NVTX range's push or pop at t, as XLA's are recorded."""
+    return {"kind": "phase_begin" if begin else "phase_end", "api": "nvtxRangePush" if begin else "nvtxRangePop",
+            "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": name}
+
+
+def alloc_mib(t, addr):
+    """A 1 MiB device allocation at t."""
+    return {"kind": "alloc", "api": "cuMemAlloc_v2", "tid": 7, "start_ns": t, "end_ns": t + 1000, "result": 0,
+            "bytes": 1 << 20, "mem": "device", "addr": addr, "device": 0}
+
+
 @test
 def jax_runs_of_the_jitted_step_are_the_phases(tmp):
     """XLA's NVTX ranges of a JAX process: each run of a jitted function
@@ -404,25 +416,18 @@ def jax_runs_of_the_jitted_step_are_the_phases(tmp):
     the step's runs, in JAX's terms: over 23 ms from the first to the last
     (a run every 2 ms), 12 ms inside their ranges (which had been said
     as the loop's time)."""
-    def rng(begin, t, name):
-        return {"kind": "phase_begin" if begin else "phase_end", "api": "nvtxRangePush" if begin else "nvtxRangePop",
-                "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": name}
-
-    def alloc(t, addr):
-        return {"kind": "alloc", "api": "cuMemAlloc_v2", "tid": 7, "start_ns": t, "end_ns": t + 1000, "result": 0,
-                "bytes": 1 << 20, "mem": "device", "addr": addr, "device": 0}
     ms = 1_000_000
-    ev = [rng(True, 1 * ms, "XlaCompile:#module=jit__normal#"), rng(False, 101 * ms, "XlaCompile:#module=jit__normal#")]
+    ev = [xla_range(True, 1 * ms, "XlaCompile:#module=jit__normal#"), xla_range(False, 101 * ms, "XlaCompile:#module=jit__normal#")]
     t = 110 * ms
     for k in range(4):
         name = f"XlaModule:#hlo_module=jit__normal,program_id={k}#"
-        ev += [rng(True, t, name), rng(False, t + ms, name)]
+        ev += [xla_range(True, t, name), xla_range(False, t + ms, name)]
         t += 2 * ms
-    ev += [rng(True, t, "XlaCompile:#module=jit_step#"), rng(False, t + 200 * ms, "XlaCompile:#module=jit_step#")]
+    ev += [xla_range(True, t, "XlaCompile:#module=jit_step#"), xla_range(False, t + 200 * ms, "XlaCompile:#module=jit_step#")]
     t += 201 * ms
     for k in range(12):
         name = "XlaModule:#prefix=args[0],hlo_module=jit_step,program_id=9#"
-        ev += [rng(True, t, name), alloc(t + 1000, (k + 1) << 24), rng(False, t + ms, name)]
+        ev += [xla_range(True, t, name), alloc_mib(t + 1000, (k + 1) << 24), xla_range(False, t + ms, name)]
         t += 2 * ms
     o = report_json(write_jsonl(os.path.join(tmp, "jax.jsonl"), ev))
     ph = {p["name"]: (p["count"], p["wall_ns"], bool(p.get("library"))) for p in o["phases"][1:]}
@@ -740,18 +745,11 @@ def xla_compile_keeps_a_long_step_name_whole(tmp):
     128): xla_compile's sentence of its runs, and the advice after it,
     are whole (the sentence had been cut at 200 bytes, mid-word: "inside
     its r.")."""
-    def rng(begin, t, name):
-        return {"kind": "phase_begin" if begin else "phase_end", "api": "nvtxRangePush" if begin else "nvtxRangePop",
-                "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": name}
-
-    def alloc(t, addr):
-        return {"kind": "alloc", "api": "cuMemAlloc_v2", "tid": 7, "start_ns": t, "end_ns": t + 1000, "result": 0,
-                "bytes": 1 << 20, "mem": "device", "addr": addr, "device": 0}
     ms, step = 1_000_000, "jit_" + "long" * 99
-    ev, t = [rng(True, ms, f"XlaCompile:#module={step}#"), rng(False, 301 * ms, f"XlaCompile:#module={step}#")], 302 * ms
+    ev, t = [xla_range(True, ms, f"XlaCompile:#module={step}#"), xla_range(False, 301 * ms, f"XlaCompile:#module={step}#")], 302 * ms
     for k in range(12):
         name = f"XlaModule:#hlo_module={step},program_id=9#"
-        ev += [rng(True, t, name), alloc(t + 1000, (k + 1) << 24), rng(False, t + ms, name)]
+        ev += [xla_range(True, t, name), alloc_mib(t + 1000, (k + 1) << 24), xla_range(False, t + ms, name)]
         t += 2 * ms
     d = {x["id"]: x["text"] for x in report_json(write_jsonl(os.path.join(tmp, "jax.jsonl"), ev))["diagnoses"]}
     check("the step, jit_longlonglong" in d.get("xla_compile", "") and ", then ran 12 times in the 23.0 ms from its "
