@@ -106,10 +106,11 @@ void gs_tele_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, siz
 void gs_tele_merge(struct gs_report *dst, const struct gs_report *src);
 void gs_tele_diagnose(struct gs_report *r);
 void gs_tele_free(struct gs_report *r);
-/* Clocks held back during the loop whose step the GPU's work holds: the
- * context's clocks_throttled becomes a diagnosis, its saving bounded by
- * the GPU's work a step at the max clock, where that is floor or more
- * (the step section's diagnose calls it). */
+/* Clocks held back by heat or the power brake during the loop whose step
+ * the GPU's work holds: clocks_throttled becomes a diagnosis (made, where
+ * the run's samples left no context), its saving bounded by the GPU's
+ * work a step at the max clock in the samples held back, where that is
+ * floor or more (the step section's diagnose calls it). */
 struct gs_steps;
 void gs_tele_loop(struct gs_report *r, const struct gs_steps *s, int64_t floor);
 void gs_tele_print(FILE *f, const struct gs_report *r, const struct gs_style *st);
