@@ -95,9 +95,14 @@ static void add_collective(struct gs_pass *p, uint64_t start, uint64_t end, uint
 		r->coll[r->ncoll++] = (struct gs_coll_item){ start, end, key };
 }
 
+int gs_coll_nccl_name(const char *name)
+{
+	return name && !strncmp(name, "nccl", 4);
+}
+
 static int is_nccl(const struct gs_ev *ev)
 {
-	return ev->name && !strncmp(ev->name, "nccl", 4);
+	return gs_coll_nccl_name(ev->name);
 }
 
 static void coll_gpu(struct gs_pass *p, const struct gs_ev *ev)

@@ -42,6 +42,7 @@ struct rank_stat {
 	uint64_t straggler_steps;        /* steps in which it was the straggler */
 	uint64_t lead_ns, caused_ns;     /* in those: by how much over the others' mean, and their wait */
 	uint64_t waited_ns;              /* its collectives beyond the step's straggler's: its wait */
+	uint64_t nccl_launches;          /* own_steps: NCCL's kernels it launched (its collectives, CUPTI or not) */
 };
 
 struct ranks {
@@ -114,7 +115,7 @@ static uint64_t launched_nccl(const struct gs_report *r)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; i < r->kernels_cap && r->kernels; i++)
-		if (r->kernels[i].name && !strncmp(r->kernels[i].name, "nccl", 4))
+		if (gs_coll_nccl_name(r->kernels[i].name))
 			n += r->kernels[i].count;
 	return n;
 }
@@ -142,7 +143,8 @@ static int ranks_by_own_step(struct gs_report *const *procs, size_t n, struct ra
 		k->v[i].r = procs[i];
 		k->v[i].steps = st->steps;
 		k->v[i].step_ns = st->step_ns * st->steps;
-		k->coll_unmatched |= procs[i]->coll_n > 0 || procs[i]->coll_host || launched_nccl(procs[i]);
+		k->v[i].nccl_launches = launched_nccl(procs[i]);
+		k->coll_unmatched |= procs[i]->coll_n > 0 || procs[i]->coll_host || k->v[i].nccl_launches;
 		k->unlike |= st->launches != procs[0]->steps->launches; /* (what names each rank's thread) */
 		if (st->steps < k->steps)
 			k->steps = st->steps;
@@ -488,10 +490,8 @@ cJSON *gs_ranks_json(struct gs_report *const *procs, size_t n)
 		cJSON_AddNumberToObject(j, "step_ns", (double)x->step_ns);
 		if (k.coll_unmatched) { /* ran, their time a step not known */
 			cJSON_AddNullToObject(j, "collective_ns");
-			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : launched_nccl(x->r) ? "nccl"
-												   : "none");
-			cJSON_AddNumberToObject(j, "collectives_n",
-						(double)(x->r->coll_n ? x->r->coll_n : launched_nccl(x->r)));
+			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->nccl_launches ? "nccl" : "none");
+			cJSON_AddNumberToObject(j, "collectives_n", (double)(x->r->coll_n ? x->r->coll_n : x->nccl_launches));
 		} else if (k.collectives) {
 			cJSON_AddNumberToObject(j, "collective_ns", (double)x->coll_ns);
 			cJSON_AddStringToObject(j, "collectives", x->r->coll_host ? "host" : x->r->coll_n ? "nccl" : "none");

@@ -151,6 +151,8 @@ void gs_stacks_free(struct gs_report *r);
 void gs_coll_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
 void gs_coll_finish(struct gs_pass *p);
 void gs_coll_free(struct gs_report *r);
+/* 1 when a kernel of this name is NCCL's (a collective). */
+int gs_coll_nccl_name(const char *name);
 
 void gs_steps_event(struct gs_pass *p, unsigned feed, const struct gs_ev *ev, size_t phase);
 void gs_steps_finish(struct gs_pass *p);
