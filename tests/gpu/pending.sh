@@ -121,8 +121,8 @@ case "${PART:-}" in
 	[ -s "$R/zoo/zoo.md" ] || timeout 30 python3 tests/gpu/zoo_check.py /tmp/gpuspy-zoo $(cd /tmp/gpuspy-zoo &&
 		for c in */tools.rc; do [ -e "$c" ] && echo "${c%/tools.rc}"; done) > "$R/zoo/zoo.md"
 	cp /tmp/gpuspy-zoo/zoo.json "$R/zoo/" 2> /dev/null
-	# Each case's output, stderr and exit codes (not its traces), to read.
-	(cd /tmp/gpuspy-zoo && find . -maxdepth 2 \( -name '*.out' -o -name '*.err' -o -name '*.rc' \) -size -1024k |
+	# Each case's output, stderr, exit codes and reports (not its traces), to read.
+	(cd /tmp/gpuspy-zoo && find . -maxdepth 2 \( -name '*.out' -o -name '*.err' -o -name '*.rc' -o -name 'report.*' \) -size -1024k |
 		tar czf "$R/zoo/outputs.tgz" -T -) 2> /dev/null
 	cat "$R/status.txt" "$R"/exits/exits.md "$R"/zoo/zoo.md 2>/dev/null ;;
 52w[1-5])
