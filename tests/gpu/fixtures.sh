@@ -9,7 +9,8 @@
 # $OUT/fixtures.md. From the repository root:
 #   bash tests/gpu/fixtures.sh          (carry: dist)
 #   FIXTURES="oom leak" bash tests/gpu/fixtures.sh
-#   FIXTURES=train_eval bash tests/gpu/fixtures.sh   (an evaluation every epoch: not yet a fixture)
+#   FIXTURES="torch_compile_ro lightning_fit" COST=0 bash tests/gpu/fixtures.sh
+#        (COST=0: without the Python frames' cost runs at the end)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 WORK=/tmp/gpuspy-fixtures
@@ -58,6 +59,7 @@ for name in $CASES; do
 	} >> "$md"
 	echo "$name: exit $rc, $(du -h "$OUT/$name.tar.gz" | cut -f1)"
 done
+[ "${COST:-1}" = 0 ] && exit 0
 # What a Python frame costs: resnet_loader's stacks with and without
 # GPUSPY_PYTHON_FRAMES, interleaved, as the library times them (the trace
 # header's stacks_ns over stacks_taken).
