@@ -160,7 +160,7 @@ static struct {
 /* The helper's phases, in the order of its slot numbers. */
 enum { T_DATA, T_FORWARD, T_BACKWARD, T_OPTIMIZER, T_SLOTS };
 static const char *const t_name[T_SLOTS] = { "data", "forward", "backward", "optimizer" };
-#define T_LAZY 0x10 /* stays open until the next phase begins (data, forward) */
+#define T_LAZY 0x10 /* stays open until the next phase begins (data, forward), or it raises */
 #define T_STEP 0x20 /* an optimizer step: the step count goes up after it */
 
 static struct {
@@ -264,8 +264,14 @@ static void *fast_call(void *self, void *const *a, ssize_t n)
 		t_phase(slot, 1);
 	void *rc = api.call(a[0], a[2], a[3]);
 	t_inside &= ~bit;
-	if (flags & T_LAZY)
+	if (flags & T_LAZY) {
+		/* It raised (a DataLoader's StopIteration at the end of its
+		 * pass): no batch came, the phase ends here, not at the next
+		 * phase or the process's exit. */
+		if (!rc && tp.open == slot + 1)
+			t_close();
 		return rc;
+	}
 	t_phase(slot, 0);
 	if ((flags & T_STEP)) {
 		tp.step++;

@@ -12,7 +12,8 @@ When torch is imported, this module hooks:
   * backward  - Tensor.backward / torch.autograd.backward;
   * optimizer - Optimizer.step and Optimizer.zero_grad.
 "data" and "forward" last until the next phase starts, so the batch's copy
-to the GPU belongs to data and the loss module to forward. Each phase is
+to the GPU belongs to data and the loss module to forward; a next() that
+raises (StopIteration at a pass's end) ends its data phase. Each phase is
 recorded through libgpuspy (already loaded in the process)
 with the step number: the count of optimizer steps completed so far.
 Phases are process-wide, so kernels that autograd launches from its own
@@ -254,6 +255,11 @@ def _wrap(fn, name, after=None, lazy=False):
             _phase(name, True)
         try:
             return fn(*args, **kwargs)
+        except BaseException:
+            if lazy and _open[0] == name:  # no batch came (StopIteration): the phase ends here
+                _lib.gpuspy_torch_phase(name, _step[0], 0)
+                _open[0] = None
+            raise
         finally:
             setattr(st, key, False)
             if not lazy:

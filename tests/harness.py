@@ -107,6 +107,11 @@ def dump_stacks(path):
             {l["id"]: l["frames"] for l in lines[1:] if l["type"] == "stack"})
 
 
+def phases_of(ev):
+    """A trace's phases and marks, in order: (kind, name)."""
+    return [(e["kind"], e["name"]) for e in ev if e["kind"] in ("phase_begin", "phase_end", "mark")]
+
+
 def only_trace(tmp):
     t = traces(tmp)
     check(len(t) == 1, f"expected one trace file, found {t}")
