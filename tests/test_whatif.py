@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 
-from harness import BIN, check, test
+from harness import BIN, SANITIZED, Skip, check, test
 
 sys.path.insert(0, os.path.join(os.path.dirname(BIN), "gpu", "whatif"))
 from score import own_line  # noqa: E402  (the line a diagnosis names, as score.py reads it)
@@ -22,7 +22,11 @@ _lock = threading.Lock()
 
 def scored():
     """score.py --json's rows over every committed set (run once; the
-    tests run in threads)."""
+    tests run in threads). Not under the sanitizers: their numbers are the
+    plain lane's, and the fixtures' tests run the replay on real traces
+    there (about a minute of CI saved)."""
+    if SANITIZED:
+        raise Skip("scored in the plain lane; the fixtures' reports replay real traces under the sanitizers")
     with _lock:
         if not _rows:
             score = os.path.join(os.path.dirname(BIN), "gpu", "whatif", "score.py")
