@@ -6,17 +6,27 @@ step is a few ms, most of it the host's: loading a batch (64 samples
 indexed one by one, then collated) is about a quarter of it.
 Fix: what its report says, DataLoader(num_workers=N, pin_memory=True),
 N=2 (the report's "1 worker keeps up", and one to spare), persistent.
-Not one of the suite's ten: a real program's advice checked
-(tests/gpu/results/zoo/zoo.md)."""
+--load-ms L makes each batch cost L ms more to load, --workers N the
+fix's workers: loader_cost.sh finds where workers begin to pay.
+Not one of the suite's ten: a real program's advice checked."""
 import torch
 
-from common import args, timed, torch_sync
+from common import args, host_work, timed, torch_sync
 
-a = args(steps=400, warmup=30)
+a = args(steps=400, warmup=30, load_ms=0.0, workers=2)
 torch.manual_seed(0)
 n = (a.steps + a.warmup) * 64
-data = torch.utils.data.TensorDataset(torch.randn(n, 512), torch.randint(0, 10, (n,)))
-kw = dict(num_workers=2, pin_memory=True, persistent_workers=True) if a.fix else {}
+
+
+class Costly(torch.utils.data.TensorDataset):
+    """--load-ms: each batch's samples cost that much more CPU (a decode)."""
+    def __getitem__(self, i):
+        host_work(a.load_ms / 64)
+        return super().__getitem__(i)
+
+
+data = (Costly if a.load_ms else torch.utils.data.TensorDataset)(torch.randn(n, 512), torch.randint(0, 10, (n,)))
+kw = dict(num_workers=a.workers, pin_memory=True, persistent_workers=True) if a.fix else {}
 loader = iter(torch.utils.data.DataLoader(data, batch_size=64, **kw))
 model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).cuda()
 cmodel = torch.compile(model, mode="reduce-overhead")

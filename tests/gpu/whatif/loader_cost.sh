@@ -1,0 +1,31 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Where loader workers begin to pay: compiled_loader.py (the zoo's
+# torch.compile loop, batches of 64 from a TensorDataset) with each batch
+# costing LOADS ms more to load (0: the dataset as it is), loaded in the
+# main process and by WORKERS workers (pinned, persistent), untraced, in
+# ROUNDS rounds of random order; the median step of each. From the
+# repository root, on the GPU machine:
+#   ROUNDS=3 LOADS="0 1 3" WORKERS=2 bash tests/gpu/whatif/loader_cost.sh
+set -u
+. tests/gpu/setup.sh /tmp/gpuspy-loader-cost > /dev/null
+ROUNDS=${ROUNDS:-3}
+P="python3 tests/gpu/whatif/compiled_loader.py --steps ${STEPS:-300}"
+for r in $(seq "$ROUNDS"); do
+	for run in $(for l in ${LOADS:-0 1 3}; do echo "$l:main $l:workers"; done | tr ' ' '\n' | shuf); do
+		l=${run%%:*} v=${run##*:}
+		f=; [ "$v" = workers ] && f="--fix --workers ${WORKERS:-2}"
+		ms=$(timeout 120 $P --load-ms "$l" $f 2> /dev/null | sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p')
+		echo "$r $l $v ${ms:-none}"
+	done
+done | tee "$OUT/loader_cost.txt"
+python3 - "$OUT/loader_cost.txt" <<'P' | tee "$OUT/loader_cost.md"
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+print("| load ms a batch | main process ms/step | workers ms/step | workers save |")
+print("| --- | --- | --- | --- |")
+for l in sorted({r[1] for r in rows}, key=float):
+    m = {v: statistics.median(float(r[3]) for r in rows if r[1] == l and r[2] == v and r[3] != "none")
+         for v in ("main", "workers")}
+    print(f"| {l} | {m['main']:.3f} | {m['workers']:.3f} | {m['main'] - m['workers']:+.3f} |")
+P
