@@ -423,29 +423,28 @@ def set_cpus(path, n):
         f.write("\n".join([json.dumps(head)] + lines[1:]) + "\n")
 
 
-def loader_steps(load=790_000):
-    """50 steps of 1 ms: 'data' works `load` ns (790 us) on the host, then
-    copies its batch (pinned, async, 10 us); 'forward' launches a 200 us
-    kernel 20 us later (at 810 us) and works to the step's end."""
+def loader_steps():
+    """50 steps of 1 ms: 'data' works 790 us on the host, then copies its
+    batch (pinned, async, 10 us); 'forward' launches a 200 us kernel at
+    810 us and works to the step's end."""
     from test_report import phase_event
     ev = []
     for k in range(50):
         t = 1_000_000 + k * 1_000_000
-        a = t + load
         ev.append(phase_event(True, t, "data", k))
-        ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": a, "end_ns": a + 10_000,
+        ev.append({"kind": "copy", "api": "cudaMemcpyAsync", "tid": 7, "start_ns": t + 790_000, "end_ns": t + 800_000,
                    "result": 0, "bytes": 4096, "dir": "h2d", "host_mem": "pinned", "device": 0, "stream": 0,
                    "async": True, "corr": 2 * k + 1})
-        ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": a + 10_000,
-                   "end_ns": a + 11_000, "result": 0, "bytes": 4096, "dir": "h2d", "device": 0, "stream": 7,
+        ev.append({"kind": "gpu_copy", "api": "cupti_memcpy", "tid": 200, "start_ns": t + 800_000,
+                   "end_ns": t + 801_000, "result": 0, "bytes": 4096, "dir": "h2d", "device": 0, "stream": 7,
                    "corr": 2 * k + 1})
-        ev.append(phase_event(False, a + 10_000, "data", k))
-        ev.append(phase_event(True, a + 10_000, "forward", k))
-        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": a + 20_000, "end_ns": a + 30_000,
+        ev.append(phase_event(False, t + 800_000, "data", k))
+        ev.append(phase_event(True, t + 800_000, "forward", k))
+        ev.append({"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t + 810_000, "end_ns": t + 820_000,
                    "result": 0, "device": 0, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "stream": 0,
                    "corr": 2 * k + 2})
-        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": a + 40_000,
-                   "end_ns": a + 240_000, "result": 0, "device": 0, "stream": 7, "corr": 2 * k + 2, "name": "k"})
+        ev.append({"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": t + 830_000,
+                   "end_ns": t + 1_030_000, "result": 0, "device": 0, "stream": 7, "corr": 2 * k + 2, "name": "k"})
         ev.append(phase_event(False, t + 1_000_000, "forward", k))
     return ev
 

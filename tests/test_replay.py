@@ -119,24 +119,6 @@ def a_range_inside_the_data_phase_is_the_data_phases(tmp):
 
 
 @test
-def a_data_phase_a_tenth_of_the_step_is_starved(tmp):
-    """test_advice's starved loader with less to load: 'data' works 150 us
-    of each 1 ms step on the host (a torch.compile loop on an H100 loaded
-    its batches in 23% of its steps, and workers replayed 22% off them:
-    said nothing, where a quarter was asked), then 95 us (under a tenth).
-    The first is starved: the workers' change takes its 150 us off, no
-    more; the second is not (its 95 us are replayed off too). (Both are
-    host-bound: the host's forward works 840 us for a 200 us kernel.)"""
-    from test_advice import loader_steps
-    for load, said in ((150_000, True), (95_000, False)):
-        o = report_json(write_jsonl(os.path.join(tmp, f"load-{load}.jsonl"), loader_steps(load), timing="cupti"))
-        step, d = o["processes"][0]["step"], o["diagnoses"]
-        check(step["replayed_savings_ns"]["workers"] == load, f"{load}: {step}")
-        starved = [x for x in d if x["id"] == "data_starvation"]
-        check(len(starved) == said and all(x["saving"]["per_step_ns"] == load for x in starved), f"{load}: {d}")
-
-
-@test
 def a_period_a_call_short_of_the_step_is_not_taken(tmp):
     """A C loop's step: two pinned uploads, 30 kernels (k0-k29), a
     synchronize and 60 us on the host, 194 us in all. The period search

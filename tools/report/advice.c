@@ -241,8 +241,7 @@ static void add_new(struct gs_report *r, int ch)
  * a wait every step; a step of many launches that keeps the GPU busy
  * less than half the time, the launches and the dispatch between them
  * half the step or more (else the host does something else); a data
- * phase whose host work is a tenth of the step (a torch.compile loop
- * loaded its batches in 23% of its steps: a quarter asked said nothing). */
+ * phase that is a quarter of the step. */
 static int applies(const struct gs_steps *s, int ch, int jax)
 {
 	const struct gs_step_change *c = &s->change[ch];
@@ -254,7 +253,7 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 	case GS_CH_FUSE: /* the host, not the GPU, sets the pace: JAX's several steps a call */
 		return jax && s->gpu_ns * 5 < s->step_ns * 4;
 	case GS_CH_WORKERS:
-		return c->after_ns * 10 >= s->step_ns;
+		return c->after_ns * 4 >= s->step_ns;
 	case GS_CH_PIN:
 	case GS_CH_POOL:
 		return c->count >= s->window;
