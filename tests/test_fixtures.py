@@ -377,3 +377,23 @@ def fixture_train_eval_steps_are_the_optimizers(tmp):
           s["steps"] == 160 and s["steps_with_other_phases"] == 3 and 2_200_000 < s["step_ns"] < 2_400_000, f"{s}")
     check("  one-time costs before the steady state: 6 host-to-device copies, 5.0 MiB" in text and
           re.search(r"the largest at <module> \(\S*/train_eval\.py:13\)", text), text[-1500:])
+
+
+@test
+def fixture_torch_compile_ro_ends_its_last_data_phase(tmp):
+    """torch_compile_ro.py (the zoo's, on an H100): a small MLP compiled
+    with mode="reduce-overhead" over a DataLoader, 40 steps. Its 41st data
+    phase, the pass's last next() (StopIteration), ends there: the data
+    phases hold 33.3 ms, where an earlier build's ran on through the 7.1 s
+    of the process's exit and the report said data took 60% of the loop.
+    The step is the optimizer's, 40 of them, after 4.27 s of warm-up
+    (compilation); the CUDA graphs ran 468 kernels. No diagnosis: its
+    batches load in the main process in about a quarter of each 2.6 ms step,
+    and loader workers made that loop slower on the GPU machine
+    (tests/gpu/whatif/compiled_loader.py, docs/measurements.md)."""
+    text = fixture_report(tmp, "torch_compile_ro")
+    check(re.search(r"\n  data +41 +33\.3 ms ", text) and "  CUDA graphs ran 468 kernels (1.9 ms GPU time)" in text,
+          text[:1500])
+    check("  PyTorch's optimizer steps: data, forward, optimizer, backward, optimizer\n"
+          "  40 steps, steady from 4.27 s\n" in text, text[-2000:])
+    check(diagnoses(text) == ["none: nothing in this trace matches a known problem"], f"{diagnoses(text)}")
