@@ -662,7 +662,7 @@ def malformed_loader_marks_are_passed_over(tmp):
     workers, "made at" with nothing after it, a site of 300 characters.
     Each is left out (else, iterated last, it would be the one named): the
     diagnosis names train.py:12, data_starvation first."""
-    from test_advice import loader_steps
+    from test_loaders import loader_steps
     bad = ["DataLoader num_workers=0 made at <module> (/w/train.py:12)",
            "DataLoader num_workers=", "DataLoader num_workers=5x", "DataLoader num_workers=-1 made at f (/w/a.py:1)",
            "DataLoader num_workers=99999 made at f (/w/a.py:2)", "DataLoader num_workers=0 made at ",

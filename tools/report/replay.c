@@ -231,6 +231,8 @@ struct sim {
 	int blind_unknown; /* work without a record was launched before any stream was known */
 	uint32_t prev_phase;  /* the last call's phase */
 	uint64_t data_from;   /* when the data phase last began (the run's clock) */
+	uint64_t handoff_at;  /* the data phase whose batch's handoff is being kept (its data_from), */
+	uint64_t handoff_left; /* and what is left of it to keep */
 	size_t step;       /* the step the host is in (rp->bounds) */
 	int pinned_stream; /* GS_CH_PIN: the last call of thread pinned_tid pinned a copy on it (-1: none) */
 	uint32_t pinned_tid;
@@ -409,7 +411,16 @@ static uint64_t own_gap(struct sim *m, const struct gs_item *c, uint64_t beyond)
 		uint64_t from = m->data_from > m->prev_end ? m->data_from : m->prev_end;
 		uint64_t data = c->start > from ? c->start - from : 0;
 		data -= beyond < data ? beyond : data; /* CUPTI's part, at the gap's end: taken off above */
-		return gap > data ? gap - data : 0;
+		uint64_t left = gap > data ? gap - data : 0;
+		/* The batch still reaches the step through the main process,
+		 * once a data phase: that much of the phase's work stays. */
+		if (m->handoff_at != m->data_from) {
+			m->handoff_at = m->data_from;
+			m->handoff_left = rp->handoff_ns;
+		}
+		uint64_t keep = m->handoff_left < gap - left ? m->handoff_left : gap - left;
+		m->handoff_left -= keep;
+		return left + keep;
 	}
 	/* The code between two launches does not run in a replayed graph: a
 	 * framework's dispatch of the next operation, a few times a launch's

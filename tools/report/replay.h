@@ -27,13 +27,20 @@ struct gs_item {
 	int16_t device;
 };
 
+/* What a batch that a PyTorch DataLoader's worker loaded costs the main
+ * process as it reaches the step (unpickled from shared memory, pinned by
+ * the loader's thread, both under the GIL): GS_CH_WORKERS keeps it of each
+ * data phase's work (tests/gpu/whatif/loader_cost.sh; docs/design.md#replay).
+ * Other loaders' is not measured: none is kept. */
+#define GS_LOADER_HANDOFF_NS 750000
+
 /* The changes a replay can make. */
 enum gs_change {
 	GS_CH_NONE,    /* the run as it was: the model's own step */
 	GS_CH_PIN,     /* pageable copies of 1 MiB or more become async copies from pinned memory */
 	GS_CH_NOWAIT,  /* the step's waits (synchronize, a small copy back) block the host in one step of wait_every only */
 	GS_CH_GRAPH,   /* each step's launches become one graph launch (a graph ends at a wait too) */
-	GS_CH_WORKERS, /* the data phase's host work moves to loader workers */
+	GS_CH_WORKERS, /* the data phase's host work moves to loader workers, less a batch's handoff */
 	GS_CH_POOL,    /* allocations and frees come from a pool: no cost, no synchronization */
 	GS_CH_FUSE,    /* several steps a dispatch: the step's host work divided by fuse */
 	GS_CH_COUNT
@@ -53,6 +60,7 @@ struct gs_replay {
 	unsigned wait_every;   /* GS_CH_NOWAIT: the steps still waiting are one in this many (the advice's) */
 	int framework;         /* PyTorch or JAX: the host code between a step's launches is theirs */
 	int copy_syncs;        /* PyTorch: a blocking copy is an async copy, then a synchronize of its stream */
+	uint64_t handoff_ns;     /* GS_CH_WORKERS: a batch's handoff, kept of each data phase (PyTorch's DataLoader) */
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
 	 * work for each GPU record a call launched, when CUPTI was on. An
