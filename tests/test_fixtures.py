@@ -397,3 +397,22 @@ def fixture_torch_compile_ro_ends_its_last_data_phase(tmp):
     check("  PyTorch's optimizer steps: data, forward, optimizer, backward, optimizer\n"
           "  40 steps, steady from 4.27 s\n" in text, text[-2000:])
     check(diagnoses(text) == ["none: nothing in this trace matches a known problem"], f"{diagnoses(text)}")
+
+
+@test
+def fixture_lightning_fit_steps_are_its_optimizers(tmp):
+    """lightning_fit.py (the zoo's, on an H100): Lightning's Trainer.fit of a
+    small MLP, 8 batches. Lightning runs forward and backward inside
+    optimizer.step(closure): the step is the optimizer's, data then
+    optimizer, 7 of them after 57.4 ms of warm-up; the upload at line 29 a
+    one-time cost. Its one diagnosis: the DataLoader made at line 26 loads
+    each 1.1 ms batch on the main thread, and workers save about 359.6 us
+    of a 3.3 ms step: the batch's loading, less its handoff to the main
+    process (750 us: docs/measurements.md)."""
+    text = fixture_report(tmp, "lightning_fit")
+    check("  PyTorch's optimizer steps: data, optimizer\n  7 steps, steady from 57.4 ms\n" in text and
+          re.search(r"the largest at <module> \(\S*/lightning_fit\.py:29\)", text), text[-2500:])
+    d = diagnoses(text)
+    check(len(d) == 1 and re.match(r"Each step loads its data on the main thread, from the DataLoader made at <module> "
+                                   r"\(\S*/lightning_fit\.py:26\), while the GPU waits\.", d[0]) and
+          "Saves about 359.6 us a step (2.5 ms over 7 steps)" in d[0] and "a batch takes 1.1 ms to load" in d[0], f"{d}")
