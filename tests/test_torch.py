@@ -10,6 +10,32 @@ import sys  # noqa: F401
 from harness import *  # noqa: F401,F403 (run, dump, check, test, ...)
 
 
+def need_torch():
+    """Skips the test where Debian's PyTorch cannot run it."""
+    if SANITIZED:
+        raise Skip("PyTorch under a sanitized preload is not run")
+    if not have_torch():
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+
+
+def both_modes(tmp, code, **env):
+    """python3 -c code, traced with libgpuspy's builtins, then with the
+    helper's Python version (bench/helper_probe, GPUSPY_PROBE=python):
+    yields (mode, its trace directory, the process)."""
+    probe = dict(env, PYTHONPATH=os.path.join(ROOT, "bench", "helper_probe"))
+    for mode in ("builtins", "python"):
+        d = os.path.join(tmp, mode)
+        os.makedirs(d)
+        yield mode, d, run_py(["-c", code], d, env=dict(probe, GPUSPY_PROBE="python") if mode == "python" else probe)
+
+
+def run_script(tmp, name, script):
+    """python3 -c script traced into tmp/name: (that directory, the process)."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    return d, run_py(["-c", script], d)
+
+
 SYS_PY = "/usr/bin/python3"
 TORCH_LOOP = os.path.join(ROOT, "tests", "progs", "torch_loop.py")
 
@@ -25,10 +51,7 @@ def torch_sequence(steps):
 
 @test
 def torch_phases_without_code_changes(tmp):
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    need_torch()
     p = run_py([TORCH_LOOP, "3"], tmp)
     check(p.returncode == 0 and p.stdout == "done 3 steps\n", f"{p.returncode} {p.stderr[-500:]}")
     _, ev = only_trace(tmp)
@@ -57,10 +80,7 @@ def torch_forward_hooks_learned(tmp):
     """The global module hook is on for the first GPUSPY_TORCH_LEARN_STEPS
     steps only; then the model it saw begin forward carries the hook, and
     the phases stay the same."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    need_torch()
     for learn, hooks in (("", "global 0 model 1"), ("2", "global 0 model 1"), ("9", "global 1 model 0"),
                          ("0", "global 1 model 0"), ("x", "global 0 model 1"), ("-1", "global 0 model 1")):
         d = os.path.join(tmp, "learn" + learn)
@@ -80,10 +100,7 @@ def torch_forward_hooks_relearn_each_pass(tmp):
     GPUSPY_TORCH_LEARN_STEPS steps later: a second model first used in a
     validation pass after learning still begins forward, and both models
     carry the hook afterwards."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    need_torch()
     p = run_py([os.path.join(ROOT, "tests", "progs", "torch_two_models.py")], tmp,
                env={"GPUSPY_TORCH_LEARN_STEPS": "2"})
     check(p.returncode == 0 and p.stdout == "hooks global 0 a 1 b 1\ndone\n", f"{p.stdout!r} {p.stderr[-300:]}")
@@ -109,10 +126,7 @@ def torch_pause_resume(tmp):
     """gpuspy_torch.pause()/resume() around step 1's body: its phases are not
     recorded, the open data phase is closed first, the module hook is off
     while paused (module calls take PyTorch's fast path) and back after."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    need_torch()
     p = run_py([TORCH_LOOP, "3", "1"], tmp)
     check(p.returncode == 0 and p.stdout == "paused hooks 0\nresumed hooks 1\ndone 3 steps\n",
           f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
@@ -157,20 +171,12 @@ def torch_helper_builtins_and_python_version_agree(tmp):
     call builtin refuses a bad call with TypeError, passes the wrapped
     function's exception and result through, still counts a step that
     raised, and records one phase for nested calls of one thread."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
-    probe = {"PYTHONPATH": os.path.join(ROOT, "bench", "helper_probe")}
+    need_torch()
     seqs = {}
-    for mode in ("builtins", "python"):
-        d = os.path.join(tmp, mode)
-        os.makedirs(d)
-        env = dict(probe, GPUSPY_PROBE="python") if mode == "python" else probe
-        p = run_py(["-c", "import sys, gpuspy_torch as g; sys.argv = ['x', '5', '2', 'hooks']; "
-                    f"exec(open({TORCH_LOOP!r}).read()); "
-                    "print(type(model._forward_pre_hooks[next(iter(model._forward_pre_hooks))]).__name__, "
-                    "g._C is None)"], d, env=env)
+    for mode, d, p in both_modes(tmp, "import sys, gpuspy_torch as g; sys.argv = ['x', '5', '2', 'hooks']; "
+                                 f"exec(open({TORCH_LOOP!r}).read()); "
+                                 "print(type(model._forward_pre_hooks[next(iter(model._forward_pre_hooks))]).__name__, "
+                                 "g._C is None)"):
         want_hook = "builtin_function_or_method False" if mode == "builtins" else "function True"
         check(p.returncode == 0 and p.stdout.splitlines() == [
             "paused hooks 0", "resumed hooks 0", "done 5 steps", "hooks global 0 model 1", want_hook],
@@ -201,9 +207,7 @@ def torch_helper_builtins_and_python_version_agree(tmp):
               "    c.call(out, 0 | 0x10, (), {})\n"
               "except StopIteration:\n"
               "    print('stopped', c.ctl(4, 0))\n")
-    d = os.path.join(tmp, "calls")
-    os.makedirs(d)
-    p = run_py(["-c", script], d)
+    d, p = run_script(tmp, "calls", script)
     check(p.returncode == 0 and p.stdout.splitlines() == ["TypeError"] * 5 + ["raised boom 1", "42 1 0", "1", "0",
                                                                           "stopped 0"],
           f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
@@ -222,18 +226,11 @@ def torch_data_phase_ends_when_the_loader_runs_out(tmp):
     exit: "data takes 60% of the loop"). After torch_loop.py's 3 steps the
     program reads the clock (GPUSPY_CLOCK=mono, the trace's): the 4th data
     phase ended before, in the builtins and the helper's Python version."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
-    probe = {"PYTHONPATH": os.path.join(ROOT, "bench", "helper_probe"), "GPUSPY_CLOCK": "mono"}
-    for mode in ("builtins", "python"):
-        d = os.path.join(tmp, mode)
-        os.makedirs(d)
-        env = dict(probe, GPUSPY_PROBE="python") if mode == "python" else probe
-        p = run_py(["-c", "import sys, time, gpuspy_torch as g; sys.argv = ['x', '3']; "
-                    f"exec(open({TORCH_LOOP!r}).read()); "
-                    "print('after', time.monotonic_ns(), g._C is None); time.sleep(0.05)"], d, env=env)
+    need_torch()
+    for mode, d, p in both_modes(tmp, "import sys, time, gpuspy_torch as g; sys.argv = ['x', '3']; "
+                                 f"exec(open({TORCH_LOOP!r}).read()); "
+                                 "print('after', time.monotonic_ns(), g._C is None); time.sleep(0.05)",
+                                 GPUSPY_CLOCK="mono"):
         lines = p.stdout.splitlines()
         check(p.returncode == 0 and len(lines) == 2 and lines[0] == "done 3 steps" and
               lines[1].endswith(str(mode == "python")), f"{mode}: {p.returncode} {p.stdout!r} {p.stderr[-500:]}")
@@ -248,10 +245,7 @@ def torch_data_phase_ends_when_the_loader_runs_out(tmp):
 
 @test
 def torch_hooks_opt_out_and_chain(tmp):
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    need_torch()
     for off in ("0", "off"):
         p = run_py([TORCH_LOOP, "2"], tmp, env={"GPUSPY_TORCH": off})
         check(p.returncode == 0 and traces(tmp) == [], f"GPUSPY_TORCH={off} still recorded phases")
@@ -357,10 +351,7 @@ TORCH_EXPORT = os.path.join(ROOT, "tests", "progs", "torch_export.py")
 def torch_same_run(tmp, what, *args):
     """torch_export.py WHAT run untraced and traced: the same stdout, stderr
     and exit; the traced run's result."""
-    if SANITIZED:
-        raise Skip("PyTorch under a sanitized preload is not run")
-    if not have_torch():
-        raise Skip("python3-torch is not installed for /usr/bin/python3 (make deps installs it)")
+    need_torch()
     u = run_py([TORCH_EXPORT, what, *[a.format(run="untraced") for a in args]], tmp, preload=False)
     p = run_py([TORCH_EXPORT, what, *[a.format(run="traced") for a in args]], tmp)
     check((p.returncode, p.stdout, p.stderr) == (u.returncode, u.stdout, u.stderr),
@@ -396,9 +387,7 @@ def torch_script_module_trains_as_untraced(tmp):
               "    c.call(boom, 3 | 0x20, (), {}, bad)\n"
               "except ValueError as e:\n"
               "    print('raised', repr(e), e.__context__, c.ctl(0, 0))\n")
-    d = os.path.join(tmp, "after")
-    os.makedirs(d)
-    p = run_py(["-c", script], d)
+    d, p = run_script(tmp, "after", script)
     check(p.returncode == 0 and p.stdout == "7 1\nraised ValueError('boom') None 2\n",
           f"{p.returncode} {p.stdout!r} {p.stderr[-500:]}")
 
