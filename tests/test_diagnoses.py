@@ -656,7 +656,7 @@ def torch_loader_workers_are_marked(tmp):
 
 @test
 def malformed_loader_marks_are_passed_over(tmp):
-    """test_advice.py's starved loader, its one well-formed mark (no
+    """test_loaders.py's starved loader, its one well-formed mark (no
     workers, made at train.py:12) followed, before the loop, by marks the
     helper never writes: no number, a number run into letters, -1, 99,999
     workers, "made at" with nothing after it, a site of 300 characters.

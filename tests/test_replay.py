@@ -94,16 +94,16 @@ def a_pool_is_no_change_for_the_hosts_own_allocations(tmp):
 
 @test
 def a_range_inside_the_data_phase_is_the_data_phases(tmp):
-    """test_advice's starved loader (loader_steps(**HEAVY): 'data' works
-    3.79 ms on the host, then copies its batch) with the copy inside a
-    range of the user's, 'augment', from 3.7 ms: its calls are still the
-    data phase's, and the workers' change still takes the 3.79 ms of
-    loading off each step but the batch's handoff (750 us), and the loop
-    is diagnosed starved (when a call took its innermost phase, the change
+    """test_loaders' starved loader (loader_steps(**HEAVY): 'data' works
+    3.79 ms on the host, then copies its batch; its DataLoader marked)
+    with the copy inside a range of the user's, 'augment', from 3.7 ms: its
+    calls are still the data phase's, and the workers' change still takes
+    the 3.79 ms of loading off each step but the batch's handoff (750 us),
+    and the loop is diagnosed starved (when a call took its innermost phase, the change
     took nothing off, and the loop got no diagnosis)."""
     from test_loaders import HANDOFF, HEAVY, loader_steps
     ev = []
-    for e in loader_steps(**HEAVY):
+    for e in loader_steps(**HEAVY, mark=True):
         if e["kind"] == "copy":
             t = e["start_ns"] - 90_000
             ev += [dict(phase_event(True, t, "augment", 0)), e, dict(phase_event(False, e["end_ns"], "augment", 0))]

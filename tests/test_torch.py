@@ -170,7 +170,8 @@ def torch_helper_builtins_and_python_version_agree(tmp):
     bench/helper_probe, GPUSPY_PROBE=python), over 5 steps and a pause. The
     call builtin refuses a bad call with TypeError, passes the wrapped
     function's exception and result through, still counts a step that
-    raised, and records one phase for nested calls of one thread."""
+    raised, records one phase for nested calls of one thread, and ends a
+    lazy phase whose call raised (StopIteration: "stopped 0")."""
     need_torch()
     seqs = {}
     for mode, d, p in both_modes(tmp, "import sys, gpuspy_torch as g; sys.argv = ['x', '5', '2', 'hooks']; "

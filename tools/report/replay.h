@@ -30,8 +30,9 @@ struct gs_item {
 /* What a batch that a PyTorch DataLoader's worker loaded costs the main
  * process as it reaches the step (unpickled from shared memory, pinned by
  * the loader's thread, both under the GIL): GS_CH_WORKERS keeps it of each
- * data phase's work (tests/gpu/whatif/loader_cost.sh; docs/design.md#replay).
- * Other loaders' is not measured: none is kept. */
+ * data phase's work where the helper marked the loop's DataLoader
+ * (tests/gpu/whatif/loader_cost.sh; docs/design.md#replay). Other loaders'
+ * is not measured: none is kept. */
 #define GS_LOADER_HANDOFF_NS 750000
 
 /* The changes a replay can make. */
@@ -60,7 +61,7 @@ struct gs_replay {
 	unsigned wait_every;   /* GS_CH_NOWAIT: the steps still waiting are one in this many (the advice's) */
 	int framework;         /* PyTorch or JAX: the host code between a step's launches is theirs */
 	int copy_syncs;        /* PyTorch: a blocking copy is an async copy, then a synchronize of its stream */
-	uint64_t handoff_ns;     /* GS_CH_WORKERS: a batch's handoff, kept of each data phase (PyTorch's DataLoader) */
+	uint64_t handoff_ns;     /* GS_CH_WORKERS: a batch's handoff, kept of each data phase (a DataLoader's) */
 	/* What tracing added to each call, taken off every replay (the
 	 * savings are the untraced program's): gpuspy's record, and CUPTI's
 	 * work for each GPU record a call launched, when CUPTI was on. An

@@ -547,7 +547,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
 	rp.copy_syncs = r->framework == GS_FW_PYTORCH;
-	rp.handoff_ns = r->framework == GS_FW_PYTORCH ? GS_LOADER_HANDOFF_NS : 0;
+	/* The loop's loader is a DataLoader the helper marked: its batch's
+	 * handoff stays (none is measured for other loaders). */
+	rp.handoff_ns = s->handoff_ns = gs_loader_at(r, s->steady_from) ? GS_LOADER_HANDOFF_NS : 0;
 	if (!(rp.launch_ns = gs_replay_median_launch(v, n, rp.ta, rp.tb)))
 		rp.launch_ns = 5000;
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);

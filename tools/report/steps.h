@@ -49,6 +49,7 @@ struct gs_steps {
 	uint64_t wait_host_ns, pageable_host_ns[2], alloc_host_ns, data_host_ns;
 	int kept_last;          /* the events kept ended before the run's: only its last steps were seen */
 	double pinned_bps;      /* the bandwidth the pinned copies were replayed at */
+	uint64_t handoff_ns;    /* what loader workers' replay kept of a data phase (its DataLoader's batch) */
 	uint64_t pinnable[2];   /* of those, in the window: host-to-device, device-to-host */
 	const char *pinned_from; /* where it came from */
 	struct gs_step_change change[GS_CH_COUNT];
