@@ -257,8 +257,7 @@ def _wrap(fn, name, after=None, lazy=False):
             return fn(*args, **kwargs)
         except BaseException:
             if lazy and _open[0] == name:  # no batch came (StopIteration): the phase ends here
-                _lib.gpuspy_torch_phase(name, _step[0], 0)
-                _open[0] = None
+                _close_open()
             raise
         finally:
             setattr(st, key, False)

@@ -89,9 +89,10 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	if (ch == GS_CH_PIN && s->pinnable[1]) /* replay.c: the host reads what it copies back */
 		snprintf(m + k, sizeof(m) - k, " (a copy back that blocked still waits for its bytes)");
 	k = strlen(m);
+	char handoff[32];
 	if (ch == GS_CH_WORKERS && s->handoff_ns) /* replay.h: GS_LOADER_HANDOFF_NS */
 		snprintf(m + k, sizeof(m) - k, ", less %s a batch that reaches the main process",
-			 gs_fmt_ns(bw, s->handoff_ns));
+			 gs_fmt_ns(handoff, s->handoff_ns));
 	if (ch == GS_CH_WORKERS && s->change[ch].workers) {
 		/* How many workers the saving takes: the user's num_workers. */
 		const struct gs_step_change *c = &s->change[ch];

@@ -547,9 +547,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
 	rp.copy_syncs = r->framework == GS_FW_PYTORCH;
-	/* The loop's loader is a DataLoader the helper marked: its batch's
-	 * handoff stays (none is measured for other loaders). */
-	rp.handoff_ns = s->handoff_ns = gs_loader_at(r, s->steady_from) ? GS_LOADER_HANDOFF_NS : 0;
+	rp.handoff_ns = s->handoff_ns; /* find(): the loop's DataLoader, where the helper marked it */
 	if (!(rp.launch_ns = gs_replay_median_launch(v, n, rp.ta, rp.tb)))
 		rp.launch_ns = 5000;
 	rp.pinned_bps = s->pinned_bps = pinned_bandwidth(r, v, n, &s->pinned_from);
@@ -596,6 +594,9 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 		const struct gs_loader *l = gs_loader_at(p->r, s->steady_from);
 		if (l)
 			p->r->loader_workers = l->workers;
+		/* A batch its workers load still reaches the step through the
+		 * main process (none is measured for other loaders). */
+		s->handoff_ns = l ? GS_LOADER_HANDOFF_NS : 0;
 		replay_window(p, s, v, n, wb);
 		once_costs(p, s, v, n);
 	}
