@@ -531,6 +531,20 @@ static int diagnosed(const struct gs_report *r, const char *id)
 	return 0;
 }
 
+/* What a host-bound step should change. A PyTorch step that already
+ * replays a CUDA graph (torch.compile's reduce-overhead, torch.cuda.graphs)
+ * is told of no graph: what is left is the host's work around it. */
+static const char *host_advice(const struct gs_report *r)
+{
+	const struct gs_steps *s = r->steps;
+	if (r->framework == GS_FW_PYTORCH && s && s->found && s->graph_launches)
+		return "The step already replays a CUDA graph: the host's work around it sets the pace. Give the "
+		       "GPU more per step (a larger batch), bring more of the step into the graph (the optimizer's "
+		       "step too: torch.compile of the whole training step), and move per-step host work (logging, "
+		       "metrics) off the step's path.";
+	return advice(r, ADV_HOST);
+}
+
 /* The GPU waits for the host: in the loop (the phases that repeat at least
  * 10 times, from the first one's first run to their last end), a quarter
  * of the time or more the GPU sat idle before work launched only after it
@@ -566,7 +580,7 @@ static void host_bound(struct gs_report *r)
 	    "work after each of those gaps was launched only after the GPU had gone idle. The host sets the "
 	    "pace.%s%s%s\n%s",
 	    gs_fmt_ns(b, window), pn(nm, first->name), gs_fmt_ns(a, idle), 100.0 * (double)idle / (double)window,
-	    *at ? " Its steps are dispatched at " : "", at, *at ? "." : "", advice(r, ADV_HOST));
+	    *at ? " Its steps are dispatched at " : "", at, *at ? "." : "", host_advice(r));
 	saving(r, idle, 0, "the GPU's idle time waiting for the host, which it would spend working were the "
 	       "host ahead");
 }

@@ -534,6 +534,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
 			int launch = v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch;
 			s->launches += launch && !gspy_api_graph_launch(v[i].api);
+			s->graph_launches += launch && gspy_api_graph_launch(v[i].api);
 			if (launch && v[i].stack_id && ids)
 				ids[nids++] = v[i].stack_id;
 			if (v[i].what == GS_IT_PHASE && !rp.data_phase && v[i].phase < r->nphases &&
@@ -544,6 +545,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	free(ids);
 	s->gpu_ns /= s->window;
 	s->launches /= s->window;
+	s->graph_launches /= s->window;
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
 	rp.copy_syncs = r->framework == GS_FW_PYTORCH;

@@ -39,6 +39,8 @@ struct gs_steps {
 	int replay_off;         /* model_ns over the run's step by a tenth: no savings replayed (steps.c) */
 	uint64_t gpu_ns;        /* GPU work a step */
 	uint64_t launches;      /* kernel launches a step (host calls) */
+	uint64_t graph_launches; /* graph launches a step (a captured step's replays: torch.compile's
+				  * reduce-overhead, torch.cuda.graphs, XLA's modules) */
 	char launch_where[240]; /* the program's function they come from (sites.h), "" unknown */
 	uint64_t launch_path_ns; /* the host's time a step in launches and the dispatch between them */
 	/* The replayed steps' own host time a step in waits (a synchronize,

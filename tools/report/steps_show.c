@@ -103,6 +103,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 		cJSON_AddBoolToObject(j, "replay_is_the_run", !s->replay_off);
 	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);
 	cJSON_AddNumberToObject(j, "launches", (double)s->launches);
+	cJSON_AddNumberToObject(j, "graph_launches", (double)s->graph_launches);
 	if (*s->launch_where)
 		cJSON_AddStringToObject(j, "launches_from", s->launch_where);
 	cJSON_AddNumberToObject(j, "pinned_bytes_per_s", s->pinned_bps);
