@@ -11,6 +11,8 @@
 #   FIXTURES="oom leak" bash tests/gpu/fixtures.sh
 #   FIXTURES="torch_compile_ro lightning_fit" COST=0 bash tests/gpu/fixtures.sh
 #        (COST=0: without the Python frames' cost runs at the end)
+#   FIXTURES="um_streams_cublas dynpar vmm ipc callbacks ctx_migrate" COST=0 bash tests/gpu/fixtures.sh
+#        (the zoo's C programs, built as zoo.sh builds them)
 set -u
 OUT=${OUT:-/tmp/gpuspy-gpu}
 WORK=/tmp/gpuspy-fixtures
@@ -32,13 +34,21 @@ fi
 	echo "(\`pip install dist/gpuspy-*.whl\`): \`gpuspy run\` with \`GPUSPY_PYTHON_FRAMES=1\`."
 	echo
 } > "$md"
-mkdir -p "$WORK/bin"; nvcc -O2 "$Z/graph_nodes.cu" -o "$WORK/bin/graph_nodes" || exit 1
 CASES="${FIXTURES:-resnet_loader transformers_adamw jax_step cupy_kernels oom leak graph_nodes}"
-for name in $CASES; do
+mkdir -p "$WORK/bin"
+for name in $CASES; do # the zoo's C programs, built as tests/gpu/zoo.sh builds them
 	case $name in
-	graph_nodes) cmd=("$WORK/bin/graph_nodes") ;;
-	*) cmd=(python3 "$Z/$name.py") ;;
+	um_streams_cublas) flags=(-Xcompiler -fopenmp -lcublas) ;;
+	dynpar) flags=(-rdc=true -lcudadevrt) ;;
+	vmm | ctx_migrate) flags=(-lcuda) ;;
+	graph_nodes | ipc | callbacks) flags=() ;;
+	*) continue ;;
 	esac
+	nvcc -O2 "$Z/$name.cu" "${flags[@]}" -o "$WORK/bin/$name" || exit 1
+done
+for name in $CASES; do
+	cmd=(python3 "$Z/$name.py")
+	[ -x "$WORK/bin/$name" ] && cmd=("$WORK/bin/$name")
 	d="$WORK/$name"
 	t0=$(date +%s)
 	GPUSPY_PYTHON_FRAMES=1 timeout 200 "$G" run --dir "$d" --no-report -- "${cmd[@]}" > "$WORK/$name.out" 2>&1

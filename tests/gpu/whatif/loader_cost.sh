@@ -3,18 +3,19 @@
 # Where loader workers begin to pay: compiled_loader.py (the zoo's
 # torch.compile loop, batches of 64 from a TensorDataset) with each batch
 # costing LOADS ms more to load (0: the dataset as it is), loaded in the
-# main process and by WORKERS workers (pinned, persistent), untraced, in
-# ROUNDS rounds of random order; the median step of each. From the
-# repository root, on the GPU machine:
+# main process and by each count of WORKERS workers (pinned, persistent),
+# untraced, in ROUNDS rounds of random order; the median step of each.
+# From the repository root, on the GPU machine:
 #   ROUNDS=3 LOADS="0 1 3" WORKERS=2 bash tests/gpu/whatif/loader_cost.sh
+#   ROUNDS=2 LOADS=3 WORKERS="2 3" bash tests/gpu/whatif/loader_cost.sh
 set -u
 . tests/gpu/setup.sh /tmp/gpuspy-loader-cost > /dev/null
 ROUNDS=${ROUNDS:-3}
 P="python3 tests/gpu/whatif/compiled_loader.py --steps ${STEPS:-300}"
 for r in $(seq "$ROUNDS"); do
-	for run in $(for l in ${LOADS:-0 1 3}; do echo "$l:main $l:workers"; done | tr ' ' '\n' | shuf); do
+	for run in $(for l in ${LOADS:-0 1 3}; do echo "$l:main"; for w in ${WORKERS:-2}; do echo "$l:$w"; done; done | shuf); do
 		l=${run%%:*} v=${run##*:}
-		f=; [ "$v" = workers ] && f="--fix --workers ${WORKERS:-2}"
+		f=; [ "$v" != main ] && f="--fix --workers $v"
 		ms=$(timeout 120 $P --load-ms "$l" $f 2> /dev/null | sed -n 's/^whatif step_ms=\([0-9.]*\).*/\1/p')
 		echo "$r $l $v ${ms:-none}"
 	done
@@ -22,10 +23,11 @@ done | tee "$OUT/loader_cost.txt"
 python3 - "$OUT/loader_cost.txt" <<'P' | tee "$OUT/loader_cost.md"
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-print("| load ms a batch | main process ms/step | workers ms/step | workers save |")
-print("| --- | --- | --- | --- |")
+ws = sorted({r[2] for r in rows if r[2] != "main"}, key=int)
+print("| load ms a batch | main process ms/step | " + " | ".join(f"{w} workers ms/step, saved" for w in ws) + " |")
+print("| --- | --- |" + " --- |" * len(ws))
 for l in sorted({r[1] for r in rows}, key=float):
-    m = {v: statistics.median(float(r[3]) for r in rows if r[1] == l and r[2] == v and r[3] != "none")
-         for v in ("main", "workers")}
-    print(f"| {l} | {m['main']:.3f} | {m['workers']:.3f} | {m['main'] - m['workers']:+.3f} |")
+    m = {v: statistics.median([float(r[3]) for r in rows if r[1] == l and r[2] == v and r[3] != "none"] or [0])
+         for v in ["main"] + ws}
+    print(f"| {l} | {m['main']:.3f} | " + " | ".join(f"{m[w]:.3f}, {m['main'] - m[w]:+.3f}" for w in ws) + " |")
 P
