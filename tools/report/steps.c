@@ -303,10 +303,12 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
  * the window is in the last stretch without one, or where that holds
  * under six steps (a run stopped after an evaluation) the one before, if
  * it holds six or more (*apart: how many are odd; an earlier stretch may
- * be the warm-up's, as the first epoch's slow first steps).
+ * be the warm-up's, as the first epoch's slow first steps). Where no
+ * stretch holds six (an evaluation every few steps), the window keeps
+ * them (*within: how many).
  * Returns the first step, *k1_out the step after the last. */
 static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, size_t nb, const uint8_t *odd,
-			size_t *k1_out, uint64_t *apart)
+			size_t *k1_out, uint64_t *apart, uint64_t *within)
 {
 	size_t k1 = nb - 1, floor = 0;
 	uint64_t gpu_last = 0;
@@ -335,6 +337,8 @@ static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, si
 		k0--;
 	if (k0 == 0 && k1 >= 6)
 		k0 = 1; /* the first steady step still warms caches and allocators */
+	for (size_t k = k0; odd && k < k1; k++)
+		*within += odd[k];
 	*k1_out = k1;
 	return k0;
 }
@@ -401,7 +405,7 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 	s->searched_from = s->kept_last && n && v[0].start > r->t_first ? v[0].start : r->t_first;
 	int mid_step = s->kept_last && (odd || (nb > 1 && b[0] - s->searched_from <= b[1] - b[0]));
 	s->warmup_ns = b[0] > s->searched_from && !mid_step ? b[0] - s->searched_from : 0;
-	size_t k1, k0 = window_of(v, n, b, nb, odd, &k1, &s->odd_steps);
+	size_t k1, k0 = window_of(v, n, b, nb, odd, &k1, &s->odd_steps, &s->odd_replayed);
 	if (odd) { /* the phases of the window's first step of the commonest */
 		size_t k = k0;
 		while (k + 1 < k1 && odd[k])

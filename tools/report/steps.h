@@ -30,6 +30,8 @@ struct gs_steps {
 	uint64_t steps;         /* steps found, from the steady state on */
 	uint64_t window;        /* of those, the ones replayed (the last) */
 	uint64_t odd_steps;     /* of those, marked steps with other phases too (an evaluation's): not replayed */
+	uint64_t odd_replayed;  /* such steps in the window, where no stretch without them held six steps
+				 * (an evaluation every few steps): the figures a step average them in */
 	uint64_t warmup_ns;     /* from the first event searched to the steady state */
 	uint64_t searched_from; /* the first event searched (the run's first, unless kept_last) */
 	uint64_t steady_from;   /* when the steady state begins */

@@ -50,6 +50,9 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 	if (s->odd_steps)
 		fprintf(f, "  %llu of them with other phases too (an evaluation?) are left out of the replay\n",
 			(unsigned long long)s->odd_steps);
+	if (s->odd_replayed)
+		fprintf(f, "  %llu of the replayed steps hold other phases too (an evaluation every few steps?): "
+			   "each figure a step averages them in\n", (unsigned long long)s->odd_replayed);
 	if (s->warmup_ns)
 		fprintf(f, "  (the %s before is warm-up: left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
 			s->gpu_ns ? "every figure a step" : "the step's time");
@@ -99,6 +102,7 @@ void gs_steps_json(cJSON *o, const struct gs_report *r, const struct gs_style *s
 	cJSON_AddNumberToObject(j, "replayed_step_ns", (double)s->model_ns);
 	cJSON_AddNumberToObject(j, "replayed_steps", (double)s->window);
 	cJSON_AddNumberToObject(j, "steps_with_other_phases", (double)s->odd_steps);
+	cJSON_AddNumberToObject(j, "replayed_steps_with_other_phases", (double)s->odd_replayed);
 	if (s->gpu_ns) /* (without GPU records nothing is replayed) */
 		cJSON_AddBoolToObject(j, "replay_is_the_run", !s->replay_off);
 	cJSON_AddNumberToObject(j, "gpu_ns", (double)s->gpu_ns);
