@@ -550,13 +550,14 @@ def a_bound_over_fewer_steps_than_the_steps_is_over_them_uncut(tmp):
           "one launch (5.0 us) per step." in " ".join(text.split()), text)
 
 
-def graph_loop(tmp, launch_ns, period_ns, kernel_ns, data_ns=0, xla=True, torch=False):
+def graph_loop(tmp, launch_ns, period_ns, kernel_ns, data_ns=0, xla=True, torch=False, eager=()):
     """A JAX loop of 50 steps of period_ns, each one graph launch of
     launch_ns under CUPTI at the step's start, its 2 kernels of kernel_ns
     back to back 500 ns after it; with data_ns, a phase "data" from
     data_ns before the launch to its end instead of XLA's module (which
     then runs once, before the loop); without xla, a C program's loop of
-    phases "step" (with torch, PyTorch's: its kernels at::native's)."""
+    phases "step" (with torch, PyTorch's: its kernels at::native's); the
+    steps in eager launch a kernel (cuLaunchKernel) instead of the graph."""
     from test_advice import report_json_of
     xla_name = "XlaModule:#hlo_module=jit_step,program_id=9#"
     ev = [{"kind": k, "api": a, "tid": 7, "start_ns": t, "end_ns": t, "result": 0, "device": 0, "name": xla_name}
@@ -568,12 +569,15 @@ def graph_loop(tmp, launch_ns, period_ns, kernel_ns, data_ns=0, xla=True, torch=
         ev += [{"kind": "phase_begin", "api": "nvtxRangePush", "tid": 7, "start_ns": t - data_ns,
                 "end_ns": t - data_ns, "result": 0, "device": 0, "name": name},
                {"kind": "launch", "api": "cuGraphLaunch", "tid": 7, "start_ns": t, "end_ns": t + launch_ns,
-                "result": 0, "device": 0, "name": "(graph)", "graph": 17476, "stream": 0, "corr": k + 1}]
+                "result": 0, "device": 0, "name": "(graph)", "graph": 17476, "stream": 0, "corr": k + 1}
+               if k not in eager else
+               {"kind": "launch", "api": "cuLaunchKernel", "tid": 7, "start_ns": t, "end_ns": t + launch_ns,
+                "result": 0, "device": 0, "name": "void at::native::kernel_0", "stream": 0, "corr": k + 1}]
         g = t + launch_ns + 500
         ev += [{"kind": "gpu_kernel", "api": "cupti_kernel", "tid": 200, "start_ns": g + i * kernel_ns,
                 "end_ns": g + (i + 1) * kernel_ns, "result": 0, "device": 0, "stream": 7, "corr": k + 1,
-                "name": f"void at::native::kernel_{i}" if torch else f"fusion_{i}", "graph_id": 5}
-               for i in range(2)]
+                "name": f"void at::native::kernel_{i}" if torch else f"fusion_{i}",
+                **({} if k in eager else {"graph_id": 5})} for i in range(2)]
         ev.append({"kind": "phase_end", "api": "nvtxRangePop", "tid": 7, "start_ns": t + launch_ns,
                    "end_ns": t + launch_ns, "result": 0, "device": 0, "name": name})
     return report_json_of(write_jsonl(os.path.join(tmp, f"jax-{launch_ns}.jsonl"), ev, timing="cupti"))
@@ -622,15 +626,25 @@ def a_host_bound_step_that_replays_a_graph_is_not_told_to_capture_one(tmp):
     step one graph launch of 10 us and 2 us of kernels, the GPU idle 85%
     of the loop waiting for the host. host_bound says the step already
     replays a graph, and names no CUDA graph nor reduce-overhead as the
-    change; the step counts 1 graph launch and no kernel launch. The C
-    program's loop keeps the advice to launch less."""
-    o = graph_loop(tmp, 10_000, 15_000, 1_000, xla=False, torch=True)
+    change; the step counts 1 graph launch and no kernel launch. One step
+    of the window eager (1 of 40) still counts a graph a step (rounded).
+    Every step eager, the step is told to take Python out with graphs; the
+    C program's loop keeps the advice to launch less."""
+    graphed = "\nThe step already replays a CUDA graph: what is left is the host's work around it. Give the GPU " \
+              "more per step (a larger batch), bring more of the step into the graph"
+    for eager in ((), (45,)):
+        o = graph_loop(tmp, 10_000, 15_000, 1_000, xla=False, torch=True, eager=eager)
+        step = o["processes"][0]["step"]
+        check(step["graph_launches"] == 1 and step["launches"] == 0, f"eager {eager}: step {step}")
+        d = [x for x in o["diagnoses"] if x["id"] == "host_bound"]
+        check(len(d) == 1 and graphed in d[0]["text"] and "reduce-overhead" not in d[0]["text"]
+              and "CUDA graphs" not in d[0]["text"], f"eager {eager}: diagnoses {d}")
+    o = graph_loop(tmp, 10_000, 15_000, 1_000, xla=False, torch=True, eager=range(50))
     step = o["processes"][0]["step"]
-    check(step["graph_launches"] == 1 and step["launches"] == 0, f"step {step}")
     d = [x for x in o["diagnoses"] if x["id"] == "host_bound"]
-    check(len(d) == 1 and "\nThe step already replays a CUDA graph: the host's work around it sets the pace. "
-          "Give the GPU more per step (a larger batch), bring more of the step into the graph" in d[0]["text"]
-          and "reduce-overhead" not in d[0]["text"] and "CUDA graphs" not in d[0]["text"], f"diagnoses {d}")
+    check(step["graph_launches"] == 0 and step["launches"] == 1 and len(d) == 1 and "\nGive the GPU more per step "
+          "(a larger batch), take Python out of the step (torch.compile, CUDA graphs with mode=\"reduce-overhead\")"
+          in d[0]["text"], f"eager: {step} {d}")
     c = [x for x in graph_loop(tmp, 10_000, 15_000, 1_000, xla=False)["diagnoses"] if x["id"] == "host_bound"]
     check(len(c) == 1 and "\nGive the GPU more per launch (larger batches, fused kernels)" in c[0]["text"],
           f"the C program's: {c}")

@@ -35,16 +35,18 @@ fi
 	echo
 } > "$md"
 CASES="${FIXTURES:-resnet_loader transformers_adamw jax_step cupy_kernels oom leak graph_nodes}"
+# The device tool brings back 8 files: fixtures.md and 7 tarballs.
+[ "$(echo $CASES | wc -w)" -le 7 ] || { echo "fixtures.sh: 7 fixtures a call at most (8 files come back)" >&2; exit 2; }
 mkdir -p "$WORK/bin"
 for name in $CASES; do # the zoo's C programs, built as tests/gpu/zoo.sh builds them
+	[ -e "$Z/$name.cu" ] || continue
 	case $name in
-	um_streams_cublas) flags=(-Xcompiler -fopenmp -lcublas) ;;
-	dynpar) flags=(-rdc=true -lcudadevrt) ;;
-	vmm | ctx_migrate) flags=(-lcuda) ;;
-	graph_nodes | ipc | callbacks) flags=() ;;
-	*) continue ;;
+	um_streams_cublas) flags="-Xcompiler -fopenmp -lcublas" ;;
+	dynpar) flags="-rdc=true -lcudadevrt" ;;
+	vmm | ctx_migrate) flags=-lcuda ;;
+	*) flags= ;;
 	esac
-	nvcc -O2 "$Z/$name.cu" "${flags[@]}" -o "$WORK/bin/$name" || exit 1
+	nvcc -O2 "$Z/$name.cu" $flags -o "$WORK/bin/$name" || exit 1
 done
 for name in $CASES; do
 	cmd=(python3 "$Z/$name.py")

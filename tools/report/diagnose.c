@@ -538,7 +538,7 @@ static const char *host_advice(const struct gs_report *r)
 {
 	const struct gs_steps *s = r->steps;
 	if (r->framework == GS_FW_PYTORCH && s && s->found && s->graph_launches)
-		return "The step already replays a CUDA graph: the host's work around it sets the pace. Give the "
+		return "The step already replays a CUDA graph: what is left is the host's work around it. Give the "
 		       "GPU more per step (a larger batch), bring more of the step into the graph (the optimizer's "
 		       "step too: torch.compile of the whole training step), and move per-step host work (logging, "
 		       "metrics) off the step's path.";

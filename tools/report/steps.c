@@ -303,9 +303,9 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
  * the window is in the last stretch without one, or where that holds
  * under six steps (a run stopped after an evaluation) the one before, if
  * it holds six or more (*apart: how many are odd; an earlier stretch may
- * be the warm-up's, as the first epoch's slow first steps). Where no
- * stretch holds six (an evaluation every few steps), the window keeps
- * them (*within: how many).
+ * be the warm-up's, as the first epoch's slow first steps). Where neither
+ * holds six (an evaluation every few steps), the window keeps them
+ * (*within: how many).
  * Returns the first step, *k1_out the step after the last. */
 static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, size_t nb, const uint8_t *odd,
 			size_t *k1_out, uint64_t *apart, uint64_t *within)
@@ -549,7 +549,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	free(ids);
 	s->gpu_ns /= s->window;
 	s->launches /= s->window;
-	s->graph_launches /= s->window;
+	s->graph_launches = (s->graph_launches + s->window / 2) / s->window; /* rounded: a graph in half the steps counts */
 	gs_framework_detect(r);
 	rp.framework = r->framework == GS_FW_PYTORCH || r->framework == GS_FW_JAX;
 	rp.copy_syncs = r->framework == GS_FW_PYTORCH;

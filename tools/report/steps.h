@@ -30,8 +30,8 @@ struct gs_steps {
 	uint64_t steps;         /* steps found, from the steady state on */
 	uint64_t window;        /* of those, the ones replayed (the last) */
 	uint64_t odd_steps;     /* of those, marked steps with other phases too (an evaluation's): not replayed */
-	uint64_t odd_replayed;  /* such steps in the window, where no stretch without them held six steps
-				 * (an evaluation every few steps): the figures a step average them in */
+	uint64_t odd_replayed;  /* such steps in the window, where neither of the last two stretches without them held six steps
+				 * (an evaluation every few steps): each figure a step averages them in */
 	uint64_t warmup_ns;     /* from the first event searched to the steady state */
 	uint64_t searched_from; /* the first event searched (the run's first, unless kept_last) */
 	uint64_t steady_from;   /* when the steady state begins */
@@ -41,7 +41,7 @@ struct gs_steps {
 	int replay_off;         /* model_ns over the run's step by a tenth: no savings replayed (steps.c) */
 	uint64_t gpu_ns;        /* GPU work a step */
 	uint64_t launches;      /* kernel launches a step (host calls) */
-	uint64_t graph_launches; /* graph launches a step (a captured step's replays: torch.compile's
+	uint64_t graph_launches; /* graph launches a step, rounded (a captured step's replays: torch.compile's
 				  * reduce-overhead, torch.cuda.graphs, XLA's modules) */
 	char launch_where[240]; /* the program's function they come from (sites.h), "" unknown */
 	uint64_t launch_path_ns; /* the host's time a step in launches and the dispatch between them */

@@ -11,6 +11,9 @@
 set -u
 . tests/gpu/setup.sh /tmp/gpuspy-loader-cost > /dev/null
 ROUNDS=${ROUNDS:-3}
+for w in ${WORKERS:-2}; do # (0 workers is the main process, which each round runs anyway)
+	[ "$w" -ge 1 ] 2> /dev/null || { echo "loader_cost.sh: WORKERS takes counts of 1 or more, not '$w'" >&2; exit 2; }
+done
 P="python3 tests/gpu/whatif/compiled_loader.py --steps ${STEPS:-300}"
 for r in $(seq "$ROUNDS"); do
 	for run in $(for l in ${LOADS:-0 1 3}; do echo "$l:main"; for w in ${WORKERS:-2}; do echo "$l:$w"; done; done | shuf); do
@@ -27,7 +30,9 @@ ws = sorted({r[2] for r in rows if r[2] != "main"}, key=int)
 print("| load ms a batch | main process ms/step | " + " | ".join(f"{w} workers ms/step, saved" for w in ws) + " |")
 print("| --- | --- |" + " --- |" * len(ws))
 for l in sorted({r[1] for r in rows}, key=float):
-    m = {v: statistics.median([float(r[3]) for r in rows if r[1] == l and r[2] == v and r[3] != "none"] or [0])
-         for v in ["main"] + ws}
-    print(f"| {l} | {m['main']:.3f} | " + " | ".join(f"{m[w]:.3f}, {m['main'] - m[w]:+.3f}" for w in ws) + " |")
+    m = {v: [float(r[3]) for r in rows if r[1] == l and r[2] == v and r[3] != "none"] for v in ["main"] + ws}
+    m = {v: statistics.median(x) if x else None for v, x in m.items()}  # None: every run of it failed
+    cell = lambda w: "none" if m[w] is None else f"{m[w]:.3f}" + ("" if m["main"] is None else f", {m['main'] - m[w]:+.3f}")
+    main = "none" if m["main"] is None else f"{m['main']:.3f}"
+    print(f"| {l} | {main} | " + " | ".join(cell(w) for w in ws) + " |")
 P
