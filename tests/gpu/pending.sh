@@ -96,6 +96,8 @@
 #        loop's what-if over runs of 30000 steps (about 3 s), with the
 #        report and, to compare, a report built before a change to the
 #        replay's window (tests/gpu/whatif/jax_long.sh)
+#   PART=52z bash tests/gpu/pending.sh   the zoo's C programs as fixtures,
+#        and the compiled loop's loader with 2 and 3 workers (about 300 s)
 #   (tests/gpu/parts.sh runs a list of parts over calls, as time allows;
 #   ONLY="jax_hostbound" HOST_ROUNDS=5 PART=52w5: only those;
 #   EXITS=fault ZOO_SECS=300 PART=54: a shorter part, the zoo cut by time)
@@ -170,11 +172,19 @@ case "${PART:-}" in
 	TC_PROGS=jax_hostbound TC_VARIANTS=slow TC_MODES="none busy nocupti gpuspy" ROUNDS=2 CC_ROUNDS=5 \
 		step cost 120 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/toggle/cupti_toggle.md "$R"/cost/traced_cost.md 2>/dev/null ;;
+52z)
+	# The zoo's C programs as fixtures (their traces, whose reports
+	# test_fixtures.py asserts), and the compiled loop's loader at 3.44 ms
+	# batches in the main process and with 2 and 3 workers: whether 2
+	# kept up (tests/gpu/results/zoo/zoo.md, its last part).
+	FIXTURES="um_streams_cublas dynpar vmm ipc callbacks ctx_migrate" COST=0 step fixtures 120 tests/gpu/fixtures.sh
+	ROUNDS=${ROUNDS:-2} LOADS=3 WORKERS="2 3" step loader 300 tests/gpu/whatif/loader_cost.sh
+	cat "$R/status.txt" "$R"/fixtures/fixtures.md "$R"/loader/loader_cost.md 2>/dev/null ;;
 52c)
 	step cost 500 tests/gpu/whatif/traced_cost.sh
 	cat "$R/status.txt" "$R"/cost/traced_cost.md 2>/dev/null ;;
 *)
-	echo "PART=54, 52w1 to 52w5, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52l, 52m, 52p, 52s or 52t"; exit 2 ;;
+	echo "PART=54, 52w1 to 52w5, 52z, 52c, 52d, 52e, 52f, 52g, 52G, 52L, 52j, 52l, 52m, 52p, 52s or 52t"; exit 2 ;;
 esac > "$FINAL/summary.md"
 ( cd "$R" && tar czf "$FINAL/part$PART.tgz" . )
 cat "$FINAL/summary.md"
