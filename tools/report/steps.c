@@ -537,8 +537,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	for (size_t i = 0; i < n; i++)
 		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
 			int launch = v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch;
-			s->launches += launch && !gspy_api_graph_launch(v[i].api);
-			s->graph_launches += launch && gspy_api_graph_launch(v[i].api);
+			int graph = launch && gspy_api_graph_launch(v[i].api);
+			s->launches += launch && !graph;
+			s->graph_launches += graph;
 			if (launch && v[i].stack_id && ids)
 				ids[nids++] = v[i].stack_id;
 			if (v[i].what == GS_IT_PHASE && !rp.data_phase && v[i].phase < r->nphases &&
