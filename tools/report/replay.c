@@ -234,6 +234,8 @@ struct sim {
 	uint64_t handoff_at;  /* the data phase whose batch's handoff is being kept (its data_from), */
 	uint64_t handoff_left; /* and what is left of it to keep */
 	size_t step;       /* the step the host is in (rp->bounds) */
+	uint64_t step_h;   /* the replay's clock when it began */
+	uint64_t odd_ns;   /* the odd steps' replayed time (rp->odd) */
 	int pinned_stream; /* GS_CH_PIN: the last call of thread pinned_tid pinned a copy on it (-1: none) */
 	uint32_t pinned_tid;
 };
@@ -574,6 +576,11 @@ static void call(struct sim *m, const struct gs_item *c)
 	const struct gs_replay *rp = m->rp;
 	/* A new step is a new graph: each step pays its own graph launch. */
 	while (rp->bounds && m->step < rp->steps && c->start >= rp->bounds[m->step + 1]) {
+		/* The step ends at its bound: the host's gap before it is its own. */
+		uint64_t at = m->h + (rp->bounds[m->step + 1] > m->prev_end ? rp->bounds[m->step + 1] - m->prev_end : 0);
+		if (rp->odd && rp->odd[m->step] && at > m->step_h)
+			m->odd_ns += at - m->step_h;
+		m->step_h = at;
 		m->step++;
 		m->graph_open = 0;
 		m->prev_capturable = 0;
@@ -691,7 +698,7 @@ uint64_t *gs_replay_overlaps(const struct gs_replay *rp)
 
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 {
-	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .pinned_stream = -1 };
+	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .step_h = rp->ta, .pinned_stream = -1 };
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
 	if (!m.gpu || !more_room(&m.s)) { /* (stream_at's stream 0 is then always there) */
 		free(m.gpu);
@@ -725,5 +732,25 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 	drop_streams(&m.s);
 	if (gpu > end)
 		end = gpu;
-	return end > rp->ta ? end - rp->ta : 0;
+	if (rp->odd && rp->bounds && m.step < rp->steps && rp->odd[m.step] && end > m.step_h)
+		m.odd_ns += end - m.step_h;
+	end = end > rp->ta ? end - rp->ta : 0;
+	return end > m.odd_ns ? end - m.odd_ns : 0;
+}
+
+int gs_replay_counts(const struct gs_replay *rp, uint64_t t)
+{
+	if (t < rp->ta || t >= rp->tb)
+		return 0;
+	if (!rp->odd || !rp->bounds)
+		return 1;
+	size_t lo = 0, hi = rp->steps; /* the last step whose begin is at or before t */
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (rp->bounds[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return !rp->odd[lo];
 }

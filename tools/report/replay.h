@@ -53,6 +53,8 @@ struct gs_replay {
 	uint64_t ta, tb;       /* the window: its steps' first begin and last end */
 	const uint64_t *bounds; /* its steps' begins, steps + 1 of them (bounds[0] = ta) */
 	size_t steps;          /* whole steps in it */
+	const uint8_t *odd;    /* by step, NULL: none: a step replayed but left out of the figures a
+				* step (an evaluation's, every few steps: steps.c's window_of) */
 	double pinned_bps;     /* pinned copy bandwidth, bytes a second */
 	uint64_t launch_ns;    /* an async call's host cost (the median launch) */
 	uint64_t node_gap_ns;  /* the GPU's gap between a graph's kernels */
@@ -96,8 +98,8 @@ uint64_t gs_replay_mean_walk(const struct gs_item *v, size_t n, uint64_t taken, 
  * starts in [ta, tb); 0 with none. */
 uint64_t gs_replay_median_launch(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb);
 
-/* The window replayed with change made: its length in ns (divide by
- * steps for a step). */
+/* The window replayed with change made: its length in ns, less the odd
+ * steps' (divide by the steps that are not odd for a step). */
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change);
 
 /* Whether a call waits for the GPU (a synchronize, a blocking copy, a
@@ -105,6 +107,10 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change);
  * could drop (a synchronize, or a small copy back: its cost is the wait). */
 /* qsort's comparison of two uint64_t, ascending. */
 int gs_cmp_u64(const void *a, const void *b);
+
+/* Whether time t is in the window's steps that count: in [ta, tb), and
+ * not in an odd step. */
+int gs_replay_counts(const struct gs_replay *rp, uint64_t t);
 
 int gs_replay_waits(const struct gs_item *c);
 int gs_replay_droppable_wait(const struct gs_item *c);

@@ -159,7 +159,7 @@ static double pinned_bandwidth(const struct gs_report *r, const struct gs_item *
 /* The waits a step could drop: how many, the line of the one that waits
  * longest in all, and the host's own work right after each (what could
  * have run while the GPU worked). */
-static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb,
+static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, const struct gs_replay *rp,
 		  struct gs_step_change *c, uint64_t steps)
 {
 	const struct gs_item *worst = NULL;
@@ -183,7 +183,7 @@ static void waits(struct gs_pass *p, const struct gs_item *v, size_t n, uint64_t
 		seen[k].at = i + 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (v[i].start < ta || v[i].start >= tb || !gs_replay_droppable_wait(&v[i]))
+		if (!gs_replay_counts(rp, v[i].start) || !gs_replay_droppable_wait(&v[i]))
 			continue;
 		c->count++;
 		uint64_t d = v[i].end - v[i].start;
@@ -213,19 +213,21 @@ static int cmp_span(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* The steady step: the window's span over its steps, on the host or, where the
- * host runs ahead of the GPU (a loop that waits for nothing), on the GPU: from
- * the first start to the last end of the work launched in it. Adds the GPU's
+/* The steady step: the window's span over its steps (w: its odd steps'
+ * aside, and the work launched in them), on the host or, where the host
+ * runs ahead of the GPU (a loop that waits for nothing; none is odd), on
+ * the GPU: from the first start to the last end of the work launched in it. Adds the GPU's
  * busy time with that work to *gpu_ns: the union of its spans, so that streams
  * that overlap count once (a sum said "GPU work 195%" of such a step). */
-static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint64_t tb, size_t steps,
+static uint64_t window_step(const struct gs_item *v, size_t n, const struct gs_replay *w, size_t steps,
 			    uint64_t *gpu_ns)
 {
+	uint64_t ta = w->ta, tb = w->tb;
 	uint64_t lo = UINT64_MAX, hi = 0, *corr = malloc((n ? n : 1) * sizeof(*corr));
 	uint64_t *span = malloc((n ? n : 1) * 2 * sizeof(*span));
 	size_t nc = 0, ns = 0;
 	for (size_t i = 0; corr && i < n; i++)
-		if (v[i].what == GS_IT_CALL && v[i].corr && v[i].start >= ta && v[i].start < tb)
+		if (v[i].what == GS_IT_CALL && v[i].corr && gs_replay_counts(w, v[i].start))
 			corr[nc++] = v[i].corr;
 	if (corr)
 		qsort(corr, nc, sizeof(*corr), gs_cmp_u64);
@@ -255,9 +257,11 @@ static uint64_t window_step(const struct gs_item *v, size_t n, uint64_t ta, uint
 	free(span);
 	free(corr);
 	uint64_t width = tb - ta;
-	if (hi > lo && hi - lo > width)
+	for (size_t k = 0; w->odd && k < w->steps; k++) /* the odd steps' time is none of the step's */
+		width -= w->odd[k] ? w->bounds[k + 1] - w->bounds[k] : 0;
+	if (hi > lo && hi - lo > width && !w->odd)
 		width = hi - lo;
-	return width / steps;
+	return steps ? width / steps : 0;
 }
 
 static void reverse(struct gs_item *v, size_t i, size_t j) /* v[i..j) */
@@ -305,7 +309,8 @@ static void once_costs(struct gs_pass *p, struct gs_steps *s, const struct gs_it
  * it holds six or more (*apart: how many are odd; an earlier stretch may
  * be the warm-up's, as the first epoch's slow first steps). Where neither
  * holds six (an evaluation every few steps), the window keeps them
- * (*within: how many).
+ * (*within: how many): the replay runs them, in order, but leaves their
+ * time out of every figure a step (replay.h's odd).
  * Returns the first step, *k1_out the step after the last. */
 static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, size_t nb, const uint8_t *odd,
 			size_t *k1_out, uint64_t *apart, uint64_t *within)
@@ -382,9 +387,11 @@ static size_t begins(struct gs_pass *p, struct gs_steps *s, const struct gs_item
 }
 
 /* Finds the step (fills r->steps' first part) and its window of steady
- * steps: their begins into wb (s->window + 1 of them, WINDOW_MAX + 1 at
- * most). 1, or 0 with no step. */
-static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t *wb)
+ * steps: their begins into wb (WINDOW_MAX + 1 at most), and which are odd
+ * into wodd (an evaluation's, replayed but in no figure a step). Returns
+ * the window's steps, odd ones too; 0 with no step. */
+static size_t find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, uint64_t *wb,
+			uint8_t *wodd)
 {
 	struct gs_report *r = p->r;
 	uint64_t *b = NULL;
@@ -417,12 +424,16 @@ static int find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, s
 			snprintf(head, sizeof(head), "PyTorch's optimizer steps: ");
 		gs_bounds_describe(r, v, n, b[k], b[k + 1], head, s->what, sizeof(s->what));
 	}
-	s->window = k1 - k0;
-	s->step_ns = window_step(v, n, b[k0], b[k1], s->window, &s->gpu_ns);
-	memcpy(wb, b + k0, (s->window + 1) * sizeof(*wb));
+	s->window = k1 - k0 - s->odd_replayed;
+	memcpy(wb, b + k0, (k1 - k0 + 1) * sizeof(*wb));
+	for (size_t k = k0; odd && k < k1; k++)
+		wodd[k - k0] = odd[k];
+	struct gs_replay w = { .ta = wb[0], .tb = wb[k1 - k0], .bounds = wb, .steps = k1 - k0,
+			       .odd = s->odd_replayed ? wodd : NULL };
+	s->step_ns = window_step(v, n, &w, s->window, &s->gpu_ns);
 	free(b);
 	free(odd);
-	return 1;
+	return k1 - k0;
 }
 
 /* The window replayed as it ran, then with each change: the model's own
@@ -462,7 +473,7 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 		c->save_ns = c->save_ns < (int64_t)s->step_ns ? c->save_ns : (int64_t)s->step_ns;
 		for (size_t i = 0; i < n; i++) {
 			const struct gs_item *x = &v[i];
-			if (x->start < rp.ta || x->start >= rp.tb || x->what != GS_IT_CALL)
+			if (!gs_replay_counts(&rp, x->start) || x->what != GS_IT_CALL)
 				continue;
 			if (ch == GS_CH_PIN && gs_replay_pinnable(x))
 				s->pinnable[x->dir == GSPY_DIR_d2h]++;
@@ -483,7 +494,7 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 	/* The launch path: launch calls, and the short gaps before them (a
 	 * framework's dispatch; replay.c's rule for what a graph leaves out). */
 	for (size_t i = 0, prev = SIZE_MAX; i < n; i++) {
-		if (v[i].what != GS_IT_CALL || v[i].start < rp->ta || v[i].start >= rp->tb)
+		if (v[i].what != GS_IT_CALL || !gs_replay_counts(rp, v[i].start))
 			continue;
 		uint64_t d = v[i].end - v[i].start;
 		if (v[i].kind == GSPY_KIND_launch && !gspy_api_graph_launch(v[i].api)) {
@@ -512,7 +523,8 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 		if (from != SIZE_MAX && to > v[from].start)
 			s->data_host_ns += to - v[from].start;
 		from = SIZE_MAX;
-		if (phase && v[i].start >= rp->ta && v[i].phase < r->nphases && gs_data_phase(r->phases[v[i].phase].name))
+		if (phase && gs_replay_counts(rp, v[i].start) && v[i].phase < r->nphases &&
+		    gs_data_phase(r->phases[v[i].phase].name))
 			from = i;
 	}
 	uint64_t *per[] = { &s->launch_path_ns, &s->wait_host_ns, s->pageable_host_ns, s->pageable_host_ns + 1,
@@ -523,11 +535,13 @@ static void steady_own(const struct gs_report *r, struct gs_steps *s, const stru
 
 /* Replays the window [ta, tb) as it ran and with each change: fills
  * r->steps' second part. */
-static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, const uint64_t *wb)
+static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n, const uint64_t *wb,
+			  const uint8_t *wodd, size_t span)
 {
-	uint64_t ta = wb[0], tb = wb[s->window];
+	uint64_t ta = wb[0], tb = wb[span];
 	struct gs_report *r = p->r;
-	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = s->window, .fuse = 10,
+	struct gs_replay rp = { .it = v, .n = n, .ta = ta, .tb = tb, .bounds = wb, .steps = span,
+				.odd = s->odd_replayed ? wodd : NULL, .fuse = 10,
 				.wait_every = GS_WAIT_EVERY, .node_gap_ns = 300 }; /* docs/design.md#replay */
 	/* The window's launches' stacks, graph launches' too (a JAX step is
 	 * one: host_bound says where it is dispatched; launch_bound's steps
@@ -535,7 +549,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
 	size_t nids = 0;
 	for (size_t i = 0; i < n; i++)
-		if (v[i].start >= rp.ta && v[i].start < rp.tb) {
+		if (gs_replay_counts(&rp, v[i].start)) {
 			int launch = v[i].what == GS_IT_CALL && v[i].kind == GSPY_KIND_launch;
 			int graph = launch && gspy_api_graph_launch(v[i].api);
 			s->launches += launch && !graph;
@@ -577,7 +591,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 		if (v[i].what != GS_IT_CALL)
 			continue;
 		uint64_t from = data_from > prev_end ? data_from : prev_end;
-		if (v[i].phase == rp.data_phase && v[i].start >= rp.ta && v[i].start < rp.tb && v[i].start > from)
+		if (v[i].phase == rp.data_phase && gs_replay_counts(&rp, v[i].start) && v[i].start > from)
 			s->change[GS_CH_WORKERS].after_ns += v[i].start - from;
 		if (v[i].end > prev_end)
 			prev_end = v[i].end;
@@ -585,7 +599,7 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 	s->change[GS_CH_WORKERS].after_ns /= s->window;
 	replay_changes(r, s, &rp);
 	s->change[GS_CH_NOWAIT].count = 0;
-	waits(p, v, n, rp.ta, rp.tb, &s->change[GS_CH_NOWAIT], s->window);
+	waits(p, v, n, &rp, &s->change[GS_CH_NOWAIT], s->window);
 	if (rp.data_phase)
 		s->change[GS_CH_WORKERS].count = s->change[GS_CH_WORKERS].count ? s->change[GS_CH_WORKERS].count : 1;
 	s->change[GS_CH_FUSE].count = 1;
@@ -595,7 +609,9 @@ static void replay_window(struct gs_pass *p, struct gs_steps *s, struct gs_item 
 static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_t n)
 {
 	uint64_t *wb = xcalloc(WINDOW_MAX + 1, sizeof(*wb));
-	if (find_step(p, s, v, n, wb)) {
+	uint8_t *wodd = xcalloc(WINDOW_MAX, 1);
+	size_t span = find_step(p, s, v, n, wb, wodd);
+	if (span) {
 		/* The loop's DataLoader, where the helper marked where each was
 		 * made: its workers, not the most any loader had. */
 		const struct gs_loader *l = gs_loader_at(p->r, s->steady_from);
@@ -604,10 +620,11 @@ static void find(struct gs_pass *p, struct gs_steps *s, struct gs_item *v, size_
 		/* A batch its workers load still reaches the step through the
 		 * main process (none is measured for other loaders). */
 		s->handoff_ns = l ? GS_LOADER_HANDOFF_NS : 0;
-		replay_window(p, s, v, n, wb);
+		replay_window(p, s, v, n, wb, wodd, span);
 		once_costs(p, s, v, n);
 	}
 	free(wb);
+	free(wodd);
 }
 
 void gs_steps_finish(struct gs_pass *p)

@@ -28,10 +28,10 @@ struct gs_steps {
 	int found;              /* a step repeats */
 	char what[200];         /* what was taken as the step */
 	uint64_t steps;         /* steps found, from the steady state on */
-	uint64_t window;        /* of those, the ones replayed (the last) */
+	uint64_t window;        /* of those, the ones replayed (the last), odd_replayed aside: every figure a step is theirs */
 	uint64_t odd_steps;     /* of those, marked steps with other phases too (an evaluation's): not replayed */
-	uint64_t odd_replayed;  /* such steps in the window, where neither of the last two stretches without them held six steps
-				 * (an evaluation every few steps): each figure a step averages them in */
+	uint64_t odd_replayed;  /* such steps among the window's, where neither of the last two stretches without them
+				 * held six steps (an evaluation every few steps): replayed with it, in no figure a step */
 	uint64_t warmup_ns;     /* from the first event searched to the steady state */
 	uint64_t searched_from; /* the first event searched (the run's first, unless kept_last) */
 	uint64_t steady_from;   /* when the steady state begins */

@@ -51,8 +51,8 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		fprintf(f, "  %llu of them with other phases too (an evaluation?) are left out of the replay\n",
 			(unsigned long long)s->odd_steps);
 	if (s->odd_replayed)
-		fprintf(f, "  %llu of the replayed steps hold other phases too (an evaluation every few steps?): "
-			   "each figure a step averages them in\n", (unsigned long long)s->odd_replayed);
+		fprintf(f, "  %llu more steps among them hold other phases too (an evaluation every few steps?): replayed,\n"
+			   "  but left out of every figure a step\n", (unsigned long long)s->odd_replayed);
 	if (s->warmup_ns)
 		fprintf(f, "  (the %s before is warm-up: left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
 			s->gpu_ns ? "every figure a step" : "the step's time");
