@@ -234,8 +234,9 @@ struct sim {
 	uint64_t handoff_at;  /* the data phase whose batch's handoff is being kept (its data_from), */
 	uint64_t handoff_left; /* and what is left of it to keep */
 	size_t step;       /* the step the host is in (rp->bounds) */
-	uint64_t step_h;   /* the replay's clock when it began */
-	uint64_t odd_ns;   /* the odd steps' replayed time (rp->odd) */
+	size_t counted, before; /* the window's steps that are not odd (rp->odd), and those before step */
+	uint64_t step_h;   /* the replay's clock when it began (an odd step: when its own work could) */
+	uint64_t odd_ns;   /* the odd steps' replayed time */
 	int pinned_stream; /* GS_CH_PIN: the last call of thread pinned_tid pinned a copy on it (-1: none) */
 	uint32_t pinned_tid;
 };
@@ -494,8 +495,33 @@ static int still_waits(const struct sim *m)
 	const struct gs_replay *rp = m->rp;
 	if (!rp->wait_every || !rp->bounds || !rp->steps)
 		return 0;
-	size_t w = rp->steps, k = (w + rp->wait_every / 2) / rp->wait_every;
-	return k && (m->step + 1) * k / w != m->step * k / w;
+	if (rp->odd && rp->odd[m->step])
+		return 1; /* an evaluation's waits: not the advice's */
+	size_t w = m->counted, i = rp->odd ? m->before : m->step, k = (w + rp->wait_every / 2) / rp->wait_every;
+	return k && (i + 1) * k / w != i * k / w;
+}
+
+/* The steps from step to the one c is in: each ends at its bound, the
+ * host's gap before c (gapped, as own_gap made it, from h) cut there in
+ * proportion. An odd step's own time (rp->odd) begins when the host
+ * reaches it and the GPU has done the steps' work before it (a wait of
+ * an evaluation's for the training's queued work is the training's). */
+static void step_edges(struct sim *m, const struct gs_item *c, size_t step, uint64_t h, uint64_t gapped)
+{
+	const struct gs_replay *rp = m->rp;
+	uint64_t raw = c->start > m->prev_end ? c->start - m->prev_end : 0;
+	for (; step < m->step; step++) {
+		uint64_t bound = rp->bounds[step + 1], into = bound > m->prev_end ? bound - m->prev_end : 0;
+		uint64_t at = h + (raw ? (uint64_t)((double)gapped * (double)(into < raw ? into : raw) / (double)raw) : 0);
+		if (rp->odd[step] && at > m->step_h)
+			m->odd_ns += at - m->step_h;
+		m->before += !rp->odd[step];
+		m->step_h = at;
+		if (rp->odd[step + 1]) {
+			uint64_t gpu = latest(&m->s, m->s.free, -1);
+			m->step_h = gpu > at ? gpu : at;
+		}
+	}
 }
 
 /* GS_CH_PIN: whether c is the synchronize of the host-to-device copy its
@@ -575,12 +601,8 @@ static void call(struct sim *m, const struct gs_item *c)
 {
 	const struct gs_replay *rp = m->rp;
 	/* A new step is a new graph: each step pays its own graph launch. */
+	size_t was = m->step;
 	while (rp->bounds && m->step < rp->steps && c->start >= rp->bounds[m->step + 1]) {
-		/* The step ends at its bound: the host's gap before it is its own. */
-		uint64_t at = m->h + (rp->bounds[m->step + 1] > m->prev_end ? rp->bounds[m->step + 1] - m->prev_end : 0);
-		if (rp->odd && rp->odd[m->step] && at > m->step_h)
-			m->odd_ns += at - m->step_h;
-		m->step_h = at;
 		m->step++;
 		m->graph_open = 0;
 		m->prev_capturable = 0;
@@ -595,7 +617,10 @@ static void call(struct sim *m, const struct gs_item *c)
 	note_blind(m, c, k1 - k0);
 	uint64_t traced = dur;
 	dur = untraced(rp, c, dur, k1 - k0);
+	uint64_t h = m->h;
 	m->h += own_gap(m, c, cupti_beyond(rp, c, traced, dur));
+	if (rp->odd && m->step > was)
+		step_edges(m, c, was, h, m->h - h);
 	/* Several steps a dispatch: a call's host cost is paid once a
 	 * dispatch, but a copy of 1 MiB or more moves its bytes every step
 	 * (a dispatch of ten steps copies ten steps' data): it keeps its time. */
@@ -699,11 +724,16 @@ uint64_t *gs_replay_overlaps(const struct gs_replay *rp)
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 {
 	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .step_h = rp->ta, .pinned_stream = -1 };
+	uint64_t odd_run = 0; /* the odd steps' time in the run */
+	for (size_t k = 0; rp->bounds && k < rp->steps; k++) {
+		m.counted += !(rp->odd && rp->odd[k]);
+		odd_run += rp->odd && rp->odd[k] ? rp->bounds[k + 1] - rp->bounds[k] : 0;
+	}
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
 	if (!m.gpu || !more_room(&m.s)) { /* (stream_at's stream 0 is then always there) */
 		free(m.gpu);
 		drop_streams(&m.s);
-		return rp->tb - rp->ta;
+		return rp->tb - rp->ta - odd_run;
 	}
 	for (size_t i = 0; i < rp->n; i++)
 		if (rp->it[i].what == GS_IT_GPU && rp->it[i].corr)

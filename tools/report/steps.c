@@ -336,14 +336,21 @@ static size_t window_of(const struct gs_item *v, size_t n, const uint64_t *b, si
 		for (size_t k = 0; k + 1 < nb; k++)
 			*apart += odd[k];
 	}
-	size_t k0 = k1;
+	size_t k0 = k1, counted = 0; /* the steps in [k0, k1) that are not odd: WINDOW_MIN of them */
 	while (k0 > floor && k1 - k0 < WINDOW_MAX &&
-	       (k1 - k0 < WINDOW_MIN || (b[k1] - b[k0] < WINDOW_NS && k1 - k0 < k1 / 2)))
+	       (counted < WINDOW_MIN || (b[k1] - b[k0] < WINDOW_NS && k1 - k0 < k1 / 2)))
+	{
 		k0--;
+		counted += !(odd && odd[k0]);
+	}
 	if (k0 == 0 && k1 >= 6)
 		k0 = 1; /* the first steady step still warms caches and allocators */
+	uint64_t in = 0;
 	for (size_t k = k0; odd && k < k1; k++)
-		*within += odd[k];
+		in += odd[k];
+	/* Every step odd (the loop's steps changed after the commonest's):
+	 * none is told apart, each figure a step averages them all. */
+	*within = in < k1 - k0 ? in : 0;
 	*k1_out = k1;
 	return k0;
 }
@@ -426,11 +433,16 @@ static size_t find_step(struct gs_pass *p, struct gs_steps *s, struct gs_item *v
 	}
 	s->window = k1 - k0 - s->odd_replayed;
 	memcpy(wb, b + k0, (k1 - k0 + 1) * sizeof(*wb));
-	for (size_t k = k0; odd && k < k1; k++)
+	for (size_t k = k0; odd && s->odd_replayed && k < k1; k++)
 		wodd[k - k0] = odd[k];
 	struct gs_replay w = { .ta = wb[0], .tb = wb[k1 - k0], .bounds = wb, .steps = k1 - k0,
 			       .odd = s->odd_replayed ? wodd : NULL };
 	s->step_ns = window_step(v, n, &w, s->window, &s->gpu_ns);
+	/* A step is no shorter than its GPU work (with odd steps told apart,
+	 * the span is the host's: an evaluation's wait may hold the training
+	 * steps' queued work). */
+	if (s->odd_replayed && s->step_ns < s->gpu_ns / s->window)
+		s->step_ns = s->gpu_ns / s->window;
 	free(b);
 	free(odd);
 	return k1 - k0;

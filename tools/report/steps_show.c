@@ -64,8 +64,12 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel %s\n", gs_fmt_ns(a, s->step_ns),
 			gs_fmt_ns(b, s->gpu_ns), s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
 			(unsigned long long)s->launches, gs_pl(s->launches, "launch", "launches"));
-		fprintf(f, "  replayed: %s a step over the last %llu (the run: %s)%s\n", gs_fmt_ns(c, s->model_ns),
-			(unsigned long long)s->window, gs_fmt_ns(d, s->step_ns), s->replay_off ?
+		char among[48] = "";
+		if (s->odd_replayed)
+			snprintf(among, sizeof(among), " among the last %llu", (unsigned long long)(s->window + s->odd_replayed));
+		fprintf(f, "  replayed: %s a step over %s%llu%s (the run: %s)%s\n", gs_fmt_ns(c, s->model_ns),
+			s->odd_replayed ? "" : "the last ", (unsigned long long)s->window, among, gs_fmt_ns(d, s->step_ns),
+			s->replay_off ?
 			",\n  slower than the run: the model does not fit it (threads that call CUDA at once?), and the\n"
 			"  savings below are bounds from the run's totals, not replays" : "; the savings below are replays");
 	}
