@@ -107,13 +107,13 @@ def named_right(name, program, at):
 # JAX loop's error went from -31% to -8%. run12 (10%, 25%), all ten on an H100
 # with the 2 s window and the 30000-step JAX loop (-14%), meets the target:
 # its worst, pageable -25%, is within 1.7 of its standard errors (15%).
-# run13 (14%, 28%), nine programs on H100s (the device time ran out
-# before the JAX loop): its worst, empty_cache +28%, is within 2.6 of its
-# standard errors (11%).
+# run13 (16%, 28%), all ten on H100s (the JAX loop in a later session's
+# call: +22%), misses the median by a point: its worst, empty_cache +28%,
+# is within 2.6 of its standard errors (11%).
 SET_BOUNDS = {"run1": (0.07, 0.41), "run2": (0.12, 0.67), "run3": (0.10, 0.18), "run4": (0.20, 0.37),
               "run5": (0.02, 0.09), "run6": (0.12, 0.38), "run7": (0.08, 0.28), "run8": (0.02, 0.28),
               "run9": (0.05, 0.07), "run10": (0.04, 0.13), "run11": (0.10, 0.60),
-              "run12": (0.11, 0.26), "run13": (0.15, 0.29)}
+              "run12": (0.11, 0.26), "run13": (0.17, 0.29)}
 
 
 @test
@@ -122,8 +122,8 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     programs run on the H200 slow and fixed, untraced in rounds (the
     saving each fix realized: realized.json), and traced; each run of the
     suite is a set (run1: whatif/, run2 to run13: whatif/runN; run4 to
-    run10, run12 and run13 ran on an H100, their realized.json's card;
-    run13 has nine programs). From each slow
+    run10, run12 and run13 ran on an H100, their realized.json's card).
+    From each slow
     program's trace the report must (a) give the diagnosis the fix
     answers first (none for the one-time upload and the healthy loop), at
     the program's own line: in run1-run7 the pageable copy, the .item()
@@ -141,7 +141,7 @@ def whatif_suite_predictions_hold_on_the_gpu_traces(tmp):
     rows = scored()
     sets = sorted({r["set"] for r in rows})
     check(sets == ["run1", "run10", "run11", "run12", "run13", "run2", "run3", "run4", "run5", "run6", "run7", "run8",
-                   "run9"] and len(rows) == 127,
+                   "run9"] and len(rows) == 128,
           f"{sets}, {len(rows)} rows")
     for name in sets:
         errs = []
@@ -187,7 +187,7 @@ def whatif_changes_replay_close_to_the_fixed_programs(tmp):
     it, 37% of run5's saving. In run7 the
     largest is the DataLoader's, +0.858 ms (+3.2%)."""
     rows = [r for r in scored() if r["want"] and r["predicted_ms"] is not None]
-    check(len(rows) == 101, f"{len(rows)} rows")
+    check(len(rows) == 102, f"{len(rows)} rows")
     err = {}
     for r in rows:
         rc = r["step"]["replayed_step_ns"] / 1e6 - r["predicted_ms"]
@@ -238,13 +238,12 @@ def the_gpu_machines_reports_name_each_programs_line(tmp):
     cudaMemcpy), which the report here cannot (its frames are offsets in
     a binary this machine lacks). Every Python program's line is the one
     the reports here give (LINE_NOW; decode's span within forward()); the
-    quiet loops have none. run9 lacks the launch-bound and decode loops,
-    run13 the JAX loop."""
+    quiet loops have none. run9 lacks the launch-bound and decode loops."""
     diag = {"pageable": "pageable_copies", "dataloader": "data_starvation", "item": "step_waits",
             "empty_cache": "allocation_churn", "jax_hostbound": "host_bound", "sync_copies": "pageable_copies",
             "launch_bound": "launch_bound", "decode": "launch_bound"}
     for name, missing in (("run9", {"launch_bound", "decode"}), ("run10", set()), ("run11", set()), ("run12", set()),
-                          ("run13", {"jax_hostbound"})):
+                          ("run13", set())):
         path = os.path.join(os.path.dirname(BIN), "fixtures", "h200", "whatif", name, "realized.json")
         programs = json.load(open(path))["programs"]
         check(sorted(programs) == sorted((set(diag) | {"upload_once", "healthy"}) - missing), f"{sorted(programs)}")
