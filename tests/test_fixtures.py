@@ -416,3 +416,50 @@ def fixture_lightning_fit_steps_are_its_optimizers(tmp):
     check(len(d) == 1 and re.match(r"Each step loads its data on the main thread, from the DataLoader made at <module> "
                                    r"\(\S*/lightning_fit\.py:26\), while the GPU waits\.", d[0]) and
           "Saves about 359.6 us a step (2.5 ms over 7 steps)" in d[0] and "a batch takes 1.1 ms to load" in d[0], f"{d}")
+
+
+def fixture_json(tmp, name):
+    fixture_report(tmp, name)
+    p = subprocess.run([GPUSPY, "report", "--json", os.path.join(tmp, name)], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 0, f"report --json of {name} exited {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+@test
+def fixture_zoos_c_programs_are_recorded_whole_and_not_advised(tmp):
+    """The zoo's C programs (tests/gpu/zoo/*.cu), recorded on an H100 by
+    fixtures.sh: each kernel launch's GPU record kept and joined where
+    gpuspy once lost them, and no step and no advice, for none of them
+    repeats a step, and no advice but ipc's. callbacks: 8
+    threads each launch one kernel and add a stream callback (once 1 of
+    the 8 records was kept); ctx_migrate: two threads in turn push one
+    context, launch and copy 256 bytes back (once 1 of 2 kept); dynpar: 5
+    parent launches (their device-side children are not host calls) and a
+    4-byte copy back; vmm: a kernel over cuMemMap'd memory, 4 bytes back;
+    ipc: two processes, the parent's one 1 MiB upload from pageable
+    memory (pin it, up to its 5.2 ms on the host in all: a bound, with no
+    step, and a loose one, as most of it is the first copy's own setup)
+    and the child's 1 MiB copy back; um_streams_cublas: 26 cublasDgemv of 40 tasks on 4 OpenMP
+    threads, its setup's allocations and its teardown's frees no churn
+    (nothing is allocated again after a free), its three alike tasks on a
+    thread no loop (under 6 steps)."""
+    want = {  # launches, their GPU records, GPU records joined of all, processes, copies (dir, count, bytes)
+        "callbacks": (8, 8, 16, 16, 1, []),
+        "ctx_migrate": (2, 2, 4, 4, 1, [("d2h", 2, 512)]),
+        "dynpar": (5, 5, 7, 7, 1, [("d2h", 1, 4)]),
+        "vmm": (1, 1, 2, 2, 1, [("d2h", 1, 4)]),
+        "ipc": (0, 0, 2, 2, 2, [("h2d", 1, 1 << 20), ("d2h", 1, 1 << 20)]),
+        "um_streams_cublas": (26, 26, 26, 26, 1, []),
+    }
+    for name, w in want.items():
+        o = fixture_json(os.path.join(tmp, name), name)
+        t = o["totals"]
+        copies = [(d, t["copy"][d]["pageable"]["count"], t["copy"][d]["pageable"]["bytes"])
+                  for d in ("h2d", "d2h") if t["copy"][d]["pageable"]["count"]]
+        got = (t["launch"]["count"], t["launch"]["gpu_count"], o["gpu"]["matched"], o["gpu"]["records"],
+               len(o["processes"]), copies)
+        check(got == w, f"{name}: {got}, want {w}")
+        ids = [(d["id"], d["saving"]["bound"]) for d in o["diagnoses"]]
+        check(ids == ([("pageable_copies", "upper")] if name == "ipc" else []), f"{name}: {ids}")
+        check(all(not p["step"]["found"] for p in o["processes"]), f"{name}: a step {o['processes'][0]['step']}")

@@ -28,9 +28,10 @@ else # the command the console script runs, from the package itself
 	G="$WORK/wheel/gpuspy/bin/gpuspy"; how="with pip --target (no venv here: $(tail -1 "$WORK/venv.log"))"
 fi
 {
-	echo "# Fixtures: real traces from the H200"
+	card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1)
+	echo "# Fixtures: real traces from the GPU machine"
 	echo
-	echo "\`tests/gpu/fixtures.sh\`, on nvidia-h200, with \`$("$G" --version)\` installed from its wheel $how"
+	echo "\`tests/gpu/fixtures.sh\`, on ${card:-a GPU nvidia-smi did not name}, with \`$("$G" --version)\` installed from its wheel $how"
 	echo "(\`pip install dist/gpuspy-*.whl\`): \`gpuspy run\` with \`GPUSPY_PYTHON_FRAMES=1\`."
 	echo
 } > "$md"

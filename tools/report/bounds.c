@@ -350,6 +350,14 @@ size_t gs_bounds_calls(const struct gs_item *v, size_t n, uint64_t **out, char *
 	struct gs_period per;
 	uint32_t wait_tok, tid = launcher(v, n, &wait_tok);
 	size_t nb = tid ? boundaries(v, n, thread_work, tid, wait_tok, out, &per) : 0;
+	/* A sequence of calls seen only a few times is not yet a loop to
+	 * advise a step of (OpenMP threads' three tasks alike: each differs
+	 * in size; phases, named by the program, repeat as they are). */
+	if (nb && nb - 1 < GS_CALL_STEPS_MIN) {
+		free(*out);
+		*out = NULL;
+		nb = 0;
+	}
 	if (nb)
 		snprintf(what, cap, "the %zu calls that repeat on thread %u (kernels, copies and waits; no phase "
 			 "repeats)", per.period, tid);

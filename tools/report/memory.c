@@ -49,6 +49,7 @@ static void track_memory(struct gs_pass *p, const struct gs_ev *ev)
 		struct gs_churn *c = &r->churn[i];
 		if (!c->warm)
 			continue;
+		c->turns += is_alloc && c->frees;
 		c->allocs += is_alloc;
 		c->frees += !is_alloc;
 		c->alloc_bytes += is_alloc ? ev->bytes : 0;

@@ -136,6 +136,7 @@ struct gs_report {
 	 * occurrence of a repeated phase, [1] after the first fifth of the events. */
 	struct gs_churn {
 		uint64_t allocs, frees, alloc_bytes, host_ns; /* host_ns: in the calls */
+		uint64_t turns;   /* allocations after a free (both after warm-up): none in a setup, then a teardown */
 		int warm;         /* warm-up has ended (warm_up) */
 		uint64_t from_ns; /* when */
 	} churn[2];
