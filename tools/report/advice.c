@@ -96,19 +96,27 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	if (ch == GS_CH_WORKERS && s->change[ch].workers) {
 		/* How many workers the saving takes: the user's num_workers. */
 		const struct gs_step_change *c = &s->change[ch];
-		char load[32], to[32];
+		char load[96], to[32];
 		k = strlen(m);
 		unsigned long long n = (unsigned long long)c->workers;
 		int64_t left = (int64_t)s->model_ns - c->save_ns; /* the step replayed with the workers */
 		uint64_t after = left > 0 ? (uint64_t)left : 0;
 		gs_fmt_ns(load, c->after_ns);
+		size_t l = strlen(load);
+		snprintf(load + l, sizeof(load) - l, " to load");
+		if (s->handoff_ns) { /* steps.c counts a worker's own part of the handoff too */
+			char own[32];
+			l = strlen(load);
+			snprintf(load + l, sizeof(load) - l, " and a worker %s more to hand it over",
+				 gs_fmt_ns(own, GS_LOADER_WORKER_NS));
+		}
 		gs_fmt_ns(to, after);
 		if (r->proc.cpus > 1 && c->workers > r->proc.cpus - 1)
-			snprintf(m + k, sizeof(m) - k, " (%llu workers would keep up, a batch taking %s to load; this "
+			snprintf(m + k, sizeof(m) - k, " (%llu workers would keep up, a batch taking %s; this "
 				 "process may use %u CPUs: with %u worker%s the step is %s)", n, load, r->proc.cpus,
 				 r->proc.cpus - 1, r->proc.cpus == 2 ? "" : "s", to);
 		else
-			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s to load, the step then %s)",
+			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s, the step then %s)",
 				 n, n == 1 ? "" : "s", n == 1 ? "s" : "", load, to);
 	}
 	if (s->odd_replayed)

@@ -467,12 +467,14 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 		uint64_t t = gs_replay_run(&rp, (enum gs_change)ch);
 		if (ch == GS_CH_WORKERS) {
 			/* Workers that keep up, where the main process loads:
-			 * each loads a batch in the data phase's work, the step
+			 * each loads a batch in the data phase's work (and, a
+			 * DataLoader's, its own part of the handoff), the step
 			 * taking what the replay leaves. */
-			uint64_t step = t / s->window;
+			uint64_t step = t / s->window, own = c->after_ns + (rp.handoff_ns ? GS_LOADER_WORKER_NS : 0);
 			if (rp.data_phase && c->after_ns && !r->loader_workers && step)
-				c->workers = (c->after_ns + step - 1) / step;
-			/* N workers load a batch every data-work / N at best: with
+				c->workers = (own + step - 1) / step;
+			/* N workers load a batch every data-work / N at best (their
+			 * own part of the handoff aside: a bound): with
 			 * the CPUs the process could use known (the trace's header),
 			 * less the one the step keeps (one CPU: no worker), the
 			 * step is no shorter than that. */
