@@ -102,6 +102,9 @@ def loader_workers_are_replayed_exactly(tmp):
     set_cpus(path, 2)
     o = report_json_of(path)
     check(o["processes"][0]["step"]["replayed_savings_ns"]["workers"] == 201_900, f"{o['processes'][0]['step']}")
+    # The CPUs' floor set it: a bound ("up to"), not the replay's "about".
+    check(d[0]["saving"]["bound"] == "estimate" and o["diagnoses"][0]["saving"]["bound"] == "upper",
+          f"{d[0]['saving']} {o['diagnoses'][0]['saving']}")
     check("(7 workers would keep up, a batch taking 3.8 ms to load and a worker 2.0 ms more to hand it over; this "
           "process may use 2 CPUs: with 1 worker "
           "the step is 3.8 ms)" in o["diagnoses"][0]["saving"]["how"], o["diagnoses"][0]["saving"])

@@ -79,7 +79,7 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
 static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 {
 	const struct gs_steps *s = r->steps;
-	char m[300], bw[32], step[32], buf[600];
+	char m[512], bw[32], step[32], buf[800];
 	snprintf(bw, sizeof(bw), "%.1f", s->pinned_bps / 1e9);
 	snprintf(m, sizeof(m), model[ch], bw, s->pinned_from);
 	size_t k = strlen(m);
@@ -130,7 +130,7 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 	d->how = xstrdup(buf);
 	d->save_ns = s->change[ch].save_ns > 0 ? mul_sat((uint64_t)s->change[ch].save_ns, s->steps) : 0;
 	d->steps = s->steps;
-	d->about = 1;
+	d->about = !s->change[ch].bound; /* the CPUs' floor: "up to" */
 }
 
 static const char *wait_advice(unsigned fw)

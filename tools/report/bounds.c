@@ -65,6 +65,7 @@ static size_t boundaries(const struct gs_item *v, size_t n, int (*sel)(const str
 			if (!waits && launches < GROUP_LAUNCHES) {
 				size_t group = (GROUP_LAUNCHES + (launches ? launches : 1) - 1) / (launches ? launches : 1);
 				per->period *= group;
+				per->runs = per->reps;
 				per->reps /= group;
 			}
 		}
@@ -347,13 +348,13 @@ size_t gs_bounds_phases(const struct gs_report *r, const struct gs_item *v, size
 
 size_t gs_bounds_calls(const struct gs_item *v, size_t n, uint64_t **out, char *what, size_t cap)
 {
-	struct gs_period per;
+	struct gs_period per = { 0 };
 	uint32_t wait_tok, tid = launcher(v, n, &wait_tok);
 	size_t nb = tid ? boundaries(v, n, thread_work, tid, wait_tok, out, &per) : 0;
 	/* A sequence of calls seen only a few times is not yet a loop to
 	 * advise a step of (OpenMP threads' three tasks alike: each differs
 	 * in size; phases, named by the program, repeat as they are). */
-	if (nb && nb - 1 < GS_CALL_STEPS_MIN) {
+	if (nb && (per.runs ? per.runs : nb - 1) < GS_CALL_STEPS_MIN) {
 		free(*out);
 		*out = NULL;
 		nb = 0;

@@ -44,7 +44,8 @@ size_t gs_bounds_phases(const struct gs_report *r, const struct gs_item *v, size
 			size_t cap);
 
 /* The repetitions of the kernels, copies and waits of the thread that
- * launches most, GS_CALL_STEPS_MIN of them at least; what: said. */
+ * launches most, GS_CALL_STEPS_MIN of them at least (before short ones
+ * are grouped into a step); what: said. */
 #define GS_CALL_STEPS_MIN 6
 size_t gs_bounds_calls(const struct gs_item *v, size_t n, uint64_t **out, char *what, size_t cap);
 

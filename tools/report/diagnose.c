@@ -668,7 +668,7 @@ static int growth(struct gs_report *r)
 	return 1;
 }
 
-#define CHURN_TURNS 3 /* allocations after a free: a loop's, not a setup's then a teardown's */
+#define CHURN_TURNS 3 /* frees followed by an allocation: a loop's, not a setup's then a teardown's */
 
 static void churn(struct gs_report *r)
 {
@@ -676,8 +676,8 @@ static void churn(struct gs_report *r)
 	/* Churn is allocations that are freed again: growth with few frees is
 	 * a leak (growth) or a cache filling up, not churn; a program's setup
 	 * that runs past the first fifth of its events, then its teardown's
-	 * frees, allocate nothing after a free (the zoo's um_streams_cublas:
-	 * 67 and 135 of them, none again). */
+	 * frees, turn from freeing to allocating no more than once (the zoo's
+	 * um_streams_cublas: 67 and 135 of them). */
 	if (c->allocs + c->frees < 10 || c->frees * 2 < c->allocs || c->turns < CHURN_TURNS)
 		return;
 	char b[32], t[32];

@@ -45,11 +45,15 @@ static void track_memory(struct gs_pass *p, const struct gs_ev *ev)
 	}
 	/* Allocation churn: device allocations and frees after warm-up (both
 	 * rules, warm_up). */
-	for (int i = 0; i < 2; i++) {
+	/* A free of nothing (cublasCreate's cudaFree(0): it starts the
+	 * context) is no allocation's end. */
+	int nothing = !is_alloc && !ev->addr && !ev->bytes;
+	for (int i = 0; i < 2 && !nothing; i++) {
 		struct gs_churn *c = &r->churn[i];
 		if (!c->warm)
 			continue;
-		c->turns += is_alloc && c->frees;
+		c->turns += is_alloc && c->last_free;
+		c->last_free = !is_alloc;
 		c->allocs += is_alloc;
 		c->frees += !is_alloc;
 		c->alloc_bytes += is_alloc ? ev->bytes : 0;

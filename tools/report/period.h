@@ -15,6 +15,7 @@ struct gs_period {
 	size_t period; /* calls in one repetition; 0: none found */
 	size_t start;  /* index of the steady state's first call (after warm-up) */
 	size_t reps;   /* whole repetitions from start to the end */
+	size_t runs;   /* bounds.c: the repetitions before it groups short ones into a step */
 	size_t anchor; /* offset in the period where a repetition begins (start + anchor + k*period) */
 	double match;  /* share of calls in the steady state equal to the one a period later */
 };

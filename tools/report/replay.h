@@ -37,8 +37,9 @@ struct gs_item {
 /* What the batch costs its worker beyond the main process's loading of it
  * (collated and pickled into shared memory): the workers that keep up
  * are counted with it. loader_cost.sh at 3 ms of load a batch, on an H100:
- * 2 workers ran 2.58 ms a step (a batch every 5.17 ms each, 2.2 ms over
- * the load), 3 ran 1.95 (tests/gpu/results/zoo/zoo.md). */
+ * 2 workers ran 2.58 ms a step (a batch every 5.17 ms each, about 1.7 ms
+ * over the main process's 3.44 ms load), 3 ran 1.95: one point, rounded
+ * (tests/gpu/results/zoo/zoo.md). */
 #define GS_LOADER_WORKER_NS 2000000
 
 /* The changes a replay can make. */

@@ -136,7 +136,8 @@ struct gs_report {
 	 * occurrence of a repeated phase, [1] after the first fifth of the events. */
 	struct gs_churn {
 		uint64_t allocs, frees, alloc_bytes, host_ns; /* host_ns: in the calls */
-		uint64_t turns;   /* allocations after a free (both after warm-up): none in a setup, then a teardown */
+		uint64_t turns;   /* frees followed by an allocation (after warm-up): none in a setup, then a teardown */
+		int last_free;    /* the last counted call was a free */
 		int warm;         /* warm-up has ended (warm_up) */
 		uint64_t from_ns; /* when */
 	} churn[2];

@@ -480,8 +480,10 @@ static void replay_changes(const struct gs_report *r, struct gs_steps *s, const 
 			 * step is no shorter than that. */
 			uint64_t floor = r->proc.cpus > 1 ? c->after_ns * s->window / (r->proc.cpus - 1)
 					 : r->proc.cpus == 1 ? base : 0;
-			if (t < floor)
+			if (t < floor) {
 				t = floor;
+				c->bound = 1;
+			}
 		}
 		c->save_ns = gs_diff_per(base, t, s->window); /* never more than the step: */
 		c->save_ns = c->save_ns < (int64_t)s->step_ns ? c->save_ns : (int64_t)s->step_ns;

@@ -21,6 +21,7 @@ struct gs_step_change {
 	uint64_t after_ns;   /* waits: the host's own work right after the wait, a step;
 			      * workers: the data phase's own host work, a step */
 	uint64_t workers;    /* workers: how many load a batch within the replayed step */
+	int bound;           /* the saving is a bound, not a replay (workers: the CPUs' floor set the step) */
 	uint32_t phase, inner; /* waits: the top-level and innermost phases of the one that waits longest */
 };
 
