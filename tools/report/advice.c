@@ -119,13 +119,11 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s, the step then %s)",
 				 n, n == 1 ? "" : "s", n == 1 ? "s" : "", load, to);
 	}
+	char among[48] = ""; /* evaluation steps in the window: replayed, in no figure a step */
 	if (s->odd_replayed)
-		snprintf(buf, sizeof(buf), "%s; replayed over %llu steady steps of %s among the last %llu", m,
-			 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns),
-			 (unsigned long long)(s->window + s->odd_replayed));
-	else
-		snprintf(buf, sizeof(buf), "%s; replayed over the last %llu steady steps of %s", m,
-			 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns));
+		snprintf(among, sizeof(among), " among the last %llu", (unsigned long long)(s->window + s->odd_replayed));
+	snprintf(buf, sizeof(buf), "%s; replayed over %s%llu steady steps of %s%s", m, s->odd_replayed ? "" : "the last ",
+		 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns), among);
 	free(d->how);
 	d->how = xstrdup(buf);
 	d->save_ns = s->change[ch].save_ns > 0 ? mul_sat((uint64_t)s->change[ch].save_ns, s->steps) : 0;

@@ -724,16 +724,13 @@ uint64_t *gs_replay_overlaps(const struct gs_replay *rp)
 uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 {
 	struct sim m = { .rp = rp, .ch = change, .h = rp->ta, .prev_end = rp->ta, .step_h = rp->ta, .pinned_stream = -1 };
-	uint64_t odd_run = 0; /* the odd steps' time in the run */
-	for (size_t k = 0; rp->bounds && k < rp->steps; k++) {
+	for (size_t k = 0; rp->bounds && k < rp->steps; k++)
 		m.counted += !(rp->odd && rp->odd[k]);
-		odd_run += rp->odd && rp->odd[k] ? rp->bounds[k + 1] - rp->bounds[k] : 0;
-	}
 	m.gpu = malloc((rp->n ? rp->n : 1) * sizeof(*m.gpu));
 	if (!m.gpu || !more_room(&m.s)) { /* (stream_at's stream 0 is then always there) */
 		free(m.gpu);
 		drop_streams(&m.s);
-		return rp->tb - rp->ta - odd_run;
+		return rp->tb - rp->ta - gs_replay_odd_run(rp);
 	}
 	for (size_t i = 0; i < rp->n; i++)
 		if (rp->it[i].what == GS_IT_GPU && rp->it[i].corr)
@@ -766,6 +763,14 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change)
 		m.odd_ns += end - m.step_h;
 	end = end > rp->ta ? end - rp->ta : 0;
 	return end > m.odd_ns ? end - m.odd_ns : 0;
+}
+
+uint64_t gs_replay_odd_run(const struct gs_replay *rp)
+{
+	uint64_t ns = 0;
+	for (size_t k = 0; rp->odd && rp->bounds && k < rp->steps; k++)
+		ns += rp->odd[k] ? rp->bounds[k + 1] - rp->bounds[k] : 0;
+	return ns;
 }
 
 int gs_replay_counts(const struct gs_replay *rp, uint64_t t)

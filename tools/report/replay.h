@@ -115,6 +115,9 @@ uint64_t gs_replay_run(const struct gs_replay *rp, enum gs_change change);
 /* qsort's comparison of two uint64_t, ascending. */
 int gs_cmp_u64(const void *a, const void *b);
 
+/* The odd steps' time in the run (their bounds' spans); 0 with none. */
+uint64_t gs_replay_odd_run(const struct gs_replay *rp);
+
 /* Whether time t is in the window's steps that count: in [ta, tb), and
  * not in an odd step. */
 int gs_replay_counts(const struct gs_replay *rp, uint64_t t);

@@ -256,9 +256,7 @@ static uint64_t window_step(const struct gs_item *v, size_t n, const struct gs_r
 	}
 	free(span);
 	free(corr);
-	uint64_t width = tb - ta;
-	for (size_t k = 0; w->odd && k < w->steps; k++) /* the odd steps' time is none of the step's */
-		width -= w->odd[k] ? w->bounds[k + 1] - w->bounds[k] : 0;
+	uint64_t width = tb - ta - gs_replay_odd_run(w); /* the odd steps' time is none of the step's */
 	if (hi > lo && hi - lo > width && !w->odd)
 		width = hi - lo;
 	return steps ? width / steps : 0;
