@@ -279,9 +279,11 @@ static int applies(const struct gs_steps *s, int ch, int jax)
 
 /* Cuts bound d to per_step a step over the step's steps (a bound over
  * fewer, 4 occurrences of a phase around or before a loop whose step is
- * 16 launches, counts other units than the step: it is over the step's
- * steps, cut or not, so that its "a step" is the report's step; uncut,
- * 5.1 ms over 4 phases said 1.3 ms a step of a 160 us step), adding
+ * 16 launches, or over more, the growth's 161 steps where 160 are the
+ * step's after warm-up, counts other units than the step: it is over the
+ * step's steps, cut or not, so that its "a step" and its count are the
+ * report's step; uncut, 5.1 ms over 4 phases said 1.3 ms a step of a
+ * 160 us step), adding
  * "; at most " and why to its how; 1 (drop it) when per_step is under the
  * floor of a change worth making. A replayed saving ("about") is a
  * difference of two replays of the step and needs no cut. */
@@ -289,8 +291,7 @@ static int cut_bound(const struct gs_steps *s, struct gs_diag *d, uint64_t per_s
 {
 	if (!d->how || d->about || !d->steps)
 		return 0;
-	if (d->steps < s->steps)
-		d->steps = s->steps;
+	d->steps = s->steps;
 	/* A bound under the floor a step is no change worth making (a data
 	 * phase's waits, 8 us of a 2.3 ms step). Not a starved loop's: its
 	 * bound is what overlapping the data phase hides, where workers
