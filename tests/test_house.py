@@ -224,6 +224,22 @@ def lab_results_are_few_and_cited(tmp):
 
 
 @test
+def the_root_holds_the_layout_and_nothing_else(tmp):
+    """The repository's root holds the layout's rooms (lib/ include/ tools/
+    tests/ examples/ and the rest HOUSE.md names) and the packaging's and
+    project's files: a file committed there by mistake (a results file
+    copied to the root once, 'call6') fails this."""
+    p = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Skip("not a git checkout: no committed files to list")
+    root = {f.split("/")[0] for f in p.stdout.splitlines()}
+    layout = {".ci", ".gitignore", "LICENSE", "Makefile", "README.md", "VERSION", "bench", "common", "debian",
+              "docs", "examples", "gpuspy.pc.in", "include", "lib", "pyproject.toml", "python", "scripts",
+              "setup.py", "tests", "tools"}
+    check(root <= layout, f"at the root, outside the layout: {sorted(root - layout)}")
+
+
+@test
 def comments_cite_files_of_the_repository(tmp):
     """No comment or doc cites design notes kept outside the repository
     (DESIGN.md, FIELD-NOTES, WHATIF, HOUSE.md, STYLE.md): they cite
