@@ -269,6 +269,10 @@ def fixture_jax_window_says_the_gpu_waits_for_the_host(tmp):
         "10 steps" in host[0], f"host-bound: {d}")
     step = o["processes"][0]["step"]
     check(step["gpu_ns"] > 0 and step["replayed_steps"] == 13592, f"step {step}")
+    # The window began inside a step: the 57 us before the first whole one
+    # is that step's end, not warm-up (a window recorded on demand says so).
+    check(step["warmup_ns"] == 57015 and "  (the 57.0 us before, warm-up or the step the window began in, is left "
+          "out of every figure a step)\n" in text, f"{step['warmup_ns']}: {text[text.find('  Step'):][:400]}")
 
 
 @test
