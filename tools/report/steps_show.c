@@ -48,8 +48,8 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 	fprintf(f, "  %llu steps%s, steady from %s\n", (unsigned long long)s->steps, s->kept_last ? ", the run's last" : "",
 		s->warmup_ns ? gs_fmt_ns(a, since_first(r, s->steady_from)) : s->kept_last ? "there" : "the start");
 	if (s->odd_steps)
-		fprintf(f, "  %llu of them with other phases too (an evaluation?) are left out of the replay\n",
-			(unsigned long long)s->odd_steps);
+		fprintf(f, "  %llu of them with other phases too (an evaluation?) are left out of %s\n",
+			(unsigned long long)s->odd_steps, s->gpu_ns ? "the replay" : "the step's time");
 	if (s->odd_replayed)
 		fprintf(f, "  %llu more steps among them hold other phases too (an evaluation every few steps?): replayed,\n"
 			   "  but left out of every figure a step\n", (unsigned long long)s->odd_replayed);
