@@ -291,7 +291,8 @@ static int cut_bound(const struct gs_steps *s, struct gs_diag *d, uint64_t per_s
 {
 	if (!d->how || d->about || !d->steps)
 		return 0;
-	d->steps = s->steps;
+	if (s->steps)
+		d->steps = s->steps;
 	/* A bound under the floor a step is no change worth making (a data
 	 * phase's waits, 8 us of a 2.3 ms step). Not a starved loop's: its
 	 * bound is what overlapping the data phase hides, where workers

@@ -57,9 +57,9 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 	 * inside a running loop: what comes before its first step is then the
 	 * step it began in, no warm-up. */
 	if (s->warmup_ns)
-		fprintf(f, r->proc.start_paused ? "  (the %s before, warm-up or the step the window began in, is left out of %s)\n"
-						: "  (the %s before is warm-up: left out of %s)\n",
-			gs_fmt_ns(b, s->warmup_ns), s->gpu_ns ? "every figure a step" : "the step's time");
+		fprintf(f, "  (the %s before%s left out of %s)\n", gs_fmt_ns(b, s->warmup_ns),
+			r->proc.start_paused ? ", warm-up or the step the window began in, is" : " is warm-up:",
+			s->gpu_ns ? "every figure a step" : "the step's time");
 	if (!s->gpu_ns) { /* no GPU records: nothing to replay the GPU's side with */
 		fprintf(f, "  a step: %s; %llu kernel %s\n  no GPU times: the savings below are bounds from the "
 			   "run's totals, warm-up included, not replays\n", gs_fmt_ns(a, s->step_ns), (unsigned long long)s->launches,
