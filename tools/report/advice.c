@@ -119,10 +119,9 @@ static void set_saving(struct gs_report *r, struct gs_diag *d, int ch)
 			snprintf(m + k, sizeof(m) - k, " (%llu worker%s keep%s up: a batch takes %s, the step then %s)",
 				 n, n == 1 ? "" : "s", n == 1 ? "s" : "", load, to);
 	}
-	char among[48] = ""; /* evaluation steps in the window: replayed, in no figure a step */
-	if (s->odd_replayed)
-		snprintf(among, sizeof(among), " among the last %llu", (unsigned long long)(s->window + s->odd_replayed));
-	snprintf(buf, sizeof(buf), "%s; replayed over %s%llu steady steps of %s%s", m, s->odd_replayed ? "" : "the last ",
+	char among[48]; /* evaluation steps in the window: replayed, in no figure a step */
+	const char *last = gs_steps_among(s, among, sizeof(among));
+	snprintf(buf, sizeof(buf), "%s; replayed over %s%llu steady steps of %s%s", m, last,
 		 (unsigned long long)s->window, gs_fmt_ns(step, s->step_ns), among);
 	free(d->how);
 	d->how = xstrdup(buf);

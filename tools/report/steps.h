@@ -63,4 +63,10 @@ struct gs_steps {
 	char once_where[240];   /* the line of the largest of those copies, "" unknown */
 };
 
+/* Which of the window's steps a replayed figure is over: fills among with
+ * " among the last N" where evaluation steps were replayed with them
+ * (odd_replayed; else ""), and returns the words before the count, "" or
+ * "the last " (steps_show.c). */
+const char *gs_steps_among(const struct gs_steps *s, char *among, size_t cap);
+
 #endif

@@ -29,6 +29,15 @@ static uint64_t compilations(const struct gs_report *r, uint64_t *n)
 	return ns;
 }
 
+const char *gs_steps_among(const struct gs_steps *s, char *among, size_t cap)
+{
+	among[0] = 0;
+	if (!s->odd_replayed)
+		return "the last ";
+	snprintf(among, cap, " among the last %llu", (unsigned long long)(s->window + s->odd_replayed));
+	return "";
+}
+
 void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *st)
 {
 	const struct gs_steps *s = r->steps;
@@ -68,11 +77,10 @@ void gs_steps_print(FILE *f, const struct gs_report *r, const struct gs_style *s
 		fprintf(f, "  a step: %s; GPU work %s (%.0f%%); %llu kernel %s\n", gs_fmt_ns(a, s->step_ns),
 			gs_fmt_ns(b, s->gpu_ns), s->step_ns ? 100.0 * (double)s->gpu_ns / (double)s->step_ns : 0.0,
 			(unsigned long long)s->launches, gs_pl(s->launches, "launch", "launches"));
-		char among[48] = "";
-		if (s->odd_replayed)
-			snprintf(among, sizeof(among), " among the last %llu", (unsigned long long)(s->window + s->odd_replayed));
+		char among[48];
+		const char *last = gs_steps_among(s, among, sizeof(among));
 		fprintf(f, "  replayed: %s a step over %s%llu%s (the run: %s)%s\n", gs_fmt_ns(c, s->model_ns),
-			s->odd_replayed ? "" : "the last ", (unsigned long long)s->window, among, gs_fmt_ns(d, s->step_ns),
+			last, (unsigned long long)s->window, among, gs_fmt_ns(d, s->step_ns),
 			s->replay_off ?
 			",\n  slower than the run: the model does not fit it (threads that call CUDA at once?), and the\n"
 			"  savings below are bounds from the run's totals, not replays" : "; the savings below are replays");
